@@ -1,0 +1,106 @@
+/* backend.h — the backend vtable and the uniform op-call record (internal).
+ *
+ * Every backend fills one `mcl_op_impl` per op of ops.def (forward + backward), plus the
+ * buffer functions below. The front end (ops.c) checks shapes, allocates outputs, builds an
+ * `mcl_op_args` and calls `be->ops[op].fwd(be, &args)`; the tape later calls `.bwd` with the
+ * same record (plus gout/gin filled in). Kernels never allocate tensors themselves.
+ */
+#ifndef MCL_BACKEND_H
+#define MCL_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Op enum generated from ops.def. */
+typedef enum mcl_op {
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) MCL_OP_##ID,
+#include "ops.def"
+#undef MCL_OP
+    MCL_OP_COUNT
+} mcl_op;
+
+#define MCL_MAX_IN 6
+#define MCL_MAX_OUT 4
+
+/* Static facts about an op, generated from ops.def. */
+typedef struct mcl_op_info {
+    const char *name;
+    const char *family;
+    int n_in, n_out, n_diff_out;
+} mcl_op_info;
+
+extern const mcl_op_info mcl_op_table[MCL_OP_COUNT];
+/* Lookup by name; returns MCL_OP_COUNT if unknown. */
+mcl_op mcl_op_by_name(const char *name);
+
+/* Scalar parameters of one call. Meaning per op: see ops.def. */
+typedef struct mcl_op_params {
+    float f[8];
+    int64_t i[8];
+    uint64_t u[4];
+} mcl_op_params;
+
+/* One call of an op: what forward gets, and what backward gets (plus gout/gin). */
+typedef struct mcl_op_args {
+    mcl_op op;
+    mcl_tensor *in[MCL_MAX_IN];
+    mcl_tensor *out[MCL_MAX_OUT];
+    mcl_tensor *gout[MCL_MAX_OUT]; /* backward: dL/dout[k] for k < n_diff_out (never NULL)  */
+    mcl_tensor *gin[MCL_MAX_IN];   /* backward: accumulate dL/din[k] here; NULL = not needed */
+    mcl_op_params p;
+} mcl_op_args;
+
+typedef mcl_status (*mcl_op_fn)(mcl_backend *be, const mcl_op_args *a);
+
+typedef struct mcl_op_impl {
+    mcl_op_fn fwd;
+    mcl_op_fn bwd; /* NULL when n_diff_out == 0 */
+} mcl_op_impl;
+
+struct mcl_buffer {
+    mcl_backend *be;
+    void *handle;  /* ref: float*; OpenCL: cl_mem */
+    size_t nbytes;
+    int refcnt;
+};
+
+struct mcl_backend {
+    mcl_backend_kind kind;
+    const char *name;
+    mcl_ctx *ctx;  /* for error messages */
+    void *impl;    /* backend private state */
+    /* Buffers: alloc returns zero-filled memory. */
+    mcl_status (*buf_alloc)(mcl_backend *be, size_t nbytes, void **handle);
+    void (*buf_free)(mcl_backend *be, void *handle);
+    mcl_status (*buf_write)(mcl_backend *be, void *handle, size_t off_bytes, const void *src,
+                            size_t nbytes);
+    mcl_status (*buf_read)(mcl_backend *be, void *handle, size_t off_bytes, void *dst,
+                           size_t nbytes);
+    mcl_status (*buf_fill)(mcl_backend *be, void *handle, size_t off_bytes, float value,
+                           size_t count);
+    mcl_status (*buf_copy)(mcl_backend *be, void *dst, size_t dst_off_bytes, void *src,
+                           size_t src_off_bytes, size_t nbytes);
+    mcl_status (*finish)(mcl_backend *be); /* wait for queued work (no-op on ref) */
+    void (*destroy)(mcl_backend *be);
+    const mcl_op_impl *ops; /* [MCL_OP_COUNT] */
+};
+
+/* Backend constructors. */
+mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out);
+#ifdef MCL_HAVE_OPENCL
+mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backend **out);
+#endif
+
+/* Test hook: when the environment variable METACL_TEST_BREAK names an op, the OpenCL backend
+ * perturbs that op's output (used to prove the differential runner can fail). */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,570 @@
+/* ops.c — the front end of every op: validate, infer output shapes, dispatch to the context's
+ * backend, record on the tape. Backends never see an invalid call. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "tape.h"
+
+/* ---- op table generated from ops.def ---- */
+
+const mcl_op_info mcl_op_table[MCL_OP_COUNT] = {
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) {#name, #family, n_in, n_out, n_diff_out},
+#include "ops.def"
+#undef MCL_OP
+};
+
+/* Compile-time checks of the table's limits. */
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family)                                         \
+    _Static_assert((n_in) >= 1 && (n_in) <= MCL_MAX_IN, #name ": bad n_in");                      \
+    _Static_assert((n_out) >= 0 && (n_out) <= MCL_MAX_OUT, #name ": bad n_out");                  \
+    _Static_assert((n_diff_out) >= 0 && (n_diff_out) <= (n_out), #name ": bad n_diff_out");
+#include "ops.def"
+#undef MCL_OP
+
+mcl_op mcl_op_by_name(const char *name)
+{
+    if (!name) return MCL_OP_COUNT;
+    for (int i = 0; i < MCL_OP_COUNT; i++)
+        if (strcmp(mcl_op_table[i].name, name) == 0) return (mcl_op)i;
+    return MCL_OP_COUNT;
+}
+
+/* ---- shape inference ---- */
+
+typedef struct out_shapes {
+    int ndim[MCL_MAX_OUT];
+    int64_t shape[MCL_MAX_OUT][MCL_MAX_DIMS];
+} out_shapes;
+
+static void set_out(out_shapes *o, int k, int ndim, const int64_t *shape)
+{
+    o->ndim[k] = ndim;
+    for (int d = 0; d < MCL_MAX_DIMS; d++) o->shape[k][d] = d < ndim ? shape[d] : 1;
+}
+
+static void set_out1(out_shapes *o, int k, int64_t n)
+{
+    int64_t s[1] = {n};
+    set_out(o, k, 1, s);
+}
+
+static int64_t rows_of(const mcl_tensor *t)
+{
+    int64_t r = 1;
+    for (int d = 0; d < t->ndim - 1; d++) r *= t->shape[d];
+    return r;
+}
+
+#define SHAPE_ERR(...) mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, __VA_ARGS__)
+#define INVALID(...) mcl_ctx_set_error(ctx, MCL_ERR_INVALID, __VA_ARGS__)
+
+static mcl_status need_same(mcl_ctx *ctx, const char *op, const mcl_tensor *a, const mcl_tensor *b,
+                            const char *an, const char *bn)
+{
+    if (mcl_tensor_same_shape(a, b)) return MCL_OK;
+    char s1[64], s2[64];
+    return SHAPE_ERR("%s: %s %s and %s %s must have the same shape", op, an,
+                     mcl_shape_str(a, s1, sizeof s1), bn, mcl_shape_str(b, s2, sizeof s2));
+}
+
+/* Normalize an axis (negative counts from the end). */
+static mcl_status norm_axis(mcl_ctx *ctx, const char *op, int64_t *axis, int ndim)
+{
+    int64_t ax = *axis < 0 ? *axis + ndim : *axis;
+    if (ax < 0 || ax >= ndim)
+        return INVALID("%s: axis %lld out of range for %d dims", op, (long long)*axis, ndim);
+    *axis = ax;
+    return MCL_OK;
+}
+
+/* Integer-valued index tensor check (host read: indices are small). */
+static mcl_status check_indices(mcl_ctx *ctx, const char *op, const mcl_tensor *idx, int64_t lo,
+                                int64_t hi, int allow_negative)
+{
+    int64_t n = mcl_tensor_numel(idx);
+    float *h = malloc((size_t)n * sizeof *h);
+    if (!h) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of host memory", op);
+    mcl_status s = mcl_tensor_read(idx, h, n);
+    for (int64_t i = 0; s == MCL_OK && i < n; i++) {
+        float v = h[i];
+        if (!(v == floorf(v)) || fabsf(v) > 16777216.0f) {
+            s = INVALID("%s: index %lld is %g, not an integer", op, (long long)i, (double)v);
+        } else if (v < 0 && allow_negative) {
+            continue;
+        } else if (v < (float)lo || v >= (float)hi) {
+            s = INVALID("%s: index %lld is %g, outside [%lld, %lld)", op, (long long)i, (double)v,
+                        (long long)lo, (long long)hi);
+        }
+    }
+    free(h);
+    return s;
+}
+
+static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
+{
+    const char *op = mcl_op_table[a->op].name;
+    mcl_tensor *x = a->in[0], *y = a->in[1];
+    mcl_status s;
+    char s1[64], s2[64];
+    switch (a->op) {
+    case MCL_OP_ADD:
+    case MCL_OP_SUB:
+    case MCL_OP_MUL:
+        if ((s = need_same(ctx, op, x, y, "a", "b")) != MCL_OK) return s;
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
+    case MCL_OP_SCALE:
+    case MCL_OP_COPY:
+    case MCL_OP_RELU:
+    case MCL_OP_LEAKY_RELU:
+    case MCL_OP_ELU:
+    case MCL_OP_SIGMOID:
+    case MCL_OP_TANH:
+    case MCL_OP_GELU:
+    case MCL_OP_EXP:
+    case MCL_OP_LOG:
+    case MCL_OP_SOFTMAX:
+    case MCL_OP_LOG_SOFTMAX:
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
+    case MCL_OP_DROPOUT:
+        if (!(a->p.f[0] >= 0.0f && a->p.f[0] < 1.0f))
+            return INVALID("dropout: p = %g must be in [0, 1)", (double)a->p.f[0]);
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
+    case MCL_OP_BIAS_ADD:
+        if (y->ndim != 1 || y->shape[0] != x->shape[x->ndim - 1])
+            return SHAPE_ERR("bias_add: bias %s must be [%lld] for x %s",
+                             mcl_shape_str(y, s1, sizeof s1), (long long)x->shape[x->ndim - 1],
+                             mcl_shape_str(x, s2, sizeof s2));
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
+    case MCL_OP_MATMUL: {
+        if (x->ndim < 2 || x->ndim != y->ndim)
+            return SHAPE_ERR("matmul: a %s and b %s must both have 2..4 dims, the same number",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(y, s2, sizeof s2));
+        int nd = x->ndim;
+        for (int d = 0; d < nd - 2; d++)
+            if (x->shape[d] != y->shape[d])
+                return SHAPE_ERR("matmul: batch dims of a %s and b %s differ",
+                                 mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(y, s2, sizeof s2));
+        int ta = a->p.i[0] != 0, tb = a->p.i[1] != 0;
+        int64_t M = ta ? x->shape[nd - 1] : x->shape[nd - 2];
+        int64_t K = ta ? x->shape[nd - 2] : x->shape[nd - 1];
+        int64_t K2 = tb ? y->shape[nd - 1] : y->shape[nd - 2];
+        int64_t N = tb ? y->shape[nd - 2] : y->shape[nd - 1];
+        if (K != K2)
+            return SHAPE_ERR("matmul: inner dims differ: a %s%s, b %s%s (K %lld vs %lld)",
+                             mcl_shape_str(x, s1, sizeof s1), ta ? "^T" : "",
+                             mcl_shape_str(y, s2, sizeof s2), tb ? "^T" : "", (long long)K,
+                             (long long)K2);
+        int64_t sh[4];
+        for (int d = 0; d < nd - 2; d++) sh[d] = x->shape[d];
+        sh[nd - 2] = M;
+        sh[nd - 1] = N;
+        set_out(o, 0, nd, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_SUM:
+    case MCL_OP_MEAN:
+    case MCL_OP_SUMSQ:
+        set_out1(o, 0, 1);
+        return MCL_OK;
+    case MCL_OP_SUM_LAST:
+    case MCL_OP_MEAN_LAST:
+        if (x->ndim == 1)
+            set_out1(o, 0, 1);
+        else
+            set_out(o, 0, x->ndim - 1, x->shape);
+        return MCL_OK;
+    case MCL_OP_LAYER_NORM: {
+        int64_t n = x->shape[x->ndim - 1];
+        mcl_tensor *g = a->in[1], *b = a->in[2];
+        if (g->ndim != 1 || g->shape[0] != n || b->ndim != 1 || b->shape[0] != n) {
+            char s3[64];
+            return SHAPE_ERR("layer_norm: gamma %s and beta %s must be [%lld] for x %s",
+                             mcl_shape_str(g, s1, sizeof s1), mcl_shape_str(b, s2, sizeof s2),
+                             (long long)n, mcl_shape_str(x, s3, sizeof s3));
+        }
+        if (!(a->p.f[0] > 0.0f)) return INVALID("layer_norm: eps = %g must be > 0", (double)a->p.f[0]);
+        set_out(o, 0, x->ndim, x->shape);
+        set_out1(o, 1, rows_of(x));
+        set_out1(o, 2, rows_of(x));
+        return MCL_OK;
+    }
+    case MCL_OP_CROSS_ENTROPY:
+        if (x->ndim != 2)
+            return SHAPE_ERR("cross_entropy: logits %s must be [R,C]", mcl_shape_str(x, s1, sizeof s1));
+        if (y->ndim != 1 || y->shape[0] != x->shape[0])
+            return SHAPE_ERR("cross_entropy: targets %s must be [%lld] for logits %s",
+                             mcl_shape_str(y, s1, sizeof s1), (long long)x->shape[0],
+                             mcl_shape_str(x, s2, sizeof s2));
+        if ((s = check_indices(ctx, op, y, 0, x->shape[1], 1)) != MCL_OK) return s;
+        set_out1(o, 0, 1);
+        set_out(o, 1, 2, x->shape);
+        return MCL_OK;
+    case MCL_OP_CONCAT: {
+        if ((s = norm_axis(ctx, op, &a->p.i[0], x->ndim)) != MCL_OK) return s;
+        int ax = (int)a->p.i[0];
+        int ok = x->ndim == y->ndim;
+        for (int d = 0; ok && d < x->ndim; d++)
+            if (d != ax && x->shape[d] != y->shape[d]) ok = 0;
+        if (!ok)
+            return SHAPE_ERR("concat: a %s and b %s differ outside axis %d",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(y, s2, sizeof s2), ax);
+        int64_t sh[4];
+        memcpy(sh, x->shape, sizeof sh);
+        sh[ax] = x->shape[ax] + y->shape[ax];
+        set_out(o, 0, x->ndim, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_SLICE: {
+        if ((s = norm_axis(ctx, op, &a->p.i[0], x->ndim)) != MCL_OK) return s;
+        int ax = (int)a->p.i[0];
+        int64_t st = a->p.i[1], len = a->p.i[2];
+        if (st < 0 || len < 1 || st > x->shape[ax] || len > x->shape[ax] - st)
+            return SHAPE_ERR("slice: [%lld, %lld+%lld) outside axis %d of %s", (long long)st,
+                             (long long)st, (long long)len, ax, mcl_shape_str(x, s1, sizeof s1));
+        int64_t sh[4];
+        memcpy(sh, x->shape, sizeof sh);
+        sh[ax] = len;
+        set_out(o, 0, x->ndim, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_RESHAPE: {
+        int nd = (int)a->p.i[0];
+        if (nd < 1 || nd > MCL_MAX_DIMS) return INVALID("reshape: %d dims (must be 1..4)", nd);
+        int64_t sh[4] = {1, 1, 1, 1};
+        for (int d = 0; d < nd; d++) sh[d] = a->p.i[1 + d];
+        if ((s = mcl_shape_check(ctx, "reshape", nd, sh)) != MCL_OK) return s;
+        int64_t n = 1;
+        for (int d = 0; d < nd; d++) n *= sh[d];
+        if (n != mcl_tensor_numel(x))
+            return SHAPE_ERR("reshape: %s has %lld elements, the new shape %lld",
+                             mcl_shape_str(x, s1, sizeof s1), (long long)mcl_tensor_numel(x),
+                             (long long)n);
+        set_out(o, 0, nd, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_TRANSPOSE: {
+        if (x->ndim < 2)
+            return SHAPE_ERR("transpose: %s needs at least 2 dims", mcl_shape_str(x, s1, sizeof s1));
+        int64_t sh[4];
+        memcpy(sh, x->shape, sizeof sh);
+        sh[x->ndim - 1] = x->shape[x->ndim - 2];
+        sh[x->ndim - 2] = x->shape[x->ndim - 1];
+        set_out(o, 0, x->ndim, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_PERMUTE: {
+        if (x->ndim != 4)
+            return SHAPE_ERR("permute: %s must have 4 dims", mcl_shape_str(x, s1, sizeof s1));
+        int seen[4] = {0, 0, 0, 0};
+        int64_t sh[4];
+        for (int d = 0; d < 4; d++) {
+            int64_t p = a->p.i[d];
+            if (p < 0 || p > 3 || seen[p])
+                return INVALID("permute: (%lld,%lld,%lld,%lld) is not a permutation of 0..3",
+                               (long long)a->p.i[0], (long long)a->p.i[1], (long long)a->p.i[2],
+                               (long long)a->p.i[3]);
+            seen[p] = 1;
+            sh[d] = x->shape[p];
+        }
+        set_out(o, 0, 4, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_ONE_HOT:
+    case MCL_OP_EMBEDDING: {
+        mcl_tensor *idx = a->op == MCL_OP_ONE_HOT ? x : y;
+        int64_t width;
+        if (a->op == MCL_OP_ONE_HOT) {
+            width = a->p.i[0];
+            if (width < 1 || width > (1 << 24))
+                return INVALID("one_hot: depth %lld must be in 1..2^24", (long long)width);
+        } else {
+            if (x->ndim != 2)
+                return SHAPE_ERR("embedding: table %s must be [V,D]", mcl_shape_str(x, s1, sizeof s1));
+            width = x->shape[1];
+            if ((s = check_indices(ctx, op, idx, 0, x->shape[0], 0)) != MCL_OK) return s;
+        }
+        if (idx->ndim > 3)
+            return SHAPE_ERR("%s: indices %s have more than 3 dims", op,
+                             mcl_shape_str(idx, s1, sizeof s1));
+        int64_t sh[4];
+        memcpy(sh, idx->shape, sizeof sh);
+        sh[idx->ndim] = width;
+        int nd = idx->ndim + 1;
+        if ((s = mcl_shape_check(ctx, op, nd, sh)) != MCL_OK) return s;
+        set_out(o, 0, nd, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_SGD_STEP:
+        if ((s = need_same(ctx, op, x, y, "param", "grad")) != MCL_OK) return s;
+        return need_same(ctx, op, x, a->in[2], "param", "momentum");
+    case MCL_OP_ADAM_STEP:
+        if ((s = need_same(ctx, op, x, y, "param", "grad")) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[2], "param", "m")) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[3], "param", "v")) != MCL_OK) return s;
+        if (a->p.i[1] < 1) return INVALID("adam_step: step %lld must be >= 1", (long long)a->p.i[1]);
+        if (!(a->p.f[1] >= 0 && a->p.f[1] < 1 && a->p.f[2] >= 0 && a->p.f[2] < 1 && a->p.f[3] > 0))
+            return INVALID("adam_step: need 0 <= beta1, beta2 < 1 and eps > 0");
+        return MCL_OK;
+    case MCL_OP_CLIP_SCALE:
+        if (mcl_tensor_numel(y) != 1)
+            return SHAPE_ERR("clip_scale: sum of squares %s must have one element",
+                             mcl_shape_str(y, s1, sizeof s1));
+        if (!(a->p.f[0] > 0)) return INVALID("clip_scale: max_norm %g must be > 0", (double)a->p.f[0]);
+        return MCL_OK;
+    case MCL_OP_COUNT:
+        break;
+    }
+    return INVALID("unknown op %d", (int)a->op);
+}
+
+/* ---- dispatch ---- */
+
+mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!a) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "op_run: args is NULL");
+    if ((unsigned)a->op >= MCL_OP_COUNT)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "op_run: unknown op %d", (int)a->op);
+    const mcl_op_info *info = &mcl_op_table[a->op];
+    for (int k = 0; k < MCL_MAX_OUT; k++) a->out[k] = NULL;
+    int needs = 0;
+    for (int k = 0; k < info->n_in; k++) {
+        if (!a->in[k]) {
+            if (ctx->status == MCL_OK)
+                mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: input %d is NULL", info->name, k);
+            return MCL_ERR_NULL;
+        }
+        if (a->in[k]->ctx != ctx)
+            return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                     "%s: input %d belongs to another context", info->name, k);
+        if (a->in[k]->flags & MCL_TF_NEEDS_GRAD) needs = 1;
+    }
+    out_shapes os;
+    memset(&os, 0, sizeof os);
+    mcl_status s = infer(ctx, a, &os);
+    if (s != MCL_OK) return s;
+    for (int k = 0; k < info->n_out; k++) {
+        a->out[k] = mcl_tensor_alloc(ctx, os.ndim[k], os.shape[k], 1);
+        if (!a->out[k]) return mcl_ctx_status(ctx);
+    }
+    s = ctx->be->ops[a->op].fwd(ctx->be, a);
+    if (s != MCL_OK) {
+        char sb[64];
+        return mcl_ctx_set_error(ctx, s, "%s forward on %s failed (input 0 %s)", info->name,
+                                 ctx->be->name, mcl_shape_str(a->in[0], sb, sizeof sb));
+    }
+    if (needs && info->n_diff_out > 0 && ctx->no_grad == 0) {
+        for (int k = 0; k < info->n_diff_out; k++) a->out[k]->flags |= MCL_TF_NEEDS_GRAD;
+        if ((s = mcl_tape_record(ctx, a)) != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
+
+mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *a)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!a || (unsigned)a->op >= MCL_OP_COUNT)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "op_backward: bad args");
+    const mcl_op_info *info = &mcl_op_table[a->op];
+    if (info->n_diff_out == 0)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "op_backward: %s has no backward", info->name);
+    for (int k = 0; k < info->n_diff_out; k++) {
+        if (!a->gout[k] || !mcl_tensor_same_shape(a->gout[k], a->out[k]))
+            return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                     "op_backward: %s gout[%d] missing or wrong shape", info->name, k);
+    }
+    for (int k = 0; k < info->n_in; k++)
+        if (a->gin[k] && !mcl_tensor_same_shape(a->gin[k], a->in[k]))
+            return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "op_backward: %s gin[%d] has the wrong shape",
+                                     info->name, k);
+    mcl_status s = ctx->be->ops[a->op].bwd(ctx->be, a);
+    if (s != MCL_OK) return mcl_ctx_set_error(ctx, s, "%s backward failed", info->name);
+    return MCL_OK;
+}
+
+/* ---- named wrappers ---- */
+
+static mcl_tensor *run1(mcl_ctx *ctx, mcl_op_args *a)
+{
+    return mcl_op_run(ctx, a) == MCL_OK ? a->out[0] : NULL;
+}
+
+static mcl_tensor *unary(mcl_ctx *ctx, mcl_op op, mcl_tensor *x, float f0)
+{
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = op;
+    a.in[0] = x;
+    a.p.f[0] = f0;
+    return run1(ctx, &a);
+}
+
+static mcl_tensor *binary(mcl_ctx *ctx, mcl_op op, mcl_tensor *x, mcl_tensor *y)
+{
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = op;
+    a.in[0] = x;
+    a.in[1] = y;
+    return run1(ctx, &a);
+}
+
+mcl_tensor *mcl_add(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b) { return binary(ctx, MCL_OP_ADD, a, b); }
+mcl_tensor *mcl_sub(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b) { return binary(ctx, MCL_OP_SUB, a, b); }
+mcl_tensor *mcl_mul(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b) { return binary(ctx, MCL_OP_MUL, a, b); }
+mcl_tensor *mcl_scale(mcl_ctx *ctx, mcl_tensor *a, float alpha) { return unary(ctx, MCL_OP_SCALE, a, alpha); }
+mcl_tensor *mcl_bias_add(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *bias)
+{
+    return binary(ctx, MCL_OP_BIAS_ADD, x, bias);
+}
+mcl_tensor *mcl_copy(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_COPY, a, 0); }
+mcl_tensor *mcl_relu(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_RELU, a, 0); }
+mcl_tensor *mcl_leaky_relu(mcl_ctx *ctx, mcl_tensor *a, float slope)
+{
+    return unary(ctx, MCL_OP_LEAKY_RELU, a, slope);
+}
+mcl_tensor *mcl_elu(mcl_ctx *ctx, mcl_tensor *a, float alpha) { return unary(ctx, MCL_OP_ELU, a, alpha); }
+mcl_tensor *mcl_sigmoid(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_SIGMOID, a, 0); }
+mcl_tensor *mcl_tanh(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_TANH, a, 0); }
+mcl_tensor *mcl_gelu(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_GELU, a, 0); }
+mcl_tensor *mcl_exp(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_EXP, a, 0); }
+mcl_tensor *mcl_log(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_LOG, a, 0); }
+
+mcl_tensor *mcl_matmul(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int trans_a, int trans_b)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_MATMUL;
+    r.in[0] = a;
+    r.in[1] = b;
+    r.p.i[0] = trans_a != 0;
+    r.p.i[1] = trans_b != 0;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_sum(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_SUM, a, 0); }
+mcl_tensor *mcl_mean(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_MEAN, a, 0); }
+mcl_tensor *mcl_sumsq(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_SUMSQ, a, 0); }
+mcl_tensor *mcl_sum_last(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_SUM_LAST, a, 0); }
+mcl_tensor *mcl_mean_last(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_MEAN_LAST, a, 0); }
+mcl_tensor *mcl_softmax(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_SOFTMAX, a, 0); }
+mcl_tensor *mcl_log_softmax(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_LOG_SOFTMAX, a, 0); }
+
+mcl_tensor *mcl_layer_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, float eps)
+{
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_LAYER_NORM;
+    a.in[0] = x;
+    a.in[1] = gamma;
+    a.in[2] = beta;
+    a.p.f[0] = eps;
+    return run1(ctx, &a);
+}
+
+mcl_tensor *mcl_cross_entropy(mcl_ctx *ctx, mcl_tensor *logits, mcl_tensor *targets)
+{
+    return binary(ctx, MCL_OP_CROSS_ENTROPY, logits, targets);
+}
+
+mcl_tensor *mcl_concat(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int axis)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_CONCAT;
+    r.in[0] = a;
+    r.in[1] = b;
+    r.p.i[0] = axis;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int64_t len)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_SLICE;
+    r.in[0] = a;
+    r.p.i[0] = axis;
+    r.p.i[1] = start;
+    r.p.i[2] = len;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_reshape(mcl_ctx *ctx, mcl_tensor *a, int ndim, const int64_t *shape)
+{
+    if (!shape || ndim < 1 || ndim > MCL_MAX_DIMS) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "reshape: %d dims or NULL shape", ndim);
+        return NULL;
+    }
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_RESHAPE;
+    r.in[0] = a;
+    r.p.i[0] = ndim;
+    for (int d = 0; d < ndim; d++) r.p.i[1 + d] = shape[d];
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_transpose(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_TRANSPOSE, a, 0); }
+
+mcl_tensor *mcl_permute(mcl_ctx *ctx, mcl_tensor *a, const int perm[4])
+{
+    if (!perm) {
+        mcl_ctx_set_error(ctx, MCL_ERR_NULL, "permute: perm is NULL");
+        return NULL;
+    }
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_PERMUTE;
+    r.in[0] = a;
+    for (int d = 0; d < 4; d++) r.p.i[d] = perm[d];
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_one_hot(mcl_ctx *ctx, mcl_tensor *idx, int64_t depth)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_ONE_HOT;
+    r.in[0] = idx;
+    r.p.i[0] = depth;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_embedding(mcl_ctx *ctx, mcl_tensor *table, mcl_tensor *idx)
+{
+    return binary(ctx, MCL_OP_EMBEDDING, table, idx);
+}
+
+mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed, uint64_t stream,
+                              uint64_t counter)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_DROPOUT;
+    r.in[0] = a;
+    r.p.f[0] = p;
+    r.p.u[0] = seed;
+    r.p.u[1] = stream;
+    r.p.u[2] = counter;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
+{
+    if (!ctx) return NULL;
+    if (!training || p == 0.0f) {
+        if (!(p >= 0.0f && p < 1.0f)) {
+            mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "dropout: p = %g must be in [0, 1)", (double)p);
+            return NULL;
+        }
+        return mcl_copy(ctx, a);
+    }
+    return mcl_dropout_keyed(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
+}

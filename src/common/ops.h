@@ -1,0 +1,111 @@
+/* ops.h — the differentiable operations (public API).
+ *
+ * Every function runs the op immediately on the context's backend and, when gradients are
+ * enabled and an input needs a gradient, records it on the tape. Results are temporaries
+ * owned by the context (see tensor.h). On error the function returns NULL (or a status) and
+ * the context holds the message. Shapes: see src/common/ops.def.
+ */
+#ifndef MCL_OPS_H
+#define MCL_OPS_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* elementwise (same shapes) */
+mcl_tensor *mcl_add(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b);
+mcl_tensor *mcl_sub(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b);
+mcl_tensor *mcl_mul(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b);
+mcl_tensor *mcl_scale(mcl_ctx *ctx, mcl_tensor *a, float alpha);
+mcl_tensor *mcl_bias_add(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *bias);
+mcl_tensor *mcl_copy(mcl_ctx *ctx, mcl_tensor *a);
+
+/* activations */
+mcl_tensor *mcl_relu(mcl_ctx *ctx, mcl_tensor *a);
+mcl_tensor *mcl_leaky_relu(mcl_ctx *ctx, mcl_tensor *a, float slope);
+mcl_tensor *mcl_elu(mcl_ctx *ctx, mcl_tensor *a, float alpha);
+mcl_tensor *mcl_sigmoid(mcl_ctx *ctx, mcl_tensor *a);
+mcl_tensor *mcl_tanh(mcl_ctx *ctx, mcl_tensor *a);
+mcl_tensor *mcl_gelu(mcl_ctx *ctx, mcl_tensor *a);
+mcl_tensor *mcl_exp(mcl_ctx *ctx, mcl_tensor *a);
+mcl_tensor *mcl_log(mcl_ctx *ctx, mcl_tensor *a);
+
+/* matrix product: [..,M,K] x [..,K,N] -> [..,M,N]; trans_a / trans_b read an operand
+ * transposed ([..,K,M] / [..,N,K]). Leading (batch) dims must be equal. */
+mcl_tensor *mcl_matmul(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int trans_a, int trans_b);
+
+/* reductions */
+mcl_tensor *mcl_sum(mcl_ctx *ctx, mcl_tensor *a);       /* -> [1] */
+mcl_tensor *mcl_mean(mcl_ctx *ctx, mcl_tensor *a);      /* -> [1] */
+mcl_tensor *mcl_sumsq(mcl_ctx *ctx, mcl_tensor *a);     /* -> [1] */
+mcl_tensor *mcl_sum_last(mcl_ctx *ctx, mcl_tensor *a);  /* [..,N] -> [..] ([N] -> [1]) */
+mcl_tensor *mcl_mean_last(mcl_ctx *ctx, mcl_tensor *a); /* [..,N] -> [..] ([N] -> [1]) */
+
+/* normalization and losses (over the last dim) */
+mcl_tensor *mcl_softmax(mcl_ctx *ctx, mcl_tensor *a);
+mcl_tensor *mcl_log_softmax(mcl_ctx *ctx, mcl_tensor *a);
+mcl_tensor *mcl_layer_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
+                           float eps);
+/* logits [R,C], targets [R] holding class indices as floats (negative = ignore the row).
+ * Returns the mean loss [1] over the rows not ignored. */
+mcl_tensor *mcl_cross_entropy(mcl_ctx *ctx, mcl_tensor *logits, mcl_tensor *targets);
+
+/* shape */
+mcl_tensor *mcl_concat(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int axis);
+mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int64_t len);
+mcl_tensor *mcl_reshape(mcl_ctx *ctx, mcl_tensor *a, int ndim, const int64_t *shape);
+mcl_tensor *mcl_transpose(mcl_ctx *ctx, mcl_tensor *a);
+/* 4-D permutation: out.shape[d] = a.shape[perm[d]] (e.g. {0,2,1,3} splits heads). */
+mcl_tensor *mcl_permute(mcl_ctx *ctx, mcl_tensor *a, const int perm[4]);
+
+/* embeddings: idx holds integer values stored as floats */
+mcl_tensor *mcl_one_hot(mcl_ctx *ctx, mcl_tensor *idx, int64_t depth);
+mcl_tensor *mcl_embedding(mcl_ctx *ctx, mcl_tensor *table, mcl_tensor *idx);
+
+/* Inverted dropout with drop probability p, mask from Philox (seed = the context seed,
+ * stream = a fresh stream id). Identity (a copy) when `training` is 0 or p == 0. */
+mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training);
+/* Same with an explicit (seed, stream, counter) — what the op records. */
+mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,
+                              uint64_t stream, uint64_t counter);
+
+/* ---- autograd ---- */
+
+/* Gradient recording is on by default; no-grad scopes nest. */
+void mcl_no_grad_begin(mcl_ctx *ctx);
+void mcl_no_grad_end(mcl_ctx *ctx);
+int mcl_grad_enabled(const mcl_ctx *ctx);
+/* Mark a caller-owned tensor as a trainable leaf (requires grad). */
+void mcl_tensor_requires_grad(mcl_tensor *t, int on);
+
+/* Backward from a scalar loss ([1]): d loss / d leaf is ACCUMULATED into leaf->grad for every
+ * REQUIRES_GRAD leaf reached. The tape is kept (call mcl_ctx_reset to clear it), so a second
+ * backward over the same graph accumulates again. */
+mcl_status mcl_backward(mcl_ctx *ctx, mcl_tensor *loss);
+
+/* Tape position, for partial backward. */
+size_t mcl_tape_mark(const mcl_ctx *ctx);
+size_t mcl_tape_size(const mcl_ctx *ctx);
+/* Partial backward: gradients of `loss` into the `n` tensors wrt[], following only the ops
+ * recorded after `mark`. Each grads[k] receives a NEW caller-owned tensor (zeros if loss does
+ * not depend on wrt[k] after the mark); leaf .grad fields are not touched; the tape is kept.
+ * The results are plain data (cut from the graph). */
+mcl_status mcl_grad_partial(mcl_ctx *ctx, mcl_tensor *loss, size_t mark, int n,
+                            mcl_tensor *const *wrt, mcl_tensor **grads);
+
+/* Low-level: run one op by id on the context backend (used by the test runner).
+ * `args` holds inputs and params; outputs are allocated with the shapes the op infers and
+ * returned as temporaries in args->out. Recorded on the tape like any op. */
+struct mcl_op_args;
+mcl_status mcl_op_run(mcl_ctx *ctx, struct mcl_op_args *args);
+/* Low-level: run the backward of one op call directly (no tape). args->in/out/p as after
+ * mcl_op_run; args->gout[k] (k < n_diff_out) must be set; args->gin[k] are caller-provided
+ * tensors of the inputs' shapes (or NULL) into which the gradients are ACCUMULATED. */
+mcl_status mcl_op_backward(mcl_ctx *ctx, struct mcl_op_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,49 @@
+/* tape.h — engine internals: the context structure and the autograd tape (internal).
+ *
+ * The tape is an array of nodes in execution order. A node is one op call: its mcl_op_args
+ * (inputs, outputs, params) with one reference held on every tensor it names, so everything
+ * backward needs stays alive until mcl_ctx_reset().
+ *
+ * Backward (full or partial) walks the nodes in reverse. During one walk every tensor that
+ * receives a gradient carries it in t->gtmp; at the end of a full walk, leaves that require
+ * grad get gtmp added into t->grad; a partial walk instead hands the gtmp of the requested
+ * tensors to the caller. Either way no gradient state survives the walk, so walks can be
+ * repeated and mixed freely.
+ */
+#ifndef MCL_TAPE_H
+#define MCL_TAPE_H
+
+#include "backend.h"
+
+struct mcl_node {
+    mcl_op_args args;
+    size_t index; /* position on the tape */
+};
+
+struct mcl_ctx {
+    mcl_backend *be;
+    mcl_status status;
+    char err[768];
+    uint64_t seed;
+    uint64_t next_stream;
+    int no_grad;            /* depth of no-grad scopes */
+    mcl_node **nodes;       /* the tape                */
+    size_t n_nodes, cap_nodes;
+    mcl_tensor **temps;     /* op results owned by the context */
+    size_t n_temps, cap_temps;
+};
+
+/* Allocate a zero-filled tensor on ctx's backend; temp != 0 registers it as a temporary. */
+mcl_tensor *mcl_tensor_alloc(mcl_ctx *ctx, int ndim, const int64_t *shape, int temp);
+/* Validate a shape; on error record a message mentioning `what` and return the status. */
+mcl_status mcl_shape_check(mcl_ctx *ctx, const char *what, int ndim, const int64_t *shape);
+
+/* Append a node for a finished op call (takes references). */
+mcl_status mcl_tape_record(mcl_ctx *ctx, const mcl_op_args *args);
+/* Drop every node (and its references). */
+void mcl_tape_clear(mcl_ctx *ctx);
+
+/* Accumulate src into dst (same numel) on the backend: dst += src. */
+mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src);
+
+#endif

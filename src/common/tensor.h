@@ -1,0 +1,147 @@
+/* tensor.h — contexts and tensors (public API).
+ *
+ * A context (mcl_ctx) binds one backend (reference or OpenCL), the autograd tape, the last
+ * error message and the list of temporaries. A tensor is a float32, row-major, contiguous
+ * descriptor of up to 4 dims that points into a backend buffer at an element offset; several
+ * descriptors (views) may share one buffer. Buffers are reference counted and owned by the
+ * backend; a descriptor never owns memory itself.
+ *
+ * Ownership in one paragraph:
+ *   - mcl_tensor_create()/mcl_param_create() return a tensor the CALLER owns: free it with
+ *     mcl_tensor_free().
+ *   - tensors returned by ops (mcl_add, ...) are TEMPORARIES owned by the context; they live
+ *     until mcl_ctx_reset() (end of a training step) unless you take a reference with
+ *     mcl_tensor_keep(), which you then release with mcl_tensor_free().
+ *
+ * Errors: functions return mcl_status, or NULL for functions returning tensors; in both cases
+ * the context records a message (mcl_ctx_error()). Op functions given a NULL input return NULL
+ * and, if no error is recorded yet, record MCL_ERR_NULL — so a chain of ops can be checked once.
+ */
+#ifndef MCL_TENSOR_H
+#define MCL_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MCL_MAX_DIMS 4
+/* Largest element count of one tensor we accept (2^34 floats = 64 GiB): larger is "absurd". */
+#define MCL_MAX_ELEMS ((int64_t)1 << 34)
+
+typedef struct mcl_ctx mcl_ctx;
+typedef struct mcl_backend mcl_backend;
+typedef struct mcl_buffer mcl_buffer;
+typedef struct mcl_tensor mcl_tensor;
+typedef struct mcl_node mcl_node;
+
+typedef enum mcl_backend_kind {
+    MCL_BACKEND_REF = 0,  /* pure C reference (ground truth) */
+    MCL_BACKEND_OPENCL,   /* OpenCL + CLBlast                */
+    MCL_BACKEND_KIND_COUNT
+} mcl_backend_kind;
+
+/* Tensor flags. */
+enum {
+    MCL_TF_REQUIRES_GRAD = 1 << 0, /* leaf (parameter) whose .grad is accumulated by backward */
+    MCL_TF_NEEDS_GRAD = 1 << 1,    /* some gradient flows through it (leaf or result)        */
+    MCL_TF_TEMP = 1 << 2           /* owned by the context's temporaries list                */
+};
+
+struct mcl_tensor {
+    mcl_ctx *ctx;
+    mcl_buffer *buf;             /* shared, reference-counted backend buffer */
+    int64_t offset;              /* element offset into buf                  */
+    int ndim;                    /* 1..4                                     */
+    int64_t shape[MCL_MAX_DIMS]; /* unused dims are 1                        */
+    int refcnt;
+    unsigned flags;
+    mcl_tensor *grad;  /* accumulated gradient of a REQUIRES_GRAD leaf (created on demand)  */
+    mcl_tensor *gtmp;  /* gradient during one backward pass (internal)                      */
+    mcl_node *node;    /* tape node that produced it (NULL for leaves), borrowed            */
+    char name[48];     /* optional, for messages and the parameter registry                 */
+};
+
+/* ---- context ---- */
+
+/* Create a context on a backend. `device` selects the OpenCL device ("N" or a name substring;
+ * NULL = default, or the METACL_DEVICE environment variable); ignored by the reference backend.
+ * On failure *out is NULL and, if errbuf is given, a message is written there. */
+mcl_status mcl_ctx_create(mcl_ctx **out, mcl_backend_kind kind, const char *device,
+                          char *errbuf, size_t errbuf_len);
+void mcl_ctx_free(mcl_ctx *ctx);
+mcl_backend_kind mcl_ctx_backend_kind(const mcl_ctx *ctx);
+const char *mcl_ctx_backend_name(const mcl_ctx *ctx);
+
+/* Last error: status and message ("" when none). mcl_ctx_clear_error() resets it. */
+mcl_status mcl_ctx_status(const mcl_ctx *ctx);
+const char *mcl_ctx_error(const mcl_ctx *ctx);
+void mcl_ctx_clear_error(mcl_ctx *ctx);
+/* Record an error (first error wins until cleared); returns s. printf-style message. */
+mcl_status mcl_ctx_set_error(mcl_ctx *ctx, mcl_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* End of a step: clears the tape and frees every temporary not kept by the caller. */
+void mcl_ctx_reset(mcl_ctx *ctx);
+/* Number of live temporaries (for tests of memory discipline). */
+size_t mcl_ctx_num_temps(const mcl_ctx *ctx);
+
+/* Random seed of the context (used by ops that draw: dropout, init helpers). */
+void mcl_ctx_set_seed(mcl_ctx *ctx, uint64_t seed);
+uint64_t mcl_ctx_seed(const mcl_ctx *ctx);
+/* Returns a fresh stream id for the next random op (monotone counter). */
+uint64_t mcl_ctx_next_stream(mcl_ctx *ctx);
+
+/* ---- tensors ---- */
+
+/* New zero-filled tensor, owned by the caller. shape has ndim (1..4) positive entries. */
+mcl_tensor *mcl_tensor_create(mcl_ctx *ctx, int ndim, const int64_t *shape);
+/* Convenience: up to 4 dims given as arguments, trailing zeros mean "no such dim". */
+mcl_tensor *mcl_tensor_new(mcl_ctx *ctx, int64_t d0, int64_t d1, int64_t d2, int64_t d3);
+/* New caller-owned tensor that requires grad (a trainable leaf). */
+mcl_tensor *mcl_param_create(mcl_ctx *ctx, const char *name, int ndim, const int64_t *shape);
+/* Drop one reference; frees the descriptor (and the buffer when unused). NULL is ignored. */
+void mcl_tensor_free(mcl_tensor *t);
+/* Take a reference (e.g. to keep a temporary past mcl_ctx_reset). Returns t. */
+mcl_tensor *mcl_tensor_keep(mcl_tensor *t);
+
+int64_t mcl_tensor_numel(const mcl_tensor *t);
+int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b);
+/* "[2,3,4]" into buf; returns buf. */
+const char *mcl_shape_str(const mcl_tensor *t, char *buf, size_t len);
+void mcl_tensor_set_name(mcl_tensor *t, const char *name);
+
+/* Host <-> tensor copies of n floats (n must equal numel). */
+mcl_status mcl_tensor_write(mcl_tensor *t, const float *src, int64_t n);
+mcl_status mcl_tensor_read(const mcl_tensor *t, float *dst, int64_t n);
+mcl_status mcl_tensor_fill(mcl_tensor *t, float value);
+/* Copy contents (same numel) without recording on the tape. */
+mcl_status mcl_tensor_copy_into(mcl_tensor *dst, const mcl_tensor *src);
+/* Read one element (slow; tests and scalars like the loss). */
+float mcl_tensor_item(const mcl_tensor *t, int64_t i);
+
+/* View: `ndim`/`shape` descriptor into t's buffer starting `offset` elements after t's start.
+ * Caller-owned, not recorded on the tape (no gradient flows through a view). */
+mcl_tensor *mcl_tensor_view(mcl_tensor *t, int64_t offset, int ndim, const int64_t *shape);
+/* A caller-owned descriptor sharing t's data, cut from the graph (no gradient flows back). */
+mcl_tensor *mcl_detach(mcl_tensor *t);
+
+/* Gradient of a REQUIRES_GRAD leaf (NULL until a backward reached it). */
+mcl_tensor *mcl_tensor_grad(mcl_tensor *t);
+void mcl_tensor_zero_grad(mcl_tensor *t);
+
+/* Fill with random numbers from Philox (seed, stream): N(mean, std^2) or U[lo, hi). */
+mcl_status mcl_tensor_randn(mcl_tensor *t, uint64_t seed, uint64_t stream, float mean, float std);
+mcl_status mcl_tensor_rand_uniform(mcl_tensor *t, uint64_t seed, uint64_t stream, float lo, float hi);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,243 @@
+/* elementwise.c — reference elementwise ops: add, sub, mul, scale, bias_add, copy.
+ *
+ * Every op here maps each output element to the input element(s) at the same index
+ * (bias_add broadcasts a [N] vector over the rows of [..,N]). Tensors are contiguous
+ * float32, so every op is one flat loop over n = numel elements. Backward ACCUMULATES into
+ * the non-NULL gin[k].
+ *
+ * Aliasing: the inputs may be the same tensor (mul(a, a)) and gin[0] may be the same tensor
+ * as gin[1]. Every loop therefore reads only inputs and gout, and updates each gin element
+ * with its own `+=` statement, so both contributions land even when gin[0] == gin[1].
+ *
+ * Threads: loops run under OpenMP only when they are large (more than PAR_MIN elements), so
+ * small calls pay no thread start-up. Nothing here reduces across elements except the bias
+ * gradient, whose per-column sums run over the rows in a fixed order (deterministic).
+ */
+#include "ref.h"
+
+/* Below this many elements a loop runs on the calling thread. */
+#define PAR_MIN 32768
+
+/* Number of elements of a contiguous tensor. */
+static int64_t numel(const mcl_tensor *t)
+{
+    return mcl_ref_rows(t) * mcl_ref_cols(t);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* add: out = a + b
+ *   a [n], b [n] (same shape) -> out [n]
+ * backward: ga += gout, gb += gout */
+
+mcl_status mcl_ref_add_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    const float *y = mcl_ref_ptr(a->in[1]);
+    float *out = mcl_ref_ptr(a->out[0]);
+    int64_t n = numel(a->out[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] + y[i];
+    return MCL_OK;
+}
+
+mcl_status mcl_ref_add_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *g = mcl_ref_ptr(a->gout[0]);
+    int64_t n = numel(a->gout[0]);
+    for (int k = 0; k < 2; k++) {
+        if (!a->gin[k]) continue;
+        float *gx = mcl_ref_ptr(a->gin[k]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) gx[i] += g[i];
+    }
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* sub: out = a - b
+ *   a [n], b [n] (same shape) -> out [n]
+ * backward: ga += gout, gb -= gout */
+
+mcl_status mcl_ref_sub_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    const float *y = mcl_ref_ptr(a->in[1]);
+    float *out = mcl_ref_ptr(a->out[0]);
+    int64_t n = numel(a->out[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] - y[i];
+    return MCL_OK;
+}
+
+mcl_status mcl_ref_sub_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *g = mcl_ref_ptr(a->gout[0]);
+    int64_t n = numel(a->gout[0]);
+    if (a->gin[0]) {
+        float *ga = mcl_ref_ptr(a->gin[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) ga[i] += g[i];
+    }
+    if (a->gin[1]) {
+        float *gb = mcl_ref_ptr(a->gin[1]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) gb[i] -= g[i];
+    }
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* mul: out = a * b (elementwise)
+ *   a [n], b [n] (same shape) -> out [n]
+ * backward: ga += gout * b, gb += gout * a
+ * (mul(a, a) with gin[0] == gin[1] gives ga += 2 * gout * a, as it should) */
+
+mcl_status mcl_ref_mul_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    const float *y = mcl_ref_ptr(a->in[1]);
+    float *out = mcl_ref_ptr(a->out[0]);
+    int64_t n = numel(a->out[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * y[i];
+    return MCL_OK;
+}
+
+mcl_status mcl_ref_mul_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    const float *y = mcl_ref_ptr(a->in[1]);
+    const float *g = mcl_ref_ptr(a->gout[0]);
+    int64_t n = numel(a->gout[0]);
+    if (a->gin[0]) {
+        float *ga = mcl_ref_ptr(a->gin[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) ga[i] += g[i] * y[i];
+    }
+    if (a->gin[1]) {
+        float *gb = mcl_ref_ptr(a->gin[1]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) gb[i] += g[i] * x[i];
+    }
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* scale: out = f0 * a
+ *   a [n] -> out [n]; p.f[0] = the factor
+ * backward: ga += f0 * gout */
+
+mcl_status mcl_ref_scale_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float s = a->p.f[0];
+    const float *x = mcl_ref_ptr(a->in[0]);
+    float *out = mcl_ref_ptr(a->out[0]);
+    int64_t n = numel(a->out[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = s * x[i];
+    return MCL_OK;
+}
+
+mcl_status mcl_ref_scale_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    if (!a->gin[0]) return MCL_OK;
+    const float s = a->p.f[0];
+    const float *g = mcl_ref_ptr(a->gout[0]);
+    float *ga = mcl_ref_ptr(a->gin[0]);
+    int64_t n = numel(a->gout[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) ga[i] += s * g[i];
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* bias_add: out[r, j] = x[r, j] + b[j]   (b broadcast over the R rows)
+ *   x [..,N] (R rows of N), b [N] -> out [..,N]
+ * backward: gx[r, j] += gout[r, j]
+ *           gb[j]    += sum_r gout[r, j]   (summed in double, rows in increasing order) */
+
+mcl_status mcl_ref_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    const float *b = mcl_ref_ptr(a->in[1]);
+    float *out = mcl_ref_ptr(a->out[0]);
+    const int64_t R = mcl_ref_rows(a->in[0]), N = mcl_ref_cols(a->in[0]);
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+    for (int64_t r = 0; r < R; r++) {
+        const float *xr = x + r * N;
+        float *outr = out + r * N;
+        for (int64_t j = 0; j < N; j++) outr[j] = xr[j] + b[j];
+    }
+    return MCL_OK;
+}
+
+/* Columns per block of the bias gradient: one thread owns a block of columns and sums every
+ * row of it into a small stack array of doubles, so each column's sum has a fixed order. */
+#define BIAS_COLS 256
+
+mcl_status mcl_ref_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *g = mcl_ref_ptr(a->gout[0]);
+    const int64_t R = mcl_ref_rows(a->gout[0]), N = mcl_ref_cols(a->gout[0]);
+    if (a->gin[0]) {
+        float *gx = mcl_ref_ptr(a->gin[0]);
+        const int64_t n = R * N;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) gx[i] += g[i];
+    }
+    if (a->gin[1]) {
+        float *gb = mcl_ref_ptr(a->gin[1]);
+        const int64_t nblocks = (N + BIAS_COLS - 1) / BIAS_COLS;
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+        for (int64_t blk = 0; blk < nblocks; blk++) {
+            const int64_t j0 = blk * BIAS_COLS;
+            const int64_t nj = (N - j0 < BIAS_COLS) ? N - j0 : BIAS_COLS;
+            double acc[BIAS_COLS];
+            for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
+            for (int64_t r = 0; r < R; r++) {
+                const float *gr = g + r * N + j0;
+                for (int64_t j = 0; j < nj; j++) acc[j] += gr[j];
+            }
+            for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
+        }
+    }
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* copy: out = a
+ *   a [n] -> out [n]
+ * backward: ga += gout */
+
+mcl_status mcl_ref_copy_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    float *out = mcl_ref_ptr(a->out[0]);
+    int64_t n = numel(a->out[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = x[i];
+    return MCL_OK;
+}
+
+mcl_status mcl_ref_copy_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    if (!a->gin[0]) return MCL_OK;
+    const float *g = mcl_ref_ptr(a->gout[0]);
+    float *ga = mcl_ref_ptr(a->gin[0]);
+    int64_t n = numel(a->gout[0]);
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) ga[i] += g[i];
+    return MCL_OK;
+}

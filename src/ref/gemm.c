@@ -1,0 +1,402 @@
+/* gemm.c — the reference backend's single-precision GEMM.
+ *
+ * What it computes (row-major, like everything in metacl):
+ *
+ *     C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C[M,N]
+ *
+ * op(X) is X or X^T. A is stored [M,K] with row stride lda (or [K,M] if transA), B is stored
+ * [K,N] with row stride ldb (or [N,K] if transB), C is [M,N] with row stride ldc.
+ * beta == 0 overwrites C without reading it (old NaNs do not leak through). alpha == 0 or
+ * K == 0 gives C = beta * C without touching A and B (the BLAS convention).
+ *
+ * How (the BLIS / GotoBLAS scheme, in plain C):
+ *
+ *   for jc in N, step NC                         columns of C            (B panel -> L3)
+ *     for pc in K, step KC                       a slice of the sum over k
+ *       pack B[pc:pc+KC, jc:jc+NC] -> Bp         NR-wide column strips, k-major
+ *       for ic in M, step MC                                              (A block -> L2)
+ *         pack A[ic:ic+MC, pc:pc+KC] -> Ap       MR-tall row strips, k-major
+ *         for jr in NC, step NR                                           (B strip -> L1)
+ *           for ir in MC, step MR
+ *             micro-kernel: an MR x NR tile of C += alpha * Ap-strip * Bp-strip
+ *
+ * Packing copies each block into the exact order the micro-kernel reads it, so the kernel
+ * streams through contiguous memory whatever lda/ldb/transpose were; that is also where the
+ * transposes are handled (the kernel never sees them). Edge strips are zero-padded to MR/NR,
+ * so there is only one kernel; the padded rows/columns of the tile are simply not stored.
+ *
+ * The micro-kernel keeps an MR x NR block of accumulators (MR*NR/16 = 16 AVX-512 registers)
+ * and, for every k, broadcasts MR values of A and does MR*NR fused multiply-adds against one
+ * NR-wide row of B. It is an ordinary C loop nest over fixed-size arrays; GCC unrolls it,
+ * keeps the accumulators in registers and turns fmaf() into vfmadd (see MCL_HOT below).
+ *
+ * Two shortcuts, both computing the very same bits:
+ *   - When op(B) is B (not transposed) and this thread's block of C has only a few rows,
+ *     every packed B element would be used only once or twice, so the kernel reads B in
+ *     place (row stride ldb) instead of packing it. Only full NR-wide strips; the last, narrow
+ *     one is still packed (zero-padded).
+ *   - Tiny problems (and the unlikely case that the packing buffers cannot be allocated)
+ *     run gemm_simple(), a plain triple loop that follows the same summation order.
+ *
+ * Threads (OpenMP): C is cut into a grid of rectangles, one per thread, along MR/NR tile
+ * boundaries (more cuts along the longer side of C); each thread runs the whole blocked
+ * algorithm above on its own rectangle, with its own packing buffers. No C element is
+ * touched by two threads, so there are no reductions across threads. Problems under
+ * MCL_GEMM_PAR_MIN_FLOPS run on the calling thread: starting a team would cost more than
+ * it saves.
+ *
+ * Why the result is deterministic (bit-identical for any thread count, any M, N, lda, ...):
+ * every C element c = C[i][j] is computed by exactly this sequence, whichever path, tile or
+ * thread handles it:
+ *
+ *     for each slice [p, p+KC) of 0..K-1, in increasing order:
+ *         acc = 0;  for k = p .. p+KC-1:  acc = fmaf(op(A)[i][k], op(B)[k][j], acc);
+ *         c = alpha*acc + beta'*c      (beta' = beta for the first slice, 1 afterwards;
+ *                                       beta == 0: c = alpha*acc)
+ *
+ * fmaf() is exactly rounded, the project builds with -ffp-contract=off and without
+ * -ffast-math, and zero padding only adds exact zeros to padded (discarded) entries, so the
+ * order above depends only on K and the constant KC.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "ref.h"
+
+/* ---- blocking constants ------------------------------------------------------------------
+ * MR x NR: the register tile. 8 x 32 floats = 16 zmm accumulators + 2 for the B row, with
+ *          FMA latency 4 and 2 FMA pipes, 16 independent chains keep both pipes busy.
+ * KC:      length of one k slice. The B strip the kernel re-reads (KC x NR floats = 32 KiB)
+ *          stays in the 48 KiB L1. Changing KC changes the rounding (see above).
+ * MC:      rows of the packed A block (MC x KC floats = 128 KiB, L2 resident).
+ * NC:      columns of the packed B panel (KC x NC floats = 2 MiB, L2/L3 resident).
+ * Tuned on an AVX-512 Zen CPU (L1d 48 KiB, L2 1 MiB per core); they are fine elsewhere. */
+#define MR 8
+#define NR 32
+#define KC 256
+#define MC 128
+#define NC 2048
+
+/* A thread's block of C with at most this many rows reads B in place (no packing). */
+#define DIRECT_B_MAX_ROWS (2 * MR)
+/* Below this many elementary products (M*N*K) the plain loop wins. */
+#define SIMPLE_MAX_MNK 32768
+/* Below this many flops (2*M*N*K) stay on one thread. */
+#define MCL_GEMM_PAR_MIN_FLOPS 4.0e6
+
+/* The micro-kernel is the one function where GCC's -O2 is not enough: -O2 does not fully
+ * unroll the MR loop, so the accumulator array stays in memory (a load + store per FMA).
+ * At -O3 GCC unrolls it, keeps all MR*NR accumulators in zmm registers and vectorizes the NR
+ * loop. The attribute only changes optimization, not semantics: fmaf() is exactly rounded
+ * and no expression in the kernel can be contracted (the project passes -ffp-contract=off). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MCL_HOT __attribute__((optimize("O3")))
+#else
+#define MCL_HOT
+#endif
+
+/* op(A)[i][k] and op(B)[k][j] for the simple paths. */
+static inline float elem_a(int transA, const float *A, int64_t lda, int64_t i, int64_t k)
+{
+    return transA ? A[k * lda + i] : A[i * lda + k];
+}
+static inline float elem_b(int transB, const float *B, int64_t ldb, int64_t k, int64_t j)
+{
+    return transB ? B[j * ldb + k] : B[k * ldb + j];
+}
+
+/* The final step for one C element and one k slice (see the header comment). */
+static inline float update(float acc, float c, float alpha, float beta)
+{
+    return beta == 0.0f ? alpha * acc : alpha * acc + beta * c;
+}
+
+/* ---- micro-kernel -------------------------------------------------------------------------
+ * ab[i][j] = sum_{k < kc} a[k*MR + i] * b[k*ldbp + j]    (i < MR, j < NR; fmaf, k ascending)
+ * then, for a full tile (c != NULL), C[i][j] = update(ab[i][j], C[i][j]);
+ * for an edge tile (c == NULL), ab is written to `edge` and the caller stores what fits.
+ * a: packed A strip (MR floats per k). b: NR consecutive floats per k, rows ldbp apart
+ * (ldbp = NR for a packed strip, ldb when B is read in place). */
+MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
+                                 int64_t ldbp, float alpha, float beta, float *restrict c,
+                                 int64_t ldc, float *restrict edge)
+{
+    float ab[MR][NR];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) ab[i][j] = 0.0f;
+
+    for (int64_t k = 0; k < kc; k++) {
+        for (int i = 0; i < MR; i++) {
+            const float ai = a[i];
+            for (int j = 0; j < NR; j++) ab[i][j] = fmaf(ai, b[j], ab[i][j]);
+        }
+        a += MR;
+        b += ldbp;
+    }
+
+    if (!c) {
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) edge[i * NR + j] = ab[i][j];
+    } else if (beta == 0.0f) {
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) c[i * ldc + j] = alpha * ab[i][j];
+    } else {
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++)
+                c[i * ldc + j] = alpha * ab[i][j] + beta * c[i * ldc + j];
+    }
+}
+
+/* ---- packing ------------------------------------------------------------------------------ */
+
+/* Ap <- rows [i0, i0+mc) x k [p0, p0+kc) of op(A), as ceil(mc/MR) strips of kc x MR
+ * (strip s, element (i,k) at Ap[s*kc*MR + k*MR + i]); rows past mc are zero. */
+static void pack_a(int transA, const float *A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                   int64_t kc, float *restrict Ap)
+{
+    for (int64_t s = 0; s < mc; s += MR, Ap += kc * MR) {
+        const int64_t mr = mc - s < MR ? mc - s : MR;
+        if (!transA) {
+            /* rows of A are contiguous in k: read MR rows side by side */
+            for (int64_t i = 0; i < mr; i++) {
+                const float *row = A + (i0 + s + i) * lda + p0;
+                for (int64_t k = 0; k < kc; k++) Ap[k * MR + i] = row[k];
+            }
+        } else {
+            /* A is [K,M]: for each k, the MR values are contiguous */
+            for (int64_t k = 0; k < kc; k++) {
+                const float *col = A + (p0 + k) * lda + i0 + s;
+                for (int64_t i = 0; i < mr; i++) Ap[k * MR + i] = col[i];
+            }
+        }
+        for (int64_t i = mr; i < MR; i++)
+            for (int64_t k = 0; k < kc; k++) Ap[k * MR + i] = 0.0f;
+    }
+}
+
+/* Bp <- k [p0, p0+kc) x columns [j0, j0+nc) of op(B), as ceil(nc/NR) strips of kc x NR
+ * (strip s, element (k,j) at Bp[s*kc*NR + k*NR + j]); columns past nc are zero. */
+static void pack_b(int transB, const float *B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
+                   int64_t nc, float *restrict Bp)
+{
+    for (int64_t s = 0; s < nc; s += NR, Bp += kc * NR) {
+        const int64_t nr = nc - s < NR ? nc - s : NR;
+        if (!transB) {
+            for (int64_t k = 0; k < kc; k++) {
+                const float *row = B + (p0 + k) * ldb + j0 + s;
+                for (int64_t j = 0; j < nr; j++) Bp[k * NR + j] = row[j];
+                for (int64_t j = nr; j < NR; j++) Bp[k * NR + j] = 0.0f;
+            }
+        } else {
+            /* B is [N,K]: columns of op(B) are contiguous in k */
+            for (int64_t j = 0; j < nr; j++) {
+                const float *col = B + (j0 + s + j) * ldb + p0;
+                for (int64_t k = 0; k < kc; k++) Bp[k * NR + j] = col[k];
+            }
+            for (int64_t k = 0; k < kc; k++)
+                for (int64_t j = nr; j < NR; j++) Bp[k * NR + j] = 0.0f;
+        }
+    }
+}
+
+/* ---- one rectangle of C, on one thread ---------------------------------------------------- */
+
+typedef struct gemm_args {
+    int transA, transB;
+    int64_t M, N, K;
+    float alpha, beta;
+    const float *A;
+    int64_t lda;
+    const float *B;
+    int64_t ldb;
+    float *C;
+    int64_t ldc;
+} gemm_args;
+
+/* Rows [m0,m1) x columns [n0,n1) of C with a plain loop, in the documented order. */
+static void gemm_simple(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    for (int64_t i = m0; i < m1; i++) {
+        for (int64_t j = n0; j < n1; j++) {
+            float c = g->C[i * g->ldc + j];
+            for (int64_t p = 0; p < g->K; p += KC) {
+                const int64_t pend = p + KC < g->K ? p + KC : g->K;
+                float acc = 0.0f;
+                for (int64_t k = p; k < pend; k++)
+                    acc = fmaf(elem_a(g->transA, g->A, g->lda, i, k),
+                               elem_b(g->transB, g->B, g->ldb, k, j), acc);
+                c = update(acc, c, g->alpha, p == 0 ? g->beta : 1.0f);
+            }
+            g->C[i * g->ldc + j] = c;
+        }
+    }
+}
+
+static float *alloc_floats(size_t n)
+{
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+/* Rows [m0,m1) x columns [n0,n1) of C with the blocked algorithm (header comment). */
+static void gemm_blocked(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    const int64_t K = g->K;
+    const int direct_b = !g->transB && m1 - m0 <= DIRECT_B_MAX_ROWS;
+    const int64_t kc_max = K < KC ? K : KC;
+    const int64_t mc_max = m1 - m0 < MC ? (m1 - m0 + MR - 1) / MR * MR : MC;
+    const int64_t nc_max = n1 - n0 < NC ? (n1 - n0 + NR - 1) / NR * NR : NC;
+    /* in direct mode only the last, narrow strip is packed */
+    float *Ap = alloc_floats((size_t)(mc_max * kc_max));
+    float *Bp = alloc_floats((size_t)(kc_max * (direct_b ? NR : nc_max)));
+    if (!Ap || !Bp) {
+        free(Ap);
+        free(Bp);
+        gemm_simple(g, m0, m1, n0, n1);
+        return;
+    }
+    float edge[MR * NR];
+
+    for (int64_t jc = n0; jc < n1; jc += NC) {
+        const int64_t nc = n1 - jc < NC ? n1 - jc : NC;
+        for (int64_t pc = 0; pc < K; pc += KC) {
+            const int64_t kc = K - pc < KC ? K - pc : KC;
+            const float beta = pc == 0 ? g->beta : 1.0f;
+            if (!direct_b) {
+                pack_b(g->transB, g->B, g->ldb, pc, kc, jc, nc, Bp);
+            } else if (nc % NR) {
+                const int64_t full = nc - nc % NR;
+                pack_b(0, g->B, g->ldb, pc, kc, jc + full, nc - full, Bp);
+            }
+            for (int64_t ic = m0; ic < m1; ic += MC) {
+                const int64_t mc = m1 - ic < MC ? m1 - ic : MC;
+                pack_a(g->transA, g->A, g->lda, ic, mc, pc, kc, Ap);
+                for (int64_t jr = 0; jr < nc; jr += NR) {
+                    const int64_t nr = nc - jr < NR ? nc - jr : NR;
+                    const float *b;
+                    int64_t ldbp;
+                    if (!direct_b) {
+                        b = Bp + jr * kc; /* strip jr/NR of kc*NR floats */
+                        ldbp = NR;
+                    } else if (nr == NR) {
+                        b = g->B + pc * g->ldb + jc + jr;
+                        ldbp = g->ldb;
+                    } else {
+                        b = Bp;
+                        ldbp = NR;
+                    }
+                    for (int64_t ir = 0; ir < mc; ir += MR) {
+                        const int64_t mr = mc - ir < MR ? mc - ir : MR;
+                        const float *a = Ap + ir * kc;
+                        float *c = g->C + (ic + ir) * g->ldc + jc + jr;
+                        if (mr == MR && nr == NR) {
+                            micro_kernel(kc, a, b, ldbp, g->alpha, beta, c, g->ldc, NULL);
+                        } else {
+                            micro_kernel(kc, a, b, ldbp, g->alpha, beta, NULL, 0, edge);
+                            for (int64_t i = 0; i < mr; i++)
+                                for (int64_t j = 0; j < nr; j++)
+                                    c[i * g->ldc + j] = update(edge[i * NR + j],
+                                                               c[i * g->ldc + j], g->alpha, beta);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    free(Ap);
+    free(Bp);
+}
+
+/* ---- splitting C between threads ---------------------------------------------------------- */
+
+/* Choose a tm x tn grid (tm*tn = nt) of rectangles: least work per thread (in MR x NR tiles),
+ * plus a packing term that favours cutting the longer side (each thread packs its rows of A
+ * and its columns of B). */
+static void choose_grid(int nt, int64_t M, int64_t N, int *tm_out, int *tn_out)
+{
+    const int64_t mt = (M + MR - 1) / MR, ntl = (N + NR - 1) / NR;
+    double best = -1.0;
+    for (int tm = 1; tm <= nt; tm++) {
+        if (nt % tm) continue;
+        const int tn = nt / tm;
+        const int64_t tiles_m = (mt + tm - 1) / tm, tiles_n = (ntl + tn - 1) / tn;
+        const double cost = (double)tiles_m * tiles_n * (MR * NR) +
+                            8.0 * (double)(tiles_m * MR + tiles_n * NR);
+        if (best < 0.0 || cost < best) {
+            best = cost;
+            *tm_out = tm;
+            *tn_out = tn;
+        }
+    }
+}
+
+/* Thread t of a tm x tn grid gets this rectangle (cut along tile boundaries; may be empty). */
+static void thread_rect(const gemm_args *g, int t, int tm, int tn, int64_t *m0, int64_t *m1,
+                        int64_t *n0, int64_t *n1)
+{
+    const int64_t mt = (g->M + MR - 1) / MR, ntl = (g->N + NR - 1) / NR;
+    const int r = t / tn, s = t % tn;
+    *m0 = mt * r / tm * MR;
+    *m1 = mt * (r + 1) / tm * MR;
+    *n0 = ntl * s / tn * NR;
+    *n1 = ntl * (s + 1) / tn * NR;
+    if (*m1 > g->M) *m1 = g->M;
+    if (*n1 > g->N) *n1 = g->N;
+}
+
+/* C = beta * C (alpha == 0 or K == 0). */
+static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc)
+{
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        if (beta == 0.0f)
+            memset(c, 0, (size_t)N * sizeof(float));
+        else if (beta != 1.0f)
+            for (int64_t j = 0; j < N; j++) c[j] *= beta;
+    }
+}
+
+void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    const gemm_args g = {transA, transB, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc};
+
+    if ((double)M * (double)N * (double)K <= SIMPLE_MAX_MNK) {
+        gemm_simple(&g, 0, M, 0, N);
+        return;
+    }
+
+#ifdef _OPENMP
+    const int64_t tiles = ((M + MR - 1) / MR) * ((N + NR - 1) / NR);
+    int want = 1;
+    if (2.0 * (double)M * (double)N * (double)K >= MCL_GEMM_PAR_MIN_FLOPS && !omp_in_parallel())
+        want = omp_get_max_threads();
+    if (want > tiles) want = (int)tiles;
+    if (want > 1) {
+#pragma omp parallel num_threads(want)
+        {
+            /* the team may be smaller than asked: split by its real size */
+            const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            int tm = 1, tn = 1;
+            int64_t m0, m1, n0, n1;
+            choose_grid(nt, M, N, &tm, &tn);
+            thread_rect(&g, t, tm, tn, &m0, &m1, &n0, &n1);
+            if (m0 < m1 && n0 < n1) gemm_blocked(&g, m0, m1, n0, n1);
+        }
+        return;
+    }
+#endif
+    gemm_blocked(&g, 0, M, 0, N);
+}

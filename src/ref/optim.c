@@ -1,0 +1,143 @@
+/* optim.c — reference optimizer updates: sgd_step, adam_step, clip_scale.
+ *
+ * These ops update their inputs IN PLACE and have no outputs and no backward (ops.def:
+ * n_out = 0). They are the ground truth the other backends are compared with, so the exact
+ * float expressions are spelled out above each function, in evaluation order: every line is
+ * float32 arithmetic rounded after each operation (the reference is built with
+ * -ffp-contract=off, so no fused multiply-add), except where "double" is written.
+ * Every element is updated independently: the loops split across threads without changing
+ * any bit.
+ *
+ * The optimizer front end (src/common/optim.c) picks the learning rate from the schedule,
+ * counts steps and calls one op per parameter tensor.
+ */
+#include <math.h>
+
+#include "ref.h"
+
+/* Work (in elements) below which a loop stays serial. */
+#define OPTIM_PAR_MIN ((int64_t)1 << 15)
+
+/* SGD with momentum and L2 weight decay (the "heavy ball" form, as in PyTorch's SGD with
+ * dampening 0). lr = f0, momentum mu = f1, weight decay wd = f2. Per element:
+ *   g     = grad + wd * param
+ *   mom   = mu * mom + g
+ *   param = param - lr * mom
+ * With mu = 0 this is plain SGD (mom then just holds the last g). If the state tensor mom is
+ * NULL (no momentum slot allocated), the step is param = param - lr * g and nothing else is
+ * written.
+ * param [any]        updated in place
+ * grad  [as param]   read only
+ * mom   [as param]   updated in place (or NULL) */
+mcl_status mcl_ref_sgd_step_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    float *P = mcl_ref_ptr(a->in[0]);
+    const float *Gr = mcl_ref_ptr(a->in[1]);
+    float *Mo = a->in[2] ? mcl_ref_ptr(a->in[2]) : NULL;
+    int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
+    const float lr = a->p.f[0], mu = a->p.f[1], wd = a->p.f[2];
+    if (Mo) {
+#pragma omp parallel for schedule(static) if (n >= OPTIM_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            float g = Gr[i] + wd * P[i];
+            float m = mu * Mo[i] + g;
+            Mo[i] = m;
+            P[i] = P[i] - lr * m;
+        }
+    } else {
+#pragma omp parallel for schedule(static) if (n >= OPTIM_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            float g = Gr[i] + wd * P[i];
+            P[i] = P[i] - lr * g;
+        }
+    }
+    return MCL_OK;
+}
+
+/* Adam (Kingma & Ba 2015, "Adam: A Method for Stochastic Optimization", Algorithm 1) with L2
+ * weight decay folded into the gradient (i0 = 0), or AdamW (Loshchilov & Hutter 2019,
+ * "Decoupled Weight Decay Regularization", Algorithm 2) with the decay applied to the
+ * parameter directly (i0 = 1). lr = f0, b1 = f1, b2 = f2, eps = f3, wd = f4, step t = i1 >= 1.
+ *
+ * Once per call, in double, then rounded to float:
+ *   c1 = (float)(1 / (1 - b1^t))        c2 = (float)(1 / (1 - b2^t))
+ *   (b1, b2 are the float parameters widened to double; b^t = pow(b, t))
+ * Per element, float:
+ *   AdamW only:  lrwd  = lr * wd                        (once per call)
+ *                param = param - lrwd * param           (decoupled decay, uses θ_{t-1})
+ *   Adam only:   g     = grad + wd * param              (L2 in the gradient)
+ *   AdamW:       g     = grad
+ *   m     = b1 * m + (1 - b1) * g
+ *   v     = b2 * v + (1 - b2) * (g * g)
+ *   mhat  = m * c1                                      (= m / (1 - b1^t), bias correction)
+ *   vhat  = v * c2                                      (= v / (1 - b2^t))
+ *   param = param - (lr * mhat) / (sqrt(vhat) + eps)
+ * The decoupled decay reads the parameter before the Adam step, as in the paper's
+ * θ_t = θ_{t-1} - η(α m̂/(√v̂ + ε) + λ θ_{t-1}) with the schedule multiplier η folded into lr
+ * (so the decay is lr * wd, the PyTorch convention).
+ * param [any]        updated in place
+ * grad  [as param]   read only
+ * m     [as param]   first-moment estimate, updated in place
+ * v     [as param]   second-moment estimate, updated in place
+ * Returns MCL_ERR_INVALID if t < 1 (the bias correction would divide by zero). */
+mcl_status mcl_ref_adam_step_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    float *P = mcl_ref_ptr(a->in[0]);
+    const float *Gr = mcl_ref_ptr(a->in[1]);
+    float *M = mcl_ref_ptr(a->in[2]);
+    float *Vv = mcl_ref_ptr(a->in[3]);
+    int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
+    const int decoupled = a->p.i[0] != 0;
+    const int64_t t = a->p.i[1];
+    const float lr = a->p.f[0], b1 = a->p.f[1], b2 = a->p.f[2], eps = a->p.f[3];
+    const float wd = a->p.f[4];
+    if (t < 1) return MCL_ERR_INVALID;
+
+    const float c1 = (float)(1.0 / (1.0 - pow((double)b1, (double)t)));
+    const float c2 = (float)(1.0 / (1.0 - pow((double)b2, (double)t)));
+    const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
+    const float lrwd = lr * wd;             /* AdamW: decoupled decay factor */
+    const float l2 = decoupled ? 0.0f : wd; /* Adam: L2 term in the gradient */
+#pragma omp parallel for schedule(static) if (n >= OPTIM_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float p = P[i];
+        float g;
+        if (decoupled) {
+            p = p - lrwd * p;
+            g = Gr[i];
+        } else {
+            g = Gr[i] + l2 * p;
+        }
+        float m = b1 * M[i] + omb1 * g;
+        float v = b2 * Vv[i] + omb2 * (g * g);
+        M[i] = m;
+        Vv[i] = v;
+        float mhat = m * c1;
+        float vhat = v * c2;
+        P[i] = p - (lr * mhat) / (sqrtf(vhat) + eps);
+    }
+    return MCL_OK;
+}
+
+/* Gradient clipping by a global norm, on the device. f0 = max_norm; sq = sum of the squares
+ * of ALL gradients being clipped together (computed beforehand with sumsq ops). In float:
+ *   s    = max_norm / (sqrt(sq) + 1e-6)
+ *   grad = grad * s        only if s < 1     (i.e. grad *= min(1, s))
+ * A NaN sq gives a NaN s, which is not < 1: the gradients are left as they are (they already
+ * hold the NaN that made sq NaN).
+ * grad [any]   updated in place
+ * sq   [1]     read only */
+mcl_status mcl_ref_clip_scale_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    float *Gr = mcl_ref_ptr(a->in[0]);
+    const float sq = mcl_ref_ptr(a->in[1])[0];
+    int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
+    const float s = a->p.f[0] / (sqrtf(sq) + 1e-6f);
+    if (!(s < 1.0f)) return MCL_OK;
+#pragma omp parallel for schedule(static) if (n >= OPTIM_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) Gr[i] = Gr[i] * s;
+    return MCL_OK;
+}

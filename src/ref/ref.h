@@ -1,0 +1,53 @@
+/* ref.h — the reference backend's internal interface.
+ *
+ * One forward and one backward function per op of ops.def, named mcl_ref_<name>_fwd/_bwd,
+ * implemented in src/ref/<family>.c (family column of ops.def). Each function takes the
+ * uniform call record (backend.h): inputs in a->in[], outputs in a->out[], scalars in a->p;
+ * backward reads a->gout[] and ACCUMULATES into the non-NULL a->gin[].
+ * The front end has already checked shapes and allocated outputs: kernels only compute.
+ */
+#ifndef MCL_REF_H
+#define MCL_REF_H
+
+#include "backend.h"
+
+/* Pointer to the first element of t (reference backend buffers are host float arrays). */
+static inline float *mcl_ref_ptr(const mcl_tensor *t)
+{
+    return (float *)t->buf->handle + t->offset;
+}
+
+/* Product of all dims but the last ("rows") and the last dim ("cols"). */
+static inline int64_t mcl_ref_rows(const mcl_tensor *t)
+{
+    int64_t r = 1;
+    for (int d = 0; d < t->ndim - 1; d++) r *= t->shape[d];
+    return r;
+}
+static inline int64_t mcl_ref_cols(const mcl_tensor *t)
+{
+    return t->shape[t->ndim - 1];
+}
+
+/* Row-major single-precision GEMM (src/ref/gemm.c):
+ *   C[M,N] = alpha * op(A) * op(B) + beta * C,  op(A) [M,K], op(B) [K,N]
+ * A is stored [M,K] (lda >= K) or, if transA, [K,M] (lda >= M); same for B.
+ * beta == 0 means C is overwritten (its old contents, even NaN, are ignored).
+ * Deterministic: the summation order of every C element depends only on K, not on threads. */
+void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc);
+
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family)                                   \
+    mcl_status mcl_ref_##name##_fwd(mcl_backend *be, const mcl_op_args *a);                  \
+    mcl_status mcl_ref_##name##_bwd(mcl_backend *be, const mcl_op_args *a);
+#include "ops.def"
+#undef MCL_OP
+
+/* Ops without a backward: their table entry is NULL (declared above, never defined). */
+#define mcl_ref_one_hot_bwd NULL
+#define mcl_ref_sgd_step_bwd NULL
+#define mcl_ref_adam_step_bwd NULL
+#define mcl_ref_clip_scale_bwd NULL
+
+#endif

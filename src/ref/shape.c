@@ -1,0 +1,289 @@
+/* shape.c — reference shape ops: concat, slice, reshape, transpose, permute.
+ *
+ * None of these computes anything: forward moves elements to new positions, backward moves
+ * the gradient back to where each element came from and ADDS it there. Every output element
+ * comes from exactly one input element, so the backward passes are scatters without
+ * collisions: each gin element receives at most one addition per call, whatever the thread
+ * count, and the result is deterministic.
+ *
+ * Axis arguments were validated and normalized to 0..ndim-1 by the front end (ops.c).
+ */
+#include <string.h>
+
+#include "ref.h"
+
+/* Work (in elements) below which a loop stays serial: threads cost more than they save. */
+#define SHAPE_PAR_MIN ((int64_t)1 << 16)
+/* Tile edge of the blocked transpose (a 32 x 32 float tile is 4 KiB). */
+#define SHAPE_TILE 32
+
+/* Product of t->shape[from .. to-1] (1 for an empty range). */
+static int64_t dims_prod(const mcl_tensor *t, int from, int to)
+{
+    int64_t p = 1;
+    for (int d = from; d < to; d++) p *= t->shape[d];
+    return p;
+}
+
+/* dst[r * dld + j] = src[r * sld + j]  for r < rows, j < len */
+static void copy_rows(float *dst, int64_t dld, const float *src, int64_t sld, int64_t rows,
+                      int64_t len)
+{
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * len >= SHAPE_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(dst + r * dld, src + r * sld, (size_t)len * sizeof(float));
+}
+
+/* dst[r * dld + j] += src[r * sld + j]  for r < rows, j < len */
+static void add_rows(float *dst, int64_t dld, const float *src, int64_t sld, int64_t rows,
+                     int64_t len)
+{
+    if (rows == 1) { /* one long row (reshape, concat/slice on axis 0): split the row */
+#pragma omp parallel for schedule(static) if (len >= SHAPE_PAR_MIN)
+        for (int64_t j = 0; j < len; j++) dst[j] += src[j];
+        return;
+    }
+#pragma omp parallel for schedule(static) if (rows * len >= SHAPE_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        float *d = dst + r * dld;
+        const float *s = src + r * sld;
+        for (int64_t j = 0; j < len; j++) d[j] += s[j];
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* concat along axis x = p.i[0]. View every tensor as [outer, rows_x * inner] where
+ * outer = prod of the dims before x and inner = prod of the dims after x: each out row is
+ * the a row followed by the b row. */
+
+/* Forward:  out[.., i, ..] = a[.., i, ..]        for i <  a.shape[x]
+ *           out[.., i, ..] = b[.., i - a_x, ..]  for i >= a.shape[x]   (a_x = a.shape[x])
+ * a   [.., a_x, ..]
+ * b   [.., b_x, ..]   (all other dims equal to a's)
+ * out [.., a_x + b_x, ..] */
+mcl_status mcl_ref_concat_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const mcl_tensor *A = a->in[0], *B = a->in[1];
+    int x = (int)a->p.i[0];
+    int64_t outer = dims_prod(A, 0, x);
+    int64_t inner = dims_prod(A, x + 1, A->ndim);
+    int64_t ra = A->shape[x] * inner, rb = B->shape[x] * inner, ro = ra + rb;
+    float *O = mcl_ref_ptr(a->out[0]);
+    copy_rows(O, ro, mcl_ref_ptr(A), ra, outer, ra);
+    copy_rows(O + ra, ro, mcl_ref_ptr(B), rb, outer, rb);
+    return MCL_OK;
+}
+
+/* Backward: d out / d a and d out / d b are selections, so the gradient splits:
+ *   ga += gout[.., 0 : a_x, ..]      gb += gout[.., a_x : a_x + b_x, ..]
+ * gout[0] like out;  gin[0] like a (or NULL);  gin[1] like b (or NULL) */
+mcl_status mcl_ref_concat_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const mcl_tensor *A = a->in[0], *B = a->in[1];
+    int x = (int)a->p.i[0];
+    int64_t outer = dims_prod(A, 0, x);
+    int64_t inner = dims_prod(A, x + 1, A->ndim);
+    int64_t ra = A->shape[x] * inner, rb = B->shape[x] * inner, ro = ra + rb;
+    const float *G = mcl_ref_ptr(a->gout[0]);
+    if (a->gin[0]) add_rows(mcl_ref_ptr(a->gin[0]), ra, G, ro, outer, ra);
+    if (a->gin[1]) add_rows(mcl_ref_ptr(a->gin[1]), rb, G + ra, ro, outer, rb);
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* slice along axis x = p.i[0], start s = p.i[1], length n = p.i[2] (0 <= s, s + n <= a_x). */
+
+/* Forward:  out[.., i, ..] = a[.., s + i, ..]   for 0 <= i < n
+ * a   [.., a_x, ..]
+ * out [.., n, ..]   (all other dims equal to a's) */
+mcl_status mcl_ref_slice_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const mcl_tensor *A = a->in[0];
+    int x = (int)a->p.i[0];
+    int64_t start = a->p.i[1], len = a->p.i[2];
+    int64_t outer = dims_prod(A, 0, x);
+    int64_t inner = dims_prod(A, x + 1, A->ndim);
+    int64_t ri = A->shape[x] * inner, ro = len * inner;
+    copy_rows(mcl_ref_ptr(a->out[0]), ro, mcl_ref_ptr(A) + start * inner, ri, outer, ro);
+    return MCL_OK;
+}
+
+/* Backward: ga[.., s + i, ..] += gout[.., i, ..]  for 0 <= i < n (the rest of ga unchanged)
+ * gout[0] like out;  gin[0] like a (or NULL) */
+mcl_status mcl_ref_slice_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    if (!a->gin[0]) return MCL_OK;
+    const mcl_tensor *A = a->in[0];
+    int x = (int)a->p.i[0];
+    int64_t start = a->p.i[1], len = a->p.i[2];
+    int64_t outer = dims_prod(A, 0, x);
+    int64_t inner = dims_prod(A, x + 1, A->ndim);
+    int64_t ri = A->shape[x] * inner, ro = len * inner;
+    add_rows(mcl_ref_ptr(a->gin[0]) + start * inner, ri, mcl_ref_ptr(a->gout[0]), ro, outer, ro);
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* reshape: row-major order is unchanged, so it is a plain copy. */
+
+/* Forward:  out_flat[i] = a_flat[i]
+ * a   [any]
+ * out [any, same element count] */
+mcl_status mcl_ref_reshape_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
+    memcpy(mcl_ref_ptr(a->out[0]), mcl_ref_ptr(a->in[0]), (size_t)n * sizeof(float));
+    return MCL_OK;
+}
+
+/* Backward: ga_flat[i] += gout_flat[i]
+ * gout[0] like out;  gin[0] like a (or NULL) */
+mcl_status mcl_ref_reshape_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    if (!a->gin[0]) return MCL_OK;
+    int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
+    add_rows(mcl_ref_ptr(a->gin[0]), n, mcl_ref_ptr(a->gout[0]), n, 1, n);
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* transpose: swap the last two dims, batched over the leading dims. */
+
+/* dst[b][j][i] = src[b][i][j]  (acc = 0)   or   dst[b][j][i] += src[b][i][j]  (acc = 1)
+ * src [batch, R, C], dst [batch, C, R]; walked in SHAPE_TILE x SHAPE_TILE tiles so that both
+ * the reads and the writes stay in cache. Tiles are disjoint: parallel and deterministic. */
+static void transpose_batched(const float *src, float *dst, int64_t batch, int64_t R, int64_t C,
+                              int acc)
+{
+    int64_t tr = (R + SHAPE_TILE - 1) / SHAPE_TILE, tc = (C + SHAPE_TILE - 1) / SHAPE_TILE;
+    int64_t per = tr * tc, ntiles = batch * per;
+#pragma omp parallel for schedule(static) if (batch * R * C >= SHAPE_PAR_MIN)
+    for (int64_t t = 0; t < ntiles; t++) {
+        int64_t b = t / per, rem = t % per;
+        int64_t i0 = (rem / tc) * SHAPE_TILE, j0 = (rem % tc) * SHAPE_TILE;
+        int64_t i1 = i0 + SHAPE_TILE < R ? i0 + SHAPE_TILE : R;
+        int64_t j1 = j0 + SHAPE_TILE < C ? j0 + SHAPE_TILE : C;
+        const float *s = src + b * R * C;
+        float *d = dst + b * R * C;
+        for (int64_t j = j0; j < j1; j++) {
+            if (acc)
+                for (int64_t i = i0; i < i1; i++) d[j * R + i] += s[i * C + j];
+            else
+                for (int64_t i = i0; i < i1; i++) d[j * R + i] = s[i * C + j];
+        }
+    }
+}
+
+/* a's shape as [batch, M, N] (a 1-D tensor [N] is treated as [1, 1, N]). */
+static void transpose_dims(const mcl_tensor *t, int64_t *batch, int64_t *M, int64_t *N)
+{
+    int nd = t->ndim;
+    *N = t->shape[nd - 1];
+    *M = nd >= 2 ? t->shape[nd - 2] : 1;
+    *batch = nd >= 2 ? dims_prod(t, 0, nd - 2) : 1;
+}
+
+/* Forward:  out[.., j, i] = a[.., i, j]
+ * a   [.., M, N]
+ * out [.., N, M] */
+mcl_status mcl_ref_transpose_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    int64_t batch, M, N;
+    transpose_dims(a->in[0], &batch, &M, &N);
+    transpose_batched(mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->out[0]), batch, M, N, 0);
+    return MCL_OK;
+}
+
+/* Backward: ga[.., i, j] += gout[.., j, i]   (the transpose of gout, accumulated)
+ * gout[0] [.., N, M];  gin[0] [.., M, N] (or NULL) */
+mcl_status mcl_ref_transpose_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    if (!a->gin[0]) return MCL_OK;
+    int64_t batch, M, N;
+    transpose_dims(a->in[0], &batch, &M, &N);
+    transpose_batched(mcl_ref_ptr(a->gout[0]), mcl_ref_ptr(a->gin[0]), batch, N, M, 1);
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* permute: 4-D, out.shape[d] = a.shape[perm[d]] with perm[d] = p.i[d]. A tensor with fewer
+ * than 4 dims is read as 4-D with its unused trailing dims equal to 1 (tensor.h). */
+
+/* dst (contiguous, shape ds[d] = ss[perm[d]]) = or += src (contiguous, shape ss) read through
+ * the permutation: dst[o0,o1,o2,o3] = src[x] with x[perm[d]] = o[d]. dst is walked in order;
+ * its outer two dims are split across threads (disjoint writes). */
+static void permute4(const float *src, const int64_t ss[4], const int perm[4], float *dst,
+                     int acc)
+{
+    int64_t sstride[4] = {ss[1] * ss[2] * ss[3], ss[2] * ss[3], ss[3], 1};
+    int64_t ds[4], st[4]; /* dst shape, and the src stride of one step along each dst dim */
+    for (int d = 0; d < 4; d++) {
+        ds[d] = ss[perm[d]];
+        st[d] = sstride[perm[d]];
+    }
+    int64_t outer = ds[0] * ds[1], inner = ds[2] * ds[3];
+#pragma omp parallel for schedule(static) if (outer > 1 && outer * inner >= SHAPE_PAR_MIN)
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t o0 = o / ds[1], o1 = o % ds[1];
+        const float *s = src + o0 * st[0] + o1 * st[1];
+        float *d = dst + o * inner;
+        for (int64_t o2 = 0; o2 < ds[2]; o2++) {
+            const float *s2 = s + o2 * st[2];
+            float *d2 = d + o2 * ds[3];
+            if (acc)
+                for (int64_t o3 = 0; o3 < ds[3]; o3++) d2[o3] += s2[o3 * st[3]];
+            else
+                for (int64_t o3 = 0; o3 < ds[3]; o3++) d2[o3] = s2[o3 * st[3]];
+        }
+    }
+}
+
+/* perm[] from p.i[0..3]; MCL_ERR_INVALID unless it is a permutation of 0..3 (the front end
+ * checked already: this only keeps a bad call record from reading out of bounds). */
+static mcl_status permute_get(const mcl_op_args *a, int perm[4])
+{
+    unsigned seen = 0;
+    for (int d = 0; d < 4; d++) {
+        int64_t v = a->p.i[d];
+        if (v < 0 || v > 3 || (seen & (1u << v))) return MCL_ERR_INVALID;
+        seen |= 1u << v;
+        perm[d] = (int)v;
+    }
+    return MCL_OK;
+}
+
+/* Forward:  out[o0, o1, o2, o3] = a[x0, x1, x2, x3]  with x[perm[d]] = o[d]
+ * a   [s0, s1, s2, s3]
+ * out [s_perm[0], s_perm[1], s_perm[2], s_perm[3]] */
+mcl_status mcl_ref_permute_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    int perm[4];
+    mcl_status st = permute_get(a, perm);
+    if (st != MCL_OK) return st;
+    permute4(mcl_ref_ptr(a->in[0]), a->in[0]->shape, perm, mcl_ref_ptr(a->out[0]), 0);
+    return MCL_OK;
+}
+
+/* Backward: the inverse permutation inv (inv[perm[d]] = d) applied to gout, accumulated:
+ *   ga[x0, x1, x2, x3] += gout[o0, o1, o2, o3]  with o[inv[e]] = x[e]
+ * gout[0] like out;  gin[0] like a (or NULL) */
+mcl_status mcl_ref_permute_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    if (!a->gin[0]) return MCL_OK;
+    int perm[4], inv[4];
+    mcl_status st = permute_get(a, perm);
+    if (st != MCL_OK) return st;
+    for (int d = 0; d < 4; d++) inv[perm[d]] = d;
+    permute4(mcl_ref_ptr(a->gout[0]), a->gout[0]->shape, inv, mcl_ref_ptr(a->gin[0]), 1);
+    return MCL_OK;
+}

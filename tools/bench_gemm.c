@@ -1,0 +1,184 @@
+/* bench_gemm.c — `metacl bench gemm`: throughput of the reference backend's sgemm.
+ *
+ * For each shape (M x N x K, no transposes, alpha = 1, beta = 0) it fills A and B with
+ * deterministic values, runs two warm-up calls, then times single calls with
+ * clock_gettime(CLOCK_MONOTONIC) until at least 0.3 s have been spent (at least 10 calls),
+ * or exactly --reps calls. It reports GFLOP/s = 2*M*N*K / time for the fastest call and for
+ * the median call. tools/openblas_gemm.c does the same with OpenBLAS, for comparison
+ * (tools/gemm-vs-openblas.sh).
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
+#endif
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cli.h"
+#include "ref.h"
+
+typedef struct bench_shape {
+    int64_t M, N, K;
+} bench_shape;
+
+static const bench_shape bench_shapes[] = {
+    {1024, 1024, 1024}, {256, 256, 256}, {2560, 256, 256}, {2048, 32, 288}, {16, 1024, 1024},
+};
+#define N_SHAPES (sizeof bench_shapes / sizeof bench_shapes[0])
+
+#define MIN_SECONDS 0.3
+#define MIN_REPS 10
+#define MAX_REPS 100000
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Deterministic values in [-1, 1), different for A and B. */
+static void fill(float *x, int64_t n, uint32_t seed)
+{
+    uint32_t s = seed;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: metacl bench gemm [--json] [--reps N] [--threads N]\n"
+            "  Times the reference sgemm (row-major, no transposes) on fixed shapes\n"
+            "  and prints GFLOP/s (best and median call).\n"
+            "  --json       print a JSON array instead of a table\n"
+            "  --reps N     time exactly N calls per shape (default: >= %.1f s, >= %d calls)\n"
+            "  --threads N  OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+            "  -h, --help   this text\n",
+            MIN_SECONDS, MIN_REPS);
+}
+
+/* Parses a positive int in [1, max]; returns 0 on success. */
+static int parse_pos_int(const char *s, long max, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > max) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int mcl_cli_bench_gemm(int argc, char **argv)
+{
+    int json = 0, reps = 0, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--reps") || !strcmp(a, "--threads")) {
+            const int is_reps = !strcmp(a, "--reps");
+            if (i + 1 >= argc) {
+                fprintf(stderr, "metacl bench gemm: %s needs a value\n", a);
+                return 2;
+            }
+            if (parse_pos_int(argv[++i], is_reps ? MAX_REPS : 4096, is_reps ? &reps : &threads)) {
+                fprintf(stderr, "metacl bench gemm: bad value for %s: '%s' (want 1..%d)\n", a,
+                        argv[i], is_reps ? MAX_REPS : 4096);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "metacl bench gemm: unknown option '%s' (try --help)\n", a);
+            return 2;
+        }
+    }
+#ifdef _OPENMP
+    if (threads > 0) omp_set_num_threads(threads);
+    const int nthreads = omp_get_max_threads();
+#else
+    const int nthreads = 1;
+    if (threads > 1)
+        fprintf(stderr, "metacl bench gemm: built without OpenMP, --threads %d ignored\n", threads);
+#endif
+
+    double *times = malloc(sizeof(double) * MAX_REPS);
+    if (!times) {
+        fprintf(stderr, "metacl bench gemm: out of memory\n");
+        return 1;
+    }
+    if (json)
+        printf("[");
+    else
+        printf("reference sgemm, %d thread%s\n%6s %6s %6s %12s %14s %7s\n", nthreads,
+               nthreads == 1 ? "" : "s", "M", "N", "K", "GFLOP/s best", "GFLOP/s median",
+               "calls");
+
+    int rc = 0;
+    for (size_t s = 0; s < N_SHAPES; s++) {
+        const int64_t M = bench_shapes[s].M, N = bench_shapes[s].N, K = bench_shapes[s].K;
+        float *A = malloc(sizeof(float) * (size_t)(M * K));
+        float *B = malloc(sizeof(float) * (size_t)(K * N));
+        float *C = malloc(sizeof(float) * (size_t)(M * N));
+        if (!A || !B || !C) {
+            fprintf(stderr, "metacl bench gemm: out of memory\n");
+            free(A);
+            free(B);
+            free(C);
+            rc = 1;
+            break;
+        }
+        fill(A, M * K, 12345u);
+        fill(B, K * N, 67890u);
+        memset(C, 0, sizeof(float) * (size_t)(M * N));
+
+        for (int w = 0; w < 2; w++)
+            mcl_ref_sgemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+
+        int n = 0;
+        const double start = now_seconds();
+        for (;;) {
+            const double t0 = now_seconds();
+            mcl_ref_sgemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+            const double t1 = now_seconds();
+            times[n++] = t1 - t0;
+            if (reps ? n >= reps : (n >= MIN_REPS && t1 - start >= MIN_SECONDS)) break;
+            if (n >= MAX_REPS) break;
+        }
+        qsort(times, (size_t)n, sizeof(double), cmp_double);
+        const double flops = 2.0 * (double)M * (double)N * (double)K;
+        const double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+        const double best = times[0] > 0.0 ? flops / times[0] * 1e-9 : 0.0;
+        const double med = median > 0.0 ? flops / median * 1e-9 : 0.0;
+        if (json)
+            printf("%s\n  {\"M\": %lld, \"N\": %lld, \"K\": %lld, \"gflops_best\": %.2f, "
+                   "\"gflops_median\": %.2f}",
+                   s ? "," : "", (long long)M, (long long)N, (long long)K, best, med);
+        else
+            printf("%6lld %6lld %6lld %12.1f %14.1f %7d\n", (long long)M, (long long)N,
+                   (long long)K, best, med, n);
+        fflush(stdout);
+        free(A);
+        free(B);
+        free(C);
+    }
+    if (json) printf("\n]\n");
+    free(times);
+    return rc;
+}
