@@ -1,0 +1,60 @@
+#!/bin/sh
+# test-cli.sh — the metacl command line: exit codes (0 ok, 1 runtime, 2 usage) and messages.
+# METACL points at the binary (set by the Makefile); default ./metacl.
+METACL=${METACL:-./metacl}
+pass=0
+fail=0
+check() { # check "description" expected_rc command...
+    desc=$1; want=$2; shift 2
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -eq "$want" ]; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: $desc: exit $rc, expected $want"
+        echo "$out" | sed 's/^/    /'
+    fi
+    LAST_OUT=$out
+}
+expect_text() { # expect_text "description" "substring"
+    case "$LAST_OUT" in
+    *"$2"*) pass=$((pass + 1)) ;;
+    *) fail=$((fail + 1)); echo "FAIL: $1: output lacks '$2'"; echo "$LAST_OUT" | sed 's/^/    /' ;;
+    esac
+}
+
+echo "test-cli: binary $METACL (no randomness: no seed)"
+check "no arguments is a usage error" 2 "$METACL"
+expect_text "usage text" "usage: metacl"
+check "help" 0 "$METACL" help
+expect_text "help lists devices" "devices"
+check "version" 0 "$METACL" version
+expect_text "version string" "metacl "
+check "unknown command" 2 "$METACL" frobnicate
+expect_text "names the command" "frobnicate"
+check "devices" 0 "$METACL" devices
+expect_text "devices lists the reference backend" "ref"
+check "devices --json" 0 "$METACL" devices --json
+expect_text "json has the ref entry" '"ref"'
+check "devices bad flag" 2 "$METACL" devices --bogus
+expect_text "names the flag" "--bogus"
+check "bench without a name" 2 "$METACL" bench
+check "bench unknown" 2 "$METACL" bench nosuch
+expect_text "names the benchmark" "nosuch"
+check "bench gemm bad flag" 2 "$METACL" bench gemm --nope
+check "selftest bad flag" 2 "$METACL" selftest --wat
+check "selftest bad number" 2 "$METACL" selftest --steps abc
+check "selftest steps out of range" 2 "$METACL" selftest --steps 0
+check "selftest runs and learns" 0 "$METACL" selftest --steps 120
+expect_text "selftest reports ok" "selftest: ok"
+# The harness itself must be able to fail: a command that exits 1 where 0 is expected.
+saved_fail=$fail
+check "deliberate mismatch (must be counted as a failure)" 0 sh -c 'exit 1' >/dev/null
+if [ "$fail" -eq $((saved_fail + 1)) ]; then
+    fail=$saved_fail; pass=$((pass + 1))
+else
+    echo "FAIL: the harness did not catch a deliberate mismatch"; fail=$((fail + 1))
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

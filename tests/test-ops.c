@@ -1,0 +1,1687 @@
+/* test-ops.c — the op test runner: every op of ops.def, forward and backward.
+ *
+ *   tests/test-ops [--list] [-o OP] [--seed N] [--backend ref|opencl] [-v]
+ *
+ * For every op of src/common/ops.def (the loop runs over mcl_op_table, so an op added there
+ * without test cases here is a FAILURE "no test cases") and every case of its table below:
+ *
+ *   ref fwd     the reference forward (mcl_op_run in a no-grad scope) against a naive host
+ *               computation in double written below for each op; the inputs must come out
+ *               of the call unchanged (in-place ops: the mutated inputs are what is compared);
+ *   ref bwd     mcl_op_backward runs, gives finite values, and ACCUMULATES (gin pre-filled
+ *               with a known base gives base + the gradient of a zero-filled gin);
+ *   gradcheck   the analytic gradient against central finite differences of
+ *               L = sum_k sum_i gout_k[i] * out_k[i] (accumulated in double), perturbing every
+ *               input element, or a fixed random sample of GC_SAMPLES elements of big inputs;
+ *   opencl fwd / opencl bwd / diff
+ *               the same forward on the OpenCL backend, its backward against the reference
+ *               one, and the reference and OpenCL outputs on identical inputs against each
+ *               other (normalized MSE). They run only with --backend opencl in a build with
+ *               OpenCL; otherwise they print "-".
+ *
+ * Every failing check prints one line (op, case shapes and params, column, error and tolerance).
+ * The last line is "N passed, N failed" (N counts op x column checks); exit 0 when nothing
+ * failed, 1 otherwise, 2 on a usage error, 77 (automake SKIP) for --backend opencl without
+ * OpenCL.
+ *
+ * The runner can fail, and proves it: METACL_TEST_BREAK=<op> adds 1e-2 to one element of that
+ * op's reference forward output after the backend call (so its "ref fwd" must FAIL), and at
+ * start the checker is shown a deliberately wrong array and must call it a mismatch.
+ *
+ * Inputs come from Philox (rng.h) keyed by (--seed, a hash of the op name + the case number),
+ * so a case draws the same numbers whatever other ops exist, and on either backend.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metacl.h"
+#include "backend.h"
+
+#define DEFAULT_SEED 1234u
+#define MAX_CASES 16   /* cases per op (the generators stop earlier) */
+#define GC_SAMPLES 64  /* finite differences on at most this many elements per input */
+/* gradcheck error = max|num - ana| / (max|ana| + GRAD_FLOOR): gout has |g| in [0.5, 1.5], so
+ * gradients are O(1) unless f' itself is small; the floor keeps a one-element case with
+ * f'(x) ~ 0 from turning the float32 forward's absolute noise (~3e-5) into a large ratio */
+#define GRAD_FLOOR 1e-2
+#define FWD_FLOOR 1.0   /* forward error = max|got - want| / (max|want| + FWD_FLOOR); inputs are O(1) */
+
+/* ================================================================================== */
+/* Tolerances. Each one with the reason for its size (eps = 2^-24 = 6e-8, float32).     */
+
+/* forward: the op only moves or selects float32 values; nothing is rounded */
+#define FT_EXACT 0.0
+/* forward: one or two correctly rounded float32 operations per element: <= 2 ulp = 1.2e-7 */
+#define FT_ROUND 1e-6
+/* forward: float32 libm (expf, tanhf, erff, logf, sqrtf) plus a few roundings: < 10 ulp */
+#define FT_LIBM 1e-5
+/* forward: float32 sums of <= 210 terms (reductions, K <= 13 dot products, row sums):
+ * error <= n * eps * sum|x| ~ 210 * 6e-8 * 1 relative to max|out| + 1, in practice 1e-6 */
+#define FT_SUM 2e-5
+/* gradcheck, linear (or, per input, linear) op with h = 1: central differences are exact,
+ * only the float32 rounding of the outputs remains: eps * |out| * sqrt(n) / 2h ~ 1e-6 */
+#define GT_LIN 1e-4
+/* gradcheck, smooth op, h = 1e-2 on O(1) inputs: truncation h^2/6 * |f'''/f'| ~ 1e-4 (log at
+ * x = 0.5: ~1.3e-4) plus the float32 forward's noise (a few ulp of |f| ~ 1) / 2h ~ 3e-5
+ * absolute, which over GRAD_FLOOR is up to 3e-3 when max|ana| is small */
+#define GT_SMOOTH 5e-3
+/* gradcheck, relu-like op, h = 5e-3 with |x| >= 2e-2 (never crosses the kink): piecewise
+ * linear, so only roundoff eps * |f| / 2h ~ 1e-5 (elu's exp side adds h^2/6 ~ 4e-6) */
+#define GT_KINK 1e-3
+/* gradcheck, layer_norm, h = 1e-3: rows of 5 normal values can have a std of ~0.3, which
+ * scales the curvature by 1/std^2 ~ 10: truncation h^2/6 * 10 / std ~ 1e-5; roundoff
+ * eps * |y| * sqrt(N) / 2h ~ 5e-4 dominates */
+#define GT_NORM 5e-3
+/* in-place updates (sgd/adam/clip): two steps of a few float32 ops each, Adam's
+ * m / (sqrt(v) + eps) amplifies v's rounding by 1/2: < 20 ulp relative to max|x| + 1 */
+#define FT_OPTIM 1e-5
+/* backward accumulation check: (base + g) is one float32 rounding away from base + g */
+#define ACC_TOL 1e-6
+/* differential (next issue): normalized MSE of OpenCL vs reference outputs (sqrt taken) */
+#define DIFF_TOL 1e-5
+
+/* ================================================================================== */
+/* Host random numbers: Philox (inline in rng.h), stateless, one stream per case.       */
+
+typedef struct trng {
+    uint64_t seed, stream, index;
+} trng;
+
+static double trng_unit(trng *r) /* [0, 1) */
+{
+    return (double)mcl_rng_uniform(r->seed, r->stream, r->index++);
+}
+
+static double trng_normal(trng *r) /* Box-Muller, N(0, 1) */
+{
+    double u1 = 1.0 - trng_unit(r); /* (0, 1] */
+    double u2 = trng_unit(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static int64_t trng_int(trng *r, int64_t lo, int64_t hi) /* integer in [lo, hi] */
+{
+    int64_t v = lo + (int64_t)(trng_unit(r) * (double)(hi - lo + 1));
+    return v > hi ? hi : v;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* ================================================================================== */
+/* Small helpers.                                                                       */
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) {
+        fprintf(stderr, "test-ops: out of host memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static int64_t shape_numel(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+static void shape_str(char *buf, size_t len, int ndim, const int64_t *shape)
+{
+    size_t pos = 0;
+    buf[0] = '\0';
+    pos += (size_t)snprintf(buf + pos, len - pos, "[");
+    for (int d = 0; d < ndim && pos < len; d++)
+        pos += (size_t)snprintf(buf + pos, len - pos, "%s%" PRId64, d ? "," : "", shape[d]);
+    if (pos < len) snprintf(buf + pos, len - pos, "]");
+}
+
+/* A host copy of one tensor: shape and values, float (from a backend) or double (naive). */
+typedef struct harr {
+    int ndim;
+    int64_t shape[MCL_MAX_DIMS];
+    int64_t n;
+    float *f;
+    double *d;
+} harr;
+
+static void harr_free(harr *h)
+{
+    free(h->f);
+    free(h->d);
+    memset(h, 0, sizeof *h);
+}
+
+static void harr_set_shape(harr *h, int ndim, const int64_t *shape)
+{
+    h->ndim = ndim;
+    for (int d = 0; d < MCL_MAX_DIMS; d++) h->shape[d] = d < ndim ? shape[d] : 1;
+    h->n = shape_numel(ndim, shape);
+}
+
+/* Allocate the naive ("want") values of a result of the given shape. */
+static double *want_new(harr *w, int ndim, const int64_t *shape)
+{
+    harr_set_shape(w, ndim, shape);
+    w->d = xcalloc((size_t)w->n, sizeof(double));
+    return w->d;
+}
+
+static int all_finite(const float *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return 0;
+    return 1;
+}
+
+/* The checker: max |got - want| / (max |want| + floor). A non-finite got gives +inf, a NaN
+ * difference gives NaN: both fail the test "err <= tol" below. */
+static double cmp_err(const float *got, const double *want, int64_t n, double floor_)
+{
+    double maxd = 0.0, maxw = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        double d = fabs((double)got[i] - want[i]);
+        if (!(d <= maxd)) maxd = d;
+        if (fabs(want[i]) > maxw) maxw = fabs(want[i]);
+    }
+    return maxd / (maxw + floor_);
+}
+
+static int within(double err, double tol)
+{
+    return err <= tol; /* false for NaN */
+}
+
+/* Normalized MSE of two float arrays (differential mode), as a root: sqrt(sum d^2 / sum b^2).
+ * NaN/Inf must be at the same places in both (parity), else +inf. */
+static double nmse_err(const float *a, const float *b, int64_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        int fa = isfinite(a[i]) != 0, fb = isfinite(b[i]) != 0;
+        if (fa != fb) return INFINITY;
+        if (!fa) {
+            if (isnan(a[i]) != isnan(b[i]) || (!isnan(a[i]) && a[i] != b[i])) return INFINITY;
+            continue;
+        }
+        double d = (double)a[i] - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * (double)b[i];
+    }
+    return sqrt(num / (den + 1e-30));
+}
+
+/* ================================================================================== */
+/* Test cases.                                                                          */
+
+typedef struct tcase {
+    int n_in;
+    int ndim[MCL_MAX_IN];
+    int64_t shape[MCL_MAX_IN][MCL_MAX_DIMS];
+    float *x[MCL_MAX_IN];     /* host inputs                                           */
+    int no_grad[MCL_MAX_IN];  /* 1: the input gets no gradient (gin left NULL)           */
+    mcl_op_params p;
+    int calls;                /* in-place ops: successive calls (default 1)            */
+    int step_i;               /* >= 0: p.i[step_i] = 1, 2, ... on successive calls      */
+    trng rng;
+    char desc[200];
+} tcase;
+
+static void tc_init(tcase *tc, uint64_t seed, uint64_t stream)
+{
+    memset(tc, 0, sizeof *tc);
+    tc->calls = 1;
+    tc->step_i = -1;
+    tc->rng.seed = seed;
+    tc->rng.stream = stream;
+}
+
+static void tc_free(tcase *tc)
+{
+    for (int k = 0; k < MCL_MAX_IN; k++) free(tc->x[k]);
+    memset(tc->x, 0, sizeof tc->x);
+}
+
+static int64_t tc_n(const tcase *tc, int j)
+{
+    return shape_numel(tc->ndim[j], tc->shape[j]);
+}
+
+/* Append an input of shape s = {ndim, d0, d1, d2, d3} (zero-filled); returns its index. */
+static int add_in(tcase *tc, const int64_t *s)
+{
+    int j = tc->n_in++;
+    tc->ndim[j] = (int)s[0];
+    for (int d = 0; d < MCL_MAX_DIMS; d++) tc->shape[j][d] = d < s[0] ? s[1 + d] : 1;
+    tc->x[j] = xcalloc((size_t)tc_n(tc, j), sizeof(float));
+    return j;
+}
+
+static int fill_normal(tcase *tc, int j, double mean, double std)
+{
+    for (int64_t i = 0; i < tc_n(tc, j); i++)
+        tc->x[j][i] = (float)(mean + std * trng_normal(&tc->rng));
+    return j;
+}
+
+static int fill_uniform(tcase *tc, int j, double lo, double hi)
+{
+    for (int64_t i = 0; i < tc_n(tc, j); i++)
+        tc->x[j][i] = (float)(lo + (hi - lo) * trng_unit(&tc->rng));
+    return j;
+}
+
+/* N(0, 1) pushed away from 0: |x| >= 2e-2 (relu-like kinks stay out of reach of h = 5e-3). */
+static int fill_away0(tcase *tc, int j)
+{
+    for (int64_t i = 0; i < tc_n(tc, j); i++) {
+        double v = trng_normal(&tc->rng);
+        if (fabs(v) < 2e-2) v = v < 0 ? -2e-2 - fabs(v) : 2e-2 + fabs(v);
+        tc->x[j][i] = (float)v;
+    }
+    return j;
+}
+
+static int fill_int(tcase *tc, int j, int64_t lo, int64_t hi)
+{
+    for (int64_t i = 0; i < tc_n(tc, j); i++) tc->x[j][i] = (float)trng_int(&tc->rng, lo, hi);
+    return j;
+}
+
+/* "[7,13] [13] f=(0.5) i=(1,0)": input shapes and the non-zero leading params. */
+static void tc_describe(tcase *tc)
+{
+    size_t pos = 0, len = sizeof tc->desc;
+    char sh[64];
+    for (int j = 0; j < tc->n_in && pos < len; j++) {
+        shape_str(sh, sizeof sh, tc->ndim[j], tc->shape[j]);
+        pos += (size_t)snprintf(tc->desc + pos, len - pos, "%s%s", j ? " " : "", sh);
+    }
+    int nf = 0, ni = 0, nu = 0;
+    for (int k = 0; k < 8; k++) {
+        if (tc->p.f[k] != 0.0f) nf = k + 1;
+        if (tc->p.i[k] != 0) ni = k + 1;
+    }
+    for (int k = 0; k < 4; k++)
+        if (tc->p.u[k] != 0) nu = k + 1;
+    for (int k = 0; k < nf && pos < len; k++)
+        pos += (size_t)snprintf(tc->desc + pos, len - pos, "%s%g%s", k ? "," : " f=(",
+                                (double)tc->p.f[k], k == nf - 1 ? ")" : "");
+    for (int k = 0; k < ni && pos < len; k++)
+        pos += (size_t)snprintf(tc->desc + pos, len - pos, "%s%" PRId64 "%s", k ? "," : " i=(",
+                                tc->p.i[k], k == ni - 1 ? ")" : "");
+    for (int k = 0; k < nu && pos < len; k++)
+        pos += (size_t)snprintf(tc->desc + pos, len - pos, "%s%" PRIu64 "%s", k ? "," : " u=(",
+                                tc->p.u[k], k == nu - 1 ? ")" : "");
+    if (tc->calls > 1 && pos < len)
+        snprintf(tc->desc + pos, len - pos, " x%d calls", tc->calls);
+}
+
+/* ---- case generators: gen_X(k, tc) builds case k of op X; returns 0 past the last case ---- */
+
+#define S1(a) ((const int64_t[5]){1, a, 1, 1, 1})
+#define S2(a, b) ((const int64_t[5]){2, a, b, 1, 1})
+#define S3(a, b, c) ((const int64_t[5]){3, a, b, c, 1})
+#define S4(a, b, c, d) ((const int64_t[5]){4, a, b, c, d})
+
+/* Shapes shared by the elementwise ops: odd sizes, 1 to 4 dims. */
+static const int64_t EW_SH[][5] = {{1, 1}, {1, 5}, {2, 7, 13}, {3, 2, 3, 5}, {4, 2, 1, 3, 7}};
+#define N_EW ((int)(sizeof EW_SH / sizeof EW_SH[0]))
+
+static int gen_binary(int k, tcase *tc)
+{
+    if (k >= N_EW) return 0;
+    fill_normal(tc, add_in(tc, EW_SH[k]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, EW_SH[k]), 0.0, 1.0);
+    return 1;
+}
+
+static int gen_unary(int k, tcase *tc) /* N(0, 1) */
+{
+    if (k >= N_EW) return 0;
+    fill_normal(tc, add_in(tc, EW_SH[k]), 0.0, 1.0);
+    return 1;
+}
+
+static int gen_scale(int k, tcase *tc)
+{
+    static const float f[] = {0.5f, -1.75f, 3.0f, 1.0f, -0.25f};
+    if (!gen_unary(k, tc)) return 0;
+    tc->p.f[0] = f[k];
+    return 1;
+}
+
+static int gen_bias_add(int k, tcase *tc)
+{
+    static const int64_t xs[][5] = {{1, 1}, {1, 5}, {2, 7, 13}, {3, 2, 3, 5}, {4, 2, 2, 3, 7},
+                                    {2, 13, 1}};
+    if (k >= (int)(sizeof xs / sizeof xs[0])) return 0;
+    int nd = (int)xs[k][0];
+    fill_normal(tc, add_in(tc, xs[k]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S1(xs[k][nd])), 0.0, 1.0);
+    return 1;
+}
+
+static int gen_kink(int k, tcase *tc) /* relu-like: |x| >= 2e-2 */
+{
+    if (k >= N_EW) return 0;
+    fill_away0(tc, add_in(tc, EW_SH[k]));
+    return 1;
+}
+
+static int gen_leaky_relu(int k, tcase *tc)
+{
+    static const float f[] = {0.1f, 0.01f, 0.2f, 0.5f, -0.3f};
+    if (!gen_kink(k, tc)) return 0;
+    tc->p.f[0] = f[k];
+    return 1;
+}
+
+static int gen_elu(int k, tcase *tc)
+{
+    static const float f[] = {1.0f, 0.5f, 1.5f, 1.0f, 0.1f};
+    if (!gen_kink(k, tc)) return 0;
+    tc->p.f[0] = f[k];
+    return 1;
+}
+
+static int gen_log(int k, tcase *tc) /* positive inputs in [0.5, 2] */
+{
+    if (k >= N_EW) return 0;
+    fill_uniform(tc, add_in(tc, EW_SH[k]), 0.5, 2.0);
+    return 1;
+}
+
+/* matmul: M, K, N, transposes, batch dims (0, 1 or 2 of them). */
+static int gen_matmul(int k, tcase *tc)
+{
+    static const struct {
+        int ta, tb;
+        int64_t M, K, N;
+        int nb;
+        int64_t b0, b1;
+    } c[] = {
+        {0, 0, 1, 1, 1, 0, 0, 0},   {0, 0, 5, 7, 13, 0, 0, 0},  {1, 0, 5, 7, 13, 0, 0, 0},
+        {0, 1, 5, 7, 13, 0, 0, 0},  {1, 1, 5, 7, 13, 0, 0, 0},  {0, 0, 13, 5, 1, 1, 2, 0},
+        {1, 1, 7, 1, 5, 1, 3, 0},   {0, 1, 3, 7, 5, 2, 2, 3},   {1, 0, 5, 13, 3, 2, 2, 1},
+        {0, 0, 1, 13, 7, 2, 1, 2},
+    };
+    if (k >= (int)(sizeof c / sizeof c[0])) return 0;
+    int64_t sa[5] = {2 + c[k].nb, 0, 0, 0, 0}, sb[5] = {2 + c[k].nb, 0, 0, 0, 0};
+    int d = 1;
+    if (c[k].nb >= 1) sa[d] = sb[d] = c[k].b0, d++;
+    if (c[k].nb >= 2) sa[d] = sb[d] = c[k].b1, d++;
+    sa[d] = c[k].ta ? c[k].K : c[k].M;
+    sa[d + 1] = c[k].ta ? c[k].M : c[k].K;
+    sb[d] = c[k].tb ? c[k].N : c[k].K;
+    sb[d + 1] = c[k].tb ? c[k].K : c[k].N;
+    fill_normal(tc, add_in(tc, sa), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, sb), 0.0, 1.0);
+    tc->p.i[0] = c[k].ta;
+    tc->p.i[1] = c[k].tb;
+    return 1;
+}
+
+static int gen_reduce(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 7}, {2, 5, 13}, {3, 2, 3, 7}, {4, 2, 3, 5, 7}};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    return 1;
+}
+
+static int gen_reduce_last(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 13}, {2, 5, 7}, {3, 2, 3, 13}, {4, 2, 1, 3, 5}};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    return 1;
+}
+
+static int gen_softmax(int k, tcase *tc) /* N(0, 3^2): peaky rows */
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 7}, {2, 5, 13}, {3, 2, 3, 5}, {4, 2, 2, 3, 7}};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 3.0);
+    return 1;
+}
+
+static int gen_layer_norm(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 5}, {2, 7, 13}, {3, 2, 3, 5}, {4, 2, 1, 3, 7},
+                                   {2, 3, 1}};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    int64_t n = s[k][s[k][0]];
+    fill_normal(tc, add_in(tc, s[k]), 0.5, 1.0);
+    fill_normal(tc, add_in(tc, S1(n)), 1.0, 0.5); /* gamma */
+    fill_normal(tc, add_in(tc, S1(n)), 0.0, 1.0); /* beta  */
+    tc->p.f[0] = 1e-5f;
+    return 1;
+}
+
+/* cross_entropy: R rows, C classes, `ign` rows with a negative target (ignored). */
+static int gen_cross_entropy(int k, tcase *tc)
+{
+    static const int64_t c[][3] = {{1, 1, 0}, {5, 7, 1}, {13, 5, 3}, {7, 13, 2}, {1, 13, 0}};
+    if (k >= (int)(sizeof c / sizeof c[0])) return 0;
+    int64_t R = c[k][0], C = c[k][1], ign = c[k][2];
+    fill_normal(tc, add_in(tc, S2(R, C)), 0.0, 2.0);
+    int t = fill_int(tc, add_in(tc, S1(R)), 0, C - 1);
+    for (int64_t r = 1, n = 0; r < R && n < ign; r += 4, n++) /* rows 1, 5, 9, ... */
+        tc->x[t][r] = n % 2 ? -2.0f : -1.0f;
+    tc->no_grad[1] = 1;
+    return 1;
+}
+
+static int gen_concat(int k, tcase *tc)
+{
+    static const struct {
+        int axis;
+        int64_t a[5], b[5]; /* {ndim, dims}: equal but on the axis */
+    } c[] = {
+        {0, {1, 5}, {1, 7}},                 {0, {2, 2, 3}, {2, 5, 3}},
+        {1, {2, 3, 2}, {2, 3, 5}},           {1, {3, 2, 3, 4}, {3, 2, 1, 4}},
+        {0, {4, 2, 3, 4, 5}, {4, 1, 3, 4, 5}}, {1, {4, 2, 3, 4, 5}, {4, 2, 2, 4, 5}},
+        {2, {4, 2, 3, 4, 5}, {4, 2, 3, 1, 5}}, {3, {4, 2, 3, 4, 5}, {4, 2, 3, 4, 7}},
+    };
+    if (k >= (int)(sizeof c / sizeof c[0])) return 0;
+    fill_normal(tc, add_in(tc, c[k].a), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, c[k].b), 0.0, 1.0);
+    tc->p.i[0] = c[k].axis;
+    return 1;
+}
+
+static int gen_slice(int k, tcase *tc)
+{
+    static const int64_t c[][8] = {
+        /* axis, start, len, a {ndim, dims} */
+        {0, 3, 5, 1, 13, 0, 0, 0}, {0, 2, 5, 2, 7, 5, 0, 0}, {1, 0, 1, 2, 7, 5, 0, 0},
+        {2, 6, 1, 3, 3, 5, 7, 0},  {1, 1, 3, 3, 3, 5, 7, 0}, {0, 1, 1, 4, 2, 3, 5, 7},
+        {1, 0, 2, 4, 2, 3, 5, 7},  {2, 1, 3, 4, 2, 3, 5, 7}, {3, 2, 5, 4, 2, 3, 5, 7},
+    };
+    if (k >= (int)(sizeof c / sizeof c[0])) return 0;
+    fill_normal(tc, add_in(tc, &c[k][3]), 0.0, 1.0);
+    tc->p.i[0] = c[k][0];
+    tc->p.i[1] = c[k][1];
+    tc->p.i[2] = c[k][2];
+    return 1;
+}
+
+/* reshape: p.i[0] = the new ndim, p.i[1..ndim] = the new shape (as mcl_reshape sends them).
+ * These two functions are the only place that knows the convention. */
+static void reshape_set(tcase *tc, int ndim, const int64_t *shape)
+{
+    tc->p.i[0] = ndim;
+    for (int d = 0; d < ndim; d++) tc->p.i[1 + d] = shape[d];
+}
+
+static int reshape_get(const tcase *tc, int64_t *shape)
+{
+    int nd = (int)tc->p.i[0];
+    for (int d = 0; d < nd; d++) shape[d] = tc->p.i[1 + d];
+    return nd;
+}
+
+static int gen_reshape(int k, tcase *tc)
+{
+    static const int64_t c[][10] = {
+        /* from {ndim, dims}, to {ndim, dims} */
+        {3, 2, 3, 5, 0, 2, 6, 5, 0, 0},   {2, 7, 13, 0, 0, 1, 91, 0, 0, 0},
+        {1, 13, 0, 0, 0, 2, 1, 13, 0, 0}, {4, 2, 3, 4, 5, 4, 5, 4, 3, 2},
+        {1, 1, 0, 0, 0, 4, 1, 1, 1, 1},   {2, 5, 7, 0, 0, 3, 7, 1, 5, 0},
+    };
+    if (k >= (int)(sizeof c / sizeof c[0])) return 0;
+    fill_normal(tc, add_in(tc, c[k]), 0.0, 1.0);
+    reshape_set(tc, (int)c[k][5], &c[k][6]);
+    return 1;
+}
+
+static int gen_transpose(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{2, 5, 7}, {2, 1, 13}, {3, 2, 3, 5}, {4, 2, 3, 1, 7}, {2, 13, 1}};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    return 1;
+}
+
+static int gen_permute(int k, tcase *tc)
+{
+    static const int perm[][4] = {{0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 2, 3},
+                                  {2, 3, 0, 1}, {0, 3, 1, 2}, {0, 2, 1, 3}};
+    if (k >= (int)(sizeof perm / sizeof perm[0])) return 0;
+    fill_normal(tc, add_in(tc, k == 6 ? S4(1, 5, 1, 3) : S4(2, 3, 5, 7)), 0.0, 1.0);
+    for (int d = 0; d < 4; d++) tc->p.i[d] = perm[k][d];
+    return 1;
+}
+
+/* one_hot: indices mostly in [0, depth), some out of range (-2, -1, depth, depth + 1). */
+static int gen_one_hot(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 7}, {2, 3, 5}, {3, 2, 3, 4}, {1, 13}};
+    static const int64_t depth[] = {1, 5, 13, 7, 3};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    int j = fill_int(tc, add_in(tc, s[k]), 0, depth[k] - 1);
+    for (int64_t i = 0; i < tc_n(tc, j); i++) {
+        if (trng_unit(&tc->rng) < 0.25) {
+            static const int64_t bad[4] = {-2, -1, 0, 1};
+            int64_t b = bad[trng_int(&tc->rng, 0, 3)];
+            tc->x[j][i] = (float)(b < 0 ? b : depth[k] + b);
+        }
+    }
+    tc->p.i[0] = depth[k];
+    return 1;
+}
+
+/* embedding: table [V, D], indices in [0, V) with repeats (their gradients add up). */
+static int gen_embedding(int k, tcase *tc)
+{
+    static const int64_t c[][7] = {
+        /* V, D, idx {ndim, dims} */
+        {1, 1, 1, 1, 0, 0, 0}, {7, 5, 1, 13, 0, 0, 0}, {13, 7, 2, 3, 5, 0, 0}, {5, 3, 3, 2, 2, 3, 0},
+    };
+    if (k >= (int)(sizeof c / sizeof c[0])) return 0;
+    fill_normal(tc, add_in(tc, S2(c[k][0], c[k][1])), 0.0, 1.0);
+    int64_t si[5] = {c[k][2], c[k][3], c[k][4], c[k][5], c[k][6]};
+    fill_int(tc, add_in(tc, si), 0, c[k][0] - 1);
+    tc->no_grad[1] = 1;
+    return 1;
+}
+
+/* dropout: p = 0, 0.3, 0.5 with explicit (seed u0, stream u1, counter u2); the last case
+ * starts its counter just below 2^32, so the index crosses into the counter's high word. */
+static int gen_dropout(int k, tcase *tc)
+{
+    static const struct {
+        int64_t s[5];
+        float p;
+        uint64_t seed, stream, counter;
+    } c[] = {
+        {{1, 1}, 0.0f, 1, 0, 0},
+        {{1, 13}, 0.3f, 42, 1, 0},
+        {{2, 5, 7}, 0.5f, 7, 3, 1000},
+        {{4, 2, 3, 5, 7}, 0.3f, 1234, 9, 5},
+        {{2, 7, 13}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull},
+        {{3, 2, 3, 5}, 0.0f, 99, 2, 17},
+    };
+    if (k >= (int)(sizeof c / sizeof c[0])) return 0;
+    fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    tc->p.f[0] = c[k].p;
+    tc->p.u[0] = c[k].seed;
+    tc->p.u[1] = c[k].stream;
+    tc->p.u[2] = c[k].counter;
+    return 1;
+}
+
+/* sgd_step: param, grad, mom (random start); two calls so the momentum carries over. */
+static int gen_sgd_step(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 7}, {2, 5, 13}};
+    static const float hp[][3] = {{0.1f, 0.9f, 0.01f}, {0.05f, 0.0f, 0.0f}, {0.2f, 0.5f, 0.1f}};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 0.5);
+    for (int j = 0; j < 3; j++) tc->p.f[j] = hp[k][j];
+    tc->calls = 2;
+    return 1;
+}
+
+/* adam_step: param, grad, m, v; Adam (i0 = 0) and AdamW (i0 = 1), from zero state and from a
+ * random one; two calls with step i1 = 1, 2 (bias corrections differ). */
+static int gen_adam_step(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 7}, {2, 5, 13}, {3, 2, 3, 5}};
+    static const int mode[] = {0, 1, 0, 1};
+    static const int fresh[] = {1, 1, 0, 0};
+    static const float wd[] = {0.0f, 0.01f, 0.1f, 0.1f};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    int m = add_in(tc, s[k]), v = add_in(tc, s[k]);
+    if (!fresh[k]) {
+        fill_normal(tc, m, 0.0, 0.1);
+        fill_uniform(tc, v, 0.01, 0.5);
+    }
+    tc->p.f[0] = 1e-2f;
+    tc->p.f[1] = 0.9f;
+    tc->p.f[2] = 0.999f;
+    tc->p.f[3] = 1e-8f;
+    tc->p.f[4] = wd[k];
+    tc->p.i[0] = mode[k];
+    tc->calls = 2;
+    tc->step_i = 1;
+    return 1;
+}
+
+/* clip_scale: grad, sq = its sum of squares; max norm below (clipped) or above (unchanged). */
+static int gen_clip_scale(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 13}, {2, 5, 7}, {1, 5}};
+    static const double ratio[] = {0.5, 2.0, 0.25, 1.0};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    int g = add_in(tc, s[k]);
+    if (k != 3) fill_normal(tc, g, 0.0, 1.0); /* case 3: all-zero gradient, sq = 0 */
+    int q = add_in(tc, S1(1));
+    double sq = 0.0;
+    for (int64_t i = 0; i < tc_n(tc, g); i++) sq += (double)tc->x[g][i] * tc->x[g][i];
+    tc->x[q][0] = (float)sq;
+    tc->p.f[0] = (float)(ratio[k] * (sq > 0 ? sqrt(sq) : 1.0));
+    return 1;
+}
+
+/* ================================================================================== */
+/* Naive host computations, in double: nv_X(tc, want) fills want[k] for each output k    */
+/* (in-place ops: want[k] = input k after the call(s)).                                  */
+
+#define UNARY(NAME, EXPR)                                                                    \
+    static void nv_##NAME(const tcase *tc, harr *w)                                          \
+    {                                                                                        \
+        double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);                              \
+        for (int64_t i = 0; i < w[0].n; i++) {                                               \
+            double x = tc->x[0][i];                                                          \
+            o[i] = (EXPR);                                                                   \
+        }                                                                                    \
+    }
+#define BINARY(NAME, EXPR)                                                                   \
+    static void nv_##NAME(const tcase *tc, harr *w)                                          \
+    {                                                                                        \
+        double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);                              \
+        for (int64_t i = 0; i < w[0].n; i++) {                                               \
+            double x = tc->x[0][i], y = tc->x[1][i];                                         \
+            o[i] = (EXPR);                                                                   \
+        }                                                                                    \
+    }
+
+BINARY(add, x + y)
+BINARY(sub, x - y)
+BINARY(mul, x * y)
+UNARY(scale, (double)tc->p.f[0] * x)
+UNARY(copy, x)
+UNARY(relu, x > 0 ? x : 0.0)
+UNARY(leaky_relu, x > 0 ? x : (double)tc->p.f[0] * x)
+UNARY(elu, x > 0 ? x : (double)tc->p.f[0] * (exp(x) - 1.0))
+UNARY(sigmoid, 1.0 / (1.0 + exp(-x)))
+UNARY(tanh, tanh(x))
+UNARY(gelu, 0.5 * x * (1.0 + erf(x / sqrt(2.0))))
+UNARY(exp, exp(x))
+UNARY(log, log(x))
+
+static void nv_bias_add(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    int64_t N = tc_n(tc, 1);
+    for (int64_t i = 0; i < w[0].n; i++) o[i] = (double)tc->x[0][i] + tc->x[1][i % N];
+}
+
+static void nv_matmul(const tcase *tc, harr *w)
+{
+    int nd = tc->ndim[0], ta = tc->p.i[0] != 0, tb = tc->p.i[1] != 0;
+    const int64_t *sa = tc->shape[0], *sb = tc->shape[1];
+    int64_t M = ta ? sa[nd - 1] : sa[nd - 2], K = ta ? sa[nd - 2] : sa[nd - 1];
+    int64_t N = tb ? sb[nd - 2] : sb[nd - 1];
+    int64_t so[4] = {sa[0], sa[1], sa[2], sa[3]}, batch = 1;
+    for (int d = 0; d < nd - 2; d++) batch *= sa[d];
+    so[nd - 2] = M;
+    so[nd - 1] = N;
+    double *o = want_new(&w[0], nd, so);
+    for (int64_t z = 0; z < batch; z++) {
+        const float *A = tc->x[0] + z * M * K, *B = tc->x[1] + z * K * N;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double s = 0.0;
+                for (int64_t kk = 0; kk < K; kk++)
+                    s += (double)(ta ? A[kk * M + m] : A[m * K + kk]) *
+                         (double)(tb ? B[n * K + kk] : B[kk * N + n]);
+                o[(z * M + m) * N + n] = s;
+            }
+    }
+}
+
+static void nv_reduce_all(const tcase *tc, harr *w, int mode) /* 0 sum, 1 mean, 2 sumsq */
+{
+    double s = 0.0;
+    int64_t n = tc_n(tc, 0);
+    for (int64_t i = 0; i < n; i++) s += mode == 2 ? (double)tc->x[0][i] * tc->x[0][i] : tc->x[0][i];
+    want_new(&w[0], 1, (const int64_t[1]){1})[0] = mode == 1 ? s / (double)n : s;
+}
+static void nv_sum(const tcase *tc, harr *w) { nv_reduce_all(tc, w, 0); }
+static void nv_mean(const tcase *tc, harr *w) { nv_reduce_all(tc, w, 1); }
+static void nv_sumsq(const tcase *tc, harr *w) { nv_reduce_all(tc, w, 2); }
+
+/* Rows R and last dim N of input j. */
+static void rows_cols(const tcase *tc, int j, int64_t *R, int64_t *N)
+{
+    *N = tc->shape[j][tc->ndim[j] - 1];
+    *R = tc_n(tc, j) / *N;
+}
+
+static void nv_reduce_last(const tcase *tc, harr *w, int mean)
+{
+    int64_t R, N, one = 1;
+    rows_cols(tc, 0, &R, &N);
+    double *o = tc->ndim[0] == 1 ? want_new(&w[0], 1, &one)
+                                 : want_new(&w[0], tc->ndim[0] - 1, tc->shape[0]);
+    for (int64_t r = 0; r < R; r++) {
+        double s = 0.0;
+        for (int64_t c = 0; c < N; c++) s += tc->x[0][r * N + c];
+        o[r] = mean ? s / (double)N : s;
+    }
+}
+static void nv_sum_last(const tcase *tc, harr *w) { nv_reduce_last(tc, w, 0); }
+static void nv_mean_last(const tcase *tc, harr *w) { nv_reduce_last(tc, w, 1); }
+
+/* Row r of softmax (log = 0) or log-softmax (log = 1) of x [R, N] into o. */
+static void softmax_row(const float *x, int64_t N, int log_, double *o)
+{
+    double mx = x[0], s = 0.0;
+    for (int64_t c = 1; c < N; c++) mx = x[c] > mx ? x[c] : mx;
+    for (int64_t c = 0; c < N; c++) s += exp(x[c] - mx);
+    for (int64_t c = 0; c < N; c++) o[c] = log_ ? x[c] - mx - log(s) : exp(x[c] - mx) / s;
+}
+
+static void nv_softmax_any(const tcase *tc, harr *w, int log_)
+{
+    int64_t R, N;
+    rows_cols(tc, 0, &R, &N);
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    for (int64_t r = 0; r < R; r++) softmax_row(tc->x[0] + r * N, N, log_, o + r * N);
+}
+static void nv_softmax(const tcase *tc, harr *w) { nv_softmax_any(tc, w, 0); }
+static void nv_log_softmax(const tcase *tc, harr *w) { nv_softmax_any(tc, w, 1); }
+
+/* y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps), var = mean((x - mean)^2) */
+static void nv_layer_norm(const tcase *tc, harr *w)
+{
+    int64_t R, N;
+    rows_cols(tc, 0, &R, &N);
+    double *y = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    double *mu = want_new(&w[1], 1, &R), *rs = want_new(&w[2], 1, &R);
+    for (int64_t r = 0; r < R; r++) {
+        const float *x = tc->x[0] + r * N;
+        double m = 0.0, v = 0.0;
+        for (int64_t c = 0; c < N; c++) m += x[c];
+        m /= (double)N;
+        for (int64_t c = 0; c < N; c++) v += (x[c] - m) * (x[c] - m);
+        v /= (double)N;
+        mu[r] = m;
+        rs[r] = 1.0 / sqrt(v + (double)tc->p.f[0]);
+        for (int64_t c = 0; c < N; c++)
+            y[r * N + c] = (x[c] - m) * rs[r] * tc->x[1][c] + tc->x[2][c];
+    }
+}
+
+/* loss = mean over rows with target >= 0 of -log softmax(logits)[target]; probs = softmax */
+static void nv_cross_entropy(const tcase *tc, harr *w)
+{
+    int64_t R, C, one = 1, counted = 0;
+    rows_cols(tc, 0, &R, &C);
+    double *loss = want_new(&w[0], 1, &one);
+    double *pr = want_new(&w[1], 2, tc->shape[0]);
+    for (int64_t r = 0; r < R; r++) {
+        softmax_row(tc->x[0] + r * C, C, 0, pr + r * C);
+        float t = tc->x[1][r];
+        if (t < 0) continue;
+        *loss -= log(pr[r * C + (int64_t)t]);
+        counted++;
+    }
+    *loss /= (double)counted;
+}
+
+/* outer = product of the dims before `axis`, inner = product of the dims after it. */
+static void outer_inner(int ndim, const int64_t *shape, int axis, int64_t *outer, int64_t *inner)
+{
+    *outer = shape_numel(axis, shape);
+    *inner = shape_numel(ndim - axis - 1, shape + axis + 1);
+}
+
+static void nv_concat(const tcase *tc, harr *w)
+{
+    int nd = tc->ndim[0], ax = (int)tc->p.i[0];
+    int64_t so[4] = {tc->shape[0][0], tc->shape[0][1], tc->shape[0][2], tc->shape[0][3]};
+    int64_t na = tc->shape[0][ax], nb = tc->shape[1][ax], outer, inner;
+    so[ax] = na + nb;
+    double *o = want_new(&w[0], nd, so);
+    outer_inner(nd, so, ax, &outer, &inner);
+    for (int64_t q = 0; q < outer; q++) {
+        for (int64_t i = 0; i < na * inner; i++) o[(q * (na + nb)) * inner + i] = tc->x[0][q * na * inner + i];
+        for (int64_t i = 0; i < nb * inner; i++)
+            o[(q * (na + nb) + na) * inner + i] = tc->x[1][q * nb * inner + i];
+    }
+}
+
+static void nv_slice(const tcase *tc, harr *w)
+{
+    int nd = tc->ndim[0], ax = (int)tc->p.i[0];
+    int64_t start = tc->p.i[1], len = tc->p.i[2], na = tc->shape[0][ax], outer, inner;
+    int64_t so[4] = {tc->shape[0][0], tc->shape[0][1], tc->shape[0][2], tc->shape[0][3]};
+    so[ax] = len;
+    double *o = want_new(&w[0], nd, so);
+    outer_inner(nd, so, ax, &outer, &inner);
+    for (int64_t q = 0; q < outer; q++)
+        for (int64_t i = 0; i < len * inner; i++)
+            o[q * len * inner + i] = tc->x[0][(q * na + start) * inner + i];
+}
+
+static void nv_reshape(const tcase *tc, harr *w)
+{
+    int64_t s[4];
+    int nd = reshape_get(tc, s);
+    double *o = want_new(&w[0], nd, s);
+    for (int64_t i = 0; i < w[0].n; i++) o[i] = tc->x[0][i];
+}
+
+static void nv_transpose(const tcase *tc, harr *w)
+{
+    int nd = tc->ndim[0];
+    int64_t M = tc->shape[0][nd - 2], N = tc->shape[0][nd - 1];
+    int64_t so[4] = {tc->shape[0][0], tc->shape[0][1], tc->shape[0][2], tc->shape[0][3]};
+    so[nd - 2] = N;
+    so[nd - 1] = M;
+    double *o = want_new(&w[0], nd, so);
+    for (int64_t z = 0; z < tc_n(tc, 0) / (M * N); z++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) o[z * M * N + n * M + m] = tc->x[0][z * M * N + m * N + n];
+}
+
+/* out[o0,o1,o2,o3] = a[j] with a's coordinate along dim perm[d] equal to o_d */
+static void nv_permute(const tcase *tc, harr *w)
+{
+    const int64_t *sa = tc->shape[0];
+    int64_t so[4], o4[4], ai[4];
+    for (int d = 0; d < 4; d++) so[d] = sa[tc->p.i[d]];
+    double *o = want_new(&w[0], 4, so);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        int64_t r = i;
+        for (int d = 3; d >= 0; d--) o4[d] = r % so[d], r /= so[d];
+        for (int d = 0; d < 4; d++) ai[tc->p.i[d]] = o4[d];
+        o[i] = tc->x[0][((ai[0] * sa[1] + ai[1]) * sa[2] + ai[2]) * sa[3] + ai[3]];
+    }
+}
+
+static void nv_one_hot(const tcase *tc, harr *w)
+{
+    int nd = tc->ndim[0];
+    int64_t D = tc->p.i[0], so[4] = {tc->shape[0][0], tc->shape[0][1], tc->shape[0][2], 1};
+    so[nd] = D;
+    double *o = want_new(&w[0], nd + 1, so);
+    for (int64_t i = 0; i < tc_n(tc, 0); i++) {
+        float v = tc->x[0][i];
+        if (v >= 0 && v < (float)D) o[i * D + (int64_t)v] = 1.0;
+    }
+}
+
+static void nv_embedding(const tcase *tc, harr *w)
+{
+    int nd = tc->ndim[1];
+    int64_t D = tc->shape[0][1], so[4] = {tc->shape[1][0], tc->shape[1][1], tc->shape[1][2], 1};
+    so[nd] = D;
+    double *o = want_new(&w[0], nd + 1, so);
+    for (int64_t i = 0; i < tc_n(tc, 1); i++)
+        for (int64_t d = 0; d < D; d++) o[i * D + d] = tc->x[0][(int64_t)tc->x[1][i] * D + d];
+}
+
+/* out = a * mask / (1 - p), mask = (uniform(seed, stream, counter + i) >= p) */
+static void nv_dropout(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    float p = tc->p.f[0];
+    for (int64_t i = 0; i < w[0].n; i++) {
+        int keep = mcl_rng_uniform(tc->p.u[0], tc->p.u[1], tc->p.u[2] + (uint64_t)i) >= p;
+        o[i] = keep ? (double)tc->x[0][i] / (1.0 - (double)p) : 0.0;
+    }
+}
+
+/* Copies of the inputs as the in-place ops' wanted results. */
+static void want_inputs(const tcase *tc, harr *w)
+{
+    for (int k = 0; k < tc->n_in; k++) {
+        double *o = want_new(&w[k], tc->ndim[k], tc->shape[k]);
+        for (int64_t i = 0; i < w[k].n; i++) o[i] = tc->x[k][i];
+    }
+}
+
+/* mom = f1*mom + (grad + f2*param); param -= f0*mom, `calls` times */
+static void nv_sgd_step(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    double *pa = w[0].d, *g = w[1].d, *mo = w[2].d, lr = tc->p.f[0], mu = tc->p.f[1], wd = tc->p.f[2];
+    for (int c = 0; c < tc->calls; c++)
+        for (int64_t i = 0; i < w[0].n; i++) {
+            mo[i] = mu * mo[i] + (g[i] + wd * pa[i]);
+            pa[i] -= lr * mo[i];
+        }
+}
+
+/* Adam (i0 = 0: g += wd*param) / AdamW (i0 = 1: param -= lr*wd*param), step t = 1, 2, ...:
+ * m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  param -= lr (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) */
+static void nv_adam_step(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    double *pa = w[0].d, *gr = w[1].d, *m = w[2].d, *v = w[3].d;
+    double lr = tc->p.f[0], b1 = tc->p.f[1], b2 = tc->p.f[2], eps = tc->p.f[3], wd = tc->p.f[4];
+    for (int c = 0; c < tc->calls; c++) {
+        double t = tc->step_i >= 0 ? c + 1 : (double)tc->p.i[1];
+        for (int64_t i = 0; i < w[0].n; i++) {
+            double g = gr[i] + (tc->p.i[0] == 0 ? wd * pa[i] : 0.0);
+            m[i] = b1 * m[i] + (1 - b1) * g;
+            v[i] = b2 * v[i] + (1 - b2) * g * g;
+            double upd = (m[i] / (1 - pow(b1, t))) / (sqrt(v[i] / (1 - pow(b2, t))) + eps);
+            pa[i] -= lr * (upd + (tc->p.i[0] == 1 ? wd * pa[i] : 0.0));
+        }
+    }
+}
+
+/* grad *= min(1, f0 / (sqrt(sq) + 1e-6)) */
+static void nv_clip_scale(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    double s = (double)tc->p.f[0] / (sqrt((double)tc->x[1][0]) + 1e-6);
+    if (s > 1.0) s = 1.0;
+    for (int64_t i = 0; i < w[0].n; i++) w[0].d[i] *= s;
+}
+
+/* ================================================================================== */
+/* The per-op table.                                                                    */
+
+typedef struct opspec {
+    const char *name;
+    int (*gen)(int k, tcase *tc);
+    void (*naive)(const tcase *tc, harr *want);
+    double fwd_tol; /* forward (and in-place result) tolerance, see FT_* */
+    double h;       /* finite-difference step (absolute; inputs are O(1)) */
+    double grad_tol;/* gradcheck tolerance, see GT_*; unused for ops without backward */
+} opspec;
+
+static const opspec SPECS[] = {
+    {"add", gen_binary, nv_add, FT_ROUND, 1.0, GT_LIN},
+    {"sub", gen_binary, nv_sub, FT_ROUND, 1.0, GT_LIN},
+    {"mul", gen_binary, nv_mul, FT_ROUND, 1.0, GT_LIN}, /* bilinear: linear in each input */
+    {"scale", gen_scale, nv_scale, FT_ROUND, 1.0, GT_LIN},
+    {"bias_add", gen_bias_add, nv_bias_add, FT_ROUND, 1.0, GT_LIN},
+    {"copy", gen_unary, nv_copy, FT_EXACT, 1.0, GT_LIN},
+    {"relu", gen_kink, nv_relu, FT_EXACT, 5e-3, GT_KINK},
+    {"leaky_relu", gen_leaky_relu, nv_leaky_relu, FT_ROUND, 5e-3, GT_KINK},
+    {"elu", gen_elu, nv_elu, FT_LIBM, 5e-3, GT_KINK},
+    {"sigmoid", gen_unary, nv_sigmoid, FT_LIBM, 2e-2, GT_SMOOTH},
+    {"tanh", gen_unary, nv_tanh, FT_LIBM, 2e-2, GT_SMOOTH},
+    {"gelu", gen_unary, nv_gelu, FT_LIBM, 2e-2, GT_SMOOTH},
+    {"exp", gen_unary, nv_exp, FT_LIBM, 2e-2, GT_SMOOTH},
+    {"log", gen_log, nv_log, FT_LIBM, 2e-2, GT_SMOOTH},
+    {"matmul", gen_matmul, nv_matmul, FT_SUM, 1.0, GT_LIN}, /* bilinear */
+    {"sum", gen_reduce, nv_sum, FT_SUM, 1.0, GT_LIN},
+    {"mean", gen_reduce, nv_mean, FT_SUM, 1.0, GT_LIN},
+    {"sumsq", gen_reduce, nv_sumsq, FT_SUM, 1.0, GT_LIN}, /* quadratic: central differences exact */
+    {"sum_last", gen_reduce_last, nv_sum_last, FT_SUM, 1.0, GT_LIN},
+    {"mean_last", gen_reduce_last, nv_mean_last, FT_SUM, 1.0, GT_LIN},
+    {"softmax", gen_softmax, nv_softmax, FT_LIBM, 2e-2, GT_SMOOTH},
+    {"log_softmax", gen_softmax, nv_log_softmax, FT_LIBM, 2e-2, GT_SMOOTH},
+    {"layer_norm", gen_layer_norm, nv_layer_norm, FT_LIBM, 1e-2, GT_NORM},
+    {"cross_entropy", gen_cross_entropy, nv_cross_entropy, FT_LIBM, 2e-2, GT_SMOOTH},
+    {"concat", gen_concat, nv_concat, FT_EXACT, 1.0, GT_LIN},
+    {"slice", gen_slice, nv_slice, FT_EXACT, 1.0, GT_LIN},
+    {"reshape", gen_reshape, nv_reshape, FT_EXACT, 1.0, GT_LIN},
+    {"transpose", gen_transpose, nv_transpose, FT_EXACT, 1.0, GT_LIN},
+    {"permute", gen_permute, nv_permute, FT_EXACT, 1.0, GT_LIN},
+    {"one_hot", gen_one_hot, nv_one_hot, FT_EXACT, 0.0, 0.0},
+    {"embedding", gen_embedding, nv_embedding, FT_EXACT, 1.0, GT_LIN}, /* linear in the table */
+    {"dropout", gen_dropout, nv_dropout, FT_ROUND, 1.0, GT_LIN}, /* fixed mask: linear */
+    {"sgd_step", gen_sgd_step, nv_sgd_step, FT_OPTIM, 0.0, 0.0},
+    {"adam_step", gen_adam_step, nv_adam_step, FT_OPTIM, 0.0, 0.0},
+    {"clip_scale", gen_clip_scale, nv_clip_scale, FT_OPTIM, 0.0, 0.0},
+};
+#define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
+
+static const opspec *spec_find(const char *name)
+{
+    for (int s = 0; s < N_SPECS; s++)
+        if (strcmp(SPECS[s].name, name) == 0) return &SPECS[s];
+    return NULL;
+}
+
+/* ================================================================================== */
+/* Running a case on a context (any backend).                                           */
+
+static const char *g_break_op; /* METACL_TEST_BREAK */
+static int g_verbose;
+
+static void tensors_free(mcl_tensor **t, int n)
+{
+    for (int k = 0; k < n; k++) {
+        mcl_tensor_free(t[k]);
+        t[k] = NULL;
+    }
+}
+
+static void ctx_msg(mcl_ctx *ctx, mcl_status st, const char *what, char *msg, size_t len)
+{
+    snprintf(msg, len, "%s: %s: %s", what, mcl_status_str(st), mcl_ctx_error(ctx));
+    mcl_ctx_clear_error(ctx);
+}
+
+/* New caller-owned tensor holding v (or zeros if v is NULL). */
+static mcl_tensor *tensor_from(mcl_ctx *ctx, int ndim, const int64_t *shape, const float *v,
+                               char *msg, size_t len)
+{
+    mcl_tensor *t = mcl_tensor_create(ctx, ndim, shape);
+    if (!t) {
+        ctx_msg(ctx, mcl_ctx_status(ctx), "mcl_tensor_create", msg, len);
+        return NULL;
+    }
+    if (v) {
+        mcl_status st = mcl_tensor_write(t, v, shape_numel(ndim, shape));
+        if (st != MCL_OK) {
+            ctx_msg(ctx, st, "mcl_tensor_write", msg, len);
+            mcl_tensor_free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+static int inputs_create(mcl_ctx *ctx, const tcase *tc, float *const *x, mcl_tensor **in,
+                         char *msg, size_t len)
+{
+    for (int k = 0; k < tc->n_in; k++) {
+        in[k] = tensor_from(ctx, tc->ndim[k], tc->shape[k], x[k], msg, len);
+        if (!in[k]) return 0;
+    }
+    return 1;
+}
+
+/* Read tensor t into h (float values, t's shape). */
+static int harr_read(mcl_ctx *ctx, harr *h, const mcl_tensor *t, char *msg, size_t len)
+{
+    harr_set_shape(h, t->ndim, t->shape);
+    h->f = xcalloc((size_t)h->n, sizeof(float));
+    mcl_status st = mcl_tensor_read(t, h->f, h->n);
+    if (st != MCL_OK) {
+        ctx_msg(ctx, st, "mcl_tensor_read", msg, len);
+        return 0;
+    }
+    return 1;
+}
+
+/* Run the op (tc->calls times) in a no-grad scope; a->out[] are temporaries of ctx. */
+static int op_call(mcl_ctx *ctx, mcl_op op, const tcase *tc, mcl_tensor **in, mcl_op_args *a,
+                   char *msg, size_t len)
+{
+    const mcl_op_info *info = &mcl_op_table[op];
+    for (int c = 0; c < tc->calls; c++) {
+        memset(a, 0, sizeof *a);
+        a->op = op;
+        a->p = tc->p;
+        if (tc->step_i >= 0) a->p.i[tc->step_i] = c + 1;
+        for (int k = 0; k < tc->n_in; k++) a->in[k] = in[k];
+        mcl_no_grad_begin(ctx);
+        mcl_status st = mcl_op_run(ctx, a);
+        mcl_no_grad_end(ctx);
+        if (st != MCL_OK) {
+            ctx_msg(ctx, st, "mcl_op_run", msg, len);
+            return 0;
+        }
+        for (int k = 0; k < info->n_out; k++)
+            if (!a->out[k]) {
+                snprintf(msg, len, "mcl_op_run: output %d is NULL", k);
+                return 0;
+            }
+    }
+    return 1;
+}
+
+/* Forward of one case on ctx. got[k] = output k (in-place ops: input k after the calls).
+ * Checks that a forward with outputs leaves its inputs untouched. */
+static int run_fwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, int apply_break, harr *got,
+                   char *msg, size_t len)
+{
+    const mcl_op_info *info = &mcl_op_table[op];
+    mcl_tensor *in[MCL_MAX_IN] = {0};
+    mcl_op_args a;
+    int ok = 0;
+    if (!inputs_create(ctx, tc, tc->x, in, msg, len) || !op_call(ctx, op, tc, in, &a, msg, len))
+        goto done;
+    if (info->n_out > 0) {
+        for (int k = 0; k < info->n_out; k++)
+            if (!harr_read(ctx, &got[k], a.out[k], msg, len)) goto done;
+        for (int k = 0; k < tc->n_in; k++) {
+            harr h = {0};
+            int same = harr_read(ctx, &h, in[k], msg, len) &&
+                       memcmp(h.f, tc->x[k], (size_t)h.n * sizeof(float)) == 0;
+            harr_free(&h);
+            if (!same) {
+                snprintf(msg, len, "the forward modified input %d", k);
+                goto done;
+            }
+        }
+    } else {
+        for (int k = 0; k < tc->n_in; k++)
+            if (!harr_read(ctx, &got[k], in[k], msg, len)) goto done;
+    }
+    /* METACL_TEST_BREAK: perturb this op's output after the backend call */
+    if (apply_break && g_break_op && strcmp(g_break_op, info->name) == 0 && got[0].n > 0)
+        got[0].f[got[0].n / 2] += 1e-2f;
+    ok = 1;
+done:
+    tensors_free(in, tc->n_in);
+    mcl_ctx_reset(ctx);
+    return ok;
+}
+
+/* Compare got against the naive want (shapes, then values); err = the normalized error. */
+static int check_fwd(int n, const harr *got, const harr *want, double tol, double *err,
+                     char *msg, size_t len)
+{
+    *err = 0.0;
+    for (int k = 0; k < n; k++) {
+        int same = got[k].ndim == want[k].ndim;
+        for (int d = 0; same && d < want[k].ndim; d++) same = got[k].shape[d] == want[k].shape[d];
+        if (!same) {
+            char g[64], w[64];
+            shape_str(g, sizeof g, got[k].ndim, got[k].shape);
+            shape_str(w, sizeof w, want[k].ndim, want[k].shape);
+            snprintf(msg, len, "result %d has shape %s, want %s", k, g, w);
+            *err = INFINITY;
+            return 0;
+        }
+        double e = cmp_err(got[k].f, want[k].d, want[k].n, FWD_FLOOR);
+        if (!within(e, *err)) *err = e;
+    }
+    if (!within(*err, tol)) {
+        snprintf(msg, len, "error %.3g > tol %.3g", *err, tol);
+        return 0;
+    }
+    return 1;
+}
+
+/* Backward of one case on ctx with gout drawn from grng: gout[k] (k < n_diff_out) and the
+ * analytic gradients gin[k] (inputs with no_grad: n = 0) come back as host arrays. Checks
+ * that the values are finite and that backward accumulates. */
+static int run_bwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, trng grng, harr *gout, harr *gin,
+                   char *msg, size_t len)
+{
+    const mcl_op_info *info = &mcl_op_table[op];
+    mcl_tensor *in[MCL_MAX_IN] = {0}, *tgo[MCL_MAX_OUT] = {0}, *tgi[MCL_MAX_IN] = {0};
+    mcl_op_args a;
+    int ok = 0;
+    if (!inputs_create(ctx, tc, tc->x, in, msg, len) || !op_call(ctx, op, tc, in, &a, msg, len))
+        goto done;
+    for (int k = 0; k < info->n_diff_out; k++) {
+        harr_set_shape(&gout[k], a.out[k]->ndim, a.out[k]->shape);
+        gout[k].f = xcalloc((size_t)gout[k].n, sizeof(float));
+        for (int64_t i = 0; i < gout[k].n; i++) { /* |g| in [0.5, 1.5], random sign */
+            double g = 0.5 + trng_unit(&grng);
+            gout[k].f[i] = (float)(trng_unit(&grng) < 0.5 ? -g : g);
+        }
+        tgo[k] = tensor_from(ctx, gout[k].ndim, gout[k].shape, gout[k].f, msg, len);
+        if (!tgo[k]) goto done;
+        a.gout[k] = tgo[k];
+    }
+    for (int k = 0; k < tc->n_in; k++) {
+        if (tc->no_grad[k]) continue;
+        tgi[k] = tensor_from(ctx, tc->ndim[k], tc->shape[k], NULL, msg, len);
+        if (!tgi[k]) goto done;
+        a.gin[k] = tgi[k];
+    }
+    mcl_status st = mcl_op_backward(ctx, &a);
+    if (st != MCL_OK) {
+        ctx_msg(ctx, st, "mcl_op_backward", msg, len);
+        goto done;
+    }
+    for (int k = 0; k < tc->n_in; k++) {
+        if (!tgi[k]) continue;
+        if (!harr_read(ctx, &gin[k], tgi[k], msg, len)) goto done;
+        if (!all_finite(gin[k].f, gin[k].n)) {
+            snprintf(msg, len, "gradient of input %d is not finite", k);
+            goto done;
+        }
+    }
+    /* accumulation: gin pre-filled with base must come out as base + gradient */
+    for (int k = 0; k < tc->n_in; k++) {
+        if (!tgi[k]) continue;
+        float *base = xcalloc((size_t)gin[k].n, sizeof(float));
+        for (int64_t i = 0; i < gin[k].n; i++) base[i] = 0.25f * (float)(i % 7 - 3);
+        st = mcl_tensor_write(tgi[k], base, gin[k].n);
+        free(base);
+        if (st != MCL_OK) {
+            ctx_msg(ctx, st, "mcl_tensor_write", msg, len);
+            goto done;
+        }
+    }
+    st = mcl_op_backward(ctx, &a);
+    if (st != MCL_OK) {
+        ctx_msg(ctx, st, "mcl_op_backward (second call)", msg, len);
+        goto done;
+    }
+    for (int k = 0; k < tc->n_in; k++) {
+        if (!tgi[k]) continue;
+        harr h = {0};
+        if (!harr_read(ctx, &h, tgi[k], msg, len)) {
+            harr_free(&h);
+            goto done;
+        }
+        double *want = xcalloc((size_t)h.n, sizeof(double));
+        for (int64_t i = 0; i < h.n; i++) want[i] = (double)gin[k].f[i] + 0.25 * (double)(i % 7 - 3);
+        double e = cmp_err(h.f, want, h.n, 1.0);
+        free(want);
+        harr_free(&h);
+        if (!within(e, ACC_TOL)) {
+            snprintf(msg, len, "backward does not accumulate into gin[%d]: error %.3g > tol %.3g", k,
+                     e, ACC_TOL);
+            goto done;
+        }
+    }
+    ok = 1;
+done:
+    tensors_free(tgo, MCL_MAX_OUT);
+    tensors_free(tgi, MCL_MAX_IN);
+    tensors_free(in, tc->n_in);
+    mcl_ctx_reset(ctx);
+    return ok;
+}
+
+/* L = sum_k sum_i gout_k[i] * out_k[i] for the current contents of in[]. */
+static int eval_loss(mcl_ctx *ctx, mcl_op op, const tcase *tc, mcl_tensor **in, const harr *gout,
+                     double *L, char *msg, size_t len)
+{
+    mcl_op_args a;
+    int ok = op_call(ctx, op, tc, in, &a, msg, len);
+    *L = 0.0;
+    for (int k = 0; ok && k < mcl_op_table[op].n_diff_out; k++) {
+        harr h = {0};
+        ok = harr_read(ctx, &h, a.out[k], msg, len);
+        for (int64_t i = 0; ok && i < h.n; i++) *L += (double)gout[k].f[i] * (double)h.f[i];
+        harr_free(&h);
+    }
+    mcl_ctx_reset(ctx);
+    return ok;
+}
+
+/* dL/dx for element i of input k by central differences with step h: (L(x+h) - L(x-h)) divided
+ * by the difference of the float32 arguments actually used. Leaves xs[k][i] as it was. */
+static int central_diff(mcl_ctx *ctx, mcl_op op, const tcase *tc, mcl_tensor **in, float **xs,
+                        int k, int64_t i, double h, const harr *gout, double *D, char *msg,
+                        size_t len)
+{
+    int64_t n = tc_n(tc, k);
+    float x0 = xs[k][i], xv[2] = {(float)(x0 + h), (float)(x0 - h)};
+    double L[2];
+    for (int s = 0; s < 2; s++) {
+        xs[k][i] = xv[s];
+        mcl_status st = mcl_tensor_write(in[k], xs[k], n);
+        xs[k][i] = x0;
+        if (st != MCL_OK) {
+            ctx_msg(ctx, st, "mcl_tensor_write", msg, len);
+            return 0;
+        }
+        if (!eval_loss(ctx, op, tc, in, gout, &L[s], msg, len)) return 0;
+    }
+    *D = (L[0] - L[1]) / ((double)xv[0] - (double)xv[1]);
+    return 1;
+}
+
+/* Central differences against the analytic gin; *err = max over inputs of the normalized
+ * error, at most GC_SAMPLES fixed random elements per input. */
+static int gradcheck(mcl_ctx *ctx, mcl_op op, const opspec *sp, const tcase *tc, const harr *gout,
+                     const harr *gin, double *err, char *msg, size_t len)
+{
+    mcl_tensor *in[MCL_MAX_IN] = {0};
+    float *xs[MCL_MAX_IN] = {0};
+    int64_t *idx = NULL;
+    int ok = 0;
+    trng srng = {tc->rng.seed, tc->rng.stream ^ 0x5a5a5a5a00000000ull, 0};
+    *err = 0.0;
+    for (int k = 0; k < tc->n_in; k++) {
+        xs[k] = xcalloc((size_t)tc_n(tc, k), sizeof(float));
+        memcpy(xs[k], tc->x[k], (size_t)tc_n(tc, k) * sizeof(float));
+    }
+    if (!inputs_create(ctx, tc, xs, in, msg, len)) goto done;
+    for (int k = 0; k < tc->n_in; k++) {
+        if (tc->no_grad[k]) continue;
+        int64_t n = tc_n(tc, k), ns = n < GC_SAMPLES ? n : GC_SAMPLES;
+        free(idx);
+        idx = xcalloc((size_t)n, sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++) idx[i] = i;
+        for (int64_t i = 0; i < ns && ns < n; i++) { /* partial Fisher-Yates: ns distinct */
+            int64_t j = trng_int(&srng, i, n - 1), t = idx[i];
+            idx[i] = idx[j];
+            idx[j] = t;
+        }
+        double maxa = 0.0, maxd = 0.0;
+        for (int64_t s = 0; s < ns; s++) {
+            int64_t i = idx[s];
+            double d1, d2;
+            if (!central_diff(ctx, op, tc, in, xs, k, i, sp->h, gout, &d1, msg, len) ||
+                !central_diff(ctx, op, tc, in, xs, k, i, 2.0 * sp->h, gout, &d2, msg, len))
+                goto done;
+            double num = (4.0 * d1 - d2) / 3.0; /* Richardson: the h^2 terms cancel */
+            double ana = gin[k].f[i], d = fabs(num - ana);
+            if (fabs(ana) > maxa) maxa = fabs(ana);
+            if (!(d <= maxd)) maxd = d;
+            if (g_verbose > 1)
+                printf("      in%d[%" PRId64 "]: analytic %.6g numeric %.6g\n", k, i, ana, num);
+        }
+        if (mcl_tensor_write(in[k], xs[k], n) != MCL_OK) {
+            snprintf(msg, len, "mcl_tensor_write failed");
+            goto done;
+        }
+        double e = maxd / (maxa + GRAD_FLOOR);
+        if (!within(e, *err)) *err = e;
+    }
+    if (!within(*err, sp->grad_tol)) {
+        snprintf(msg, len, "error %.3g > tol %.3g", *err, sp->grad_tol);
+        goto done;
+    }
+    ok = 1;
+done:
+    free(idx);
+    tensors_free(in, tc->n_in);
+    for (int k = 0; k < tc->n_in; k++) free(xs[k]);
+    mcl_ctx_reset(ctx);
+    return ok;
+}
+
+/* ================================================================================== */
+/* The runner.                                                                          */
+
+enum { COL_REF_FWD, COL_REF_BWD, COL_GRADCHECK, COL_OCL_FWD, COL_OCL_BWD, COL_DIFF, NCOL };
+static const char *const COL_NAME[NCOL] = {"ref fwd",    "ref bwd",    "gradcheck",
+                                           "opencl fwd", "opencl bwd", "diff"};
+enum { RES_NONE, RES_NA, RES_PASS, RES_FAIL }; /* "-", "n/a", "pass", "FAIL" */
+static const char *const RES_NAME[] = {"-", "n/a", "pass", "FAIL"};
+
+typedef struct runner {
+    mcl_ctx *ref;  /* reference context                          */
+    mcl_ctx *ocl;  /* OpenCL context (NULL: columns print "-")   */
+    uint64_t seed;
+    int res[MCL_OP_COUNT][NCOL];
+} runner;
+
+static void set_res(int *r, int ok)
+{
+    if (!ok) *r = RES_FAIL;
+    else if (*r != RES_FAIL) *r = RES_PASS;
+}
+
+static void fail_line(const char *op, const tcase *tc, int col, const char *msg)
+{
+    printf("FAIL %s %s [%s]: %s\n", op, tc ? tc->desc : "-", COL_NAME[col], msg);
+}
+
+/* Run every case of one op; fill r->res[op][]. */
+static void run_op(runner *r, mcl_op op)
+{
+    const mcl_op_info *info = &mcl_op_table[op];
+    const opspec *sp = spec_find(info->name);
+    int *res = r->res[op];
+    int has_bwd = info->n_diff_out > 0;
+    char msg[512];
+    for (int c = 0; c < NCOL; c++) res[c] = RES_NONE;
+    if (!has_bwd) res[COL_REF_BWD] = res[COL_GRADCHECK] = RES_NA;
+    if (r->ocl && !has_bwd) res[COL_OCL_BWD] = RES_NA;
+
+    int ncases = 0;
+    for (int k = 0; sp && k < MAX_CASES; k++) {
+        tcase tc;
+        harr want[MCL_MAX_IN] = {{0}}, got[MCL_MAX_IN] = {{0}}, ogot[MCL_MAX_IN] = {{0}};
+        harr gout[MCL_MAX_OUT] = {{0}}, gin[MCL_MAX_IN] = {{0}};
+        harr ogout[MCL_MAX_OUT] = {{0}}, ogin[MCL_MAX_IN] = {{0}};
+        tc_init(&tc, r->seed, fnv1a(info->name) + (uint64_t)k);
+        if (!sp->gen(k, &tc)) {
+            tc_free(&tc);
+            break;
+        }
+        ncases++;
+        tc_describe(&tc);
+        if (tc.n_in != info->n_in) {
+            snprintf(msg, sizeof msg, "test case has %d inputs, ops.def says %d", tc.n_in,
+                     info->n_in);
+            fail_line(info->name, &tc, COL_REF_FWD, msg);
+            set_res(&res[COL_REF_FWD], 0);
+            tc_free(&tc);
+            continue;
+        }
+        int nres = info->n_out > 0 ? info->n_out : info->n_in;
+        trng grng = {r->seed, tc.rng.stream ^ 0xa5a5a5a500000000ull, 0};
+        double err = 0.0;
+        sp->naive(&tc, want);
+
+        /* ref fwd */
+        int fwd_ok = run_fwd(r->ref, op, &tc, 1, got, msg, sizeof msg) &&
+                     check_fwd(nres, got, want, sp->fwd_tol, &err, msg, sizeof msg);
+        if (!fwd_ok) fail_line(info->name, &tc, COL_REF_FWD, msg);
+        set_res(&res[COL_REF_FWD], fwd_ok);
+        if (g_verbose) printf("  %-13s %-40s fwd err %.3g (tol %.3g)\n", info->name, tc.desc, err, sp->fwd_tol);
+
+        /* ref bwd + gradcheck */
+        int bwd_ok = 0;
+        if (has_bwd) {
+            bwd_ok = run_bwd(r->ref, op, &tc, grng, gout, gin, msg, sizeof msg);
+            if (!bwd_ok) fail_line(info->name, &tc, COL_REF_BWD, msg);
+            set_res(&res[COL_REF_BWD], bwd_ok);
+            int gc_ok = bwd_ok && gradcheck(r->ref, op, sp, &tc, gout, gin, &err, msg, sizeof msg);
+            if (!bwd_ok) snprintf(msg, sizeof msg, "no analytic gradient (ref bwd failed)");
+            if (!gc_ok) fail_line(info->name, &tc, COL_GRADCHECK, msg);
+            set_res(&res[COL_GRADCHECK], gc_ok);
+            if (g_verbose && gc_ok)
+                printf("  %-13s %-40s gradcheck err %.3g (tol %.3g)\n", info->name, tc.desc, err,
+                       sp->grad_tol);
+        }
+
+        /* OpenCL: forward against the naive values, against the reference (diff), backward
+         * against the reference backward */
+        if (r->ocl) {
+            int ok = run_fwd(r->ocl, op, &tc, 0, ogot, msg, sizeof msg) &&
+                     check_fwd(nres, ogot, want, sp->fwd_tol, &err, msg, sizeof msg);
+            if (!ok) fail_line(info->name, &tc, COL_OCL_FWD, msg);
+            set_res(&res[COL_OCL_FWD], ok);
+            if (ok && fwd_ok) {
+                double e = 0.0;
+                for (int j = 0; j < nres; j++) {
+                    double ej = nmse_err(ogot[j].f, got[j].f, got[j].n);
+                    if (!within(ej, e)) e = ej;
+                }
+                ok = within(e, DIFF_TOL);
+                snprintf(msg, sizeof msg, "normalized rms difference %.3g > tol %.3g", e, DIFF_TOL);
+            } else {
+                ok = 0;
+                snprintf(msg, sizeof msg, "no forward to compare");
+            }
+            if (!ok) fail_line(info->name, &tc, COL_DIFF, msg);
+            set_res(&res[COL_DIFF], ok);
+            if (has_bwd) {
+                ok = bwd_ok && run_bwd(r->ocl, op, &tc, grng, ogout, ogin, msg, sizeof msg);
+                if (!bwd_ok) snprintf(msg, sizeof msg, "no reference gradient (ref bwd failed)");
+                for (int j = 0; ok && j < tc.n_in; j++) {
+                    if (!gin[j].f) continue;
+                    double *w = xcalloc((size_t)gin[j].n, sizeof(double));
+                    for (int64_t i = 0; i < gin[j].n; i++) w[i] = gin[j].f[i];
+                    double e = cmp_err(ogin[j].f, w, gin[j].n, GRAD_FLOOR);
+                    free(w);
+                    ok = within(e, sp->grad_tol);
+                    if (!ok) snprintf(msg, sizeof msg, "gin[%d]: error %.3g > tol %.3g", j, e, sp->grad_tol);
+                }
+                if (!ok) fail_line(info->name, &tc, COL_OCL_BWD, msg);
+                set_res(&res[COL_OCL_BWD], ok);
+            }
+        }
+
+        for (int j = 0; j < MCL_MAX_IN; j++) {
+            harr_free(&want[j]);
+            harr_free(&got[j]);
+            harr_free(&ogot[j]);
+            harr_free(&gin[j]);
+            harr_free(&ogin[j]);
+        }
+        for (int j = 0; j < MCL_MAX_OUT; j++) {
+            harr_free(&gout[j]);
+            harr_free(&ogout[j]);
+        }
+        tc_free(&tc);
+    }
+    if (ncases == 0) {
+        fail_line(info->name, NULL, COL_REF_FWD, "no test cases");
+        res[COL_REF_FWD] = RES_FAIL;
+        if (has_bwd) res[COL_REF_BWD] = res[COL_GRADCHECK] = RES_FAIL;
+    }
+}
+
+/* The checker must see a mismatch where there is one (and none where there is none). */
+static int self_check(void)
+{
+    const double want[5] = {1.0, -2.0, 3.0, 0.5, 0.0};
+    const float right[5] = {1.0f, -2.0f, 3.0f, 0.5f, 0.0f};
+    const float wrong[5] = {1.0f, -2.0f, 3.01f, 0.5f, 0.0f};
+    const float nan_[5] = {1.0f, -2.0f, NAN, 0.5f, 0.0f};
+    return within(cmp_err(right, want, 5, FWD_FLOOR), FT_EXACT) &&
+           !within(cmp_err(wrong, want, 5, FWD_FLOOR), FT_LIBM) &&
+           !within(cmp_err(nan_, want, 5, FWD_FLOOR), 1e30) &&
+           !within(nmse_err(wrong, right, 5), DIFF_TOL) && within(nmse_err(right, right, 5), 0.0);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: test-ops [--list] [-o OP] [--seed N] [--backend ref|opencl] [-v]\n"
+               "  --list         run everything and print a coverage table\n"
+               "  -o OP          run only op OP (a name from ops.def)\n"
+               "  --seed N       seed of the random inputs (default %u)\n"
+               "  --backend B    ref (default) or opencl (reference + OpenCL + differential)\n"
+               "  -v             print every case (-v -v: every finite difference)\n"
+               "environment: METACL_TEST_BREAK=OP perturbs OP's reference forward output\n",
+            DEFAULT_SEED);
+}
+
+int main(int argc, char **argv)
+{
+    int list = 0, want_ocl = 0;
+    const char *only = NULL;
+    runner r;
+    memset(&r, 0, sizeof r);
+    r.seed = DEFAULT_SEED;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--list") == 0) {
+            list = 1;
+        } else if (strcmp(a, "-v") == 0) {
+            g_verbose++;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--seed") == 0 ||
+                    strcmp(a, "--backend") == 0) && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(a, "-o") == 0) {
+                only = v;
+            } else if (strcmp(a, "--backend") == 0) {
+                if (strcmp(v, "opencl") == 0) want_ocl = 1;
+                else if (strcmp(v, "ref") == 0) want_ocl = 0;
+                else {
+                    fprintf(stderr, "test-ops: unknown backend '%s'\n", v);
+                    usage(stderr);
+                    return 2;
+                }
+            } else {
+                char *end = NULL;
+                errno = 0;
+                unsigned long long s = strtoull(v, &end, 10);
+                if (errno || !end || *end || !*v || v[0] == '-') {
+                    fprintf(stderr, "test-ops: bad seed '%s'\n", v);
+                    usage(stderr);
+                    return 2;
+                }
+                r.seed = (uint64_t)s;
+            }
+        } else {
+            fprintf(stderr, "test-ops: unknown option or missing value: '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    mcl_op only_op = MCL_OP_COUNT;
+    if (only) {
+        only_op = mcl_op_by_name(only);
+        if (only_op == MCL_OP_COUNT) {
+            fprintf(stderr, "test-ops: unknown op '%s'\n", only);
+            return 2;
+        }
+    }
+#ifndef MCL_HAVE_OPENCL
+    if (want_ocl) {
+        fprintf(stderr, "test-ops: no OpenCL backend in this build (SKIP)\n");
+        return 77;
+    }
+#endif
+
+    printf("test-ops: seed %" PRIu64 "\n", r.seed);
+    fflush(stdout);
+    if (!self_check()) {
+        printf("test-ops: internal check failed: the checker does not see a mismatch\n");
+        return 1;
+    }
+    g_break_op = getenv("METACL_TEST_BREAK");
+    if (g_break_op && !*g_break_op) g_break_op = NULL;
+    if (g_break_op)
+        printf("test-ops: METACL_TEST_BREAK=%s: perturbing that op's reference forward output\n",
+               g_break_op);
+    for (int s = 0; s < N_SPECS; s++)
+        if (mcl_op_by_name(SPECS[s].name) == MCL_OP_COUNT)
+            printf("test-ops: note: test cases for '%s', which is not in ops.def\n", SPECS[s].name);
+
+    char err[512];
+    if (mcl_ctx_create(&r.ref, MCL_BACKEND_REF, NULL, err, sizeof err) != MCL_OK || !r.ref) {
+        printf("test-ops: cannot create the reference context: %s\n", err);
+        return 1;
+    }
+    if (want_ocl) {
+        if (mcl_ctx_create(&r.ocl, MCL_BACKEND_OPENCL, NULL, err, sizeof err) != MCL_OK || !r.ocl) {
+            fprintf(stderr, "test-ops: no OpenCL device (SKIP): %s\n", err);
+            mcl_ctx_free(r.ref);
+            return 77;
+        }
+    }
+
+    for (int op = 0; op < MCL_OP_COUNT; op++)
+        if (only_op == MCL_OP_COUNT || op == (int)only_op) run_op(&r, (mcl_op)op);
+
+    int passed = 0, failed = 0;
+    if (list) {
+        printf("\n%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %s\n", "op", "ref fwd", "ref bwd",
+               "gradcheck", "opencl fwd", "opencl bwd", "diff");
+        printf("--------------+---------+---------+-----------+------------+------------+-----\n");
+    }
+    for (int op = 0; op < MCL_OP_COUNT; op++) {
+        if (only_op != MCL_OP_COUNT && op != (int)only_op) continue;
+        const int *res = r.res[op];
+        for (int c = 0; c < NCOL; c++) {
+            passed += res[c] == RES_PASS;
+            failed += res[c] == RES_FAIL;
+        }
+        if (list)
+            printf("%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %s\n", mcl_op_table[op].name,
+                   RES_NAME[res[0]], RES_NAME[res[1]], RES_NAME[res[2]], RES_NAME[res[3]],
+                   RES_NAME[res[4]], RES_NAME[res[5]]);
+    }
+    if (list && !r.ocl) {
+#ifdef MCL_HAVE_OPENCL
+        printf("(opencl columns: not run; use --backend opencl)\n");
+#else
+        printf("(opencl columns: no OpenCL backend in this build)\n");
+#endif
+    }
+    mcl_ctx_free(r.ocl);
+    mcl_ctx_free(r.ref);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,405 @@
+/* test-tape.c — autograd tape semantics on the reference backend.
+ *
+ * Small hand-checkable shapes; every expected gradient is written as its formula (computed in
+ * double here) next to the graph it belongs to:
+ *   - branching: y = sum(a*b + a*a + relu(a))      dy/da = b + 2a + [a > 0], dy/db = a
+ *   - accumulation over two mcl_backward calls, zeroing (tensor and registry)
+ *   - mcl_detach: values equal, no gradient through it
+ *   - no-grad scopes (nesting), ops on constants record nothing
+ *   - partial backward from a mark (mcl_grad_partial)
+ *   - mcl_ctx_reset frees temporaries; kept tensors survive
+ *   - backward of a non-scalar loss, backward after reset: errors, no crash
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metacl.h"
+#include "testutil.h"
+
+#define SEED 20240611u
+#define N 4
+
+static const double ATOL = 1e-6, RTOL = 1e-6;
+
+/* Compare the accumulated .grad of a leaf with want[n]. */
+#define CHECK_GRAD(what, leaf, want)                                                          \
+    CHECK_TENSOR((what), mcl_tensor_grad(leaf), (want), N, ATOL, RTOL)
+
+static mcl_tensor *leaf(mcl_ctx *ctx, const char *name, const float *v)
+{
+    int64_t shape[1] = {N};
+    mcl_tensor *t = mcl_param_create(ctx, name, 1, shape);
+    CHECK(t != NULL, "mcl_param_create(%s): %s", name, mcl_ctx_error(ctx));
+    if (t) CHECK(mcl_tensor_write(t, v, N) == MCL_OK, "write %s", name);
+    return t;
+}
+
+static int needs_grad(const mcl_tensor *t)
+{
+    return t && (t->flags & MCL_TF_NEEDS_GRAD) != 0;
+}
+
+/* ---- branching, accumulation, zeroing ---- */
+static void test_branching(mcl_ctx *ctx)
+{
+    const float av[N] = {-1.5f, 0.5f, 2.0f, -0.25f};
+    const float bv[N] = {0.5f, -2.0f, 1.5f, 3.0f};
+    mcl_tensor *a = leaf(ctx, "a", av), *b = leaf(ctx, "b", bv);
+    if (!a || !b) goto done;
+    CHECK((a->flags & MCL_TF_REQUIRES_GRAD) != 0, "param a requires grad");
+    CHECK(mcl_tensor_grad(a) == NULL, "fresh leaf has no grad yet");
+
+    size_t size0 = mcl_tape_size(ctx);
+    /* a is used by three ops (mul twice as both inputs, relu): the tape must sum all paths */
+    mcl_tensor *ab = mcl_mul(ctx, a, b);
+    mcl_tensor *aa = mcl_mul(ctx, a, a);
+    mcl_tensor *ra = mcl_relu(ctx, a);
+    mcl_tensor *s1 = mcl_add(ctx, ab, aa);
+    mcl_tensor *s2 = mcl_add(ctx, s1, ra);
+    mcl_tensor *y = mcl_sum(ctx, s2);
+    CHECK(y != NULL, "forward of the branching graph: %s", mcl_ctx_error(ctx));
+    if (!y) goto done;
+    CHECK(mcl_tape_size(ctx) == size0 + 6, "6 recorded ops: tape size %zu, was %zu",
+          mcl_tape_size(ctx), size0);
+    CHECK(needs_grad(y), "loss needs grad");
+
+    double yv = 0, ga[N], gb[N], a_d[N];
+    for (int i = 0; i < N; i++) {
+        double x = av[i], w = bv[i];
+        yv += x * w + x * x + (x > 0 ? x : 0);
+        ga[i] = w + 2 * x + (x > 0 ? 1 : 0);
+        gb[i] = x;
+        a_d[i] = x;
+    }
+    CHECK_NEAR("y = sum(a*b + a*a + relu(a))", mcl_tensor_item(y, 0), yv, ATOL, RTOL);
+    CHECK_NEAR("y by hand", yv, 9.5625, 0, 0); /* 0.5 + 6.5625 + 2.5 */
+
+    CHECK(mcl_backward(ctx, y) == MCL_OK, "backward: %s", mcl_ctx_error(ctx));
+    CHECK_GRAD("dy/da = b + 2a + [a>0]", a, ga);
+    CHECK_GRAD("dy/db = a", b, gb);
+    CHECK(mcl_tape_size(ctx) == size0 + 6, "backward keeps the tape");
+
+    /* the comparison must be able to fail: a wrong gradient (missing the relu path) */
+    {
+        double wrong[N];
+        for (int i = 0; i < N; i++) wrong[i] = bv[i] + 2.0 * av[i];
+        float *g = tu_read(mcl_tensor_grad(a));
+        CHECK(g && tu_first_mismatch(g, wrong, N, ATOL, RTOL) >= 0,
+              "helper detects a gradient missing the relu branch");
+        free(g);
+    }
+
+    /* second backward over the same tape accumulates: grads double */
+    CHECK(mcl_backward(ctx, y) == MCL_OK, "second backward: %s", mcl_ctx_error(ctx));
+    double ga2[N], gb2[N], gb3[N];
+    for (int i = 0; i < N; i++) {
+        ga2[i] = 2 * ga[i];
+        gb2[i] = 2 * gb[i];
+        gb3[i] = 3 * gb[i];
+    }
+    CHECK_GRAD("accumulated dy/da (x2)", a, ga2);
+    CHECK_GRAD("accumulated dy/db (x2)", b, gb2);
+
+    /* zeroing one leaf leaves the other alone */
+    mcl_tensor_zero_grad(a);
+    CHECK(tu_is_zero_or_null(mcl_tensor_grad(a)), "zero_grad(a) zeroes (or drops) a.grad");
+    CHECK_GRAD("b.grad untouched by zero_grad(a)", b, gb2);
+    CHECK(mcl_backward(ctx, y) == MCL_OK, "third backward: %s", mcl_ctx_error(ctx));
+    CHECK_GRAD("after zero_grad, one backward: dy/da", a, ga);
+    CHECK_GRAD("b accumulated three times", b, gb3);
+
+    /* detach: values equal, no gradient flows through it */
+    mcl_ctx_reset(ctx);
+    mcl_tensor_zero_grad(a);
+    mcl_tensor_zero_grad(b);
+    mcl_tensor *d = mcl_detach(a);
+    CHECK(d != NULL, "mcl_detach: %s", mcl_ctx_error(ctx));
+    if (d) {
+        CHECK_TENSOR("detach(a) has a's values", d, a_d, N, 0, 0);
+        CHECK(!needs_grad(d) && !(d->flags & MCL_TF_REQUIRES_GRAD),
+              "detached tensor needs no grad (flags 0x%x)", d->flags);
+        /* y = sum(detach(a) * a): dy/da = a (one path), not 2a */
+        mcl_tensor *yd = mcl_sum(ctx, mcl_mul(ctx, d, a));
+        CHECK(yd && mcl_backward(ctx, yd) == MCL_OK, "backward through detach: %s",
+              mcl_ctx_error(ctx));
+        CHECK_GRAD("dy/da with y = sum(detach(a)*a) is a", a, a_d);
+
+        /* detach of an intermediate: h = a*a; y = sum(detach(h) * a): dy/da = a^2, not 3a^2 */
+        mcl_tensor_zero_grad(a);
+        mcl_tensor *h = mcl_mul(ctx, a, a);
+        mcl_tensor *hd = mcl_detach(h);
+        CHECK(hd && !needs_grad(hd), "detach of an intermediate needs no grad");
+        mcl_tensor *yh = mcl_sum(ctx, mcl_mul(ctx, hd, a));
+        CHECK(yh && mcl_backward(ctx, yh) == MCL_OK, "backward (detached h): %s",
+              mcl_ctx_error(ctx));
+        double a2[N];
+        for (int i = 0; i < N; i++) a2[i] = (double)av[i] * av[i];
+        CHECK_GRAD("dy/da with y = sum(detach(a*a)*a) is a^2", a, a2);
+        mcl_tensor_free(hd);
+        mcl_tensor_free(d);
+    }
+
+    /* registry zeroing */
+    mcl_ctx_reset(ctx);
+    {
+        mcl_params *P = mcl_params_create(ctx);
+        CHECK(P != NULL, "mcl_params_create");
+        if (P) {
+            int64_t shape[1] = {N};
+            mcl_tensor *w = mcl_params_add(P, "w", 1, shape);
+            CHECK(w != NULL && (w->flags & MCL_TF_REQUIRES_GRAD), "params_add gives a trainable leaf");
+            if (w) {
+                const float wv[N] = {1, -2, 3, 0.5f};
+                double g2w[N];
+                for (int i = 0; i < N; i++) g2w[i] = 2.0 * wv[i];
+                mcl_tensor_write(w, wv, N);
+                mcl_tensor *l = mcl_sum(ctx, mcl_mul(ctx, w, w));
+                CHECK(l && mcl_backward(ctx, l) == MCL_OK, "backward sum(w*w)");
+                CHECK_GRAD("d sum(w^2)/dw = 2w", w, g2w);
+                mcl_params_zero_grad(P);
+                CHECK(tu_is_zero_or_null(mcl_tensor_grad(w)), "params_zero_grad zeroes w.grad");
+                CHECK(mcl_backward(ctx, l) == MCL_OK, "backward after params_zero_grad");
+                CHECK_GRAD("after params_zero_grad: 2w, not 4w", w, g2w);
+            }
+            mcl_ctx_reset(ctx);
+            mcl_params_free(P);
+        }
+    }
+done:
+    mcl_ctx_reset(ctx);
+    mcl_tensor_free(a);
+    mcl_tensor_free(b);
+}
+
+/* ---- no-grad scopes ---- */
+static void test_no_grad(mcl_ctx *ctx)
+{
+    const float av[N] = {1, -2, 3, -4};
+    const float cv[N] = {0.5f, 0.25f, -1, 2};
+    mcl_tensor *a = leaf(ctx, "a", av);
+    mcl_tensor *c = tu_vec(ctx, N, cv);
+    if (!a || !c) goto done;
+    double prod[N];
+    for (int i = 0; i < N; i++) prod[i] = (double)av[i] * cv[i];
+
+    size_t s0 = mcl_tape_size(ctx);
+    CHECK(mcl_grad_enabled(ctx), "gradients are on by default");
+
+    /* an op whose inputs need no grad records nothing even with gradients on */
+    mcl_tensor *cc = mcl_mul(ctx, c, c);
+    CHECK(cc && !needs_grad(cc), "constant * constant needs no grad");
+    CHECK(mcl_tape_size(ctx) == s0, "op on constants not recorded (tape %zu -> %zu)", s0,
+          mcl_tape_size(ctx));
+
+    mcl_no_grad_begin(ctx);
+    CHECK(!mcl_grad_enabled(ctx), "no-grad scope disables gradients");
+    mcl_tensor *r1 = mcl_mul(ctx, a, c);
+    CHECK(r1 && !needs_grad(r1), "result inside no-grad needs no grad");
+    CHECK_TENSOR("no-grad op still computes a*c", r1, prod, N, ATOL, RTOL);
+    CHECK(mcl_tape_size(ctx) == s0, "no-grad: nothing recorded");
+
+    mcl_no_grad_begin(ctx); /* nested */
+    mcl_tensor *r2 = mcl_add(ctx, a, a);
+    CHECK(r2 && !needs_grad(r2), "nested no-grad: result needs no grad");
+    mcl_no_grad_end(ctx);
+    CHECK(!mcl_grad_enabled(ctx), "after the inner end, still inside the outer scope");
+    mcl_tensor *r3 = mcl_relu(ctx, a);
+    CHECK(r3 && !needs_grad(r3), "outer scope: result needs no grad");
+    CHECK(mcl_tape_size(ctx) == s0, "nested no-grad: nothing recorded (tape %zu)",
+          mcl_tape_size(ctx));
+    mcl_no_grad_end(ctx);
+
+    CHECK(mcl_grad_enabled(ctx), "gradients back on after the outer end");
+    mcl_tensor *r4 = mcl_mul(ctx, a, c);
+    CHECK(r4 && needs_grad(r4), "with gradients on, a*c needs grad");
+    CHECK(mcl_tape_size(ctx) == s0 + 1, "with gradients on, one op recorded (tape %zu)",
+          mcl_tape_size(ctx));
+    /* the result computed under no-grad acts as a constant: d sum(r1 * a)/da = r1 = a*c */
+    mcl_tensor *l = mcl_sum(ctx, mcl_mul(ctx, r1, a));
+    CHECK(l && mcl_backward(ctx, l) == MCL_OK, "backward using a no-grad result: %s",
+          mcl_ctx_error(ctx));
+    CHECK_GRAD("no-grad result is a constant for backward", a, prod);
+done:
+    mcl_ctx_reset(ctx);
+    mcl_tensor_free(a);
+    mcl_tensor_free(c);
+}
+
+/* ---- partial backward from a mark ---- */
+static void test_partial(mcl_ctx *ctx)
+{
+    const float pv[N] = {0.5f, -1.0f, 2.0f, 1.5f};
+    const float qv[N] = {1.0f, 0.5f, -0.5f, 2.0f};
+    const float zv[N] = {7, 7, 7, 7};
+    mcl_tensor *p = leaf(ctx, "p", pv), *q = leaf(ctx, "q", qv), *z = leaf(ctx, "z", zv);
+    mcl_tensor *grads[4] = {NULL, NULL, NULL, NULL};
+    mcl_tensor *gfull = NULL;
+    if (!p || !q || !z) goto done;
+
+    /* before the mark: h = p*p.  After: u = h*q, L = sum(u*u) = sum(p^4 q^2).
+     *   dL/dh = 2 h q^2        dL/dq = 2 h^2 q
+     *   dL/dp after the mark: 0 (p only reaches L through an op before the mark)
+     *   dL/dz = 0 (z unused)
+     *   full: dL/dp = 4 p^3 q^2, dL/dq = 2 p^4 q */
+    mcl_tensor *h = mcl_mul(ctx, p, p);
+    size_t mark = mcl_tape_mark(ctx);
+    mcl_tensor *u = mcl_mul(ctx, h, q);
+    mcl_tensor *L = mcl_sum(ctx, mcl_mul(ctx, u, u));
+    CHECK(h && L, "partial: forward: %s", mcl_ctx_error(ctx));
+    if (!h || !L) goto done;
+    size_t size_before = mcl_tape_size(ctx);
+    CHECK(size_before == mark + 3, "3 ops after the mark (mark %zu, size %zu)", mark,
+          size_before);
+
+    double dh[N], dq[N], zero[N], dp_full[N], dq_full[N];
+    for (int i = 0; i < N; i++) {
+        double x = pv[i], w = qv[i], hh = x * x;
+        dh[i] = 2 * hh * w * w;
+        dq[i] = 2 * hh * hh * w;
+        zero[i] = 0;
+        dp_full[i] = 4 * x * x * x * w * w;
+        dq_full[i] = dq[i];
+    }
+
+    mcl_tensor *wrt[4] = {h, q, p, z};
+    mcl_status st = mcl_grad_partial(ctx, L, mark, 4, wrt, grads);
+    CHECK(st == MCL_OK, "mcl_grad_partial: %s", mcl_ctx_error(ctx));
+    if (st == MCL_OK) {
+        for (int k = 0; k < 4; k++) {
+            CHECK(grads[k] != NULL, "partial grad %d returned", k);
+            CHECK(grads[k] == NULL || mcl_tensor_same_shape(grads[k], wrt[k]),
+                  "partial grad %d has wrt's shape", k);
+            CHECK(!needs_grad(grads[k]), "partial grad %d is plain data (cut from the graph)", k);
+            CHECK(grads[k] != mcl_tensor_grad(wrt[k]) || grads[k] == NULL,
+                  "partial grad %d is a new tensor, not the leaf's .grad", k);
+        }
+        CHECK_TENSOR("partial dL/dh = 2 h q^2 (intermediate)", grads[0], dh, N, ATOL, RTOL);
+        CHECK_TENSOR("partial dL/dq = 2 h^2 q (leaf)", grads[1], dq, N, ATOL, RTOL);
+        CHECK_TENSOR("partial dL/dp = 0 (only reached before the mark)", grads[2], zero, N, 0, 0);
+        CHECK_TENSOR("partial dL/dz = 0 (not reached)", grads[3], zero, N, 0, 0);
+    }
+    CHECK(mcl_tensor_grad(p) == NULL || tu_is_zero_or_null(mcl_tensor_grad(p)),
+          "partial backward leaves p.grad untouched");
+    CHECK(mcl_tensor_grad(q) == NULL || tu_is_zero_or_null(mcl_tensor_grad(q)),
+          "partial backward leaves q.grad untouched");
+    CHECK(mcl_tape_size(ctx) == size_before, "partial backward keeps the tape (%zu -> %zu)",
+          size_before, mcl_tape_size(ctx));
+
+    /* from mark 0 the whole graph is followed: dL/dp = 4 p^3 q^2 */
+    mcl_tensor *wp[1] = {p};
+    st = mcl_grad_partial(ctx, L, 0, 1, wp, &gfull);
+    CHECK(st == MCL_OK, "mcl_grad_partial from 0: %s", mcl_ctx_error(ctx));
+    CHECK_TENSOR("partial from mark 0: dL/dp = 4 p^3 q^2", gfull, dp_full, N, ATOL, RTOL);
+
+    /* the full backward still works on the kept tape */
+    CHECK(mcl_backward(ctx, L) == MCL_OK, "full backward after partial: %s", mcl_ctx_error(ctx));
+    CHECK_GRAD("full dL/dp = 4 p^3 q^2", p, dp_full);
+    CHECK_GRAD("full dL/dq = 2 p^4 q", q, dq_full);
+    CHECK(tu_is_zero_or_null(mcl_tensor_grad(z)), "unused leaf z gets no gradient");
+
+    /* partial results are caller-owned: they survive a reset */
+    mcl_ctx_reset(ctx);
+    CHECK_TENSOR("partial dL/dq survives mcl_ctx_reset", grads[1], dq, N, ATOL, RTOL);
+done:
+    mcl_ctx_reset(ctx);
+    for (int k = 0; k < 4; k++) mcl_tensor_free(grads[k]);
+    mcl_tensor_free(gfull);
+    mcl_tensor_free(p);
+    mcl_tensor_free(q);
+    mcl_tensor_free(z);
+}
+
+/* ---- reset, keep, and errors from backward ---- */
+static void test_reset_and_errors(mcl_ctx *ctx)
+{
+    const float pv[N] = {1.0f, -0.5f, 2.0f, 3.0f};
+    const float qv[N] = {2.0f, 4.0f, -1.0f, 0.25f};
+    mcl_tensor *p = leaf(ctx, "p", pv), *q = leaf(ctx, "q", qv);
+    mcl_tensor *kept = NULL, *lkept = NULL;
+    if (!p || !q) goto done;
+    double p2[N], qd[N];
+    for (int i = 0; i < N; i++) {
+        p2[i] = (double)pv[i] * pv[i];
+        qd[i] = qv[i];
+    }
+
+    mcl_ctx_reset(ctx);
+    CHECK(mcl_ctx_num_temps(ctx) == 0, "no temporaries after reset");
+    mcl_tensor *h = mcl_mul(ctx, p, p);
+    mcl_tensor *s = mcl_add(ctx, h, q);
+    mcl_tensor *r = mcl_relu(ctx, s);
+    CHECK(h && s && r, "forward: %s", mcl_ctx_error(ctx));
+    CHECK(mcl_ctx_num_temps(ctx) >= 3, "three results are live temporaries (%zu)",
+          mcl_ctx_num_temps(ctx));
+    CHECK(mcl_tape_size(ctx) == 3, "tape holds 3 nodes (%zu)", mcl_tape_size(ctx));
+    kept = mcl_tensor_keep(h);
+    CHECK(kept == h, "mcl_tensor_keep returns its argument");
+    mcl_ctx_reset(ctx);
+    CHECK(mcl_ctx_num_temps(ctx) == 0, "reset frees every temporary (%zu left)",
+          mcl_ctx_num_temps(ctx));
+    CHECK(mcl_tape_size(ctx) == 0, "reset clears the tape (%zu)", mcl_tape_size(ctx));
+    if (kept) {
+        CHECK_TENSOR("kept temporary survives reset", kept, p2, N, 0, 0);
+        CHECK(kept->node == NULL, "kept tensor does not point at a freed tape node");
+        /* usable in a new step as a constant: d sum(kept * q)/dq = kept = p^2 */
+        mcl_tensor *l = mcl_sum(ctx, mcl_mul(ctx, kept, q));
+        CHECK(l && mcl_backward(ctx, l) == MCL_OK, "backward with a kept tensor: %s",
+              mcl_ctx_error(ctx));
+        CHECK_GRAD("d sum(kept*q)/dq = p^2", q, p2);
+        CHECK(tu_is_zero_or_null(mcl_tensor_grad(p)), "no gradient into p through the old step");
+    }
+    mcl_ctx_reset(ctx);
+    mcl_tensor_zero_grad(p);
+    mcl_tensor_zero_grad(q);
+
+    /* backward of a non-scalar loss: error with a message, nothing accumulated */
+    mcl_tensor *v = mcl_mul(ctx, p, q);
+    CHECK(v != NULL, "mul");
+    mcl_status st = mcl_backward(ctx, v);
+    CHECK(st != MCL_OK, "backward of a [4] loss fails (status %d)", (int)st);
+    CHECK_ERR("backward of a non-scalar loss", ctx,
+              TU_ST(MCL_ERR_SHAPE) | TU_ST(MCL_ERR_INVALID), NULL);
+    CHECK(tu_is_zero_or_null(mcl_tensor_grad(p)), "failed backward accumulates nothing");
+    mcl_ctx_clear_error(ctx);
+    CHECK(mcl_ctx_status(ctx) == MCL_OK && mcl_ctx_error(ctx)[0] == '\0', "error cleared");
+
+    /* after the error the same tape still works */
+    mcl_tensor *l = mcl_sum(ctx, v);
+    lkept = mcl_tensor_keep(l);
+    CHECK(l && mcl_backward(ctx, l) == MCL_OK, "backward after an error: %s", mcl_ctx_error(ctx));
+    CHECK_GRAD("d sum(p*q)/dp = q", p, qd);
+
+    /* backward again after reset: no tape -> error, not a crash; grads unchanged */
+    mcl_ctx_reset(ctx);
+    if (lkept) {
+        st = mcl_backward(ctx, lkept);
+        CHECK(st != MCL_OK, "backward after reset fails (status %d)", (int)st);
+        CHECK_ERR("backward after reset (no tape)", ctx, TU_ST(MCL_ERR_STATE), NULL);
+        mcl_ctx_clear_error(ctx);
+        CHECK_GRAD("grads unchanged by the failed backward", p, qd);
+    }
+done:
+    mcl_ctx_reset(ctx);
+    mcl_tensor_free(kept);
+    mcl_tensor_free(lkept);
+    mcl_tensor_free(p);
+    mcl_tensor_free(q);
+}
+
+int main(void)
+{
+    tu_begin("test-tape", SEED);
+    mcl_ctx *ctx = tu_ctx_ref();
+    mcl_ctx_set_seed(ctx, SEED);
+
+    test_branching(ctx);
+    test_no_grad(ctx);
+    test_partial(ctx);
+    test_reset_and_errors(ctx);
+
+    CHECK(mcl_ctx_status(ctx) == MCL_OK, "no stray error left: %s", mcl_ctx_error(ctx));
+    mcl_ctx_free(ctx);
+    return tu_summary();
+}
