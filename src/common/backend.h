@@ -54,6 +54,10 @@ typedef struct mcl_op_args {
     mcl_tensor *gout[MCL_MAX_OUT]; /* backward: dL/dout[k] for k < n_diff_out (never NULL)  */
     mcl_tensor *gin[MCL_MAX_IN];   /* backward: accumulate dL/din[k] here; NULL = not needed */
     mcl_op_params p;
+    /* mcl_op_run: when nonzero, out[] are caller-provided tensors (checked against the
+     * inferred shapes) instead of new temporaries — e.g. views with guard regions around
+     * them in the differential tests. */
+    int out_given;
 } mcl_op_args;
 
 typedef mcl_status (*mcl_op_fn)(mcl_backend *be, const mcl_op_args *a);
@@ -89,6 +93,9 @@ struct mcl_backend {
     mcl_status (*finish)(mcl_backend *be); /* wait for queued work (no-op on ref) */
     void (*destroy)(mcl_backend *be);
     const mcl_op_impl *ops; /* [MCL_OP_COUNT] */
+    /* Optional hook run by the front end after every forward (backward = 0) or backward
+     * (backward = 1) of an op; used by the METACL_TEST_BREAK self-test. NULL = none. */
+    mcl_status (*post_op)(mcl_backend *be, const mcl_op_args *a, int backward);
 };
 
 /* Backend constructors. */
@@ -98,7 +105,7 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
 #endif
 
 /* Test hook: when the environment variable METACL_TEST_BREAK names an op, the OpenCL backend
- * perturbs that op's output (used to prove the differential runner can fail). */
+ * installs post_op to perturb that op's output (proves the differential runner can fail). */
 
 #ifdef __cplusplus
 }

@@ -332,7 +332,8 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     if ((unsigned)a->op >= MCL_OP_COUNT)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "op_run: unknown op %d", (int)a->op);
     const mcl_op_info *info = &mcl_op_table[a->op];
-    for (int k = 0; k < MCL_MAX_OUT; k++) a->out[k] = NULL;
+    if (!a->out_given)
+        for (int k = 0; k < MCL_MAX_OUT; k++) a->out[k] = NULL;
     int needs = 0;
     for (int k = 0; k < info->n_in; k++) {
         if (!a->in[k]) {
@@ -350,10 +351,21 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     mcl_status s = infer(ctx, a, &os);
     if (s != MCL_OK) return s;
     for (int k = 0; k < info->n_out; k++) {
+        if (a->out_given) {
+            mcl_tensor *t = a->out[k];
+            int ok = t && t->ctx == ctx && t->ndim == os.ndim[k];
+            for (int d = 0; ok && d < t->ndim; d++) ok = t->shape[d] == os.shape[k][d];
+            if (!ok)
+                return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                         "%s: caller-provided output %d is missing or has the wrong "
+                                         "shape or context", info->name, k);
+            continue;
+        }
         a->out[k] = mcl_tensor_alloc(ctx, os.ndim[k], os.shape[k], 1);
         if (!a->out[k]) return mcl_ctx_status(ctx);
     }
     s = ctx->be->ops[a->op].fwd(ctx->be, a);
+    if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 0);
     if (s != MCL_OK) {
         char sb[64];
         return mcl_ctx_set_error(ctx, s, "%s forward on %s failed (input 0 %s)", info->name,
@@ -384,6 +396,7 @@ mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *a)
             return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "op_backward: %s gin[%d] has the wrong shape",
                                      info->name, k);
     mcl_status s = ctx->be->ops[a->op].bwd(ctx->be, a);
+    if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 1);
     if (s != MCL_OK) return mcl_ctx_set_error(ctx, s, "%s backward failed", info->name);
     return MCL_OK;
 }

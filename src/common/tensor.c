@@ -99,6 +99,13 @@ void mcl_ctx_free(mcl_ctx *ctx)
 
 mcl_backend_kind mcl_ctx_backend_kind(const mcl_ctx *ctx) { return ctx->be->kind; }
 const char *mcl_ctx_backend_name(const mcl_ctx *ctx) { return ctx->be->name; }
+mcl_status mcl_ctx_finish(mcl_ctx *ctx)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    mcl_status s = ctx->be->finish(ctx->be);
+    return s == MCL_OK ? s : mcl_ctx_set_error(ctx, s, "%s: finish failed", ctx->be->name);
+}
+
 size_t mcl_ctx_num_temps(const mcl_ctx *ctx) { return ctx ? ctx->n_temps : 0; }
 void mcl_ctx_set_seed(mcl_ctx *ctx, uint64_t seed)
 {

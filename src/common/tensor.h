@@ -90,6 +90,8 @@ mcl_status mcl_ctx_set_error(mcl_ctx *ctx, mcl_status s, const char *fmt, ...)
 
 /* End of a step: clears the tape and frees every temporary not kept by the caller. */
 void mcl_ctx_reset(mcl_ctx *ctx);
+/* Wait until all work queued on the backend has finished (for timing; no-op on ref). */
+mcl_status mcl_ctx_finish(mcl_ctx *ctx);
 /* Number of live temporaries (for tests of memory discipline). */
 size_t mcl_ctx_num_temps(const mcl_ctx *ctx);
 

@@ -14,4 +14,11 @@ mcl_status mcl_opencl_print_devices(FILE *f, int json, int *n_devices, char *err
 /* Readable name of an OpenCL status code (CL_OUT_OF_RESOURCES, ...). */
 const char *mcl_cl_status_str(int code);
 
+struct mcl_ctx;
+/* Device name of an OpenCL context (NULL for other backends). */
+const char *mcl_opencl_device_name(const struct mcl_ctx *ctx);
+/* Seconds spent obtaining the program at context creation; *from_cache = 1 if it came
+ * from the on-disk cache. -1 for other backends. */
+double mcl_opencl_build_seconds(const struct mcl_ctx *ctx, int *from_cache);
+
 #endif

@@ -1,0 +1,90 @@
+/* ocl.h — the OpenCL backend's internal interface (host side).
+ *
+ * One op family = one kernel file kernels/<family>.cl + its host glue src/opencl/<family>.c,
+ * which defines mcl_ocl_<op>_fwd / _bwd with the same contract as the reference backend
+ * (src/ref/ref.h): the front end has validated shapes and allocated outputs; backward
+ * ACCUMULATES into the non-NULL a->gin[k].
+ *
+ * All kernel files are concatenated (rng.cl first) into one program, built once per device
+ * and cached on disk (see backend.c). Kernels address tensors as (buffer, element offset):
+ * every tensor argument is passed as two kernel arguments, `__global float *p, long off`.
+ */
+#ifndef MCL_OCL_H
+#define MCL_OCL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "backend.h"
+
+typedef struct mcl_ocl_kernel_entry {
+    char name[64];
+    cl_kernel k;
+    size_t wg_max; /* CL_KERNEL_WORK_GROUP_SIZE for this device */
+} mcl_ocl_kernel_entry;
+
+typedef struct mcl_ocl {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    cl_program program;
+    char platform_name[128];
+    char device_name[256];
+    char driver_version[128];
+    size_t max_wg;           /* CL_DEVICE_MAX_WORK_GROUP_SIZE                  */
+    size_t local_mem;        /* CL_DEVICE_LOCAL_MEM_SIZE (bytes)               */
+    size_t max_alloc;        /* CL_DEVICE_MAX_MEM_ALLOC_SIZE (bytes)           */
+    int break_op;            /* METACL_TEST_BREAK op id, or -1                 */
+    double build_seconds;    /* time spent obtaining the program (build/cache) */
+    int from_cache;          /* 1 when the program came from the disk cache    */
+    mcl_ocl_kernel_entry *kernels;
+    int n_kernels, cap_kernels;
+} mcl_ocl;
+
+static inline mcl_ocl *mcl_ocl_of(mcl_backend *be) { return (mcl_ocl *)be->impl; }
+static inline cl_mem mcl_ocl_mem(const mcl_tensor *t) { return (cl_mem)t->buf->handle; }
+
+/* Record a readable error for an OpenCL status (`what` names the op/call and shapes). */
+mcl_status mcl_ocl_fail(mcl_backend *be, cl_int err, const char *what);
+
+/* The kernel called `name` (created on first use and cached). NULL + error on failure. */
+cl_kernel mcl_ocl_kernel(mcl_backend *be, const char *name, size_t *wg_max);
+
+/* Kernel argument setters; each returns the next argument index, or -1 after recording an
+ * error. mcl_ocl_arg_tensor sets two arguments: the buffer and the element offset (long). */
+int mcl_ocl_arg_tensor(mcl_backend *be, cl_kernel k, int idx, const mcl_tensor *t);
+int mcl_ocl_arg_long(mcl_backend *be, cl_kernel k, int idx, int64_t v);
+int mcl_ocl_arg_float(mcl_backend *be, cl_kernel k, int idx, float v);
+int mcl_ocl_arg_ulong(mcl_backend *be, cl_kernel k, int idx, uint64_t v);
+/* __local scratch of `bytes` bytes. */
+int mcl_ocl_arg_local(mcl_backend *be, cl_kernel k, int idx, size_t bytes);
+
+/* Launch a 1-D kernel over n work-items (the global size is rounded up to a multiple of
+ * the local size; kernels must ignore ids >= n). local == 0 lets the backend choose. */
+mcl_status mcl_ocl_run1d(mcl_backend *be, cl_kernel k, size_t n, size_t local, const char *what);
+/* Launch with n_groups work-groups of exactly `local` items each (reductions). */
+mcl_status mcl_ocl_run_groups(mcl_backend *be, cl_kernel k, size_t n_groups, size_t local,
+                              const char *what);
+
+/* Work-group size for reduction kernels: the largest power of two <= min(256, wg_max). */
+size_t mcl_ocl_reduce_wg(size_t wg_max);
+
+/* Embedded kernel sources (generated at build time from kernels/<family>.cl by tools/embed-kernels). */
+extern const int mcl_kernel_count;
+extern const char *const mcl_kernel_names[];   /* "rng.cl", "elementwise.cl", ... */
+extern const char *const mcl_kernel_sources[];
+
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family)                                   \
+    mcl_status mcl_ocl_##name##_fwd(mcl_backend *be, const mcl_op_args *a);                  \
+    mcl_status mcl_ocl_##name##_bwd(mcl_backend *be, const mcl_op_args *a);
+#include "ops.def"
+#undef MCL_OP
+
+/* Ops without a backward: their table entry is NULL (declared above, never defined). */
+#define mcl_ocl_one_hot_bwd NULL
+#define mcl_ocl_sgd_step_bwd NULL
+#define mcl_ocl_adam_step_bwd NULL
+#define mcl_ocl_clip_scale_bwd NULL
+
+#endif
