@@ -203,6 +203,26 @@ int mcl_ocl_arg_local(mcl_backend *be, cl_kernel k, int idx, size_t bytes)
     return set_arg(be, k, idx, bytes, NULL);
 }
 
+cl_mem mcl_ocl_scratch(mcl_backend *be, size_t bytes)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    if (bytes == 0) bytes = sizeof(float);
+    if (o->scratch && o->scratch_bytes >= bytes) return o->scratch;
+    if (o->scratch) clReleaseMemObject(o->scratch); /* freed once queued work is done */
+    o->scratch = NULL;
+    o->scratch_bytes = 0;
+    size_t want = bytes < 4096 ? 4096 : bytes;
+    cl_int err;
+    o->scratch = clCreateBuffer(o->context, CL_MEM_READ_WRITE, want, NULL, &err);
+    if (err != CL_SUCCESS) {
+        o->scratch = NULL;
+        mcl_ocl_fail(be, err, "clCreateBuffer (scratch)");
+        return NULL;
+    }
+    o->scratch_bytes = want;
+    return o->scratch;
+}
+
 size_t mcl_ocl_reduce_wg(size_t wg_max)
 {
     size_t w = 1;
@@ -595,6 +615,7 @@ static void ocl_destroy(mcl_backend *be)
     if (o) {
         for (int i = 0; i < o->n_kernels; i++) clReleaseKernel(o->kernels[i].k);
         free(o->kernels);
+        if (o->scratch) clReleaseMemObject(o->scratch);
         if (o->program) clReleaseProgram(o->program);
         if (o->queue) clReleaseCommandQueue(o->queue);
         if (o->context) clReleaseContext(o->context);

@@ -40,6 +40,8 @@ typedef struct mcl_ocl {
     int from_cache;          /* 1 when the program came from the disk cache    */
     mcl_ocl_kernel_entry *kernels;
     int n_kernels, cap_kernels;
+    cl_mem scratch;          /* grow-only scratch buffer for multi-pass kernels */
+    size_t scratch_bytes;
 } mcl_ocl;
 
 static inline mcl_ocl *mcl_ocl_of(mcl_backend *be) { return (mcl_ocl *)be->impl; }
@@ -66,6 +68,10 @@ mcl_status mcl_ocl_run1d(mcl_backend *be, cl_kernel k, size_t n, size_t local, c
 /* Launch with n_groups work-groups of exactly `local` items each (reductions). */
 mcl_status mcl_ocl_run_groups(mcl_backend *be, cl_kernel k, size_t n_groups, size_t local,
                               const char *what);
+
+/* A device scratch buffer of at least `bytes` bytes, owned by the backend and reused by the
+ * next op (the queue is in order, so one op's passes may share it; do not keep it). */
+cl_mem mcl_ocl_scratch(mcl_backend *be, size_t bytes);
 
 /* Work-group size for reduction kernels: the largest power of two <= min(256, wg_max). */
 size_t mcl_ocl_reduce_wg(size_t wg_max);
