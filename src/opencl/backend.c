@@ -407,7 +407,7 @@ static void cache_store(const char *path, const char *key, const unsigned char *
     put_u32(b + 16 + klen, (uint32_t)((uint64_t)bin_len >> 32));
     memcpy(b + 20 + klen, bin, bin_len);
     put_u32(b + n - 4, (uint32_t)crc32(0L, b, (uInt)(n - 4)));
-    char tmp[4200];
+    char tmp[4400];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     int ok = f && fwrite(b, 1, n, f) == n;
@@ -461,7 +461,7 @@ static mcl_status build_program(mcl_backend *be)
              (unsigned long long)sh, BUILD_OPTIONS, o->platform_name, pver, o->device_name,
              o->driver_version);
     uint64_t kh = fnv1a(0xcbf29ce484222325ull, key, strlen(key));
-    char dir[4096], path[4300];
+    char dir[4000], path[4100];
     const char *nc = getenv("METACL_NO_CACHE");
     int use_cache = !(nc && *nc && strcmp(nc, "0") != 0) && cache_dir(dir, sizeof dir) == 0;
     cl_int err = CL_SUCCESS;
