@@ -1,8 +1,21 @@
-/* cli.h — subcommands of the metacl command-line tool. */
+/* cli.h — subcommands of the metacl command-line tool and their shared helpers. */
 #ifndef MCL_CLI_H
 #define MCL_CLI_H
 
+#include "metacl.h"
+
 /* `metacl bench gemm`: GFLOP/s of the reference sgemm (tools/bench_gemm.c). */
 int mcl_cli_bench_gemm(int argc, char **argv);
+
+/* Backend by name ("ref", "opencl"; NULL/empty = $METACL_BACKEND, else ref).
+ * Returns 0, or 2 after printing a usage error. */
+int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind);
+/* Open a context on the named backend and device (NULL = $METACL_DEVICE / default).
+ * Returns 0, 2 (unknown backend name) or 1 (the backend could not be opened), with a message
+ * on stderr. */
+int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx);
+/* If argv[*i] is `flag`, store the next argument in *value, advance *i and return 1;
+ * return 0 when argv[*i] is another option, -1 (message printed) when the value is missing. */
+int mcl_cli_take_value(int argc, char **argv, int *i, const char *flag, const char **value);
 
 #endif

@@ -11,7 +11,7 @@
 #include "config.h"
 #include "metacl.h"
 #ifdef MCL_HAVE_OPENCL
-#include "../src/opencl/devices.h"
+#include "devices.h"
 #endif
 
 static void usage(FILE *f)
@@ -20,10 +20,17 @@ static void usage(FILE *f)
             "usage: metacl <command> [options]\n"
             "commands:\n"
             "  devices [--json]               list the backends and OpenCL devices\n"
-            "  selftest [--seed N] [--steps N] train a small MLP on a synthetic task and check it learns\n"
+            "  selftest [--seed N] [--steps N] [--backend ref|opencl] [--device N|NAME]\n"
+            "                                 train a small MLP on a synthetic task and check it learns\n"
             "  bench gemm [--json]            GFLOP/s of the reference GEMM\n"
             "  version                        print the version\n"
-            "  help                           this text\n");
+            "  help                           this text\n"
+            "environment:\n"
+            "  METACL_BACKEND=ref|opencl      default backend (--backend wins)\n"
+            "  METACL_DEVICE=N|NAME           default OpenCL device (--device wins)\n"
+            "  METACL_KERNEL_DIR=DIR          load kernels/<family>.cl from DIR instead of the embedded copy\n"
+            "  METACL_NO_CACHE=1              do not use the on-disk OpenCL program cache\n"
+            "  OMP_NUM_THREADS=N              threads of the reference backend\n");
 }
 
 static int cmd_devices(int argc, char **argv)
@@ -82,12 +89,18 @@ static long long parse_count(const char *s)
 static int cmd_selftest(int argc, char **argv)
 {
     long long seed = 1, steps = 200;
+    const char *backend = NULL, *device = NULL;
     for (int i = 1; i < argc; i++) {
         long long *dst = NULL;
+        int t = mcl_cli_take_value(argc, argv, &i, "--backend", &backend);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--device", &device);
+        if (t < 0) return 2;
+        if (t > 0) continue;
         if (strcmp(argv[i], "--seed") == 0) dst = &seed;
         else if (strcmp(argv[i], "--steps") == 0) dst = &steps;
         if (!dst || i + 1 >= argc || (*dst = parse_count(argv[i + 1])) < 0) {
-            fprintf(stderr, "metacl selftest: bad option '%s' (expected --seed N | --steps N)\n", argv[i]);
+            fprintf(stderr, "metacl selftest: bad option '%s' (expected --seed N | --steps N | "
+                    "--backend ref|opencl | --device N|NAME)\n", argv[i]);
             return 2;
         }
         i++;
@@ -106,12 +119,10 @@ static int cmd_selftest(int argc, char **argv)
     }
     printf("selftest: Philox4x32-10 known answer ok\n");
 
-    char err[256];
     mcl_ctx *ctx = NULL;
-    if (mcl_ctx_create(&ctx, MCL_BACKEND_REF, NULL, err, sizeof err) != MCL_OK) {
-        fprintf(stderr, "selftest: %s\n", err);
-        return 1;
-    }
+    int orc = mcl_cli_open_ctx(backend, device, &ctx);
+    if (orc) return orc;
+    printf("selftest: backend %s\n", mcl_ctx_backend_name(ctx));
     mcl_ctx_set_seed(ctx, (uint64_t)seed);
     enum { NPTS = 512, NCLS = 4, HID = 64 };
     static float xs[NPTS * 2], ys[NPTS];

@@ -53,7 +53,7 @@ mcl_status mcl_ctx_create(mcl_ctx **out, mcl_backend_kind kind, const char *devi
         s = mcl_ref_backend_create(ctx, &ctx->be);
         break;
     case MCL_BACKEND_OPENCL:
-#ifdef MCL_HAVE_OPENCL_BACKEND_IMPL
+#ifdef MCL_HAVE_OPENCL
         s = mcl_opencl_backend_create(ctx, device, &ctx->be);
 #else
         s = mcl_ctx_set_error(ctx, MCL_ERR_UNSUPPORTED,
