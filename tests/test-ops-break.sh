@@ -3,13 +3,18 @@
 #
 # METACL_TEST_BREAK=add makes tests/test-ops perturb add's reference forward output; the run
 # must then exit 1 and print FAIL. Exit 0 when it does, 1 when the runner missed the break.
-# TEST_OPS overrides the binary; automake runs tests from the build directory, so the default
-# is ./tests/test-ops there.
+# TEST_OPS overrides the binary. Otherwise: $METACL_BUILDDIR/tests/test-ops when the test
+# harness exports METACL_BUILDDIR, else ./tests/test-ops (automake runs tests from the build
+# directory), else the binary next to this script (run by hand from elsewhere).
 
-TEST_OPS=${TEST_OPS:-./tests/test-ops}
-if [ ! -x "$TEST_OPS" ]; then
-    # run by hand from another directory: the binary next to this script
-    TEST_OPS=$(dirname "$0")/test-ops
+if [ -z "${TEST_OPS:-}" ]; then
+    if [ -n "${METACL_BUILDDIR:-}" ] && [ -x "$METACL_BUILDDIR/tests/test-ops" ]; then
+        TEST_OPS=$METACL_BUILDDIR/tests/test-ops
+    elif [ -x ./tests/test-ops ]; then
+        TEST_OPS=./tests/test-ops
+    else
+        TEST_OPS=$(dirname "$0")/test-ops
+    fi
 fi
 
 out=$(METACL_TEST_BREAK=add "$TEST_OPS" -o add 2>&1)

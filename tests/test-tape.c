@@ -343,6 +343,12 @@ static void test_reset_and_errors(mcl_ctx *ctx)
     if (kept) {
         CHECK_TENSOR("kept temporary survives reset", kept, p2, N, 0, 0);
         CHECK(kept->node == NULL, "kept tensor does not point at a freed tape node");
+        /* the tape that connected it to p is gone: it is a constant now, so an op on it alone
+         * records nothing and its result needs no grad */
+        mcl_tensor *only = mcl_scale(ctx, kept, 2.0f);
+        CHECK(only && !needs_grad(only) && mcl_tape_size(ctx) == 0,
+              "after reset a kept tensor is a constant (kept flags 0x%x, tape %zu)", kept->flags,
+              mcl_tape_size(ctx));
         /* usable in a new step as a constant: d sum(kept * q)/dq = kept = p^2 */
         mcl_tensor *l = mcl_sum(ctx, mcl_mul(ctx, kept, q));
         CHECK(l && mcl_backward(ctx, l) == MCL_OK, "backward with a kept tensor: %s",

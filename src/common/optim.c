@@ -108,9 +108,9 @@ struct mcl_optim {
 mcl_status mcl_optim_create(mcl_ctx *ctx, const mcl_optim_config *cfg, mcl_params *params,
                             mcl_optim **out)
 {
+    if (out) *out = NULL;
     if (!ctx) return MCL_ERR_NULL;
     if (!cfg || !params || !out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "optim_create: NULL argument");
-    *out = NULL;
     char eb[128];
     if (mcl_schedule_check(&cfg->sched, eb, sizeof eb) != MCL_OK)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "optim_create: %s", eb);

@@ -38,8 +38,13 @@ static void node_free(mcl_node *n)
     const mcl_op_info *info = &mcl_op_table[n->args.op];
     for (int k = 0; k < info->n_in; k++) mcl_tensor_free(n->args.in[k]);
     for (int k = 0; k < info->n_out; k++) {
-        if (n->args.out[k] && n->args.out[k]->node == n) n->args.out[k]->node = NULL;
-        mcl_tensor_free(n->args.out[k]);
+        mcl_tensor *t = n->args.out[k];
+        if (t && t->node == n) {
+            /* A result that outlives its tape (kept by the caller) becomes a constant. */
+            t->node = NULL;
+            if (!(t->flags & MCL_TF_REQUIRES_GRAD)) t->flags &= ~(unsigned)MCL_TF_NEEDS_GRAD;
+        }
+        mcl_tensor_free(t);
     }
     free(n);
 }

@@ -93,7 +93,9 @@
 #endif
 
 /* A thread's block of C with at most this many rows reads B in place (no packing). */
+#ifndef DIRECT_B_MAX_ROWS
 #define DIRECT_B_MAX_ROWS (2 * MR)
+#endif
 /* Below this many elementary products (M*N*K) the plain loop wins. */
 #define SIMPLE_MAX_MNK 32768
 /* Below this many flops (2*M*N*K) stay on one thread. */

@@ -1,0 +1,142 @@
+/* activation.c — OpenCL host glue for relu, leaky_relu, elu, sigmoid, tanh, gelu, exp, log.
+ *
+ * Kernels: kernels/activation.cl, one work-item per element, all with the same signature:
+ *   <op>_fwd(a, y, f0, n)             y = f(a)
+ *   <op>_bwd(a, y, gout, ga, f0, n)   ga += gout * f'(a)   (from a or from the saved y)
+ * so each op is one line here. Equations and shapes as src/ref/activation.c:
+ *   a [n] -> y [n];  backward: gout [n], gin[0] [n] (skipped when NULL), accumulated.
+ * f0 = p.f[0]: the negative slope of leaky_relu, alpha of elu, unused by the others.
+ */
+#include <stdio.h>
+
+#include "ocl.h"
+
+/* Status after an argument setter returned idx < 0 (the error is already recorded). */
+static mcl_status arg_failed(mcl_backend *be)
+{
+    mcl_status s = mcl_ctx_status(be->ctx);
+    return s != MCL_OK ? s : MCL_ERR_BACKEND;
+}
+
+/* y = f(a) with the kernel `kname`:  a [n] -> y [n] */
+static mcl_status act_fwd(mcl_backend *be, const mcl_op_args *a, const char *kname)
+{
+    char what[128], sb[64];
+    const int64_t n = mcl_tensor_numel(a->in[0]);
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    if (i < 0) return arg_failed(be);
+    snprintf(what, sizeof what, "%s on %s", kname, mcl_shape_str(a->in[0], sb, sizeof sb));
+    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
+}
+
+/* ga += gout * f'(a) with the kernel `kname`:  a [n], y [n], gout [n] -> ga [n] (or NULL) */
+static mcl_status act_bwd(mcl_backend *be, const mcl_op_args *a, const char *kname)
+{
+    if (!a->gin[0]) return MCL_OK;
+    char what[128], sb[64];
+    const int64_t n = mcl_tensor_numel(a->in[0]);
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    if (i < 0) return arg_failed(be);
+    snprintf(what, sizeof what, "%s on %s", kname, mcl_shape_str(a->in[0], sb, sizeof sb));
+    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
+}
+
+/* relu: y = max(a, 0);  ga += gout * (a > 0 ? 1 : 0) */
+mcl_status mcl_ocl_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_fwd(be, a, "relu_fwd");
+}
+
+mcl_status mcl_ocl_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_bwd(be, a, "relu_bwd");
+}
+
+/* leaky_relu: y = a > 0 ? a : f0 * a;  ga += gout * (a > 0 ? 1 : f0) */
+mcl_status mcl_ocl_leaky_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_fwd(be, a, "leaky_relu_fwd");
+}
+
+mcl_status mcl_ocl_leaky_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_bwd(be, a, "leaky_relu_bwd");
+}
+
+/* elu: y = a > 0 ? a : f0 * (exp(a) - 1);  ga += gout * (a > 0 ? 1 : f0 * exp(a)) */
+mcl_status mcl_ocl_elu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_fwd(be, a, "elu_fwd");
+}
+
+mcl_status mcl_ocl_elu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_bwd(be, a, "elu_bwd");
+}
+
+/* sigmoid: y = 1 / (1 + exp(-a));  ga += gout * y * (1 - y) */
+mcl_status mcl_ocl_sigmoid_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_fwd(be, a, "sigmoid_fwd");
+}
+
+mcl_status mcl_ocl_sigmoid_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_bwd(be, a, "sigmoid_bwd");
+}
+
+/* tanh: y = tanh(a);  ga += gout * (1 - y^2) */
+mcl_status mcl_ocl_tanh_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_fwd(be, a, "tanh_fwd");
+}
+
+mcl_status mcl_ocl_tanh_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_bwd(be, a, "tanh_bwd");
+}
+
+/* gelu: y = a * Phi(a);  ga += gout * (Phi(a) + a * phi(a)) */
+mcl_status mcl_ocl_gelu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_fwd(be, a, "gelu_fwd");
+}
+
+mcl_status mcl_ocl_gelu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_bwd(be, a, "gelu_bwd");
+}
+
+/* exp: y = exp(a);  ga += gout * y */
+mcl_status mcl_ocl_exp_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_fwd(be, a, "exp_fwd");
+}
+
+mcl_status mcl_ocl_exp_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_bwd(be, a, "exp_bwd");
+}
+
+/* log: y = log(a);  ga += gout / a */
+mcl_status mcl_ocl_log_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_fwd(be, a, "log_fwd");
+}
+
+mcl_status mcl_ocl_log_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return act_bwd(be, a, "log_bwd");
+}

@@ -1,0 +1,275 @@
+/* shape.c — OpenCL host glue for concat, slice, reshape, transpose, permute.
+ *
+ * Kernels: kernels/shape.cl, one work-item per element written. Same contract and equations
+ * as src/ref/shape.c: forward moves elements, backward ADDS each gradient element back where
+ * its element came from (no collisions: deterministic). Axis arguments were validated and
+ * normalized to 0..ndim-1 by the front end (ops.c).
+ *
+ * concat and slice use the reference's decomposition: along axis x every tensor is
+ * [outer, rows_x * inner] with outer = product of the dims before x, inner = product of the
+ * dims after x, so one out "row" is a contiguous run in each operand.
+ */
+#include <stdio.h>
+
+#include "ocl.h"
+
+/* Product of t->shape[from .. to-1] (1 for an empty range). */
+static int64_t dims_prod(const mcl_tensor *t, int from, int to)
+{
+    int64_t p = 1;
+    for (int d = from; d < to; d++) p *= t->shape[d];
+    return p;
+}
+
+/* Launch the 1-D kernel k over n items once its arguments were set (idx = result of the last
+ * setter; < 0 means a setter failed and recorded the error). */
+static mcl_status launch(mcl_backend *be, cl_kernel k, int idx, int64_t n, const char *what)
+{
+    if (idx < 0) {
+        mcl_status s = mcl_ctx_status(be->ctx);
+        return s != MCL_OK ? s : MCL_ERR_BACKEND;
+    }
+    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
+}
+
+/* "kernel: [shape] -> [shape] (extra)" into buf, for error messages. */
+static const char *what2(char *buf, size_t len, const char *kname, const mcl_tensor *from,
+                         const mcl_tensor *to, const char *extra)
+{
+    char s1[64], s2[64];
+    snprintf(buf, len, "%s: %s -> %s%s", kname, mcl_shape_str(from, s1, sizeof s1),
+             mcl_shape_str(to, s2, sizeof s2), extra);
+    return buf;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* concat along axis x = p.i[0]:
+ *   out[.., i, ..] = a[.., i, ..]        for i <  a_x
+ *   out[.., i, ..] = b[.., i - a_x, ..]  for i >= a_x
+ * a [.., a_x, ..], b [.., b_x, ..] (other dims equal) -> out [.., a_x + b_x, ..]
+ * backward: ga += gout[.., 0 : a_x, ..],  gb += gout[.., a_x : a_x + b_x, ..] */
+
+mcl_status mcl_ocl_concat_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *A = a->in[0], *B = a->in[1];
+    int x = (int)a->p.i[0];
+    int64_t inner = dims_prod(A, x + 1, A->ndim);
+    int64_t ra = A->shape[x] * inner, rb = B->shape[x] * inner;
+    int64_t n = mcl_tensor_numel(a->out[0]);
+    char what[200], extra[48];
+    cl_kernel k = mcl_ocl_kernel(be, "concat_fwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, A);
+    i = mcl_ocl_arg_tensor(be, k, i, B);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_long(be, k, i, ra);
+    i = mcl_ocl_arg_long(be, k, i, rb);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    snprintf(extra, sizeof extra, " (axis %d)", x);
+    return launch(be, k, i, n, what2(what, sizeof what, "concat_fwd", A, a->out[0], extra));
+}
+
+mcl_status mcl_ocl_concat_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *A = a->in[0], *B = a->in[1];
+    int x = (int)a->p.i[0];
+    int64_t inner = dims_prod(A, x + 1, A->ndim);
+    int64_t ra = A->shape[x] * inner, rb = B->shape[x] * inner;
+    char what[200], extra[48];
+    snprintf(extra, sizeof extra, " (axis %d)", x);
+    /* one launch per input, in turn (gin[0] == gin[1] for concat(a, a) still adds both) */
+    for (int s_k = 0; s_k < 2; s_k++) {
+        const mcl_tensor *gx = a->gin[s_k];
+        if (!gx) continue;
+        int64_t rk = s_k == 0 ? ra : rb, koff = s_k == 0 ? 0 : ra;
+        int64_t n = mcl_tensor_numel(gx);
+        cl_kernel k = mcl_ocl_kernel(be, "concat_bwd", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, gx);
+        i = mcl_ocl_arg_long(be, k, i, rk);
+        i = mcl_ocl_arg_long(be, k, i, ra + rb);
+        i = mcl_ocl_arg_long(be, k, i, koff);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        mcl_status s =
+            launch(be, k, i, n, what2(what, sizeof what, "concat_bwd", a->gout[0], gx, extra));
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* slice along axis x = p.i[0], start s = p.i[1], length len = p.i[2]:
+ *   out[.., i, ..] = a[.., s + i, ..]   for 0 <= i < len
+ * a [.., a_x, ..] -> out [.., len, ..]
+ * backward: ga[.., s + i, ..] += gout[.., i, ..]  (the rest of ga unchanged) */
+
+/* The launch shared by forward and backward: kname(src, dst, ri, ro, s * inner, n) over the
+ * n = numel(out) elements (rows of ri elements in a, ro in out). */
+static mcl_status slice_launch(mcl_backend *be, const mcl_op_args *a, const char *kname,
+                               const mcl_tensor *src, const mcl_tensor *dst)
+{
+    const mcl_tensor *A = a->in[0];
+    int x = (int)a->p.i[0];
+    int64_t start = a->p.i[1], len = a->p.i[2];
+    int64_t inner = dims_prod(A, x + 1, A->ndim);
+    int64_t ri = A->shape[x] * inner, ro = len * inner;
+    int64_t n = mcl_tensor_numel(a->out[0]);
+    char what[200], extra[96];
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, src);
+    i = mcl_ocl_arg_tensor(be, k, i, dst);
+    i = mcl_ocl_arg_long(be, k, i, ri);
+    i = mcl_ocl_arg_long(be, k, i, ro);
+    i = mcl_ocl_arg_long(be, k, i, start * inner);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    snprintf(extra, sizeof extra, " (axis %d, [%lld, %lld))", x, (long long)start,
+             (long long)(start + len));
+    return launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
+}
+
+mcl_status mcl_ocl_slice_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return slice_launch(be, a, "slice_fwd", a->in[0], a->out[0]);
+}
+
+mcl_status mcl_ocl_slice_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0]) return MCL_OK;
+    return slice_launch(be, a, "slice_bwd", a->gout[0], a->gin[0]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* reshape: row-major order is unchanged, so out_flat[i] = a_flat[i]
+ * a [any] -> out [any, same element count]
+ * backward: ga_flat[i] += gout_flat[i] */
+
+/* kname(src, dst, n) over the n = numel(a) elements. */
+static mcl_status reshape_launch(mcl_backend *be, const char *kname, const mcl_tensor *src,
+                                 const mcl_tensor *dst)
+{
+    int64_t n = mcl_tensor_numel(src);
+    char what[200];
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, src);
+    i = mcl_ocl_arg_tensor(be, k, i, dst);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    return launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, ""));
+}
+
+mcl_status mcl_ocl_reshape_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return reshape_launch(be, "reshape_fwd", a->in[0], a->out[0]);
+}
+
+mcl_status mcl_ocl_reshape_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0]) return MCL_OK;
+    return reshape_launch(be, "reshape_bwd", a->gout[0], a->gin[0]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* transpose: swap the last two dims, batched over the leading dims:
+ *   out[.., j, i] = a[.., i, j]
+ * a [.., M, N] -> out [.., N, M]   (ndim >= 2, checked by the front end)
+ * backward: ga[.., i, j] += gout[.., j, i] */
+
+/* kname(src, dst, R, C, n): dst[b, c, r] (=, +=) src[b, r, c], src [batch, R, C] */
+static mcl_status transpose_launch(mcl_backend *be, const char *kname, const mcl_tensor *src,
+                                   const mcl_tensor *dst)
+{
+    int nd = src->ndim;
+    int64_t R = nd >= 2 ? src->shape[nd - 2] : 1, C = src->shape[nd - 1];
+    int64_t n = mcl_tensor_numel(src);
+    char what[200];
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, src);
+    i = mcl_ocl_arg_tensor(be, k, i, dst);
+    i = mcl_ocl_arg_long(be, k, i, R);
+    i = mcl_ocl_arg_long(be, k, i, C);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    return launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, ""));
+}
+
+mcl_status mcl_ocl_transpose_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return transpose_launch(be, "transpose_fwd", a->in[0], a->out[0]);
+}
+
+mcl_status mcl_ocl_transpose_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0]) return MCL_OK;
+    return transpose_launch(be, "transpose_bwd", a->gout[0], a->gin[0]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* permute (4-D): out.shape[d] = a.shape[perm[d]], perm[d] = p.i[d]
+ *   out[o0, o1, o2, o3] = a[x0, x1, x2, x3]  with x[perm[d]] = o[d]
+ * a [s0, s1, s2, s3] -> out [s_perm[0], s_perm[1], s_perm[2], s_perm[3]]
+ * backward: the inverse permutation inv (inv[perm[d]] = d) applied to gout, accumulated:
+ *   ga[x0, x1, x2, x3] += gout[o0, o1, o2, o3]  with o[inv[e]] = x[e]
+ * (A tensor with fewer than 4 dims reads as 4-D with trailing dims 1, as in tensor.h.) */
+
+/* perm[] from p.i[0..3], or MCL_ERR_INVALID (with a message) unless it is a permutation of
+ * 0..3 (the front end checked already: this only guards against a bad call record). */
+static mcl_status permute_get(mcl_backend *be, const mcl_op_args *a, int perm[4])
+{
+    unsigned seen = 0;
+    for (int d = 0; d < 4; d++) {
+        int64_t v = a->p.i[d];
+        if (v < 0 || v > 3 || (seen & (1u << v)))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "permute: (%lld,%lld,%lld,%lld) is not a permutation of 0..3",
+                                     (long long)a->p.i[0], (long long)a->p.i[1],
+                                     (long long)a->p.i[2], (long long)a->p.i[3]);
+        seen |= 1u << v;
+        perm[d] = (int)v;
+    }
+    return MCL_OK;
+}
+
+/* kname(src, dst, d1, d2, d3, st0..st3, n): dst (= or +=) src read through perm, where
+ * dst has shape d[k] = src.shape[perm[k]] and st[k] = src stride of dim perm[k]. */
+static mcl_status permute_launch(mcl_backend *be, const char *kname, const mcl_tensor *src,
+                                 const int perm[4], const mcl_tensor *dst)
+{
+    const int64_t *ss = src->shape; /* unused trailing dims are 1 */
+    int64_t sstride[4] = {ss[1] * ss[2] * ss[3], ss[2] * ss[3], ss[3], 1};
+    int64_t ds[4], st[4];
+    for (int d = 0; d < 4; d++) {
+        ds[d] = ss[perm[d]];
+        st[d] = sstride[perm[d]];
+    }
+    int64_t n = mcl_tensor_numel(src);
+    char what[200], extra[48];
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, src);
+    i = mcl_ocl_arg_tensor(be, k, i, dst);
+    for (int d = 1; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, ds[d]);
+    for (int d = 0; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, st[d]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    snprintf(extra, sizeof extra, " (perm %d,%d,%d,%d)", perm[0], perm[1], perm[2], perm[3]);
+    return launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
+}
+
+mcl_status mcl_ocl_permute_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    int perm[4];
+    mcl_status s = permute_get(be, a, perm);
+    if (s != MCL_OK) return s;
+    return permute_launch(be, "permute_fwd", a->in[0], perm, a->out[0]);
+}
+
+mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0]) return MCL_OK;
+    int perm[4], inv[4];
+    mcl_status s = permute_get(be, a, perm);
+    if (s != MCL_OK) return s;
+    for (int d = 0; d < 4; d++) inv[perm[d]] = d;
+    return permute_launch(be, "permute_bwd", a->gout[0], inv, a->gin[0]);
+}
