@@ -3,7 +3,7 @@
  * Kernels: kernels/activation.cl, one work-item per element, all with the same signature:
  *   <op>_fwd(a, y, f0, n)             y = f(a)
  *   <op>_bwd(a, y, gout, ga, f0, n)   ga += gout * f'(a)   (from a or from the saved y)
- * so each op is one line here. Equations and shapes as src/ref/activation.c:
+ * so each op is a one-line call here. Equations and shapes as src/ref/activation.c:
  *   a [n] -> y [n];  backward: gout [n], gin[0] [n] (skipped when NULL), accumulated.
  * f0 = p.f[0]: the negative slope of leaky_relu, alpha of elu, unused by the others.
  */

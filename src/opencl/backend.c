@@ -25,7 +25,7 @@
 #include "ocl.h"
 #include "tape.h"
 
-#define BUILD_OPTIONS "-cl-std=CL1.2"
+#define BUILD_OPTIONS_BASE "-cl-std=CL1.2"
 
 /* ------------------------------------------------------------------ errors */
 
@@ -241,9 +241,10 @@ static mcl_status enqueue(mcl_backend *be, cl_kernel k, size_t global, size_t lo
 mcl_status mcl_ocl_run1d(mcl_backend *be, cl_kernel k, size_t n, size_t local, const char *what)
 {
     if (n == 0) return MCL_OK;
-    size_t wg = mcl_ocl_of(be)->max_wg;
-    clGetKernelWorkGroupInfo(k, mcl_ocl_of(be)->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
-                             NULL);
+    mcl_ocl *o = mcl_ocl_of(be);
+    size_t wg = o->max_wg;
+    for (int i = 0; i < o->n_kernels; i++)
+        if (o->kernels[i].k == k) wg = o->kernels[i].wg_max;
     if (local == 0 || local > wg) local = wg < 64 ? wg : 64;
     if (local == 0) local = 1;
     size_t global = (n + local - 1) / local * local;
@@ -325,8 +326,13 @@ static char *program_source(mcl_backend *be)
         }
         total += (parts[i] ? strlen(parts[i]) : 0) + 128;
     }
+    static const char prefix[] =
+        "/* metacl: no FP contraction, like the reference built with -ffp-contract=off */\n"
+        "#pragma OPENCL FP_CONTRACT OFF\n";
+    total += sizeof prefix;
     char *src = malloc(total);
     size_t n = 0;
+    if (src) n += (size_t)snprintf(src, total, "%s", prefix);
     for (int i = 0; i < mcl_kernel_count; i++) {
         if (src && parts[i])
             n += (size_t)snprintf(src + n, total - n, "\n/* ---- %s ---- */\n%s\n", mcl_kernel_names[i],
@@ -452,13 +458,20 @@ static mcl_status build_program(mcl_backend *be)
     double t0 = now_s();
     char *src = program_source(be);
     if (!src) return mcl_ctx_status(be->ctx);
+    /* Correctly rounded float division and sqrt where the device offers them (the reference's
+     * are IEEE-exact); no relaxed-math options ever. */
+    cl_device_fp_config fp = 0;
+    clGetDeviceInfo(o->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+    const char *build_options = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
+                                    ? BUILD_OPTIONS_BASE " -cl-fp32-correctly-rounded-divide-sqrt"
+                                    : BUILD_OPTIONS_BASE;
     char pver[128] = "";
     clGetPlatformInfo(o->platform, CL_PLATFORM_VERSION, sizeof pver, pver, NULL);
     uint64_t sh = fnv1a(0xcbf29ce484222325ull, src, strlen(src));
     char key[1024];
     snprintf(key, sizeof key,
              "source-fnv1a=%016llx;options=%s;platform=%s;platform-version=%s;device=%s;driver=%s",
-             (unsigned long long)sh, BUILD_OPTIONS, o->platform_name, pver, o->device_name,
+             (unsigned long long)sh, build_options, o->platform_name, pver, o->device_name,
              o->driver_version);
     uint64_t kh = fnv1a(0xcbf29ce484222325ull, key, strlen(key));
     char dir[4000], path[4100];
@@ -475,7 +488,7 @@ static mcl_status build_program(mcl_backend *be)
             cl_int bstat;
             o->program = clCreateProgramWithBinary(o->context, 1, &o->device, &bl, &bp, &bstat, &err);
             if (err == CL_SUCCESS && bstat == CL_SUCCESS &&
-                clBuildProgram(o->program, 1, &o->device, BUILD_OPTIONS, NULL, NULL) == CL_SUCCESS) {
+                clBuildProgram(o->program, 1, &o->device, build_options, NULL, NULL) == CL_SUCCESS) {
                 o->from_cache = 1;
             } else if (o->program) {
                 clReleaseProgram(o->program); /* stale or unusable: rebuild below */
@@ -491,7 +504,7 @@ static mcl_status build_program(mcl_backend *be)
             free(src);
             return mcl_ocl_fail(be, err, "clCreateProgramWithSource");
         }
-        err = clBuildProgram(o->program, 1, &o->device, BUILD_OPTIONS, NULL, NULL);
+        err = clBuildProgram(o->program, 1, &o->device, build_options, NULL, NULL);
         if (err != CL_SUCCESS) {
             free(src);
             return build_log_error(be, err);

@@ -1,0 +1,42 @@
+/* dropout.cl — inverted dropout with a counter-based (Philox) mask, forward and backward.
+ *
+ * Same equations as src/ref/dropout.c; the mask comes from rng.cl's mcl_rng_uniform, which
+ * gives the same bits as the C version, so both backends drop the same elements:
+ *   keep_i = mcl_rng_uniform(seed, stream, counter + i) >= p      (i = flat element index)
+ *   scale  = 1 / (1 - p), computed once in float by the host (as the reference does)
+ * A dropped element is a select, not a multiplication by 0 (exactly 0 forward, nothing added
+ * backward, even where the input or gradient is NaN or Inf). p == 0 is an exact copy (no
+ * draws), as in the reference.
+ *
+ * Index layout: 1-D launch, work-item i computes flat element i; ids >= n return at once.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* out_i = keep_i ? a_i * scale : 0 */
+__kernel void dropout_fwd(__global const float *a, long a_off, __global float *out, long out_off,
+                          float p, float scale, ulong seed, ulong stream, ulong counter, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    float x = a[a_off + i];
+    if (p == 0.0f) {
+        out[out_off + i] = x;
+        return;
+    }
+    int keep = mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p;
+    out[out_off + i] = keep ? x * scale : 0.0f;
+}
+
+/* ga_i += keep_i ? gout_i * scale : 0   (the same mask, drawn again) */
+__kernel void dropout_bwd(__global const float *g, long g_off, __global float *ga, long ga_off,
+                          float p, float scale, ulong seed, ulong stream, ulong counter, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    if (p == 0.0f) {
+        ga[ga_off + i] += g[g_off + i];
+        return;
+    }
+    if (mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p)
+        ga[ga_off + i] += g[g_off + i] * scale;
+}

@@ -1,0 +1,204 @@
+/* loss.cl — cross_entropy (softmax + negative log-likelihood, fused), forward and backward.
+ * Same equations as src/ref/loss.c:
+ *   m_r        = max_c logits[r, c]
+ *   lse_r      = m_r + log sum_c exp(logits[r, c] - m_r)
+ *   probs[r,c] = exp(logits[r, c] - m_r) / sum_c' exp(logits[r, c'] - m_r)   (every row)
+ *   loss       = (1/count) sum_{r counted} (lse_r - logits[r, target_r])     (0 if count == 0)
+ * A row is counted when its target (a class index stored as a float) is in [0, C); negative
+ * (and, defensively, NaN or >= C) targets mark ignored rows.
+ *
+ * Index layout (deterministic: fixed shapes, no atomics; W = work-group size, a power of two
+ * chosen by the host):
+ *   cross_entropy_rows       one group per row r: max and sum of exponentials by a tree in
+ *                            local memory (item l handles columns l, l+W, ...), writes
+ *                            probs[r, :] and the row loss pair (hi, lo) to part[r] ((0, 0) for
+ *                            an ignored row);
+ *   cross_entropy_loss       one group: item l adds part[l], part[l+W], ... and counts the
+ *                            counted rows, tree, item 0 writes loss[0] = total / count;
+ *   cross_entropy_bwd_scale  one group: counts the rows, item 0 writes
+ *                            scale[0] = gout[0] / count (0 when count == 0);
+ *   cross_entropy_bwd        one work-item per logit (flat index i = r*C + c):
+ *                            glogits[r, c] += scale * (probs[r, c] - [c == target_r]) for
+ *                            counted rows only (ACCUMULATES).
+ *
+ * Accuracy without fp64: sums are pairs (hi, lo) of floats (hi the plain float sum, lo the
+ * exact rounding errors from Knuth's TwoSum), about as accurate as the reference's double
+ * sums rounded to float. Inf/NaN propagate through hi.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* (s, e) with s = fl(a + b) and s + e == a + b exactly (Knuth's TwoSum). */
+float2 loss_two_sum(float a, float b)
+{
+    float s = a + b;
+    float bv = s - a;
+    float av = s - bv;
+    return (float2)(s, (a - av) + (b - bv));
+}
+
+/* a + b for two accumulator pairs (a float x is the pair (x, 0)) */
+float2 loss_acc_merge(float2 a, float2 b)
+{
+    float2 t = loss_two_sum(a.x, b.x);
+    return (float2)(t.x, (a.y + b.y) + t.y);
+}
+
+/* Class index of a target, or -1 if the row is ignored (negative, NaN, >= C). */
+long loss_target_class(float t, long C)
+{
+    if (!(t >= 0.0f) || !(t < (float)C)) return -1;
+    const long c = (long)t;
+    return c < C ? c : -1;
+}
+
+/* Row sum of accumulator pairs (fixed tree), returned to every item; ends with a barrier. */
+float2 loss_group_sum(float2 acc, __local float2 *buf)
+{
+    const uint l = get_local_id(0);
+    buf[l] = acc;
+    for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (l < s) buf[l] = loss_acc_merge(buf[l], buf[l + s]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float2 total = buf[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+/* Number of counted rows among targets[0..R), returned to every item (fixed tree). */
+long loss_group_count(__global const float *targets, long R, long C, __local long *cnt)
+{
+    const uint l = get_local_id(0), W = get_local_size(0);
+    long n = 0;
+    for (long r = l; r < R; r += W) n += loss_target_class(targets[r], C) >= 0;
+    cnt[l] = n;
+    for (uint s = W / 2; s > 0; s >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (l < s) cnt[l] += cnt[l + s];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    n = cnt[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return n;
+}
+
+/* Row maximum for every item (-inf for an all -inf row); a NaN is skipped by the comparisons,
+ * as in the reference, and still makes the row NaN through the sum of exponentials. */
+float loss_group_max(__global const float *x, long C, __local float2 *buf)
+{
+    const uint l = get_local_id(0), W = get_local_size(0);
+    float m = -INFINITY;
+    for (long j = l; j < C; j += W) {
+        const float v = x[j];
+        m = v > m ? v : m;
+    }
+    buf[l].x = m;
+    for (uint s = W / 2; s > 0; s >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (l < s && buf[l + s].x > buf[l].x) buf[l].x = buf[l + s].x;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    m = buf[0].x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return m;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Pass 1, one group per row r: probs[r, :] = softmax(logits[r, :]) and
+ * part[r] = lse_r - logits[r, target_r] as a pair ((0, 0) for an ignored row). */
+__kernel void cross_entropy_rows(__global const float *logits, long logits_off,
+                                 __global const float *targets, long targets_off,
+                                 __global float *probs, long probs_off, long C,
+                                 __global float2 *part, __local float2 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    __global const float *x = logits + logits_off + r * C;
+    __global float *p = probs + probs_off + r * C;
+    const float m = loss_group_max(x, C, buf);
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = l; j < C; j += W) {
+        const float e = exp(x[j] - m);
+        p[j] = e;
+        acc = loss_acc_merge(acc, (float2)(e, 0.0f));
+    }
+    const float2 s = loss_group_sum(acc, buf);
+    /* p = e / s, rounded about once: q = e / hi corrected by the remainder e - q*(hi + lo) */
+    for (long j = l; j < C; j += W) {
+        const float e = p[j];
+        if (!isfinite(s.x)) {
+            p[j] = e / s.x;
+        } else {
+            const float q = e / s.x;
+            const float rem = fma(-q, s.x, e) - q * s.y;
+            p[j] = q + rem / s.x;
+        }
+    }
+    if (l == 0) {
+        const long t = loss_target_class(targets[targets_off + r], C);
+        float2 row = (float2)(0.0f, 0.0f);
+        if (t >= 0) {
+            /* lse - x[t] = (m - x[t]) + log(hi + lo), with log(hi + lo) ~ log(hi) + lo / hi */
+            const float lsum = isfinite(s.x) ? log(s.x) + s.y / s.x : log(s.x);
+            const float2 d = loss_two_sum(m, -x[t]);
+            if (isfinite(d.x) && isfinite(lsum)) {
+                const float2 u = loss_two_sum(d.x, lsum);
+                row = (float2)(u.x, u.y + d.y);
+            } else {
+                row = (float2)(d.x + lsum, 0.0f);
+            }
+        }
+        part[r] = row;
+    }
+}
+
+/* Pass 2, one group: loss[0] = (sum_r part[r]) / count, or 0 when no row is counted. */
+__kernel void cross_entropy_loss(__global const float *targets, long targets_off, long R, long C,
+                                 __global const float2 *part, __global float *loss, long loss_off,
+                                 __local float2 *buf, __local long *cnt)
+{
+    const long W = get_local_size(0), l = get_local_id(0);
+    targets += targets_off;
+    const long count = loss_group_count(targets, R, C, cnt);
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long r = l; r < R; r += W) acc = loss_acc_merge(acc, part[r]);
+    acc = loss_group_sum(acc, buf);
+    if (l != 0) return;
+    if (count == 0) {
+        loss[loss_off] = 0.0f;
+    } else if (!isfinite(acc.x)) {
+        loss[loss_off] = acc.x / (float)count;
+    } else {
+        /* (hi + lo) / count, rounded about once */
+        const float d = (float)count;
+        const float q = acc.x / d;
+        const float rem = fma(-q, d, acc.x) + acc.y;
+        loss[loss_off] = q + rem / d;
+    }
+}
+
+/* Backward pass 1, one group: scale[0] = gout[0] / count (0 when no row is counted). */
+__kernel void cross_entropy_bwd_scale(__global const float *targets, long targets_off, long R,
+                                      long C, __global const float *g, long g_off,
+                                      __global float *scale, __local long *cnt)
+{
+    const long count = loss_group_count(targets + targets_off, R, C, cnt);
+    if (get_local_id(0) == 0) scale[0] = count > 0 ? g[g_off] / (float)count : 0.0f;
+}
+
+/* Backward pass 2, one work-item per logit i = r*C + c (n = R*C):
+ *   glogits[r, c] += scale * (probs[r, c] - [c == target_r])     for counted rows r */
+__kernel void cross_entropy_bwd(__global const float *targets, long targets_off,
+                                __global const float *probs, long probs_off,
+                                __global const float *scale, __global float *gx, long gx_off,
+                                long C, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const long r = i / C, c = i - r * C;
+    const long t = loss_target_class(targets[targets_off + r], C);
+    if (t < 0) return;
+    const float d = probs[probs_off + i] - (c == t ? 1.0f : 0.0f);
+    const float v = scale[0] * d;
+    gx[gx_off + i] += v;
+}

@@ -1,0 +1,55 @@
+/* dropout.c — OpenCL host glue for inverted dropout with a counter-based (Philox) mask.
+ *
+ * Kernels: kernels/dropout.cl (one work-item per element). Same contract and equations as
+ * src/ref/dropout.c, and the same mask bits (rng.cl = rng.h):
+ *   p = p.f[0] (0 <= p < 1), seed = p.u[0], stream = p.u[1], counter = p.u[2]
+ *   keep_i = mcl_rng_uniform(seed, stream, counter + i) >= p
+ *   scale  = 1 / (1 - p), computed here once in float exactly as the reference does, so the
+ *            kernels multiply by the same float
+ * p == 0 is an exact copy (no draws).
+ */
+#include <stdio.h>
+
+#include "ocl.h"
+
+/* kname(src, dst, p, scale, seed, stream, counter, n) over the n elements of src. */
+static mcl_status dropout_launch(mcl_backend *be, const mcl_op_args *a, const char *kname,
+                                 const mcl_tensor *src, const mcl_tensor *dst)
+{
+    const float p = a->p.f[0];
+    const float scale = p == 0.0f ? 1.0f : 1.0f / (1.0f - p);
+    const int64_t n = mcl_tensor_numel(src);
+    char what[160], sb[64];
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, src);
+    i = mcl_ocl_arg_tensor(be, k, i, dst);
+    i = mcl_ocl_arg_float(be, k, i, p);
+    i = mcl_ocl_arg_float(be, k, i, scale);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    if (i < 0) {
+        mcl_status s = mcl_ctx_status(be->ctx);
+        return s != MCL_OK ? s : MCL_ERR_BACKEND;
+    }
+    snprintf(what, sizeof what, "%s on %s (p = %g)", kname, mcl_shape_str(src, sb, sizeof sb),
+             (double)p);
+    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
+}
+
+/* Forward:  out_i = keep_i ? a_i * scale : 0
+ * a [any] -> out [same as a] */
+mcl_status mcl_ocl_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return dropout_launch(be, a, "dropout_fwd", a->in[0], a->out[0]);
+}
+
+/* Backward: ga_i += keep_i ? gout_i * scale : 0   (the same mask, drawn again)
+ * gout[0] like a;  gin[0] like a (or NULL) */
+mcl_status mcl_ocl_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0]) return MCL_OK;
+    return dropout_launch(be, a, "dropout_bwd", a->gout[0], a->gin[0]);
+}

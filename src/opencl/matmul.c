@@ -1,0 +1,219 @@
+/* matmul.c — OpenCL matrix product through CLBlast: out = op(a) · op(b), batched over the
+ * leading dims. Equations and semantics: src/ref/matmul.c (this file mirrors it call for
+ * call, with CLBlast's row-major SGEMM in place of mcl_ref_sgemm).
+ *
+ * Every tensor is contiguous, so the matrices of a batch are evenly spaced: one call of
+ * CLBlastSgemmStridedBatched (or CLBlastSgemm for a single matrix) per product, with the
+ * tensors' element offsets as CLBlast offsets and the in-order queue of the backend. Backward
+ * products run with beta = 1, so they ACCUMULATE into gin[k].
+ *
+ * CLBlast compiles its own kernels the first time a routine/shape class is used on a device
+ * (slow on PoCL, seconds to minutes, once per process); later calls reuse them. CLBlast
+ * status codes are turned into readable messages naming the op, M, N, K and the batch; codes
+ * that are OpenCL errors go through mcl_ocl_fail like every other OpenCL failure.
+ */
+#include "ocl.h" /* first: fixes CL_TARGET_OPENCL_VERSION before clblast_c.h includes CL/ */
+
+#include <clblast_c.h>
+#include <stdio.h>
+
+/* Readable text of a CLBlast status code (all codes of clblast_c.h). */
+static const char *clblast_status_str(CLBlastStatusCode s)
+{
+    switch (s) {
+    case CLBlastSuccess: return "success";
+    /* codes shared with OpenCL */
+    case CLBlastOpenCLCompilerNotAvailable: return "OpenCL compiler not available";
+    case CLBlastTempBufferAllocFailure: return "temporary buffer allocation failure";
+    case CLBlastOpenCLOutOfResources: return "OpenCL out of resources";
+    case CLBlastOpenCLOutOfHostMemory: return "OpenCL out of host memory";
+    case CLBlastOpenCLBuildProgramFailure: return "OpenCL program build failure (CLBlast kernel)";
+    case CLBlastInvalidValue: return "invalid value";
+    case CLBlastInvalidCommandQueue: return "invalid command queue";
+    case CLBlastInvalidMemObject: return "invalid memory object";
+    case CLBlastInvalidBinary: return "invalid binary";
+    case CLBlastInvalidBuildOptions: return "invalid build options";
+    case CLBlastInvalidProgram: return "invalid program";
+    case CLBlastInvalidProgramExecutable: return "invalid program executable";
+    case CLBlastInvalidKernelName: return "invalid kernel name";
+    case CLBlastInvalidKernelDefinition: return "invalid kernel definition";
+    case CLBlastInvalidKernel: return "invalid kernel";
+    case CLBlastInvalidArgIndex: return "invalid kernel argument index";
+    case CLBlastInvalidArgValue: return "invalid kernel argument value";
+    case CLBlastInvalidArgSize: return "invalid kernel argument size";
+    case CLBlastInvalidKernelArgs: return "invalid kernel arguments";
+    case CLBlastInvalidLocalNumDimensions: return "too many work dimensions";
+    case CLBlastInvalidLocalThreadsTotal: return "too many work-items in a work-group";
+    case CLBlastInvalidLocalThreadsDim: return "too many work-items in one dimension";
+    case CLBlastInvalidGlobalOffset: return "invalid global offset";
+    case CLBlastInvalidEventWaitList: return "invalid event wait list";
+    case CLBlastInvalidEvent: return "invalid event";
+    case CLBlastInvalidOperation: return "invalid operation";
+    case CLBlastInvalidBufferSize: return "invalid buffer size";
+    case CLBlastInvalidGlobalWorkSize: return "invalid global work size";
+    /* codes shared with clBLAS */
+    case CLBlastNotImplemented: return "routine or functionality not implemented";
+    case CLBlastInvalidMatrixA: return "matrix A is not a valid OpenCL buffer";
+    case CLBlastInvalidMatrixB: return "matrix B is not a valid OpenCL buffer";
+    case CLBlastInvalidMatrixC: return "matrix C is not a valid OpenCL buffer";
+    case CLBlastInvalidVectorX: return "vector X is not a valid OpenCL buffer";
+    case CLBlastInvalidVectorY: return "vector Y is not a valid OpenCL buffer";
+    case CLBlastInvalidDimension: return "dimensions M, N and K must be larger than zero";
+    case CLBlastInvalidLeadDimA: return "leading dimension of A is too small";
+    case CLBlastInvalidLeadDimB: return "leading dimension of B is too small";
+    case CLBlastInvalidLeadDimC: return "leading dimension of C is too small";
+    case CLBlastInvalidIncrementX: return "increment of vector X is zero";
+    case CLBlastInvalidIncrementY: return "increment of vector Y is zero";
+    case CLBlastInsufficientMemoryA: return "matrix A's buffer is too small";
+    case CLBlastInsufficientMemoryB: return "matrix B's buffer is too small";
+    case CLBlastInsufficientMemoryC: return "matrix C's buffer is too small";
+    case CLBlastInsufficientMemoryX: return "vector X's buffer is too small";
+    case CLBlastInsufficientMemoryY: return "vector Y's buffer is too small";
+    /* CLBlast's own codes */
+    case CLBlastInsufficientMemoryTemp: return "temporary GEMM buffer is too small";
+    case CLBlastInvalidBatchCount: return "the batch count must be positive";
+    case CLBlastInvalidOverrideKernel: return "override of an invalid kernel";
+    case CLBlastMissingOverrideParameter: return "missing override parameter(s)";
+    case CLBlastInvalidLocalMemUsage: return "not enough local memory on this device";
+    case CLBlastNoHalfPrecision: return "half precision not supported by the device";
+    case CLBlastNoDoublePrecision: return "double precision not supported by the device";
+    case CLBlastInvalidVectorScalar: return "the unit-sized vector is not a valid OpenCL buffer";
+    case CLBlastInsufficientMemoryScalar: return "the unit-sized vector's buffer is too small";
+    case CLBlastDatabaseError: return "no entry for the device in CLBlast's database";
+    case CLBlastUnknownError: return "unknown error";
+    case CLBlastUnexpectedError: return "unexpected error";
+    }
+    return "unrecognized CLBlast status";
+}
+
+/* Dimensions of one matmul call, derived from the (already checked) shapes.
+ *   a   stored [.., M, K]  (ta = 0)   or [.., K, M]  (ta = 1);  lda = its row length
+ *   b   stored [.., K, N]  (tb = 0)   or [.., N, K]  (tb = 1);  ldb = its row length
+ *   out        [.., M, N]
+ *   batch = product of the leading dims (1 for 2-D tensors) */
+typedef struct mm_dims {
+    int ta, tb;
+    int64_t batch, M, N, K;
+    int64_t lda, ldb;
+} mm_dims;
+
+static void mm_dims_get(const mcl_op_args *a, mm_dims *d)
+{
+    const mcl_tensor *A = a->in[0], *C = a->out[0];
+    int nd = C->ndim;
+    d->ta = a->p.i[0] != 0;
+    d->tb = a->p.i[1] != 0;
+    d->M = C->shape[nd - 2];
+    d->N = C->shape[nd - 1];
+    d->K = d->ta ? A->shape[A->ndim - 2] : A->shape[A->ndim - 1];
+    d->batch = 1;
+    for (int i = 0; i < nd - 2; i++) d->batch *= C->shape[i];
+    d->lda = d->ta ? d->M : d->K;
+    d->ldb = d->tb ? d->K : d->N;
+}
+
+/* One operand of a GEMM: a tensor (element offset = the tensor's), its row length and the
+ * distance between the matrices of the batch. */
+typedef struct mm_operand {
+    const mcl_tensor *t;
+    int64_t ld, stride;
+} mm_operand;
+
+/* C[z] = alpha * op(A[z]) · op(B[z]) + beta * C[z] for z < batch (op(A) [m,k], op(B) [k,n],
+ * all row-major), on the backend's queue. `what` names the op and the call for errors. */
+static mcl_status gemm(mcl_backend *be, const char *what, int ta, int tb, int64_t m, int64_t n,
+                       int64_t k, float alpha, mm_operand A, mm_operand B, float beta,
+                       mm_operand C, int64_t batch)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    const CLBlastTranspose tA = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const CLBlastTranspose tB = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastStatusCode st;
+    if (batch == 1)
+        st = CLBlastSgemm(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n, (size_t)k, alpha,
+                          mcl_ocl_mem(A.t), (size_t)A.t->offset, (size_t)A.ld, mcl_ocl_mem(B.t),
+                          (size_t)B.t->offset, (size_t)B.ld, beta, mcl_ocl_mem(C.t),
+                          (size_t)C.t->offset, (size_t)C.ld, &o->queue, NULL);
+    else
+        st = CLBlastSgemmStridedBatched(
+            CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n, (size_t)k, alpha, mcl_ocl_mem(A.t),
+            (size_t)A.t->offset, (size_t)A.ld, (size_t)A.stride, mcl_ocl_mem(B.t),
+            (size_t)B.t->offset, (size_t)B.ld, (size_t)B.stride, beta, mcl_ocl_mem(C.t),
+            (size_t)C.t->offset, (size_t)C.ld, (size_t)C.stride, (size_t)batch, &o->queue, NULL);
+    if (st == CLBlastSuccess) return MCL_OK;
+
+    char full[320];
+    snprintf(full, sizeof full, "%s: %s(%s, %s, M=%lld N=%lld K=%lld, batch %lld)", what,
+             batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched", ta ? "A^T" : "A",
+             tb ? "B^T" : "B", (long long)m, (long long)n, (long long)k, (long long)batch);
+    if ((int)st < 0 && (int)st >= -63) /* an OpenCL error code */
+        return mcl_ocl_fail(be, (cl_int)st, full);
+    return mcl_ctx_set_error(be->ctx, MCL_ERR_BACKEND, "CLBlast: %s failed: %s (%d) on %s", full,
+                             clblast_status_str(st), (int)st, o->device_name);
+}
+
+/* "matmul forward (a [13,7]^T, b [13,5])" */
+static const char *what_str(char *buf, size_t len, const char *dir, const mcl_op_args *a,
+                            const mm_dims *d)
+{
+    char s1[64], s2[64];
+    snprintf(buf, len, "matmul %s (a %s%s, b %s%s)", dir, mcl_shape_str(a->in[0], s1, sizeof s1),
+             d->ta ? "^T" : "", mcl_shape_str(a->in[1], s2, sizeof s2), d->tb ? "^T" : "");
+    return buf;
+}
+
+/* Forward:  out[z] = op(a[z]) · op(b[z])          for every batch index z
+ * a   [.., M, K] or [.., K, M] (p.i[0] = 1)
+ * b   [.., K, N] or [.., N, K] (p.i[1] = 1)
+ * out [.., M, N] */
+mcl_status mcl_ocl_matmul_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    mm_dims d;
+    mm_dims_get(a, &d);
+    const int64_t sa = d.M * d.K, sb = d.K * d.N, sc = d.M * d.N; /* batch strides */
+    char wb[200];
+    what_str(wb, sizeof wb, "forward", a, &d);
+    mm_operand A = {a->in[0], d.lda, sa}, B = {a->in[1], d.ldb, sb}, C = {a->out[0], d.N, sc};
+    return gemm(be, wb, d.ta, d.tb, d.M, d.N, d.K, 1.0f, A, B, 0.0f, C, d.batch);
+}
+
+/* Backward, with G = dL/dout[z] [M,N] for each batch index z (as in src/ref/matmul.c):
+ *   ga (a stored [M,K], ta = 0):  ga += G · op(b)ᵀ      tb = 0: G · bᵀ     tb = 1: G · b
+ *   ga (a stored [K,M], ta = 1):  ga += op(b) · Gᵀ      tb = 0: b · Gᵀ     tb = 1: bᵀ · Gᵀ
+ *   gb (b stored [K,N], tb = 0):  gb += op(a)ᵀ · G      ta = 0: aᵀ · G     ta = 1: a · G
+ *   gb (b stored [N,K], tb = 1):  gb += Gᵀ · op(a)      ta = 0: Gᵀ · a     ta = 1: Gᵀ · aᵀ
+ * Every product runs with beta = 1, so it adds to what gin already holds.
+ * gout[0] [.., M, N];  gin[0] like a (or NULL);  gin[1] like b (or NULL) */
+mcl_status mcl_ocl_matmul_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    mm_dims d;
+    mm_dims_get(a, &d);
+    const int64_t sa = d.M * d.K, sb = d.K * d.N, sc = d.M * d.N; /* batch strides */
+    const mm_operand Aop = {a->in[0], d.lda, sa}, Bop = {a->in[1], d.ldb, sb};
+    const mm_operand G = {a->gout[0], d.N, sc};
+    char wb[200];
+    mcl_status s;
+    if (a->gin[0]) {
+        what_str(wb, sizeof wb, "backward, gradient of a", a, &d);
+        if (!d.ta) { /* [M,K] = G[M,N] · op(b)ᵀ[N,K] */
+            const mm_operand GA = {a->gin[0], d.K, sa};
+            s = gemm(be, wb, 0, !d.tb, d.M, d.K, d.N, 1.0f, G, Bop, 1.0f, GA, d.batch);
+        } else {     /* [K,M] = op(b)[K,N] · Gᵀ[N,M] */
+            const mm_operand GA = {a->gin[0], d.M, sa};
+            s = gemm(be, wb, d.tb, 1, d.K, d.M, d.N, 1.0f, Bop, G, 1.0f, GA, d.batch);
+        }
+        if (s != MCL_OK) return s;
+    }
+    if (a->gin[1]) {
+        what_str(wb, sizeof wb, "backward, gradient of b", a, &d);
+        if (!d.tb) { /* [K,N] = op(a)ᵀ[K,M] · G[M,N] */
+            const mm_operand GB = {a->gin[1], d.N, sb};
+            s = gemm(be, wb, !d.ta, 0, d.K, d.N, d.M, 1.0f, Aop, G, 1.0f, GB, d.batch);
+        } else {     /* [N,K] = Gᵀ[N,M] · op(a)[M,K] */
+            const mm_operand GB = {a->gin[1], d.K, sb};
+            s = gemm(be, wb, 1, d.ta, d.N, d.K, d.M, 1.0f, G, Aop, 1.0f, GB, d.batch);
+        }
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}

@@ -1,0 +1,116 @@
+/* norm.c — OpenCL host glue of layer normalization over the last dim.
+ * Kernels: kernels/norm.cl; equations and semantics: src/ref/norm.c.
+ *
+ *   in[0] x [..,N] (R rows), in[1] gamma [N], in[2] beta [N]; p.f[0] = eps
+ *   out[0] y [..,N], out[1] mean [R], out[2] rstd [R]   (only y is differentiable)
+ *
+ * Forward and the input gradient run one work-group per row; the gamma/beta gradients one
+ * work-item per column looping over the rows in order (deterministic). Backward ACCUMULATES
+ * into the non-NULL gin[k].
+ */
+#include <stdio.h>
+
+#include "ocl.h"
+
+static int64_t cols(const mcl_tensor *t) { return t->shape[t->ndim - 1]; }
+static int64_t rows(const mcl_tensor *t) { return mcl_tensor_numel(t) / cols(t); }
+
+/* Status to return after a failed argument setter or kernel lookup (already recorded). */
+static mcl_status recorded(mcl_backend *be)
+{
+    mcl_status s = mcl_ctx_status(be->ctx);
+    return s != MCL_OK ? s : MCL_ERR_BACKEND;
+}
+
+/* Work-group size of a one-group-per-row kernel: the reduction size W of the device, halved
+ * while it is at least twice the row length N (short rows), but not below 32 (or W). */
+static size_t row_wg(size_t wg_max, int64_t N)
+{
+    size_t w = mcl_ocl_reduce_wg(wg_max);
+    while (w > 32 && (int64_t)(w / 2) >= N) w /= 2;
+    return w;
+}
+
+/* "layer_norm forward (kernel layer_norm_fwd, x [13,7])" */
+static const char *what(char *buf, size_t len, int bwd, const char *kname, const mcl_tensor *x)
+{
+    char sb[64];
+    snprintf(buf, len, "layer_norm %s (kernel %s, x %s)", bwd ? "backward" : "forward", kname,
+             mcl_shape_str(x, sb, sizeof sb));
+    return buf;
+}
+
+/* layer_norm:
+ *   mean[r] = (1/N) sum_j x[r, j];  var[r] = (1/N) sum_j (x[r, j] - mean[r])^2  (biased)
+ *   rstd[r] = 1 / sqrt(var[r] + eps);  y[r, j] = (x[r, j] - mean[r]) * rstd[r] * gamma[j] + beta[j] */
+mcl_status mcl_ocl_layer_norm_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t R = rows(x), N = cols(x);
+    size_t wg;
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "layer_norm_fwd", &wg);
+    if (!k) return recorded(be);
+    const size_t W = row_wg(wg, N);
+    int i = mcl_ocl_arg_tensor(be, k, 0, x);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
+    if (i < 0) return recorded(be);
+    return mcl_ocl_run_groups(be, k, (size_t)R, W, what(wb, sizeof wb, 0, "layer_norm_fwd", x));
+}
+
+/* backward, with dxhat_j = gout[r, j] * gamma[j] and xhat from the saved mean and rstd:
+ *   gx[r, j]  += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
+ *   ggamma[j] += sum_r gout[r, j] * xhat[r, j]
+ *   gbeta[j]  += sum_r gout[r, j] */
+mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t R = rows(x), N = cols(x);
+    char wb[160];
+    mcl_status s;
+    if (a->gin[0]) {
+        size_t wg;
+        cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_dx", &wg);
+        if (!k) return recorded(be);
+        const size_t W = row_wg(wg, N);
+        int i = mcl_ocl_arg_tensor(be, k, 0, x);
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+        i = mcl_ocl_arg_long(be, k, i, N);
+        i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
+        if (i < 0) return recorded(be);
+        s = mcl_ocl_run_groups(be, k, (size_t)R, W, what(wb, sizeof wb, 1, "layer_norm_bwd_dx", x));
+        if (s != MCL_OK) return s;
+    }
+    if (a->gin[1] || a->gin[2]) {
+        /* a NULL gradient is passed as the other one, with its want flag 0 (never written) */
+        const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
+        const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
+        cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_gb", NULL);
+        if (!k) return recorded(be);
+        int i = mcl_ocl_arg_tensor(be, k, 0, x);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, gg);
+        i = mcl_ocl_arg_tensor(be, k, i, gb);
+        i = mcl_ocl_arg_long(be, k, i, R);
+        i = mcl_ocl_arg_long(be, k, i, N);
+        i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
+        i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        if (i < 0) return recorded(be);
+        s = mcl_ocl_run1d(be, k, (size_t)N, 0, what(wb, sizeof wb, 1, "layer_norm_bwd_gb", x));
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
