@@ -94,12 +94,16 @@
 
 /* A thread's block of C with at most this many rows reads B in place (no packing). */
 #ifndef DIRECT_B_MAX_ROWS
-#define DIRECT_B_MAX_ROWS (2 * MR)
+#define DIRECT_B_MAX_ROWS (4 * MR)
 #endif
 /* Below this many elementary products (M*N*K) the plain loop wins. */
+#ifndef SIMPLE_MAX_MNK
 #define SIMPLE_MAX_MNK 32768
+#endif
 /* Below this many flops (2*M*N*K) stay on one thread. */
+#ifndef MCL_GEMM_PAR_MIN_FLOPS
 #define MCL_GEMM_PAR_MIN_FLOPS 4.0e6
+#endif
 
 /* The micro-kernel is the one function where GCC's -O2 is not enough: -O2 does not fully
  * unroll the MR loop, so the accumulator array stays in memory (a load + store per FMA).
