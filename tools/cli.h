@@ -6,6 +6,8 @@
 
 /* `metacl bench gemm`: GFLOP/s of the reference sgemm (tools/bench_gemm.c). */
 int mcl_cli_bench_gemm(int argc, char **argv);
+/* `metacl bench ops`: per-op times on a backend next to the reference (tools/bench_ops.c). */
+int mcl_cli_bench_ops(int argc, char **argv);
 
 /* Backend by name ("ref", "opencl"; NULL/empty = $METACL_BACKEND, else ref).
  * Returns 0, or 2 after printing a usage error. */

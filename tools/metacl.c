@@ -23,6 +23,8 @@ static void usage(FILE *f)
             "  selftest [--seed N] [--steps N] [--backend ref|opencl] [--device N|NAME]\n"
             "                                 train a small MLP on a synthetic task and check it learns\n"
             "  bench gemm [--json]            GFLOP/s of the reference GEMM\n"
+            "  bench ops [--backend opencl] [--device N|NAME] [-o OP] [--json]\n"
+            "                                 per-op times on a backend next to the reference\n"
             "  version                        print the version\n"
             "  help                           this text\n"
             "environment:\n"
@@ -199,11 +201,12 @@ done:
 static int cmd_bench(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fprintf(argc < 2 ? stderr : stdout, "usage: metacl bench gemm [--json]\n");
+        fprintf(argc < 2 ? stderr : stdout, "usage: metacl bench gemm|ops [options] (--help for each)\n");
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "gemm") == 0) return mcl_cli_bench_gemm(argc - 1, argv + 1);
-    fprintf(stderr, "metacl bench: unknown benchmark '%s' (available: gemm)\n", argv[1]);
+    if (strcmp(argv[1], "ops") == 0) return mcl_cli_bench_ops(argc - 1, argv + 1);
+    fprintf(stderr, "metacl bench: unknown benchmark '%s' (available: gemm, ops)\n", argv[1]);
     return 2;
 }
 
