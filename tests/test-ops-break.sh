@@ -1,8 +1,9 @@
 #!/bin/sh
 # test-ops-break.sh -- proves that the op test runner can fail.
 #
-# METACL_TEST_BREAK=add makes tests/test-ops perturb add's reference forward output; the run
-# must then exit 1 and print FAIL. Exit 0 when it does, 1 when the runner missed the break.
+# METACL_TEST_BREAK=add perturbs add's output: the reference forward's (by the runner) with
+# --backend ref, the OpenCL backend's own (by the backend) with --backend opencl. Each run must
+# exit 1 and report the op as FAIL in the right column. Exit 0 when both do, 1 otherwise.
 # TEST_OPS overrides the binary. Otherwise: $METACL_BUILDDIR/tests/test-ops when the test
 # harness exports METACL_BUILDDIR, else ./tests/test-ops (automake runs tests from the build
 # directory), else the binary next to this script (run by hand from elsewhere).
@@ -17,17 +18,30 @@ if [ -z "${TEST_OPS:-}" ]; then
     fi
 fi
 
-out=$(METACL_TEST_BREAK=add "$TEST_OPS" -o add 2>&1)
-rc=$?
-printf '%s\n' "$out"
+# expect_break MODE COLUMN: the broken op must make the run exit 1 with a FAIL in COLUMN.
+expect_break() {
+    out=$(METACL_TEST_BREAK=add "$TEST_OPS" --backend "$1" -o add 2>&1)
+    rc=$?
+    printf '%s\n' "$out"
+    if [ "$1" = opencl ] && [ "$rc" -eq 77 ]; then
+        echo "test-ops-break: no OpenCL device: the OpenCL part is not checked"
+        return 0
+    fi
+    if [ "$rc" -ne 1 ]; then
+        echo "test-ops-break: FAILED: --backend $1 with METACL_TEST_BREAK=add exited $rc, want 1"
+        return 1
+    fi
+    if ! printf '%s\n' "$out" | grep -q "^FAIL add .*\[$2\]"; then
+        echo "test-ops-break: FAILED: --backend $1 with METACL_TEST_BREAK=add printed no FAIL in [$2]"
+        return 1
+    fi
+    echo "test-ops-break: --backend $1: the broken op was reported in [$2]"
+}
 
-if [ "$rc" -ne 1 ]; then
-    echo "test-ops-break: FAILED: '$TEST_OPS -o add' with METACL_TEST_BREAK=add exited $rc, want 1"
-    exit 1
-fi
-if ! printf '%s\n' "$out" | grep -q FAIL; then
-    echo "test-ops-break: FAILED: '$TEST_OPS -o add' with METACL_TEST_BREAK=add printed no FAIL"
-    exit 1
-fi
-echo "test-ops-break: ok (the broken op was reported)"
-exit 0
+status=0
+# reference only: the runner perturbs the reference forward output
+expect_break ref "ref fwd" || status=1
+# with OpenCL: the OpenCL backend perturbs its own output, the differential check must see it
+expect_break opencl "diff" || status=1
+[ "$status" -eq 0 ] && echo "test-ops-break: ok"
+exit "$status"

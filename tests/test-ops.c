@@ -44,6 +44,7 @@
 
 #include "metacl.h"
 #include "backend.h"
+#include "tape.h" /* the context's backend table: is every op implemented? */
 
 #define DEFAULT_SEED 1234u
 #define MAX_CASES 16   /* cases per op (the generators stop earlier) */
@@ -91,8 +92,29 @@
 #define GT_NORM 1e-3
 /* backward accumulation check: (base + g) is one float32 rounding away from base + g */
 #define ACC_TOL 1e-6
-/* differential (next issue): root of the normalized MSE of OpenCL vs reference outputs */
-#define DIFF_TOL 1e-5
+/* Differential mode: root of the normalized MSE, sqrt(sum (ocl-ref)^2 / sum ref^2), of the
+ * OpenCL outputs (forward) and input gradients (backward) against the reference's, on
+ * identical inputs. One limit per op, chosen by what the op computes: */
+/* moves/selects float32 values or applies the same correctly rounded ops: identical bits */
+#define DT_EXACT 0.0
+/* one or two rounded float32 ops per element; OpenCL 1.2 may round division 2.5 ulp where
+ * the device lacks correctly rounded division: a few ulp in rms ~ 1e-7, limit 10x that */
+#define DT_ROUND 1e-6
+/* math builtins (exp, log, tanh, erf): OpenCL allows 3-16 ulp where C libm has <= 1-2:
+ * rms of a few ulp over an array ~ 5e-7; backward formulas compose several of them */
+#define DT_LIBM 1e-5
+/* sums: the device sums in another order (work-group trees vs the reference's double
+ * accumulation): sqrt(n) eps-scale differences for n <= 68k terms ~ 1e-6 */
+#define DT_SUM 1e-5
+/* GEMM through CLBlast: its own K blocking and FMA use; K up to 521 here: ~sqrt(K) eps
+ * relative per element plus cancellation in the backward sums; looser than elementwise */
+#define DT_GEMM 1e-4
+
+/* Guard regions: every tensor the runner creates (inputs, outputs, gradients) is a view into
+ * a larger buffer with GUARD sentinel elements on each side; any write outside the view by a
+ * kernel is caught when the sentinels are checked after the op. */
+#define GUARD 37
+#define GUARD_VAL (-1.2345e30f)
 
 /* ================================================================================== */
 /* Host random numbers: Philox (inline in rng.h), stateless, one stream per case.       */
@@ -1118,47 +1140,48 @@ typedef struct opspec {
     double fwd_tol; /* forward (and in-place result) tolerance, see FT_* */
     double h;       /* finite-difference step (absolute; inputs are O(1)) */
     double grad_tol;/* gradcheck tolerance, see GT_*; unused for ops without backward */
+    double diff_tol;/* differential limit (OpenCL vs reference), see DT_* */
 } opspec;
 
 /* One row per op: name, case generator, naive forward, forward tolerance, finite-difference
  * step h (absolute; inputs are O(1)), gradcheck tolerance. The tolerances are the named
  * constants at the top of this file, each with its reason. */
 static const opspec SPECS[] = {
-    {"add", gen_binary, nv_add, FT_ROUND, 1.0, GT_LIN},
-    {"sub", gen_binary, nv_sub, FT_ROUND, 1.0, GT_LIN},
-    {"mul", gen_binary, nv_mul, FT_ROUND, 1.0, GT_LIN}, /* bilinear: linear in each input */
-    {"scale", gen_scale, nv_scale, FT_ROUND, 1.0, GT_LIN},
-    {"bias_add", gen_bias_add, nv_bias_add, FT_ROUND, 1.0, GT_LIN},
-    {"copy", gen_unary, nv_copy, FT_EXACT, 1.0, GT_LIN},
-    {"relu", gen_kink, nv_relu, FT_EXACT, 5e-3, GT_KINK},
-    {"leaky_relu", gen_leaky_relu, nv_leaky_relu, FT_ROUND, 5e-3, GT_KINK},
-    {"elu", gen_elu, nv_elu, FT_LIBM, 5e-3, GT_KINK},
-    {"sigmoid", gen_unary, nv_sigmoid, FT_LIBM, 2e-2, GT_SMOOTH},
-    {"tanh", gen_unary, nv_tanh, FT_LIBM, 2e-2, GT_SMOOTH},
-    {"gelu", gen_unary, nv_gelu, FT_LIBM, 2e-2, GT_SMOOTH},
-    {"exp", gen_unary, nv_exp, FT_LIBM, 2e-2, GT_SMOOTH},
-    {"log", gen_log, nv_log, FT_LIBM, 2e-2, GT_SMOOTH},
-    {"matmul", gen_matmul, nv_matmul, FT_SUM, 1.0, GT_LIN}, /* bilinear */
-    {"sum", gen_reduce, nv_sum, FT_SUM, 1.0, GT_LIN},
-    {"mean", gen_reduce_mean, nv_mean, FT_SUM, 1.0, GT_LIN},
-    {"sumsq", gen_reduce, nv_sumsq, FT_SUM, 1.0, GT_LIN}, /* quadratic: exact for any h */
-    {"sum_last", gen_reduce_last, nv_sum_last, FT_SUM, 1.0, GT_LIN},
-    {"mean_last", gen_reduce_mean_last, nv_mean_last, FT_SUM, 1.0, GT_LIN},
-    {"softmax", gen_softmax, nv_softmax, FT_LIBM, 2e-2, GT_SMOOTH},
-    {"log_softmax", gen_softmax, nv_log_softmax, FT_LIBM, 2e-2, GT_SMOOTH},
-    {"layer_norm", gen_layer_norm, nv_layer_norm, FT_LIBM, 1e-2, GT_NORM},
-    {"cross_entropy", gen_cross_entropy, nv_cross_entropy, FT_LIBM, 2e-2, GT_SMOOTH},
-    {"concat", gen_concat, nv_concat, FT_EXACT, 1.0, GT_LIN},
-    {"slice", gen_slice, nv_slice, FT_EXACT, 1.0, GT_LIN},
-    {"reshape", gen_reshape, nv_reshape, FT_EXACT, 1.0, GT_LIN},
-    {"transpose", gen_transpose, nv_transpose, FT_EXACT, 1.0, GT_LIN},
-    {"permute", gen_permute, nv_permute, FT_EXACT, 1.0, GT_LIN},
-    {"one_hot", gen_one_hot, nv_one_hot, FT_EXACT, 0.0, 0.0},
-    {"embedding", gen_embedding, nv_embedding, FT_EXACT, 1.0, GT_LIN}, /* linear in the table */
-    {"dropout", gen_dropout, nv_dropout, FT_ROUND, 1.0, GT_LIN}, /* fixed mask: linear */
-    {"sgd_step", gen_sgd_step, nv_sgd_step, FT_OPTIM, 0.0, 0.0},
-    {"adam_step", gen_adam_step, nv_adam_step, FT_OPTIM, 0.0, 0.0},
-    {"clip_scale", gen_clip_scale, nv_clip_scale, FT_OPTIM, 0.0, 0.0},
+    {"add", gen_binary, nv_add, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
+    {"sub", gen_binary, nv_sub, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
+    {"mul", gen_binary, nv_mul, FT_ROUND, 1.0, GT_LIN, DT_ROUND}, /* bilinear: linear in each input */
+    {"scale", gen_scale, nv_scale, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
+    {"bias_add", gen_bias_add, nv_bias_add, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
+    {"copy", gen_unary, nv_copy, FT_EXACT, 1.0, GT_LIN, DT_EXACT},
+    {"relu", gen_kink, nv_relu, FT_EXACT, 5e-3, GT_KINK, DT_EXACT},
+    {"leaky_relu", gen_leaky_relu, nv_leaky_relu, FT_ROUND, 5e-3, GT_KINK, DT_ROUND},
+    {"elu", gen_elu, nv_elu, FT_LIBM, 5e-3, GT_KINK, DT_LIBM},
+    {"sigmoid", gen_unary, nv_sigmoid, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    {"tanh", gen_unary, nv_tanh, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    {"gelu", gen_unary, nv_gelu, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    {"exp", gen_unary, nv_exp, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    {"log", gen_log, nv_log, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    {"matmul", gen_matmul, nv_matmul, FT_SUM, 1.0, GT_LIN, DT_GEMM}, /* bilinear */
+    {"sum", gen_reduce, nv_sum, FT_SUM, 1.0, GT_LIN, DT_SUM},
+    {"mean", gen_reduce_mean, nv_mean, FT_SUM, 1.0, GT_LIN, DT_SUM},
+    {"sumsq", gen_reduce, nv_sumsq, FT_SUM, 1.0, GT_LIN, DT_SUM}, /* quadratic: exact for any h */
+    {"sum_last", gen_reduce_last, nv_sum_last, FT_SUM, 1.0, GT_LIN, DT_SUM},
+    {"mean_last", gen_reduce_mean_last, nv_mean_last, FT_SUM, 1.0, GT_LIN, DT_SUM},
+    {"softmax", gen_softmax, nv_softmax, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    {"log_softmax", gen_softmax, nv_log_softmax, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    {"layer_norm", gen_layer_norm, nv_layer_norm, FT_LIBM, 1e-2, GT_NORM, DT_LIBM},
+    {"cross_entropy", gen_cross_entropy, nv_cross_entropy, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    {"concat", gen_concat, nv_concat, FT_EXACT, 1.0, GT_LIN, DT_EXACT},
+    {"slice", gen_slice, nv_slice, FT_EXACT, 1.0, GT_LIN, DT_EXACT},
+    {"reshape", gen_reshape, nv_reshape, FT_EXACT, 1.0, GT_LIN, DT_EXACT},
+    {"transpose", gen_transpose, nv_transpose, FT_EXACT, 1.0, GT_LIN, DT_EXACT},
+    {"permute", gen_permute, nv_permute, FT_EXACT, 1.0, GT_LIN, DT_EXACT},
+    {"one_hot", gen_one_hot, nv_one_hot, FT_EXACT, 0.0, 0.0, DT_EXACT},
+    {"embedding", gen_embedding, nv_embedding, FT_EXACT, 1.0, GT_LIN, DT_EXACT}, /* linear in the table */
+    {"dropout", gen_dropout, nv_dropout, FT_ROUND, 1.0, GT_LIN, DT_ROUND}, /* fixed mask: linear */
+    {"sgd_step", gen_sgd_step, nv_sgd_step, FT_OPTIM, 0.0, 0.0, DT_ROUND},
+    {"adam_step", gen_adam_step, nv_adam_step, FT_OPTIM, 0.0, 0.0, DT_ROUND},
+    {"clip_scale", gen_clip_scale, nv_clip_scale, FT_OPTIM, 0.0, 0.0, DT_ROUND},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 
@@ -1168,6 +1191,9 @@ static const opspec *spec_find(const char *name)
         if (strcmp(SPECS[s].name, name) == 0) return &SPECS[s];
     return NULL;
 }
+
+/* The differential limit of an op (DT_*). */
+static double diff_tol(const opspec *sp) { return sp->diff_tol; }
 
 /* ================================================================================== */
 /* Running a case on a context (any backend).                                           */
@@ -1189,11 +1215,83 @@ static void ctx_msg(mcl_ctx *ctx, mcl_status st, const char *what, char *msg, si
     mcl_ctx_clear_error(ctx);
 }
 
-/* New caller-owned tensor holding v (or zeros if v is NULL). */
+/* The guard registry: buffers (base) holding a guarded view; own_view = the registry also
+ * frees the view (outputs), otherwise the caller frees it (tensor_from). */
+typedef struct guarded {
+    mcl_tensor *base, *view;
+    int own_view;
+    const char *what;
+} guarded;
+static guarded *g_guards;
+static int g_nguards, g_capguards;
+
+/* Zero-filled view of the given shape inside a guarded buffer (registered). */
+static mcl_tensor *guarded_new(mcl_ctx *ctx, int ndim, const int64_t *shape, int own_view,
+                               const char *what)
+{
+    int64_t n = shape_numel(ndim, shape), bs[1] = {n + 2 * GUARD};
+    mcl_tensor *base = mcl_tensor_create(ctx, 1, bs);
+    if (!base) return NULL;
+    mcl_tensor *view = NULL;
+    if (mcl_tensor_fill(base, GUARD_VAL) == MCL_OK) view = mcl_tensor_view(base, GUARD, ndim, shape);
+    if (!view || mcl_tensor_fill(view, 0.0f) != MCL_OK) {
+        mcl_tensor_free(view);
+        mcl_tensor_free(base);
+        return NULL;
+    }
+    if (g_nguards == g_capguards) {
+        g_capguards = g_capguards ? 2 * g_capguards : 64;
+        guarded *p = realloc(g_guards, (size_t)g_capguards * sizeof *p);
+        if (!p) {
+            fprintf(stderr, "test-ops: out of memory\n");
+            exit(1);
+        }
+        g_guards = p;
+    }
+    g_guards[g_nguards++] = (guarded){base, view, own_view, what};
+    return view;
+}
+
+/* Every sentinel still in place? */
+static int guards_check(mcl_ctx *ctx, char *msg, size_t len)
+{
+    for (int g = 0; g < g_nguards; g++) {
+        if (g_guards[g].base->ctx != ctx) continue;
+        int64_t n = mcl_tensor_numel(g_guards[g].base);
+        float *h = xcalloc((size_t)n, sizeof(float));
+        int ok = mcl_tensor_read(g_guards[g].base, h, n) == MCL_OK;
+        int64_t bad = -1;
+        for (int64_t i = 0; ok && i < GUARD; i++) {
+            if (h[i] != GUARD_VAL) bad = i - GUARD;
+            if (h[n - 1 - i] != GUARD_VAL) bad = n - 1 - i - GUARD;
+        }
+        free(h);
+        if (!ok || bad != -1) {
+            if (!ok)
+                ctx_msg(ctx, mcl_ctx_status(ctx), "reading a guarded buffer", msg, len);
+            else
+                snprintf(msg, len, "%s: write outside the tensor at element %" PRId64
+                         " (guard region overwritten)", g_guards[g].what, bad);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void guards_release(void)
+{
+    for (int g = 0; g < g_nguards; g++) {
+        if (g_guards[g].own_view) mcl_tensor_free(g_guards[g].view);
+        mcl_tensor_free(g_guards[g].base);
+    }
+    g_nguards = 0;
+}
+
+/* New caller-owned tensor holding v (or zeros if v is NULL), guarded. */
 static mcl_tensor *tensor_from(mcl_ctx *ctx, int ndim, const int64_t *shape, const float *v,
                                char *msg, size_t len)
 {
-    mcl_tensor *t = mcl_tensor_create(ctx, ndim, shape);
+    mcl_tensor *t = guarded_new(ctx, ndim, shape, 0, "a tensor of the runner");
     if (!t) {
         ctx_msg(ctx, mcl_ctx_status(ctx), "mcl_tensor_create", msg, len);
         return NULL;
@@ -1232,17 +1330,33 @@ static int harr_read(mcl_ctx *ctx, harr *h, const mcl_tensor *t, char *msg, size
     return 1;
 }
 
-/* Run the op (tc->calls times) in a no-grad scope; a->out[] are temporaries of ctx. */
+/* Run the op (tc->calls times) in a no-grad scope; a->out[] are temporaries of ctx, or, with
+ * guard_out, guarded views (the op runs once to learn the output shapes, then again into
+ * the guarded outputs; only ops with outputs, which do not modify their inputs). */
 static int op_call(mcl_ctx *ctx, mcl_op op, const tcase *tc, mcl_tensor **in, mcl_op_args *a,
-                   char *msg, size_t len)
+                   int guard_out, char *msg, size_t len)
 {
     const mcl_op_info *info = &mcl_op_table[op];
-    for (int c = 0; c < tc->calls; c++) {
+    int passes = (guard_out && info->n_out > 0) ? 2 : 1;
+    for (int c = 0; c < tc->calls * passes; c++) {
+        mcl_tensor *given[MCL_MAX_OUT] = {0};
+        if (passes == 2 && c % 2 == 1)
+            for (int k = 0; k < info->n_out; k++) {
+                given[k] = guarded_new(ctx, a->out[k]->ndim, a->out[k]->shape, 1, "an output");
+                if (!given[k]) {
+                    ctx_msg(ctx, mcl_ctx_status(ctx), "guarded output", msg, len);
+                    return 0;
+                }
+            }
         memset(a, 0, sizeof *a);
         a->op = op;
         a->p = tc->p;
-        if (tc->step_i >= 0) a->p.i[tc->step_i] = c + 1;
+        if (tc->step_i >= 0) a->p.i[tc->step_i] = c / passes + 1;
         for (int k = 0; k < tc->n_in; k++) a->in[k] = in[k];
+        if (given[0]) {
+            a->out_given = 1;
+            for (int k = 0; k < info->n_out; k++) a->out[k] = given[k];
+        }
         mcl_no_grad_begin(ctx);
         mcl_status st = mcl_op_run(ctx, a);
         mcl_no_grad_end(ctx);
@@ -1268,7 +1382,7 @@ static int run_fwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, int apply_break, ha
     mcl_tensor *in[MCL_MAX_IN] = {0};
     mcl_op_args a;
     int ok = 0;
-    if (!inputs_create(ctx, tc, tc->x, in, msg, len) || !op_call(ctx, op, tc, in, &a, msg, len))
+    if (!inputs_create(ctx, tc, tc->x, in, msg, len) || !op_call(ctx, op, tc, in, &a, 1, msg, len))
         goto done;
     if (info->n_out > 0) {
         for (int k = 0; k < info->n_out; k++)
@@ -1290,9 +1404,10 @@ static int run_fwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, int apply_break, ha
     /* METACL_TEST_BREAK: perturb this op's output after the backend call */
     if (apply_break && g_break_op && strcmp(g_break_op, info->name) == 0 && got[0].n > 0)
         got[0].f[got[0].n / 2] += 1e-2f;
-    ok = 1;
+    ok = guards_check(ctx, msg, len);
 done:
     tensors_free(in, tc->n_in);
+    guards_release();
     mcl_ctx_reset(ctx);
     return ok;
 }
@@ -1333,7 +1448,7 @@ static int run_bwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, trng grng, harr *go
     mcl_tensor *in[MCL_MAX_IN] = {0}, *tgo[MCL_MAX_OUT] = {0}, *tgi[MCL_MAX_IN] = {0};
     mcl_op_args a;
     int ok = 0;
-    if (!inputs_create(ctx, tc, tc->x, in, msg, len) || !op_call(ctx, op, tc, in, &a, msg, len))
+    if (!inputs_create(ctx, tc, tc->x, in, msg, len) || !op_call(ctx, op, tc, in, &a, 1, msg, len))
         goto done;
     for (int k = 0; k < info->n_diff_out; k++) {
         harr_set_shape(&gout[k], a.out[k]->ndim, a.out[k]->shape);
@@ -1400,11 +1515,12 @@ static int run_bwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, trng grng, harr *go
             goto done;
         }
     }
-    ok = 1;
+    ok = guards_check(ctx, msg, len);
 done:
     tensors_free(tgo, MCL_MAX_OUT);
     tensors_free(tgi, MCL_MAX_IN);
     tensors_free(in, tc->n_in);
+    guards_release();
     mcl_ctx_reset(ctx);
     return ok;
 }
@@ -1414,7 +1530,7 @@ static int eval_loss(mcl_ctx *ctx, mcl_op op, const tcase *tc, mcl_tensor **in, 
                      double *L, char *msg, size_t len)
 {
     mcl_op_args a;
-    int ok = op_call(ctx, op, tc, in, &a, msg, len);
+    int ok = op_call(ctx, op, tc, in, &a, 0, msg, len);
     *L = 0.0;
     for (int k = 0; ok && k < mcl_op_table[op].n_diff_out; k++) {
         harr h = {0};
@@ -1527,6 +1643,7 @@ static int gradcheck(mcl_ctx *ctx, mcl_op op, const opspec *sp, const tcase *tc,
 done:
     free(idx);
     tensors_free(in, tc->n_in);
+    guards_release();
     for (int k = 0; k < tc->n_in; k++) free(xs[k]);
     mcl_ctx_reset(ctx);
     return ok;
@@ -1546,6 +1663,8 @@ typedef struct runner {
     mcl_ctx *ocl;  /* OpenCL context (NULL: columns print "-")   */
     uint64_t seed;
     int res[MCL_OP_COUNT][NCOL];
+    int ocl_missing[MCL_OP_COUNT]; /* the OpenCL backend has no forward/backward for it */
+    double diff_max[MCL_OP_COUNT]; /* largest differential error seen */
 } runner;
 
 static void set_res(int *r, int ok)
@@ -1570,6 +1689,15 @@ static void run_op(runner *r, mcl_op op)
     for (int c = 0; c < NCOL; c++) res[c] = RES_NONE;
     if (!has_bwd) res[COL_REF_BWD] = res[COL_GRADCHECK] = RES_NA;
     if (r->ocl && !has_bwd) res[COL_OCL_BWD] = RES_NA;
+    if (r->ocl) {
+        const mcl_op_impl *impl = &r->ocl->be->ops[op];
+        r->ocl_missing[op] = !impl->fwd || (has_bwd && !impl->bwd);
+        if (r->ocl_missing[op]) {
+            fail_line(info->name, NULL, COL_OCL_FWD, "the OpenCL backend has no implementation");
+            res[COL_OCL_FWD] = res[COL_DIFF] = RES_FAIL;
+            if (has_bwd) res[COL_OCL_BWD] = RES_FAIL;
+        }
+    }
 
     int ncases = 0;
     for (int k = 0; sp && k < MAX_CASES; k++) {
@@ -1598,8 +1726,9 @@ static void run_op(runner *r, mcl_op op)
         const double ftol = sp->fwd_tol * tc.fwd_tol_scale, gtol = sp->grad_tol;
         sp->naive(&tc, want);
 
-        /* ref fwd */
-        int fwd_ran = run_fwd(r->ref, op, &tc, 1, got, msg, sizeof msg);
+        /* ref fwd (METACL_TEST_BREAK perturbs it here only when no OpenCL backend runs: with
+         * one, the backend itself perturbs its own output) */
+        int fwd_ran = run_fwd(r->ref, op, &tc, r->ocl == NULL, got, msg, sizeof msg);
         int fwd_ok = fwd_ran && check_fwd(nres, got, want, ftol, &err, msg, sizeof msg);
         if (!fwd_ok) fail_line(info->name, &tc, COL_REF_FWD, msg);
         set_res(&res[COL_REF_FWD], fwd_ok);
@@ -1623,7 +1752,8 @@ static void run_op(runner *r, mcl_op op)
 
         /* OpenCL: forward against the naive values, against the reference (diff), backward
          * against the reference backward */
-        if (r->ocl) {
+        if (r->ocl && !r->ocl_missing[op]) {
+            const double dtol = diff_tol(sp);
             int ran = run_fwd(r->ocl, op, &tc, 0, ogot, msg, sizeof msg);
             int ok = ran && check_fwd(nres, ogot, want, ftol, &err, msg, sizeof msg);
             if (!ok) fail_line(info->name, &tc, COL_OCL_FWD, msg);
@@ -1635,8 +1765,12 @@ static void run_op(runner *r, mcl_op op)
                                                       : nmse_err(ogot[j].f, got[j].f, got[j].n);
                     if (!within(ej, e)) e = ej;
                 }
-                ok = within(e, DIFF_TOL);
-                snprintf(msg, sizeof msg, "normalized rms difference %.3g > tol %.3g", e, DIFF_TOL);
+                ok = within(e, dtol);
+                if (!within(e, r->diff_max[op])) r->diff_max[op] = e;
+                snprintf(msg, sizeof msg, "forward: normalized rms difference %.3g > tol %.3g%s", e,
+                         dtol, isinf(e) ? " (NaN/Inf parity or size differs)" : "");
+                if (g_verbose)
+                    printf("  %-13s %-40s diff fwd %.3g (tol %.3g)\n", info->name, tc.desc, e, dtol);
             } else {
                 ok = 0;
                 snprintf(msg, sizeof msg, "a forward failed: nothing to compare");
@@ -1658,6 +1792,24 @@ static void run_op(runner *r, mcl_op op)
                 }
                 if (!ok) fail_line(info->name, &tc, COL_OCL_BWD, msg);
                 set_res(&res[COL_OCL_BWD], ok);
+                /* differential, backward: the input gradients on identical gout */
+                if (ok) {
+                    double e = 0.0;
+                    for (int j = 0; j < tc.n_in; j++) {
+                        if (!gin[j].f) continue;
+                        double ej = nmse_err(ogin[j].f, gin[j].f, gin[j].n);
+                        if (!within(ej, e)) e = ej;
+                    }
+                    if (!within(e, r->diff_max[op])) r->diff_max[op] = e;
+                    if (g_verbose)
+                        printf("  %-13s %-40s diff bwd %.3g (tol %.3g)\n", info->name, tc.desc, e, dtol);
+                    if (!within(e, dtol)) {
+                        snprintf(msg, sizeof msg, "backward: normalized rms difference %.3g > tol %.3g%s",
+                                 e, dtol, isinf(e) ? " (NaN/Inf parity differs)" : "");
+                        fail_line(info->name, &tc, COL_DIFF, msg);
+                        set_res(&res[COL_DIFF], 0);
+                    }
+                }
             }
         }
 
@@ -1691,7 +1843,8 @@ static int self_check(void)
     return within(cmp_err(right, want, 5, FWD_FLOOR), FT_EXACT) &&
            !within(cmp_err(wrong, want, 5, FWD_FLOOR), FT_LIBM) &&
            !within(cmp_err(nan_, want, 5, FWD_FLOOR), 1e30) &&
-           !within(nmse_err(wrong, right, 5), DIFF_TOL) && within(nmse_err(right, right, 5), 0.0);
+           !within(nmse_err(wrong, right, 5), DT_GEMM) && within(nmse_err(right, right, 5), 0.0) &&
+           !within(nmse_err(nan_, right, 5), 1e30); /* NaN/Inf parity */
 }
 
 static void usage(FILE *f)
@@ -1700,15 +1853,17 @@ static void usage(FILE *f)
                "  --list         run everything and print a coverage table\n"
                "  -o OP          run only op OP (a name from ops.def)\n"
                "  --seed N       seed of the random inputs (default %u)\n"
-               "  --backend B    ref (default) or opencl (reference + OpenCL + differential)\n"
+               "  --backend B    ref (reference only) or opencl (reference + OpenCL + differential;\n"
+               "                 SKIP without a device); default: OpenCL when a device exists\n"
                "  -v             print every case (-v -v: every finite difference)\n"
-               "environment: METACL_TEST_BREAK=OP perturbs OP's reference forward output\n",
+               "environment: METACL_TEST_BREAK=OP perturbs OP's OpenCL output (reference forward\n"
+               "             output when no OpenCL backend runs): the run must fail\n",
             DEFAULT_SEED);
 }
 
 int main(int argc, char **argv)
 {
-    int list = 0, want_ocl = 0;
+    int list = 0, want_ocl = -1; /* -1: OpenCL when a device exists, 0: ref only, 1: required */
     const char *only = NULL;
     runner r;
     memset(&r, 0, sizeof r);
@@ -1762,6 +1917,7 @@ int main(int argc, char **argv)
         }
     }
 #ifndef MCL_HAVE_OPENCL
+    if (want_ocl < 0) want_ocl = 0;
     if (want_ocl) {
         fprintf(stderr, "test-ops: no OpenCL backend in this build (SKIP)\n");
         return 77;
@@ -1777,8 +1933,8 @@ int main(int argc, char **argv)
     g_break_op = getenv("METACL_TEST_BREAK");
     if (g_break_op && !*g_break_op) g_break_op = NULL;
     if (g_break_op)
-        printf("test-ops: METACL_TEST_BREAK=%s: perturbing that op's reference forward output\n",
-               g_break_op);
+        printf("test-ops: METACL_TEST_BREAK=%s: that op's %s output is perturbed\n", g_break_op,
+               want_ocl ? "OpenCL (if a device exists; else reference forward)" : "reference forward");
     for (int s = 0; s < N_SPECS; s++)
         if (mcl_op_by_name(SPECS[s].name) == MCL_OP_COUNT)
             printf("test-ops: note: test cases for '%s', which is not in ops.def\n", SPECS[s].name);
@@ -1790,9 +1946,15 @@ int main(int argc, char **argv)
     }
     if (want_ocl) {
         if (mcl_ctx_create(&r.ocl, MCL_BACKEND_OPENCL, NULL, err, sizeof err) != MCL_OK || !r.ocl) {
-            fprintf(stderr, "test-ops: no OpenCL device (SKIP): %s\n", err);
-            mcl_ctx_free(r.ref);
-            return 77;
+            r.ocl = NULL;
+            if (want_ocl > 0) {
+                fprintf(stderr, "test-ops: no OpenCL device (SKIP): %s\n", err);
+                mcl_ctx_free(r.ref);
+                return 77;
+            }
+            printf("test-ops: no OpenCL device (%s): reference only\n", err);
+        } else {
+            printf("test-ops: differential mode: reference vs OpenCL\n");
         }
     }
 
@@ -1801,9 +1963,10 @@ int main(int argc, char **argv)
 
     int passed = 0, failed = 0;
     if (list) {
-        printf("\n%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %s\n", "op", "ref fwd", "ref bwd",
-               "gradcheck", "opencl fwd", "opencl bwd", "diff");
-        printf("--------------+---------+---------+-----------+------------+------------+-----\n");
+        printf("\n%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", "op", "ref fwd", "ref bwd",
+               "gradcheck", "opencl fwd", "opencl bwd", "diff", "max diff (limit)");
+        printf("--------------+---------+---------+-----------+------------+------------+------+"
+               "-----------------\n");
     }
     for (int op = 0; op < MCL_OP_COUNT; op++) {
         if (only_op != MCL_OP_COUNT && op != (int)only_op) continue;
@@ -1812,10 +1975,14 @@ int main(int argc, char **argv)
             passed += res[c] == RES_PASS;
             failed += res[c] == RES_FAIL;
         }
-        if (list)
-            printf("%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %s\n", mcl_op_table[op].name,
+        if (list) {
+            const opspec *sp = spec_find(mcl_op_table[op].name);
+            char md[48] = "-";
+            if (r.ocl && sp) snprintf(md, sizeof md, "%.2g (%.0g)", r.diff_max[op], diff_tol(sp));
+            printf("%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", mcl_op_table[op].name,
                    RES_NAME[res[0]], RES_NAME[res[1]], RES_NAME[res[2]], RES_NAME[res[3]],
-                   RES_NAME[res[4]], RES_NAME[res[5]]);
+                   RES_NAME[res[4]], RES_NAME[res[5]], md);
+        }
     }
     if (list && !r.ocl) {
 #ifdef MCL_HAVE_OPENCL
