@@ -98,11 +98,11 @@
 #endif
 /* Below this many elementary products (M*N*K) the plain loop wins. */
 #ifndef SIMPLE_MAX_MNK
-#define SIMPLE_MAX_MNK 32768
+#define SIMPLE_MAX_MNK 256
 #endif
 /* Below this many flops (2*M*N*K) stay on one thread. */
 #ifndef MCL_GEMM_PAR_MIN_FLOPS
-#define MCL_GEMM_PAR_MIN_FLOPS 4.0e6
+#define MCL_GEMM_PAR_MIN_FLOPS 1.0e6
 #endif
 
 /* The micro-kernel is the one function where GCC's -O2 is not enough: -O2 does not fully
