@@ -1,0 +1,48 @@
+/* strokes.h — stroke-based character sets rendered as handwriting (public API).
+ *
+ * A glyph is a list of strokes; a stroke is a polyline of points (x, y) in the unit square,
+ * y pointing DOWN. Sources (see ../shared/DATA.md): hanzi (npm hanzi-writer-data medians),
+ * kanji (Debian python3-kanjidraw segments), hershey (Debian hershey-fonts-data .jhf).
+ * Rendering is deterministic per (seed, class, instance) and follows DATA.md's recipe.
+ */
+#ifndef MCL_STROKES_H
+#define MCL_STROKES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataset.h"
+
+typedef struct mcl_glyph {
+    int n_strokes;
+    int *stroke_start; /* n_strokes + 1 offsets into pts (in points) */
+    float *pts;        /* 2 × total points: x0, y0, x1, y1, ...         */
+    char text[64];     /* the character (UTF-8) or a description        */
+    mcl_split split;   /* meta-train / val / test                       */
+} mcl_glyph;
+
+typedef struct mcl_strokeset {
+    char name[32];
+    int n;             /* glyphs = classes */
+    mcl_glyph *glyphs;
+} mcl_strokeset;
+
+/* Read a stroke set from its source ("hanzi": the npm tarball in data_dir, fetched with
+ * `npm pack` when missing; "kanji", "hershey": Debian package files). Missing source →
+ * MCL_ERR_IO with the exact install command in err. max_strokes > 0 keeps only glyphs with
+ * at most that many strokes (hanzi default 10). */
+mcl_status mcl_strokeset_load(const char *name, const char *data_dir, int max_strokes,
+                              mcl_strokeset **out, char *err, size_t len);
+void mcl_strokeset_free(mcl_strokeset *s);
+
+/* Render one sample into out[32*32]: clean = 1 gives the undistorted glyph (normalized box,
+ * medium pen); otherwise the distortions of DATA.md keyed by (seed, cls, instance). */
+void mcl_render_glyph(const mcl_glyph *g, uint64_t seed, int32_t cls, int64_t instance, int clean,
+                      uint8_t *out);
+
+/* Prepare a stroke set: load, render `instances` samples per class (default 20), write the
+ * prepared directory (prepared.h). */
+mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int instances,
+                               uint64_t seed, char *err, size_t len);
+
+#endif
