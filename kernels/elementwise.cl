@@ -23,14 +23,7 @@ __kernel void add_fwd(__global const float *a, long a_off, __global const float 
     out[out_off + i] = a[a_off + i] + b[b_off + i];
 }
 
-/* add backward, for either input: gx += gout */
-__kernel void add_bwd(__global const float *g, long g_off, __global float *gx, long gx_off,
-                      long n)
-{
-    long i = get_global_id(0);
-    if (i >= n) return;
-    gx[gx_off + i] += g[g_off + i];
-}
+/* add backward, for either input: gx += gout (the kernel copy_bwd, below) */
 
 /* sub: out = a - b */
 __kernel void sub_fwd(__global const float *a, long a_off, __global const float *b, long b_off,
@@ -111,21 +104,13 @@ __kernel void bias_add_fwd(__global const float *x, long x_off, __global const f
  * The chunk length is a fixed constant chosen by the host (not a device property), so the
  * bits depend only on the shapes. */
 
-/* s + e == a + b exactly, s = fl(a + b) (Knuth's TwoSum: no condition on |a|, |b|). */
-float2 bias_add_two_sum(float a, float b)
-{
-    float s = a + b;
-    float bb = s - a;
-    float e = (a - (s - bb)) + (b - bb);
-    return (float2)(s, e);
-}
-
 /* (hi, lo) + (x, y) as a renormalized pair (|lo| <= ulp(hi) / 2; the adding of a single
- * float is y = 0). Once the leading sum is Inf or NaN the pair is (that, 0), so Inf and NaN
- * propagate as in the reference's double sum instead of turning Inf into Inf - Inf = NaN. */
+ * float is y = 0), built on mcl_two_sum (common.cl). Unlike common.cl's accumulators, once
+ * the leading sum is Inf or NaN the pair is (that, 0), so Inf and NaN propagate as in the
+ * reference's double sum instead of turning Inf into Inf - Inf = NaN. */
 float2 bias_add_ff_add(float2 acc, float2 v)
 {
-    float2 s = bias_add_two_sum(acc.x, v.x);
+    float2 s = mcl_two_sum(acc.x, v.x);
     if (!isfinite(s.x)) return (float2)(s.x, 0.0f);
     float e = s.y + (acc.y + v.y);
     float hi = s.x + e; /* FastTwoSum: e is small next to s.x */
@@ -159,16 +144,9 @@ __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, l
     gb[gb_off + j] += acc.x + acc.y;
 }
 
-/* bias_add backward for x: gx += gout (item i = flat element i) */
-__kernel void bias_add_bwd_x(__global const float *g, long g_off, __global float *gx, long gx_off,
-                             long n)
-{
-    long i = get_global_id(0);
-    if (i >= n) return;
-    gx[gx_off + i] += g[g_off + i];
-}
+/* bias_add backward for x: gx += gout (the kernel copy_bwd, below) */
 
-/* copy: out = a */
+/* copy: out = a (also reshape's forward: the row-major order is unchanged) */
 __kernel void copy_fwd(__global const float *a, long a_off, __global float *out, long out_off,
                        long n)
 {
@@ -177,7 +155,8 @@ __kernel void copy_fwd(__global const float *a, long a_off, __global float *out,
     out[out_off + i] = a[a_off + i];
 }
 
-/* copy backward: ga += gout */
+/* copy backward: ga += gout (also the backward of add for either input, of bias_add for x and
+ * of reshape) */
 __kernel void copy_bwd(__global const float *g, long g_off, __global float *gx, long gx_off,
                        long n)
 {

@@ -21,27 +21,10 @@
  *                            glogits[r, c] += scale * (probs[r, c] - [c == target_r]) for
  *                            counted rows only (ACCUMULATES).
  *
- * Accuracy without fp64: sums are pairs (hi, lo) of floats (hi the plain float sum, lo the
- * exact rounding errors from Knuth's TwoSum), about as accurate as the reference's double
- * sums rounded to float. Inf/NaN propagate through hi.
+ * Accuracy without fp64: sums are (hi, lo) float pairs, with the row maximum, the tree sums
+ * and the pair arithmetic from common.cl (mcl_group_*, mcl_acc_*).
  */
 #pragma OPENCL FP_CONTRACT OFF
-
-/* (s, e) with s = fl(a + b) and s + e == a + b exactly (Knuth's TwoSum). */
-float2 loss_two_sum(float a, float b)
-{
-    float s = a + b;
-    float bv = s - a;
-    float av = s - bv;
-    return (float2)(s, (a - av) + (b - bv));
-}
-
-/* a + b for two accumulator pairs (a float x is the pair (x, 0)) */
-float2 loss_acc_merge(float2 a, float2 b)
-{
-    float2 t = loss_two_sum(a.x, b.x);
-    return (float2)(t.x, (a.y + b.y) + t.y);
-}
 
 /* Class index of a target, or -1 if the row is ignored (negative, NaN, >= C). */
 long loss_target_class(float t, long C)
@@ -51,57 +34,13 @@ long loss_target_class(float t, long C)
     return c < C ? c : -1;
 }
 
-/* Row sum of accumulator pairs (fixed tree), returned to every item; ends with a barrier. */
-float2 loss_group_sum(float2 acc, __local float2 *buf)
-{
-    const uint l = get_local_id(0);
-    buf[l] = acc;
-    for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (l < s) buf[l] = loss_acc_merge(buf[l], buf[l + s]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float2 total = buf[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return total;
-}
-
-/* Number of counted rows among targets[0..R), returned to every item (fixed tree). */
+/* Number of counted rows among targets[0..R), returned to every item (mcl_group_count). */
 long loss_group_count(__global const float *targets, long R, long C, __local long *cnt)
 {
     const uint l = get_local_id(0), W = get_local_size(0);
     long n = 0;
     for (long r = l; r < R; r += W) n += loss_target_class(targets[r], C) >= 0;
-    cnt[l] = n;
-    for (uint s = W / 2; s > 0; s >>= 1) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (l < s) cnt[l] += cnt[l + s];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    n = cnt[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return n;
-}
-
-/* Row maximum for every item (-inf for an all -inf row); a NaN is skipped by the comparisons,
- * as in the reference, and still makes the row NaN through the sum of exponentials. */
-float loss_group_max(__global const float *x, long C, __local float2 *buf)
-{
-    const uint l = get_local_id(0), W = get_local_size(0);
-    float m = -INFINITY;
-    for (long j = l; j < C; j += W) {
-        const float v = x[j];
-        m = v > m ? v : m;
-    }
-    buf[l].x = m;
-    for (uint s = W / 2; s > 0; s >>= 1) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (l < s && buf[l + s].x > buf[l].x) buf[l].x = buf[l + s].x;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    m = buf[0].x;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return m;
+    return mcl_group_count(n, cnt);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -115,34 +54,24 @@ __kernel void cross_entropy_rows(__global const float *logits, long logits_off,
     const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
     __global const float *x = logits + logits_off + r * C;
     __global float *p = probs + probs_off + r * C;
-    const float m = loss_group_max(x, C, buf);
+    const float m = mcl_group_max(x, C, buf);
     float2 acc = (float2)(0.0f, 0.0f);
     for (long j = l; j < C; j += W) {
         const float e = exp(x[j] - m);
         p[j] = e;
-        acc = loss_acc_merge(acc, (float2)(e, 0.0f));
+        acc = mcl_acc_merge(acc, (float2)(e, 0.0f));
     }
-    const float2 s = loss_group_sum(acc, buf);
-    /* p = e / s, rounded about once: q = e / hi corrected by the remainder e - q*(hi + lo) */
-    for (long j = l; j < C; j += W) {
-        const float e = p[j];
-        if (!isfinite(s.x)) {
-            p[j] = e / s.x;
-        } else {
-            const float q = e / s.x;
-            const float rem = fma(-q, s.x, e) - q * s.y;
-            p[j] = q + rem / s.x;
-        }
-    }
+    const float2 s = mcl_group_sum(acc, buf);
+    for (long j = l; j < C; j += W) p[j] = mcl_div_acc(p[j], s); /* e / s, rounded once */
     if (l == 0) {
         const long t = loss_target_class(targets[targets_off + r], C);
         float2 row = (float2)(0.0f, 0.0f);
         if (t >= 0) {
             /* lse - x[t] = (m - x[t]) + log(hi + lo), with log(hi + lo) ~ log(hi) + lo / hi */
-            const float lsum = isfinite(s.x) ? log(s.x) + s.y / s.x : log(s.x);
-            const float2 d = loss_two_sum(m, -x[t]);
+            const float lsum = mcl_acc_log(s);
+            const float2 d = mcl_two_sum(m, -x[t]);
             if (isfinite(d.x) && isfinite(lsum)) {
-                const float2 u = loss_two_sum(d.x, lsum);
+                const float2 u = mcl_two_sum(d.x, lsum);
                 row = (float2)(u.x, u.y + d.y);
             } else {
                 row = (float2)(d.x + lsum, 0.0f);
@@ -161,20 +90,11 @@ __kernel void cross_entropy_loss(__global const float *targets, long targets_off
     targets += targets_off;
     const long count = loss_group_count(targets, R, C, cnt);
     float2 acc = (float2)(0.0f, 0.0f);
-    for (long r = l; r < R; r += W) acc = loss_acc_merge(acc, part[r]);
-    acc = loss_group_sum(acc, buf);
+    for (long r = l; r < R; r += W) acc = mcl_acc_merge(acc, part[r]);
+    acc = mcl_group_sum(acc, buf);
     if (l != 0) return;
-    if (count == 0) {
-        loss[loss_off] = 0.0f;
-    } else if (!isfinite(acc.x)) {
-        loss[loss_off] = acc.x / (float)count;
-    } else {
-        /* (hi + lo) / count, rounded about once */
-        const float d = (float)count;
-        const float q = acc.x / d;
-        const float rem = fma(-q, d, acc.x) + acc.y;
-        loss[loss_off] = q + rem / d;
-    }
+    /* (hi + lo) / count, rounded about once */
+    loss[loss_off] = count == 0 ? 0.0f : mcl_acc_div(acc, (float)count).x;
 }
 
 /* Backward pass 1, one group: scale[0] = gout[0] / count (0 when no row is counted). */

@@ -2,11 +2,9 @@
  * last dim, [..,N] -> [..]), forward and backward. Same equations as src/ref/reduce.c.
  *
  * Accuracy without fp64. The reference accumulates in double. Here every sum is carried as an
- * unevaluated pair acc = (hi, lo) of floats ("Sum2", Ogita, Rump & Oishi 2005): hi is the
- * plain float sum and lo collects the exact rounding error of each addition (Knuth's TwoSum),
- * so hi + lo is about as accurate as a double sum rounded to float. Squares add their exact
- * product error fma(x, x, -x*x) to lo too. Inf and NaN propagate through hi exactly as in a
- * plain float sum; the value of a pair is hi + lo when hi is finite, else hi.
+ * unevaluated pair acc = (hi, lo) of floats ("Sum2", Ogita, Rump & Oishi 2005) with the pair
+ * arithmetic and the tree sum of common.cl (mcl_acc_*, mcl_group_sum); squares add their exact
+ * product error fma(x, x, -x*x) to lo too.
  *
  * Index layout (all deterministic: fixed shapes, no atomics; W = work-group size, a power of
  * two chosen by the host from the kernel's limit):
@@ -24,62 +22,11 @@
  */
 #pragma OPENCL FP_CONTRACT OFF
 
-/* (s, e) with s = fl(a + b) and s + e == a + b exactly (Knuth's TwoSum, no branches). */
-float2 reduce_two_sum(float a, float b)
-{
-    float s = a + b;
-    float bv = s - a;
-    float av = s - bv;
-    return (float2)(s, (a - av) + (b - bv));
-}
-
-/* acc + x */
-float2 reduce_acc_add(float2 acc, float x)
-{
-    float2 t = reduce_two_sum(acc.x, x);
-    return (float2)(t.x, acc.y + t.y);
-}
-
-/* acc + x * x, with the exact error of the product */
-float2 reduce_acc_add_sq(float2 acc, float x)
-{
-    float p = x * x;
-    float pe = fma(x, x, -p);
-    float2 t = reduce_two_sum(acc.x, p);
-    return (float2)(t.x, acc.y + (t.y + pe));
-}
-
-/* a + b for two pairs */
-float2 reduce_acc_merge(float2 a, float2 b)
-{
-    float2 t = reduce_two_sum(a.x, b.x);
-    return (float2)(t.x, (a.y + b.y) + t.y);
-}
-
-/* (hi + lo) / d, rounded about once: the quotient q = hi / d is corrected by the remainder
- * (hi - q*d + lo) / d (the fma gives hi - q*d exactly). d = 1 returns hi + lo. */
+/* (hi + lo) / d, rounded about once (mcl_acc_div); d = 1 returns exactly hi + lo. */
 float reduce_value_div(float2 acc, float d)
 {
-    if (!isfinite(acc.x)) return acc.x / d;
-    if (d == 1.0f) return acc.x + acc.y;
-    float q = acc.x / d;
-    float r = fma(-q, d, acc.x) + acc.y;
-    return q + r / d;
-}
-
-/* Tree-combine buf[0..W) (W = local size, a power of two; every item wrote buf[l]) and return
- * the total to every item. Ends with a barrier, so buf may be reused right away. */
-float2 reduce_group_sum(__local float2 *buf)
-{
-    const uint l = get_local_id(0);
-    for (uint s = get_local_size(0) / 2; s > 0; s >>= 1) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (l < s) buf[l] = reduce_acc_merge(buf[l], buf[l + s]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float2 total = buf[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return total;
+    if (isfinite(acc.x) && d == 1.0f) return acc.x + acc.y;
+    return mcl_acc_div(acc, d).x;
 }
 
 /* ---- full reductions ---------------------------------------------------------------- */
@@ -95,12 +42,11 @@ __kernel void sum_partials(__global const float *x, long x_off, long n, long squ
     x += x_off;
     float2 acc = (float2)(0.0f, 0.0f);
     if (square) {
-        for (long i = lo + l; i < hi; i += W) acc = reduce_acc_add_sq(acc, x[i]);
+        for (long i = lo + l; i < hi; i += W) acc = mcl_acc_add_prod(acc, x[i], x[i]);
     } else {
-        for (long i = lo + l; i < hi; i += W) acc = reduce_acc_add(acc, x[i]);
+        for (long i = lo + l; i < hi; i += W) acc = mcl_acc_add(acc, x[i]);
     }
-    buf[l] = acc;
-    acc = reduce_group_sum(buf);
+    acc = mcl_group_sum(acc, buf);
     if (l == 0) part[g] = acc;
 }
 
@@ -110,9 +56,8 @@ __kernel void sum_combine(__global const float2 *part, long n_part, float div,
 {
     const long W = get_local_size(0), l = get_local_id(0);
     float2 acc = (float2)(0.0f, 0.0f);
-    for (long i = l; i < n_part; i += W) acc = reduce_acc_merge(acc, part[i]);
-    buf[l] = acc;
-    acc = reduce_group_sum(buf);
+    for (long i = l; i < n_part; i += W) acc = mcl_acc_merge(acc, part[i]);
+    acc = mcl_group_sum(acc, buf);
     if (l == 0) out[out_off] = reduce_value_div(acc, div);
 }
 
@@ -147,9 +92,8 @@ __kernel void sum_last_fwd(__global const float *x, long x_off, long N, float di
     const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
     x += x_off + r * N;
     float2 acc = (float2)(0.0f, 0.0f);
-    for (long j = l; j < N; j += W) acc = reduce_acc_add(acc, x[j]);
-    buf[l] = acc;
-    acc = reduce_group_sum(buf);
+    for (long j = l; j < N; j += W) acc = mcl_acc_add(acc, x[j]);
+    acc = mcl_group_sum(acc, buf);
     if (l == 0) out[out_off + r] = reduce_value_div(acc, div);
 }
 

@@ -1,4 +1,5 @@
-/* shape.cl — concat, slice, reshape, transpose, permute (forward and backward).
+/* shape.cl — concat, slice, transpose, permute (forward and backward; reshape uses the copy
+ * kernels of elementwise.cl).
  *
  * Same equations as src/ref/shape.c. Nothing is computed: forward moves each element to its
  * new position, backward ADDS each gradient element back where its element came from. Every
@@ -59,23 +60,8 @@ __kernel void slice_bwd(__global const float *g, long g_off, __global float *ga,
     ga[ga_off + o * ri + soff + j] += g[g_off + i];
 }
 
-/* ---- reshape: row-major order unchanged: out_flat[i] = a_flat[i]; item i = flat index */
-__kernel void reshape_fwd(__global const float *a, long a_off, __global float *out, long out_off,
-                          long n)
-{
-    long i = get_global_id(0);
-    if (i >= n) return;
-    out[out_off + i] = a[a_off + i];
-}
-
-/* reshape backward: ga_flat[i] += gout_flat[i] */
-__kernel void reshape_bwd(__global const float *g, long g_off, __global float *ga, long ga_off,
-                          long n)
-{
-    long i = get_global_id(0);
-    if (i >= n) return;
-    ga[ga_off + i] += g[g_off + i];
-}
+/* ---- reshape: row-major order unchanged: out_flat[i] = a_flat[i], backward
+ * ga_flat[i] += gout_flat[i]: the flat copies copy_fwd / copy_bwd of elementwise.cl */
 
 /* ---- transpose of the last two dims, batched:
  *   dst[b, c, r] = src[b, r, c]   with src [batch, R, C], dst [batch, C, R]

@@ -7,38 +7,19 @@
  *   a [n] -> y [n];  backward: gout [n], gin[0] [n] (skipped when NULL), accumulated.
  * f0 = p.f[0]: the negative slope of leaky_relu, alpha of elu, unused by the others.
  */
-#include <stdio.h>
-
 #include "ocl.h"
-
-/* Status after an argument setter returned idx < 0 (the error is already recorded). */
-static mcl_status arg_failed(mcl_backend *be)
-{
-    mcl_status s = mcl_ctx_status(be->ctx);
-    return s != MCL_OK ? s : MCL_ERR_BACKEND;
-}
 
 /* y = f(a) with the kernel `kname`:  a [n] -> y [n] */
 static mcl_status act_fwd(mcl_backend *be, const mcl_op_args *a, const char *kname)
 {
-    char what[128], sb[64];
-    const int64_t n = mcl_tensor_numel(a->in[0]);
-    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    if (i < 0) return arg_failed(be);
-    snprintf(what, sizeof what, "%s on %s", kname, mcl_shape_str(a->in[0], sb, sizeof sb));
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
+    return mcl_ocl_launch_unary_f(be, kname, a->in[0], a->out[0], a->p.f[0], NULL);
 }
 
 /* ga += gout * f'(a) with the kernel `kname`:  a [n], y [n], gout [n] -> ga [n] (or NULL) */
 static mcl_status act_bwd(mcl_backend *be, const mcl_op_args *a, const char *kname)
 {
     if (!a->gin[0]) return MCL_OK;
-    char what[128], sb[64];
+    char what[128];
     const int64_t n = mcl_tensor_numel(a->in[0]);
     cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
     int i = k ? 0 : -1;
@@ -48,9 +29,7 @@ static mcl_status act_bwd(mcl_backend *be, const mcl_op_args *a, const char *kna
     i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
     i = mcl_ocl_arg_long(be, k, i, n);
-    if (i < 0) return arg_failed(be);
-    snprintf(what, sizeof what, "%s on %s", kname, mcl_shape_str(a->in[0], sb, sizeof sb));
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
+    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, kname, a->in[0]));
 }
 
 /* relu: y = max(a, 0);  ga += gout * (a > 0 ? 1 : 0) */

@@ -40,6 +40,12 @@ mcl_status mcl_ocl_fail(mcl_backend *be, cl_int err, const char *what)
                              mcl_cl_status_str(err), (int)err, o ? o->device_name : "?");
 }
 
+mcl_status mcl_ocl_recorded(mcl_backend *be)
+{
+    mcl_status s = mcl_ctx_status(be->ctx);
+    return s != MCL_OK ? s : MCL_ERR_BACKEND;
+}
+
 /* ------------------------------------------------------------------ buffers */
 
 static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
@@ -203,6 +209,11 @@ int mcl_ocl_arg_local(mcl_backend *be, cl_kernel k, int idx, size_t bytes)
     return set_arg(be, k, idx, bytes, NULL);
 }
 
+int mcl_ocl_arg_mem(mcl_backend *be, cl_kernel k, int idx, cl_mem m)
+{
+    return set_arg(be, k, idx, sizeof m, &m);
+}
+
 cl_mem mcl_ocl_scratch(mcl_backend *be, size_t bytes)
 {
     mcl_ocl *o = mcl_ocl_of(be);
@@ -227,6 +238,13 @@ size_t mcl_ocl_reduce_wg(size_t wg_max)
 {
     size_t w = 1;
     while (w * 2 <= wg_max && w * 2 <= 256) w *= 2;
+    return w;
+}
+
+size_t mcl_ocl_row_wg(size_t wg_max, int64_t N)
+{
+    size_t w = mcl_ocl_reduce_wg(wg_max);
+    while (w > 32 && (int64_t)(w / 2) >= N) w /= 2;
     return w;
 }
 
@@ -255,6 +273,71 @@ mcl_status mcl_ocl_run_groups(mcl_backend *be, cl_kernel k, size_t n_groups, siz
                               const char *what)
 {
     return enqueue(be, k, n_groups * local, local, what);
+}
+
+mcl_status mcl_ocl_launch(mcl_backend *be, cl_kernel k, int idx, int64_t n, const char *what)
+{
+    if (idx < 0) return mcl_ocl_recorded(be);
+    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
+}
+
+mcl_status mcl_ocl_launch_groups(mcl_backend *be, cl_kernel k, int idx, size_t n_groups,
+                                 size_t local, const char *what)
+{
+    if (idx < 0) return mcl_ocl_recorded(be);
+    return mcl_ocl_run_groups(be, k, n_groups, local, what);
+}
+
+/* kname(t[0], .., t[nt-1], [*f,] n) over n = numel(t[nt-1]) work-items (f NULL: no float). */
+static mcl_status launch_map(mcl_backend *be, const char *kname, const mcl_tensor *const *t,
+                             int nt, const float *f, const char *what)
+{
+    char wb[160];
+    const int64_t n = mcl_tensor_numel(t[nt - 1]);
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    for (int j = 0; j < nt; j++) i = mcl_ocl_arg_tensor(be, k, i, t[j]);
+    if (f) i = mcl_ocl_arg_float(be, k, i, *f);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    if (!what) what = mcl_ocl_what_on(wb, sizeof wb, kname, t[nt - 1]);
+    return mcl_ocl_launch(be, k, i, n, what);
+}
+
+mcl_status mcl_ocl_launch_unary(mcl_backend *be, const char *kname, const mcl_tensor *x,
+                                const mcl_tensor *y, const char *what)
+{
+    const mcl_tensor *t[] = {x, y};
+    return launch_map(be, kname, t, 2, NULL, what);
+}
+
+mcl_status mcl_ocl_launch_unary_f(mcl_backend *be, const char *kname, const mcl_tensor *x,
+                                  const mcl_tensor *y, float f, const char *what)
+{
+    const mcl_tensor *t[] = {x, y};
+    return launch_map(be, kname, t, 2, &f, what);
+}
+
+mcl_status mcl_ocl_launch_binary(mcl_backend *be, const char *kname, const mcl_tensor *x,
+                                 const mcl_tensor *y, const mcl_tensor *z, const char *what)
+{
+    const mcl_tensor *t[] = {x, y, z};
+    return launch_map(be, kname, t, 3, NULL, what);
+}
+
+const char *mcl_ocl_what_on(char *buf, size_t len, const char *kname, const mcl_tensor *t)
+{
+    char sb[64];
+    snprintf(buf, len, "%s on %s", kname, mcl_shape_str(t, sb, sizeof sb));
+    return buf;
+}
+
+const char *mcl_ocl_what_op(char *buf, size_t len, const char *op, const char *dir,
+                            const char *kname, const char *tname, const mcl_tensor *t)
+{
+    char sb[64];
+    snprintf(buf, len, "%s%s%s (kernel %s, %s %s)", op, dir ? " " : "", dir ? dir : "", kname,
+             tname, mcl_shape_str(t, sb, sizeof sb));
+    return buf;
 }
 
 /* ------------------------------------------------------------------ program */

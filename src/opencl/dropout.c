@@ -30,13 +30,9 @@ static mcl_status dropout_launch(mcl_backend *be, const mcl_op_args *a, const ch
     i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
     i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
     i = mcl_ocl_arg_long(be, k, i, n);
-    if (i < 0) {
-        mcl_status s = mcl_ctx_status(be->ctx);
-        return s != MCL_OK ? s : MCL_ERR_BACKEND;
-    }
     snprintf(what, sizeof what, "%s on %s (p = %g)", kname, mcl_shape_str(src, sb, sizeof sb),
              (double)p);
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
+    return mcl_ocl_launch(be, k, i, n, what);
 }
 
 /* Forward:  out_i = keep_i ? a_i * scale : 0

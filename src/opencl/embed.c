@@ -14,27 +14,6 @@
  * cores (and hide memory latency) without multiplying the index scans beyond need. */
 #define EMBED_ITEMS_PER_CU 512
 
-/* Product of all dims but the last ("rows") and the last dim ("cols"). */
-static int64_t cols_of(const mcl_tensor *t)
-{
-    return t->shape[t->ndim - 1];
-}
-static int64_t rows_of(const mcl_tensor *t)
-{
-    return mcl_tensor_numel(t) / cols_of(t);
-}
-
-/* Launch the 1-D kernel k over n items once its arguments were set (idx = result of the last
- * setter; < 0 means a setter failed and recorded the error). */
-static mcl_status launch(mcl_backend *be, cl_kernel k, int idx, int64_t n, const char *what)
-{
-    if (idx < 0) {
-        mcl_status s = mcl_ctx_status(be->ctx);
-        return s != MCL_OK ? s : MCL_ERR_BACKEND;
-    }
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* one_hot:  out[r, c] = (c == floor(idx[r])) ? 1 : 0,  0 <= c < depth
  *           (a zero row when idx[r] is negative, >= depth or NaN)
@@ -43,7 +22,7 @@ static mcl_status launch(mcl_backend *be, cl_kernel k, int idx, int64_t n, const
 mcl_status mcl_ocl_one_hot_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *idx = a->in[0], *out = a->out[0];
-    int64_t depth = cols_of(out), n = mcl_tensor_numel(out);
+    int64_t depth = mcl_ocl_cols(out), n = mcl_tensor_numel(out);
     char what[160], s1[64], s2[64];
     cl_kernel k = mcl_ocl_kernel(be, "one_hot_fwd", NULL);
     int i = k ? 0 : -1;
@@ -53,7 +32,7 @@ mcl_status mcl_ocl_one_hot_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(what, sizeof what, "one_hot_fwd: idx %s -> %s", mcl_shape_str(idx, s1, sizeof s1),
              mcl_shape_str(out, s2, sizeof s2));
-    return launch(be, k, i, n, what);
+    return mcl_ocl_launch(be, k, i, n, what);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -62,7 +41,7 @@ mcl_status mcl_ocl_one_hot_fwd(mcl_backend *be, const mcl_op_args *a)
 mcl_status mcl_ocl_embedding_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *T = a->in[0], *idx = a->in[1], *out = a->out[0];
-    int64_t V = rows_of(T), D = cols_of(T), n = mcl_tensor_numel(out);
+    int64_t V = mcl_ocl_rows(T), D = mcl_ocl_cols(T), n = mcl_tensor_numel(out);
     char what[200], s1[64], s2[64], s3[64];
     cl_kernel k = mcl_ocl_kernel(be, "embedding_fwd", NULL);
     int i = k ? 0 : -1;
@@ -75,7 +54,7 @@ mcl_status mcl_ocl_embedding_fwd(mcl_backend *be, const mcl_op_args *a)
     snprintf(what, sizeof what, "embedding_fwd: table %s, idx %s -> %s",
              mcl_shape_str(T, s1, sizeof s1), mcl_shape_str(idx, s2, sizeof s2),
              mcl_shape_str(out, s3, sizeof s3));
-    return launch(be, k, i, n, what);
+    return mcl_ocl_launch(be, k, i, n, what);
 }
 
 /* The number of vocabulary blocks for the backward: about EMBED_ITEMS_PER_CU work-items per
@@ -99,7 +78,7 @@ mcl_status mcl_ocl_embedding_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
     const mcl_tensor *T = a->in[0], *idx = a->in[1], *g = a->gout[0];
-    int64_t V = rows_of(T), D = cols_of(T), R = rows_of(g);
+    int64_t V = mcl_ocl_rows(T), D = mcl_ocl_cols(T), R = mcl_ocl_rows(g);
     int64_t blocks = embedding_blocks(be, V, D);
     int64_t vblock = (V + blocks - 1) / blocks;
     blocks = (V + vblock - 1) / vblock; /* no empty trailing block */
@@ -118,5 +97,5 @@ mcl_status mcl_ocl_embedding_bwd(mcl_backend *be, const mcl_op_args *a)
     snprintf(what, sizeof what, "embedding_bwd: gout %s -> table %s (%lld blocks of %lld rows)",
              mcl_shape_str(g, s1, sizeof s1), mcl_shape_str(T, s2, sizeof s2),
              (long long)blocks, (long long)vblock);
-    return launch(be, k, i, n, what);
+    return mcl_ocl_launch(be, k, i, n, what);
 }

@@ -9,45 +9,13 @@
  * one group computes gout / count into the scratch buffer, then one work-item per logit
  * ACCUMULATES into gin[0] (skipped when NULL). Nothing is read back to the host.
  */
-#include <stdio.h>
-
 #include "ocl.h"
-
-/* Status to return after a failed argument setter or kernel lookup (already recorded). */
-static mcl_status recorded(mcl_backend *be)
-{
-    mcl_status s = mcl_ctx_status(be->ctx);
-    return s != MCL_OK ? s : MCL_ERR_BACKEND;
-}
-
-/* Set a plain cl_mem kernel argument (the scratch buffer); returns the next index or -1. */
-static int arg_mem(mcl_backend *be, cl_kernel k, int idx, cl_mem m)
-{
-    if (idx < 0) return -1;
-    cl_int err = clSetKernelArg(k, (cl_uint)idx, sizeof m, &m);
-    if (err != CL_SUCCESS) {
-        mcl_ocl_fail(be, err, "clSetKernelArg (scratch buffer)");
-        return -1;
-    }
-    return idx + 1;
-}
-
-/* Work-group size of a one-group-per-row kernel: the reduction size W of the device, halved
- * while it is at least twice the row length N (short rows), but not below 32 (or W). */
-static size_t row_wg(size_t wg_max, int64_t N)
-{
-    size_t w = mcl_ocl_reduce_wg(wg_max);
-    while (w > 32 && (int64_t)(w / 2) >= N) w /= 2;
-    return w;
-}
 
 /* "cross_entropy forward (kernel cross_entropy_rows, logits [13,7])" */
 static const char *what(char *buf, size_t len, int bwd, const char *kname, const mcl_tensor *x)
 {
-    char sb[64];
-    snprintf(buf, len, "cross_entropy %s (kernel %s, logits %s)", bwd ? "backward" : "forward",
-             kname, mcl_shape_str(x, sb, sizeof sb));
-    return buf;
+    return mcl_ocl_what_op(buf, len, "cross_entropy", bwd ? "backward" : "forward", kname,
+                           "logits", x);
 }
 
 /* cross_entropy:
@@ -62,32 +30,30 @@ mcl_status mcl_ocl_cross_entropy_fwd(mcl_backend *be, const mcl_op_args *a)
     size_t wg1, wg2;
     cl_kernel k1 = mcl_ocl_kernel(be, "cross_entropy_rows", &wg1);
     cl_kernel k2 = k1 ? mcl_ocl_kernel(be, "cross_entropy_loss", &wg2) : NULL;
-    if (!k1 || !k2) return recorded(be);
+    if (!k1 || !k2) return mcl_ocl_recorded(be);
     cl_mem part = mcl_ocl_scratch(be, (size_t)R * 2 * sizeof(float));
-    if (!part) return recorded(be);
+    if (!part) return mcl_ocl_recorded(be);
 
-    const size_t W1 = row_wg(wg1, C);
+    const size_t W1 = mcl_ocl_row_wg(wg1, C);
     int i = mcl_ocl_arg_tensor(be, k1, 0, x);
     i = mcl_ocl_arg_tensor(be, k1, i, t);
     i = mcl_ocl_arg_tensor(be, k1, i, a->out[1]);
     i = mcl_ocl_arg_long(be, k1, i, C);
-    i = arg_mem(be, k1, i, part);
+    i = mcl_ocl_arg_mem(be, k1, i, part);
     i = mcl_ocl_arg_local(be, k1, i, W1 * 2 * sizeof(float));
-    if (i < 0) return recorded(be);
-    mcl_status s = mcl_ocl_run_groups(be, k1, (size_t)R, W1,
-                                      what(wb, sizeof wb, 0, "cross_entropy_rows", x));
+    mcl_status s = mcl_ocl_launch_groups(be, k1, i, (size_t)R, W1,
+                                         what(wb, sizeof wb, 0, "cross_entropy_rows", x));
     if (s != MCL_OK) return s;
 
     const size_t W2 = mcl_ocl_reduce_wg(wg2);
     i = mcl_ocl_arg_tensor(be, k2, 0, t);
     i = mcl_ocl_arg_long(be, k2, i, R);
     i = mcl_ocl_arg_long(be, k2, i, C);
-    i = arg_mem(be, k2, i, part);
+    i = mcl_ocl_arg_mem(be, k2, i, part);
     i = mcl_ocl_arg_tensor(be, k2, i, a->out[0]);
     i = mcl_ocl_arg_local(be, k2, i, W2 * 2 * sizeof(float));
     i = mcl_ocl_arg_local(be, k2, i, W2 * sizeof(cl_long));
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run_groups(be, k2, 1, W2, what(wb, sizeof wb, 0, "cross_entropy_loss", x));
+    return mcl_ocl_launch_groups(be, k2, i, 1, W2, what(wb, sizeof wb, 0, "cross_entropy_loss", x));
 }
 
 /* backward (only logits get a gradient):
@@ -102,28 +68,26 @@ mcl_status mcl_ocl_cross_entropy_bwd(mcl_backend *be, const mcl_op_args *a)
     size_t wg1;
     cl_kernel k1 = mcl_ocl_kernel(be, "cross_entropy_bwd_scale", &wg1);
     cl_kernel k2 = k1 ? mcl_ocl_kernel(be, "cross_entropy_bwd", NULL) : NULL;
-    if (!k1 || !k2) return recorded(be);
+    if (!k1 || !k2) return mcl_ocl_recorded(be);
     cl_mem scale = mcl_ocl_scratch(be, sizeof(float));
-    if (!scale) return recorded(be);
+    if (!scale) return mcl_ocl_recorded(be);
 
     const size_t W1 = mcl_ocl_reduce_wg(wg1);
     int i = mcl_ocl_arg_tensor(be, k1, 0, t);
     i = mcl_ocl_arg_long(be, k1, i, R);
     i = mcl_ocl_arg_long(be, k1, i, C);
     i = mcl_ocl_arg_tensor(be, k1, i, a->gout[0]);
-    i = arg_mem(be, k1, i, scale);
+    i = mcl_ocl_arg_mem(be, k1, i, scale);
     i = mcl_ocl_arg_local(be, k1, i, W1 * sizeof(cl_long));
-    if (i < 0) return recorded(be);
-    mcl_status s = mcl_ocl_run_groups(be, k1, 1, W1,
-                                      what(wb, sizeof wb, 1, "cross_entropy_bwd_scale", x));
+    mcl_status s = mcl_ocl_launch_groups(be, k1, i, 1, W1,
+                                         what(wb, sizeof wb, 1, "cross_entropy_bwd_scale", x));
     if (s != MCL_OK) return s;
 
     i = mcl_ocl_arg_tensor(be, k2, 0, t);
     i = mcl_ocl_arg_tensor(be, k2, i, a->out[1]);
-    i = arg_mem(be, k2, i, scale);
+    i = mcl_ocl_arg_mem(be, k2, i, scale);
     i = mcl_ocl_arg_tensor(be, k2, i, a->gin[0]);
     i = mcl_ocl_arg_long(be, k2, i, C);
     i = mcl_ocl_arg_long(be, k2, i, R * C);
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run1d(be, k2, (size_t)(R * C), 0, what(wb, sizeof wb, 1, "cross_entropy_bwd", x));
+    return mcl_ocl_launch(be, k2, i, R * C, what(wb, sizeof wb, 1, "cross_entropy_bwd", x));
 }

@@ -8,36 +8,12 @@
  * work-item per column looping over the rows in order (deterministic). Backward ACCUMULATES
  * into the non-NULL gin[k].
  */
-#include <stdio.h>
-
 #include "ocl.h"
-
-static int64_t cols(const mcl_tensor *t) { return t->shape[t->ndim - 1]; }
-static int64_t rows(const mcl_tensor *t) { return mcl_tensor_numel(t) / cols(t); }
-
-/* Status to return after a failed argument setter or kernel lookup (already recorded). */
-static mcl_status recorded(mcl_backend *be)
-{
-    mcl_status s = mcl_ctx_status(be->ctx);
-    return s != MCL_OK ? s : MCL_ERR_BACKEND;
-}
-
-/* Work-group size of a one-group-per-row kernel: the reduction size W of the device, halved
- * while it is at least twice the row length N (short rows), but not below 32 (or W). */
-static size_t row_wg(size_t wg_max, int64_t N)
-{
-    size_t w = mcl_ocl_reduce_wg(wg_max);
-    while (w > 32 && (int64_t)(w / 2) >= N) w /= 2;
-    return w;
-}
 
 /* "layer_norm forward (kernel layer_norm_fwd, x [13,7])" */
 static const char *what(char *buf, size_t len, int bwd, const char *kname, const mcl_tensor *x)
 {
-    char sb[64];
-    snprintf(buf, len, "layer_norm %s (kernel %s, x %s)", bwd ? "backward" : "forward", kname,
-             mcl_shape_str(x, sb, sizeof sb));
-    return buf;
+    return mcl_ocl_what_op(buf, len, "layer_norm", bwd ? "backward" : "forward", kname, "x", x);
 }
 
 /* layer_norm:
@@ -46,12 +22,12 @@ static const char *what(char *buf, size_t len, int bwd, const char *kname, const
 mcl_status mcl_ocl_layer_norm_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *x = a->in[0];
-    const int64_t R = rows(x), N = cols(x);
+    const int64_t R = mcl_ocl_rows(x), N = mcl_ocl_cols(x);
     size_t wg;
     char wb[160];
     cl_kernel k = mcl_ocl_kernel(be, "layer_norm_fwd", &wg);
-    if (!k) return recorded(be);
-    const size_t W = row_wg(wg, N);
+    if (!k) return mcl_ocl_recorded(be);
+    const size_t W = mcl_ocl_row_wg(wg, N);
     int i = mcl_ocl_arg_tensor(be, k, 0, x);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
@@ -61,8 +37,8 @@ mcl_status mcl_ocl_layer_norm_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
     i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run_groups(be, k, (size_t)R, W, what(wb, sizeof wb, 0, "layer_norm_fwd", x));
+    return mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
+                                 what(wb, sizeof wb, 0, "layer_norm_fwd", x));
 }
 
 /* backward, with dxhat_j = gout[r, j] * gamma[j] and xhat from the saved mean and rstd:
@@ -72,14 +48,14 @@ mcl_status mcl_ocl_layer_norm_fwd(mcl_backend *be, const mcl_op_args *a)
 mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *x = a->in[0];
-    const int64_t R = rows(x), N = cols(x);
+    const int64_t R = mcl_ocl_rows(x), N = mcl_ocl_cols(x);
     char wb[160];
     mcl_status s;
     if (a->gin[0]) {
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_dx", &wg);
-        if (!k) return recorded(be);
-        const size_t W = row_wg(wg, N);
+        if (!k) return mcl_ocl_recorded(be);
+        const size_t W = mcl_ocl_row_wg(wg, N);
         int i = mcl_ocl_arg_tensor(be, k, 0, x);
         i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
         i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
@@ -88,8 +64,8 @@ mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
         i = mcl_ocl_arg_long(be, k, i, N);
         i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
-        if (i < 0) return recorded(be);
-        s = mcl_ocl_run_groups(be, k, (size_t)R, W, what(wb, sizeof wb, 1, "layer_norm_bwd_dx", x));
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
+                                  what(wb, sizeof wb, 1, "layer_norm_bwd_dx", x));
         if (s != MCL_OK) return s;
     }
     if (a->gin[1] || a->gin[2]) {
@@ -97,7 +73,7 @@ mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
         const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
         cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_gb", NULL);
-        if (!k) return recorded(be);
+        if (!k) return mcl_ocl_recorded(be);
         int i = mcl_ocl_arg_tensor(be, k, 0, x);
         i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
         i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
@@ -108,8 +84,7 @@ mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, N);
         i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
         i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
-        if (i < 0) return recorded(be);
-        s = mcl_ocl_run1d(be, k, (size_t)N, 0, what(wb, sizeof wb, 1, "layer_norm_bwd_gb", x));
+        s = mcl_ocl_launch(be, k, i, N, what(wb, sizeof wb, 1, "layer_norm_bwd_gb", x));
         if (s != MCL_OK) return s;
     }
     return MCL_OK;

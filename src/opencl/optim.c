@@ -7,24 +7,14 @@
  * Clipping reads the sum of squares on the device (no round trip to the host).
  */
 #include <math.h>
-#include <stdio.h>
 
 #include "ocl.h"
-
-/* Status to return after a failed argument setter or kernel lookup (already recorded). */
-static mcl_status recorded(mcl_backend *be)
-{
-    mcl_status s = mcl_ctx_status(be->ctx);
-    return s != MCL_OK ? s : MCL_ERR_BACKEND;
-}
 
 /* "adam_step (kernel adam_step, param [13,7])"; the kernel has the op's name */
 static const char *what(char *buf, size_t len, const char *op, const char *tname,
                         const mcl_tensor *x)
 {
-    char sb[64];
-    snprintf(buf, len, "%s (kernel %s, %s %s)", op, op, tname, mcl_shape_str(x, sb, sizeof sb));
-    return buf;
+    return mcl_ocl_what_op(buf, len, op, NULL, op, tname, x);
 }
 
 /* SGD with momentum and L2 weight decay; lr = f0, momentum mu = f1, weight decay wd = f2:
@@ -37,7 +27,7 @@ mcl_status mcl_ocl_sgd_step_fwd(mcl_backend *be, const mcl_op_args *a)
     const int has_mom = a->in[2] != NULL;
     char wb[160];
     cl_kernel k = mcl_ocl_kernel(be, "sgd_step", NULL);
-    if (!k) return recorded(be);
+    if (!k) return mcl_ocl_recorded(be);
     int i = mcl_ocl_arg_tensor(be, k, 0, p);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
     i = mcl_ocl_arg_tensor(be, k, i, has_mom ? a->in[2] : p); /* never written without mom */
@@ -46,8 +36,7 @@ mcl_status mcl_ocl_sgd_step_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_float(be, k, i, a->p.f[1]);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[2]);
     i = mcl_ocl_arg_long(be, k, i, has_mom);
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what(wb, sizeof wb, "sgd_step", "param", p));
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "sgd_step", "param", p));
 }
 
 /* Adam (i0 = 0) or AdamW (i0 = 1); lr = f0, b1 = f1, b2 = f2, eps = f3, wd = f4, step t = i1:
@@ -77,7 +66,7 @@ mcl_status mcl_ocl_adam_step_fwd(mcl_backend *be, const mcl_op_args *a)
 
     char wb[160];
     cl_kernel k = mcl_ocl_kernel(be, "adam_step", NULL);
-    if (!k) return recorded(be);
+    if (!k) return mcl_ocl_recorded(be);
     int i = mcl_ocl_arg_tensor(be, k, 0, p);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
@@ -94,8 +83,7 @@ mcl_status mcl_ocl_adam_step_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_float(be, k, i, c1);
     i = mcl_ocl_arg_float(be, k, i, c2);
     i = mcl_ocl_arg_long(be, k, i, decoupled);
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what(wb, sizeof wb, "adam_step", "param", p));
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "adam_step", "param", p));
 }
 
 /* Clipping by a global norm; f0 = max_norm, in[1] sq [1] = sum of squares of all the grads:
@@ -106,11 +94,10 @@ mcl_status mcl_ocl_clip_scale_fwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t n = mcl_tensor_numel(g);
     char wb[160];
     cl_kernel k = mcl_ocl_kernel(be, "clip_scale", NULL);
-    if (!k) return recorded(be);
+    if (!k) return mcl_ocl_recorded(be);
     int i = mcl_ocl_arg_tensor(be, k, 0, g);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
     i = mcl_ocl_arg_long(be, k, i, n);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what(wb, sizeof wb, "clip_scale", "grad", g));
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "clip_scale", "grad", g));
 }

@@ -7,53 +7,16 @@
  * buffer, then one group adds them in order. Row reductions run one work-group per row.
  * Backward ACCUMULATES into gin[0] (skipped when NULL).
  */
-#include <stdio.h>
-
 #include "ocl.h"
 
 /* Upper bound on the number of partial sums of a full reduction (pass 1 groups). */
 #define REDUCE_MAX_GROUPS 512
 
-static int64_t numel(const mcl_tensor *t) { return mcl_tensor_numel(t); }
-static int64_t cols(const mcl_tensor *t) { return t->shape[t->ndim - 1]; }
-static int64_t rows(const mcl_tensor *t) { return numel(t) / cols(t); }
-
 /* "sum forward (kernel sum_partials, x [1000])" — the context of an error message. */
 static const char *what(char *buf, size_t len, const char *op, int bwd, const char *kname,
                         const mcl_tensor *x)
 {
-    char sb[64];
-    snprintf(buf, len, "%s %s (kernel %s, x %s)", op, bwd ? "backward" : "forward", kname,
-             mcl_shape_str(x, sb, sizeof sb));
-    return buf;
-}
-
-/* Status to return after a failed argument setter or kernel lookup (already recorded). */
-static mcl_status recorded(mcl_backend *be)
-{
-    mcl_status s = mcl_ctx_status(be->ctx);
-    return s != MCL_OK ? s : MCL_ERR_BACKEND;
-}
-
-/* Set a plain cl_mem kernel argument (the scratch buffer); returns the next index or -1. */
-static int arg_mem(mcl_backend *be, cl_kernel k, int idx, cl_mem m)
-{
-    if (idx < 0) return -1;
-    cl_int err = clSetKernelArg(k, (cl_uint)idx, sizeof m, &m);
-    if (err != CL_SUCCESS) {
-        mcl_ocl_fail(be, err, "clSetKernelArg (scratch buffer)");
-        return -1;
-    }
-    return idx + 1;
-}
-
-/* Work-group size of a one-group-per-row kernel: the reduction size W of the device, halved
- * while it is at least twice the row length N (short rows), but not below 32 (or W). */
-static size_t row_wg(size_t wg_max, int64_t N)
-{
-    size_t w = mcl_ocl_reduce_wg(wg_max);
-    while (w > 32 && (int64_t)(w / 2) >= N) w /= 2;
-    return w;
+    return mcl_ocl_what_op(buf, len, op, bwd ? "backward" : "forward", kname, "x", x);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -63,35 +26,34 @@ static mcl_status full_reduce(mcl_backend *be, const mcl_op_args *a, const char 
                               int mean)
 {
     const mcl_tensor *x = a->in[0];
-    const int64_t n = numel(x);
+    const int64_t n = mcl_tensor_numel(x);
     char wb[160];
     size_t wg1, wg2;
     cl_kernel k1 = mcl_ocl_kernel(be, "sum_partials", &wg1);
     cl_kernel k2 = k1 ? mcl_ocl_kernel(be, "sum_combine", &wg2) : NULL;
-    if (!k1 || !k2) return recorded(be);
+    if (!k1 || !k2) return mcl_ocl_recorded(be);
     const size_t W1 = mcl_ocl_reduce_wg(wg1), W2 = mcl_ocl_reduce_wg(wg2);
     /* about one element per work-item at least, at most REDUCE_MAX_GROUPS groups */
     int64_t G = (n + (int64_t)W1 - 1) / (int64_t)W1;
     if (G > REDUCE_MAX_GROUPS) G = REDUCE_MAX_GROUPS;
     cl_mem part = mcl_ocl_scratch(be, (size_t)G * 2 * sizeof(float));
-    if (!part) return recorded(be);
+    if (!part) return mcl_ocl_recorded(be);
 
     int i = mcl_ocl_arg_tensor(be, k1, 0, x);
     i = mcl_ocl_arg_long(be, k1, i, n);
     i = mcl_ocl_arg_long(be, k1, i, square);
-    i = arg_mem(be, k1, i, part);
+    i = mcl_ocl_arg_mem(be, k1, i, part);
     i = mcl_ocl_arg_local(be, k1, i, W1 * 2 * sizeof(float));
-    if (i < 0) return recorded(be);
-    mcl_status s = mcl_ocl_run_groups(be, k1, (size_t)G, W1, what(wb, sizeof wb, op, 0, "sum_partials", x));
+    mcl_status s = mcl_ocl_launch_groups(be, k1, i, (size_t)G, W1,
+                                         what(wb, sizeof wb, op, 0, "sum_partials", x));
     if (s != MCL_OK) return s;
 
-    i = arg_mem(be, k2, 0, part);
+    i = mcl_ocl_arg_mem(be, k2, 0, part);
     i = mcl_ocl_arg_long(be, k2, i, G);
     i = mcl_ocl_arg_float(be, k2, i, mean ? (float)n : 1.0f);
     i = mcl_ocl_arg_tensor(be, k2, i, a->out[0]);
     i = mcl_ocl_arg_local(be, k2, i, W2 * 2 * sizeof(float));
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run_groups(be, k2, 1, W2, what(wb, sizeof wb, op, 0, "sum_combine", x));
+    return mcl_ocl_launch_groups(be, k2, i, 1, W2, what(wb, sizeof wb, op, 0, "sum_combine", x));
 }
 
 /* Backward of sum (div = 1) and mean (div = n): gx[i] += gout[0] / div. */
@@ -99,16 +61,15 @@ static mcl_status full_reduce_bwd(mcl_backend *be, const mcl_op_args *a, const c
 {
     if (!a->gin[0]) return MCL_OK;
     const mcl_tensor *x = a->in[0];
-    const int64_t n = numel(x);
+    const int64_t n = mcl_tensor_numel(x);
     char wb[160];
     cl_kernel k = mcl_ocl_kernel(be, "sum_bwd", NULL);
-    if (!k) return recorded(be);
+    if (!k) return mcl_ocl_recorded(be);
     int i = mcl_ocl_arg_tensor(be, k, 0, a->gout[0]);
     i = mcl_ocl_arg_float(be, k, i, mean ? (float)n : 1.0f);
     i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
     i = mcl_ocl_arg_long(be, k, i, n);
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what(wb, sizeof wb, op, 1, "sum_bwd", x));
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, op, 1, "sum_bwd", x));
 }
 
 /* sum: out = sum_i a[i];  backward: ga[i] += gout[0] */
@@ -143,16 +104,9 @@ mcl_status mcl_ocl_sumsq_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
     const mcl_tensor *x = a->in[0];
-    const int64_t n = numel(x);
     char wb[160];
-    cl_kernel k = mcl_ocl_kernel(be, "sumsq_bwd", NULL);
-    if (!k) return recorded(be);
-    int i = mcl_ocl_arg_tensor(be, k, 0, a->gout[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what(wb, sizeof wb, "sumsq", 1, "sumsq_bwd", x));
+    return mcl_ocl_launch_binary(be, "sumsq_bwd", a->gout[0], x, a->gin[0],
+                                 what(wb, sizeof wb, "sumsq", 1, "sumsq_bwd", x));
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -163,36 +117,35 @@ mcl_status mcl_ocl_sumsq_bwd(mcl_backend *be, const mcl_op_args *a)
 static mcl_status rows_reduce(mcl_backend *be, const mcl_op_args *a, const char *op, int mean)
 {
     const mcl_tensor *x = a->in[0];
-    const int64_t R = rows(x), N = cols(x);
+    const int64_t R = mcl_ocl_rows(x), N = mcl_ocl_cols(x);
     char wb[160];
     size_t wg;
     cl_kernel k = mcl_ocl_kernel(be, "sum_last_fwd", &wg);
-    if (!k) return recorded(be);
-    const size_t W = row_wg(wg, N);
+    if (!k) return mcl_ocl_recorded(be);
+    const size_t W = mcl_ocl_row_wg(wg, N);
     int i = mcl_ocl_arg_tensor(be, k, 0, x);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_float(be, k, i, mean ? (float)N : 1.0f);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
     i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run_groups(be, k, (size_t)R, W, what(wb, sizeof wb, op, 0, "sum_last_fwd", x));
+    return mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
+                                 what(wb, sizeof wb, op, 0, "sum_last_fwd", x));
 }
 
 static mcl_status rows_reduce_bwd(mcl_backend *be, const mcl_op_args *a, const char *op, int mean)
 {
     if (!a->gin[0]) return MCL_OK;
     const mcl_tensor *x = a->in[0];
-    const int64_t n = numel(x), N = cols(x);
+    const int64_t n = mcl_tensor_numel(x), N = mcl_ocl_cols(x);
     char wb[160];
     cl_kernel k = mcl_ocl_kernel(be, "sum_last_bwd", NULL);
-    if (!k) return recorded(be);
+    if (!k) return mcl_ocl_recorded(be);
     int i = mcl_ocl_arg_tensor(be, k, 0, a->gout[0]);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_float(be, k, i, mean ? (float)N : 1.0f);
     i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
     i = mcl_ocl_arg_long(be, k, i, n);
-    if (i < 0) return recorded(be);
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what(wb, sizeof wb, op, 1, "sum_last_bwd", x));
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, op, 1, "sum_last_bwd", x));
 }
 
 mcl_status mcl_ocl_sum_last_fwd(mcl_backend *be, const mcl_op_args *a)

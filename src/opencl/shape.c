@@ -1,8 +1,9 @@
 /* shape.c — OpenCL host glue for concat, slice, reshape, transpose, permute.
  *
- * Kernels: kernels/shape.cl, one work-item per element written. Same contract and equations
- * as src/ref/shape.c: forward moves elements, backward ADDS each gradient element back where
- * its element came from (no collisions: deterministic). Axis arguments were validated and
+ * Kernels: kernels/shape.cl, one work-item per element written (reshape: the flat copies
+ * copy_fwd / copy_bwd of kernels/elementwise.cl). Same contract and equations as
+ * src/ref/shape.c: forward moves elements, backward ADDS each gradient element back where its
+ * element came from (no collisions: deterministic). Axis arguments were validated and
  * normalized to 0..ndim-1 by the front end (ops.c).
  *
  * concat and slice use the reference's decomposition: along axis x every tensor is
@@ -19,17 +20,6 @@ static int64_t dims_prod(const mcl_tensor *t, int from, int to)
     int64_t p = 1;
     for (int d = from; d < to; d++) p *= t->shape[d];
     return p;
-}
-
-/* Launch the 1-D kernel k over n items once its arguments were set (idx = result of the last
- * setter; < 0 means a setter failed and recorded the error). */
-static mcl_status launch(mcl_backend *be, cl_kernel k, int idx, int64_t n, const char *what)
-{
-    if (idx < 0) {
-        mcl_status s = mcl_ctx_status(be->ctx);
-        return s != MCL_OK ? s : MCL_ERR_BACKEND;
-    }
-    return mcl_ocl_run1d(be, k, (size_t)n, 0, what);
 }
 
 /* "kernel: [shape] -> [shape] (extra)" into buf, for error messages. */
@@ -66,7 +56,7 @@ mcl_status mcl_ocl_concat_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k, i, rb);
     i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (axis %d)", x);
-    return launch(be, k, i, n, what2(what, sizeof what, "concat_fwd", A, a->out[0], extra));
+    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, "concat_fwd", A, a->out[0], extra));
 }
 
 mcl_status mcl_ocl_concat_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -91,8 +81,8 @@ mcl_status mcl_ocl_concat_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, ra + rb);
         i = mcl_ocl_arg_long(be, k, i, koff);
         i = mcl_ocl_arg_long(be, k, i, n);
-        mcl_status s =
-            launch(be, k, i, n, what2(what, sizeof what, "concat_bwd", a->gout[0], gx, extra));
+        what2(what, sizeof what, "concat_bwd", a->gout[0], gx, extra);
+        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
         if (s != MCL_OK) return s;
     }
     return MCL_OK;
@@ -126,7 +116,7 @@ static mcl_status slice_launch(mcl_backend *be, const mcl_op_args *a, const char
     i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (axis %d, [%lld, %lld))", x, (long long)start,
              (long long)(start + len));
-    return launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
+    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
 }
 
 mcl_status mcl_ocl_slice_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -145,29 +135,25 @@ mcl_status mcl_ocl_slice_bwd(mcl_backend *be, const mcl_op_args *a)
  * a [any] -> out [any, same element count]
  * backward: ga_flat[i] += gout_flat[i] */
 
-/* kname(src, dst, n) over the n = numel(a) elements. */
+/* The flat copies of elementwise.cl: kname(src, dst, n) over the n = numel(a) elements. */
 static mcl_status reshape_launch(mcl_backend *be, const char *kname, const mcl_tensor *src,
                                  const mcl_tensor *dst)
 {
-    int64_t n = mcl_tensor_numel(src);
-    char what[200];
-    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, src);
-    i = mcl_ocl_arg_tensor(be, k, i, dst);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, ""));
+    char what[200], extra[48];
+    snprintf(extra, sizeof extra, " (kernel %s)", kname);
+    return mcl_ocl_launch_unary(be, kname, src, dst,
+                                what2(what, sizeof what, "reshape", src, dst, extra));
 }
 
 mcl_status mcl_ocl_reshape_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    return reshape_launch(be, "reshape_fwd", a->in[0], a->out[0]);
+    return reshape_launch(be, "copy_fwd", a->in[0], a->out[0]);
 }
 
 mcl_status mcl_ocl_reshape_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
-    return reshape_launch(be, "reshape_bwd", a->gout[0], a->gin[0]);
+    return reshape_launch(be, "copy_bwd", a->gout[0], a->gin[0]);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -191,7 +177,7 @@ static mcl_status transpose_launch(mcl_backend *be, const char *kname, const mcl
     i = mcl_ocl_arg_long(be, k, i, R);
     i = mcl_ocl_arg_long(be, k, i, C);
     i = mcl_ocl_arg_long(be, k, i, n);
-    return launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, ""));
+    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, ""));
 }
 
 mcl_status mcl_ocl_transpose_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -253,7 +239,7 @@ static mcl_status permute_launch(mcl_backend *be, const char *kname, const mcl_t
     for (int d = 0; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, st[d]);
     i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (perm %d,%d,%d,%d)", perm[0], perm[1], perm[2], perm[3]);
-    return launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
+    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
 }
 
 mcl_status mcl_ocl_permute_fwd(mcl_backend *be, const mcl_op_args *a)

@@ -5,28 +5,7 @@
  * power-of-two group size from the kernel's limit (smaller for short rows). Backward
  * ACCUMULATES into gin[0] (skipped when NULL) and uses the saved output y = out[0].
  */
-#include <stdio.h>
-
 #include "ocl.h"
-
-static int64_t cols(const mcl_tensor *t) { return t->shape[t->ndim - 1]; }
-static int64_t rows(const mcl_tensor *t) { return mcl_tensor_numel(t) / cols(t); }
-
-/* Status to return after a failed argument setter or kernel lookup (already recorded). */
-static mcl_status recorded(mcl_backend *be)
-{
-    mcl_status s = mcl_ctx_status(be->ctx);
-    return s != MCL_OK ? s : MCL_ERR_BACKEND;
-}
-
-/* Work-group size of a one-group-per-row kernel: the reduction size W of the device, halved
- * while it is at least twice the row length N (short rows), but not below 32 (or W). */
-static size_t row_wg(size_t wg_max, int64_t N)
-{
-    size_t w = mcl_ocl_reduce_wg(wg_max);
-    while (w > 32 && (int64_t)(w / 2) >= N) w /= 2;
-    return w;
-}
 
 /* Launch `kname` over the rows of a->in[0]:
  *   forward  (bwd = 0): kname(x, y, N, local)
@@ -35,11 +14,11 @@ static mcl_status run_rows(mcl_backend *be, const mcl_op_args *a, const char *op
                            const char *kname)
 {
     const mcl_tensor *x = a->in[0];
-    const int64_t R = rows(x), N = cols(x);
+    const int64_t R = mcl_ocl_rows(x), N = mcl_ocl_cols(x);
     size_t wg;
     cl_kernel k = mcl_ocl_kernel(be, kname, &wg);
-    if (!k) return recorded(be);
-    const size_t W = row_wg(wg, N);
+    if (!k) return mcl_ocl_recorded(be);
+    const size_t W = mcl_ocl_row_wg(wg, N);
     int i;
     if (!bwd) {
         i = mcl_ocl_arg_tensor(be, k, 0, x);
@@ -51,11 +30,9 @@ static mcl_status run_rows(mcl_backend *be, const mcl_op_args *a, const char *op
     }
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
-    if (i < 0) return recorded(be);
-    char wb[160], sb[64];
-    snprintf(wb, sizeof wb, "%s %s (kernel %s, x %s)", op, bwd ? "backward" : "forward", kname,
-             mcl_shape_str(x, sb, sizeof sb));
-    return mcl_ocl_run_groups(be, k, (size_t)R, W, wb);
+    char wb[160];
+    mcl_ocl_what_op(wb, sizeof wb, op, bwd ? "backward" : "forward", kname, "x", x);
+    return mcl_ocl_launch_groups(be, k, i, (size_t)R, W, wb);
 }
 
 /* softmax: y[r, j] = exp(a[r, j] - m_r) / sum_k exp(a[r, k] - m_r),  m_r = max_k a[r, k]
