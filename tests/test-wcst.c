@@ -1,0 +1,359 @@
+/* test-wcst.c — the WCST environment (Sparse-MetaNet App. C; SPEC-SMN §4).
+ *
+ * Scripted agents with known behaviour check the rule semantics: an oracle (peeks at the
+ * hidden rule) must solve every rule in exactly 3 episodes; the switch must come 1..50 episodes
+ * after the solve, to a different rule; a perseverating agent's errors must all be counted as
+ * perseveration errors; a random agent must never trigger a switch. Statistical bounds are
+ * loose (failure probability of a correct environment far below 1e-6).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metacl.h"
+#include "testutil.h"
+#include "wcst.h"
+
+#define SEED 0x3c57ULL
+
+/* Decode a 12-entry card observation; returns 0 when it is not three one-hot blocks. */
+static int decode(const float *obs, int card[3])
+{
+    for (int a = 0; a < 3; a++) {
+        int ones = 0;
+        card[a] = -1;
+        for (int v = 0; v < 4; v++) {
+            float x = obs[MCL_WCST_OBS_INDEX(a, v)];
+            if (x == 1.0f) ones++, card[a] = v;
+            else if (x != 0.0f) return 0;
+        }
+        if (ones != 1) return 0;
+    }
+    return 1;
+}
+
+static mcl_wcst *make_env(uint64_t seed, int feedback)
+{
+    mcl_wcst_cfg cfg;
+    mcl_wcst_cfg_default(&cfg);
+    cfg.seed = seed;
+    cfg.obs_feedback = feedback;
+    mcl_wcst *env = NULL;
+    mcl_status s = mcl_wcst_create(&cfg, &env);
+    CHECK(s == MCL_OK && env, "wcst_create (seed %llu)", (unsigned long long)seed);
+    return env;
+}
+
+static void test_cards(void)
+{
+    mcl_wcst *env = make_env(SEED, 0);
+    if (!env) return;
+    CHECK(mcl_wcst_obs_dim(env) == 12, "observation = 12 entries");
+    float obs[12];
+    mcl_wcst_reset(env, obs);
+    int count[4][4][4];
+    memset(count, 0, sizeof count);
+    int ok = 1, distinct = 1;
+    enum { CARDS = 48000 };
+    for (int n = 0; n < CARDS; n++) {
+        int c[3], pc[3];
+        ok &= decode(obs, c);
+        mcl_wcst_peek(env, pc, NULL, NULL, NULL);
+        ok &= c[0] == pc[0] && c[1] == pc[1] && c[2] == pc[2];
+        distinct &= c[0] != c[1] && c[0] != c[2] && c[1] != c[2];
+        if (c[0] >= 0 && c[1] >= 0 && c[2] >= 0) count[c[0]][c[1]][c[2]]++;
+        mcl_wcst_step(env, n % 4, NULL, obs, NULL);
+    }
+    CHECK(ok, "every observation is three one-hot blocks matching the hidden card");
+    CHECK(distinct, "colour, shape and number are drawn without replacement (always distinct)");
+    /* 24 ordered triples, each ~2000 (sd ~44): +-300 */
+    int uni = 1, n24 = 0;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++)
+                if (count[a][b][c]) {
+                    n24++;
+                    uni &= abs(count[a][b][c] - 2000) < 300;
+                }
+    CHECK(n24 == 24 && uni, "all 24 cards occur, uniformly (%d distinct)", n24);
+    /* the paper's code table: value v of attribute a -> entry 4a + 3 - v */
+    int card[3] = {0, 1, 3};
+    float e[12];
+    mcl_wcst_encode_card(card, e);
+    CHECK(e[3] == 1.0f && e[6] == 1.0f && e[8] == 1.0f && e[0] + e[1] + e[2] + e[4] + e[5] + e[7] + e[9] + e[10] + e[11] == 0.0f,
+          "encoding follows inp_codes ([0,0,0,1] for value 0)");
+    /* a deliberately wrong expectation (plain one-hot at 4a + v) is detected */
+    CHECK(!(e[0] == 1.0f && e[5] == 1.0f && e[11] == 1.0f), "plain one-hot layout would be detected");
+    mcl_wcst_reference_card(2, e);
+    int rc[3];
+    CHECK(decode(e, rc) && rc[0] == 2 && rc[1] == 2 && rc[2] == 2, "reference card k has colour, shape, number k");
+    mcl_wcst_free(env);
+}
+
+/* Run an agent for n cards. policy: 0 oracle, 1 random, 2 perseverate for the first
+ * `persev` cards of every new rule then oracle. Collects per-step infos when out != NULL. */
+static void run_agent(mcl_wcst *env, int policy, int persev, int64_t n, mcl_wcst_info *out,
+                      float *rewards)
+{
+    mcl_rng r;
+    mcl_rng_init(&r, SEED, 99);
+    int64_t since_switch = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int card[3], rule, old;
+        mcl_wcst_peek(env, card, &rule, &old, NULL);
+        int a = card[rule];
+        if (policy == 1) a = (int)mcl_rng_next_below(&r, 4);
+        if (policy == 2 && old >= 0 && since_switch < persev) a = card[old];
+        mcl_wcst_info info;
+        float rew;
+        mcl_wcst_step(env, a, &rew, NULL, &info);
+        since_switch++;
+        if (info.rule_switched) since_switch = 0;
+        if (out) out[i] = info;
+        if (rewards) rewards[i] = rew;
+    }
+}
+
+static void test_oracle(void)
+{
+    mcl_wcst *env = make_env(SEED + 1, 0);
+    if (!env) return;
+    enum { N = 200000 };
+    mcl_wcst_info *inf = malloc(N * sizeof *inf);
+    float *rew = malloc(N * sizeof *rew);
+    run_agent(env, 0, 0, N, inf, rew);
+    int ok_target = 1, ok_reward = 1, ok_old = 1, ok_boundary = 1, ok_diff = 1;
+    int64_t solves = 0, switches = 0, last_solve_ep = -1;
+    int dmin = 1000, dmax = 0;
+    double dsum = 0;
+    for (int64_t i = 0; i < N; i++) {
+        mcl_wcst_info *in = &inf[i];
+        ok_target &= in->target == in->card[in->rule] && in->correct;
+        ok_reward &= rew[i] == 1.0f;
+        ok_old &= in->old_rule < 0 ? in->target_old == -1
+                                   : (in->target_old == in->card[in->old_rule] && in->target_old != in->target);
+        ok_boundary &= in->episode == i / 16 && in->step == i % 16 && in->episode_end == (i % 16 == 15);
+        if (in->solved_now) {
+            solves++;
+            last_solve_ep = in->episode;
+            ok_boundary &= in->episode_end;
+        }
+        if (in->rule_switched) {
+            switches++;
+            ok_boundary &= in->episode_end;
+            int d = (int)(in->episode + 1 - last_solve_ep);
+            if (d < dmin) dmin = d;
+            if (d > dmax) dmax = d;
+            dsum += d;
+            if (i + 1 < N) ok_diff &= inf[i + 1].rule != in->rule && inf[i + 1].old_rule == in->rule;
+        }
+        if (i > 0 && !inf[i - 1].rule_switched) ok_diff &= in->rule == inf[i - 1].rule;
+    }
+    CHECK(ok_target, "the correct answer is the card's value of the rule's attribute");
+    CHECK(ok_reward, "reward +1 for every correct sort");
+    CHECK(ok_old, "perseveration target = the previous rule's answer (-1 during the first rule), never the correct one");
+    CHECK(ok_boundary, "16-card episodes; solves and switches only at episode ends");
+    CHECK(ok_diff, "the rule changes only at switches, always to a different rule");
+    /* oracle: every rule solved after exactly 3 episodes */
+    int ok = 1;
+    int nt = mcl_wcst_num_tasks(env);
+    for (int t = 0; t + 1 < nt; t++) {
+        const mcl_wcst_task_stats *ts = mcl_wcst_task(env, t);
+        ok &= ts->cards_to_solve == 48 && ts->episodes_to_solve == 3 && ts->errors == 0 && ts->persev_errors == 0;
+        if (t > 0) ok &= ts->old_rule == mcl_wcst_task(env, t - 1)->rule && ts->rule != ts->old_rule;
+    }
+    CHECK(ok && nt > 100, "oracle: each of %d rules solved in exactly 48 cards / 3 episodes", nt);
+    CHECK(switches == nt - 1 && (solves == switches || solves == switches + 1), "one switch per solve (%lld solves, %lld switches)",
+          (long long)solves, (long long)switches);
+    /* delay d uniform on 1..50: mean 25.5, sd 14.4 -> over ~ 200000/(16*28) ~ 440 switches the
+     * mean is within +-0.7 (1 sd); bound +-4 */
+    double mean = switches ? dsum / (double)switches : 0;
+    CHECK(dmin >= 1 && dmax <= 50 && dmin <= 3 && dmax >= 48 && fabs(mean - 25.5) < 4,
+          "switch 1..50 episodes after the solve (min %d, max %d, mean %.2f over %lld)", dmin, dmax, mean,
+          (long long)switches);
+    /* rules visited: each of the three occurs */
+    int seen[3] = {0};
+    for (int t = 0; t < nt; t++) seen[mcl_wcst_task(env, t)->rule]++;
+    CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] > 0, "all three rules occur (%d %d %d)", seen[0], seen[1], seen[2]);
+    free(inf);
+    free(rew);
+    mcl_wcst_free(env);
+}
+
+static void test_solve_rules(void)
+{
+    /* one error in the 3rd episode resets the streak: solved at the end of episode 6 (3..5 perfect) */
+    mcl_wcst *env = make_env(SEED + 2, 0);
+    if (!env) return;
+    int64_t solved_at = -1;
+    for (int64_t i = 0; i < 200 && solved_at < 0; i++) {
+        int card[3], rule;
+        mcl_wcst_peek(env, card, &rule, NULL, NULL);
+        int a = card[rule];
+        if (i == 40) a = (a + 1) % 4;
+        mcl_wcst_info in;
+        float r;
+        mcl_wcst_step(env, a, &r, NULL, &in);
+        if (i == 40) CHECK(!in.correct && r == -1.0f && !in.persev_error, "a wrong sort: reward -1, no old rule to follow");
+        if (in.solved_now) solved_at = i + 1;
+    }
+    CHECK(solved_at == 96, "an error in episode 3 delays the solve to card 96 (got %lld)", (long long)solved_at);
+    const mcl_wcst_task_stats *ts = mcl_wcst_task(env, 0);
+    CHECK(ts && ts->cards_to_solve == 96 && ts->episodes_to_solve == 6 && ts->errors == 1,
+          "task stats: 96 cards, 6 episodes, 1 error");
+    /* 47 correct then 1 wrong: not solved */
+    mcl_wcst_reset(env, NULL);
+    int solved = 0;
+    for (int64_t i = 0; i < 48; i++) {
+        int card[3], rule;
+        mcl_wcst_peek(env, card, &rule, NULL, NULL);
+        mcl_wcst_info in;
+        mcl_wcst_step(env, i == 47 ? (card[rule] + 1) % 4 : card[rule], NULL, NULL, &in);
+        solved |= in.solved_now;
+    }
+    CHECK(!solved && mcl_wcst_task(env, 0)->cards_to_solve == -1, "47 of 48 correct does not solve");
+    /* random agent: no solve, no switch in 20000 cards (P(48 in a row) = 4^-48 per try) */
+    mcl_wcst_reset(env, NULL);
+    run_agent(env, 1, 0, 20000, NULL, NULL);
+    int rule0;
+    mcl_wcst_peek(env, NULL, &rule0, NULL, &solved);
+    CHECK(mcl_wcst_num_tasks(env) == 1 && !solved, "no switch without a solve (random agent)");
+    const mcl_wcst_task_stats *t0 = mcl_wcst_task(env, 0);
+    /* errors ~ 0.75 * 20000 = 15000 (sd ~61) */
+    CHECK(t0 && t0->cards == 20000 && labs((long)t0->errors - 15000) < 400 && t0->persev_errors == 0,
+          "random agent: ~75%% errors (%lld), no perseveration during the first rule", t0 ? (long long)t0->errors : -1LL);
+    mcl_wcst_free(env);
+}
+
+static void test_perseveration(void)
+{
+    /* perseverate for the first 20 cards after every switch, then oracle */
+    mcl_wcst *env = make_env(SEED + 3, 0);
+    if (!env) return;
+    enum { N = 60000 };
+    mcl_wcst_info *inf = malloc(N * sizeof *inf);
+    run_agent(env, 2, 20, N, inf, NULL);
+    int nt = mcl_wcst_num_tasks(env);
+    int ok = nt > 10;
+    for (int t = 1; t + 1 < nt; t++) {
+        const mcl_wcst_task_stats *ts = mcl_wcst_task(env, t);
+        ok &= ts->persev_errors == 20 && ts->errors == 20;
+        /* 20 errors in episodes 0-1 of the rule; solved after episodes 2, 3, 4 */
+        ok &= ts->cards_to_solve == 80 && ts->episodes_to_solve == 5;
+    }
+    CHECK(ok, "perseverating agent: 20 perseveration errors per rule, solved after 80 cards (%d rules)", nt);
+    int ok2 = 1;
+    for (int64_t i = 0; i < N; i++)
+        if (inf[i].old_rule >= 0 && !inf[i].correct) ok2 &= inf[i].persev_error && inf[i].target_old != inf[i].target;
+    CHECK(ok2, "every error of this agent is flagged as perseveration");
+    /* deliberately wrong expectation: with the agent answering the NEW rule's value of the old
+     * attribute, persev flags must be off -> counting "any error" as persev would be detected */
+    int64_t errs = 0, pers = 0;
+    mcl_wcst_reset(env, NULL);
+    for (int64_t i = 0; i < 3000; i++) {
+        int card[3], rule, old;
+        mcl_wcst_peek(env, card, &rule, &old, NULL);
+        int third = 3 - rule - (old >= 0 ? old : (rule + 1) % 3);
+        int a = old >= 0 ? card[third] : card[rule]; /* a third attribute: wrong, not perseveration */
+        mcl_wcst_info in;
+        mcl_wcst_step(env, a, NULL, NULL, &in);
+        errs += !in.correct;
+        pers += in.persev_error;
+    }
+    CHECK(pers == 0, "answers by a third attribute are errors but not perseveration errors (%lld errors)", (long long)errs);
+    free(inf);
+    mcl_wcst_free(env);
+}
+
+static void test_determinism_feedback(void)
+{
+    mcl_wcst *a = make_env(SEED + 4, 1), *b = make_env(SEED + 4, 1), *c = make_env(SEED + 5, 1);
+    if (!a || !b || !c) {
+        mcl_wcst_free(a);
+        mcl_wcst_free(b);
+        mcl_wcst_free(c);
+        return;
+    }
+    CHECK(mcl_wcst_obs_dim(a) == 17, "observation with feedback = 17 entries");
+    float oa[17], ob[17], oc[17];
+    mcl_wcst_reset(a, oa);
+    mcl_wcst_reset(b, ob);
+    mcl_wcst_reset(c, oc);
+    CHECK(oa[12] + oa[13] + oa[14] + oa[15] + oa[16] == 0.0f, "no feedback before the first step");
+    int same = 1, differ = 0, fb = 1;
+    for (int i = 0; i < 3000; i++) {
+        /* a and b: the same (oracle-ish) policy; c: a different seed */
+        int card[3], rule;
+        mcl_wcst_peek(a, card, &rule, NULL, NULL);
+        int act = (i % 7 == 0) ? (card[rule] + 1) % 4 : card[rule];
+        float ra, rb;
+        mcl_wcst_info ia, ib;
+        mcl_wcst_step(a, act, &ra, oa, &ia);
+        mcl_wcst_step(b, act, &rb, ob, &ib);
+        mcl_wcst_step(c, act, NULL, oc, NULL);
+        same &= !memcmp(oa, ob, sizeof oa) && ra == rb && ia.rule == ib.rule && ia.target == ib.target;
+        differ += memcmp(oa, oc, 12 * sizeof(float)) != 0;
+        for (int k = 0; k < 4; k++) fb &= oa[12 + k] == (k == act ? 1.0f : 0.0f);
+        fb &= oa[16] == ra && ra == (ia.correct ? 1.0f : -1.0f);
+    }
+    CHECK(same, "same seed + same actions -> same observations, rewards, rules");
+    CHECK(differ > 2000, "another seed -> other cards (%d of 3000 differ)", differ);
+    CHECK(fb, "feedback entries: one-hot previous action, previous reward");
+    /* the card sequence does not depend on the agent; reset reproduces it */
+    mcl_wcst_reset(a, oa);
+    mcl_wcst_reset(b, ob);
+    int cards_same = 1;
+    for (int i = 0; i < 2000; i++) {
+        int ca[3], cb[3], rule;
+        mcl_wcst_peek(a, ca, &rule, NULL, NULL);
+        mcl_wcst_peek(b, cb, NULL, NULL, NULL);
+        cards_same &= !memcmp(ca, cb, sizeof ca);
+        mcl_wcst_step(a, ca[rule], NULL, NULL, NULL); /* a solves and switches */
+        mcl_wcst_step(b, i % 4, NULL, NULL, NULL);    /* b never does */
+    }
+    CHECK(cards_same && mcl_wcst_num_tasks(a) > 1 && mcl_wcst_num_tasks(b) == 1,
+          "cards are the same whatever the agent does");
+    /* custom rewards and errors */
+    mcl_wcst_cfg cfg;
+    mcl_wcst_cfg_default(&cfg);
+    cfg.reward_correct = 0.5f;
+    cfg.reward_wrong = 0.0f;
+    mcl_wcst *d = NULL;
+    mcl_wcst_create(&cfg, &d);
+    if (d) {
+        int card[3], rule;
+        mcl_wcst_peek(d, card, &rule, NULL, NULL);
+        float r1, r2;
+        mcl_wcst_step(d, card[rule], &r1, NULL, NULL);
+        mcl_wcst_peek(d, card, &rule, NULL, NULL);
+        mcl_wcst_step(d, (card[rule] + 2) % 4, &r2, NULL, NULL);
+        CHECK(r1 == 0.5f && r2 == 0.0f, "configured rewards");
+        CHECK(mcl_wcst_step(d, 4, NULL, NULL, NULL) == MCL_ERR_INVALID && mcl_wcst_step(d, -1, NULL, NULL, NULL) == MCL_ERR_INVALID,
+              "actions outside 0..3 -> INVALID");
+        CHECK(mcl_wcst_task(d, 0)->cards == 2, "an invalid action changes nothing");
+    }
+    mcl_wcst_free(d);
+    cfg.episode_len = 0;
+    void *dummy = NULL;
+    mcl_wcst *e = (mcl_wcst *)&dummy;
+    CHECK(mcl_wcst_create(&cfg, &e) == MCL_ERR_INVALID && e == NULL, "episode_len 0 -> INVALID");
+    CHECK(mcl_wcst_create(NULL, &e) == MCL_ERR_NULL, "NULL cfg -> NULL");
+    CHECK(mcl_wcst_task(a, 99) == NULL && mcl_wcst_step(NULL, 0, NULL, NULL, NULL) == MCL_ERR_NULL,
+          "bad task index / NULL env");
+    mcl_wcst_free(NULL);
+    mcl_wcst_free(a);
+    mcl_wcst_free(b);
+    mcl_wcst_free(c);
+}
+
+int main(void)
+{
+    tu_begin("test-wcst", SEED);
+    test_cards();
+    test_oracle();
+    test_solve_rules();
+    test_perseveration();
+    test_determinism_feedback();
+    return tu_summary();
+}
