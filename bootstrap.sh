@@ -12,7 +12,11 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libpng-dev zlib1g-dev
-ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo"
+libcjson-dev ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo
+dataset-fashion-mnist python3-kanjidraw hershey-fonts-data"
+# npm fetches the hanzi stroke data (`npm pack hanzi-writer-data@2.0.1`); Debian's npm only
+# when no npm is on the PATH already.
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     missing=
@@ -40,7 +44,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
 else
     echo "bootstrap.sh: not a Debian system; skipping the package check." >&2
     echo "bootstrap.sh: you need a C11 compiler with OpenMP, autoconf, automake, libtool," >&2
-    echo "bootstrap.sh: pkg-config, libpng, zlib (and for OpenCL: an ICD loader, headers, CLBlast)." >&2
+    echo "bootstrap.sh: pkg-config, libpng, zlib, cJSON (and for OpenCL: an ICD loader, headers, CLBlast)." >&2
 fi
 
 autoreconf -fi

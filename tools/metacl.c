@@ -25,11 +25,18 @@ static void usage(FILE *f)
             "  bench gemm [--json]            GFLOP/s of the reference GEMM\n"
             "  bench ops [--backend opencl] [--device N|NAME] [-o OP] [--json]\n"
             "                                 per-op times on a backend next to the reference\n"
+            "  data prepare NAME [--data-dir DIR] [--instances N] [--seed N]\n"
+            "                                 build a prepared image set (fmnist, hanzi, kanji, hershey)\n"
+            "  data info NAME [--data-dir DIR] [--json]\n"
+            "                                 classes, split sizes, mean/std, SHA-256 (verified)\n"
+            "  data show NAME --out FILE.png [--classes N] [--samples M] [--seed N]\n"
+            "                                 contact sheet of a set (NAME may be idx:IMG,LAB or pngdir:DIR)\n"
             "  version                        print the version\n"
             "  help                           this text\n"
             "environment:\n"
             "  METACL_BACKEND=ref|opencl      default backend (--backend wins)\n"
             "  METACL_DEVICE=N|NAME           default OpenCL device (--device wins)\n"
+            "  METACL_DATA=DIR                data directory of prepared sets (default data/cache)\n"
             "  METACL_KERNEL_DIR=DIR          load kernels/<family>.cl from DIR instead of the embedded copy\n"
             "  METACL_NO_CACHE=1              do not use the on-disk OpenCL program cache\n"
             "  OMP_NUM_THREADS=N              threads of the reference backend\n");
@@ -206,6 +213,7 @@ static int cmd_bench(int argc, char **argv)
     }
     if (strcmp(argv[1], "gemm") == 0) return mcl_cli_bench_gemm(argc - 1, argv + 1);
     if (strcmp(argv[1], "ops") == 0) return mcl_cli_bench_ops(argc - 1, argv + 1);
+    if (strcmp(argv[1], "data") == 0) return mcl_cli_bench_data(argc - 1, argv + 1);
     fprintf(stderr, "metacl bench: unknown benchmark '%s' (available: gemm, ops)\n", argv[1]);
     return 2;
 }
@@ -228,6 +236,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "devices") == 0) return cmd_devices(argc - 1, argv + 1);
     if (strcmp(cmd, "selftest") == 0) return cmd_selftest(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "data") == 0) return mcl_cli_data(argc - 1, argv + 1);
     fprintf(stderr, "metacl: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

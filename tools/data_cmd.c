@@ -1,0 +1,506 @@
+/* data_cmd.c — `metacl data prepare|info|show`: build the prepared image sets, describe and
+ * verify them, and draw contact sheets. Exit codes: 0 ok, 1 runtime error, 2 usage error. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dataset.h"
+#include "dataset_io.h"
+#include "fmnist.h"
+#include "png_io.h"
+#include "prepared.h"
+#include "rng.h"
+#include "strokes.h"
+
+#define PIX (MCL_IMG * MCL_IMG)
+
+static void data_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: metacl data <subcommand> [options]\n"
+            "  prepare NAME [--data-dir DIR] [--instances N] [--seed N]\n"
+            "        build the prepared set NAME (fmnist, hanzi, kanji, hershey) in DIR/NAME\n"
+            "        (--instances: rendered samples per class of a stroke set, default 20)\n"
+            "  info NAME [--data-dir DIR] [--json]\n"
+            "        classes, images per class, split sizes, mean/std, SHA-256 of the files\n"
+            "        (checked against SHA256SUMS: a mismatch exits 1)\n"
+            "  show NAME --out FILE.png [--classes N] [--samples M] [--seed N] [--scale S]\n"
+            "       [--data-dir DIR]\n"
+            "        contact sheet: per class (a row) a clean rendering then M samples (stroke\n"
+            "        sets) or M images of the set\n"
+            "NAME may also be user data, idx:IMAGES,LABELS or pngdir:DIR (info, show).\n"
+            "DIR defaults to $METACL_DATA, else data/cache.\n");
+}
+
+static int is_stroke_set(const char *name)
+{
+    return strcmp(name, "hanzi") == 0 || strcmp(name, "kanji") == 0 ||
+           strcmp(name, "hershey") == 0;
+}
+
+static int is_user_spec(const char *name)
+{
+    return strncmp(name, "idx:", 4) == 0 || strncmp(name, "pngdir:", 7) == 0;
+}
+
+/* Parse an integer in [lo, hi]; 0 ok, -1 (message printed) otherwise. */
+static int parse_int(const char *cmd, const char *flag, const char *s, long long lo, long long hi,
+                     long long *v)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = s && *s ? strtoll(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "metacl data %s: %s needs an integer in %lld..%lld, got '%s'\n", cmd,
+                flag, lo, hi, s ? s : "");
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+static int parse_seed(const char *cmd, const char *s, uint64_t *v)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = s && *s && *s != '-' ? strtoull(s, &end, 0) : 0;
+    if (!s || !*s || *s == '-' || *end || errno) {
+        fprintf(stderr, "metacl data %s: --seed needs a non-negative integer, got '%s'\n", cmd,
+                s ? s : "");
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+/* ---- prepare ---- */
+
+static int cmd_prepare(int argc, char **argv)
+{
+    const char *name = NULL, *data_dir = NULL, *inst_s = NULL, *seed_s = NULL;
+    for (int i = 1; i < argc; i++) {
+        int t = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--instances", &inst_s);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--seed", &seed_s);
+        if (t < 0) return 2;
+        if (t > 0) continue;
+        if (argv[i][0] == '-' || name) {
+            fprintf(stderr, "metacl data prepare: unexpected argument '%s'\n", argv[i]);
+            data_usage(stderr);
+            return 2;
+        }
+        name = argv[i];
+    }
+    if (!name) {
+        fprintf(stderr, "metacl data prepare: which set? (fmnist, hanzi, kanji, hershey)\n");
+        return 2;
+    }
+    long long instances = 20;
+    uint64_t seed = 1;
+    if (inst_s && parse_int("prepare", "--instances", inst_s, 1, 100000, &instances) < 0)
+        return 2;
+    if (seed_s && parse_seed("prepare", seed_s, &seed) < 0) return 2;
+    const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
+    char err[1024] = "";
+    mcl_status st;
+    if (strcmp(name, "fmnist") == 0) {
+        if (inst_s || seed_s)
+            fprintf(stderr, "metacl data prepare: --instances/--seed apply to stroke sets; "
+                    "ignored for fmnist\n");
+        mcl_fmnist_stats s;
+        st = mcl_fmnist_prepare(dd, NULL, &s, err, sizeof err);
+        if (st == MCL_OK) {
+            printf("fmnist: %lld images (%lld train, %lld test), 10 classes, in %s/fmnist\n",
+                   s.n_train + s.n_test, s.n_train, s.n_test, dd);
+            printf("fmnist: train pixel mean/std: 28x28 %.4f/%.4f (DATA.md: 0.2860/0.3530); "
+                   "padded 32x32 %.4f/%.4f (stored)\n",
+                   s.mean28, s.std28, s.mean32, s.std32);
+        }
+    } else if (is_stroke_set(name)) {
+        st = mcl_strokes_prepare(name, dd, (int)instances, seed, err, sizeof err);
+        if (st == MCL_OK) {
+            char dir[4096], e2[512];
+            mcl_prepared_meta m;
+            if (mcl_prepared_dir(dd, name, dir, sizeof dir, e2, sizeof e2) == MCL_OK &&
+                mcl_prepared_read_meta(dir, &m, e2, sizeof e2) == MCL_OK)
+                printf("%s: %lld images, %d classes (%lld per class, seed %llu), mean/std "
+                       "%.4f/%.4f, in %s\n",
+                       name, (long long)m.n, m.classes, instances, (unsigned long long)seed,
+                       (double)m.mean, (double)m.std, dir);
+            else
+                printf("%s: prepared in %s/%s\n", name, dd, name);
+        }
+    } else {
+        fprintf(stderr, "metacl data prepare: unknown set '%s' (available: fmnist, hanzi, kanji, "
+                "hershey)\n", name);
+        return 2;
+    }
+    if (st != MCL_OK) {
+        fprintf(stderr, "metacl data prepare %s: %s\n", name, err[0] ? err : mcl_status_str(st));
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- info ---- */
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static const char *const split_names[4] = {"all", "train", "val", "test"};
+
+static int cmd_info(int argc, char **argv)
+{
+    const char *name = NULL, *data_dir = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        int t = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir);
+        if (t < 0) return 2;
+        if (t > 0) continue;
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+            continue;
+        }
+        if (argv[i][0] == '-' || name) {
+            fprintf(stderr, "metacl data info: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+        name = argv[i];
+    }
+    if (!name) {
+        fprintf(stderr, "metacl data info: which set? (a prepared set name, idx:IMAGES,LABELS "
+                "or pngdir:DIR)\n");
+        return 2;
+    }
+    char err[1024] = "", dir[4096] = "";
+    int user = is_user_spec(name);
+    mcl_prepared_meta meta;
+    memset(&meta, 0, sizeof meta);
+    mcl_class_info *ci = NULL;
+    uint8_t *sp = NULL;
+    mcl_sum_entry *sums = NULL;
+    int n_sums = 0, rc = 1;
+    mcl_status vst = MCL_OK;
+    char verr[1024] = "";
+    mcl_dataset *ds = NULL;
+    mcl_status st = MCL_OK;
+    /* a prepared set: check the hashes first, so that damage is reported as such even when
+     * it also keeps the set from loading */
+    if (!user) {
+        st = mcl_prepared_dir(data_dir, name, dir, sizeof dir, err, sizeof err);
+        if (st == MCL_OK && mcl_prepared_exists(dir))
+            vst = mcl_prepared_verify(dir, &sums, &n_sums, verr, sizeof verr);
+    }
+    if (st == MCL_OK) st = mcl_dataset_load(name, data_dir, MCL_SPLIT_ALL, &ds, err, sizeof err);
+    if (st == MCL_OK && !user) {
+        st = mcl_prepared_read_meta(dir, &meta, err, sizeof err);
+        if (st == MCL_OK) st = mcl_prepared_read_classes(dir, meta.classes, &ci, err, sizeof err);
+        if (st == MCL_OK) st = mcl_prepared_read_split(dir, meta.n, &sp, err, sizeof err);
+    }
+    if (st != MCL_OK) {
+        for (int i = 0; i < n_sums; i++)
+            if (!sums[i].ok)
+                fprintf(stderr, "metacl data info: %s/%s: %s\n", dir, sums[i].file,
+                        sums[i].got[0] ? "SHA-256 differs from SHA256SUMS" : "unreadable");
+        fprintf(stderr, "metacl data info: %s\n", err[0] ? err : mcl_status_str(st));
+        goto done;
+    }
+    /* images per class */
+    int64_t mn = INT64_MAX, mx = 0;
+    for (int c = 0; c < ds->n_classes; c++) {
+        int64_t k = ds->class_start[c + 1] - ds->class_start[c];
+        if (k < mn) mn = k;
+        if (k > mx) mx = k;
+    }
+    if (ds->n_classes == 0) mn = 0;
+    double avg = ds->n_classes ? (double)ds->n / ds->n_classes : 0.0;
+    /* split sizes: [1..3] = train, val, test */
+    int64_t sp_img[4] = {0};
+    int sp_cls[4] = {0};
+    if (!user) {
+        int nc = ds->n_classes_total;
+        unsigned char *seen = calloc((size_t)nc * 4, 1);
+        if (!seen) {
+            fprintf(stderr, "metacl data info: out of memory\n");
+            goto done;
+        }
+        for (int64_t i = 0; i < ds->n; i++) {
+            int32_t c = ds->labels[i];
+            int s = sp ? sp[i] : (int)ci[c].split;
+            if (s < 1 || s > 3) s = 1; /* a class marked "all" counts as train */
+            sp_img[s]++;
+            if (!seen[(size_t)c * 4 + (size_t)s]) {
+                seen[(size_t)c * 4 + (size_t)s] = 1;
+                sp_cls[s]++;
+            }
+        }
+        free(seen);
+    } else {
+        sp_img[1] = ds->n;
+        sp_cls[1] = ds->n_classes;
+    }
+    if (json) {
+        printf("{\"name\":");
+        json_str(user ? ds->name : name);
+        printf(",\"spec\":");
+        json_str(name);
+        if (!user) {
+            printf(",\"dir\":");
+            json_str(dir);
+            printf(",\"source\":");
+            json_str(meta.source);
+            printf(",\"licence\":");
+            json_str(meta.licence);
+            printf(",\"split_by\":");
+            json_str(sp ? "example" : "class");
+            printf(",\"seed\":%llu,\"instances\":%d", (unsigned long long)meta.seed,
+                   meta.instances);
+        }
+        printf(",\"images\":%lld,\"classes\":%d,\"classes_total\":%d", (long long)ds->n,
+               ds->n_classes, ds->n_classes_total);
+        printf(",\"per_class\":{\"min\":%lld,\"max\":%lld,\"mean\":%.3f}", (long long)mn,
+               (long long)mx, avg);
+        printf(",\"splits\":{");
+        for (int s = 1; s <= 3; s++)
+            printf("%s\"%s\":{\"classes\":%d,\"images\":%lld}", s > 1 ? "," : "", split_names[s],
+                   sp_cls[s], (long long)sp_img[s]);
+        printf("},\"mean\":%.6f,\"std\":%.6f", (double)ds->mean, (double)ds->std);
+        if (!user) {
+            printf(",\"files\":[");
+            for (int i = 0; i < n_sums; i++) {
+                printf("%s{\"file\":", i ? "," : "");
+                json_str(sums[i].file);
+                printf(",\"sha256\":");
+                json_str(sums[i].got);
+                printf(",\"expected\":");
+                json_str(sums[i].want);
+                printf(",\"ok\":%s}", sums[i].ok ? "true" : "false");
+            }
+            printf("],\"verified\":%s", vst == MCL_OK ? "true" : "false");
+            if (vst != MCL_OK) {
+                printf(",\"error\":");
+                json_str(verr);
+            }
+        }
+        printf("}\n");
+    } else {
+        printf("%s%s%s\n", user ? ds->name : name, user ? "" : ": ", dir);
+        if (!user) {
+            printf("  source     %s\n", meta.source);
+            printf("  licence    %s\n", meta.licence);
+            if (meta.instances)
+                printf("  rendering  %d instances per class, seed %llu\n", meta.instances,
+                       (unsigned long long)meta.seed);
+        }
+        printf("  images     %lld (1x32x32 uint8)\n", (long long)ds->n);
+        printf("  classes    %d (ids 0..%d)\n", ds->n_classes, ds->n_classes_total - 1);
+        printf("  per class  min %lld, max %lld, mean %.1f images\n", (long long)mn,
+               (long long)mx, avg);
+        printf("  split      %s\n", user ? "none (user data: everything is train)"
+                                         : sp ? "by example (split.idx)" : "by class (classes.txt)");
+        for (int s = 1; s <= 3; s++)
+            printf("    %-6s   %d classes, %lld images\n", split_names[s], sp_cls[s],
+                   (long long)sp_img[s]);
+        printf("  mean/std   %.4f / %.4f (pixels in [0,1], %s)\n", (double)ds->mean,
+               (double)ds->std, user ? "all images" : "train split");
+        if (!user) {
+            printf("  SHA-256 (checked against SHA256SUMS)\n");
+            for (int i = 0; i < n_sums; i++)
+                printf("    %s  %-12s %s\n", sums[i].got[0] ? sums[i].got : sums[i].want,
+                       sums[i].file, sums[i].ok ? "ok" : sums[i].got[0] ? "MISMATCH" : "UNREADABLE");
+        }
+    }
+    if (!user && vst != MCL_OK) {
+        fprintf(stderr, "metacl data info: %s: verification failed: %s\n", name, verr);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(ci);
+    free(sp);
+    free(sums);
+    mcl_dataset_free(ds);
+    return rc;
+}
+
+/* ---- show ---- */
+
+typedef struct sheet {
+    uint8_t *px;
+    int w, h, scale;
+} sheet;
+
+static void sheet_put(sheet *s, int x0, int y0, const uint8_t *img)
+{
+    for (int y = 0; y < MCL_IMG * s->scale; y++)
+        for (int x = 0; x < MCL_IMG * s->scale; x++)
+            s->px[(size_t)(y0 + y) * (size_t)s->w + (size_t)(x0 + x)] =
+                img[(y / s->scale) * MCL_IMG + x / s->scale];
+}
+
+/* k distinct values of 0..n-1 chosen by the seed, ascending (all of them when k >= n). */
+static int *pick(uint64_t seed, uint64_t stream, int n, int *k)
+{
+    int *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    if (!v) return NULL;
+    for (int i = 0; i < n; i++) v[i] = i;
+    if (*k >= n) {
+        *k = n;
+        return v;
+    }
+    mcl_rng r;
+    mcl_rng_init(&r, seed, stream);
+    mcl_rng_shuffle_int(&r, v, n);
+    /* sort the first k */
+    for (int i = 1; i < *k; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v;
+}
+
+#define SHOW_STREAM 0x73686f77u /* "show" */
+#define GAP 1
+#define GAP_CLEAN 3 /* after the clean column of a stroke set */
+#define GAP_SHADE 96
+
+static int cmd_show(int argc, char **argv)
+{
+    const char *name = NULL, *data_dir = NULL, *out = NULL, *cls_s = NULL, *smp_s = NULL,
+               *seed_s = NULL, *scale_s = NULL;
+    for (int i = 1; i < argc; i++) {
+        int t = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--out", &out);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "-o", &out);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--classes", &cls_s);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--samples", &smp_s);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--seed", &seed_s);
+        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--scale", &scale_s);
+        if (t < 0) return 2;
+        if (t > 0) continue;
+        if (argv[i][0] == '-' || name) {
+            fprintf(stderr, "metacl data show: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+        name = argv[i];
+    }
+    if (!name || !out) {
+        fprintf(stderr, "metacl data show: usage: metacl data show NAME --out FILE.png "
+                "[--classes N] [--samples M] [--seed N] [--scale S] [--data-dir DIR]\n");
+        return 2;
+    }
+    long long ncls = 10, nsmp = 8, scale = 2;
+    uint64_t seed = 1;
+    if (cls_s && parse_int("show", "--classes", cls_s, 1, 1000, &ncls) < 0) return 2;
+    if (smp_s && parse_int("show", "--samples", smp_s, 1, 100, &nsmp) < 0) return 2;
+    if (scale_s && parse_int("show", "--scale", scale_s, 1, 8, &scale) < 0) return 2;
+    if (seed_s && parse_seed("show", seed_s, &seed) < 0) return 2;
+    const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
+    char err[1024] = "";
+    int stroke = is_stroke_set(name);
+    mcl_strokeset *ss = NULL;
+    mcl_dataset *ds = NULL;
+    mcl_status st;
+    int n_avail;
+    if (stroke) {
+        st = mcl_strokeset_load(name, dd, strcmp(name, "hanzi") == 0 ? 10 : 0, &ss, err,
+                                sizeof err);
+        n_avail = st == MCL_OK ? ss->n : 0;
+    } else {
+        st = mcl_dataset_load(name, data_dir, MCL_SPLIT_ALL, &ds, err, sizeof err);
+        n_avail = st == MCL_OK ? ds->n_classes : 0;
+    }
+    if (st != MCL_OK) {
+        fprintf(stderr, "metacl data show: %s\n", err[0] ? err : mcl_status_str(st));
+        return 1;
+    }
+    int rc = 1;
+    int rows = (int)ncls;
+    int *cls = pick(seed, SHOW_STREAM, n_avail, &rows);
+    int cols = (int)nsmp + (stroke ? 1 : 0);
+    int cell = MCL_IMG * (int)scale;
+    sheet sh = {NULL, 0, 0, (int)scale};
+    sh.w = cols * cell + (cols + 1) * GAP + (stroke ? GAP_CLEAN - GAP : 0);
+    sh.h = rows * cell + (rows + 1) * GAP;
+    sh.px = malloc((size_t)sh.w * (size_t)sh.h);
+    uint8_t img[PIX];
+    if (!cls || !sh.px || rows == 0) {
+        fprintf(stderr, "metacl data show: %s\n", rows == 0 ? "no classes" : "out of memory");
+        goto done;
+    }
+    memset(sh.px, GAP_SHADE, (size_t)sh.w * (size_t)sh.h);
+    for (int r = 0; r < rows; r++) {
+        int y0 = GAP + r * (cell + GAP);
+        if (stroke) {
+            const mcl_glyph *g = &ss->glyphs[cls[r]];
+            mcl_render_glyph(g, seed, cls[r], 0, 1, img);
+            sheet_put(&sh, GAP, y0, img);
+            for (int j = 0; j < (int)nsmp; j++) {
+                mcl_render_glyph(g, seed, cls[r], j, 0, img);
+                sheet_put(&sh, GAP_CLEAN + GAP + cell + j * (cell + GAP), y0, img);
+            }
+        } else {
+            int64_t b = ds->class_start[cls[r]], k = ds->class_start[cls[r] + 1] - b;
+            int take = (int)(k < nsmp ? k : nsmp);
+            int kk = (int)(k > 1000000 ? 1000000 : k);
+            if (take > kk) take = kk;
+            int *pos = pick(seed, SHOW_STREAM + 1 + (uint64_t)cls[r], kk, &take);
+            if (!pos) {
+                fprintf(stderr, "metacl data show: out of memory\n");
+                goto done;
+            }
+            for (int j = 0; j < take; j++)
+                sheet_put(&sh, GAP + j * (cell + GAP), y0,
+                          ds->images + (size_t)ds->class_index[b + pos[j]] * PIX);
+            free(pos);
+        }
+    }
+    st = mcl_png_write_gray(out, sh.px, sh.w, sh.h, err, sizeof err);
+    if (st != MCL_OK) {
+        fprintf(stderr, "metacl data show: %s\n", err);
+        goto done;
+    }
+    printf("%s: wrote %s (%dx%d): %d classes x %s%lld %s\n", name, out, sh.w, sh.h, rows,
+           stroke ? "(clean + " : "", nsmp, stroke ? "samples)" : "images");
+    rc = 0;
+done:
+    free(cls);
+    free(sh.px);
+    if (ss) mcl_strokeset_free(ss);
+    mcl_dataset_free(ds);
+    return rc;
+}
+
+int mcl_cli_data(int argc, char **argv)
+{
+    if (argc < 2) {
+        data_usage(stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
+        data_usage(stdout);
+        return 0;
+    }
+    if (strcmp(sub, "prepare") == 0) return cmd_prepare(argc - 1, argv + 1);
+    if (strcmp(sub, "info") == 0) return cmd_info(argc - 1, argv + 1);
+    if (strcmp(sub, "show") == 0) return cmd_show(argc - 1, argv + 1);
+    fprintf(stderr, "metacl data: unknown subcommand '%s' (prepare, info, show)\n", sub);
+    data_usage(stderr);
+    return 2;
+}
