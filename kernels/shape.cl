@@ -1,10 +1,12 @@
-/* shape.cl — concat, slice, transpose, permute (forward and backward; reshape uses the copy
- * kernels of elementwise.cl).
+/* shape.cl — concat, slice, transpose, permute, repeat_batch (forward and backward; reshape
+ * uses the copy kernels of elementwise.cl).
  *
  * Same equations as src/ref/shape.c. Nothing is computed: forward moves each element to its
  * new position, backward ADDS each gradient element back where its element came from. Every
  * output element comes from exactly one input element, so backward has no collisions: each
  * gradient element is updated by exactly one work-item (deterministic, no atomics).
+ * repeat_batch backward is the exception that sums: n gradient copies per element, added in
+ * a fixed order by one work-item.
  *
  * Index layout: 1-D launch, one work-item per element of the tensor being WRITTEN (out in
  * forward, gin in backward — except slice backward, one item per gout element, which writes
@@ -113,4 +115,27 @@ __kernel void permute_bwd(__global const float *src, long s_off, __global float 
     t /= d2;
     long o1 = t % d1, o0 = t / d1;
     dst[d_off + i] += src[s_off + o0 * st0 + o1 * st1 + o2 * st2 + o3 * st3];
+}
+
+/* ---- repeat_batch: n copies of a along a new leading dim:
+ *   out[i, j] = a[j]                       a [N], out [n, N]; item q = i * N + j over out
+ * backward (the one shape kernel that sums, so it is not a plain move):
+ *   ga[j] += sum_{i < n} gout[i, j]        item j over ga (ids >= N return), i in order,
+ *   as a (hi, lo) pair of common.cl */
+__kernel void repeat_batch_fwd(__global const float *a, long a_off, __global float *out,
+                               long out_off, long N, long total)
+{
+    long q = get_global_id(0);
+    if (q >= total) return;
+    out[out_off + q] = a[a_off + q % N];
+}
+
+__kernel void repeat_batch_bwd(__global const float *g, long g_off, __global float *ga,
+                               long ga_off, long N, long n)
+{
+    long j = get_global_id(0);
+    if (j >= N) return;
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long i = 0; i < n; i++) acc = mcl_acc_add(acc, g[g_off + i * N + j]);
+    ga[ga_off + j] += mcl_acc_value(acc);
 }

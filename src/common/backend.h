@@ -26,7 +26,7 @@ typedef enum mcl_op {
 } mcl_op;
 
 #define MCL_MAX_IN 6
-#define MCL_MAX_OUT 4
+#define MCL_MAX_OUT 12
 
 /* Static facts about an op, generated from ops.def. */
 typedef struct mcl_op_info {

@@ -8,6 +8,7 @@
 #include "rng.h"
 #include "params.h"
 #include "optim.h"
+#include "checkpoint.h"
 
 #define METACL_VERSION_STRING "0.1.0"
 

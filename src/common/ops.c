@@ -300,6 +300,87 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 0, nd, sh);
         return MCL_OK;
     }
+    case MCL_OP_REPEAT_BATCH: {
+        int64_t nb = a->p.i[0];
+        if (x->ndim > 3)
+            return SHAPE_ERR("repeat_batch: %s has 4 dims already", mcl_shape_str(x, s1, sizeof s1));
+        if (nb < 1) return INVALID("repeat_batch: count %lld must be >= 1", (long long)nb);
+        int64_t sh[4];
+        sh[0] = nb;
+        for (int d = 0; d < x->ndim; d++) sh[d + 1] = x->shape[d];
+        if ((s = mcl_shape_check(ctx, op, x->ndim + 1, sh)) != MCL_OK) return s;
+        set_out(o, 0, x->ndim + 1, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_CONV2D: {
+        mcl_tensor *w = y, *b = a->in[2];
+        int64_t st = a->p.i[0], pad = a->p.i[1];
+        if (x->ndim != 4 || w->ndim != 4 || w->shape[1] != x->shape[1] || w->shape[2] != w->shape[3])
+            return SHAPE_ERR("conv2d: x %s must be [B,C,H,W] and w %s [O,C,k,k]",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(w, s2, sizeof s2));
+        if (b->ndim != 1 || b->shape[0] != w->shape[0])
+            return SHAPE_ERR("conv2d: bias %s must be [%lld]", mcl_shape_str(b, s1, sizeof s1),
+                             (long long)w->shape[0]);
+        if (st < 1 || pad < 0 || pad >= w->shape[2])
+            return INVALID("conv2d: stride %lld must be >= 1 and padding %lld in [0, k)", (long long)st,
+                           (long long)pad);
+        int64_t k = w->shape[2], hp = x->shape[2] + 2 * pad, wp = x->shape[3] + 2 * pad;
+        if (hp < k || wp < k)
+            return SHAPE_ERR("conv2d: kernel %lld larger than the padded input %s",
+                             (long long)k, mcl_shape_str(x, s1, sizeof s1));
+        int64_t sh[4] = {x->shape[0], w->shape[0], (hp - k) / st + 1, (wp - k) / st + 1};
+        set_out(o, 0, 4, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_MAXPOOL2D: {
+        if (x->ndim != 4 || x->shape[2] < 2 || x->shape[3] < 2)
+            return SHAPE_ERR("maxpool2d: x %s must be [B,C,H,W] with H, W >= 2",
+                             mcl_shape_str(x, s1, sizeof s1));
+        int64_t sh[4] = {x->shape[0], x->shape[1], x->shape[2] / 2, x->shape[3] / 2};
+        set_out(o, 0, 4, sh);
+        set_out(o, 1, 4, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_INSTANCE_NORM: {
+        mcl_tensor *g = y, *b = a->in[2];
+        if (x->ndim != 4)
+            return SHAPE_ERR("instance_norm: x %s must be [B,C,H,W]", mcl_shape_str(x, s1, sizeof s1));
+        if (g->ndim != 1 || g->shape[0] != x->shape[1] || b->ndim != 1 || b->shape[0] != x->shape[1])
+            return SHAPE_ERR("instance_norm: gamma %s and beta %s must be [%lld]",
+                             mcl_shape_str(g, s1, sizeof s1), mcl_shape_str(b, s2, sizeof s2),
+                             (long long)x->shape[1]);
+        if (!(a->p.f[0] > 0.0f))
+            return INVALID("instance_norm: eps = %g must be > 0", (double)a->p.f[0]);
+        set_out(o, 0, 4, x->shape);
+        set_out1(o, 1, x->shape[0] * x->shape[1]);
+        set_out1(o, 2, x->shape[0] * x->shape[1]);
+        return MCL_OK;
+    }
+    case MCL_OP_SRWM: {
+        if (x->ndim != 4)
+            return SHAPE_ERR("srwm: x %s must be [B,H,L,D]", mcl_shape_str(x, s1, sizeof s1));
+        int64_t B = x->shape[0], H = x->shape[1], L = x->shape[2], D = x->shape[3];
+        for (int k = 1; k <= 4; k++) {
+            const mcl_tensor *w = a->in[k];
+            int64_t cols = k == 4 ? 4 : D;
+            if (w->ndim != 4 || w->shape[0] != B || w->shape[1] != H || w->shape[2] != D ||
+                w->shape[3] != cols)
+                return SHAPE_ERR("srwm: state %d %s must be [%lld,%lld,%lld,%lld]", k,
+                                 mcl_shape_str(w, s1, sizeof s1), (long long)B, (long long)H,
+                                 (long long)D, (long long)cols);
+        }
+        int64_t seq[4] = {B, H, L, D}, seq4[4] = {B, H, L, 4};
+        set_out(o, 0, 4, seq);
+        for (int k = 1; k <= 4; k++) set_out(o, k, 4, a->in[k]->shape);
+        set_out(o, 5, 4, seq);  /* q  */
+        set_out(o, 6, 4, seq);  /* k  */
+        set_out(o, 7, 4, seq4); /* beta */
+        set_out(o, 8, 4, seq);  /* dy */
+        set_out(o, 9, 4, seq);  /* dq */
+        set_out(o, 10, 4, seq); /* dk */
+        set_out(o, 11, 4, seq4);/* db */
+        return MCL_OK;
+    }
     case MCL_OP_SGD_STEP:
         if ((s = need_same(ctx, op, x, y, "param", "grad")) != MCL_OK) return s;
         return need_same(ctx, op, x, a->in[2], "param", "momentum");
@@ -580,4 +661,60 @@ mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
         return mcl_copy(ctx, a);
     }
     return mcl_dropout_keyed(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
+}
+
+mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_REPEAT_BATCH;
+    r.in[0] = x;
+    r.p.i[0] = n;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_conv2d(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int stride,
+                       int padding)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_CONV2D;
+    r.in[0] = x;
+    r.in[1] = w;
+    r.in[2] = b;
+    r.p.i[0] = stride;
+    r.p.i[1] = padding;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_maxpool2d(mcl_ctx *ctx, mcl_tensor *x) { return unary(ctx, MCL_OP_MAXPOOL2D, x, 0); }
+
+mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
+                              float eps)
+{
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_INSTANCE_NORM;
+    a.in[0] = x;
+    a.in[1] = gamma;
+    a.in[2] = beta;
+    a.p.f[0] = eps;
+    return run1(ctx, &a);
+}
+
+mcl_status mcl_srwm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *const state_in[4], mcl_tensor **y,
+                    mcl_tensor *state_out[4])
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!state_in || !y || !state_out)
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "srwm: NULL state or output array");
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_SRWM;
+    a.in[0] = x;
+    for (int k = 0; k < 4; k++) a.in[1 + k] = state_in[k];
+    mcl_status s = mcl_op_run(ctx, &a);
+    *y = s == MCL_OK ? a.out[0] : NULL;
+    for (int k = 0; k < 4; k++) state_out[k] = s == MCL_OK ? a.out[1 + k] : NULL;
+    return s;
 }

@@ -60,6 +60,21 @@ mcl_tensor *mcl_transpose(mcl_ctx *ctx, mcl_tensor *a);
 /* 4-D permutation: out.shape[d] = a.shape[perm[d]] (e.g. {0,2,1,3} splits heads). */
 mcl_tensor *mcl_permute(mcl_ctx *ctx, mcl_tensor *a, const int perm[4]);
 
+/* x [..] -> [n, ..]: n copies along a new leading dim (gradient: the sum over it) */
+mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n);
+
+/* convolution and pooling, NCHW: x [B,C,H,W], w [O,C,k,k], b [O] */
+mcl_tensor *mcl_conv2d(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int stride,
+                       int padding);
+mcl_tensor *mcl_maxpool2d(mcl_ctx *ctx, mcl_tensor *x); /* 2x2, stride 2 */
+mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
+                              float eps);
+
+/* The self-referential weight matrix over a sequence (SPEC-ACL §1): x [B,H,L,D], state
+ * {W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]} -> y [B,H,L,D] and the final state. */
+mcl_status mcl_srwm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *const state_in[4], mcl_tensor **y,
+                    mcl_tensor *state_out[4]);
+
 /* embeddings: idx holds integer values stored as floats */
 mcl_tensor *mcl_one_hot(mcl_ctx *ctx, mcl_tensor *idx, int64_t depth);
 mcl_tensor *mcl_embedding(mcl_ctx *ctx, mcl_tensor *table, mcl_tensor *idx);

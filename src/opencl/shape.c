@@ -1,10 +1,11 @@
-/* shape.c — OpenCL host glue for concat, slice, reshape, transpose, permute.
+/* shape.c — OpenCL host glue for concat, slice, reshape, transpose, permute, repeat_batch.
  *
  * Kernels: kernels/shape.cl, one work-item per element written (reshape: the flat copies
  * copy_fwd / copy_bwd of kernels/elementwise.cl). Same contract and equations as
  * src/ref/shape.c: forward moves elements, backward ADDS each gradient element back where its
  * element came from (no collisions: deterministic). Axis arguments were validated and
- * normalized to 0..ndim-1 by the front end (ops.c).
+ * normalized to 0..ndim-1 by the front end (ops.c). repeat_batch backward is the one that
+ * sums (the n copies' gradients, in order, one work-item per element).
  *
  * concat and slice use the reference's decomposition: along axis x every tensor is
  * [outer, rows_x * inner] with outer = product of the dims before x, inner = product of the
@@ -258,4 +259,39 @@ mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
     if (s != MCL_OK) return s;
     for (int d = 0; d < 4; d++) inv[perm[d]] = d;
     return permute_launch(be, "permute_bwd", a->gout[0], inv, a->gin[0]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* repeat_batch: n = p.i[0] copies along a new leading dim:
+ *   out[i, ..] = a[..]   for 0 <= i < n
+ * a [..] (N elements) -> out [n, ..]
+ * backward: ga[j] += sum_{i < n} gout[i, j]  (one work-item per ga element, i in order) */
+
+mcl_status mcl_ocl_repeat_batch_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    int64_t N = mcl_tensor_numel(a->in[0]), total = mcl_tensor_numel(a->out[0]);
+    char what[200];
+    cl_kernel k = mcl_ocl_kernel(be, "repeat_batch_fwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_long(be, k, i, total);
+    return mcl_ocl_launch(be, k, i, total,
+                          what2(what, sizeof what, "repeat_batch_fwd", a->in[0], a->out[0], ""));
+}
+
+mcl_status mcl_ocl_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0]) return MCL_OK;
+    int64_t N = mcl_tensor_numel(a->in[0]), n = a->p.i[0];
+    char what[200];
+    cl_kernel k = mcl_ocl_kernel(be, "repeat_batch_bwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    return mcl_ocl_launch(be, k, i, N,
+                          what2(what, sizeof what, "repeat_batch_bwd", a->gout[0], a->gin[0], ""));
 }

@@ -1,10 +1,11 @@
-/* shape.c — reference shape ops: concat, slice, reshape, transpose, permute.
+/* shape.c — reference shape ops: concat, slice, reshape, transpose, permute, repeat_batch.
  *
  * None of these computes anything: forward moves elements to new positions, backward moves
  * the gradient back to where each element came from and ADDS it there. Every output element
  * comes from exactly one input element, so the backward passes are scatters without
  * collisions: each gin element receives at most one addition per call, whatever the thread
- * count, and the result is deterministic.
+ * count, and the result is deterministic. The exception is repeat_batch, whose backward sums
+ * the n copies' gradients (in double, in a fixed order).
  *
  * Axis arguments were validated and normalized to 0..ndim-1 by the front end (ops.c).
  */
@@ -285,5 +286,45 @@ mcl_status mcl_ref_permute_bwd(mcl_backend *be, const mcl_op_args *a)
     if (st != MCL_OK) return st;
     for (int d = 0; d < 4; d++) inv[perm[d]] = d;
     permute4(mcl_ref_ptr(a->gout[0]), a->gout[0]->shape, inv, mcl_ref_ptr(a->gin[0]), 1);
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* repeat_batch: n = p.i[0] copies of a along a new leading dim. */
+
+/* Forward:  out[i, ..] = a[..]   for 0 <= i < n
+ * a   [..] (N elements)
+ * out [n, ..] */
+mcl_status mcl_ref_repeat_batch_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    int64_t N = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]), n = a->p.i[0];
+    copy_rows(mcl_ref_ptr(a->out[0]), N, mcl_ref_ptr(a->in[0]), 0, n, N);
+    return MCL_OK;
+}
+
+/* Backward: ga[j] += sum_{i < n} gout[i, j]   (double, i in increasing order)
+ * gout[0] [n, ..];  gin[0] like a (or NULL). Columns are cut into blocks of SHAPE_TILE * 4;
+ * one thread sums a block over all i (deterministic for any thread count). */
+mcl_status mcl_ref_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    if (!a->gin[0]) return MCL_OK;
+    enum { RB_COLS = SHAPE_TILE * 4 };
+    int64_t N = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]), n = a->p.i[0];
+    const float *G = mcl_ref_ptr(a->gout[0]);
+    float *ga = mcl_ref_ptr(a->gin[0]);
+    int64_t nblocks = (N + RB_COLS - 1) / RB_COLS;
+#pragma omp parallel for schedule(static) if (nblocks > 1 && n * N >= SHAPE_PAR_MIN)
+    for (int64_t blk = 0; blk < nblocks; blk++) {
+        int64_t j0 = blk * RB_COLS, nj = N - j0 < RB_COLS ? N - j0 : RB_COLS;
+        double acc[RB_COLS];
+        for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            const float *g = G + i * N + j0;
+            for (int64_t j = 0; j < nj; j++) acc[j] += (double)g[j];
+        }
+        for (int64_t j = 0; j < nj; j++) ga[j0 + j] += (float)acc[j];
+    }
     return MCL_OK;
 }

@@ -1,0 +1,280 @@
+/* conv.cl — convolution family, NCHW: conv2d (im2col / col2im around CLBlast GEMMs, host
+ * glue in src/opencl/conv.c), maxpool2d, instance_norm; forward and backward.
+ * Same equations as src/ref/conv.c.
+ *
+ * conv2d works on a chunk of nb images at a time (images b0 .. b0+nb-1; the host passes the
+ * tensors' offsets already moved to image b0) in the "wide" layout: a matrix whose row holds
+ * the P = Ho*Wo pixels of image 0 of the chunk, then those of image 1, ... (row length
+ * ld = nb*P). col [KK, ld] is the im2col matrix (KK = C*k*k, row r = (c*k + ky)*k + kx);
+ * [O, ld] matrices hold outputs or output gradients. Index layout, one work-item per element
+ * WRITTEN, row-major, ids >= n return:
+ *   conv2d_im2col    col[r, b*P + p]          item i = r*ld + b*P + p
+ *   conv2d_out       out[b, o, p] (+ bias)    item i = (b*O + o)*P + p
+ *   conv2d_to_wide   gw[o, b*P + p] = g[b,o,p] item i = o*ld + b*P + p
+ *   conv2d_col2im    gx[b, c, iy, ix]         item i = ((b*C + c)*H + iy)*W + ix, a gather
+ *                    over the <= k*k col entries that came from that pixel, in (ky, kx) order
+ *   conv2d_bias_bwd  one work-group per output channel o (group id), W items (power of two)
+ *                    summing g[b, o, p] over the flat (b, p) with stride W, then a fixed tree
+ *   maxpool2d_fwd    out/arg[q, i, j]         item = (q*Ho + i)*Wo + j   (q = b*C + c)
+ *   maxpool2d_bwd    gx[q, y, x]              item = (q*H + y)*W + x: adds its window's gout
+ *                    when it is the window's argmax (a gather: no collisions)
+ *   instance_norm_fwd, instance_norm_bwd_dx   one work-group per plane r = b*C + c, as
+ *                    layer_norm_fwd / layer_norm_bwd_dx of norm.c with gamma[r % C]
+ *   instance_norm_bwd_gb  one work-group per channel c: sums over the flat (b, j), then a tree
+ * All deterministic (no atomics). Backward kernels ACCUMULATE. Sums are (hi, lo) pairs with
+ * exact products (common.cl), about as accurate as the reference's double sums.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* ---- conv2d ----------------------------------------------------------------------------- */
+
+/* im2col, chunk of nb images, wide layout:
+ *   col[(c*k + ky)*k + kx, b*P + oy*Wo + ox] = x[b, c, oy*s - pd + ky, ox*s - pd + kx]  (0 outside)
+ *   x [nb,C,H,W] (from x_off), col [KK, nb*P] (from col_off); n = KK*nb*P */
+__kernel void conv2d_im2col(__global const float *x, long x_off, __global float *col,
+                            long col_off, long C, long H, long W, long k, long s, long pd,
+                            long Wo, long P, long nb, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const long ld = nb * P;
+    const long r = i / ld, q = i % ld, b = q / P, p = q % P;
+    const long kx = r % k, t = r / k, ky = t % k, c = t / k;
+    const long iy = (p / Wo) * s - pd + ky, ix = (p % Wo) * s - pd + kx;
+    float v = 0.0f;
+    if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[x_off + ((b * C + c) * H + iy) * W + ix];
+    col[col_off + i] = v;
+}
+
+/* out[b, o, p] = outw[o, b*P + p] + bias[o]
+ *   outw [O, nb*P] (the GEMM result), bias [O], out [nb,O,P] (from out_off); n = nb*O*P */
+__kernel void conv2d_out(__global const float *outw, long ow_off, __global const float *bias,
+                         long bias_off, __global float *out, long out_off, long O, long P,
+                         long nb, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const long p = i % P, t = i / P, o = t % O, b = t / O;
+    out[out_off + i] = outw[ow_off + o * (nb * P) + b * P + p] + bias[bias_off + o];
+}
+
+/* gw[o, b*P + p] = g[b, o, p]:  g [nb,O,P] (from g_off) -> gw [O, nb*P]; n = O*nb*P */
+__kernel void conv2d_to_wide(__global const float *g, long g_off, __global float *gw, long gw_off,
+                             long O, long P, long nb, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const long ld = nb * P;
+    const long o = i / ld, q = i % ld, b = q / P, p = q % P;
+    gw[gw_off + i] = g[g_off + (b * O + o) * P + p];
+}
+
+/* col2im (the adjoint of im2col), accumulated:
+ *   gx[b, c, iy, ix] += sum_{ky, kx} colg[(c*k + ky)*k + kx, b*P + oy*Wo + ox]
+ *   over the (ky, kx) with oy*s = iy + pd - ky, ox*s = ix + pd - kx, 0 <= oy < Ho, 0 <= ox < Wo
+ *   colg [KK, nb*P], gx [nb,C,H,W] (from gx_off); n = nb*C*H*W */
+__kernel void conv2d_col2im(__global const float *colg, long cg_off, __global float *gx,
+                            long gx_off, long C, long H, long W, long k, long s, long pd,
+                            long Ho, long Wo, long nb, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const long ix = i % W, t = i / W, iy = t % H, t2 = t / H, c = t2 % C, b = t2 / C;
+    const long ld = nb * Ho * Wo;
+    colg += cg_off + b * Ho * Wo;
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long ky = 0; ky < k; ky++) {
+        const long ty = iy + pd - ky;
+        if (ty < 0 || ty % s != 0 || ty / s >= Ho) continue;
+        const long oy = ty / s;
+        for (long kx = 0; kx < k; kx++) {
+            const long tx = ix + pd - kx;
+            if (tx < 0 || tx % s != 0 || tx / s >= Wo) continue;
+            const long r = (c * k + ky) * k + kx;
+            acc = mcl_acc_add(acc, colg[r * ld + oy * Wo + tx / s]);
+        }
+    }
+    gx[gx_off + i] += mcl_acc_value(acc);
+}
+
+/* gbias[o] += sum_{b < B, p < P} g[b, o, p], one work-group per o; buf: W float2 */
+__kernel void conv2d_bias_bwd(__global const float *g, long g_off, __global float *gb, long gb_off,
+                              long B, long O, long P, __local float2 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), o = get_group_id(0);
+    g += g_off + o * P;
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = l; j < B * P; j += W) acc = mcl_acc_add(acc, g[(j / P) * O * P + j % P]);
+    const float2 tot = mcl_group_sum(acc, buf);
+    if (l == 0) gb[gb_off + o] += mcl_acc_value(tot);
+}
+
+/* ---- maxpool2d -------------------------------------------------------------------------- */
+
+/* out[q, i, j] = max of the 2 x 2 window x[q, 2i + dy, 2j + dx]; arg = dy*2 + dx of the first
+ * maximum (order (0,0), (0,1), (1,0), (1,1); strict >). x [Q,H,W], out, arg [Q,Ho,Wo];
+ * n = Q*Ho*Wo */
+__kernel void maxpool2d_fwd(__global const float *x, long x_off, __global float *out,
+                            long out_off, __global float *arg, long arg_off, long H, long W,
+                            long Ho, long Wo, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const long j = i % Wo, t = i / Wo, oi = t % Ho, q = t / Ho;
+    __global const float *r0 = x + x_off + (q * H + 2 * oi) * W + 2 * j;
+    const float v[4] = {r0[0], r0[1], r0[W], r0[W + 1]};
+    float m = v[0];
+    int idx = 0;
+    for (int u = 1; u < 4; u++)
+        if (v[u] > m) {
+            m = v[u];
+            idx = u;
+        }
+    out[out_off + i] = m;
+    arg[arg_off + i] = (float)idx;
+}
+
+/* gx[q, y, x] += gout[q, y/2, x/2] if (y%2)*2 + x%2 == arg[q, y/2, x/2] (inside the pooled
+ * area); gx [Q,H,W], gout, arg [Q,Ho,Wo]; n = Q*H*W */
+__kernel void maxpool2d_bwd(__global const float *g, long g_off, __global const float *arg,
+                            long arg_off, __global float *gx, long gx_off, long H, long W,
+                            long Ho, long Wo, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const long xx = i % W, t = i / W, y = t % H, q = t / H;
+    const long oy = y / 2, ox = xx / 2;
+    if (oy >= Ho || ox >= Wo) return;
+    const long o = (q * Ho + oy) * Wo + ox;
+    if ((int)arg[arg_off + o] == (int)((y % 2) * 2 + xx % 2)) gx[gx_off + i] += g[g_off + o];
+}
+
+/* ---- instance_norm ---------------------------------------------------------------------- */
+
+/* 1 / sqrt(v + eps) for the variance pair v = (hi, lo), rounded about once (the reference
+ * rounds a double result once): r0 = 1/sqrt(s) of the float sum s = v + eps, then one
+ * Newton step r0 + r0 * (1 - (s + s_lo) * r0^2) / 2 with the residual from fma and the exact
+ * square of r0 (mcl_two_prod), so the plain float's 2-3 roundings do not add up. */
+float in_rstd(float2 v, float eps)
+{
+    const float2 s = mcl_two_sum(v.x, eps);
+    const float sl = s.y + v.y;
+    const float r0 = 1.0f / sqrt(s.x);
+    if (!isfinite(r0) || r0 == 0.0f) return r0;
+    const float2 p = mcl_two_prod(r0, r0);                         /* r0^2 exactly */
+    const float e = (fma(-s.x, p.x, 1.0f) - s.x * p.y) - sl * p.x; /* 1 - s r0^2 */
+    return r0 + r0 * (0.5f * e);
+}
+
+/* forward, one group per plane r = b*C + c of N = H*W values:
+ *   mean[r] = (1/N) sum_j x[r, j];  var[r] = (1/N) sum_j (x[r, j] - mean[r])^2  (biased)
+ *   rstd[r] = 1 / sqrt(var[r] + eps);  y[r, j] = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]
+ * buf: W float4 */
+__kernel void instance_norm_fwd(__global const float *x, long x_off, __global const float *gamma,
+                                long gamma_off, __global const float *beta, long beta_off,
+                                __global float *y, long y_off, __global float *mean,
+                                long mean_off, __global float *rstd, long rstd_off, long C,
+                                long N, float eps, __local float4 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const float nf = (float)N;
+    x += x_off + r * N;
+    y += y_off + r * N;
+    const float gm = gamma[gamma_off + r % C], bt = beta[beta_off + r % C];
+
+    /* mean, as the pair mu + mu_lo */
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = l; j < N; j += W) acc = mcl_acc_add_pair(acc, (float2)(x[j], 0.0f));
+    const float2 mu = mcl_acc_div(mcl_group_sum2((float4)(acc, 0.0f, 0.0f), buf).xy, nf);
+
+    /* biased variance from the deviations d = x - mean */
+    acc = (float2)(0.0f, 0.0f);
+    for (long j = l; j < N; j += W) {
+        const float d = (x[j] - mu.x) - mu.y;
+        acc = mcl_acc_add_pair(acc, mcl_two_prod(d, d));
+    }
+    const float2 v = mcl_group_sum2((float4)(acc, 0.0f, 0.0f), buf).xy;
+    const float rs = in_rstd(mcl_acc_div(v, nf), eps);
+    if (l == 0) {
+        mean[mean_off + r] = mu.x;
+        rstd[rstd_off + r] = rs;
+    }
+
+    for (long j = l; j < N; j += W) {
+        const float d = (x[j] - mu.x) - mu.y;
+        const float xhat = d * rs;
+        const float t = xhat * gm;
+        y[j] = t + bt;
+    }
+}
+
+/* backward, input gradient, one group per plane r; with dxhat_j = gout[r, j] * gamma[c] and
+ * xhat_j = (x[r, j] - mean[r]) * rstd[r] (from the saved mean and rstd):
+ *   gx[r, j] += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
+ * buf: W float4 */
+__kernel void instance_norm_bwd_dx(__global const float *x, long x_off,
+                                   __global const float *gamma, long gamma_off,
+                                   __global const float *mean, long mean_off,
+                                   __global const float *rstd, long rstd_off,
+                                   __global const float *g, long g_off, __global float *gx,
+                                   long gx_off, long C, long N, __local float4 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const float nf = (float)N;
+    x += x_off + r * N;
+    g += g_off + r * N;
+    gx += gx_off + r * N;
+    const float gm = gamma[gamma_off + r % C];
+    const float m = mean[mean_off + r], rs = rstd[rstd_off + r];
+
+    float2 sd = (float2)(0.0f, 0.0f), sdx = (float2)(0.0f, 0.0f); /* sum dxhat, sum dxhat*xhat */
+    for (long j = l; j < N; j += W) {
+        const float xhat = (x[j] - m) * rs;
+        const float2 dxhat = mcl_two_prod(g[j], gm); /* exact */
+        sd = mcl_acc_add_pair(sd, dxhat);
+        const float2 q = mcl_two_prod(dxhat.x, xhat);
+        sdx = mcl_acc_add_pair(sdx, (float2)(q.x, q.y + dxhat.y * xhat));
+    }
+    const float4 sums = mcl_group_sum2((float4)(sd, sdx), buf);
+    const float2 mean_d = mcl_acc_div(sums.xy, nf);
+    const float mean_dx = mcl_acc_value(mcl_acc_div(sums.zw, nf));
+
+    for (long j = l; j < N; j += W) {
+        const float xhat = (x[j] - m) * rs;
+        const float2 dxhat = mcl_two_prod(g[j], gm);
+        float t = (dxhat.x - mean_d.x) + (dxhat.y - mean_d.y); /* dxhat - mean_d */
+        const float u = xhat * mean_dx;
+        t = t - u;
+        const float dx = rs * t;
+        gx[j] += dx;
+    }
+}
+
+/* backward, gamma and beta gradients, one group per channel c (B planes r = b*C + c):
+ *   ggamma[c] += sum_b sum_j gout[r, j] * xhat[r, j]      (if want_gamma)
+ *   gbeta[c]  += sum_b sum_j gout[r, j]                   (if want_beta)
+ * item l takes the flat indices (b, j) = l, l+W, ... of [B, N]; buf: W float4.
+ * The two updates are separate statements, so they are right even if both are one tensor. */
+__kernel void instance_norm_bwd_gb(__global const float *x, long x_off,
+                                   __global const float *mean, long mean_off,
+                                   __global const float *rstd, long rstd_off,
+                                   __global const float *g, long g_off, __global float *ggamma,
+                                   long ggamma_off, __global float *gbeta, long gbeta_off, long B,
+                                   long C, long N, long want_gamma, long want_beta,
+                                   __local float4 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
+    float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
+    for (long f = l; f < B * N; f += W) {
+        const long r = (f / N) * C + c, e = r * N + f % N;
+        const float xhat = (x[x_off + e] - mean[mean_off + r]) * rstd[rstd_off + r];
+        const float gr = g[g_off + e];
+        ag = mcl_acc_add_pair(ag, mcl_two_prod(gr, xhat));
+        ab = mcl_acc_add_pair(ab, (float2)(gr, 0.0f));
+    }
+    const float4 s = mcl_group_sum2((float4)(ag, ab), buf);
+    if (l == 0) {
+        if (want_gamma) ggamma[ggamma_off + c] += mcl_acc_value(s.xy);
+        if (want_beta) gbeta[gbeta_off + c] += mcl_acc_value(s.zw);
+    }
+}

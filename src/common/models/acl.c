@@ -1,0 +1,354 @@
+/* acl.c — the ACL model (SPEC-ACL §2–3). See acl.h. */
+#include "acl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ACL_NORM_EPS 1e-5f
+
+void mcl_acl_config_default(mcl_acl_config *cfg)
+{
+    if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->n_way = 5;
+    cfg->hidden = 256;
+    cfg->heads = 16;
+    cfg->layers = 2;
+    cfg->ff_mult = 2;
+    cfg->dropout = 0.1f;
+    cfg->conv_channels = 32;
+    cfg->image_size = 32;
+    cfg->in_channels = 1;
+    cfg->feature_norm = MCL_ACL_FEATNORM_NONE;
+    cfg->seed = 1;
+}
+
+/* Register a parameter and fill it: kind 0 = N(0, std²), 1 = constant `std`. The Philox stream
+ * is the registration index, so init is stable under config changes that only append. */
+static mcl_tensor *add_param(mcl_acl *m, uint64_t *stream, const char *name, int ndim,
+                             const int64_t *shape, int kind, float v)
+{
+    mcl_tensor *t = mcl_params_add(m->params, name, ndim, shape);
+    uint64_t s = (*stream)++;
+    if (!t) return NULL;
+    mcl_status st = kind == 0 ? mcl_tensor_randn(t, m->cfg.seed, s, 0.0f, v)
+                              : mcl_tensor_fill(t, v);
+    return st == MCL_OK ? t : NULL;
+}
+
+mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
+{
+    if (!ctx) return NULL;
+    if (!cfg) {
+        mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_create: cfg is NULL");
+        return NULL;
+    }
+    const mcl_acl_config *c = cfg;
+    if (c->n_way < 1 || c->hidden < 1 || c->heads < 1 || c->hidden % c->heads != 0 ||
+        c->layers < 0 || c->ff_mult < 1 || c->dropout < 0.0f || c->dropout >= 1.0f ||
+        c->conv_channels < 1 || c->in_channels < 1 || c->image_size < 16 ||
+        c->image_size % 16 != 0 || c->layers > 1024 ||
+        (c->feature_norm != MCL_ACL_FEATNORM_NONE && c->feature_norm != MCL_ACL_FEATNORM_BATCH)) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                          "mcl_acl_create: bad config (n_way %d, hidden %d, heads %d, layers %d, "
+                          "ff_mult %d, dropout %g, conv_channels %d, in_channels %d, image %d, "
+                          "feature_norm %d)",
+                          c->n_way, c->hidden, c->heads, c->layers, c->ff_mult,
+                          (double)c->dropout, c->conv_channels, c->in_channels, c->image_size,
+                          c->feature_norm);
+        return NULL;
+    }
+    mcl_acl *m = calloc(1, sizeof *m);
+    if (!m) {
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_create: out of memory");
+        return NULL;
+    }
+    m->cfg = *c;
+    m->ctx = ctx;
+    m->training = 1;
+    m->head_dim = c->hidden / c->heads;
+    int sp = c->image_size / 16;
+    m->n_features = c->conv_channels * sp * sp;
+    m->params = mcl_params_create(ctx);
+    m->layer = calloc((size_t)(c->layers > 0 ? c->layers : 1), sizeof *m->layer);
+    if (!m->params || !m->layer) {
+        if (mcl_ctx_status(ctx) == MCL_OK)
+            mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_create: out of memory");
+        mcl_acl_free(m);
+        return NULL;
+    }
+
+    uint64_t stream = 0;
+    char name[48];
+    int ok = 1;
+    const int64_t C = c->conv_channels, Hd = c->hidden, H = c->heads, D = m->head_dim;
+    const int64_t N = c->n_way, FF = (int64_t)c->ff_mult * c->hidden;
+#define P(field, nm, nd, kind, v, ...)                                                        \
+    do {                                                                                      \
+        const int64_t sh_[] = {__VA_ARGS__};                                                  \
+        (field) = add_param(m, &stream, (nm), (nd), sh_, (kind), (v));                        \
+        if (!(field)) ok = 0;                                                                 \
+    } while (0)
+
+    for (int i = 0; i < 4 && ok; i++) {
+        int64_t cin = i == 0 ? c->in_channels : C;
+        /* He-normal for the conv weights feeding ReLU blocks; zero bias; IN gain 1, shift 0 */
+        float std = sqrtf(2.0f / (float)(cin * 9));
+        snprintf(name, sizeof name, "conv%d.w", i);
+        P(m->conv_w[i], name, 4, 0, std, C, cin, 3, 3);
+        snprintf(name, sizeof name, "conv%d.b", i);
+        P(m->conv_b[i], name, 1, 1, 0.0f, C);
+        snprintf(name, sizeof name, "conv%d.norm.g", i);
+        P(m->norm_g[i], name, 1, 1, 1.0f, C);
+        snprintf(name, sizeof name, "conv%d.norm.b", i);
+        P(m->norm_b[i], name, 1, 1, 0.0f, C);
+    }
+    int64_t fin = m->n_features + N + 1;
+    if (ok) P(m->in_w, "input.w", 2, 0, 1.0f / sqrtf((float)fin), fin, Hd);
+    if (ok) P(m->in_b, "input.b", 1, 1, 0.0f, Hd);
+    for (int l = 0; l < c->layers && ok; l++) {
+        mcl_acl_layer *ly = &m->layer[l];
+        float sd = 1.0f / sqrtf((float)D);
+        snprintf(name, sizeof name, "layer%d.srwm.Wy", l);
+        P(ly->Wy, name, 3, 0, sd, H, D, D);
+        snprintf(name, sizeof name, "layer%d.srwm.Wq", l);
+        P(ly->Wq, name, 3, 0, 0.01f * sd, H, D, D);
+        snprintf(name, sizeof name, "layer%d.srwm.Wk", l);
+        P(ly->Wk, name, 3, 0, sd, H, D, D);
+        snprintf(name, sizeof name, "layer%d.srwm.wb", l);
+        P(ly->wb, name, 3, 0, sd, H, D, 4);
+        snprintf(name, sizeof name, "layer%d.srwm.ln.g", l);
+        P(ly->ln_g, name, 1, 1, 1.0f, Hd);
+        snprintf(name, sizeof name, "layer%d.srwm.ln.b", l);
+        P(ly->ln_b, name, 1, 1, 0.0f, Hd);
+        snprintf(name, sizeof name, "layer%d.srwm.out.w", l);
+        P(ly->Wo, name, 2, 0, 1.0f / sqrtf((float)Hd), Hd, Hd);
+        snprintf(name, sizeof name, "layer%d.ff.ln.g", l);
+        P(ly->ff_ln_g, name, 1, 1, 1.0f, Hd);
+        snprintf(name, sizeof name, "layer%d.ff.ln.b", l);
+        P(ly->ff_ln_b, name, 1, 1, 0.0f, Hd);
+        snprintf(name, sizeof name, "layer%d.ff.w1", l);
+        P(ly->W1, name, 2, 0, 1.0f / sqrtf((float)Hd), Hd, FF);
+        snprintf(name, sizeof name, "layer%d.ff.b1", l);
+        P(ly->b1, name, 1, 1, 0.0f, FF);
+        snprintf(name, sizeof name, "layer%d.ff.w2", l);
+        P(ly->W2, name, 2, 0, 1.0f / sqrtf((float)FF), FF, Hd);
+        snprintf(name, sizeof name, "layer%d.ff.b2", l);
+        P(ly->b2, name, 1, 1, 0.0f, Hd);
+    }
+    if (ok) P(m->head_w, "head.w", 2, 0, 1.0f / sqrtf((float)Hd), Hd, N);
+    if (ok) P(m->head_b, "head.b", 1, 1, 0.0f, N);
+#undef P
+    if (!ok) {
+        mcl_acl_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void mcl_acl_free(mcl_acl *m)
+{
+    if (!m) return;
+    mcl_params_free(m->params); /* owns every parameter tensor */
+    free(m->layer);
+    free(m);
+}
+
+void mcl_acl_set_training(mcl_acl *m, int training)
+{
+    if (m) m->training = training ? 1 : 0;
+}
+
+mcl_params *mcl_acl_params(mcl_acl *m)
+{
+    return m ? m->params : NULL;
+}
+
+static mcl_acl_state *state_new(int layers, int64_t batch)
+{
+    mcl_acl_state *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->layers = layers;
+    s->batch = batch;
+    s->t = calloc((size_t)(layers > 0 ? layers : 1) * 4, sizeof *s->t);
+    if (!s->t) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void mcl_acl_state_free(mcl_acl_state *s)
+{
+    if (!s) return;
+    if (s->t)
+        for (int i = 0; i < s->layers * 4; i++) mcl_tensor_free(s->t[i]);
+    free(s->t);
+    free(s);
+}
+
+mcl_acl_state *mcl_acl_state_detach(const mcl_acl_state *s)
+{
+    if (!s) return NULL;
+    mcl_acl_state *d = state_new(s->layers, s->batch);
+    if (!d) return NULL;
+    for (int i = 0; i < s->layers * 4; i++) {
+        d->t[i] = s->t[i] ? mcl_detach(s->t[i]) : NULL;
+        if (!d->t[i]) {
+            mcl_acl_state_free(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+/* x [R,K] · W [K,N] (+ b [N]) */
+static mcl_tensor *linear(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b)
+{
+    mcl_tensor *y = mcl_matmul(ctx, x, w, 0, 0);
+    return b ? mcl_bias_add(ctx, y, b) : y;
+}
+
+/* Parameter-free per-feature normalization over the rows of f [R,F]: LayerNorm of fᵀ with
+ * constant gain 1 and shift 0 (the constants are kept alive by the tape). */
+static mcl_tensor *batch_feature_norm(mcl_ctx *ctx, mcl_tensor *f, int64_t rows)
+{
+    mcl_tensor *t = mcl_transpose(ctx, f);
+    mcl_tensor *one = mcl_tensor_new(ctx, rows, 0, 0, 0);
+    mcl_tensor *zero = mcl_tensor_new(ctx, rows, 0, 0, 0);
+    mcl_tensor *y = NULL;
+    if (one && zero && mcl_tensor_fill(one, 1.0f) == MCL_OK)
+        y = mcl_transpose(ctx, mcl_layer_norm(ctx, t, one, zero, ACL_NORM_EPS));
+    mcl_tensor_free(one);
+    mcl_tensor_free(zero);
+    return y;
+}
+
+static mcl_status fail_from_ctx(mcl_ctx *ctx, const char *what)
+{
+    if (mcl_ctx_status(ctx) != MCL_OK) return mcl_ctx_status(ctx);
+    return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: %s failed", what);
+}
+
+mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tensor *labels_in,
+                           int64_t B, int64_t L, const mcl_acl_state *state_in,
+                           mcl_tensor **logits, mcl_acl_state **state_out)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (logits) *logits = NULL;
+    if (state_out) *state_out = NULL;
+    if (!m || !images || !labels_in || !logits)
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: NULL argument");
+    if (ctx != m->ctx)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                 "mcl_acl_forward: ctx is not the model's context");
+    const mcl_acl_config *c = &m->cfg;
+    const int64_t S = c->image_size, R = B * L, Hd = c->hidden, H = c->heads, D = m->head_dim;
+    char sb[64], sb2[64];
+    if (B < 1 || L < 1)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "mcl_acl_forward: B %lld, L %lld",
+                                 (long long)B, (long long)L);
+    if (images->ndim != 4 || images->shape[0] != R || images->shape[1] != c->in_channels ||
+        images->shape[2] != S || images->shape[3] != S)
+        return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                 "mcl_acl_forward: images %s, want [%lld,%d,%lld,%lld]",
+                                 mcl_shape_str(images, sb, sizeof sb), (long long)R,
+                                 c->in_channels, (long long)S, (long long)S);
+    if (mcl_tensor_numel(labels_in) != R)
+        return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "mcl_acl_forward: labels %s, want [%lld]",
+                                 mcl_shape_str(labels_in, sb, sizeof sb), (long long)R);
+    if (state_in) {
+        if (state_in->layers != c->layers || state_in->batch != B)
+            return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                     "mcl_acl_forward: state for %d layers, batch %lld; model "
+                                     "has %d layers, call batch %lld",
+                                     state_in->layers, (long long)state_in->batch, c->layers,
+                                     (long long)B);
+        for (int i = 0; i < 4 * c->layers; i++) {
+            mcl_tensor *t = state_in->t[i];
+            int64_t last = (i % 4) == 3 ? 4 : D;
+            if (!t || t->ndim != 4 || t->shape[0] != B || t->shape[1] != H ||
+                t->shape[2] != D || t->shape[3] != last)
+                return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                         "mcl_acl_forward: state tensor %d is %s, want "
+                                         "[%lld,%lld,%lld,%lld]",
+                                         i, t ? mcl_shape_str(t, sb2, sizeof sb2) : "NULL",
+                                         (long long)B, (long long)H, (long long)D,
+                                         (long long)last);
+        }
+    }
+    const float p = c->dropout;
+    const int tr = m->training;
+
+    /* 1. Conv-4 */
+    mcl_tensor *x = images;
+    for (int i = 0; i < 4; i++) {
+        x = mcl_conv2d(ctx, x, m->conv_w[i], m->conv_b[i], 1, 1);
+        x = mcl_instance_norm(ctx, x, m->norm_g[i], m->norm_b[i], ACL_NORM_EPS);
+        x = mcl_maxpool2d(ctx, x);
+        x = mcl_dropout(ctx, x, p, tr);
+        x = mcl_relu(ctx, x);
+    }
+    const int64_t fshape[2] = {R, m->n_features};
+    mcl_tensor *feat = mcl_reshape(ctx, x, 2, fshape); /* (C,H,W) order */
+    if (!feat) return fail_from_ctx(ctx, "conv stack");
+    if (c->feature_norm == MCL_ACL_FEATNORM_BATCH) feat = batch_feature_norm(ctx, feat, R);
+
+    /* 2. label input */
+    const int64_t lshape[1] = {R};
+    mcl_tensor *lab = labels_in->ndim == 1 ? labels_in : mcl_reshape(ctx, labels_in, 1, lshape);
+    mcl_tensor *oh = mcl_one_hot(ctx, lab, c->n_way + 1);
+    mcl_tensor *h = linear(ctx, mcl_concat(ctx, feat, oh, 1), m->in_w, m->in_b);
+    if (!h) return fail_from_ctx(ctx, "input layer");
+
+    mcl_acl_state *so = state_new(c->layers, B);
+    if (!so) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_forward: out of memory");
+
+    /* 3. layers */
+    const int perm[4] = {0, 2, 1, 3};
+    const int64_t s4[4] = {B, L, H, D}, s2[2] = {R, Hd};
+    for (int l = 0; l < c->layers; l++) {
+        mcl_acl_layer *ly = &m->layer[l];
+        mcl_tensor *xs = mcl_permute(ctx, mcl_reshape(ctx, h, 4, s4), perm); /* [B,H,L,D] */
+        mcl_tensor *st[4];
+        mcl_tensor *params4[4] = {ly->Wy, ly->Wq, ly->Wk, ly->wb};
+        for (int k = 0; k < 4; k++)
+            st[k] = state_in ? state_in->t[4 * l + k] : mcl_repeat_batch(ctx, params4[k], B);
+        mcl_tensor *y = NULL, *sout[4] = {NULL, NULL, NULL, NULL};
+        if (!xs || mcl_srwm(ctx, xs, st, &y, sout) != MCL_OK || !y) {
+            mcl_acl_state_free(so);
+            return fail_from_ctx(ctx, "srwm");
+        }
+        for (int k = 0; k < 4; k++) so->t[4 * l + k] = mcl_tensor_keep(sout[k]);
+        y = mcl_reshape(ctx, mcl_permute(ctx, y, perm), 2, s2); /* concat heads */
+        y = mcl_dropout(ctx, linear(ctx, y, ly->Wo, NULL), p, tr);
+        h = mcl_add(ctx, mcl_layer_norm(ctx, h, ly->ln_g, ly->ln_b, ACL_NORM_EPS), y);
+        /* feed-forward block */
+        mcl_tensor *f = mcl_layer_norm(ctx, h, ly->ff_ln_g, ly->ff_ln_b, ACL_NORM_EPS);
+        f = mcl_dropout(ctx, mcl_relu(ctx, linear(ctx, f, ly->W1, ly->b1)), p, tr);
+        f = mcl_dropout(ctx, linear(ctx, f, ly->W2, ly->b2), p, tr);
+        h = mcl_add(ctx, h, f);
+        if (!h) {
+            mcl_acl_state_free(so);
+            return fail_from_ctx(ctx, "layer");
+        }
+    }
+
+    /* 4. head on the last step */
+    const int64_t s3[3] = {B, L, Hd}, sl[2] = {B, Hd};
+    mcl_tensor *last = mcl_reshape(ctx, mcl_slice(ctx, mcl_reshape(ctx, h, 3, s3), 1, L - 1, 1),
+                                   2, sl);
+    mcl_tensor *out = linear(ctx, last, m->head_w, m->head_b);
+    if (!out) {
+        mcl_acl_state_free(so);
+        return fail_from_ctx(ctx, "head");
+    }
+    *logits = out;
+    if (state_out)
+        *state_out = so;
+    else
+        mcl_acl_state_free(so);
+    return MCL_OK;
+}

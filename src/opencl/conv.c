@@ -1,0 +1,375 @@
+/* conv.c — OpenCL host glue of the convolution family, NCHW: conv2d, maxpool2d,
+ * instance_norm. Kernels: kernels/conv.cl; equations and semantics: src/ref/conv.c.
+ *
+ * conv2d = im2col kernel + CLBlast SGEMM, on chunks of nb images at a time (nb as large as
+ * the scratch budget allows, so one GEMM covers many images). In the chunk's "wide" layout a
+ * matrix row holds the P = Ho*Wo pixels of each image of the chunk in turn (row length nb*P):
+ *   forward   col [KK, nb*P] = im2col(x);  outw [O, nb*P] = w [O, KK] · col;
+ *             out[b, o, p] = outw[o, b*P + p] + bias[o]
+ *   backward  gbias[o] += sum_{b, p} g[b, o, p]                     (one launch, all images)
+ *             gw_ [O, nb*P] = g in the wide layout;
+ *             gx:  colg [KK, nb*P] = wᵀ · gw_;  gx += col2im(colg)   (a gather kernel)
+ *             gw:  col = im2col(x);  gw += gw_ · colᵀ               (beta = 1, chunks in order)
+ * Both matrices of a chunk live in the backend's scratch buffer (mcl_ocl_scratch), at
+ * element offsets that CLBlast takes directly. The chunk size depends only on the shapes and
+ * the device, so results are deterministic; no atomics anywhere.
+ *
+ * maxpool2d: one work-item per output (forward) or per input gradient element (backward,
+ * a gather from its window). instance_norm: the layer_norm scheme of norm.c with rows =
+ * (image, channel) planes and gamma/beta per channel; the gamma/beta gradients run one
+ * work-group per channel. Backward ACCUMULATES into the non-NULL gin[k].
+ */
+#include "ocl.h" /* first: fixes CL_TARGET_OPENCL_VERSION before clblast_c.h includes CL/ */
+
+#include <clblast_c.h>
+#include <stdio.h>
+
+/* Largest scratch (in floats) one conv2d chunk may use: 64 MiB, or less on a device whose
+ * largest allocation is smaller. At least one image is always taken. */
+#define CONV_SCRATCH_FLOATS ((size_t)1 << 24)
+
+/* Shapes of one conv2d call (validated by the front end, ops.c). */
+typedef struct conv_dims {
+    int64_t B, C, H, W; /* x [B,C,H,W]                   */
+    int64_t O, k;       /* w [O,C,k,k]                   */
+    int64_t s, pd;      /* stride, zero padding          */
+    int64_t Ho, Wo, P;  /* out [B,O,Ho,Wo], P = Ho*Wo    */
+    int64_t KK;         /* C*k*k                         */
+    int64_t nb;         /* images per chunk              */
+} conv_dims;
+
+static void conv_dims_get(mcl_backend *be, const mcl_op_args *a, conv_dims *d)
+{
+    const mcl_tensor *x = a->in[0], *w = a->in[1], *o = a->out[0];
+    d->B = x->shape[0];
+    d->C = x->shape[1];
+    d->H = x->shape[2];
+    d->W = x->shape[3];
+    d->O = w->shape[0];
+    d->k = w->shape[2];
+    d->s = a->p.i[0];
+    d->pd = a->p.i[1];
+    d->Ho = o->shape[2];
+    d->Wo = o->shape[3];
+    d->P = d->Ho * d->Wo;
+    d->KK = d->C * d->k * d->k;
+    size_t cap = mcl_ocl_of(be)->max_alloc / sizeof(float);
+    if (cap == 0 || cap > CONV_SCRATCH_FLOATS) cap = CONV_SCRATCH_FLOATS;
+    const int64_t per = (d->KK + d->O) * d->P; /* scratch floats per image */
+    d->nb = (int64_t)cap / per;
+    if (d->nb < 1) d->nb = 1;
+    if (d->nb > d->B) d->nb = d->B;
+}
+
+/* "conv2d forward (kernel conv2d_im2col, x [2,3,7,5])" */
+static const char *what(char *buf, size_t len, const char *op, int bwd, const char *kname,
+                        const mcl_tensor *x)
+{
+    return mcl_ocl_what_op(buf, len, op, bwd ? "backward" : "forward", kname, "x", x);
+}
+
+/* C = alpha * op(A) · op(B) + beta * C, row-major, every matrix a (buffer, element offset,
+ * row length) triple; `what` names the call in an error message. */
+static mcl_status sgemm(mcl_backend *be, const char *whatc, int ta, int tb, int64_t m, int64_t n,
+                        int64_t k, float alpha, cl_mem A, int64_t aoff, int64_t lda, cl_mem B,
+                        int64_t boff, int64_t ldb, float beta, cl_mem C, int64_t coff,
+                        int64_t ldc)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    CLBlastStatusCode st = CLBlastSgemm(
+        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+        tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k, alpha, A,
+        (size_t)aoff, (size_t)lda, B, (size_t)boff, (size_t)ldb, beta, C, (size_t)coff,
+        (size_t)ldc, &o->queue, NULL);
+    if (st == CLBlastSuccess) return MCL_OK;
+    char full[320];
+    snprintf(full, sizeof full, "%s: CLBlastSgemm(%s, %s, M=%lld N=%lld K=%lld)", whatc,
+             ta ? "A^T" : "A", tb ? "B^T" : "B", (long long)m, (long long)n, (long long)k);
+    if ((int)st < 0 && (int)st >= -63) /* an OpenCL error code */
+        return mcl_ocl_fail(be, (cl_int)st, full);
+    return mcl_ctx_set_error(be->ctx, MCL_ERR_BACKEND, "CLBlast: %s failed with status %d on %s",
+                             full, (int)st, o->device_name);
+}
+
+/* im2col of images b0 .. b0+nb-1 of x into col (scratch, from element 0), wide layout. */
+static mcl_status im2col(mcl_backend *be, const conv_dims *d, const mcl_tensor *x, int64_t b0,
+                         int64_t nb, cl_mem col, int bwd)
+{
+    char wb[160];
+    const int64_t n = d->KK * nb * d->P;
+    cl_kernel k = mcl_ocl_kernel(be, "conv2d_im2col", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(x));
+    i = mcl_ocl_arg_long(be, k, i, x->offset + b0 * d->C * d->H * d->W);
+    i = mcl_ocl_arg_mem(be, k, i, col);
+    i = mcl_ocl_arg_long(be, k, i, 0);
+    i = mcl_ocl_arg_long(be, k, i, d->C);
+    i = mcl_ocl_arg_long(be, k, i, d->H);
+    i = mcl_ocl_arg_long(be, k, i, d->W);
+    i = mcl_ocl_arg_long(be, k, i, d->k);
+    i = mcl_ocl_arg_long(be, k, i, d->s);
+    i = mcl_ocl_arg_long(be, k, i, d->pd);
+    i = mcl_ocl_arg_long(be, k, i, d->Wo);
+    i = mcl_ocl_arg_long(be, k, i, d->P);
+    i = mcl_ocl_arg_long(be, k, i, nb);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", bwd, "conv2d_im2col", x));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* conv2d (stride s = p.i[0], zero padding pd = p.i[1]):
+ *   out[b, o, oy, ox] = bias[o] + sum_{c, ky, kx} w[o, c, ky, kx] * x[b, c, iy, ix],
+ *   iy = oy*s - pd + ky, ix = ox*s - pd + kx   (x = 0 outside the image)
+ *   in[0] x [B,C,H,W], in[1] w [O,C,k,k], in[2] bias [O] -> out[0] [B,O,Ho,Wo] */
+mcl_status mcl_ocl_conv2d_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    conv_dims d;
+    conv_dims_get(be, a, &d);
+    const mcl_tensor *x = a->in[0], *w = a->in[1], *out = a->out[0];
+    char wb[160];
+    cl_mem scr = mcl_ocl_scratch(be, (size_t)((d.KK + d.O) * d.nb * d.P) * sizeof(float));
+    if (!scr) return mcl_ocl_recorded(be);
+    for (int64_t b0 = 0; b0 < d.B; b0 += d.nb) {
+        const int64_t nb = d.B - b0 < d.nb ? d.B - b0 : d.nb, ld = nb * d.P;
+        const int64_t ow_off = d.KK * ld; /* outw after col */
+        mcl_status s = im2col(be, &d, x, b0, nb, scr, 0);
+        if (s != MCL_OK) return s;
+        s = sgemm(be, what(wb, sizeof wb, "conv2d", 0, "CLBlast", x), 0, 0, d.O, ld, d.KK, 1.0f,
+                  mcl_ocl_mem(w), w->offset, d.KK, scr, 0, ld, 0.0f, scr, ow_off, ld);
+        if (s != MCL_OK) return s;
+        const int64_t n = nb * d.O * d.P;
+        cl_kernel k = mcl_ocl_kernel(be, "conv2d_out", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_mem(be, k, i, scr);
+        i = mcl_ocl_arg_long(be, k, i, ow_off);
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(out));
+        i = mcl_ocl_arg_long(be, k, i, out->offset + b0 * d.O * d.P);
+        i = mcl_ocl_arg_long(be, k, i, d.O);
+        i = mcl_ocl_arg_long(be, k, i, d.P);
+        i = mcl_ocl_arg_long(be, k, i, nb);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 0, "conv2d_out", x));
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
+
+/* backward, with g = gout[0] [B,O,Ho,Wo] (g_b = g[b] as [O, P]):
+ *   gbias[o] += sum_{b, p} g[b, o, p]
+ *   gx_b     += col2im(wᵀ · g_b)
+ *   gw       += sum_b g_b · col_bᵀ
+ *   gin[0] like x, gin[1] like w, gin[2] like bias (each may be NULL) */
+mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    conv_dims d;
+    conv_dims_get(be, a, &d);
+    const mcl_tensor *x = a->in[0], *w = a->in[1], *g = a->gout[0];
+    const mcl_tensor *gx = a->gin[0], *gw = a->gin[1];
+    char wb[160];
+    mcl_status s;
+
+    if (a->gin[2]) { /* one work-group per output channel */
+        size_t wg;
+        cl_kernel k = mcl_ocl_kernel(be, "conv2d_bias_bwd", &wg);
+        if (!k) return mcl_ocl_recorded(be);
+        const size_t W = mcl_ocl_row_wg(wg, d.B * d.P);
+        int i = mcl_ocl_arg_tensor(be, k, 0, g);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[2]);
+        i = mcl_ocl_arg_long(be, k, i, d.B);
+        i = mcl_ocl_arg_long(be, k, i, d.O);
+        i = mcl_ocl_arg_long(be, k, i, d.P);
+        i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)d.O, W,
+                                  what(wb, sizeof wb, "conv2d", 1, "conv2d_bias_bwd", x));
+        if (s != MCL_OK) return s;
+    }
+    if (!gx && !gw) return MCL_OK;
+
+    cl_mem scr = mcl_ocl_scratch(be, (size_t)((d.KK + d.O) * d.nb * d.P) * sizeof(float));
+    if (!scr) return mcl_ocl_recorded(be);
+    for (int64_t b0 = 0; b0 < d.B; b0 += d.nb) {
+        const int64_t nb = d.B - b0 < d.nb ? d.B - b0 : d.nb, ld = nb * d.P;
+        const int64_t gw_off = d.KK * ld; /* gout in the wide layout, after col / colg */
+
+        /* gout of the chunk -> [O, nb*P] */
+        int64_t n = d.O * ld;
+        cl_kernel k = mcl_ocl_kernel(be, "conv2d_to_wide", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(g));
+        i = mcl_ocl_arg_long(be, k, i, g->offset + b0 * d.O * d.P);
+        i = mcl_ocl_arg_mem(be, k, i, scr);
+        i = mcl_ocl_arg_long(be, k, i, gw_off);
+        i = mcl_ocl_arg_long(be, k, i, d.O);
+        i = mcl_ocl_arg_long(be, k, i, d.P);
+        i = mcl_ocl_arg_long(be, k, i, nb);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 1, "conv2d_to_wide", x));
+        if (s != MCL_OK) return s;
+
+        if (gx) { /* colg = wᵀ [KK, O] · gwide [O, nb*P], then the gather into gx */
+            s = sgemm(be, what(wb, sizeof wb, "conv2d", 1, "CLBlast, gradient of x", x), 1, 0,
+                      d.KK, ld, d.O, 1.0f, mcl_ocl_mem(w), w->offset, d.KK, scr, gw_off, ld, 0.0f,
+                      scr, 0, ld);
+            if (s != MCL_OK) return s;
+            n = nb * d.C * d.H * d.W;
+            k = mcl_ocl_kernel(be, "conv2d_col2im", NULL);
+            i = k ? 0 : -1;
+            i = mcl_ocl_arg_mem(be, k, i, scr);
+            i = mcl_ocl_arg_long(be, k, i, 0);
+            i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(gx));
+            i = mcl_ocl_arg_long(be, k, i, gx->offset + b0 * d.C * d.H * d.W);
+            i = mcl_ocl_arg_long(be, k, i, d.C);
+            i = mcl_ocl_arg_long(be, k, i, d.H);
+            i = mcl_ocl_arg_long(be, k, i, d.W);
+            i = mcl_ocl_arg_long(be, k, i, d.k);
+            i = mcl_ocl_arg_long(be, k, i, d.s);
+            i = mcl_ocl_arg_long(be, k, i, d.pd);
+            i = mcl_ocl_arg_long(be, k, i, d.Ho);
+            i = mcl_ocl_arg_long(be, k, i, d.Wo);
+            i = mcl_ocl_arg_long(be, k, i, nb);
+            i = mcl_ocl_arg_long(be, k, i, n);
+            s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 1, "conv2d_col2im", x));
+            if (s != MCL_OK) return s;
+        }
+        if (gw) { /* col = im2col(x) (over colg: the queue is in order), gw += gwide · colᵀ */
+            s = im2col(be, &d, x, b0, nb, scr, 1);
+            if (s != MCL_OK) return s;
+            s = sgemm(be, what(wb, sizeof wb, "conv2d", 1, "CLBlast, gradient of w", x), 0, 1,
+                      d.O, d.KK, ld, 1.0f, scr, gw_off, ld, scr, 0, ld, 1.0f, mcl_ocl_mem(gw),
+                      gw->offset, d.KK);
+            if (s != MCL_OK) return s;
+        }
+    }
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* maxpool2d, 2 x 2 windows, stride 2, floor:
+ *   out[b, c, i, j] = max_{dy, dx} x[b, c, 2i + dy, 2j + dx]
+ *   arg[b, c, i, j] = dy*2 + dx of the first maximum (as float)
+ *   in[0] x [B,C,H,W] -> out[0], out[1] [B,C,H/2,W/2]
+ * backward: gx[b, c, 2i + dy, 2j + dx] += gout[b, c, i, j] where dy*2 + dx = arg[b, c, i, j] */
+
+mcl_status mcl_ocl_maxpool2d_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t H = x->shape[2], W = x->shape[3];
+    const int64_t n = mcl_tensor_numel(a->out[0]);
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "maxpool2d_fwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, x);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_long(be, k, i, W);
+    i = mcl_ocl_arg_long(be, k, i, H / 2);
+    i = mcl_ocl_arg_long(be, k, i, W / 2);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "maxpool2d", 0, "maxpool2d_fwd", x));
+}
+
+mcl_status mcl_ocl_maxpool2d_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0]) return MCL_OK;
+    const mcl_tensor *x = a->in[0];
+    const int64_t H = x->shape[2], W = x->shape[3];
+    const int64_t n = mcl_tensor_numel(x);
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "maxpool2d_bwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_long(be, k, i, W);
+    i = mcl_ocl_arg_long(be, k, i, H / 2);
+    i = mcl_ocl_arg_long(be, k, i, W / 2);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "maxpool2d", 1, "maxpool2d_bwd", x));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* instance_norm, per plane r = b*C + c of N = H*W values:
+ *   mean[r] = (1/N) sum_j x[r, j];  var[r] = (1/N) sum_j (x[r, j] - mean[r])^2  (biased)
+ *   rstd[r] = 1 / sqrt(var[r] + eps);  y[r, j] = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]
+ *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
+ *   out[0] y [B,C,H,W], out[1] mean [B*C], out[2] rstd [B*C] */
+mcl_status mcl_ocl_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t C = x->shape[1], R = x->shape[0] * C, N = x->shape[2] * x->shape[3];
+    size_t wg;
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "instance_norm_fwd", &wg);
+    if (!k) return mcl_ocl_recorded(be);
+    const size_t W = mcl_ocl_row_wg(wg, N);
+    int i = mcl_ocl_arg_tensor(be, k, 0, x);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+    i = mcl_ocl_arg_long(be, k, i, C);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
+    return mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
+                                 what(wb, sizeof wb, "instance_norm", 0, "instance_norm_fwd", x));
+}
+
+/* backward, with dxhat_j = gout[r, j] * gamma[c] and xhat from the saved mean and rstd:
+ *   gx[r, j]  += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
+ *   ggamma[c] += sum_b sum_j gout[r, j] * xhat[r, j]
+ *   gbeta[c]  += sum_b sum_j gout[r, j] */
+mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t B = x->shape[0], C = x->shape[1], N = x->shape[2] * x->shape[3];
+    char wb[160];
+    mcl_status s;
+    if (a->gin[0]) {
+        size_t wg;
+        cl_kernel k = mcl_ocl_kernel(be, "instance_norm_bwd_dx", &wg);
+        if (!k) return mcl_ocl_recorded(be);
+        const size_t W = mcl_ocl_row_wg(wg, N);
+        int i = mcl_ocl_arg_tensor(be, k, 0, x);
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+        i = mcl_ocl_arg_long(be, k, i, C);
+        i = mcl_ocl_arg_long(be, k, i, N);
+        i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
+        what(wb, sizeof wb, "instance_norm", 1, "instance_norm_bwd_dx", x);
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)(B * C), W, wb);
+        if (s != MCL_OK) return s;
+    }
+    if (a->gin[1] || a->gin[2]) {
+        /* a NULL gradient is passed as the other one, with its want flag 0 (never written) */
+        const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
+        const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
+        size_t wg;
+        cl_kernel k = mcl_ocl_kernel(be, "instance_norm_bwd_gb", &wg);
+        if (!k) return mcl_ocl_recorded(be);
+        const size_t W = mcl_ocl_row_wg(wg, B * N);
+        int i = mcl_ocl_arg_tensor(be, k, 0, x);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, gg);
+        i = mcl_ocl_arg_tensor(be, k, i, gb);
+        i = mcl_ocl_arg_long(be, k, i, B);
+        i = mcl_ocl_arg_long(be, k, i, C);
+        i = mcl_ocl_arg_long(be, k, i, N);
+        i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
+        i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
+        what(wb, sizeof wb, "instance_norm", 1, "instance_norm_bwd_gb", x);
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)C, W, wb);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
