@@ -16,7 +16,7 @@
  *       pack B[pc:pc+KC, jc:jc+NC] -> Bp         NR-wide column strips, k-major
  *       for ic in M, step MC                                              (A block -> L2)
  *         pack A[ic:ic+MC, pc:pc+KC] -> Ap       MR-tall row strips, k-major
- *         for jr in NC, step NR                                           (B strip -> L1)
+ *         for jr in NC, step NR                                           (B strip -> L2, L1)
  *           for ir in MC, step MR
  *             micro-kernel: an MR x NR tile of C += alpha * Ap-strip * Bp-strip
  *
@@ -25,38 +25,40 @@
  * transposes are handled (the kernel never sees them). Edge strips are zero-padded to MR/NR,
  * so there is only one kernel; the padded rows/columns of the tile are simply not stored.
  *
- * The micro-kernel keeps an MR x NR block of accumulators (MR*NR/16 = 16 AVX-512 registers)
+ * The micro-kernel keeps an MR x NR block of accumulators (16 AVX-512 registers for 8 x 32)
  * and, for every k, broadcasts MR values of A and does MR*NR fused multiply-adds against one
  * NR-wide row of B. It is an ordinary C loop nest over fixed-size arrays; GCC unrolls it,
  * keeps the accumulators in registers and turns fmaf() into vfmadd (see MCL_HOT below).
  *
  * Two shortcuts, both computing the very same bits:
- *   - When op(B) is B (not transposed) and this thread's block of C has only a few rows,
- *     every packed B element would be used only once or twice, so the kernel reads B in
- *     place (row stride ldb) instead of packing it. Only full NR-wide strips; the last, narrow
- *     one is still packed (zero-padded).
- *   - Tiny problems (and the unlikely case that the packing buffers cannot be allocated)
- *     run gemm_simple(), a plain triple loop that follows the same summation order.
+ *   - When op(B) is B (not transposed) and this thread's block of C has at most
+ *     DIRECT_B_MAX_ROWS rows, each packed B element would be used only a few times, so the
+ *     kernel reads B in place (row stride ldb) instead of packing it (16 x 1024 x 1024: about
+ *     1.4x faster). Only full NR-wide strips; the last, narrow one is still packed.
+ *   - Tiny problems (M*N*K <= SIMPLE_MAX_MNK), and the unlikely case that the packing
+ *     buffers cannot be allocated, run gemm_simple(): a plain loop in the same order.
  *
  * Threads (OpenMP): C is cut into a grid of rectangles, one per thread, along MR/NR tile
- * boundaries (more cuts along the longer side of C); each thread runs the whole blocked
- * algorithm above on its own rectangle, with its own packing buffers. No C element is
- * touched by two threads, so there are no reductions across threads. Problems under
- * MCL_GEMM_PAR_MIN_FLOPS run on the calling thread: starting a team would cost more than
- * it saves.
+ * boundaries (choose_grid: balanced tiles, preferring cuts across the longer side); each
+ * thread runs the whole blocked algorithm above on its own rectangle, with its own packing
+ * buffers. No C element is touched by two threads, so there is no reduction across threads.
+ * Under MCL_GEMM_PAR_MIN_FLOPS, or when called inside a parallel region, the calling thread
+ * does everything: starting a team would cost more than it saves.
  *
- * Why the result is deterministic (bit-identical for any thread count, any M, N, lda, ...):
- * every C element c = C[i][j] is computed by exactly this sequence, whichever path, tile or
- * thread handles it:
+ * Why the result is deterministic: every element c = C[i][j] is computed by exactly this
+ * sequence, whichever path, tile, rectangle or thread handles it:
  *
- *     for each slice [p, p+KC) of 0..K-1, in increasing order:
- *         acc = 0;  for k = p .. p+KC-1:  acc = fmaf(op(A)[i][k], op(B)[k][j], acc);
- *         c = alpha*acc + beta'*c      (beta' = beta for the first slice, 1 afterwards;
- *                                       beta == 0: c = alpha*acc)
+ *     for each slice [p, p+KC) of [0, K), in increasing p:
+ *         acc = 0;  for k = p .. min(p+KC, K)-1:  acc = fmaf(op(A)[i][k], op(B)[k][j], acc);
+ *         c = (beta' == 0) ? alpha*acc : fmaf(beta', c, alpha*acc)
+ *                                      (beta' = beta for the first slice, 1 afterwards)
  *
- * fmaf() is exactly rounded, the project builds with -ffp-contract=off and without
- * -ffast-math, and zero padding only adds exact zeros to padded (discarded) entries, so the
- * order above depends only on K and the constant KC.
+ * (fmaf is MADD below: a*b + c on CPUs without FMA.) Every step is correctly rounded, and
+ * zero padding only feeds exact zeros into padded entries that are never stored. So the bits of C[i][j] depend only on row i of op(A),
+ * column j of op(B), K, alpha, beta and the constant KC -- not on the thread count, nor on M,
+ * N, lda, ldb, ldc (a block of C computed alone equals the same block of a larger product).
+ * This needs IEEE float arithmetic without -ffast-math (which could reorder the sums) and,
+ * only for builds without FMA, -ffp-contract=off.
  */
 #include <math.h>
 #include <stdint.h>
@@ -69,51 +71,69 @@
 #include "ref.h"
 
 /* ---- blocking constants ------------------------------------------------------------------
- * MR x NR: the register tile. 8 x 32 floats = 16 zmm accumulators + 2 for the B row, with
- *          FMA latency 4 and 2 FMA pipes, 16 independent chains keep both pipes busy.
- * KC:      length of one k slice. The B strip the kernel re-reads (KC x NR floats = 32 KiB)
- *          stays in the 48 KiB L1. Changing KC changes the rounding (see above).
- * MC:      rows of the packed A block (MC x KC floats = 128 KiB, L2 resident).
- * NC:      columns of the packed B panel (KC x NC floats = 2 MiB, L2/L3 resident).
- * Tuned on an AVX-512 Zen CPU (L1d 48 KiB, L2 1 MiB per core); they are fine elsewhere. */
-#ifndef MR
+ * MR x NR: the register tile (any values give the same bits; only KC matters for rounding).
+ *          AVX-512: 8 x 32 floats = 16 zmm accumulators + 2 for the B row; with FMA latency
+ *          4 and 2 FMA pipes, 16 independent chains keep both pipes busy. AVX2 (16 ymm
+ *          registers): 6 x 16 = 12 ymm accumulators; plain SSE: 4 x 8.
+ * KC:      length of one k slice. C is read and written once per slice, and those C misses
+ *          are what the kernel cannot hide, so KC is large: the B strip the kernel re-reads
+ *          (KC x NR floats, 64 KiB with AVX-512) then lives in L2 rather than L1, which the
+ *          kernel does not mind (2 vector loads per MR x NR/16 FMAs). On the test machine
+ *          512 beat 256 by ~5-10% at 1024^3. Changing KC changes the rounding (see above).
+ * MC:      rows of the packed A block (about 128 x KC floats = 256 KiB, L2 resident).
+ * NC:      columns of the packed B panel (about KC x 2048 floats = 4 MiB, L3 resident).
+ * Tuned on an AVX-512 AMD EPYC (L1d 48 KiB, L2 1 MiB per core); the cache sizes are
+ * typical of current x86-64 cores. */
+#if defined(__AVX512F__)
 #define MR 8
-#endif
-#ifndef NR
 #define NR 32
+#elif defined(__AVX__) || defined(__aarch64__)
+#define MR 6
+#define NR 16
+#else
+#define MR 4 /* 128-bit SSE with 16 registers */
+#define NR 8
 #endif
-#ifndef KC
-#define KC 256
-#endif
-#ifndef MC
-#define MC 128
-#endif
-#ifndef NC
-#define NC 2048
-#endif
+#define KC 512
+#define MC (128 / MR * MR) /* multiples of MR and NR: only the last strip of C is partial */
+#define NC (2048 / NR * NR)
 
 /* A thread's block of C with at most this many rows reads B in place (no packing). */
-#ifndef DIRECT_B_MAX_ROWS
 #define DIRECT_B_MAX_ROWS (4 * MR)
-#endif
 /* Below this many elementary products (M*N*K) the plain loop wins. */
-#ifndef SIMPLE_MAX_MNK
 #define SIMPLE_MAX_MNK 256
-#endif
 /* Below this many flops (2*M*N*K) stay on one thread. */
-#ifndef MCL_GEMM_PAR_MIN_FLOPS
 #define MCL_GEMM_PAR_MIN_FLOPS 1.0e6
-#endif
 
-/* The micro-kernel is the one function where GCC's -O2 is not enough: -O2 does not fully
- * unroll the MR loop, so the accumulator array stays in memory (a load + store per FMA).
- * At -O3 GCC unrolls it, keeps all MR*NR accumulators in zmm registers and vectorizes the NR
- * loop. The attribute only changes optimization, not semantics: fmaf() is exactly rounded
- * and no expression in the kernel can be contracted (the project passes -ffp-contract=off). */
+/* Compiler help for the hot loops, with no effect on the results:
+ *  - MCL_HOT compiles a function at -O3. At -O2 GCC does not fully unroll the micro-kernel's
+ *    MR loop, so the accumulator array stays in memory (a load and a store per FMA, ~3x
+ *    slower); at -O3 it unrolls it and keeps all MR*NR accumulators in vector registers. It
+ *    also vectorizes the packing loops (~5x faster for A).
+ *  - MCL_SIMD (#pragma omp simd) on the NR loops tells GCC which loop to vectorize: left to
+ *    its cost model, GCC 12 sometimes vectorizes the MR loop instead (or interchanges the
+ *    loops) and the kernel runs 5-30x slower (seen with NR = 16).
+ * Neither changes semantics: every lane does its own fmaf(), which is exactly rounded. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define MCL_HOT __attribute__((optimize("O3")))
 #else
 #define MCL_HOT
+#endif
+#ifdef _OPENMP
+#define MCL_SIMD _Pragma("omp simd")
+#else
+#define MCL_SIMD
+#endif
+
+/* One multiply-add of the sums. Where the CPU has FMA (FP_FAST_FMAF: x86-64 with -march
+ * including FMA, as configure's -march=native gives on any recent CPU; aarch64) it is fmaf():
+ * one rounding, one instruction. Without it fmaf() is a slow library call (~100x slower), so
+ * such builds use a*b + c (two roundings): still deterministic, but with different last bits
+ * than FMA builds. (-ffp-contract=off keeps a*b + c from being fused behind our back.) */
+#ifdef FP_FAST_FMAF
+#define MADD(a, b, c) fmaf(a, b, c)
+#else
+#define MADD(a, b, c) ((a) * (b) + (c))
 #endif
 
 /* op(A)[i][k] and op(B)[k][j] for the simple paths. */
@@ -129,12 +149,12 @@ static inline float elem_b(int transB, const float *B, int64_t ldb, int64_t k, i
 /* The final step for one C element and one k slice (see the header comment). */
 static inline float update(float acc, float c, float alpha, float beta)
 {
-    return beta == 0.0f ? alpha * acc : alpha * acc + beta * c;
+    return beta == 0.0f ? alpha * acc : MADD(beta, c, alpha * acc);
 }
 
 /* ---- micro-kernel -------------------------------------------------------------------------
  * One MR x NR tile:  C[i][j] = update(sum_{k<kc} a[k*MR + i] * b[k*ldbp + j], C[i][j])
- * with the sum done by fmaf() in increasing k, starting from 0.
+ * with the sum done by MADD (fmaf) in increasing k, starting from 0.
  * a: packed A strip (MR floats per k). b: NR consecutive floats per k, rows ldbp apart
  * (ldbp = NR for a packed strip, ldb when B is read in place). c: the tile, rows ldc apart. */
 MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
@@ -148,7 +168,7 @@ MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const floa
     for (int64_t k = 0; k < kc; k++) {
         for (int i = 0; i < MR; i++) {
             const float ai = a[i];
-            for (int j = 0; j < NR; j++) ab[i][j] = fmaf(ai, b[j], ab[i][j]);
+            MCL_SIMD for (int j = 0; j < NR; j++) ab[i][j] = MADD(ai, b[j], ab[i][j]);
         }
         a += MR;
         b += ldbp;
@@ -156,11 +176,11 @@ MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const floa
 
     if (beta == 0.0f) {
         for (int i = 0; i < MR; i++)
-            for (int j = 0; j < NR; j++) c[i * ldc + j] = alpha * ab[i][j];
+            MCL_SIMD for (int j = 0; j < NR; j++) c[i * ldc + j] = alpha * ab[i][j];
     } else {
         for (int i = 0; i < MR; i++)
-            for (int j = 0; j < NR; j++)
-                c[i * ldc + j] = alpha * ab[i][j] + beta * c[i * ldc + j];
+            MCL_SIMD for (int j = 0; j < NR; j++)
+                c[i * ldc + j] = MADD(beta, c[i * ldc + j], alpha * ab[i][j]);
     }
 }
 
@@ -170,8 +190,9 @@ static void edge_tile(int64_t kc, const float *a, const float *b, int64_t ldbp, 
                       float beta, float *c, int64_t ldc, int64_t mr, int64_t nr)
 {
     float t[MR * NR] = {0.0f};
-    for (int64_t i = 0; i < mr; i++)
-        for (int64_t j = 0; j < nr; j++) t[i * NR + j] = c[i * ldc + j];
+    if (beta != 0.0f) /* beta == 0: C is not read (it may be uninitialized) */
+        for (int64_t i = 0; i < mr; i++)
+            for (int64_t j = 0; j < nr; j++) t[i * NR + j] = c[i * ldc + j];
     micro_kernel(kc, a, b, ldbp, alpha, beta, t, NR);
     for (int64_t i = 0; i < mr; i++)
         for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = t[i * NR + j];
@@ -252,12 +273,12 @@ static void gemm_simple(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0, 
 {
     for (int64_t i = m0; i < m1; i++) {
         for (int64_t j = n0; j < n1; j++) {
-            float c = g->C[i * g->ldc + j];
+            float c = g->beta == 0.0f ? 0.0f : g->C[i * g->ldc + j];
             for (int64_t p = 0; p < g->K; p += KC) {
                 const int64_t pend = p + KC < g->K ? p + KC : g->K;
                 float acc = 0.0f;
                 for (int64_t k = p; k < pend; k++)
-                    acc = fmaf(elem_a(g->transA, g->A, g->lda, i, k),
+                    acc = MADD(elem_a(g->transA, g->A, g->lda, i, k),
                                elem_b(g->transB, g->B, g->ldb, k, j), acc);
                 c = update(acc, c, g->alpha, p == 0 ? g->beta : 1.0f);
             }
@@ -336,6 +357,7 @@ static void gemm_blocked(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
 }
 
 /* ---- splitting C between threads ---------------------------------------------------------- */
+#ifdef _OPENMP
 
 /* Choose a tm x tn grid (tm*tn = nt) of rectangles: least work per thread (in MR x NR tiles),
  * plus a packing term that favours cutting the longer side (each thread packs its rows of A
@@ -371,6 +393,7 @@ static void thread_rect(const gemm_args *g, int t, int tm, int tn, int64_t *m0, 
     if (*m1 > g->M) *m1 = g->M;
     if (*n1 > g->N) *n1 = g->N;
 }
+#endif /* _OPENMP */
 
 /* C = beta * C (alpha == 0 or K == 0). */
 static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc)
@@ -414,9 +437,6 @@ void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, floa
             int tm = 1, tn = 1;
             int64_t m0, m1, n0, n1;
             choose_grid(nt, M, N, &tm, &tn);
-#ifdef FORCE_TM
-            tm = FORCE_TM; tn = nt / tm;
-#endif
             thread_rect(&g, t, tm, tn, &m0, &m1, &n0, &n1);
             if (m0 < m1 && n0 < n1) gemm_blocked(&g, m0, m1, n0, n1);
         }
