@@ -82,7 +82,10 @@ END {
     printf "%-16s %19s %19s %15s\n", "shape", "metacl", "OpenBLAS", "metacl/OpenBLAS"
     for (i = 1; i <= n; i++) {
         s = order[i]
-        if (!(s in ob)) { printf "%-16s %8.1f / %8.1f %19s\n", s, mb[s], mm[s], "missing"; continue }
+        if (!(s in ob)) {
+            printf "%-16s %8.1f / %8.1f %19s\n", s, mb[s], mm[s], "missing"
+            continue
+        }
         printf "%-16s %8.1f / %8.1f %8.1f / %8.1f %6.2f / %6.2f\n", s, mb[s], mm[s], ob[s], om[s],
                (ob[s] > 0 ? mb[s] / ob[s] : 0), (om[s] > 0 ? mm[s] / om[s] : 0)
     }

@@ -54,9 +54,10 @@
  *                                      (beta' = beta for the first slice, 1 afterwards)
  *
  * (fmaf is MADD below: a*b + c on CPUs without FMA.) Every step is correctly rounded, and
- * zero padding only feeds exact zeros into padded entries that are never stored. So the bits of C[i][j] depend only on row i of op(A),
- * column j of op(B), K, alpha, beta and the constant KC -- not on the thread count, nor on M,
- * N, lda, ldb, ldc (a block of C computed alone equals the same block of a larger product).
+ * zero padding only feeds exact zeros into padded entries that are never stored. So the
+ * bits of C[i][j] depend only on row i of op(A), column j of op(B), K, alpha, beta and the
+ * constant KC -- not on the thread count, nor on M, N, lda, ldb, ldc (a block of C computed
+ * alone equals the same block of a larger product).
  * This needs IEEE float arithmetic without -ffast-math (which could reorder the sums) and,
  * only for builds without FMA, -ffp-contract=off.
  */
@@ -78,8 +79,8 @@
  * KC:      length of one k slice. C is read and written once per slice, and those C misses
  *          are what the kernel cannot hide, so KC is large: the B strip the kernel re-reads
  *          (KC x NR floats, 64 KiB with AVX-512) then lives in L2 rather than L1, which the
- *          kernel does not mind (2 vector loads per MR x NR/16 FMAs). On the test machine
- *          512 beat 256 by ~5-10% at 1024^3. Changing KC changes the rounding (see above).
+ *          kernel does not mind (2 vector loads per 16 FMAs). On the (noisy) test machine
+ *          512 was a few % faster than 256 at 1024^3. Changing KC changes the rounding.
  * MC:      rows of the packed A block (about 128 x KC floats = 256 KiB, L2 resident).
  * NC:      columns of the packed B panel (about KC x 2048 floats = 4 MiB, L3 resident).
  * Tuned on an AVX-512 AMD EPYC (L1d 48 KiB, L2 1 MiB per core); the cache sizes are
@@ -113,7 +114,7 @@
  *  - MCL_SIMD (#pragma omp simd) on the NR loops tells GCC which loop to vectorize: left to
  *    its cost model, GCC 12 sometimes vectorizes the MR loop instead (or interchanges the
  *    loops) and the kernel runs 5-30x slower (seen with NR = 16).
- * Neither changes semantics: every lane does its own fmaf(), which is exactly rounded. */
+ * Neither changes semantics: every lane does its own MADD, rounded exactly as in scalar code. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define MCL_HOT __attribute__((optimize("O3")))
 #else
