@@ -60,6 +60,33 @@ typedef struct mcl_op_args {
     int out_given;
 } mcl_op_args;
 
+/* Dimensions of one matmul call, derived from the (already checked) shapes; shared by the
+ * backends' matmul glue.
+ *   a   stored [.., M, K]  (ta = 0)   or [.., K, M]  (ta = 1);  lda = its row length
+ *   b   stored [.., K, N]  (tb = 0)   or [.., N, K]  (tb = 1);  ldb = its row length
+ *   out        [.., M, N]
+ *   batch = product of the leading dims (1 for 2-D tensors) */
+typedef struct mcl_mm_dims {
+    int ta, tb;
+    int64_t batch, M, N, K;
+    int64_t lda, ldb;
+} mcl_mm_dims;
+
+static inline void mcl_mm_dims_get(const mcl_op_args *a, mcl_mm_dims *d)
+{
+    const mcl_tensor *A = a->in[0], *C = a->out[0];
+    int nd = C->ndim;
+    d->ta = a->p.i[0] != 0;
+    d->tb = a->p.i[1] != 0;
+    d->M = C->shape[nd - 2];
+    d->N = C->shape[nd - 1];
+    d->K = d->ta ? A->shape[A->ndim - 2] : A->shape[A->ndim - 1];
+    d->batch = 1;
+    for (int i = 0; i < nd - 2; i++) d->batch *= C->shape[i];
+    d->lda = d->ta ? d->M : d->K;
+    d->ldb = d->tb ? d->K : d->N;
+}
+
 typedef mcl_status (*mcl_op_fn)(mcl_backend *be, const mcl_op_args *a);
 
 typedef struct mcl_op_impl {

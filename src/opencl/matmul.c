@@ -52,7 +52,7 @@ static const char *clblast_status_str(CLBlastStatusCode s)
     case CLBlastInvalidBufferSize: return "invalid buffer size";
     case CLBlastInvalidGlobalWorkSize: return "invalid global work size";
     /* codes shared with clBLAS */
-    case CLBlastNotImplemented: return "routine or functionality not implemented";
+    case CLBlastNotImplemented: return "routine or feature missing from this CLBlast build";
     case CLBlastInvalidMatrixA: return "matrix A is not a valid OpenCL buffer";
     case CLBlastInvalidMatrixB: return "matrix B is not a valid OpenCL buffer";
     case CLBlastInvalidMatrixC: return "matrix C is not a valid OpenCL buffer";
@@ -86,31 +86,6 @@ static const char *clblast_status_str(CLBlastStatusCode s)
     return "unrecognized CLBlast status";
 }
 
-/* Dimensions of one matmul call, derived from the (already checked) shapes.
- *   a   stored [.., M, K]  (ta = 0)   or [.., K, M]  (ta = 1);  lda = its row length
- *   b   stored [.., K, N]  (tb = 0)   or [.., N, K]  (tb = 1);  ldb = its row length
- *   out        [.., M, N]
- *   batch = product of the leading dims (1 for 2-D tensors) */
-typedef struct mm_dims {
-    int ta, tb;
-    int64_t batch, M, N, K;
-    int64_t lda, ldb;
-} mm_dims;
-
-static void mm_dims_get(const mcl_op_args *a, mm_dims *d)
-{
-    const mcl_tensor *A = a->in[0], *C = a->out[0];
-    int nd = C->ndim;
-    d->ta = a->p.i[0] != 0;
-    d->tb = a->p.i[1] != 0;
-    d->M = C->shape[nd - 2];
-    d->N = C->shape[nd - 1];
-    d->K = d->ta ? A->shape[A->ndim - 2] : A->shape[A->ndim - 1];
-    d->batch = 1;
-    for (int i = 0; i < nd - 2; i++) d->batch *= C->shape[i];
-    d->lda = d->ta ? d->M : d->K;
-    d->ldb = d->tb ? d->K : d->N;
-}
 
 /* One operand of a GEMM: a tensor (element offset = the tensor's), its row length and the
  * distance between the matrices of the batch. */
@@ -154,7 +129,7 @@ static mcl_status gemm(mcl_backend *be, const char *what, int ta, int tb, int64_
 
 /* "matmul forward (a [13,7]^T, b [13,5])" */
 static const char *what_str(char *buf, size_t len, const char *dir, const mcl_op_args *a,
-                            const mm_dims *d)
+                            const mcl_mm_dims *d)
 {
     char s1[64], s2[64];
     snprintf(buf, len, "matmul %s (a %s%s, b %s%s)", dir, mcl_shape_str(a->in[0], s1, sizeof s1),
@@ -168,8 +143,8 @@ static const char *what_str(char *buf, size_t len, const char *dir, const mcl_op
  * out [.., M, N] */
 mcl_status mcl_ocl_matmul_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    mm_dims d;
-    mm_dims_get(a, &d);
+    mcl_mm_dims d;
+    mcl_mm_dims_get(a, &d);
     const int64_t sa = d.M * d.K, sb = d.K * d.N, sc = d.M * d.N; /* batch strides */
     char wb[200];
     what_str(wb, sizeof wb, "forward", a, &d);
@@ -186,8 +161,8 @@ mcl_status mcl_ocl_matmul_fwd(mcl_backend *be, const mcl_op_args *a)
  * gout[0] [.., M, N];  gin[0] like a (or NULL);  gin[1] like b (or NULL) */
 mcl_status mcl_ocl_matmul_bwd(mcl_backend *be, const mcl_op_args *a)
 {
-    mm_dims d;
-    mm_dims_get(a, &d);
+    mcl_mm_dims d;
+    mcl_mm_dims_get(a, &d);
     const int64_t sa = d.M * d.K, sb = d.K * d.N, sc = d.M * d.N; /* batch strides */
     const mm_operand Aop = {a->in[0], d.lda, sa}, Bop = {a->in[1], d.ldb, sb};
     const mm_operand G = {a->gout[0], d.N, sc};

@@ -8,31 +8,6 @@
  */
 #include "ref.h"
 
-/* Dimensions of one matmul call, derived from the (already checked) shapes.
- *   a   stored [.., M, K]  (ta = 0)   or [.., K, M]  (ta = 1);  lda = its row length
- *   b   stored [.., K, N]  (tb = 0)   or [.., N, K]  (tb = 1);  ldb = its row length
- *   out        [.., M, N]
- *   batch = product of the leading dims (1 for 2-D tensors) */
-typedef struct mm_dims {
-    int ta, tb;
-    int64_t batch, M, N, K;
-    int64_t lda, ldb;
-} mm_dims;
-
-static void mm_dims_get(const mcl_op_args *a, mm_dims *d)
-{
-    const mcl_tensor *A = a->in[0], *C = a->out[0];
-    int nd = C->ndim;
-    d->ta = a->p.i[0] != 0;
-    d->tb = a->p.i[1] != 0;
-    d->M = C->shape[nd - 2];
-    d->N = C->shape[nd - 1];
-    d->K = d->ta ? A->shape[A->ndim - 2] : A->shape[A->ndim - 1];
-    d->batch = 1;
-    for (int i = 0; i < nd - 2; i++) d->batch *= C->shape[i];
-    d->lda = d->ta ? d->M : d->K;
-    d->ldb = d->tb ? d->K : d->N;
-}
 
 /* Forward:  out[z] = op(a[z]) · op(b[z])          for every batch index z
  *   out[z][m][n] = sum_k op(a[z])[m][k] · op(b[z])[k][n]
@@ -42,8 +17,8 @@ static void mm_dims_get(const mcl_op_args *a, mm_dims *d)
 mcl_status mcl_ref_matmul_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
-    mm_dims d;
-    mm_dims_get(a, &d);
+    mcl_mm_dims d;
+    mcl_mm_dims_get(a, &d);
     const float *A = mcl_ref_ptr(a->in[0]);
     const float *B = mcl_ref_ptr(a->in[1]);
     float *C = mcl_ref_ptr(a->out[0]);
@@ -70,8 +45,8 @@ mcl_status mcl_ref_matmul_fwd(mcl_backend *be, const mcl_op_args *a)
 mcl_status mcl_ref_matmul_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
-    mm_dims d;
-    mm_dims_get(a, &d);
+    mcl_mm_dims d;
+    mcl_mm_dims_get(a, &d);
     const float *A = mcl_ref_ptr(a->in[0]);
     const float *B = mcl_ref_ptr(a->in[1]);
     const float *G = mcl_ref_ptr(a->gout[0]);
