@@ -24,5 +24,7 @@ int mcl_cli_take_value(int argc, char **argv, int *i, const char *flag, const ch
 int mcl_cli_data(int argc, char **argv);
 /* `metacl bench data`: images/s of the stroke renderer on one core (tools/bench_data.c). */
 int mcl_cli_bench_data(int argc, char **argv);
+/* `metacl bench acl`: the ACL model workloads (tools/bench_acl.c). */
+int mcl_cli_bench_acl(int argc, char **argv);
 
 #endif

@@ -25,6 +25,9 @@ static void usage(FILE *f)
             "  bench gemm [--json]            GFLOP/s of the reference GEMM\n"
             "  bench ops [--backend opencl] [--device N|NAME] [-o OP] [--json]\n"
             "                                 per-op times on a backend next to the reference\n"
+            "  bench data [--json]            images/s of the stroke renderer\n"
+            "  bench acl [--backend ref|opencl] [--only NAME,..] [--reps N] [--json]\n"
+            "                                 srwm, Conv-4 and ACL meta-training step times\n"
             "  data prepare NAME [--data-dir DIR] [--instances N] [--seed N]\n"
             "                                 build a prepared image set (fmnist, hanzi, kanji, hershey)\n"
             "  data info NAME [--data-dir DIR] [--json]\n"
@@ -208,13 +211,14 @@ done:
 static int cmd_bench(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fprintf(argc < 2 ? stderr : stdout, "usage: metacl bench gemm|ops [options] (--help for each)\n");
+        fprintf(argc < 2 ? stderr : stdout, "usage: metacl bench gemm|ops|data|acl [options] (--help for each)\n");
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "gemm") == 0) return mcl_cli_bench_gemm(argc - 1, argv + 1);
     if (strcmp(argv[1], "ops") == 0) return mcl_cli_bench_ops(argc - 1, argv + 1);
     if (strcmp(argv[1], "data") == 0) return mcl_cli_bench_data(argc - 1, argv + 1);
-    fprintf(stderr, "metacl bench: unknown benchmark '%s' (available: gemm, ops)\n", argv[1]);
+    if (strcmp(argv[1], "acl") == 0) return mcl_cli_bench_acl(argc - 1, argv + 1);
+    fprintf(stderr, "metacl bench: unknown benchmark '%s' (available: gemm, ops, data, acl)\n", argv[1]);
     return 2;
 }
 

@@ -115,6 +115,11 @@ void mcl_ctx_set_seed(mcl_ctx *ctx, uint64_t seed)
 }
 uint64_t mcl_ctx_seed(const mcl_ctx *ctx) { return ctx ? ctx->seed : 0; }
 uint64_t mcl_ctx_next_stream(mcl_ctx *ctx) { return ctx ? ctx->next_stream++ : 0; }
+uint64_t mcl_ctx_stream(const mcl_ctx *ctx) { return ctx ? ctx->next_stream : 0; }
+void mcl_ctx_set_stream(mcl_ctx *ctx, uint64_t next)
+{
+    if (ctx) ctx->next_stream = next;
+}
 
 /* ------------------------------------------------------------------ buffers */
 

@@ -100,6 +100,10 @@ void mcl_ctx_set_seed(mcl_ctx *ctx, uint64_t seed);
 uint64_t mcl_ctx_seed(const mcl_ctx *ctx);
 /* Returns a fresh stream id for the next random op (monotone counter). */
 uint64_t mcl_ctx_next_stream(mcl_ctx *ctx);
+/* The stream id the next random op will get, and setting it (with the seed, the whole random
+ * state of a context: checkpoints save it so a resumed run draws the same masks). */
+uint64_t mcl_ctx_stream(const mcl_ctx *ctx);
+void mcl_ctx_set_stream(mcl_ctx *ctx, uint64_t next);
 
 /* ---- tensors ---- */
 

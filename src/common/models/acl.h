@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "metacl.h"
+#include "sampler.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +89,137 @@ void mcl_acl_state_free(mcl_acl_state *s);
 /* A detached copy of s (references to the same data, cut from the graph), e.g. to carry a
  * state across mcl_ctx_reset at evaluation time. NULL on error. */
 mcl_acl_state *mcl_acl_state_detach(const mcl_acl_state *s);
+
+/* ======================================================================= the ACL objective
+ * (SPEC-ACL §4, acl_objective.c)
+ *
+ * A sequence of T tasks, each given as three parts per sequence of the batch: n_first
+ * first-shot examples (labelled), n_ctx context examples (labelled) and n_query queries
+ * (their labels are the targets). For task i, with S_{i-1} the state after the previous
+ * task's context (S_0 = the parameters W0):
+ *   first-shot  run the first-shot examples from S_{i-1}; every query of task i is then a
+ *               length-1 call with the "unknown" label from that state        -> fs_i
+ *   context     run the context examples from S_{i-1}                         -> S_i
+ *   main        every query of task i from S_i                                 -> main_i
+ *   ACL         for j < i, every query of task j from S_i (backward transfer) -> acl_{j,i}
+ * A query is a separate length-1 call whose own update is discarded: the state is repeated
+ * n_query times (sequence b's copies are rows b·n_query .. b·n_query+n_query-1), so all
+ * queries of a sequence read the same state. Each term is the mean cross-entropy over its
+ * B·n_query queries. States are never detached. The loss is
+ *   loss = scale · [ Σ_i task_scale[i]·(fs_i + main_i) + acl_scale · Σ_{j<i} acl_{j,i} ].
+ * 2-task (SPEC-ACL §4 table): scale c = 0.2, task_scale {s_A, s_B}, acl_scale 1.
+ * T-task mean form: scale = 1 / (number of terms), task_scale 1, acl_scale 1.
+ * No ACL (the baseline that forgets in context): acl = 0. */
+
+#define MCL_ACL_MAX_TASKS 16
+#define MCL_ACL_MAX_TERMS (2 * MCL_ACL_MAX_TASKS + MCL_ACL_MAX_TASKS * (MCL_ACL_MAX_TASKS - 1) / 2)
+
+/* One task's data for a batch of B sequences; row b·n + j = example j of sequence b.
+ * Images [B·n, C_in, S, S]; labels [B·n] (class index as float, < n_way). */
+typedef struct mcl_acl_task_data {
+    mcl_tensor *first_img, *first_lab; /* NULL when the objective has no first-shot terms */
+    mcl_tensor *ctx_img, *ctx_lab;
+    mcl_tensor *query_img, *query_lab; /* query_lab = targets */
+    int64_t n_first, n_ctx, n_query;   /* rows per sequence */
+} mcl_acl_task_data;
+
+typedef struct mcl_acl_objective {
+    int n_tasks;      /* 1..MCL_ACL_MAX_TASKS                                       */
+    int acl;          /* 1: backward-transfer terms acl_{j,i}; 0: the no-ACL baseline */
+    int first_shot;   /* 1: first-shot terms fs_i                                    */
+    float scale;      /* c                                                           */
+    float task_scale[MCL_ACL_MAX_TASKS]; /* s_i on fs_i and main_i                   */
+    float acl_scale;  /* weight of each acl_{j,i}                                    */
+} mcl_acl_objective;
+
+/* 2-task form: c, s_A, s_B (authors: 0.2, and 0.1 on one domain's terms), ACL and first-shot
+ * terms on. */
+void mcl_acl_objective_two_task(mcl_acl_objective *o, float c, float s_a, float s_b);
+/* T-task mean form: loss = mean of the T main + T(T−1)/2 ACL terms (+ T first-shot terms when
+ * first_shot), ACL on. */
+void mcl_acl_objective_mean(mcl_acl_objective *o, int n_tasks, int first_shot);
+
+typedef enum mcl_acl_term_kind {
+    MCL_ACL_TERM_FIRST_SHOT = 0,
+    MCL_ACL_TERM_MAIN,
+    MCL_ACL_TERM_ACL
+} mcl_acl_term_kind;
+
+/* A term's value and query accuracy (read back to the host; only filled on request). */
+typedef struct mcl_acl_term {
+    int kind;        /* mcl_acl_term_kind                                  */
+    int task;        /* whose queries                                      */
+    int after;       /* the state: after task `after`'s context (fs: after the first-shot
+                        examples of task `after` == task)                  */
+    float weight;    /* its weight in the loss (scale included)            */
+    double loss;     /* mean cross-entropy                                 */
+    double accuracy; /* fraction of queries with argmax == target          */
+} mcl_acl_term;
+
+typedef struct mcl_acl_terms {
+    int n;
+    mcl_acl_term term[MCL_ACL_MAX_TERMS]; /* in the order they were computed */
+} mcl_acl_terms;
+
+/* Build the loss of one meta-training step for B sequences (ctx = the model's context; the
+ * loss is a temporary [1] on the tape: call mcl_backward on it). terms may be NULL; when
+ * given, every term's value and accuracy are read back to the host. Errors (clear message in
+ * ctx): a bad objective, missing or mis-shaped task data, a label out of range. */
+mcl_status mcl_acl_objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objective *obj,
+                                  const mcl_acl_task_data *tasks, int64_t B, mcl_tensor **loss,
+                                  mcl_acl_terms *terms);
+
+/* Length-1 queries from a carried state: images [B·Q, C_in, S, S] with the unknown label,
+ * each reading the state of its sequence (row b·Q + j reads sequence b). state NULL = the
+ * parameters. *logits is a temporary [B·Q, N]. */
+mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
+                         mcl_tensor *images, int64_t B, int64_t Q, mcl_tensor **logits);
+
+/* Task data for task `task` of B episodes drawn by mcl_episode_sample (32×32 grayscale
+ * datasets; see mcl_task_batch): allocates the six tensors on ctx (first-shot ones only if
+ * the episodes have first-shot examples). Free with mcl_acl_task_data_free. */
+mcl_status mcl_acl_task_data_from_episodes(mcl_ctx *ctx, const mcl_episode *const *episodes,
+                                           int B, int task, int normalize,
+                                           mcl_acl_task_data *out);
+void mcl_acl_task_data_free(mcl_acl_task_data *d);
+
+/* ======================================================================= config text and
+ * checkpoints (acl_io.c)
+ *
+ * Config text: one "key = value" per line; blank lines and lines starting with '#' are
+ * ignored. Keys (all optional when parsing; missing keys keep their value):
+ *   n_way hidden heads layers ff_mult conv_channels image_size in_channels   (integers)
+ *   dropout (float in [0,1)), feature_norm (none | batch), seed (unsigned 64-bit).
+ * Unknown keys, malformed numbers and out-of-range values are errors naming the line. */
+
+/* The full config as text, every key in a fixed order (floats with 9 significant digits, so
+ * parsing gives back the same bits). malloc'd; NULL on out of memory. */
+char *mcl_acl_config_to_text(const mcl_acl_config *cfg);
+/* Set one key from its text value. */
+mcl_status mcl_acl_config_set(mcl_acl_config *cfg, const char *key, const char *value,
+                              char *err, size_t err_len);
+/* Apply config text onto *cfg (start from mcl_acl_config_default for a complete config). */
+mcl_status mcl_acl_config_parse(mcl_acl_config *cfg, const char *text, char *err,
+                                size_t err_len);
+
+#define MCL_ACL_CKPT_KIND "acl"
+
+/* Save the model (model kind "acl", its config text, every parameter), optionally the
+ * optimizer, the context's random state (seed and next stream) and named counters, as one
+ * atomically written checkpoint (see checkpoint.h). */
+mcl_status mcl_acl_save(mcl_acl *m, const char *path, const mcl_optim *optim,
+                        const mcl_ckpt_counter *counters, int n_counters, char *err,
+                        size_t err_len);
+/* Build a model from a checkpoint alone: its config, then its parameters. *out is NULL on
+ * error (wrong model kind, bad config text, or any checkpoint error). */
+mcl_status mcl_acl_open(mcl_ctx *ctx, const char *path, mcl_acl **out, char *err,
+                        size_t err_len);
+/* Load a checkpoint into an existing model whose config must equal the file's (else an
+ * error naming the first differing key); optim (may be NULL) gets the optimizer state; the
+ * context's seed and stream are restored when restore_rng is set; info (may be NULL) as in
+ * mcl_ckpt_load. Nothing is changed unless the whole file checks out. */
+mcl_status mcl_acl_load(mcl_acl *m, const char *path, mcl_optim *optim, int restore_rng,
+                        mcl_ckpt_info *info, char *err, size_t err_len);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,318 @@
+/* acl_objective.c — the ACL meta-training objective (SPEC-ACL §4). See acl.h.
+ *
+ * For T tasks in order, with S_0 = the parameters:
+ *   fs_i       = CE(query_i | run(first_i | S_{i-1}))          first-shot (auxiliary) term
+ *   S_i        = run(ctx_i | S_{i-1})                           learn task i in context
+ *   main_i     = CE(query_i | S_i)                              learn the new task
+ *   acl_{j,i}  = CE(query_j | S_i), j < i                       remember the old ones (ACL)
+ *   loss       = c · [Σ_i s_i (fs_i + main_i) + a · Σ_{j<i} acl_{j,i}]
+ * where "query | S" is a length-1 call with the unknown label from the carried state S.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl.h"
+
+void mcl_acl_objective_two_task(mcl_acl_objective *o, float c, float s_a, float s_b)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->n_tasks = 2;
+    o->acl = 1;
+    o->first_shot = 1;
+    o->scale = c;
+    o->task_scale[0] = s_a;
+    o->task_scale[1] = s_b;
+    o->acl_scale = 1.0f;
+}
+
+void mcl_acl_objective_mean(mcl_acl_objective *o, int n_tasks, int first_shot)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->n_tasks = n_tasks;
+    o->acl = 1;
+    o->first_shot = first_shot ? 1 : 0;
+    int terms = n_tasks + n_tasks * (n_tasks - 1) / 2 + (first_shot ? n_tasks : 0);
+    o->scale = terms > 0 ? 1.0f / (float)terms : 0.0f;
+    for (int i = 0; i < MCL_ACL_MAX_TASKS; i++) o->task_scale[i] = 1.0f;
+    o->acl_scale = 1.0f;
+}
+
+/* s [B, ...] (4-D) -> [B·Q, ...]: sequence b's copies at rows b·Q .. b·Q+Q-1.
+ *   [B,d1,d2,d3] -reshape-> [B,F] -repeat-> [Q,B,F] -reshape-> [Q,B,1,F] -permute-> [B,Q,1,F]
+ *   -reshape-> [B·Q,d1,d2,d3]. Gradient: the sum over the Q copies (repeat_batch's backward). */
+static mcl_tensor *repeat_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t Q)
+{
+    const int64_t B = s->shape[0], F = mcl_tensor_numel(s) / B;
+    const int64_t s2[2] = {B, F}, s4[4] = {Q, B, 1, F};
+    const int64_t so[4] = {B * Q, s->shape[1], s->shape[2], s->shape[3]};
+    const int perm[4] = {1, 0, 2, 3};
+    mcl_tensor *r = mcl_repeat_batch(ctx, mcl_reshape(ctx, s, 2, s2), Q);
+    r = mcl_permute(ctx, mcl_reshape(ctx, r, 4, s4), perm);
+    return mcl_reshape(ctx, r, 4, so);
+}
+
+mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
+                         mcl_tensor *images, int64_t B, int64_t Q, mcl_tensor **logits)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (logits) *logits = NULL;
+    if (!m || !images || !logits)
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: NULL argument");
+    if (B < 1 || Q < 1 || B > INT64_MAX / Q)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "mcl_acl_query: B %lld, Q %lld",
+                                 (long long)B, (long long)Q);
+    if (state && (state->batch != B || state->layers != m->cfg.layers))
+        return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                 "mcl_acl_query: state for batch %lld, %d layers; call batch "
+                                 "%lld, model %d layers",
+                                 (long long)state->batch, state->layers, (long long)B,
+                                 m->cfg.layers);
+    mcl_tensor *unknown = mcl_tensor_new(ctx, B * Q, 0, 0, 0);
+    if (!unknown || mcl_tensor_fill(unknown, (float)m->cfg.n_way) != MCL_OK) {
+        mcl_tensor_free(unknown);
+        return mcl_ctx_status(ctx) != MCL_OK
+                   ? mcl_ctx_status(ctx)
+                   : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
+    }
+    mcl_status st = MCL_OK;
+    mcl_acl_state rep = {0, 0, NULL};
+    const mcl_acl_state *from = state;
+    if (state && Q > 1) {
+        /* every query of sequence b reads sequence b's state: repeat it Q times */
+        rep.layers = state->layers;
+        rep.batch = B * Q;
+        rep.t = calloc((size_t)(state->layers > 0 ? state->layers : 1) * 4, sizeof *rep.t);
+        if (!rep.t) st = mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
+        for (int i = 0; st == MCL_OK && i < 4 * state->layers; i++) {
+            rep.t[i] = state->t[i] ? repeat_rows(ctx, state->t[i], Q) : NULL;
+            if (!rep.t[i])
+                st = mcl_ctx_status(ctx) != MCL_OK
+                         ? mcl_ctx_status(ctx)
+                         : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
+        }
+        from = &rep;
+    }
+    if (st == MCL_OK) st = mcl_acl_forward(m, ctx, images, unknown, B * Q, 1, from, logits, NULL);
+    free(rep.t); /* temporaries: owned by the context */
+    mcl_tensor_free(unknown);
+    return st;
+}
+
+static mcl_status check_part(mcl_ctx *ctx, const mcl_acl *m, int task, const char *part,
+                             const mcl_tensor *img, const mcl_tensor *lab, int64_t n, int64_t B)
+{
+    const mcl_acl_config *c = &m->cfg;
+    const int64_t S = c->image_size;
+    char sb[64];
+    if (!img || !lab)
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL,
+                                 "mcl_acl_objective_loss: task %d: %s images/labels missing",
+                                 task, part);
+    if (n < 1 || n > INT64_MAX / B)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                 "mcl_acl_objective_loss: task %d: %lld %s rows per sequence",
+                                 task, (long long)n, part);
+    if (img->ndim != 4 || img->shape[0] != B * n || img->shape[1] != c->in_channels ||
+        img->shape[2] != S || img->shape[3] != S)
+        return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                 "mcl_acl_objective_loss: task %d: %s images %s, want "
+                                 "[%lld,%d,%lld,%lld]",
+                                 task, part, mcl_shape_str(img, sb, sizeof sb),
+                                 (long long)(B * n), c->in_channels, (long long)S, (long long)S);
+    if (mcl_tensor_numel(lab) != B * n)
+        return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                 "mcl_acl_objective_loss: task %d: %s labels %s, want [%lld]",
+                                 task, part, mcl_shape_str(lab, sb, sizeof sb),
+                                 (long long)(B * n));
+    return MCL_OK;
+}
+
+/* Host-side value and accuracy of one term (only when the caller asked for terms). */
+static mcl_status term_stats(mcl_ctx *ctx, mcl_tensor *ce, mcl_tensor *logits,
+                             mcl_tensor *targets, int64_t rows, int64_t n_out, mcl_acl_term *t)
+{
+    float v = 0.0f;
+    float *lg = malloc((size_t)(rows * n_out) * sizeof *lg);
+    float *tg = malloc((size_t)rows * sizeof *tg);
+    mcl_status st = (!lg || !tg) ? mcl_ctx_set_error(ctx, MCL_ERR_OOM, "term stats: out of memory")
+                                 : MCL_OK;
+    if (st == MCL_OK) st = mcl_tensor_read(ce, &v, 1);
+    if (st == MCL_OK) st = mcl_tensor_read(logits, lg, rows * n_out);
+    if (st == MCL_OK) st = mcl_tensor_read(targets, tg, rows);
+    if (st == MCL_OK) {
+        int64_t hit = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t best = 0;
+            for (int64_t j = 1; j < n_out; j++)
+                if (lg[r * n_out + j] > lg[r * n_out + best]) best = j;
+            hit += (float)best == tg[r];
+        }
+        t->loss = v;
+        t->accuracy = (double)hit / (double)rows;
+    }
+    free(lg);
+    free(tg);
+    return st;
+}
+
+/* CE of task `task`'s queries from `state`, weighted into *sum. */
+static mcl_status add_term(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
+                           const mcl_acl_task_data *td, int64_t B, int kind, int task, int after,
+                           float weight, mcl_tensor **sum, mcl_acl_terms *terms)
+{
+    mcl_tensor *logits = NULL;
+    mcl_status st = mcl_acl_query(m, ctx, state, td->query_img, B, td->n_query, &logits);
+    if (st != MCL_OK) return st;
+    mcl_tensor *ce = mcl_cross_entropy(ctx, logits, td->query_lab);
+    if (!ce) return mcl_ctx_status(ctx);
+    if (terms) {
+        mcl_acl_term *t = &terms->term[terms->n++];
+        t->kind = kind;
+        t->task = task;
+        t->after = after;
+        t->weight = weight;
+        st = term_stats(ctx, ce, logits, td->query_lab, B * td->n_query, m->cfg.n_way, t);
+        if (st != MCL_OK) return st;
+    }
+    mcl_tensor *w = mcl_scale(ctx, ce, weight);
+    *sum = *sum ? mcl_add(ctx, *sum, w) : w;
+    return *sum ? MCL_OK : mcl_ctx_status(ctx);
+}
+
+static mcl_status check_objective(mcl_ctx *ctx, const mcl_acl_objective *o)
+{
+    if (o->n_tasks < 1 || o->n_tasks > MCL_ACL_MAX_TASKS)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                 "mcl_acl_objective_loss: %d tasks (1..%d)", o->n_tasks,
+                                 MCL_ACL_MAX_TASKS);
+    int ok = isfinite(o->scale) && isfinite(o->acl_scale);
+    for (int i = 0; i < o->n_tasks; i++) ok = ok && isfinite(o->task_scale[i]);
+    if (!ok)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                 "mcl_acl_objective_loss: a loss scale is not finite");
+    return MCL_OK;
+}
+
+mcl_status mcl_acl_objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objective *obj,
+                                  const mcl_acl_task_data *tasks, int64_t B, mcl_tensor **loss,
+                                  mcl_acl_terms *terms)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (loss) *loss = NULL;
+    if (terms) terms->n = 0;
+    if (!m || !obj || !tasks || !loss)
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_objective_loss: NULL argument");
+    if (B < 1)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "mcl_acl_objective_loss: B %lld",
+                                 (long long)B);
+    mcl_status st = check_objective(ctx, obj);
+    for (int i = 0; st == MCL_OK && i < obj->n_tasks; i++) {
+        const mcl_acl_task_data *td = &tasks[i];
+        if (obj->first_shot)
+            st = check_part(ctx, m, i, "first-shot", td->first_img, td->first_lab, td->n_first, B);
+        if (st == MCL_OK) st = check_part(ctx, m, i, "context", td->ctx_img, td->ctx_lab, td->n_ctx, B);
+        if (st == MCL_OK)
+            st = check_part(ctx, m, i, "query", td->query_img, td->query_lab, td->n_query, B);
+    }
+    if (st != MCL_OK) return st;
+
+    mcl_tensor *sum = NULL;
+    mcl_acl_state *prev = NULL; /* S_{i-1}; NULL = the parameters */
+    for (int i = 0; st == MCL_OK && i < obj->n_tasks; i++) {
+        const mcl_acl_task_data *td = &tasks[i];
+        const float ws = obj->scale * obj->task_scale[i];
+        mcl_tensor *ignored = NULL;
+        if (obj->first_shot) {
+            mcl_acl_state *fs = NULL;
+            st = mcl_acl_forward(m, ctx, td->first_img, td->first_lab, B, td->n_first, prev,
+                                 &ignored, &fs);
+            if (st == MCL_OK)
+                st = add_term(m, ctx, fs, td, B, MCL_ACL_TERM_FIRST_SHOT, i, i, ws, &sum, terms);
+            mcl_acl_state_free(fs);
+        }
+        mcl_acl_state *cur = NULL;
+        if (st == MCL_OK)
+            st = mcl_acl_forward(m, ctx, td->ctx_img, td->ctx_lab, B, td->n_ctx, prev, &ignored,
+                                 &cur);
+        mcl_acl_state_free(prev);
+        prev = cur;
+        if (st == MCL_OK)
+            st = add_term(m, ctx, cur, td, B, MCL_ACL_TERM_MAIN, i, i, ws, &sum, terms);
+        for (int j = 0; obj->acl && st == MCL_OK && j < i; j++)
+            st = add_term(m, ctx, cur, &tasks[j], B, MCL_ACL_TERM_ACL, j, i,
+                          obj->scale * obj->acl_scale, &sum, terms);
+    }
+    mcl_acl_state_free(prev);
+    if (st != MCL_OK) {
+        if (terms) terms->n = 0;
+        return st;
+    }
+    *loss = sum;
+    return MCL_OK;
+}
+
+void mcl_acl_task_data_free(mcl_acl_task_data *d)
+{
+    if (!d) return;
+    mcl_tensor_free(d->first_img);
+    mcl_tensor_free(d->first_lab);
+    mcl_tensor_free(d->ctx_img);
+    mcl_tensor_free(d->ctx_lab);
+    mcl_tensor_free(d->query_img);
+    mcl_tensor_free(d->query_lab);
+    memset(d, 0, sizeof *d);
+}
+
+static mcl_status load_part(mcl_ctx *ctx, const mcl_task *const *t, int B, mcl_task_part part,
+                            int normalize, mcl_tensor **img, mcl_tensor **lab, int64_t *n)
+{
+    *n = mcl_task_part_len(t[0], part);
+    *img = mcl_tensor_new(ctx, (int64_t)B * *n, 1, 32, 32);
+    *lab = mcl_tensor_new(ctx, (int64_t)B * *n, 0, 0, 0);
+    if (!*img || !*lab) return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
+    mcl_status st = mcl_task_batch(*img, *lab, t, B, part, normalize);
+    if (st != MCL_OK && mcl_ctx_status(ctx) == MCL_OK)
+        mcl_ctx_set_error(ctx, st, "mcl_acl_task_data_from_episodes: batching failed");
+    return st;
+}
+
+mcl_status mcl_acl_task_data_from_episodes(mcl_ctx *ctx, const mcl_episode *const *episodes,
+                                           int B, int task, int normalize,
+                                           mcl_acl_task_data *out)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!episodes || !out)
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL,
+                                 "mcl_acl_task_data_from_episodes: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (B < 1 || B > 1 << 20)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                 "mcl_acl_task_data_from_episodes: B %d", B);
+    const mcl_task **t = malloc((size_t)B * sizeof *t);
+    if (!t) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "out of memory");
+    mcl_status st = MCL_OK;
+    for (int b = 0; b < B && st == MCL_OK; b++) {
+        if (!episodes[b] || task < 0 || task >= episodes[b]->n_tasks)
+            st = mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                   "mcl_acl_task_data_from_episodes: episode %d has no task %d",
+                                   b, task);
+        else
+            t[b] = &episodes[b]->task[task];
+    }
+    if (st == MCL_OK && t[0]->n_first > 0)
+        st = load_part(ctx, t, B, MCL_PART_FIRST, normalize, &out->first_img, &out->first_lab,
+                       &out->n_first);
+    if (st == MCL_OK)
+        st = load_part(ctx, t, B, MCL_PART_CONTEXT, normalize, &out->ctx_img, &out->ctx_lab,
+                       &out->n_ctx);
+    if (st == MCL_OK)
+        st = load_part(ctx, t, B, MCL_PART_QUERY, normalize, &out->query_img, &out->query_lab,
+                       &out->n_query);
+    free(t);
+    if (st != MCL_OK) mcl_acl_task_data_free(out);
+    return st;
+}

@@ -1,0 +1,410 @@
+/* bench_acl.c — `metacl bench acl`: the three ACL workloads of the model issue, timed on one
+ * backend. tools/bench-acl-torch.py implements the same workloads with the same shapes in
+ * PyTorch, and tools/bench-acl-vs-torch.py runs both back to back and prints the ratios.
+ *
+ *   srwm       srwm forward + backward, B 16, H 16, D 16, L 160 (upstream gradients of the
+ *              output and the final state random)
+ *   conv4_28   Conv-4 (4 × conv 3×3 32 ch → instance norm → maxpool → dropout 0.1 → ReLU)
+ *   conv4_32   forward + backward on 800 images of 1×28×28 / 1×32×32 (no input gradient)
+ *   acl_step   one 2-task ACL meta-training step (SPEC-ACL §4, all seven calls, first-shot
+ *              and ACL terms, N queries per task): 5-way 5-shot, batch 16, hidden 128, 8 heads,
+ *              2 layers, FF ×2, dropout 0.1, 1×32×32; forward + backward + Adam update
+ *
+ * Timing: one warm-up iteration, then --reps iterations, each ending with mcl_ctx_finish so
+ * queued device work is included; best and median reported. Inputs are random (fixed seed):
+ * the cost does not depend on the values.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "acl.h"
+#include "cli.h"
+
+#define BENCH_SEED 7ULL
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct workload {
+    const char *name, *desc;
+    int default_reps;
+    /* setup returns state (NULL on error); iter runs one timed iteration (0 = ok) */
+    void *(*setup)(mcl_ctx *ctx);
+    int (*iter)(mcl_ctx *ctx, void *st);
+    void (*teardown)(void *st);
+} workload;
+
+static mcl_tensor *rand_tensor(mcl_ctx *ctx, int ndim, const int64_t *shape, uint64_t stream,
+                               float std, int requires_grad)
+{
+    mcl_tensor *t = requires_grad ? mcl_param_create(ctx, "x", ndim, shape)
+                                  : mcl_tensor_create(ctx, ndim, shape);
+    if (t && mcl_tensor_randn(t, BENCH_SEED, stream, 0.0f, std) != MCL_OK) {
+        mcl_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* ---------------------------------------------------------------- srwm */
+
+typedef struct srwm_st {
+    mcl_tensor *x, *s[4], *gy, *gs[4];
+} srwm_st;
+
+static void srwm_teardown(void *p)
+{
+    srwm_st *s = p;
+    if (!s) return;
+    mcl_tensor_free(s->x);
+    mcl_tensor_free(s->gy);
+    for (int k = 0; k < 4; k++) {
+        mcl_tensor_free(s->s[k]);
+        mcl_tensor_free(s->gs[k]);
+    }
+    free(s);
+}
+
+static void *srwm_setup(mcl_ctx *ctx)
+{
+    srwm_st *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    const int64_t xs[4] = {16, 16, 160, 16}, ws[4] = {16, 16, 16, 16}, bs[4] = {16, 16, 16, 4};
+    int ok = (s->x = rand_tensor(ctx, 4, xs, 1, 1.0f, 1)) != NULL;
+    ok = ok && (s->gy = rand_tensor(ctx, 4, xs, 2, 1.0f, 0)) != NULL;
+    for (int k = 0; k < 4 && ok; k++) {
+        const int64_t *sh = k == 3 ? bs : ws;
+        ok = (s->s[k] = rand_tensor(ctx, 4, sh, 3 + (uint64_t)k, 0.25f, 1)) != NULL &&
+             (s->gs[k] = rand_tensor(ctx, 4, sh, 7 + (uint64_t)k, 1.0f, 0)) != NULL;
+    }
+    if (!ok) {
+        srwm_teardown(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* loss = Σ y·gy + Σ_k state_out_k·gs_k, then backward */
+static int srwm_iter(mcl_ctx *ctx, void *p)
+{
+    srwm_st *s = p;
+    mcl_tensor *y = NULL, *so[4] = {NULL, NULL, NULL, NULL};
+    if (mcl_srwm(ctx, s->x, s->s, &y, so) != MCL_OK) return 1;
+    mcl_tensor *loss = mcl_sum(ctx, mcl_mul(ctx, y, s->gy));
+    for (int k = 0; k < 4; k++) loss = mcl_add(ctx, loss, mcl_sum(ctx, mcl_mul(ctx, so[k], s->gs[k])));
+    int rc = loss && mcl_backward(ctx, loss) == MCL_OK ? 0 : 1;
+    mcl_ctx_reset(ctx);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- Conv-4 */
+
+typedef struct conv_st {
+    int size;
+    mcl_tensor *img, *g;
+    mcl_tensor *w[4], *b[4], *ng[4], *nb[4];
+} conv_st;
+
+static void conv_teardown(void *p)
+{
+    conv_st *s = p;
+    if (!s) return;
+    mcl_tensor_free(s->img);
+    mcl_tensor_free(s->g);
+    for (int i = 0; i < 4; i++) {
+        mcl_tensor_free(s->w[i]);
+        mcl_tensor_free(s->b[i]);
+        mcl_tensor_free(s->ng[i]);
+        mcl_tensor_free(s->nb[i]);
+    }
+    free(s);
+}
+
+static void *conv_setup_n(mcl_ctx *ctx, int size)
+{
+    conv_st *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->size = size;
+    const int64_t is[4] = {800, 1, size, size}, c1[1] = {32};
+    int ok = (s->img = rand_tensor(ctx, 4, is, 20, 1.0f, 0)) != NULL;
+    for (int i = 0; i < 4 && ok; i++) {
+        const int64_t ws[4] = {32, i == 0 ? 1 : 32, 3, 3};
+        ok = (s->w[i] = rand_tensor(ctx, 4, ws, 21 + (uint64_t)i, 0.2f, 1)) != NULL &&
+             (s->b[i] = rand_tensor(ctx, 1, c1, 25 + (uint64_t)i, 0.1f, 1)) != NULL &&
+             (s->ng[i] = mcl_param_create(ctx, "g", 1, c1)) != NULL &&
+             (s->nb[i] = mcl_param_create(ctx, "b", 1, c1)) != NULL &&
+             mcl_tensor_fill(s->ng[i], 1.0f) == MCL_OK;
+    }
+    int64_t o = size;
+    for (int i = 0; i < 4; i++) o /= 2;
+    const int64_t gs[4] = {800, 32, o, o};
+    ok = ok && (s->g = rand_tensor(ctx, 4, gs, 30, 1.0f, 0)) != NULL;
+    if (!ok) {
+        conv_teardown(s);
+        return NULL;
+    }
+    return s;
+}
+static void *conv28_setup(mcl_ctx *ctx) { return conv_setup_n(ctx, 28); }
+static void *conv32_setup(mcl_ctx *ctx) { return conv_setup_n(ctx, 32); }
+
+static int conv_iter(mcl_ctx *ctx, void *p)
+{
+    conv_st *s = p;
+    mcl_tensor *x = s->img;
+    for (int i = 0; i < 4; i++) {
+        x = mcl_conv2d(ctx, x, s->w[i], s->b[i], 1, 1);
+        x = mcl_instance_norm(ctx, x, s->ng[i], s->nb[i], 1e-5f);
+        x = mcl_maxpool2d(ctx, x);
+        x = mcl_relu(ctx, mcl_dropout(ctx, x, 0.1f, 1));
+    }
+    mcl_tensor *loss = mcl_sum(ctx, mcl_mul(ctx, x, s->g));
+    int rc = loss && mcl_backward(ctx, loss) == MCL_OK ? 0 : 1;
+    mcl_ctx_reset(ctx);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- ACL step */
+
+#define ACL_B 16
+#define ACL_N 5
+#define ACL_K 5
+
+typedef struct acl_st {
+    mcl_acl *m;
+    mcl_optim *opt;
+    mcl_acl_task_data td[2];
+} acl_st;
+
+static void acl_teardown(void *p)
+{
+    acl_st *s = p;
+    if (!s) return;
+    for (int i = 0; i < 2; i++) mcl_acl_task_data_free(&s->td[i]);
+    mcl_optim_free(s->opt);
+    mcl_acl_free(s->m);
+    free(s);
+}
+
+static int rand_part(mcl_ctx *ctx, mcl_tensor **img, mcl_tensor **lab, int64_t n, uint64_t stream)
+{
+    const int64_t rows = ACL_B * n, is[4] = {rows, 1, 32, 32}, ls[1] = {rows};
+    *img = rand_tensor(ctx, 4, is, stream, 1.0f, 0);
+    *lab = mcl_tensor_create(ctx, 1, ls);
+    float *v = malloc((size_t)rows * sizeof *v);
+    int ok = *img && *lab && v;
+    for (int64_t r = 0; ok && r < rows; r++) v[r] = (float)((r * 3 + (int64_t)stream) % ACL_N);
+    ok = ok && mcl_tensor_write(*lab, v, rows) == MCL_OK;
+    free(v);
+    return ok;
+}
+
+static void *acl_setup(mcl_ctx *ctx)
+{
+    acl_st *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    mcl_acl_config c;
+    mcl_acl_config_default(&c);
+    c.n_way = ACL_N;
+    c.hidden = 128;
+    c.heads = 8;
+    c.layers = 2;
+    c.ff_mult = 2;
+    c.dropout = 0.1f;
+    c.seed = BENCH_SEED;
+    s->m = mcl_acl_create(ctx, &c);
+    mcl_optim_config oc;
+    memset(&oc, 0, sizeof oc);
+    oc.kind = MCL_OPTIM_ADAM;
+    oc.sched.kind = MCL_SCHED_CONSTANT;
+    oc.sched.base_lr = 1e-4f;
+    oc.beta1 = 0.9f;
+    oc.beta2 = 0.995f;
+    oc.eps = 1e-9f;
+    int ok = s->m && mcl_optim_create(ctx, &oc, mcl_acl_params(s->m), &s->opt) == MCL_OK;
+    for (int i = 0; i < 2 && ok; i++) {
+        mcl_acl_task_data *t = &s->td[i];
+        t->n_first = ACL_N;
+        t->n_ctx = ACL_N * ACL_K;
+        t->n_query = ACL_N;
+        ok = rand_part(ctx, &t->first_img, &t->first_lab, t->n_first, 40 + 3 * (uint64_t)i) &&
+             rand_part(ctx, &t->ctx_img, &t->ctx_lab, t->n_ctx, 41 + 3 * (uint64_t)i) &&
+             rand_part(ctx, &t->query_img, &t->query_lab, t->n_query, 42 + 3 * (uint64_t)i);
+    }
+    if (!ok) {
+        acl_teardown(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int acl_iter(mcl_ctx *ctx, void *p)
+{
+    acl_st *s = p;
+    mcl_acl_objective o;
+    mcl_acl_objective_two_task(&o, 0.2f, 1.0f, 0.1f);
+    mcl_tensor *loss = NULL;
+    mcl_optim_zero_grad(s->opt);
+    int rc = mcl_acl_objective_loss(s->m, ctx, &o, s->td, ACL_B, &loss, NULL) == MCL_OK &&
+                     mcl_backward(ctx, loss) == MCL_OK && mcl_optim_step(s->opt) == MCL_OK
+                 ? 0
+                 : 1;
+    mcl_ctx_reset(ctx);
+    return rc;
+}
+
+static const workload workloads[] = {
+    {"srwm", "srwm forward+backward B16 H16 D16 L160", 10, srwm_setup, srwm_iter, srwm_teardown},
+    {"conv4_28", "Conv-4 forward+backward, 800 images 1x28x28", 10, conv28_setup, conv_iter,
+     conv_teardown},
+    {"conv4_32", "Conv-4 forward+backward, 800 images 1x32x32", 10, conv32_setup, conv_iter,
+     conv_teardown},
+    {"acl_step",
+     "2-task ACL meta-training step, 5-way 5-shot, batch 16, hidden 128, 8 heads, 2 layers, "
+     "1x32x32, Adam",
+     5, acl_setup, acl_iter, acl_teardown},
+};
+#define N_WORKLOADS ((int)(sizeof workloads / sizeof workloads[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: metacl bench acl [--backend ref|opencl] [--device N|NAME] [--reps N]\n"
+               "                        [--threads N] [--only NAME[,NAME...]] [--json]\n"
+               "  workloads: srwm, conv4_28, conv4_32, acl_step (see tools/bench_acl.c)\n"
+               "  --reps N     timed iterations per workload (default 10; acl_step 5)\n"
+               "  --threads N  OpenMP threads of the reference backend\n"
+               "  compare with PyTorch: python3 tools/bench-acl-vs-torch.py\n");
+}
+
+static int parse_count(const char *s, int max, int *out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 1 || v > max) return 1;
+    *out = (int)v;
+    return 0;
+}
+
+int mcl_cli_bench_acl(int argc, char **argv)
+{
+    const char *backend = NULL, *device = NULL, *only = NULL;
+    int json = 0, reps = 0, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int r;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--backend", &backend)) != 0 ||
+                   (r = mcl_cli_take_value(argc, argv, &i, "--device", &device)) != 0 ||
+                   (r = mcl_cli_take_value(argc, argv, &i, "--only", &only)) != 0) {
+            if (r < 0) return 2;
+        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--reps", &v)) != 0) {
+            if (r < 0) return 2;
+            if (parse_count(v, 100000, &reps)) {
+                fprintf(stderr, "metacl bench acl: --reps '%s': want an integer in [1, 100000]\n", v);
+                return 2;
+            }
+        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--threads", &v)) != 0) {
+            if (r < 0) return 2;
+            if (parse_count(v, 4096, &threads)) {
+                fprintf(stderr, "metacl bench acl: --threads '%s': want an integer in [1, 4096]\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "metacl bench acl: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    int selected[N_WORKLOADS];
+    for (int w = 0; w < N_WORKLOADS; w++) selected[w] = only == NULL;
+    if (only) {
+        char *copy = strdup(only), *save = NULL;
+        if (!copy) return 1;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            int found = 0;
+            for (int w = 0; w < N_WORKLOADS; w++)
+                if (!strcmp(tok, workloads[w].name)) selected[w] = found = 1;
+            if (!found) {
+                fprintf(stderr, "metacl bench acl: unknown workload '%s' (srwm, conv4_28, conv4_32, acl_step)\n", tok);
+                free(copy);
+                return 2;
+            }
+        }
+        free(copy);
+    }
+#ifdef _OPENMP
+    if (threads > 0) omp_set_num_threads(threads);
+    const int nthreads = omp_get_max_threads();
+#else
+    const int nthreads = 1;
+#endif
+    mcl_ctx *ctx = NULL;
+    int rc = mcl_cli_open_ctx(backend, device, &ctx);
+    if (rc) return rc;
+    mcl_ctx_set_seed(ctx, BENCH_SEED);
+    const char *bname = mcl_ctx_backend_name(ctx);
+    if (json)
+        printf("{\"bench\":\"acl\",\"impl\":\"metacl\",\"backend\":\"%s\",\"threads\":%d,\"workloads\":[",
+               bname, nthreads);
+    else
+        printf("metacl bench acl: backend %s, %d OpenMP thread%s\n%-10s %10s %10s %5s  %s\n", bname,
+               nthreads, nthreads == 1 ? "" : "s", "workload", "best ms", "median ms", "reps",
+               "what");
+    int first = 1;
+    for (int w = 0; w < N_WORKLOADS && rc == 0; w++) {
+        if (!selected[w]) continue;
+        const workload *wl = &workloads[w];
+        int n = reps > 0 ? reps : wl->default_reps;
+        void *st = wl->setup(ctx);
+        double *t = malloc((size_t)n * sizeof *t);
+        if (!st || !t || wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
+            fprintf(stderr, "metacl bench acl: %s failed: %s\n", wl->name, mcl_ctx_error(ctx));
+            rc = 1;
+        }
+        for (int r = 0; r < n && rc == 0; r++) {
+            double t0 = now_s();
+            if (wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
+                fprintf(stderr, "metacl bench acl: %s failed: %s\n", wl->name, mcl_ctx_error(ctx));
+                rc = 1;
+            }
+            t[r] = (now_s() - t0) * 1e3;
+        }
+        if (rc == 0) {
+            qsort(t, (size_t)n, sizeof *t, cmp_d);
+            double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+            if (json)
+                printf("%s{\"name\":\"%s\",\"desc\":\"%s\",\"reps\":%d,\"ms_best\":%.3f,\"ms_median\":%.3f}",
+                       first ? "" : ",", wl->name, wl->desc, n, t[0], med);
+            else
+                printf("%-10s %10.2f %10.2f %5d  %s\n", wl->name, t[0], med, n, wl->desc);
+            fflush(stdout);
+            first = 0;
+        }
+        free(t);
+        if (st) wl->teardown(st);
+    }
+    if (json && rc == 0) printf("]}\n");
+    mcl_ctx_free(ctx);
+    return rc;
+}
