@@ -42,6 +42,15 @@ check "bench without a name" 2 "$METACL" bench
 check "bench unknown" 2 "$METACL" bench nosuch
 expect_text "names the benchmark" "nosuch"
 check "bench gemm bad flag" 2 "$METACL" bench gemm --nope
+check "bench acl bad flag" 2 "$METACL" bench acl --nope
+expect_text "names the flag" "--nope"
+check "bench acl unknown workload" 2 "$METACL" bench acl --only srwm,nosuch
+expect_text "names the workload" "nosuch"
+check "bench acl reps 0" 2 "$METACL" bench acl --reps 0
+check "bench acl missing value" 2 "$METACL" bench acl --reps
+check "bench acl unknown backend" 2 "$METACL" bench acl --backend cuda
+check "bench acl srwm runs" 0 "$METACL" bench acl --backend ref --only srwm --reps 1 --json
+expect_text "bench acl json" '"name":"srwm"'
 check "selftest bad flag" 2 "$METACL" selftest --wat
 check "selftest bad number" 2 "$METACL" selftest --steps abc
 check "selftest steps out of range" 2 "$METACL" selftest --steps 0

@@ -3,7 +3,7 @@
  * cc srwm-layer.c $(pkg-config --cflags --libs metacl). Built and run by `make check`. */
 #include <stdio.h>
 #include <string.h>
-#include "metacl.h"
+#include "metacl.h"   /* installed: <metacl/metacl.h> */
 
 enum { B = 2, L = 5, H = 4, D = 8, HID = H * D };
 
