@@ -1041,7 +1041,7 @@ mcl_status mcl_dataset_load(const char *spec, const char *data_dir, mcl_split sp
  * Prepared sets: writing and verifying
  * ------------------------------------------------------------------------------------- */
 
-static mcl_status mkdir_p(const char *path, char *err, size_t len)
+mcl_status mcl_mkdir_p(const char *path, char *err, size_t len)
 {
     char buf[4096];
     size_t k = strlen(path);
@@ -1068,8 +1068,8 @@ static mcl_status mkdir_p(const char *path, char *err, size_t len)
 }
 
 /* Write a buffer to path atomically. */
-static mcl_status write_atomic(const char *path, const void *data, size_t n, char *err,
-                               size_t len)
+mcl_status mcl_write_file_atomic(const char *path, const void *data, size_t n, char *err,
+                                 size_t len)
 {
     char tmp[4096];
     if (mcl_tmp_name(path, tmp, sizeof tmp) != 0) {
@@ -1186,7 +1186,7 @@ mcl_status mcl_prepared_write(const char *data_dir, const mcl_prepared *p, char 
     char dir[4096], path[4096];
     mcl_status st = mcl_prepared_dir(data_dir, p->name, dir, sizeof dir, err, len);
     if (st != MCL_OK) return st;
-    st = mkdir_p(dir, err, len);
+    st = mcl_mkdir_p(dir, err, len);
     if (st != MCL_OK) return st;
     /* the set is incomplete until meta.txt is written again */
     join(path, sizeof path, dir, "meta.txt");
@@ -1244,7 +1244,7 @@ mcl_status mcl_prepared_write(const char *data_dir, const mcl_prepared *p, char 
         return MCL_ERR_OOM;
     }
     join(path, sizeof path, dir, "classes.txt");
-    st = write_atomic(path, cls.s, cls.n, err, len);
+    st = mcl_write_file_atomic(path, cls.s, cls.n, err, len);
     free(cls.s);
     if (st != MCL_OK) return st;
     files[nf++] = "classes.txt";
@@ -1281,11 +1281,11 @@ mcl_status mcl_prepared_write(const char *data_dir, const mcl_prepared *p, char 
         return MCL_ERR_OOM;
     }
     join(path, sizeof path, dir, "SHA256SUMS");
-    st = write_atomic(path, sums.s, sums.n, err, len);
+    st = mcl_write_file_atomic(path, sums.s, sums.n, err, len);
     free(sums.s);
     if (st == MCL_OK) {
         join(path, sizeof path, dir, "meta.txt");
-        st = write_atomic(path, meta.s, meta.n, err, len);
+        st = mcl_write_file_atomic(path, meta.s, meta.n, err, len);
     }
     free(meta.s);
     return st;

@@ -49,6 +49,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "dataset_io.h"
 #include "prepared.h"
 #include "strokes.h"
 
@@ -355,23 +356,6 @@ static mcl_status mkdir_p(const char *dir, char *err, size_t len)
     return MCL_OK;
 }
 
-/* Write data to path through a temporary file and rename. */
-static mcl_status write_file_atomic(const char *path, const void *data, size_t n, char *err,
-                                    size_t len)
-{
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return fail(err, len, MCL_ERR_INVALID, "path too long: %s", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, len, MCL_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    int ok = fwrite(data, 1, n, f) == n;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return fail(err, len, MCL_ERR_IO, "cannot write %s", path);
-    }
-    return MCL_OK;
-}
 
 /* ---------------------------------------------------------------------------------------
  * ustar reader
@@ -1336,7 +1320,7 @@ static mcl_status load_hanzi(const char *data_dir, int max_strokes, mcl_strokese
         snprintf(dir, sizeof dir, "%s/hanzi", data_dir);
         snprintf(path, sizeof path, "%s/LICENSE-ARPHIC.txt", dir);
         st = mkdir_p(dir, err, len);
-        if (st == MCL_OK) st = write_file_atomic(path, h.licence, h.licence_n, err, len);
+        if (st == MCL_OK) st = mcl_write_file_atomic(path, h.licence, h.licence_n, err, len);
     }
     free(h.licence);
     if (st != MCL_OK) {
@@ -1459,7 +1443,7 @@ mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int insta
             }
             if (!txt) st = fail(err, len, MCL_ERR_OOM, "out of memory");
             if (st == MCL_OK) st = mkdir_p(dir, err, len);
-            if (st == MCL_OK) st = write_file_atomic(path, txt, tn, err, len);
+            if (st == MCL_OK) st = mcl_write_file_atomic(path, txt, tn, err, len);
             free(txt);
         }
         if (st == MCL_OK) st = mcl_prepared_write(data_dir, &p, err, len);
