@@ -58,7 +58,7 @@ static void test_config_text(void)
         {"dropout = 1\n", "dropout = '1'"},
         {"dropout = nan\n", "dropout = 'nan'"},
         {"seed = -1\n", "seed = '-1'"},
-        {"feature_norm = layer\n", "want none or batch"},
+        {"feature_norm = layer\n", "want none, batch or image"},
         {"# comment\n\nhidden 12\n", "line 3: 'hidden 12' is not key = value"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -222,9 +222,9 @@ static void test_composition(void)
 }
 
 /* One training step's loss and gradients (dropout 0.1, training) on a backend. */
-typedef struct step_out { float loss; float **grads; int np; } step_out;
+typedef struct step_out { float loss; float **grads; int np; float *run_var; } step_out;
 
-static int run_step(mcl_backend_kind kind, const mcl_acl *copy_from, step_out *o,
+static int run_step(mcl_backend_kind kind, int feature_norm, const mcl_acl *copy_from, step_out *o,
                     mcl_ctx **ctx_out, mcl_acl **m_out)
 {
     char err[256];
@@ -237,11 +237,14 @@ static int run_step(mcl_backend_kind kind, const mcl_acl *copy_from, step_out *o
     mcl_ctx_set_seed(ctx, SEED);
     mcl_acl_config c;
     tiny_cfg(&c, 0.1f);
+    c.feature_norm = feature_norm;
     mcl_acl *m = mcl_acl_create(ctx, &c);
     if (!m) { mcl_ctx_free(ctx); return -1; }
     if (copy_from) /* bit-identical parameters (they are already: same seed; make sure) */
         for (int i = 0; i < mcl_params_count(copy_from->params); i++) {
             mcl_tensor *src = mcl_params_get(copy_from->params, i);
+            /* not the running statistics: copy_from's step has already moved them */
+            if (!strncmp(src->name, "featnorm.", 9)) continue;
             float *v = tu_read(src);
             mcl_tensor *dst = mcl_params_find(m->params, src->name);
             if (dst && v) mcl_tensor_write(dst, v, mcl_tensor_numel(src));
@@ -261,7 +264,11 @@ static int run_step(mcl_backend_kind kind, const mcl_acl *copy_from, step_out *o
         printf("step failed: %s\n", mcl_ctx_error(ctx));
     o->np = mcl_params_count(m->params);
     o->grads = calloc((size_t)o->np, sizeof *o->grads);
-    for (int i = 0; i < o->np; i++) o->grads[i] = tu_read(mcl_tensor_grad(mcl_params_get(m->params, i)));
+    for (int i = 0; i < o->np; i++) { /* buffers (running statistics) have no gradient */
+        mcl_tensor *g = mcl_tensor_grad(mcl_params_get(m->params, i));
+        o->grads[i] = g ? tu_read(g) : NULL;
+    }
+    o->run_var = m->run_var ? tu_read(m->run_var) : NULL;
     mcl_ctx_reset(ctx);
     for (int i = 0; i < 2; i++) mcl_acl_task_data_free(&td[i]);
     *ctx_out = ctx;
@@ -273,34 +280,39 @@ static void step_free(step_out *o, mcl_ctx *ctx, mcl_acl *m)
 {
     for (int i = 0; i < o->np; i++) free(o->grads[i]);
     free(o->grads);
+    free(o->run_var);
     mcl_acl_free(m);
     mcl_ctx_free(ctx);
 }
 
-static void test_step_backends(void)
+static void test_step_backends(int fn)
 {
+    printf("-- one 2-task step, feature_norm %d --\n", fn);
     step_out a, b, o;
     mcl_ctx *ca, *cb, *co;
     mcl_acl *ma, *mb, *mo;
-    int ra = run_step(MCL_BACKEND_REF, NULL, &a, &ca, &ma);
-    int rb = run_step(MCL_BACKEND_REF, NULL, &b, &cb, &mb);
+    int ra = run_step(MCL_BACKEND_REF, fn, NULL, &a, &ca, &ma);
+    int rb = run_step(MCL_BACKEND_REF, fn, NULL, &b, &cb, &mb);
     CHECK(ra == 0 && rb == 0, "two reference steps");
     if (ra != 0 || rb != 0) goto out;
     printf("reference step: loss %.7f over %d parameter tensors\n", (double)a.loss, a.np);
     int same = memcmp(&a.loss, &b.loss, sizeof a.loss) == 0, nz = 0;
     for (int i = 0; i < a.np; i++) {
         int64_t n = mcl_tensor_numel(mcl_params_get(ma->params, i));
-        same = same && a.grads[i] && b.grads[i] &&
-               memcmp(a.grads[i], b.grads[i], (size_t)n * sizeof(float)) == 0;
+        same = same && ((!a.grads[i] && !b.grads[i]) ||
+                        (a.grads[i] && b.grads[i] &&
+                         memcmp(a.grads[i], b.grads[i], (size_t)n * sizeof(float)) == 0));
         for (int64_t j = 0; a.grads[i] && j < n; j++)
             if (a.grads[i][j] != 0.0f) { nz++; break; }
     }
     CHECK(same, "reference step bit-reproducible (loss and all gradients, dropout 0.1)");
-    CHECK(nz == a.np, "every parameter tensor gets a gradient (%d of %d non-zero)", nz, a.np);
+    /* the running statistics of feature_norm batch are buffers: no gradient */
+    int buffers = fn == MCL_ACL_FEATNORM_BATCH ? 2 : 0;
+    CHECK(nz == a.np - buffers, "every trainable parameter tensor gets a gradient (%d of %d non-zero)", nz, a.np - buffers);
     b.grads[0][0] = nextafterf(b.grads[0][0], INFINITY);
     CHECK(memcmp(a.grads[0], b.grads[0], sizeof(float)) != 0, "a one-ulp change is detected");
 
-    int ro = run_step(MCL_BACKEND_OPENCL, ma, &o, &co, &mo);
+    int ro = run_step(MCL_BACKEND_OPENCL, fn, ma, &o, &co, &mo);
     if (ro < 0) {
         printf("OpenCL not available: OpenCL comparison skipped\n");
     } else {
@@ -319,6 +331,7 @@ static void test_step_backends(void)
                                (fabs((double)a.grads[i][j]) + 1e-3);
                     if (d > worst) worst = d;
                 }
+                if (!o.grads[i] && !a.grads[i]) continue; /* a buffer on both */
                 if (!o.grads[i] || !a.grads[i] ||
                     tu_first_mismatch_f(o.grads[i], a.grads[i], n, OCL_ATOL, OCL_RTOL) >= 0) {
                     bad++;
@@ -326,6 +339,14 @@ static void test_step_backends(void)
                 }
             }
             printf("largest |OpenCL - ref| / (|ref| + 1e-3) over all gradients: %.3g\n", worst);
+            if (a.run_var) {
+                int64_t nv = mcl_tensor_numel(ma->run_var), j = o.run_var ? tu_first_mismatch_f(o.run_var, a.run_var, nv, OCL_ATOL, OCL_RTOL) : 0;
+                if (j >= 0) printf("  running var[%lld]: OpenCL %.9g reference %.9g\n", (long long)j, o.run_var ? (double)o.run_var[j] : NAN, (double)a.run_var[j]);
+            }
+            if (a.run_var)
+                CHECK(o.run_var && tu_first_mismatch_f(o.run_var, a.run_var, mcl_tensor_numel(ma->run_var),
+                                                       OCL_ATOL, OCL_RTOL) < 0,
+                      "OpenCL running variance after the step == reference");
             CHECK(bad == 0, "OpenCL gradients of all %d parameter tensors == reference", a.np);
             /* the comparison catches a gradient that is 1% off */
             o.grads[0][0] = a.grads[0][0] * 1.01f + 1e-3f;
@@ -339,10 +360,59 @@ out:
     if (rb >= 0) step_free(&b, cb, mb);
 }
 
+/* Logits of B sequences run together vs each sequence alone: feature_norm image and batch in
+ * evaluation never mix examples (equal up to GEMM rounding); batch in training does. */
+static void test_feature_norm(void)
+{
+    mcl_ctx *ctx = tu_ctx_ref();
+    const int fns[3] = {MCL_ACL_FEATNORM_IMAGE, MCL_ACL_FEATNORM_BATCH, MCL_ACL_FEATNORM_BATCH};
+    const int train[3] = {1, 0, 1};
+    for (int k = 0; k < 3; k++) {
+        mcl_acl_config c;
+        tiny_cfg(&c, 0.0f);
+        c.feature_norm = fns[k];
+        mcl_acl *m = mcl_acl_create(ctx, &c);
+        if (!m) { CHECK(0, "model"); continue; }
+        mcl_tensor *img, *lab;
+        make_part(ctx, &img, &lab, 4, 77); /* B = 2 sequences of 4 steps */
+        if (fns[k] == MCL_ACL_FEATNORM_BATCH) { /* move the running estimates off 0/1 first */
+            mcl_tensor *lg0 = NULL;
+            mcl_acl_forward(m, ctx, img, lab, B, 4, NULL, &lg0, NULL);
+            mcl_ctx_reset(ctx);
+            float rm[4];
+            mcl_tensor_read(mcl_slice(ctx, m->run_mean, 0, 0, 4), rm, 4);
+            CHECK(rm[0] != 0.0f || rm[1] != 0.0f, "a training call moves the running mean (%g %g)", (double)rm[0], (double)rm[1]);
+        }
+        mcl_acl_set_training(m, train[k]);
+        mcl_no_grad_begin(ctx);
+        mcl_tensor *both = NULL, *one = NULL;
+        mcl_acl_forward(m, ctx, img, lab, B, 4, NULL, &both, NULL);
+        float *vb = both ? tu_read(both) : NULL;
+        /* sequence 0 alone: its 4 rows */
+        mcl_tensor *i0 = mcl_slice(ctx, img, 0, 0, 4), *l0 = mcl_slice(ctx, lab, 0, 0, 4);
+        mcl_acl_forward(m, ctx, i0, l0, 1, 4, NULL, &one, NULL);
+        float *vo = one ? tu_read(one) : NULL;
+        int same = vb && vo && tu_first_mismatch_f(vo, vb, NWAY, COMP_ATOL, COMP_RTOL) < 0;
+        if (fns[k] == MCL_ACL_FEATNORM_BATCH && train[k])
+            CHECK(vb && vo && !same, "feature_norm batch in training mixes the examples of a call (detected)");
+        else
+            CHECK(same, "feature_norm %s (%s): a sequence gives the same logits alone as in a batch",
+                  fns[k] == MCL_ACL_FEATNORM_IMAGE ? "image" : "batch", train[k] ? "training" : "evaluation");
+        free(vb); free(vo);
+        mcl_no_grad_end(ctx);
+        mcl_ctx_reset(ctx);
+        mcl_tensor_free(img); mcl_tensor_free(lab);
+        mcl_acl_free(m);
+    }
+    mcl_ctx_free(ctx);
+}
+
 int main(void)
 {
     tu_begin("test-acl-objective", SEED);
     test_composition();
-    test_step_backends();
+    test_feature_norm();
+    test_step_backends(MCL_ACL_FEATNORM_NONE);
+    test_step_backends(MCL_ACL_FEATNORM_BATCH);
     return tu_summary();
 }

@@ -50,7 +50,8 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
         c->layers < 0 || c->ff_mult < 1 || c->dropout < 0.0f || c->dropout >= 1.0f ||
         c->conv_channels < 1 || c->in_channels < 1 || c->image_size < 16 ||
         c->image_size % 16 != 0 || c->layers > 1024 ||
-        (c->feature_norm != MCL_ACL_FEATNORM_NONE && c->feature_norm != MCL_ACL_FEATNORM_BATCH)) {
+        (c->feature_norm != MCL_ACL_FEATNORM_NONE && c->feature_norm != MCL_ACL_FEATNORM_BATCH &&
+         c->feature_norm != MCL_ACL_FEATNORM_IMAGE)) {
         mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
                           "mcl_acl_create: bad config (n_way %d, hidden %d, heads %d, layers %d, "
                           "ff_mult %d, dropout %g, conv_channels %d, in_channels %d, image %d, "
@@ -140,6 +141,11 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
     }
     if (ok) P(m->head_w, "head.w", 2, 0, 1.0f / sqrtf((float)Hd), Hd, N);
     if (ok) P(m->head_b, "head.b", 1, 1, 0.0f, N);
+    if (ok && c->feature_norm == MCL_ACL_FEATNORM_BATCH) { /* appended: init streams above unchanged */
+        const int64_t F = m->n_features;
+        P(m->run_mean, "featnorm.running_mean", 1, 1, 0.0f, F);
+        P(m->run_var, "featnorm.running_var", 1, 1, 1.0f, F);
+    }
 #undef P
     if (!ok) {
         mcl_acl_free(m);
@@ -211,18 +217,73 @@ static mcl_tensor *linear(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor
     return b ? mcl_bias_add(ctx, y, b) : y;
 }
 
-/* Parameter-free per-feature normalization over the rows of f [R,F]: LayerNorm of fᵀ with
- * constant gain 1 and shift 0 (the constants are kept alive by the tape). */
-static mcl_tensor *batch_feature_norm(mcl_ctx *ctx, mcl_tensor *f, int64_t rows)
+/* A [n] tensor of constant v (caller frees; the tape keeps what it uses). */
+static mcl_tensor *constant(mcl_ctx *ctx, int64_t n, float v)
 {
-    mcl_tensor *t = mcl_transpose(ctx, f);
-    mcl_tensor *one = mcl_tensor_new(ctx, rows, 0, 0, 0);
-    mcl_tensor *zero = mcl_tensor_new(ctx, rows, 0, 0, 0);
-    mcl_tensor *y = NULL;
-    if (one && zero && mcl_tensor_fill(one, 1.0f) == MCL_OK)
-        y = mcl_transpose(ctx, mcl_layer_norm(ctx, t, one, zero, ACL_NORM_EPS));
+    mcl_tensor *t = mcl_tensor_new(ctx, n, 0, 0, 0);
+    if (t && mcl_tensor_fill(t, v) != MCL_OK) {
+        mcl_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* LayerNorm over the last dim of x [R,n] with gain 1 and shift 0 (parameter-free). */
+static mcl_tensor *plain_norm(mcl_ctx *ctx, mcl_tensor *x, int64_t n)
+{
+    mcl_tensor *one = constant(ctx, n, 1.0f), *zero = constant(ctx, n, 0.0f);
+    mcl_tensor *y = one && zero ? mcl_layer_norm(ctx, x, one, zero, ACL_NORM_EPS) : NULL;
     mcl_tensor_free(one);
     mcl_tensor_free(zero);
+    return y;
+}
+
+#define RUN_MOMENTUM 0.1f
+
+/* feature_norm batch, training: per feature over the R rows of f [R,F] (LayerNorm of fᵀ),
+ * and the running estimates move towards this call's mean and (biased) variance:
+ * run = (1 - 0.1)·run + 0.1·batch, without gradient. */
+static mcl_tensor *batch_norm_train(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f, int64_t rows)
+{
+    mcl_tensor *ft = mcl_transpose(ctx, f); /* [F,R] */
+    mcl_tensor *y = mcl_transpose(ctx, plain_norm(ctx, ft, rows));
+    mcl_no_grad_begin(ctx);
+    mcl_tensor *mean = mcl_mean_last(ctx, ft);                   /* [F] */
+    mcl_tensor *var = mcl_sub(ctx, mcl_mean_last(ctx, mcl_mul(ctx, ft, ft)), mcl_mul(ctx, mean, mean));
+    var = mcl_relu(ctx, var); /* E[x²] − E[x]² can round below 0 */
+    mcl_tensor *nm = mcl_add(ctx, mcl_scale(ctx, m->run_mean, 1.0f - RUN_MOMENTUM), mcl_scale(ctx, mean, RUN_MOMENTUM));
+    mcl_tensor *nv = mcl_add(ctx, mcl_scale(ctx, m->run_var, 1.0f - RUN_MOMENTUM), mcl_scale(ctx, var, RUN_MOMENTUM));
+    int ok = nm && nv && mcl_tensor_copy_into(m->run_mean, nm) == MCL_OK &&
+             mcl_tensor_copy_into(m->run_var, nv) == MCL_OK;
+    mcl_no_grad_end(ctx);
+    return ok ? y : NULL;
+}
+
+/* feature_norm batch, evaluation: (f − running mean)·diag(1/sqrt(running var + eps)). The
+ * F-sized statistics go through the host once per call to build -mean and the diagonal. */
+static mcl_tensor *batch_norm_eval(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f)
+{
+    const int64_t F = m->n_features;
+    float *mv = malloc((size_t)F * sizeof *mv), *vv = malloc((size_t)F * sizeof *vv);
+    float *dg = calloc((size_t)(F * F), sizeof *dg);
+    mcl_tensor *neg = mcl_tensor_new(ctx, F, 0, 0, 0), *diag = mcl_tensor_new(ctx, F, F, 0, 0);
+    mcl_tensor *y = NULL;
+    if (mv && vv && dg && neg && diag && mcl_tensor_read(m->run_mean, mv, F) == MCL_OK &&
+        mcl_tensor_read(m->run_var, vv, F) == MCL_OK) {
+        for (int64_t i = 0; i < F; i++) {
+            dg[i * F + i] = 1.0f / sqrtf(vv[i] + ACL_NORM_EPS);
+            mv[i] = -mv[i];
+        }
+        if (mcl_tensor_write(neg, mv, F) == MCL_OK && mcl_tensor_write(diag, dg, F * F) == MCL_OK)
+            y = mcl_matmul(ctx, mcl_bias_add(ctx, f, neg), diag, 0, 0);
+    } else if (mcl_ctx_status(ctx) == MCL_OK) {
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_forward: out of memory");
+    }
+    free(mv);
+    free(vv);
+    free(dg);
+    mcl_tensor_free(neg);
+    mcl_tensor_free(diag);
     return y;
 }
 
@@ -294,7 +355,10 @@ mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_ten
     const int64_t fshape[2] = {R, m->n_features};
     mcl_tensor *feat = mcl_reshape(ctx, x, 2, fshape); /* (C,H,W) order */
     if (!feat) return fail_from_ctx(ctx, "conv stack");
-    if (c->feature_norm == MCL_ACL_FEATNORM_BATCH) feat = batch_feature_norm(ctx, feat, R);
+    if (c->feature_norm == MCL_ACL_FEATNORM_BATCH)
+        feat = tr ? batch_norm_train(m, ctx, feat, R) : batch_norm_eval(m, ctx, feat);
+    else if (c->feature_norm == MCL_ACL_FEATNORM_IMAGE)
+        feat = plain_norm(ctx, feat, m->n_features);
 
     /* 2. label input */
     const int64_t lshape[1] = {R};

@@ -23,7 +23,10 @@ extern "C" {
 
 typedef enum mcl_acl_feature_norm {
     MCL_ACL_FEATNORM_NONE = 0, /* paper-exact                                                  */
-    MCL_ACL_FEATNORM_BATCH     /* per feature over the B·L images of the call (mean 0, var 1) */
+    MCL_ACL_FEATNORM_BATCH,    /* per feature over the B·L images of the call (mean 0, var 1) in
+                                  training; running estimates (momentum 0.1) in evaluation  */
+    MCL_ACL_FEATNORM_IMAGE     /* per image over its F features (mean 0, var 1): never mixes
+                                  examples, same in training and evaluation                  */
 } mcl_acl_feature_norm;
 
 typedef struct mcl_acl_config {
@@ -63,6 +66,10 @@ typedef struct mcl_acl {
     mcl_tensor *in_w, *in_b;   /* [F + N + 1, hidden], [hidden] */
     mcl_acl_layer *layer;      /* [layers] */
     mcl_tensor *head_w, *head_b; /* [hidden, N], [N] */
+    /* feature_norm batch: running mean and variance of the F features (registered as
+     * parameters "featnorm.running_mean/var" so checkpoints carry them; they never get a
+     * gradient, so the optimizer leaves them alone); NULL otherwise */
+    mcl_tensor *run_mean, *run_var;
 } mcl_acl;
 
 typedef struct mcl_acl_state {

@@ -53,7 +53,10 @@ static const key_desc keys[] = {
 
 static const char *norm_name(int v)
 {
-    return v == MCL_ACL_FEATNORM_BATCH ? "batch" : v == MCL_ACL_FEATNORM_NONE ? "none" : "?";
+    return v == MCL_ACL_FEATNORM_BATCH   ? "batch"
+           : v == MCL_ACL_FEATNORM_IMAGE ? "image"
+           : v == MCL_ACL_FEATNORM_NONE  ? "none"
+                                         : "?";
 }
 
 char *mcl_acl_config_to_text(const mcl_acl_config *cfg)
@@ -133,9 +136,11 @@ mcl_status mcl_acl_config_set(mcl_acl_config *cfg, const char *key, const char *
             *(int *)base = MCL_ACL_FEATNORM_NONE;
         else if (strcmp(value, "batch") == 0)
             *(int *)base = MCL_ACL_FEATNORM_BATCH;
+        else if (strcmp(value, "image") == 0)
+            *(int *)base = MCL_ACL_FEATNORM_IMAGE;
         else
-            return fail(err, err_len, MCL_ERR_INVALID, "%s = '%s': want none or batch", key,
-                        value);
+            return fail(err, err_len, MCL_ERR_INVALID, "%s = '%s': want none, batch or image",
+                        key, value);
     }
     return MCL_OK;
 }
