@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""bench-acl-vs-torch.py — compare `metacl bench acl` with the PyTorch CPU baseline.
+
+Runs, back to back and with the same thread count (OMP_NUM_THREADS is set for both):
+  1. <metacl> bench acl --json [--backend B] --threads T [--reps R]
+  2. <python> tools/bench-acl-torch.py --json --threads T [--reps R] [--only ...]
+and prints a Markdown table per workload (srwm, conv4_28, conv4_32, acl_step — the shapes are
+described in tools/bench-acl-torch.py): our ms (best / median), PyTorch ms (best / median),
+the ratio PyTorch/ours of the medians, and whether the goal "ours >= 3x faster" is met.
+A workload that only one side reports is shown as missing on the other side.
+
+Usage:
+  python3 tools/bench-acl-vs-torch.py                       # ./metacl at the repo root, 2 threads
+  python3 tools/bench-acl-vs-torch.py --metacl build/metacl --backend opencl --threads 4
+  python3 tools/bench-acl-vs-torch.py --json                # one combined JSON record
+Options: --metacl PATH, --backend B (passed to metacl only), --threads T (default 2),
+  --reps R (both sides; default: each program's own), --only NAME[,NAME] (both sides run
+  only these),
+  --python EXE (interpreter for the PyTorch script; default: the first of this interpreter
+  and /usr/bin/python3 that can import torch), --goal X (speed-up goal, default 3).
+Exit status: 0 ok (whether or not the goal is met), 1 if either program fails or prints no
+valid JSON (its stderr is shown), 2 on bad flags.
+
+Testing without the C benchmark: a fake metacl is any executable printing a record such as
+  {"bench":"acl","impl":"metacl","backend":"ref","threads":2,"workloads":[{"name":"srwm",
+   "desc":"...","reps":10,"ms_best":1.0,"ms_median":1.2}]}
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+TORCH_SCRIPT = os.path.join(HERE, "bench-acl-torch.py")
+ORDER = ("srwm", "conv4_28", "conv4_32", "acl_step")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="bench-acl-vs-torch.py",
+                                description="compare `metacl bench acl` with PyTorch (CPU)")
+    p.add_argument("--metacl", default=os.path.join(REPO, "metacl"),
+                   help="metacl binary (default: metacl at the repo root)")
+    p.add_argument("--backend", default=None, help="metacl backend (passed as --backend)")
+    p.add_argument("--threads", type=int, default=2, help="threads for both (default 2)")
+    p.add_argument("--reps", type=int, default=None, help="timed iterations for both")
+    p.add_argument("--only", action="append", default=None, metavar="NAME",
+                   help="workloads to compare (repeatable or comma list)")
+    p.add_argument("--python", default=None, help="interpreter for bench-acl-torch.py")
+    p.add_argument("--goal", type=float, default=3.0, help="speed-up goal (default 3)")
+    p.add_argument("--json", action="store_true", help="print one combined JSON record")
+    a = p.parse_args(argv)
+    if a.threads < 1:
+        p.error("--threads must be >= 1")
+    if a.reps is not None and a.reps < 1:
+        p.error("--reps must be >= 1")
+    if a.goal <= 0:
+        p.error("--goal must be > 0")
+    if a.only:
+        a.only = [n.strip() for item in a.only for n in item.split(",") if n.strip()]
+        bad = [n for n in a.only if n not in ORDER]
+        if bad or not a.only:
+            p.error("--only: unknown workload(s) %s (available: %s)"
+                    % (", ".join(bad) or "''", ", ".join(ORDER)))
+    return a
+
+
+def pick_python(explicit):
+    if explicit:
+        return explicit
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if exe and os.path.exists(exe) and subprocess.run(
+                [exe, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL).returncode == 0:
+            return exe
+    return sys.executable  # the script then explains how to install torch
+
+
+def run_json(label, cmd, env):
+    """Run cmd; return its parsed JSON record or None (after reporting why on stderr)."""
+    print("bench-acl-vs-torch: running %s: %s" % (label, " ".join(cmd)), file=sys.stderr)
+    try:
+        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+    except OSError as e:
+        print("bench-acl-vs-torch: cannot run %s (%s): %s" % (label, cmd[0], e), file=sys.stderr)
+        return None
+    if r.returncode != 0:
+        print("bench-acl-vs-torch: %s failed (exit %d); its stderr:\n%s"
+              % (label, r.returncode, r.stderr.rstrip()), file=sys.stderr)
+        return None
+    try:
+        rec = json.loads(r.stdout)
+        if not isinstance(rec, dict) or not isinstance(rec.get("workloads", []), list):
+            raise ValueError("not a record with a 'workloads' list")
+    except ValueError as e:
+        print("bench-acl-vs-torch: %s printed no valid JSON (%s); stdout:\n%s\nstderr:\n%s"
+              % (label, e, r.stdout.rstrip(), r.stderr.rstrip()), file=sys.stderr)
+        return None
+    return rec
+
+
+def timings(rec):
+    """name -> {ms_best, ms_median, reps} for the well-formed workload entries of rec."""
+    out = {}
+    for w in rec.get("workloads", []):
+        try:
+            out[w["name"]] = {"ms_best": float(w["ms_best"]), "ms_median": float(w["ms_median"]),
+                              "reps": w.get("reps")}
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def compare(ours, torch_rec, only, goal):
+    a, b = timings(ours), timings(torch_rec)
+    names = [n for n in ORDER if n in a or n in b]
+    names += sorted(n for n in set(a) | set(b) if n not in ORDER)
+    if only:
+        names = [n for n in names if n in only] + [n for n in only if n not in a and n not in b]
+    rows = []
+    for n in names:
+        o, t = a.get(n), b.get(n)
+        ratio = None
+        if o and t and o["ms_median"] > 0:
+            ratio = t["ms_median"] / o["ms_median"]
+        rows.append({"name": n, "ours": o, "pytorch": t,
+                     "ratio_median": None if ratio is None else round(ratio, 3),
+                     "goal_met": None if ratio is None else ratio >= goal})
+    return rows
+
+
+def fmt_ms(t):
+    return "missing" if t is None else "%.2f / %.2f" % (t["ms_best"], t["ms_median"])
+
+
+def markdown(rows, ours, torch_rec, threads, goal):
+    lines = ["ours: %s (backend %s), PyTorch: %s (%s); %d thread(s)"
+             % (ours.get("impl", "metacl"), ours.get("backend", "?"),
+                torch_rec.get("impl", "pytorch"), torch_rec.get("backend", "cpu"), threads),
+             "",
+             "| workload | ours ms (best / median) | PyTorch ms (best / median) "
+             "| PyTorch / ours (median) | ≥ %gx faster |" % goal,
+             "|---|---:|---:|---:|:---:|"]
+    for r in rows:
+        if r["ratio_median"] is None:
+            ratio, met = "—", "missing"
+        else:
+            ratio, met = "%.2fx" % r["ratio_median"], "yes" if r["goal_met"] else "no"
+        lines.append("| %s | %s | %s | %s | %s |"
+                     % (r["name"], fmt_ms(r["ours"]), fmt_ms(r["pytorch"]), ratio, met))
+    return "\n".join(lines)
+
+
+def main(argv):
+    args = parse_args(argv)
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+
+    ours_cmd = [args.metacl, "bench", "acl", "--json"]
+    if args.backend:
+        ours_cmd += ["--backend", args.backend]
+    ours_cmd += ["--threads", str(args.threads)]
+    if args.reps is not None:
+        ours_cmd += ["--reps", str(args.reps)]
+    torch_cmd = [pick_python(args.python), TORCH_SCRIPT, "--json", "--threads", str(args.threads)]
+    if args.reps is not None:
+        torch_cmd += ["--reps", str(args.reps)]
+    if args.only:
+        torch_cmd += ["--only", ",".join(args.only)]
+        ours_cmd += ["--only", ",".join(args.only)]
+
+    ours = run_json("metacl", ours_cmd, env)
+    if ours is None:
+        return 1
+    torch_rec = run_json("pytorch", torch_cmd, env)
+    if torch_rec is None:
+        return 1
+
+    rows = compare(ours, torch_rec, args.only, args.goal)
+    if args.json:
+        print(json.dumps({"bench": "acl-vs-torch", "threads": args.threads,
+                          "goal_speedup": args.goal, "ours": ours, "pytorch": torch_rec,
+                          "workloads": rows}))
+    else:
+        print(markdown(rows, ours, torch_rec, args.threads, args.goal))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
