@@ -780,6 +780,9 @@ static mcl_status train_step(trainer *t, double *loss_out, mcl_acl_terms *tm)
     mcl_optim_zero_grad(t->opt);
     st = mcl_acl_objective_loss(t->m, t->ctx, &o, td, t->cfg.batch, &loss, tm);
     if (st == MCL_OK) st = mcl_tensor_read(loss, &lv, 1);
+    /* test hook (tests/test-train-cli.sh): pretend step METACL_TEST_NAN_STEP's loss is NaN */
+    const char *nan_step = getenv("METACL_TEST_NAN_STEP");
+    if (nan_step && atoll(nan_step) == s) lv = NAN;
     if (st == MCL_OK && !isfinite(lv)) {
         st = fail(t->err, t->err_len, MCL_ERR_INVALID,
                   "step %lld: the loss is %g: training stopped (the last good checkpoint, step "

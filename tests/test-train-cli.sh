@@ -1,0 +1,122 @@
+#!/bin/sh
+# test-train-cli.sh — `metacl train acl` end to end on a tiny config: usage errors (exit 2),
+# bad configs (exit 1), a run directory with every file, exact resume (the losses of a run
+# split in two equal an uninterrupted run's, bit for bit as printed), a NaN loss stopping the
+# run with the last good checkpoint kept; on the reference and, when a device exists, OpenCL.
+# Data: the hershey set prepared into a temporary data dir (Debian hershey-fonts-data).
+METACL=${METACL:-./metacl}
+TMP=test-train-cli.tmp.$$
+pass=0
+fail=0
+check() { # check "description" expected_rc command...
+    desc=$1; want=$2; shift 2
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -eq "$want" ]; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: $desc: exit $rc, expected $want"
+        echo "$out" | sed 's/^/    /'
+    fi
+    LAST_OUT=$out
+}
+expect_text() { # expect_text "description" "substring"
+    case "$LAST_OUT" in
+    *"$2"*) pass=$((pass + 1)) ;;
+    *) fail=$((fail + 1)); echo "FAIL: $1: output lacks '$2'"; echo "$LAST_OUT" | sed 's/^/    /' ;;
+    esac
+}
+same_file() { # same_file "description" A B
+    if cmp -s "$2" "$3"; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $1: $2 and $3 differ"; diff "$2" "$3" | head -10 | sed 's/^/    /'; fi
+}
+
+echo "test-train-cli: binary $METACL (seeds: model.seed 1, train.seed 1 from the config)"
+rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
+if ! "$METACL" data prepare hershey --data-dir "$TMP/data" >"$TMP/prep.log" 2>&1; then
+    echo "FAIL: cannot prepare the hershey set (Debian hershey-fonts-data missing?)"
+    cat "$TMP/prep.log"; rm -rf "$TMP"; exit 1
+fi
+CONF=$TMP/tiny.conf
+cat >"$CONF" <<CONF
+# tiny: runs in a fraction of a second
+model.n_way = 3
+model.hidden = 16
+model.heads = 2
+model.layers = 1
+model.conv_channels = 4
+model.feature_norm = batch
+task.n_way = 3
+task.k_shot = 2
+task.n_tasks = 2
+data.domains = hershey
+data.dir = $TMP/data
+train.steps = 6
+train.batch = 2
+train.val_every = 3
+train.val_batches = 1
+train.ckpt_every = 3
+train.log_every = 1
+CONF
+
+check "no arguments" 2 "$METACL" train
+check "unknown model" 2 "$METACL" train smn --config "$CONF"
+expect_text "names the model" "smn"
+check "unknown option" 2 "$METACL" train acl --config "$CONF" --bogus
+expect_text "names the option" "--bogus"
+check "neither --config nor --resume" 2 "$METACL" train acl
+check "both --config and --resume" 2 "$METACL" train acl --config "$CONF" --resume "$TMP/x"
+check "--set without =" 2 "$METACL" train acl --config "$CONF" --set train.steps
+check "--set unknown key" 2 "$METACL" train acl --config "$CONF" --set train.stepz=3 --out "$TMP/u"
+expect_text "names the key" "train.stepz"
+check "--set bad value" 2 "$METACL" train acl --config "$CONF" --set train.batch=0 --out "$TMP/u"
+expect_text "names the value" "train.batch = '0'"
+check "missing config file" 1 "$METACL" train acl --config "$TMP/nosuch.conf"
+expect_text "names the file" "nosuch.conf"
+printf 'model.hidden = 16\ntrain.steps = many\n' >"$TMP/bad.conf"
+check "bad value in a config file" 1 "$METACL" train acl --config "$TMP/bad.conf" --out "$TMP/u"
+expect_text "names file and line" "bad.conf:2: train.steps = 'many'"
+check "model/task mismatch" 1 "$METACL" train acl --config "$CONF" --set model.n_way=4 --out "$TMP/u"
+expect_text "explains the mismatch" "model.n_way = 4"
+check "unknown data set" 1 "$METACL" train acl --config "$CONF" --set data.domains=nosuchset --out "$TMP/u"
+expect_text "names the data set" "nosuchset"
+
+if "$METACL" train acl --config "$CONF" --backend opencl --out "$TMP/probe" --set train.steps=1 --quiet >/dev/null 2>&1; then
+    backends="ref opencl"
+else
+    echo "no OpenCL device: OpenCL runs skipped"
+    backends=ref
+fi
+for be in $backends; do
+    A=$TMP/$be-whole; B=$TMP/$be-split
+    check "$be: uninterrupted run" 0 "$METACL" train acl --config "$CONF" --backend $be --out "$A" --quiet
+    for f in config.txt metrics.csv log.txt last.ckpt best.ckpt; do
+        if [ -s "$A/$f" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $be: $A/$f missing"; fi
+    done
+    check "$be: the run directory is not reused" 1 "$METACL" train acl --config "$CONF" --backend $be --out "$A" --quiet
+    expect_text "$be: says to resume" "--resume"
+    check "$be: first half" 0 "$METACL" train acl --config "$CONF" --backend $be --out "$B" --set train.steps=3 --quiet
+    check "$be: resume to the end" 0 "$METACL" train acl --resume "$B" --backend $be --set train.steps=6
+    expect_text "$be: reports the resume" "resumed at step 3"
+    cut -d, -f1-5 "$A/metrics.csv" >"$TMP/a.csv"; cut -d, -f1-5 "$B/metrics.csv" >"$TMP/b.csv"
+    same_file "$be: resumed losses and accuracies == uninterrupted (steps 1-6)" "$TMP/a.csv" "$TMP/b.csv"
+    # the comparison can fail: a run with another seed differs
+    check "$be: another seed" 0 "$METACL" train acl --config "$CONF" --backend $be --out "$TMP/$be-seed2" --set train.seed=2 --quiet
+    cut -d, -f1-5 "$TMP/$be-seed2/metrics.csv" >"$TMP/c.csv"
+    if cmp -s "$TMP/a.csv" "$TMP/c.csv"; then fail=$((fail + 1)); echo "FAIL: $be: another seed gave the same losses"; else pass=$((pass + 1)); fi
+    # a NaN loss at step 5 stops the run; last.ckpt stays the step-3 one
+    check "$be: NaN loss stops the run" 1 env METACL_TEST_NAN_STEP=5 "$METACL" train acl --config "$CONF" --backend $be --out "$TMP/$be-nan" --quiet
+    expect_text "$be: names the NaN step" "step 5: the loss is nan"
+    check "$be: the kept checkpoint resumes" 0 "$METACL" train acl --resume "$TMP/$be-nan" --backend $be --quiet
+    cut -d, -f1-5 "$TMP/$be-nan/metrics.csv" >"$TMP/n.csv"
+    same_file "$be: after resuming past the NaN, the run equals the uninterrupted one" "$TMP/a.csv" "$TMP/n.csv"
+done
+if [ "$backends" = "ref opencl" ]; then
+    # both backends learn the same thing: step-1 losses agree to 4 digits
+    l_ref=$(sed -n 2p "$TMP/ref-whole/metrics.csv" | cut -d, -f2); l_ocl=$(sed -n 2p "$TMP/opencl-whole/metrics.csv" | cut -d, -f2)
+    if awk -v a="$l_ref" -v b="$l_ocl" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-4*(a<0?-a:a)+1e-5)}'; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: step-1 loss ref $l_ref vs OpenCL $l_ocl"; fi
+fi
+rm -rf "$TMP"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
