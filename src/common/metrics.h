@@ -1,0 +1,88 @@
+/* metrics.h — continual-learning metrics from an accuracy matrix (public API).
+ *
+ * The accuracy matrix of one run of T tasks is R[i][j], 0 <= i, j < T: the accuracy on task j
+ * after learning tasks 0..i (row i = "after task i"). It is stored row-major as T·T doubles
+ * (R[i][j] at i·T + j). Entries that were not measured are NaN — normally every j > i (task j
+ * not learned yet), and, in "final row only" evaluations, whole rows i < T-1.
+ *
+ * Formulas (T >= 1; all means are plain arithmetic means):
+ *
+ *   average accuracy   ACC = (1/T) · Σ_{j=0}^{T-1} R[T-1][j]
+ *
+ *   backward transfer  BWT = (1/(T-1)) · Σ_{j=0}^{T-2} ( R[T-1][j] − R[j][j] )
+ *                      (Lopez-Paz & Ranzato 2017; negative = forgetting)
+ *
+ *   forgetting         F   = (1/(T-1)) · Σ_{j=0}^{T-2} ( max_{i ∈ [j, T-2]} R[i][j] − R[T-1][j] )
+ *                      (Chaudhry et al. 2018, "Riemannian Walk", the forgetting of task j at
+ *                      the end is the drop from the best accuracy it ever had while later
+ *                      tasks were learned; the max runs over the rows in which task j had been
+ *                      learned, i >= j, excluding the last row)
+ *
+ *   T = 1: there is no earlier task, the sums over j < T-1 are empty. By convention
+ *          BWT = F = 0 (not NaN), so tables of one-task runs stay finite and means over runs
+ *          stay defined. ACC = R[0][0].
+ *
+ * NaN propagates: if an entry a formula needs is NaN, the result is NaN (e.g. BWT/F of a
+ * "final row only" matrix with T > 1). Entries a formula does not read (j > i) may hold
+ * anything.
+ *
+ * Over runs: mean and SAMPLE standard deviation (denominator n−1; std = 0 for n = 1; NaN
+ * mean and std for n = 0). A NaN value makes both NaN.
+ */
+#ifndef MCL_METRICS_H
+#define MCL_METRICS_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mcl_cl_metrics {
+    double acc;        /* average accuracy after the last task */
+    double bwt;        /* backward transfer                    */
+    double forgetting; /* forgetting F                         */
+} mcl_cl_metrics;
+
+/* The three metrics of one T×T matrix (formulas above). R == NULL or T < 1: all NaN. */
+double mcl_cl_average_accuracy(const double *R, int T);
+double mcl_cl_backward_transfer(const double *R, int T);
+double mcl_cl_forgetting(const double *R, int T);
+/* All three; returns MCL_ERR_NULL / MCL_ERR_INVALID (and NaNs in *out) on R == NULL or T < 1. */
+mcl_status mcl_cl_metrics_compute(const double *R, int T, mcl_cl_metrics *out);
+
+/* Mean and sample std (n−1) of x[0], x[stride], ..., x[(n-1)·stride]. mean or std may be NULL. */
+void mcl_mean_std(const double *x, int n, int64_t stride, double *mean, double *std);
+
+/* ======================================================================= results of runs
+ *
+ * What every evaluation protocol (acl_eval.h, baseline.h) returns: per run an accuracy matrix
+ * and its metrics, then the mean ± std over runs of every cell and metric. */
+typedef struct mcl_cl_result {
+    int n_tasks;           /* T                                                                 */
+    int n_runs;            /* R                                                                 */
+    double *acc;           /* [R·T·T] run r's R[i][j] at (r·T + i)·T + j; NaN = not measured     */
+    double *alone;         /* [R·T] run r, task i learned ALONE from scratch, accuracy on task i;
+                              all NaN when the protocol did not measure it (Split-X)             */
+    double *final_acc;     /* [R·T] run r, accuracy on task j after the last task
+                              (= the last row of acc; SPEC-ACL §5's per-task accuracy)           */
+    mcl_cl_metrics *run;   /* [R] ACC, BWT, F of each run's matrix                               */
+    double *acc_mean, *acc_std;     /* [T·T] over runs, per cell (NaN where not measured) */
+    double *alone_mean, *alone_std; /* [T]                                                */
+    double *final_mean, *final_std; /* [T]                                                */
+    mcl_cl_metrics mean, std;       /* over runs                                          */
+} mcl_cl_result;
+
+/* Allocate for T tasks and R runs (1 <= T <= 1024, 1 <= R <= 1000000) with every value NaN.
+ * Returns MCL_ERR_INVALID or MCL_ERR_OOM (nothing allocated) on failure. */
+mcl_status mcl_cl_result_init(mcl_cl_result *res, int n_tasks, int n_runs);
+void mcl_cl_result_free(mcl_cl_result *res);
+/* From res->acc and res->alone: fill final_acc, run[], and every mean/std. */
+void mcl_cl_result_summarize(mcl_cl_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
