@@ -28,5 +28,7 @@ int mcl_cli_bench_data(int argc, char **argv);
 int mcl_cli_bench_acl(int argc, char **argv);
 /* `metacl train acl` (tools/train_cmd.c). */
 int mcl_cli_train(int argc, char **argv);
+/* `metacl eval acl` (tools/eval_cmd.c). */
+int mcl_cli_eval(int argc, char **argv);
 
 #endif

@@ -36,6 +36,8 @@ static void usage(FILE *f)
             "                                 contact sheet of a set (NAME may be idx:IMG,LAB or pngdir:DIR)\n"
             "  train acl --config FILE [--set k=v].. [--out DIR] | --resume DIR\n"
             "                                 meta-train an ACL model (run directory: metrics, checkpoints)\n"
+            "  eval acl --ckpt F.. --protocol seq|two-task|split-dil|split-cil --data SPEC..\n"
+            "                                 evaluate checkpoints and baselines (tables, --json, --figures)\n"
             "  version                        print the version\n"
             "  help                           this text\n"
             "environment:\n"
@@ -243,6 +245,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "selftest") == 0) return cmd_selftest(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "train") == 0) return mcl_cli_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "eval") == 0) return mcl_cli_eval(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return mcl_cli_data(argc - 1, argv + 1);
     fprintf(stderr, "metacl: unknown command '%s'\n", cmd);
     usage(stderr);
