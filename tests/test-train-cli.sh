@@ -110,7 +110,29 @@ for be in $backends; do
     check "$be: the kept checkpoint resumes" 0 "$METACL" train acl --resume "$TMP/$be-nan" --backend $be --quiet
     cut -d, -f1-5 "$TMP/$be-nan/metrics.csv" >"$TMP/n.csv"
     same_file "$be: after resuming past the NaN, the run equals the uninterrupted one" "$TMP/a.csv" "$TMP/n.csv"
+    # evaluation of the trained checkpoint: task sequences (held-out hershey classes) and
+    # Split-X on the whole prepared set read as user IDX data, with an SGD baseline
+    check "$be: eval seq" 0 "$METACL" eval acl --backend $be --ckpt tiny="$A/best.ckpt" --protocol seq \
+        --data hershey --data-dir "$TMP/data" --n-way 3 --k-shot 2 --tasks 2 --runs 2 --episodes 2 --json
+    expect_text "$be: eval JSON" '"name":"tiny","kind":"acl"'
+    check "$be: eval split-dil with a baseline and figures" 0 "$METACL" eval acl --backend $be \
+        --ckpt "$A/last.ckpt" --baseline sgd:0.01:1 --protocol split-dil --tasks 2 --k-shot 2 --runs 2 \
+        --data "idx:$TMP/data/hershey/images.idx,$TMP/data/hershey/labels.idx" --figures "$TMP/$be-fig"
+    expect_text "$be: split table has the baseline row" "| SGD (lr 0.01, 1 epochs) |"
+    for f in last_ckpt-split-dil-accuracy.png last_ckpt-srwm-layer0-head0.png SGD__lr_0_01__1_epochs_-split-dil-accuracy.png; do
+        if [ -s "$TMP/$be-fig/$f" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $be: figure $f missing"; ls "$TMP/$be-fig" | sed 's/^/    /'; fi
+    done
 done
+check "eval: no protocol" 2 "$METACL" eval acl --ckpt "$TMP/ref-whole/best.ckpt" --data hershey
+check "eval: unknown protocol" 2 "$METACL" eval acl --ckpt "$TMP/ref-whole/best.ckpt" --data hershey --protocol nope
+expect_text "names the protocol" "nope"
+check "eval: bad class list" 2 "$METACL" eval acl --ckpt "$TMP/ref-whole/best.ckpt" --data hershey@3-1 --protocol seq
+check "eval: bad runs" 2 "$METACL" eval acl --ckpt "$TMP/ref-whole/best.ckpt" --data hershey --protocol seq --runs 0
+check "eval: missing checkpoint" 1 "$METACL" eval acl --ckpt "$TMP/nosuch.ckpt" --data hershey --data-dir "$TMP/data" --protocol seq
+expect_text "names the file" "nosuch.ckpt"
+head -c 100 "$TMP/ref-whole/best.ckpt" >"$TMP/trunc.ckpt"
+check "eval: truncated checkpoint" 1 "$METACL" eval acl --ckpt "$TMP/trunc.ckpt" --data hershey --data-dir "$TMP/data" --protocol seq
+expect_text "says truncated" "truncated"
 if [ "$backends" = "ref opencl" ]; then
     # both backends learn the same thing: step-1 losses agree to 4 digits
     l_ref=$(sed -n 2p "$TMP/ref-whole/metrics.csv" | cut -d, -f2); l_ocl=$(sed -n 2p "$TMP/opencl-whole/metrics.csv" | cut -d, -f2)

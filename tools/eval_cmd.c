@@ -54,7 +54,7 @@ static void usage(FILE *f)
             "usage: metacl eval acl --ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil\n"
             "                       --data SPEC... [--tasks T] [--n-way N] [--k-shot K] [--runs R]\n"
             "                       [--episodes E] [--seed S] [--baseline sgd|adam[:LR:EPOCHS]]...\n"
-            "                       [--figures DIR] [--json] [--backend ref|opencl] [--device N|NAME]\n"
+            "                       [--figures DIR] [--data-dir DIR] [--json] [--backend ref|opencl]\n"
             "  --ckpt [NAME=]FILE  a trained ACL checkpoint (repeatable: the table compares them)\n"
             "  --protocol P        seq / two-task: N-way K-shot task sequences, A alone, B alone,\n"
             "                      A and B after A->B (paper Tables 1, 2, 9);\n"
@@ -68,7 +68,8 @@ static void usage(FILE *f)
             "  --episodes E        seq: episodes per run (default 64)\n"
             "  --baseline B        also run the Conv-4 + linear baseline trained with SGD or Adam on\n"
             "                      each task in turn (lr and epochs: defaults of doc/acl.md)\n"
-            "  --figures DIR       write PNG figures (accuracy matrices, SRWM heat-maps)\n");
+            "  --figures DIR       write PNG figures (accuracy matrices, SRWM heat-maps)\n"
+            "  --data-dir DIR      prepared data sets (default $METACL_DATA or data/cache)\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -357,7 +358,7 @@ int mcl_cli_eval(int argc, char **argv)
     static data_entry de[MAX_DATA];
     int n_models = 0, n_data = 0, json = 0, tasks = 0, n_way = 5, k_shot = 5, runs = 0;
     int episodes = 64, seed = 1, rc = 0;
-    const char *protocol = NULL, *figures = NULL, *backend = NULL, *device = NULL;
+    const char *protocol = NULL, *figures = NULL, *backend = NULL, *device = NULL, *data_dir = NULL;
     memset(me, 0, sizeof me);
     for (int i = 2; i < argc && rc == 0; i++) {
         const char *v = NULL;
@@ -369,6 +370,7 @@ int mcl_cli_eval(int argc, char **argv)
             json = 1;
         } else if ((r = mcl_cli_take_value(argc, argv, &i, "--protocol", &protocol)) != 0 ||
                    (r = mcl_cli_take_value(argc, argv, &i, "--figures", &figures)) != 0 ||
+                   (r = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir)) != 0 ||
                    (r = mcl_cli_take_value(argc, argv, &i, "--backend", &backend)) != 0 ||
                    (r = mcl_cli_take_value(argc, argv, &i, "--device", &device)) != 0) {
             if (r < 0) rc = 2;
@@ -460,10 +462,10 @@ int mcl_cli_eval(int argc, char **argv)
     for (int d = 0; d < n_data && rc == 0; d++) {
         int user = is_user_spec(de[d].spec);
         mcl_split sp = user ? MCL_SPLIT_ALL : MCL_SPLIT_TEST;
-        if (mcl_dataset_load(de[d].spec, NULL, sp, &de[d].ds, err, sizeof err) != MCL_OK) {
+        if (mcl_dataset_load(de[d].spec, data_dir, sp, &de[d].ds, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl eval acl: data '%s': %s\n", de[d].spec, err);
             rc = 1;
-        } else if (!seq && mcl_dataset_load(de[d].spec, NULL, user ? MCL_SPLIT_ALL : MCL_SPLIT_TRAIN,
+        } else if (!seq && mcl_dataset_load(de[d].spec, data_dir, user ? MCL_SPLIT_ALL : MCL_SPLIT_TRAIN,
                                             &de[d].train, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl eval acl: data '%s' (train split): %s\n", de[d].spec, err);
             rc = 1;
