@@ -1,0 +1,39 @@
+#!/bin/sh
+# train-acl-models.sh — retrain the shipped ACL models (doc/acl.md) from scratch:
+#   s1 2-way 1-shot -> s2 5-way 1-shot -> s3 5-way 5-shot -> acl-2task and noacl-2task
+#   (2-task objective with and without the ACL term) -> acl-split5 (5-task ACL meta-finetuning
+#   for Split-X), then copies each final model's best checkpoint to data/checkpoints/.
+# A stage whose run directory exists is resumed (a finished one is a no-op), so the script can
+# be stopped and started again. Run from the source tree after `metacl data prepare hanzi`
+# and `metacl data prepare hershey`. Extra arguments go to every `metacl train` call (e.g.
+# --backend opencl, or --set data.dir=DIR).
+#   METACL   the binary (default ./metacl)     RUNS   run directories (default runs)
+set -eu
+METACL=${METACL:-./metacl}
+RUNS=${RUNS:-runs}
+run_stage() { name=$1; conf=$2; shift 2; stage_args "$name" "$conf" "$@"; }
+stage_args() {
+    n=$1; c=$2; shift 2
+    if [ -d "$RUNS/$n" ]; then
+        "$METACL" train acl --resume "$RUNS/$n" --quiet "$@"
+    else
+        "$METACL" train acl --config "data/configs/$c" --out "$RUNS/$n" --quiet "$@"
+    fi
+    echo "$n: $(tail -n 1 "$RUNS/$n/log.txt")"
+}
+mkdir -p "$RUNS" data/checkpoints
+run_stage s1 acl-s1-2way1shot.conf "$@"
+run_stage s2 acl-s2-5way1shot.conf "$@"
+run_stage s3 acl-s3-5way5shot.conf "$@"
+# the two 2-task models are independent: train them side by side (one thread each)
+OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage acl-2task acl-2task.conf "$@" &
+p1=$!
+OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage noacl-2task noacl-2task.conf "$@" &
+p2=$!
+wait $p1 || { echo "acl-2task failed"; exit 1; }
+wait $p2 || { echo "noacl-2task failed"; exit 1; }
+run_stage acl-split5 acl-split5.conf "$@"
+for m in acl-2task noacl-2task acl-split5; do
+    cp "$RUNS/$m/best.ckpt" "data/checkpoints/$m.ckpt.tmp" && mv "data/checkpoints/$m.ckpt.tmp" "data/checkpoints/$m.ckpt"
+    echo "data/checkpoints/$m.ckpt <- $RUNS/$m/best.ckpt"
+done
