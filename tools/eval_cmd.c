@@ -68,6 +68,8 @@ static void usage(FILE *f)
             "  --episodes E        seq: episodes per run (default 64)\n"
             "  --baseline B        also run the Conv-4 + linear baseline trained with SGD or Adam on\n"
             "                      each task in turn (lr and epochs: defaults of doc/acl.md)\n"
+            "  --select            seq/two-task: choose each baseline's lr and epochs by a grid search\n"
+            "                      on the same protocol over the meta-validation classes\n"
             "  --figures DIR       write PNG figures (accuracy matrices, SRWM heat-maps)\n"
             "  --data-dir DIR      prepared data sets (default $METACL_DATA or data/cache)\n");
 }
@@ -356,7 +358,7 @@ int mcl_cli_eval(int argc, char **argv)
     }
     static model_entry me[MAX_MODELS];
     static data_entry de[MAX_DATA];
-    int n_models = 0, n_data = 0, json = 0, tasks = 0, n_way = 5, k_shot = 5, runs = 0;
+    int n_models = 0, n_data = 0, json = 0, tasks = 0, n_way = 5, k_shot = 5, runs = 0, select = 0;
     int episodes = 64, seed = 1, rc = 0;
     const char *protocol = NULL, *figures = NULL, *backend = NULL, *device = NULL, *data_dir = NULL;
     memset(me, 0, sizeof me);
@@ -368,6 +370,8 @@ int mcl_cli_eval(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--select")) {
+            select = 1;
         } else if ((r = mcl_cli_take_value(argc, argv, &i, "--protocol", &protocol)) != 0 ||
                    (r = mcl_cli_take_value(argc, argv, &i, "--figures", &figures)) != 0 ||
                    (r = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir)) != 0 ||
@@ -449,6 +453,11 @@ int mcl_cli_eval(int argc, char **argv)
         fprintf(stderr, "metacl eval acl: give at least one --ckpt (or --baseline) and one --data\n");
         return 2;
     }
+    if (select && !seq) {
+        fprintf(stderr, "metacl eval acl: --select works with the seq / two-task protocols (it uses the\n"
+                        "  meta-validation classes of the --data sets); pass the chosen values as sgd:LR:EPOCHS\n");
+        return 2;
+    }
     if (!seq && n_data != 1) {
         fprintf(stderr, "metacl eval acl: %s takes exactly one --data\n", protocol);
         return 2;
@@ -508,6 +517,49 @@ int mcl_cli_eval(int argc, char **argv)
     xc.split.shuffle_seed = (uint64_t)seed;
     xc.n_runs = runs;
     xc.normalize = 1;
+    for (int k = 0; k < n_models && rc == 0 && select; k++) {
+        if (me[k].path) continue;
+        /* grid search on the same protocol over the meta-validation classes */
+        mcl_dataset *vds[MAX_DATA] = {NULL};
+        mcl_class_pool vpools[MCL_ACL_MAX_TASKS];
+        for (int d = 0; d < n_data && rc == 0; d++)
+            if (is_user_spec(de[d].spec) || de[d].n_classes ||
+                mcl_dataset_load(de[d].spec, data_dir, MCL_SPLIT_VAL, &vds[d], err, sizeof err) != MCL_OK) {
+                fprintf(stderr, "metacl eval acl: --select: '%s' has no meta-validation split%s%s\n", de[d].spec,
+                        vds[d] || is_user_spec(de[d].spec) || de[d].n_classes ? "" : ": ", vds[d] || is_user_spec(de[d].spec) || de[d].n_classes ? "" : err);
+                rc = 1;
+            }
+        for (int i = 0; i < tasks && rc == 0; i++) {
+            vpools[i].ds = vds[i < n_data ? i : n_data - 1];
+            vpools[i].classes = NULL;
+            vpools[i].n_classes = 0;
+        }
+        mcl_eval_data vd;
+        memset(&vd, 0, sizeof vd);
+        vd.kind = MCL_EVAL_SEQ;
+        vd.pools = vpools;
+        vd.seq = &sc;
+        mcl_baseline_selection sel;
+        mcl_baseline_config best;
+        me[k].base.seed = (uint64_t)seed;
+        if (rc == 0) {
+            fprintf(stderr, "selecting lr and epochs of %s on meta-validation classes...\n",
+                    me[k].base.optim == MCL_OPTIM_SGD ? "SGD" : "Adam");
+            if (mcl_baseline_select(ctx, &me[k].base, &vd, NULL, 0, NULL, 0, &best, &sel) != MCL_OK) {
+                fprintf(stderr, "metacl eval acl: --select: %s\n", mcl_ctx_error(ctx));
+                rc = 1;
+            } else {
+                for (int g = 0; g < sel.n; g++)
+                    fprintf(stderr, "  lr %-7g epochs %-3d ACC %.4f ± %.4f%s\n", (double)sel.point[g].lr,
+                            sel.point[g].epochs, sel.point[g].score, sel.point[g].score_std,
+                            g == sel.best ? "   <- best" : "");
+                me[k].base = best;
+                snprintf(me[k].name, sizeof me[k].name, "%s (lr %g, %d epochs)",
+                         best.optim == MCL_OPTIM_SGD ? "SGD" : "Adam", (double)best.lr, best.epochs);
+            }
+        }
+        for (int d = 0; d < n_data; d++) mcl_dataset_free(vds[d]);
+    }
     for (int k = 0; k < n_models && rc == 0; k++) {
         mcl_status st;
         fprintf(stderr, "evaluating %s (%s, %d run%s)...\n", me[k].name, protocol, runs, runs == 1 ? "" : "s");

@@ -1,0 +1,45 @@
+#!/bin/sh
+# acl-demo.sh — the main job: evaluate the shipped ACL models (data/checkpoints/) next to the
+# no-ACL model and the SGD / Adam baselines, print the tables and write the figures.
+#   1. two-task, in-domain held-out classes: A = hanzi, B = hershey (5-way 5-shot)
+#   2. two-task, unseen domain: Fashion-MNIST classes 0-4 -> 5-9
+#   3. Split-FashionMNIST, domain-incremental, 5 tasks (and class-incremental, 2 tasks)
+# Prepares the data sets it needs first (fmnist, hanzi, hershey; `metacl data prepare`).
+# Options: environment METACL (binary, default ./metacl), OUT (figures, default results),
+# EPISODES (per run, default 32), SPLIT_RUNS (default 10); arguments go to every eval call
+# (e.g. --backend opencl).
+set -eu
+METACL=${METACL:-./metacl}
+OUT=${OUT:-results}
+EPISODES=${EPISODES:-32}
+SPLIT_RUNS=${SPLIT_RUNS:-10}
+CK=data/checkpoints
+for set in fmnist hanzi hershey; do
+    "$METACL" data info "$set" >/dev/null 2>&1 || "$METACL" data prepare "$set"
+done
+for f in acl-2task noacl-2task acl-split5; do
+    [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
+done
+mkdir -p "$OUT"
+start=$(date +%s)
+echo "## 1. In-context learning and forgetting: held-out hanzi (A) then hershey (B) classes"
+"$METACL" eval acl --protocol two-task --data hanzi --data hershey --runs 5 --episodes "$EPISODES" \
+    --ckpt ACL="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
+    --baseline sgd --baseline adam --figures "$OUT/two-task" "$@"
+echo
+echo "## 2. Unseen domain: Fashion-MNIST classes 0-4 (A) then 5-9 (B)"
+"$METACL" eval acl --protocol two-task --data fmnist@0-4 --data fmnist@5-9 --runs 5 --episodes "$EPISODES" \
+    --ckpt ACL="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
+    --baseline sgd --baseline adam --figures "$OUT/fmnist-two-task" "$@"
+echo
+echo "## 3. Split-FashionMNIST, domain-incremental, 5 tasks (5 training images per class)"
+"$METACL" eval acl --protocol split-dil --data fmnist --tasks 5 --k-shot 5 --runs "$SPLIT_RUNS" \
+    --ckpt ACL-5task="$CK/acl-split5.ckpt" --ckpt ACL-2task="$CK/acl-2task.ckpt" \
+    --baseline sgd --baseline adam --figures "$OUT/split-dil" "$@"
+echo
+echo "## 3b. Split-FashionMNIST, class-incremental, 2 tasks (classes 0-3)"
+"$METACL" eval acl --protocol split-cil --data fmnist --tasks 2 --k-shot 5 --runs "$SPLIT_RUNS" \
+    --ckpt ACL-2task="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
+    --baseline sgd --baseline adam --figures "$OUT/split-cil" "$@"
+echo
+echo "acl-demo: done in $(( $(date +%s) - start )) s; figures in $OUT/"
