@@ -30,5 +30,7 @@ int mcl_cli_bench_acl(int argc, char **argv);
 int mcl_cli_train(int argc, char **argv);
 /* `metacl eval acl` (tools/eval_cmd.c). */
 int mcl_cli_eval(int argc, char **argv);
+/* `metacl ckpt info|export` (tools/ckpt_cmd.c). */
+int mcl_cli_ckpt(int argc, char **argv);
 
 #endif

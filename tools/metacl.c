@@ -38,6 +38,8 @@ static void usage(FILE *f)
             "                                 meta-train an ACL model (run directory: metrics, checkpoints)\n"
             "  eval acl --ckpt F.. --protocol seq|two-task|split-dil|split-cil --data SPEC..\n"
             "                                 evaluate checkpoints and baselines (tables, --json, --figures)\n"
+            "  ckpt info FILE | ckpt export IN OUT\n"
+            "                                 show a checkpoint; copy its model without optimizer state\n"
             "  version                        print the version\n"
             "  help                           this text\n"
             "environment:\n"
@@ -246,6 +248,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "train") == 0) return mcl_cli_train(argc - 1, argv + 1);
     if (strcmp(cmd, "eval") == 0) return mcl_cli_eval(argc - 1, argv + 1);
+    if (strcmp(cmd, "ckpt") == 0) return mcl_cli_ckpt(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return mcl_cli_data(argc - 1, argv + 1);
     fprintf(stderr, "metacl: unknown command '%s'\n", cmd);
     usage(stderr);

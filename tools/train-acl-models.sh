@@ -2,7 +2,8 @@
 # train-acl-models.sh — retrain the shipped ACL models (doc/acl.md) from scratch:
 #   s1 2-way 1-shot -> s2 5-way 1-shot -> s3 5-way 5-shot -> acl-2task and noacl-2task
 #   (2-task objective with and without the ACL term) -> acl-split5 (5-task ACL meta-finetuning
-#   for Split-X), then copies each final model's best checkpoint to data/checkpoints/.
+#   for Split-X), then exports each final model's best checkpoint (without the optimizer
+#   state) to data/checkpoints/.
 # A stage whose run directory exists is resumed (a finished one is a no-op), so the script can
 # be stopped and started again. Run from the source tree after `metacl data prepare hanzi`
 # and `metacl data prepare hershey`. Extra arguments go to every `metacl train` call (e.g.
@@ -34,6 +35,5 @@ wait $p1 || { echo "acl-2task failed"; exit 1; }
 wait $p2 || { echo "noacl-2task failed"; exit 1; }
 run_stage acl-split5 acl-split5.conf "$@"
 for m in acl-2task noacl-2task acl-split5; do
-    cp "$RUNS/$m/best.ckpt" "data/checkpoints/$m.ckpt.tmp" && mv "data/checkpoints/$m.ckpt.tmp" "data/checkpoints/$m.ckpt"
-    echo "data/checkpoints/$m.ckpt <- $RUNS/$m/best.ckpt"
+    "$METACL" ckpt export "$RUNS/$m/best.ckpt" "data/checkpoints/$m.ckpt"   # model only, atomic
 done
