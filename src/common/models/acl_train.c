@@ -919,7 +919,10 @@ mcl_status mcl_acl_train(mcl_ctx *ctx, const mcl_acl_train_cfg *cfg,
         if (t->step % t->cfg.ckpt_every == 0 || last) st = save_ckpt(t, "last.ckpt");
     }
     if (t->opts->progress) fputc('\n', stderr);
-    if (st == MCL_OK)
+    if (st == MCL_OK && isnan(loss))
+        logf_(t, "done: step %lld (nothing left to do), best validation %.4f, %.1f s of training",
+              (long long)t->step, t->best_val, elapsed_ms(t) / 1e3);
+    else if (st == MCL_OK)
         logf_(t, "done: step %lld, last loss %.6f, best validation %.4f, %.1f s of training",
               (long long)t->step, loss, t->best_val, elapsed_ms(t) / 1e3);
     else
