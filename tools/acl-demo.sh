@@ -33,7 +33,7 @@ echo "## 2. Unseen domain: Fashion-MNIST classes 0-4 (A) then 5-9 (B)"
     --baseline sgd --baseline adam --figures "$OUT/fmnist-two-task" "$@"
 echo
 echo "## 3. Split-FashionMNIST, domain-incremental, 5 tasks (5 training images per class)"
-"$METACL" eval acl --protocol split-dil --data fmnist --tasks 5 --k-shot 5 --runs "$SPLIT_RUNS" \
+"$METACL" eval acl --protocol split-dil --data fmnist --tasks 5 --k-shot 5 --runs "$SPLIT_RUNS" --final-only \
     --ckpt ACL-5task="$CK/acl-split5.ckpt" --ckpt ACL-2task="$CK/acl-2task.ckpt" \
     --baseline sgd --baseline adam --figures "$OUT/split-dil" "$@"
 echo
