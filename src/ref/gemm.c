@@ -115,16 +115,7 @@
  *    its cost model, GCC 12 sometimes vectorizes the MR loop instead (or interchanges the
  *    loops) and the kernel runs 5-30x slower (seen with NR = 16).
  * Neither changes semantics: every lane does its own MADD, rounded exactly as in scalar code. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define MCL_HOT __attribute__((optimize("O3")))
-#else
-#define MCL_HOT
-#endif
-#ifdef _OPENMP
-#define MCL_SIMD _Pragma("omp simd")
-#else
-#define MCL_SIMD
-#endif
+/* MCL_HOT and MCL_SIMD: ref.h. */
 
 /* One multiply-add of the sums. Where the CPU has FMA (FP_FAST_FMAF: x86-64 with -march
  * including FMA, as configure's -march=native gives on any recent CPU; aarch64) it is fmaf():

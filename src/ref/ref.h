@@ -38,10 +38,34 @@ void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, floa
                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                    float *C, int64_t ldc);
 
+/* Backward of an op marked in ref_backend.c's bwd_fresh_aware table, before it writes into
+ * gin t: returns 1 when t is the whole of a buffer that is still fresh (logically zero,
+ * memory not yet written; see ref_backend.c). The caller must then STORE every element of t
+ * (t[i] = 0.0f + v[i], the bits of accumulating into zeros) instead of accumulating. Returns 0
+ * when t holds data (accumulate as usual). Call it for one gin, write that gin, then the next:
+ * two gin may be one tensor. */
+int mcl_ref_grad_fresh(const mcl_tensor *t);
+
 #define MCL_OP(ID, name, n_in, n_out, n_diff_out, family)                                   \
     mcl_status mcl_ref_##name##_fwd(mcl_backend *be, const mcl_op_args *a);                  \
     mcl_status mcl_ref_##name##_bwd(mcl_backend *be, const mcl_op_args *a);
 #include "ops.def"
+
+/* Compiler help for hot loops, with no effect on any result: MCL_HOT compiles a function at
+ * -O3 (unrolled fixed-size loops keep their sums in registers); MCL_SIMD (#pragma omp simd)
+ * names the loop to vectorize (left to its cost model, GCC 12 sometimes picks the wrong one
+ * and runs 5-30x slower). Every lane does its own exactly rounded operation, so vectorizing
+ * changes no bit (the reference is built without fast-math and without FP contraction). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MCL_HOT __attribute__((optimize("O3")))
+#else
+#define MCL_HOT
+#endif
+#ifdef _OPENMP
+#define MCL_SIMD _Pragma("omp simd")
+#else
+#define MCL_SIMD
+#endif
 #undef MCL_OP
 
 /* Ops without a backward: their table entry is NULL (declared above, never defined). */

@@ -1,40 +1,169 @@
 /* ref_backend.c — the reference backend: host buffers and the op table.
  *
  * Buffers are 64-byte aligned float arrays on the host. The op table maps every op of
- * ops.def to mcl_ref_<name>_fwd / _bwd, implemented in src/ref/<family>.c.
+ * ops.def to mcl_ref_<name>_fwd / _bwd, implemented in src/ref/<family>.c, through two small
+ * wrappers that keep the buffer bookkeeping below out of the kernels.
+ *
+ * Buffer pool. A training step allocates the same tensors (op results, then their
+ * gradients) again and again, hundreds of MiB of them for a convolutional net; a fresh
+ * aligned_alloc of a large block is a new mmap whose every page faults in the kernel when
+ * first written (measured: about 1 GB/s, slower than the ops themselves). So freed buffers
+ * are kept on free lists, one per size class (four classes per power of two, so a block is
+ * at most 25% larger than asked for), and handed out again; the pool keeps at most as many
+ * bytes as were ever live at once, and ref_destroy returns everything to the C library.
+ *
+ * Lazy zeroing. The backend contract (backend.h) is that a new buffer reads as zeros, and
+ * the engine relies on it (gradient buffers are accumulated into, mcl_tensor_create promises
+ * zeros). Writing those zeros costs a full pass over memory, yet most new buffers are op
+ * results that the op overwrites entirely anyway. So a new buffer is only marked "fresh":
+ * logically all zeros, its memory not yet written. It is zero-filled (materialized) the
+ * first time anything might read it or write only a part of it:
+ *   - buf_read of a fresh buffer returns zeros, buf_write/fill/copy materialize it unless
+ *     they cover it whole;
+ *   - before a forward op: fresh inputs are materialized; a fresh output that the op covers
+ *     whole is just marked written when the op is known to write every element of it
+ *     (fwd_overwrites below), else it is materialized;
+ *   - before a backward op: inputs, outputs and gout are materialized; a fresh gin is left to
+ *     the op when the op asks for itself (bwd_fresh_aware below, mcl_ref_grad_fresh in ref.h:
+ *     it then stores 0 + value instead of accumulating), else it is materialized.
+ * No result changes: a fresh buffer behaves exactly like a zero-filled one.
  */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ref.h"
 
-static const mcl_op_impl ref_ops[MCL_OP_COUNT] = {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) \
-    [MCL_OP_##ID] = {mcl_ref_##name##_fwd, mcl_ref_##name##_bwd},
-#include "ops.def"
-#undef MCL_OP
-};
+/* ---- the buffer pool -------------------------------------------------------------------- */
+
+/* Every block is [header | data]; the handle is the data, 64-byte aligned. */
+#define HDR 64
+/* Size classes: 64-byte units u = 1..4 are classes 0..3; above, u in (2^m, 2^(m+1)] is cut
+ * into four classes of 2^(m-2) units. Blocks too large for the table are not pooled. */
+#define N_CLASSES 160
+/* Fresh buffers of at least this many bytes are zero-filled by all threads. */
+#define ZERO_PAR_MIN ((size_t)1 << 20)
+
+typedef struct ref_block {
+    struct ref_block *next; /* free list                                        */
+    size_t cap;             /* data bytes the block holds                       */
+    size_t size;            /* data bytes of the current buffer (<= cap)        */
+    int cls;                /* size class, N_CLASSES if not poolable            */
+    int fresh;              /* logically zero, memory not written yet           */
+} ref_block;
+
+_Static_assert(sizeof(ref_block) <= HDR, "block header must fit in HDR bytes");
+
+/* The backend's private state (be->impl). */
+typedef struct ref_pool {
+    ref_block *free[N_CLASSES];
+    size_t pooled; /* bytes (capacities) on the free lists   */
+    size_t live;   /* bytes (capacities) handed out          */
+    size_t peak;   /* largest `live` so far: cap of `pooled` */
+    mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ref_fwd / ref_bwd */
+} ref_pool;
+
+/* Class and capacity of a request of n bytes. */
+static int size_class(size_t n, size_t *cap)
+{
+    size_t u = (n + 63) / 64;
+    if (u == 0) u = 1;
+    if (u <= 4) {
+        *cap = u * 64;
+        return (int)u - 1;
+    }
+    int m = 2; /* u in (2^m, 2^(m+1)] */
+    while (m < 62 && ((size_t)1 << (m + 1)) < u) m++;
+    const size_t step = (size_t)1 << (m - 2);
+    const size_t j = (u - ((size_t)1 << m) + step - 1) / step; /* 1..4 */
+    *cap = (((size_t)1 << m) + j * step) * 64;
+    const int c = 4 + 4 * (m - 2) + (int)j - 1;
+    return c < N_CLASSES ? c : N_CLASSES;
+}
+
+static ref_block *block_of(const void *handle)
+{
+    return (ref_block *)(void *)((char *)handle - HDR);
+}
+
+static ref_pool *pool_of(mcl_backend *be) { return (ref_pool *)be->impl; }
+
+/* Write the zeros a fresh buffer stands for. */
+static void materialize(ref_block *b)
+{
+    if (!b->fresh) return;
+    char *p = (char *)b + HDR;
+    const size_t n = b->size;
+    if (n >= ZERO_PAR_MIN) {
+        const int64_t nchunks = (int64_t)((n + ZERO_PAR_MIN - 1) / ZERO_PAR_MIN);
+#pragma omp parallel for schedule(static)
+        for (int64_t c = 0; c < nchunks; c++) {
+            const size_t lo = (size_t)c * ZERO_PAR_MIN;
+            memset(p + lo, 0, n - lo < ZERO_PAR_MIN ? n - lo : ZERO_PAR_MIN);
+        }
+    } else {
+        memset(p, 0, n);
+    }
+    b->fresh = 0;
+}
 
 static mcl_status ref_alloc(mcl_backend *be, size_t nbytes, void **handle)
 {
-    (void)be;
-    size_t n = (nbytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, n ? n : 64);
-    if (!p) return MCL_ERR_OOM;
-    memset(p, 0, n ? n : 64);
-    *handle = p;
+    ref_pool *pl = pool_of(be);
+    size_t cap;
+    const int cls = size_class(nbytes, &cap);
+    ref_block *b = NULL;
+    if (cls < N_CLASSES && pl->free[cls]) {
+        b = pl->free[cls];
+        pl->free[cls] = b->next;
+        pl->pooled -= b->cap;
+    } else {
+        if (cls == N_CLASSES) cap = (nbytes + 63) / 64 * 64;
+        if (cap > SIZE_MAX - HDR) return MCL_ERR_OOM;
+        b = aligned_alloc(64, HDR + cap);
+        if (!b) return MCL_ERR_OOM;
+        b->cap = cap;
+        b->cls = cls;
+    }
+    b->next = NULL;
+    b->size = nbytes;
+    b->fresh = 1;
+    pl->live += b->cap;
+    if (pl->live > pl->peak) pl->peak = pl->live;
+    *handle = (char *)b + HDR;
     return MCL_OK;
 }
 
 static void ref_free(mcl_backend *be, void *handle)
 {
-    (void)be;
-    free(handle);
+    if (!handle) return;
+    ref_pool *pl = pool_of(be);
+    ref_block *b = block_of(handle);
+    pl->live -= b->cap;
+    if (b->cls < N_CLASSES && pl->pooled + b->cap <= pl->peak) {
+        b->next = pl->free[b->cls];
+        pl->free[b->cls] = b;
+        pl->pooled += b->cap;
+    } else {
+        free(b);
+    }
+}
+
+/* [off, off + n) is the whole of the buffer. */
+static int covers(const ref_block *b, size_t off, size_t n)
+{
+    return off == 0 && n >= b->size;
 }
 
 static mcl_status ref_write(mcl_backend *be, void *handle, size_t off, const void *src, size_t n)
 {
     (void)be;
+    ref_block *b = block_of(handle);
+    if (covers(b, off, n))
+        b->fresh = 0;
+    else
+        materialize(b);
     memcpy((char *)handle + off, src, n);
     return MCL_OK;
 }
@@ -42,21 +171,49 @@ static mcl_status ref_write(mcl_backend *be, void *handle, size_t off, const voi
 static mcl_status ref_read(mcl_backend *be, void *handle, size_t off, void *dst, size_t n)
 {
     (void)be;
-    memcpy(dst, (const char *)handle + off, n);
+    if (block_of(handle)->fresh)
+        memset(dst, 0, n);
+    else
+        memcpy(dst, (const char *)handle + off, n);
     return MCL_OK;
 }
 
 static mcl_status ref_fill(mcl_backend *be, void *handle, size_t off, float v, size_t count)
 {
     (void)be;
+    ref_block *b = block_of(handle);
+    if (covers(b, off, count * sizeof(float)) && v == 0.0f && !signbit(v)) {
+        b->fresh = 1; /* +0.0 everywhere: exactly what a fresh buffer stands for */
+        return MCL_OK;
+    }
+    if (covers(b, off, count * sizeof(float)))
+        b->fresh = 0;
+    else
+        materialize(b);
     float *p = (float *)(void *)((char *)handle + off);
     for (size_t i = 0; i < count; i++) p[i] = v;
     return MCL_OK;
 }
 
-static mcl_status ref_copy(mcl_backend *be, void *dst, size_t doff, void *src, size_t soff, size_t n)
+static mcl_status ref_copy(mcl_backend *be, void *dst, size_t doff, void *src, size_t soff,
+                           size_t n)
 {
     (void)be;
+    ref_block *bd = block_of(dst), *bs = block_of(src);
+    if (bs->fresh) { /* copying zeros */
+        if (bd == bs) return MCL_OK;
+        if (covers(bd, doff, n)) {
+            bd->fresh = 1;
+            return MCL_OK;
+        }
+        materialize(bd);
+        memset((char *)dst + doff, 0, n);
+        return MCL_OK;
+    }
+    if (covers(bd, doff, n))
+        bd->fresh = 0;
+    else
+        materialize(bd);
     memmove((char *)dst + doff, (const char *)src + soff, n);
     return MCL_OK;
 }
@@ -67,15 +224,120 @@ static mcl_status ref_finish(mcl_backend *be)
     return MCL_OK;
 }
 
-static void ref_destroy(mcl_backend *be) { free(be); }
+static void ref_destroy(mcl_backend *be)
+{
+    if (!be) return;
+    ref_pool *pl = pool_of(be);
+    for (int c = 0; pl && c < N_CLASSES; c++)
+        while (pl->free[c]) {
+            ref_block *b = pl->free[c];
+            pl->free[c] = b->next;
+            free(b);
+        }
+    free(pl);
+    free(be);
+}
+
+/* ---- the op table ----------------------------------------------------------------------- */
+
+static const mcl_op_impl ref_impl[MCL_OP_COUNT] = {
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) \
+    [MCL_OP_##ID] = {mcl_ref_##name##_fwd, mcl_ref_##name##_bwd},
+#include "ops.def"
+#undef MCL_OP
+};
+
+/* Forward ops that store every element of every output (read for that: each output element
+ * is assigned, whatever the inputs). Their fresh outputs are not zero-filled first. */
+static const unsigned char fwd_overwrites[MCL_OP_COUNT] = {
+    [MCL_OP_ADD] = 1,       [MCL_OP_SUB] = 1,         [MCL_OP_MUL] = 1,
+    [MCL_OP_SCALE] = 1,     [MCL_OP_BIAS_ADD] = 1,    [MCL_OP_COPY] = 1,
+    [MCL_OP_RELU] = 1,      [MCL_OP_LEAKY_RELU] = 1,  [MCL_OP_ELU] = 1,
+    [MCL_OP_SIGMOID] = 1,   [MCL_OP_TANH] = 1,        [MCL_OP_GELU] = 1,
+    [MCL_OP_EXP] = 1,       [MCL_OP_LOG] = 1,         [MCL_OP_MATMUL] = 1,
+    [MCL_OP_SUM] = 1,       [MCL_OP_MEAN] = 1,        [MCL_OP_SUMSQ] = 1,
+    [MCL_OP_SUM_LAST] = 1,  [MCL_OP_MEAN_LAST] = 1,   [MCL_OP_SOFTMAX] = 1,
+    [MCL_OP_LOG_SOFTMAX] = 1, [MCL_OP_LAYER_NORM] = 1, [MCL_OP_CONV2D] = 1,
+    [MCL_OP_MAXPOOL2D] = 1, [MCL_OP_INSTANCE_NORM] = 1, [MCL_OP_DROPOUT] = 1,
+};
+
+/* Backward ops that call mcl_ref_grad_fresh on each gin before writing it. */
+static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
+    [MCL_OP_RELU] = 1,      [MCL_OP_DROPOUT] = 1,       [MCL_OP_CONV2D] = 1,
+    [MCL_OP_MAXPOOL2D] = 1, [MCL_OP_INSTANCE_NORM] = 1,
+};
+
+static int64_t numel(const mcl_tensor *t)
+{
+    return mcl_ref_rows(t) * mcl_ref_cols(t);
+}
+
+/* t is all of its buffer. */
+static int whole(const mcl_tensor *t)
+{
+    return t->offset == 0 && (size_t)numel(t) * sizeof(float) >= block_of(t->buf->handle)->size;
+}
+
+static void materialize_t(const mcl_tensor *t)
+{
+    if (t) materialize(block_of(t->buf->handle));
+}
+
+int mcl_ref_grad_fresh(const mcl_tensor *t)
+{
+    ref_block *b = block_of(t->buf->handle);
+    if (!b->fresh) return 0;
+    if (!whole(t)) {
+        materialize(b);
+        return 0;
+    }
+    b->fresh = 0; /* the caller now stores every element */
+    return 1;
+}
+
+static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_op_info *info = &mcl_op_table[a->op];
+    for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
+    for (int k = 0; k < info->n_out; k++) {
+        ref_block *b = block_of(a->out[k]->buf->handle);
+        if (!b->fresh) continue;
+        if (fwd_overwrites[a->op] && whole(a->out[k]))
+            b->fresh = 0;
+        else
+            materialize(b);
+    }
+    return ref_impl[a->op].fwd(be, a);
+}
+
+static mcl_status ref_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_op_info *info = &mcl_op_table[a->op];
+    for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
+    for (int k = 0; k < info->n_out; k++) materialize_t(a->out[k]);
+    for (int k = 0; k < info->n_diff_out; k++) materialize_t(a->gout[k]);
+    if (!bwd_fresh_aware[a->op])
+        for (int k = 0; k < info->n_in; k++) materialize_t(a->gin[k]);
+    return ref_impl[a->op].bwd(be, a);
+}
 
 mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out)
 {
     mcl_backend *be = calloc(1, sizeof *be);
-    if (!be) return MCL_ERR_OOM;
+    ref_pool *pl = calloc(1, sizeof *pl);
+    if (!be || !pl) {
+        free(be);
+        free(pl);
+        return MCL_ERR_OOM;
+    }
+    for (int op = 0; op < MCL_OP_COUNT; op++) {
+        pl->ops[op].fwd = ref_fwd;
+        pl->ops[op].bwd = ref_impl[op].bwd ? ref_bwd : NULL;
+    }
     be->kind = MCL_BACKEND_REF;
     be->name = "ref";
     be->ctx = ctx;
+    be->impl = pl;
     be->buf_alloc = ref_alloc;
     be->buf_free = ref_free;
     be->buf_write = ref_write;
@@ -84,7 +346,7 @@ mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out)
     be->buf_copy = ref_copy;
     be->finish = ref_finish;
     be->destroy = ref_destroy;
-    be->ops = ref_ops;
+    be->ops = pl->ops;
     *out = be;
     return MCL_OK;
 }

@@ -54,28 +54,15 @@
 /* Below this much work (B*H*L*D*D) everything runs on the calling thread. */
 #define PAR_MIN 32768
 
-/* Compiler help for the hot loops, with no effect on the results (see gemm.c): MCL_HOT
- * compiles a function at -O3 (unrolled fixed-size loops keep the lane sums in registers);
- * MCL_SIMD names the loop to vectorize. Every lane does its own fmaf(), exactly rounded, so
- * vectorizing changes no bit.
+/* Compiler help for the hot loops: MCL_HOT and MCL_SIMD (ref.h), no effect on the results.
  * The per-sequence bodies are inlined (MCL_BODY) into one copy per common head size (D = 4,
  * 8, 16, 32, 64) and one for any D: with D a constant every loop has a known trip count and
  * runs without run-time checks (for D = 16, the paper's: 1.6x faster than the generic copy).
  * Every copy does the same operations in the same order: which one runs changes no bit. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define MCL_HOT __attribute__((optimize("O3")))
-#else
-#define MCL_HOT
-#endif
 #if defined(__GNUC__)
 #define MCL_BODY MCL_HOT static inline __attribute__((always_inline))
 #else
 #define MCL_BODY static inline
-#endif
-#ifdef _OPENMP
-#define MCL_SIMD _Pragma("omp simd")
-#else
-#define MCL_SIMD
 #endif
 
 /* ------------------------------------------------------------------------------------ */
