@@ -32,5 +32,7 @@ int mcl_cli_train(int argc, char **argv);
 int mcl_cli_eval(int argc, char **argv);
 /* `metacl ckpt info|export` (tools/ckpt_cmd.c). */
 int mcl_cli_ckpt(int argc, char **argv);
+/* `metacl plot` (tools/plot_cmd.c). */
+int mcl_cli_plot(int argc, char **argv);
 
 #endif

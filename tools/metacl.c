@@ -40,6 +40,8 @@ static void usage(FILE *f)
             "                                 evaluate checkpoints and baselines (tables, --json, --figures)\n"
             "  ckpt info FILE | ckpt export IN OUT\n"
             "                                 show a checkpoint; copy its model without optimizer state\n"
+            "  plot RUN_DIR.. --out F.png [--y COLUMN] [--chance P]\n"
+            "                                 learning curves from run directories\n"
             "  version                        print the version\n"
             "  help                           this text\n"
             "environment:\n"
@@ -249,6 +251,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "train") == 0) return mcl_cli_train(argc - 1, argv + 1);
     if (strcmp(cmd, "eval") == 0) return mcl_cli_eval(argc - 1, argv + 1);
     if (strcmp(cmd, "ckpt") == 0) return mcl_cli_ckpt(argc - 1, argv + 1);
+    if (strcmp(cmd, "plot") == 0) return mcl_cli_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return mcl_cli_data(argc - 1, argv + 1);
     fprintf(stderr, "metacl: unknown command '%s'\n", cmd);
     usage(stderr);
