@@ -767,6 +767,7 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
         goto fail;
     }
     if ((s = build_program(be)) != MCL_OK) goto fail;
+    mcl_ocl_clblast_setup(o);
     const char *brk = getenv("METACL_TEST_BREAK");
     if (brk && *brk) {
         mcl_op op = mcl_op_by_name(brk);

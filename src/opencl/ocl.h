@@ -114,6 +114,10 @@ const char *mcl_ocl_what_op(char *buf, size_t len, const char *op, const char *d
  * next op (the queue is in order, so one op's passes may share it; do not keep it). */
 cl_mem mcl_ocl_scratch(mcl_backend *be, size_t bytes);
 
+/* On a CPU device, replace CLBlast's generic GEMM parameters with ones measured there
+ * (matmul.c); other devices keep CLBlast's database. Called once when the backend is created. */
+void mcl_ocl_clblast_setup(mcl_ocl *o);
+
 /* Work-group size for reduction kernels: the largest power of two <= min(256, wg_max). */
 size_t mcl_ocl_reduce_wg(size_t wg_max);
 /* Work-group size of a one-group-per-row kernel over rows of N: mcl_ocl_reduce_wg(wg_max),
