@@ -50,7 +50,7 @@ static void test_config_text(void)
     free(t);
 
     static const struct { const char *text, *needle; } bad[] = {
-        {"hidden = 12\nwidth = 3\n", "line 2: unknown ACL model key 'width'"},
+        {"hidden = 12\nwidth = 3\n", "config:2: unknown ACL model key 'width'"},
         {"hidden = twelve\n", "hidden = 'twelve'"},
         {"hidden = 12x\n", "hidden = '12x'"},
         {"heads = 0\n", "heads = '0'"},
@@ -59,7 +59,7 @@ static void test_config_text(void)
         {"dropout = nan\n", "dropout = 'nan'"},
         {"seed = -1\n", "seed = '-1'"},
         {"feature_norm = layer\n", "want none, batch or image"},
-        {"# comment\n\nhidden 12\n", "line 3: 'hidden 12' is not key = value"},
+        {"# comment\n\nhidden 12\n", "config:3: 'hidden 12' is not key = value"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mcl_acl_config c;

@@ -293,14 +293,6 @@ static void usage(FILE *f)
                "  compare with PyTorch: python3 tools/bench-acl-vs-torch.py\n");
 }
 
-static int parse_count(const char *s, int max, int *out)
-{
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 1 || v > max) return 1;
-    *out = (int)v;
-    return 0;
-}
 
 int mcl_cli_bench_acl(int argc, char **argv)
 {
@@ -320,13 +312,13 @@ int mcl_cli_bench_acl(int argc, char **argv)
             if (r < 0) return 2;
         } else if ((r = mcl_cli_take_value(argc, argv, &i, "--reps", &v)) != 0) {
             if (r < 0) return 2;
-            if (parse_count(v, 100000, &reps)) {
+            if (mcl_cli_parse_int(v, 1, 100000, &reps)) {
                 fprintf(stderr, "metacl bench acl: --reps '%s': want an integer in [1, 100000]\n", v);
                 return 2;
             }
         } else if ((r = mcl_cli_take_value(argc, argv, &i, "--threads", &v)) != 0) {
             if (r < 0) return 2;
-            if (parse_count(v, 4096, &threads)) {
+            if (mcl_cli_parse_int(v, 1, 4096, &threads)) {
                 fprintf(stderr, "metacl bench acl: --threads '%s': want an integer in [1, 4096]\n", v);
                 return 2;
             }

@@ -20,6 +20,9 @@ int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx);
  * return 0 when argv[*i] is another option, -1 (message printed) when the value is missing. */
 int mcl_cli_take_value(int argc, char **argv, int *i, const char *flag, const char **value);
 
+/* Parse a decimal integer in [lo, hi]: 0, or 1 when s is not one. */
+int mcl_cli_parse_int(const char *s, long lo, long hi, int *out);
+
 /* `metacl data prepare|info|show`: prepared image sets (tools/data_cmd.c). */
 int mcl_cli_data(int argc, char **argv);
 /* `metacl bench data`: images/s of the stroke renderer on one core (tools/bench_data.c). */

@@ -1,4 +1,5 @@
 /* cli_common.c — option helpers shared by the metacl subcommands. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,4 +44,14 @@ int mcl_cli_take_value(int argc, char **argv, int *i, const char *flag, const ch
     }
     *value = argv[++*i];
     return 1;
+}
+
+int mcl_cli_parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return 1;
+    *out = (int)v;
+    return 0;
 }

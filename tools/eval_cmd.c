@@ -76,15 +76,6 @@ static void usage(FILE *f)
             "  --data-dir DIR      prepared data sets (default $METACL_DATA or data/cache)\n");
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi) return 1;
-    *out = (int)v;
-    return 0;
-}
 
 /* "SPEC[@a-b,c,...]" */
 static int parse_data(const char *arg, data_entry *d)
@@ -339,7 +330,7 @@ static int parse_baseline(const char *arg, model_entry *e)
         float lr = strtof(c + 1, &end);
         if (end == c + 1 || *end != ':' || !(lr > 0.0f)) return 1;
         int ep = 0;
-        if (parse_int(end + 1, 1, 10000, &ep)) return 1;
+        if (mcl_cli_parse_int(end + 1, 1, 10000, &ep)) return 1;
         e->base.lr = lr;
         e->base.epochs = ep;
     }
@@ -424,7 +415,7 @@ int mcl_cli_eval(int argc, char **argv)
             for (int f = 0; f < 6 && !hit; f++) {
                 if ((r = mcl_cli_take_value(argc, argv, &i, ints[f].flag, &v)) == 0) continue;
                 hit = 1;
-                if (r < 0 || parse_int(v, ints[f].lo, ints[f].hi, dst[f])) {
+                if (r < 0 || mcl_cli_parse_int(v, ints[f].lo, ints[f].hi, dst[f])) {
                     if (r > 0) fprintf(stderr, "metacl eval acl: %s '%s': want an integer in [%d, %d]\n", ints[f].flag, v, ints[f].lo, ints[f].hi);
                     rc = 2;
                 }
@@ -587,7 +578,7 @@ int mcl_cli_eval(int argc, char **argv)
         if (json)
             print_json(me, n_models, tasks, protocol, runs);
         else {
-            printf("\n%s, %d task%s, %s", protocol, tasks, tasks == 1 ? "" : "s", seq ? "" : "");
+            printf("\n%s, %d task%s, ", protocol, tasks, tasks == 1 ? "" : "s");
             if (seq)
                 printf("%d-way %d-shot, data:", n_way, k_shot);
             else

@@ -24,18 +24,8 @@
 
 /* ---- error text ---- */
 
-/* Format a message into the caller's buffer (nothing when there is none). */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
+/* A message into the caller's buffer (status.h). */
+#define set_err(err, len, ...) ((void)mcl_errbuf((err), (len), MCL_OK, __VA_ARGS__))
 
 /* ---- fixed colours and sizes of the figures ---- */
 

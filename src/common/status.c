@@ -1,5 +1,10 @@
-/* status.c — names of status codes. */
+/* status.c — names of status codes; error-buffer and key = value helpers. */
 #include "status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 const char *mcl_status_str(mcl_status s)
 {
@@ -17,4 +22,55 @@ const char *mcl_status_str(mcl_status s)
     case MCL_STATUS_COUNT: break;
     }
     return "unknown status";
+}
+
+mcl_status mcl_errbuf(char *err, size_t len, mcl_status st, const char *fmt, ...)
+{
+    if (err && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, len, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+static char *kv_trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = 0;
+    return s;
+}
+
+mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, void *obj,
+                        char *err, size_t len)
+{
+    if (!text || !set) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
+    char *copy = malloc(strlen(text) + 1);
+    if (!copy) return mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
+    strcpy(copy, text);
+    if (!what) what = "config";
+    mcl_status st = MCL_OK;
+    int line = 0;
+    for (char *ln = copy, *next; st == MCL_OK && ln; ln = next) {
+        line++;
+        char *nl = strchr(ln, '\n');
+        next = nl ? nl + 1 : NULL;
+        if (nl) *nl = 0;
+        char *t = kv_trim(ln);
+        if (!*t || *t == '#') continue;
+        char *eq = strchr(t, '=');
+        if (!eq) {
+            st = mcl_errbuf(err, len, MCL_ERR_INVALID, "%s:%d: '%s' is not key = value", what, line, t);
+            break;
+        }
+        *eq = 0;
+        char msg[512];
+        msg[0] = 0;
+        st = set(obj, kv_trim(t), kv_trim(eq + 1), msg, sizeof msg);
+        if (st != MCL_OK) mcl_errbuf(err, len, st, "%s:%d: %s", what, line, msg);
+    }
+    free(copy);
+    return st;
 }

@@ -2,6 +2,8 @@
 #ifndef MCL_STATUS_H
 #define MCL_STATUS_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +24,23 @@ typedef enum mcl_status {
 
 /* Short, static description of a status code ("shape mismatch", ...). */
 const char *mcl_status_str(mcl_status s);
+
+/* Format a message into a caller's error buffer (nothing when err is NULL or len 0) and
+ * return st: `return mcl_errbuf(err, len, MCL_ERR_IO, "%s: ...", path);`. */
+mcl_status mcl_errbuf(char *err, size_t len, mcl_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Parse "key = value" lines (blank lines and lines starting with '#' skipped, spaces, tabs
+ * and a trailing CR trimmed) and call set(obj, key, value, msg, msg_len) for each; stop at the
+ * first malformed line or failing set, with "<what>:<line>: <message>" in err. what NULL =
+ * "config". */
+typedef mcl_status (*mcl_kv_setter)(void *obj, const char *key, const char *value, char *msg,
+                                    size_t msg_len);
+mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, void *obj,
+                        char *err, size_t len);
 
 #ifdef __cplusplus
 }

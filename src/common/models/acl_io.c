@@ -1,28 +1,13 @@
 /* acl_io.c — ACL model config as text, and checkpoints of the model (see acl.h). */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "acl.h"
 
-static mcl_status fail(char *err, size_t n, mcl_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static mcl_status fail(char *err, size_t n, mcl_status st, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
+#define fail mcl_errbuf
 
 /* ------------------------------------------------------------------ config text */
 
@@ -145,43 +130,17 @@ mcl_status mcl_acl_config_set(mcl_acl_config *cfg, const char *key, const char *
     return MCL_OK;
 }
 
-static char *trim(char *s)
+static mcl_status set_key(void *cfg, const char *key, const char *value, char *msg, size_t n)
 {
-    while (*s == ' ' || *s == '\t') s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = 0;
-    return s;
+    return mcl_acl_config_set(cfg, key, value, msg, n);
 }
 
 mcl_status mcl_acl_config_parse(mcl_acl_config *cfg, const char *text, char *err,
                                 size_t err_len)
 {
     if (!cfg || !text) return fail(err, err_len, MCL_ERR_NULL, "NULL argument");
-    char *copy = strdup(text);
-    if (!copy) return fail(err, err_len, MCL_ERR_OOM, "out of memory");
     mcl_acl_config c = *cfg; /* all or nothing */
-    mcl_status st = MCL_OK;
-    int line = 0;
-    char *save = NULL;
-    for (char *ln = copy; st == MCL_OK && ln; ln = save) {
-        line++;
-        char *nl = strchr(ln, '\n');
-        save = nl ? nl + 1 : NULL;
-        if (nl) *nl = 0;
-        char *t = trim(ln);
-        if (!*t || *t == '#') continue;
-        char *eq = strchr(t, '=');
-        if (!eq) {
-            st = fail(err, err_len, MCL_ERR_INVALID, "line %d: '%s' is not key = value", line, t);
-            break;
-        }
-        *eq = 0;
-        char *key = trim(t), *val = trim(eq + 1);
-        char e2[256];
-        st = mcl_acl_config_set(&c, key, val, e2, sizeof e2);
-        if (st != MCL_OK) fail(err, err_len, st, "line %d: %s", line, e2);
-    }
-    free(copy);
+    mcl_status st = mcl_kv_parse(text, "config", set_key, &c, err, err_len);
     if (st == MCL_OK) *cfg = c;
     return st;
 }

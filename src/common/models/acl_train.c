@@ -21,21 +21,7 @@
 #define CHANCE_MARGIN 0.10         /* "left chance": chance + this  */
 #define MAX_CONFIG_BYTES (1 << 20)
 
-static mcl_status fail(char *err, size_t n, mcl_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static mcl_status fail(char *err, size_t n, mcl_status st, const char *fmt, ...)
-{
-    if (err && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, n, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
+#define fail mcl_errbuf
 
 /* ====================================================================== config */
 
@@ -235,42 +221,18 @@ bad_int:
                 v, k->lo, k->hi);
 }
 
-static char *trim(char *s)
+static mcl_status set_train_key(void *c, const char *key, const char *value, char *msg,
+                                size_t n)
 {
-    while (*s == ' ' || *s == '\t') s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = 0;
-    return s;
+    return mcl_acl_train_cfg_set(c, key, value, msg, n);
 }
 
 mcl_status mcl_acl_train_cfg_parse(mcl_acl_train_cfg *c, const char *text, const char *what,
                                    char *err, size_t err_len)
 {
     if (!c || !text) return fail(err, err_len, MCL_ERR_NULL, "NULL argument");
-    char *copy = strdup(text);
-    if (!copy) return fail(err, err_len, MCL_ERR_OOM, "out of memory");
-    mcl_acl_train_cfg t = *c;
-    mcl_status st = MCL_OK;
-    int line = 0;
-    for (char *ln = copy, *next; st == MCL_OK && ln; ln = next) {
-        line++;
-        char *nl = strchr(ln, '\n');
-        next = nl ? nl + 1 : NULL;
-        if (nl) *nl = 0;
-        char *s = trim(ln);
-        if (!*s || *s == '#') continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            st = fail(err, err_len, MCL_ERR_INVALID, "%s:%d: '%s' is not key = value",
-                      what ? what : "config", line, s);
-            break;
-        }
-        *eq = 0;
-        char e2[512];
-        st = mcl_acl_train_cfg_set(&t, trim(s), trim(eq + 1), e2, sizeof e2);
-        if (st != MCL_OK) fail(err, err_len, st, "%s:%d: %s", what ? what : "config", line, e2);
-    }
-    free(copy);
+    mcl_acl_train_cfg t = *c; /* all or nothing */
+    mcl_status st = mcl_kv_parse(text, what, set_train_key, &t, err, err_len);
     if (st == MCL_OK) *c = t;
     return st;
 }
@@ -766,7 +728,7 @@ static mcl_status setup(trainer *t)
     return load_domains(t);
 }
 
-/* One training step; returns the loss (NaN on failure with t->err set). */
+/* One training step: *loss_out = its loss; a status (message in t->err) on failure. */
 static mcl_status train_step(trainer *t, double *loss_out, mcl_acl_terms *tm)
 {
     const int64_t s = t->step + 1;
