@@ -8,8 +8,11 @@
  *
  * Uniform signatures, so the host glue is one function per direction:
  *   <op>_fwd(a, y, f0, n)          y = f(a)                 (f0 = slope/alpha, else unused)
- *   <op>_bwd(a, y, gout, ga, f0, n) ga += gout * f'(a)      (reads a or y, as needed)
- * each tensor being (__global float *p, long off).
+ *   <op>_bwd(a, y, gout, ga, f0, acc, n)
+ *                                  ga += gout * f'(a)       (reads a or y, as needed)
+ * each tensor being (__global float *p, long off). acc = 0 when the host found ga fresh
+ * (all zeros, never written: mcl_ocl_grad_fresh): then ga = gout * f'(a) is stored instead,
+ * which saves zero-filling it first.
  *
  * Accuracy: exp, expm1, tanh, log, erfc are OpenCL built-ins (a few ulp, not correctly
  * rounded, so results may differ from the C library's by that much). The reference evaluates
@@ -17,6 +20,15 @@
  * FP_CONTRACT is off so that products and sums round as in the reference.
  */
 #pragma OPENCL FP_CONTRACT OFF
+
+/* dst += v, or dst = v when the gradient buffer is fresh (acc == 0) */
+#define ACT_GRAD_PUT(dst, v)   \
+    do {                       \
+        if (acc)               \
+            (dst) += (v);      \
+        else                   \
+            (dst) = (v);       \
+    } while (0)
 
 /* ---- relu: y = max(a, 0); ga += gout * (a > 0 ? 1 : 0)  (derivative 0 at a == 0) ---- */
 __kernel void relu_fwd(__global const float *a, long a_off, __global float *y, long y_off,
@@ -30,11 +42,15 @@ __kernel void relu_fwd(__global const float *a, long a_off, __global float *y, l
 
 __kernel void relu_bwd(__global const float *a, long a_off, __global const float *y, long y_off,
                        __global const float *g, long g_off, __global float *ga, long ga_off,
-                       float f0, long n)
+                       float f0, int acc, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    if (a[a_off + i] > 0.0f) ga[ga_off + i] += g[g_off + i];
+    if (acc) {
+        if (a[a_off + i] > 0.0f) ga[ga_off + i] += g[g_off + i];
+    } else {
+        ga[ga_off + i] = a[a_off + i] > 0.0f ? g[g_off + i] : 0.0f;
+    }
 }
 
 /* ---- leaky_relu: y = a > 0 ? a : f0 * a;  ga += a > 0 ? gout : f0 * gout ---- */
@@ -49,12 +65,12 @@ __kernel void leaky_relu_fwd(__global const float *a, long a_off, __global float
 
 __kernel void leaky_relu_bwd(__global const float *a, long a_off, __global const float *y,
                              long y_off, __global const float *g, long g_off, __global float *ga,
-                             long ga_off, float f0, long n)
+                             long ga_off, float f0, int acc, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
     float gi = g[g_off + i];
-    ga[ga_off + i] += a[a_off + i] > 0.0f ? gi : f0 * gi;
+    ACT_GRAD_PUT(ga[ga_off + i], a[a_off + i] > 0.0f ? gi : f0 * gi);
 }
 
 /* ---- elu: y = a > 0 ? a : f0 * expm1(a);  ga += a > 0 ? gout : gout * (f0 * exp(a)) ---- */
@@ -69,12 +85,12 @@ __kernel void elu_fwd(__global const float *a, long a_off, __global float *y, lo
 
 __kernel void elu_bwd(__global const float *a, long a_off, __global const float *y, long y_off,
                       __global const float *g, long g_off, __global float *ga, long ga_off,
-                      float f0, long n)
+                      float f0, int acc, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
     float x = a[a_off + i], gi = g[g_off + i];
-    ga[ga_off + i] += x > 0.0f ? gi : gi * (f0 * exp(x));
+    ACT_GRAD_PUT(ga[ga_off + i], x > 0.0f ? gi : gi * (f0 * exp(x)));
 }
 
 /* ---- sigmoid: y = 1 / (1 + exp(-a)) for a >= 0, exp(a) / (1 + exp(a)) for a < 0
@@ -97,12 +113,12 @@ __kernel void sigmoid_fwd(__global const float *a, long a_off, __global float *y
 
 __kernel void sigmoid_bwd(__global const float *a, long a_off, __global const float *y,
                           long y_off, __global const float *g, long g_off, __global float *ga,
-                          long ga_off, float f0, long n)
+                          long ga_off, float f0, int acc, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
     float s = y[y_off + i];
-    ga[ga_off + i] += g[g_off + i] * (s * (1.0f - s));
+    ACT_GRAD_PUT(ga[ga_off + i], g[g_off + i] * (s * (1.0f - s)));
 }
 
 /* ---- tanh: y = tanh(a);  ga += gout * (1 - y^2) ---- */
@@ -116,12 +132,12 @@ __kernel void tanh_fwd(__global const float *a, long a_off, __global float *y, l
 
 __kernel void tanh_bwd(__global const float *a, long a_off, __global const float *y, long y_off,
                        __global const float *g, long g_off, __global float *ga, long ga_off,
-                       float f0, long n)
+                       float f0, int acc, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
     float t = y[y_off + i];
-    ga[ga_off + i] += g[g_off + i] * (1.0f - t * t);
+    ACT_GRAD_PUT(ga[ga_off + i], g[g_off + i] * (1.0f - t * t));
 }
 
 /* ---- gelu (exact): y = a * Phi(a) = 0.5 * a * erfc(-a / sqrt(2))
@@ -171,14 +187,14 @@ __kernel void gelu_fwd(__global const float *a, long a_off, __global float *y, l
 
 __kernel void gelu_bwd(__global const float *a, long a_off, __global const float *y, long y_off,
                        __global const float *g, long g_off, __global float *ga, long ga_off,
-                       float f0, long n)
+                       float f0, int acc, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
     float x = a[a_off + i];
     float e = gelu_gauss(x);
     float d = fma(x, GELU_1_SQRT2PI * e, gelu_cdf(x, e)); /* Phi + x phi, one rounding */
-    ga[ga_off + i] += g[g_off + i] * d;
+    ACT_GRAD_PUT(ga[ga_off + i], g[g_off + i] * d);
 }
 
 /* ---- exp: y = exp(a);  ga += gout * y ---- */
@@ -192,11 +208,11 @@ __kernel void exp_fwd(__global const float *a, long a_off, __global float *y, lo
 
 __kernel void exp_bwd(__global const float *a, long a_off, __global const float *y, long y_off,
                       __global const float *g, long g_off, __global float *ga, long ga_off,
-                      float f0, long n)
+                      float f0, int acc, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    ga[ga_off + i] += g[g_off + i] * y[y_off + i];
+    ACT_GRAD_PUT(ga[ga_off + i], g[g_off + i] * y[y_off + i]);
 }
 
 /* ---- log: y = log(a) (a <= 0 gives -inf / NaN, as in C);  ga += gout / a ---- */
@@ -210,9 +226,9 @@ __kernel void log_fwd(__global const float *a, long a_off, __global float *y, lo
 
 __kernel void log_bwd(__global const float *a, long a_off, __global const float *y, long y_off,
                       __global const float *g, long g_off, __global float *ga, long ga_off,
-                      float f0, long n)
+                      float f0, int acc, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    ga[ga_off + i] += g[g_off + i] / a[a_off + i];
+    ACT_GRAD_PUT(ga[ga_off + i], g[g_off + i] / a[a_off + i]);
 }

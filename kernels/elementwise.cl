@@ -83,13 +83,20 @@ __kernel void scale_bwd(__global const float *g, long g_off, __global float *gx,
     gx[gx_off + i] += s * g[g_off + i];
 }
 
-/* bias_add: out[r, j] = x[r, j] + b[j]; x, out [R, N], b [N]; item i = r * N + j */
+/* bias_add: out[r, j] = x[r, j] + b[j]; x, out [R, N], b [N].
+ * Item i = c * N + j adds b[j] to column j of the rows [c*rows, (c+1)*rows) (n = chunks * N
+ * items): one division per item instead of one per element, and neighbouring items touch
+ * neighbouring columns (contiguous loads on a GPU, vector loads on a CPU). */
 __kernel void bias_add_fwd(__global const float *x, long x_off, __global const float *b,
-                           long b_off, __global float *out, long out_off, long N, long n)
+                           long b_off, __global float *out, long out_off, long R, long N,
+                           long rows, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    out[out_off + i] = x[x_off + i] + b[b_off + i % N];
+    const long c = i / N, j = i - c * N;
+    const long r1 = min(c * rows + rows, R);
+    const float bj = b[b_off + j];
+    for (long r = c * rows; r < r1; r++) out[out_off + r * N + j] = x[x_off + r * N + j] + bj;
 }
 
 /* ---- bias gradient: gb[j] += sum_r gout[r, j] ----
@@ -97,8 +104,8 @@ __kernel void bias_add_fwd(__global const float *x, long x_off, __global const f
  * sum to float once. Without fp64 we carry the sum as an unevaluated pair of floats
  * (hi + lo, "float-float", about 48 significant bits) using error-free transformations, which
  * makes the final float the same as the reference's except in near-ties.
- * Pass 1 (bias_add_bwd_part): item i = c * N + j sums rows [c*rows, (c+1)*rows) of column j
- *   into part[2*i] (hi), part[2*i+1] (lo); chunk c = i / N.
+ * Pass 1 (bias_add_bwd_part): sums rows [c*rows, (c+1)*rows) of column j into
+ *   part[2*(c*N + j)] (hi) and part[2*(c*N + j) + 1] (lo), four columns per work-item.
  * Pass 2 (bias_add_bwd_sum): item j adds the chunks' pairs in order c = 0, 1, ... and does
  *   gb[j] += (float)(hi + lo).
  * The chunk length is a fixed constant chosen by the host (not a device property), so the
@@ -110,38 +117,71 @@ __kernel void bias_add_fwd(__global const float *x, long x_off, __global const f
  * reference's double sum instead of turning Inf into Inf - Inf = NaN. */
 float2 bias_add_ff_add(float2 acc, float2 v)
 {
-    float2 s = mcl_two_sum(acc.x, v.x);
+    const float2 s = mcl_two_sum(acc.x, v.x);
     if (!isfinite(s.x)) return (float2)(s.x, 0.0f);
-    float e = s.y + (acc.y + v.y);
-    float hi = s.x + e; /* FastTwoSum: e is small next to s.x */
+    const float e = s.y + (acc.y + v.y);
+    const float hi = s.x + e; /* FastTwoSum: e is small next to s.x */
     return (float2)(hi, e - (hi - s.x));
 }
 
-/* pass 1: part[c, j] = float-float sum of gout[r, j] over the rows r of chunk c */
+/* The same for four columns at once: (hi, lo) += (v, 0) lane by lane, with the same
+ * operations in the same order as bias_add_ff_add, so every lane gets the same bits. */
+void bias_add_ff_add4(float4 *hi, float4 *lo, float4 v)
+{
+    const float4 s = *hi + v;
+    const float4 bv = s - *hi;
+    const float4 av = s - bv;
+    const float4 e = ((*hi - av) + (v - bv)) + (*lo + 0.0f);
+    const float4 h = s + e;
+    const float4 l = e - (h - s);
+    const int4 fin = isfinite(s);
+    *hi = select(s, h, fin);
+    *lo = select((float4)(0.0f), l, fin);
+}
+
+/* pass 1: part[c, j] = float-float sum of gout[r, j] over the rows r of chunk c.
+ * Item i = c * Q + q (Q = ceil(N / 4)) does the columns j = 4q .. 4q+3 of chunk c as one
+ * float4 (explicit vectors: the loop carries a dependency chain per column, and four
+ * independent ones per item run in SIMD lanes); a last partial quad goes column by column. */
 __kernel void bias_add_bwd_part(__global const float *g, long g_off, __global float *part,
                                 long R, long N, long rows, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    long c = i / N, j = i % N;
-    long r0 = c * rows, r1 = min(r0 + rows, R);
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long r = r0; r < r1; r++)
-        acc = bias_add_ff_add(acc, (float2)(g[g_off + r * N + j], 0.0f));
-    part[2 * i] = acc.x;
-    part[2 * i + 1] = acc.y;
+    const long Q = (N + 3) / 4;
+    const long c = i / Q, j0 = 4 * (i - c * Q);
+    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    __global const float *gc = g + g_off + j0;
+    __global float *pc = part + 2 * (c * N + j0);
+    if (j0 + 4 <= N) {
+        float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
+        for (long r = r0; r < r1; r++) bias_add_ff_add4(&hi, &lo, vload4(0, gc + r * N));
+        vstore8((float8)(hi.s0, lo.s0, hi.s1, lo.s1, hi.s2, lo.s2, hi.s3, lo.s3), 0, pc);
+        return;
+    }
+    for (long j = 0; j0 + j < N; j++) {
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long r = r0; r < r1; r++) acc = bias_add_ff_add(acc, (float2)(gc[r * N + j], 0.0f));
+        pc[2 * j] = acc.x;
+        pc[2 * j + 1] = acc.y;
+    }
 }
 
-/* pass 2: gb[j] += sum over chunks c (in order) of part[c, j], rounded to float once */
+/* pass 2: gb[j] += sum over chunks c (in order) of part[c, j], rounded to float once
+ * (gb[j] = that sum when the host found gb fresh: accumulate == 0) */
 __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, long gb_off,
-                               long chunks, long N)
+                               long chunks, long N, int accumulate)
 {
     long j = get_global_id(0);
     if (j >= N) return;
     float2 acc = (float2)(0.0f, 0.0f);
     for (long c = 0; c < chunks; c++)
         acc = bias_add_ff_add(acc, (float2)(part[2 * (c * N + j)], part[2 * (c * N + j) + 1]));
-    gb[gb_off + j] += acc.x + acc.y;
+    const float v = acc.x + acc.y;
+    if (accumulate)
+        gb[gb_off + j] += v;
+    else
+        gb[gb_off + j] = v;
 }
 
 /* bias_add backward for x: gx += gout (the kernel copy_bwd, below) */

@@ -13,6 +13,8 @@
  *                            local memory (item l handles columns l, l+W, ...), writes
  *                            probs[r, :] and the row loss pair (hi, lo) to part[r] ((0, 0) for
  *                            an ignored row);
+ *   cross_entropy_rows_short the same for short rows (C <= 32, the host's choice): one
+ *                            work-item per row, max and sum in column order;
  *   cross_entropy_loss       one group: item l adds part[l], part[l+W], ... and counts the
  *                            counted rows, tree, item 0 writes loss[0] = total / count;
  *   cross_entropy_bwd_scale  one group: counts the rows, item 0 writes
@@ -44,6 +46,22 @@ long loss_group_count(__global const float *targets, long R, long C, __local lon
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* The loss term of row r as a pair: lse_r - logits[r, t] for a counted row (t = its target),
+ * (0, 0) for an ignored one. m = the row maximum, s = sum_c exp(logits[r, c] - m). */
+float2 cross_entropy_row_term(__global const float *x, float target, long C, float m, float2 s)
+{
+    const long t = loss_target_class(target, C);
+    if (t < 0) return (float2)(0.0f, 0.0f);
+    /* lse - x[t] = (m - x[t]) + log(hi + lo), with log(hi + lo) ~ log(hi) + lo / hi */
+    const float lsum = mcl_acc_log(s);
+    const float2 d = mcl_two_sum(m, -x[t]);
+    if (isfinite(d.x) && isfinite(lsum)) {
+        const float2 u = mcl_two_sum(d.x, lsum);
+        return (float2)(u.x, u.y + d.y);
+    }
+    return (float2)(d.x + lsum, 0.0f);
+}
+
 /* Pass 1, one group per row r: probs[r, :] = softmax(logits[r, :]) and
  * part[r] = lse_r - logits[r, target_r] as a pair ((0, 0) for an ignored row). */
 __kernel void cross_entropy_rows(__global const float *logits, long logits_off,
@@ -63,22 +81,31 @@ __kernel void cross_entropy_rows(__global const float *logits, long logits_off,
     }
     const float2 s = mcl_group_sum(acc, buf);
     for (long j = l; j < C; j += W) p[j] = mcl_div_acc(p[j], s); /* e / s, rounded once */
-    if (l == 0) {
-        const long t = loss_target_class(targets[targets_off + r], C);
-        float2 row = (float2)(0.0f, 0.0f);
-        if (t >= 0) {
-            /* lse - x[t] = (m - x[t]) + log(hi + lo), with log(hi + lo) ~ log(hi) + lo / hi */
-            const float lsum = mcl_acc_log(s);
-            const float2 d = mcl_two_sum(m, -x[t]);
-            if (isfinite(d.x) && isfinite(lsum)) {
-                const float2 u = mcl_two_sum(d.x, lsum);
-                row = (float2)(u.x, u.y + d.y);
-            } else {
-                row = (float2)(d.x + lsum, 0.0f);
-            }
-        }
-        part[r] = row;
+    if (l == 0) part[r] = cross_entropy_row_term(x, targets[targets_off + r], C, m, s);
+}
+
+/* Pass 1 for short rows (the host's choice, C <= a few dozen): one work-item per row r, the
+ * same quantities as cross_entropy_rows with the row's max and sum taken in order -- a
+ * work-group per row of ten classes spent its time in barriers. */
+__kernel void cross_entropy_rows_short(__global const float *logits, long logits_off,
+                                       __global const float *targets, long targets_off,
+                                       __global float *probs, long probs_off, long R, long C,
+                                       __global float2 *part)
+{
+    const long r = get_global_id(0);
+    if (r >= R) return;
+    __global const float *x = logits + logits_off + r * C;
+    __global float *p = probs + probs_off + r * C;
+    float m = -INFINITY;
+    for (long j = 0; j < C; j++) m = x[j] > m ? x[j] : m;
+    float2 s = (float2)(0.0f, 0.0f);
+    for (long j = 0; j < C; j++) {
+        const float e = exp(x[j] - m);
+        p[j] = e;
+        s = mcl_acc_merge(s, (float2)(e, 0.0f));
     }
+    for (long j = 0; j < C; j++) p[j] = mcl_div_acc(p[j], s);
+    part[r] = cross_entropy_row_term(x, targets[targets_off + r], C, m, s);
 }
 
 /* Pass 2, one group: loss[0] = (sum_r part[r]) / count, or 0 when no row is counted. */

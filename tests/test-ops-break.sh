@@ -38,10 +38,42 @@ expect_break() {
     echo "test-ops-break: --backend $1: the broken op was reported in [$2]"
 }
 
+# expect_fresh_break: a copy of the kernels whose relu backward, when it stores into a fresh
+# gradient buffer, skips the elements with a <= 0 (the lazy zeroing then leaves them unwritten,
+# NaN under the runner's METACL_DEBUG_POISON) must make the fresh-buffer check FAIL relu in
+# [opencl bwd].
+expect_fresh_break() {
+    src=${METACL_SRCDIR:-$(dirname "$0")/..}/kernels
+    tmp=$(mktemp -d) || return 1
+    cp "$src"/*.cl "$tmp"/ || { rm -rf "$tmp"; return 1; }
+    sed 's/ga\[ga_off + i\] = a\[a_off + i\] > 0.0f ? g\[g_off + i\] : 0.0f;/if (a[a_off + i] > 0.0f) ga[ga_off + i] = g[g_off + i];/' \
+        "$src/activation.cl" >"$tmp/activation.cl"
+    if cmp -s "$src/activation.cl" "$tmp/activation.cl"; then
+        echo "test-ops-break: FAILED: could not break relu_bwd's fresh store (kernel text changed?)"
+        rm -rf "$tmp"
+        return 1
+    fi
+    out=$(METACL_KERNEL_DIR=$tmp METACL_NO_CACHE=1 "$TEST_OPS" --backend opencl -o relu 2>&1)
+    rc=$?
+    rm -rf "$tmp"
+    printf '%s\n' "$out"
+    if [ "$rc" -eq 77 ]; then
+        echo "test-ops-break: no OpenCL device: the fresh-buffer check is not checked"
+        return 0
+    fi
+    if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q "^FAIL relu .*\[opencl bwd\]: .*fresh buffers"; then
+        echo "test-ops-break: FAILED: a relu_bwd that leaves fresh elements unwritten was not caught (exit $rc)"
+        return 1
+    fi
+    echo "test-ops-break: the unwritten fresh gradient elements were reported in [opencl bwd]"
+}
+
 status=0
 # reference only: the runner perturbs the reference forward output
 expect_break ref "ref fwd" || status=1
 # with OpenCL: the OpenCL backend perturbs its own output, the differential check must see it
 expect_break opencl "diff" || status=1
+# the fresh-buffer check of the lazy zeroing
+expect_fresh_break || status=1
 [ "$status" -eq 0 ] && echo "test-ops-break: ok"
 exit "$status"

@@ -20,6 +20,15 @@
  *               other (normalized MSE). They run only with --backend opencl in a build with
  *               OpenCL; otherwise they print "-".
  *
+ * Fresh buffers. The runner's own tensors are views inside guarded buffers, which the
+ * backends' lazy zeroing never sees as fresh (src/common/bufpool.h). So each forward is run
+ * once more with outputs allocated by the front end, and each backward once more into newly
+ * created gradient tensors: both backends then skip the zero-fill where the op says it
+ * stores every element, and the results must equal the guarded ones exactly. The runner
+ * sets METACL_DEBUG_POISON=1, so those skipped buffers start as NaN: an op that claims to
+ * store everything but leaves an element unwritten shows NaN there and FAILs (in ref/opencl
+ * fwd or bwd).
+ *
  * Every failing check prints one line (op, case shapes and params, column, error and tolerance).
  * The last line is "N passed, N failed" (N counts op x column checks); exit 0 when nothing
  * failed, 1 otherwise, 2 on a usage error, 77 (automake SKIP) for --backend opencl without
@@ -34,6 +43,7 @@
  * thresholds). Inputs come from Philox (rng.h) keyed by (--seed, a hash of the op name + the
  * case number), so a case draws the same numbers whatever other ops exist, on either backend.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -1658,6 +1668,27 @@ static int op_call(mcl_ctx *ctx, mcl_op op, const tcase *tc, mcl_tensor **in, mc
     return 1;
 }
 
+/* Tensors t[0..n) equal the host arrays h[0..n) element by element (== for numbers, so
+ * -0 == +0, and NaN where h has NaN): the fresh-buffer checks (see the top of the file). */
+static int same_as(mcl_ctx *ctx, mcl_tensor *const *t, const harr *h, int n, const char *what,
+                   char *msg, size_t len)
+{
+    for (int k = 0; k < n; k++) {
+        if (!t[k]) continue;
+        harr f = {0};
+        if (!harr_read(ctx, &f, t[k], msg, len)) return 0;
+        int64_t bad = -1;
+        for (int64_t i = 0; i < f.n && bad < 0; i++)
+            if (!(f.f[i] == h[k].f[i] || (isnan(f.f[i]) && isnan(h[k].f[i])))) bad = i;
+        if (bad >= 0)
+            snprintf(msg, len, "%s %d with fresh buffers differs at element %" PRId64 ": %.9g, "
+                     "guarded %.9g", what, k, bad, (double)f.f[bad], (double)h[k].f[bad]);
+        harr_free(&f);
+        if (bad >= 0) return 0;
+    }
+    return 1;
+}
+
 /* Forward of one case on ctx. got[k] = output k (in-place ops: input k after the calls).
  * Checks that a forward with outputs leaves its inputs untouched. */
 static int run_fwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, int apply_break, harr *got,
@@ -1682,6 +1713,11 @@ static int run_fwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, int apply_break, ha
                 goto done;
             }
         }
+        /* again into outputs the front end allocates (fresh buffers) */
+        mcl_op_args fa;
+        if (!op_call(ctx, op, tc, in, &fa, 0, msg, len) ||
+            !same_as(ctx, fa.out, got, info->n_out, "output", msg, len))
+            goto done;
     } else {
         for (int k = 0; k < tc->n_in; k++)
             if (!harr_read(ctx, &got[k], in[k], msg, len)) goto done;
@@ -1764,6 +1800,28 @@ static int run_bwd(mcl_ctx *ctx, mcl_op op, const tcase *tc, trng grng, harr *go
             snprintf(msg, len, "gradient of input %d is not finite", k);
             goto done;
         }
+    }
+    /* again into newly created gradient tensors (fresh buffers) */
+    {
+        mcl_op_args fa = a;
+        mcl_tensor *fg[MCL_MAX_IN] = {0};
+        int fok = 1;
+        for (int k = 0; k < tc->n_in && fok; k++) {
+            if (!tgi[k]) continue;
+            fg[k] = mcl_tensor_create(ctx, tc->ndim[k], tc->shape[k]);
+            if (!fg[k]) {
+                ctx_msg(ctx, mcl_ctx_status(ctx), "mcl_tensor_create", msg, len);
+                fok = 0;
+            }
+            fa.gin[k] = fg[k];
+        }
+        if (fok) {
+            st = mcl_op_backward(ctx, &fa);
+            if (st != MCL_OK) ctx_msg(ctx, st, "mcl_op_backward (fresh gradients)", msg, len);
+            fok = st == MCL_OK && same_as(ctx, fg, gin, tc->n_in, "gradient of input", msg, len);
+        }
+        tensors_free(fg, MCL_MAX_IN);
+        if (!fok) goto done;
     }
     /* accumulation: gin pre-filled with base must come out as base + gradient */
     for (int k = 0; k < tc->n_in; k++) {
@@ -2155,6 +2213,8 @@ int main(int argc, char **argv)
     runner r;
     memset(&r, 0, sizeof r);
     r.seed = DEFAULT_SEED;
+    /* outputs left unfilled by the lazy zeroing start as NaN (fresh-buffer checks) */
+    setenv("METACL_DEBUG_POISON", "1", 0);
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

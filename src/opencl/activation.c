@@ -2,7 +2,8 @@
  *
  * Kernels: kernels/activation.cl, one work-item per element, all with the same signature:
  *   <op>_fwd(a, y, f0, n)             y = f(a)
- *   <op>_bwd(a, y, gout, ga, f0, n)   ga += gout * f'(a)   (from a or from the saved y)
+ *   <op>_bwd(a, y, gout, ga, f0, acc, n)   ga += gout * f'(a)   (from a or from the saved y;
+ *                                      stored instead when ga is fresh: acc = 0)
  * so each op is a one-line call here. Equations and shapes as src/ref/activation.c:
  *   a [n] -> y [n];  backward: gout [n], gin[0] [n] (skipped when NULL), accumulated.
  * f0 = p.f[0]: the negative slope of leaky_relu, alpha of elu, unused by the others.
@@ -20,6 +21,9 @@ static mcl_status act_bwd(mcl_backend *be, const mcl_op_args *a, const char *kna
 {
     if (!a->gin[0]) return MCL_OK;
     char what[128];
+    mcl_status s;
+    const int acc = !mcl_ocl_grad_fresh(be, a->gin[0], &s);
+    if (s != MCL_OK) return s;
     const int64_t n = mcl_tensor_numel(a->in[0]);
     cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
     int i = k ? 0 : -1;
@@ -28,6 +32,7 @@ static mcl_status act_bwd(mcl_backend *be, const mcl_op_args *a, const char *kna
     i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
     i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_int(be, k, i, acc);
     i = mcl_ocl_arg_long(be, k, i, n);
     return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, kname, a->in[0]));
 }

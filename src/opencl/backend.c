@@ -46,78 +46,7 @@ mcl_status mcl_ocl_recorded(mcl_backend *be)
     return s != MCL_OK ? s : MCL_ERR_BACKEND;
 }
 
-/* ------------------------------------------------------------------ buffers */
-
-static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
-{
-    mcl_ocl *o = mcl_ocl_of(be);
-    size_t n = nbytes ? nbytes : sizeof(float);
-    if (n > o->max_alloc)
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM,
-                                 "OpenCL: %zu bytes exceed the device's largest allocation (%zu) on %s",
-                                 n, o->max_alloc, o->device_name);
-    cl_int err;
-    cl_mem m = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
-    if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clCreateBuffer");
-    float zero = 0.0f;
-    err = clEnqueueFillBuffer(o->queue, m, &zero, sizeof zero, 0, n / sizeof(float) * sizeof(float),
-                              0, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        clReleaseMemObject(m);
-        return mcl_ocl_fail(be, err, "zero-filling a new buffer");
-    }
-    *handle = m;
-    return MCL_OK;
-}
-
-static void ocl_free(mcl_backend *be, void *handle)
-{
-    (void)be;
-    if (handle) clReleaseMemObject((cl_mem)handle);
-}
-
-static mcl_status ocl_write(mcl_backend *be, void *handle, size_t off, const void *src, size_t n)
-{
-    if (n == 0) return MCL_OK;
-    cl_int err = clEnqueueWriteBuffer(mcl_ocl_of(be)->queue, (cl_mem)handle, CL_TRUE, off, n, src,
-                                      0, NULL, NULL);
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueWriteBuffer");
-}
-
-static mcl_status ocl_read(mcl_backend *be, void *handle, size_t off, void *dst, size_t n)
-{
-    if (n == 0) return MCL_OK;
-    cl_int err = clEnqueueReadBuffer(mcl_ocl_of(be)->queue, (cl_mem)handle, CL_TRUE, off, n, dst,
-                                     0, NULL, NULL);
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueReadBuffer");
-}
-
-static mcl_status ocl_fill(mcl_backend *be, void *handle, size_t off, float v, size_t count)
-{
-    if (count == 0) return MCL_OK;
-    cl_int err = clEnqueueFillBuffer(mcl_ocl_of(be)->queue, (cl_mem)handle, &v, sizeof v, off,
-                                     count * sizeof(float), 0, NULL, NULL);
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueFillBuffer");
-}
-
-static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, size_t soff, size_t n)
-{
-    if (n == 0) return MCL_OK;
-    if (dst == src && doff == soff) return MCL_OK;
-    mcl_ocl *o = mcl_ocl_of(be);
-    cl_int err;
-    if (dst == src && (doff < soff + n && soff < doff + n)) {
-        /* overlapping regions of one buffer: go through a temporary buffer */
-        cl_mem t = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
-        if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clCreateBuffer (copy)");
-        err = clEnqueueCopyBuffer(o->queue, (cl_mem)src, t, soff, 0, n, 0, NULL, NULL);
-        if (err == CL_SUCCESS) err = clEnqueueCopyBuffer(o->queue, t, (cl_mem)dst, 0, doff, n, 0, NULL, NULL);
-        clReleaseMemObject(t);
-    } else {
-        err = clEnqueueCopyBuffer(o->queue, (cl_mem)src, (cl_mem)dst, soff, doff, n, 0, NULL, NULL);
-    }
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueCopyBuffer");
-}
+/* ------------------------------------------------------------------ queue */
 
 static mcl_status ocl_finish(mcl_backend *be)
 {
@@ -201,6 +130,12 @@ int mcl_ocl_arg_ulong(mcl_backend *be, cl_kernel k, int idx, uint64_t v)
 int mcl_ocl_arg_float(mcl_backend *be, cl_kernel k, int idx, float v)
 {
     cl_float x = v;
+    return set_arg(be, k, idx, sizeof x, &x);
+}
+
+int mcl_ocl_arg_int(mcl_backend *be, cl_kernel k, int idx, int v)
+{
+    cl_int x = (cl_int)v;
     return set_arg(be, k, idx, sizeof x, &x);
 }
 
@@ -535,6 +470,8 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double now_ms(void) { return 1e3 * now_s(); }
+
 static mcl_status build_program(mcl_backend *be)
 {
     mcl_ocl *o = mcl_ocl_of(be);
@@ -689,29 +626,91 @@ static mcl_status break_hook(mcl_backend *be, const mcl_op_args *a, int backward
     if (!t) return MCL_OK;
     float v;
     size_t off = (size_t)t->offset * sizeof(float);
-    mcl_status s = ocl_read(be, t->buf->handle, off, &v, sizeof v);
+    mcl_status s = be->buf_read(be, t->buf->handle, off, &v, sizeof v);
     if (s != MCL_OK) return s;
     v += 1e-2f + 1e-2f * (v < 0 ? -v : v);
-    return ocl_write(be, t->buf->handle, off, &v, sizeof v);
+    return be->buf_write(be, t->buf->handle, off, &v, sizeof v);
+}
+
+/* ------------------------------------------------------------------ profile */
+
+/* METACL_PROFILE=1: finish the queue after every op and charge the wall time since the
+ * previous op finished (front-end work, buffer preparation, the op's commands) to the op;
+ * the table is printed to stderr when the context is freed. Serializes host and device, so
+ * the totals are for finding where time goes, not for speed figures. */
+static mcl_status profile_hook(mcl_backend *be, const mcl_op_args *a, int backward)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    mcl_status s = o->break_op >= 0 ? break_hook(be, a, backward) : MCL_OK;
+    cl_int err = clFinish(o->queue);
+    if (s == MCL_OK && err != CL_SUCCESS) s = mcl_ocl_fail(be, err, "clFinish (profile)");
+    const double t = now_ms();
+    if (o->prof_last > 0) {
+        o->prof_ms[a->op][backward] += t - o->prof_last;
+        o->prof_calls[a->op][backward]++;
+    }
+    o->prof_last = t;
+    return s;
+}
+
+static void profile_print(const mcl_ocl *o)
+{
+    double total = 0;
+    for (int op = 0; op < MCL_OP_COUNT; op++) total += o->prof_ms[op][0] + o->prof_ms[op][1];
+    if (total <= 0) return;
+    fprintf(stderr, "METACL_PROFILE (%s): time per op, queue finished after each op\n",
+            o->device_name);
+    fprintf(stderr, "  %-16s %-8s %8s %12s %10s %6s\n", "op", "pass", "calls", "total ms",
+            "ms/call", "share");
+    for (int op = 0; op < MCL_OP_COUNT; op++)
+        for (int d = 0; d < 2; d++)
+            if (o->prof_calls[op][d])
+                fprintf(stderr, "  %-16s %-8s %8ld %12.3f %10.4f %5.1f%%\n", mcl_op_table[op].name,
+                        d ? "backward" : "forward", o->prof_calls[op][d], o->prof_ms[op][d],
+                        o->prof_ms[op][d] / (double)o->prof_calls[op][d], 100 * o->prof_ms[op][d] / total);
+    fprintf(stderr, "  %-16s %-8s %8s %12.3f\n", "all", "", "", total);
 }
 
 /* ------------------------------------------------------------------ life cycle */
 
-static const mcl_op_impl ocl_ops[MCL_OP_COUNT] = {
+static const mcl_op_impl ocl_impl[MCL_OP_COUNT] = {
 #define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) \
     [MCL_OP_##ID] = {mcl_ocl_##name##_fwd, mcl_ocl_##name##_bwd},
 #include "ops.def"
 #undef MCL_OP
 };
 
+/* Backward host code that calls mcl_ocl_grad_fresh on each gin before writing it. */
+static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
+    [MCL_OP_ADD] = 1,        [MCL_OP_BIAS_ADD] = 1, [MCL_OP_COPY] = 1,    [MCL_OP_RESHAPE] = 1,
+    [MCL_OP_MATMUL] = 1,     [MCL_OP_RELU] = 1,     [MCL_OP_LEAKY_RELU] = 1,
+    [MCL_OP_ELU] = 1,        [MCL_OP_SIGMOID] = 1,  [MCL_OP_TANH] = 1,    [MCL_OP_GELU] = 1,
+    [MCL_OP_EXP] = 1,        [MCL_OP_LOG] = 1,
+};
+
+/* Every op goes through these two: the lazy zeroing of buffers.c, then the op. */
+static mcl_status ocl_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    mcl_status s = mcl_ocl_prepare_fwd(be, a);
+    return s != MCL_OK ? s : ocl_impl[a->op].fwd(be, a);
+}
+
+static mcl_status ocl_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    mcl_status s = mcl_ocl_prepare_bwd(be, a, bwd_fresh_aware[a->op]);
+    return s != MCL_OK ? s : ocl_impl[a->op].bwd(be, a);
+}
+
 static void ocl_destroy(mcl_backend *be)
 {
     if (!be) return;
     mcl_ocl *o = mcl_ocl_of(be);
     if (o) {
+        if (o->profile) profile_print(o);
         for (int i = 0; i < o->n_kernels; i++) clReleaseKernel(o->kernels[i].k);
         free(o->kernels);
         if (o->scratch) clReleaseMemObject(o->scratch);
+        mcl_ocl_buffers_release(o);
         if (o->program) clReleaseProgram(o->program);
         if (o->queue) clReleaseCommandQueue(o->queue);
         if (o->context) clReleaseContext(o->context);
@@ -734,15 +733,14 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
     be->name = "opencl";
     be->ctx = ctx;
     be->impl = o;
-    be->buf_alloc = ocl_alloc;
-    be->buf_free = ocl_free;
-    be->buf_write = ocl_write;
-    be->buf_read = ocl_read;
-    be->buf_fill = ocl_fill;
-    be->buf_copy = ocl_copy;
+    mcl_ocl_buffers_install(be);
     be->finish = ocl_finish;
     be->destroy = ocl_destroy;
-    be->ops = ocl_ops;
+    for (int op = 0; op < MCL_OP_COUNT; op++) {
+        o->ops[op].fwd = ocl_fwd;
+        o->ops[op].bwd = ocl_impl[op].bwd ? ocl_bwd : NULL;
+    }
+    be->ops = o->ops;
     o->break_op = -1;
     if (!device || !*device) device = getenv("METACL_DEVICE");
     mcl_status s = pick_device(be, device);
@@ -777,6 +775,11 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
         }
         o->break_op = (int)op;
         be->post_op = break_hook;
+    }
+    const char *prof = getenv("METACL_PROFILE");
+    if (prof && *prof && strcmp(prof, "0") != 0) {
+        o->profile = 1;
+        be->post_op = profile_hook;
     }
     *out = be;
     return MCL_OK;

@@ -4,7 +4,8 @@
  * as src/ref/elementwise.c; backward ACCUMULATES into the non-NULL gin[k]. When gin[0] and
  * gin[1] are the same tensor (add(a, a), mul(a, a)), each input's contribution is its own
  * kernel launch; the queue is in order, so the second sees the first's result. The plain
- * gradient copy gx += gout (add, bias_add for x, copy) is the one kernel copy_bwd.
+ * gradient copy gx += gout (add, bias_add for x, copy) is the one kernel copy_bwd (copy_fwd
+ * when gx is a fresh buffer: these backwards are fresh-aware, see buffers.c).
  *
  * Every function returns MCL_OK or the status of the first failure, whose message (kernel,
  * shapes, OpenCL error) the helpers have recorded in the context.
@@ -16,6 +17,8 @@
 /* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient. A fixed
  * constant (not a device property), so the summation order depends only on the shapes. */
 #define BIAS_ROWS 64
+/* Rows per work-item of the bias_add forward (any value gives the same bits). */
+#define BIAS_FWD_ROWS 8
 
 /* ------------------------------------------------------------------------------------ */
 /* add: out = a + b;  a [n], b [n] -> out [n]
@@ -26,13 +29,17 @@ mcl_status mcl_ocl_add_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch_binary(be, "add_fwd", a->in[0], a->in[1], a->out[0], NULL);
 }
 
-/* gx += gout with the kernel copy_bwd, for the backward of `op` */
+/* gx += gout with the kernel copy_bwd, for the backward of `op`; gx = gout (copy_fwd) when
+ * gx is fresh (all zeros, never written: mcl_ocl_grad_fresh) */
 static mcl_status acc_grad(mcl_backend *be, const char *op, const mcl_tensor *g,
                            const mcl_tensor *gx)
 {
     char what[128];
-    mcl_ocl_what_op(what, sizeof what, op, "backward", "copy_bwd", "gin", gx);
-    return mcl_ocl_launch_unary(be, "copy_bwd", g, gx, what);
+    mcl_status s;
+    const char *kname = mcl_ocl_grad_fresh(be, gx, &s) ? "copy_fwd" : "copy_bwd";
+    if (s != MCL_OK) return s;
+    mcl_ocl_what_op(what, sizeof what, op, "backward", kname, "gin", gx);
+    return mcl_ocl_launch_unary(be, kname, g, gx, what);
 }
 
 mcl_status mcl_ocl_add_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -122,13 +129,16 @@ mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     char what[128];
     const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), n = mcl_tensor_numel(x);
+    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
+    const int64_t n = (R + BIAS_FWD_ROWS - 1) / BIAS_FWD_ROWS * N;
     cl_kernel k = mcl_ocl_kernel(be, "bias_add_fwd", NULL);
     int i = k ? 0 : -1;
     i = mcl_ocl_arg_tensor(be, k, i, x);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_long(be, k, i, R);
     i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_long(be, k, i, BIAS_FWD_ROWS);
     i = mcl_ocl_arg_long(be, k, i, n);
     return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_add_fwd", x));
 }
@@ -152,18 +162,22 @@ static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tens
     i = mcl_ocl_arg_long(be, k, i, R);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_long(be, k, i, BIAS_ROWS);
-    i = mcl_ocl_arg_long(be, k, i, chunks * N);
+    const int64_t items = chunks * ((N + 3) / 4); /* four columns per item */
+    i = mcl_ocl_arg_long(be, k, i, items);
     snprintf(what, sizeof what, "bias_add_bwd_part on gout %s (%lld chunks)", sb,
              (long long)chunks);
-    mcl_status s = mcl_ocl_launch(be, k, i, chunks * N, what);
+    mcl_status s = mcl_ocl_launch(be, k, i, items, what);
     if (s != MCL_OK) return s;
 
+    const int fresh = mcl_ocl_grad_fresh(be, gb, &s); /* then store the sums */
+    if (s != MCL_OK) return s;
     k = mcl_ocl_kernel(be, "bias_add_bwd_sum", NULL);
     i = k ? 0 : -1;
     i = mcl_ocl_arg_mem(be, k, i, part);
     i = mcl_ocl_arg_tensor(be, k, i, gb);
     i = mcl_ocl_arg_long(be, k, i, chunks);
     i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_int(be, k, i, !fresh);
     snprintf(what, sizeof what, "bias_add_bwd_sum on gout %s (%lld chunks)", sb, (long long)chunks);
     return mcl_ocl_launch(be, k, i, N, what);
 }

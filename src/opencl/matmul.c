@@ -249,7 +249,8 @@ mcl_status mcl_ocl_matmul_fwd(mcl_backend *be, const mcl_op_args *a)
  *   ga (a stored [K,M], ta = 1):  ga += op(b) · Gᵀ      tb = 0: b · Gᵀ     tb = 1: bᵀ · Gᵀ
  *   gb (b stored [K,N], tb = 0):  gb += op(a)ᵀ · G      ta = 0: aᵀ · G     ta = 1: a · G
  *   gb (b stored [N,K], tb = 1):  gb += Gᵀ · op(a)      ta = 0: Gᵀ · a     ta = 1: Gᵀ · aᵀ
- * Every product runs with beta = 1, so it adds to what gin already holds.
+ * Every product runs with beta = 1, so it adds to what gin already holds -- or with beta = 0
+ * when gin is a fresh buffer (all zeros, never written: mcl_ocl_grad_fresh), which stores it.
  * gout[0] [.., M, N];  gin[0] like a (or NULL);  gin[1] like b (or NULL) */
 mcl_status mcl_ocl_matmul_bwd(mcl_backend *be, const mcl_op_args *a)
 {
@@ -262,23 +263,27 @@ mcl_status mcl_ocl_matmul_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_status s;
     if (a->gin[0]) {
         what_str(wb, sizeof wb, "backward, gradient of a", a, &d);
+        const float beta = mcl_ocl_grad_fresh(be, a->gin[0], &s) ? 0.0f : 1.0f;
+        if (s != MCL_OK) return s;
         if (!d.ta) { /* [M,K] = G[M,N] · op(b)ᵀ[N,K] */
             const mm_operand GA = {a->gin[0], d.K, sa};
-            s = gemm(be, wb, 0, !d.tb, d.M, d.K, d.N, 1.0f, G, Bop, 1.0f, GA, d.batch);
+            s = gemm(be, wb, 0, !d.tb, d.M, d.K, d.N, 1.0f, G, Bop, beta, GA, d.batch);
         } else {     /* [K,M] = op(b)[K,N] · Gᵀ[N,M] */
             const mm_operand GA = {a->gin[0], d.M, sa};
-            s = gemm(be, wb, d.tb, 1, d.K, d.M, d.N, 1.0f, Bop, G, 1.0f, GA, d.batch);
+            s = gemm(be, wb, d.tb, 1, d.K, d.M, d.N, 1.0f, Bop, G, beta, GA, d.batch);
         }
         if (s != MCL_OK) return s;
     }
     if (a->gin[1]) {
         what_str(wb, sizeof wb, "backward, gradient of b", a, &d);
+        const float beta = mcl_ocl_grad_fresh(be, a->gin[1], &s) ? 0.0f : 1.0f;
+        if (s != MCL_OK) return s;
         if (!d.tb) { /* [K,N] = op(a)ᵀ[K,M] · G[M,N] */
             const mm_operand GB = {a->gin[1], d.N, sb};
-            s = gemm(be, wb, !d.ta, 0, d.K, d.N, d.M, 1.0f, Aop, G, 1.0f, GB, d.batch);
+            s = gemm(be, wb, !d.ta, 0, d.K, d.N, d.M, 1.0f, Aop, G, beta, GB, d.batch);
         } else {     /* [N,K] = Gᵀ[N,M] · op(a)[M,K] */
             const mm_operand GB = {a->gin[1], d.K, sb};
-            s = gemm(be, wb, 1, d.ta, d.N, d.K, d.M, 1.0f, G, Aop, 1.0f, GB, d.batch);
+            s = gemm(be, wb, 1, d.ta, d.N, d.K, d.M, 1.0f, G, Aop, beta, GB, d.batch);
         }
         if (s != MCL_OK) return s;
     }

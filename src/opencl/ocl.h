@@ -17,12 +17,23 @@
 #include <CL/cl.h>
 
 #include "backend.h"
+#include "bufpool.h"
 
 typedef struct mcl_ocl_kernel_entry {
     char name[64];
     cl_kernel k;
     size_t wg_max; /* CL_KERNEL_WORK_GROUP_SIZE for this device */
 } mcl_ocl_kernel_entry;
+
+/* A buffer handle of this backend (buffers.c): one pooled cl_mem. */
+typedef struct mcl_ocl_block {
+    cl_mem mem;
+    struct mcl_ocl_block *next; /* free list                                        */
+    size_t cap;                 /* bytes of mem                                     */
+    size_t size;                /* bytes of the current buffer (<= cap)             */
+    int cls;                    /* size class, MCL_POOL_CLASSES if not poolable     */
+    int fresh;                  /* logically zero, device memory not written yet    */
+} mcl_ocl_block;
 
 typedef struct mcl_ocl {
     cl_platform_id platform;
@@ -43,10 +54,34 @@ typedef struct mcl_ocl {
     int n_kernels, cap_kernels;
     cl_mem scratch;          /* grow-only scratch buffer for multi-pass kernels */
     size_t scratch_bytes;
+    mcl_ocl_block *pool_free[MCL_POOL_CLASSES]; /* buffer pool (buffers.c)            */
+    size_t pooled, live, peak; /* bytes on the free lists, handed out, most ever live */
+    int poison;              /* METACL_DEBUG_POISON (bufpool.h)                        */
+    mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ocl_fwd / ocl_bwd      */
+    int profile;             /* METACL_PROFILE (backend.c)                             */
+    double prof_last;        /* when the previous op finished (ms)                     */
+    double prof_ms[MCL_OP_COUNT][2]; /* per op, forward / backward                     */
+    long prof_calls[MCL_OP_COUNT][2];
 } mcl_ocl;
 
 static inline mcl_ocl *mcl_ocl_of(mcl_backend *be) { return (mcl_ocl *)be->impl; }
-static inline cl_mem mcl_ocl_mem(const mcl_tensor *t) { return (cl_mem)t->buf->handle; }
+static inline cl_mem mcl_ocl_mem(const mcl_tensor *t)
+{
+    return ((const mcl_ocl_block *)t->buf->handle)->mem;
+}
+
+/* Buffers (buffers.c): install the pooled buffer functions into be (buf_alloc .. buf_copy);
+ * release the pool's blocks (before the context goes). */
+void mcl_ocl_buffers_install(mcl_backend *be);
+void mcl_ocl_buffers_release(mcl_ocl *o);
+/* Lazy zeroing around an op: called before its forward / backward. gin_fresh_aware: the op's
+ * backward calls mcl_ocl_grad_fresh on each gin itself. */
+mcl_status mcl_ocl_prepare_fwd(mcl_backend *be, const mcl_op_args *a);
+mcl_status mcl_ocl_prepare_bwd(mcl_backend *be, const mcl_op_args *a, int gin_fresh_aware);
+/* For a backward that can store instead of accumulate: 1 when the gradient buffer t is fresh
+ * (all zeros, not yet written) and t covers it, and marks it written -- the caller must then
+ * store every element of t; else 0 (t materialized if needed; *s = status of that). */
+int mcl_ocl_grad_fresh(mcl_backend *be, const mcl_tensor *t, mcl_status *s);
 
 /* The last dim of a [..,N] tensor ("cols", N) and the product of the others ("rows"). */
 static inline int64_t mcl_ocl_cols(const mcl_tensor *t) { return t->shape[t->ndim - 1]; }
@@ -72,6 +107,7 @@ mcl_status mcl_ocl_recorded(mcl_backend *be);
 int mcl_ocl_arg_tensor(mcl_backend *be, cl_kernel k, int idx, const mcl_tensor *t);
 int mcl_ocl_arg_long(mcl_backend *be, cl_kernel k, int idx, int64_t v);
 int mcl_ocl_arg_float(mcl_backend *be, cl_kernel k, int idx, float v);
+int mcl_ocl_arg_int(mcl_backend *be, cl_kernel k, int idx, int v);
 int mcl_ocl_arg_ulong(mcl_backend *be, cl_kernel k, int idx, uint64_t v);
 /* __local scratch of `bytes` bytes. */
 int mcl_ocl_arg_local(mcl_backend *be, cl_kernel k, int idx, size_t bytes);

@@ -154,7 +154,10 @@ mcl_status mcl_ocl_reshape_fwd(mcl_backend *be, const mcl_op_args *a)
 mcl_status mcl_ocl_reshape_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
-    return reshape_launch(be, "copy_bwd", a->gout[0], a->gin[0]);
+    mcl_status s;
+    const int fresh = mcl_ocl_grad_fresh(be, a->gin[0], &s); /* then store: copy_fwd */
+    if (s != MCL_OK) return s;
+    return reshape_launch(be, fresh ? "copy_fwd" : "copy_bwd", a->gout[0], a->gin[0]);
 }
 
 /* ------------------------------------------------------------------------------------------ */

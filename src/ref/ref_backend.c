@@ -22,7 +22,7 @@
  *     they cover it whole;
  *   - before a forward op: fresh inputs are materialized; a fresh output that the op covers
  *     whole is just marked written when the op is known to write every element of it
- *     (fwd_overwrites below), else it is materialized;
+ *     (mcl_op_fwd_overwrites, bufpool.h), else it is materialized;
  *   - before a backward op: inputs, outputs and gout are materialized; a fresh gin is left to
  *     the op when the op asks for itself (bwd_fresh_aware below, mcl_ref_grad_fresh in ref.h:
  *     it then stores 0 + value instead of accumulating), else it is materialized.
@@ -33,15 +33,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bufpool.h"
 #include "ref.h"
 
 /* ---- the buffer pool -------------------------------------------------------------------- */
 
 /* Every block is [header | data]; the handle is the data, 64-byte aligned. */
 #define HDR 64
-/* Size classes: 64-byte units u = 1..4 are classes 0..3; above, u in (2^m, 2^(m+1)] is cut
- * into four classes of 2^(m-2) units. Blocks too large for the table are not pooled. */
-#define N_CLASSES 160
+/* Size classes: mcl_pool_size_class (bufpool.h); blocks too large for the table are not pooled. */
+#define N_CLASSES MCL_POOL_CLASSES
 /* Fresh buffers of at least this many bytes are zero-filled by all threads. */
 #define ZERO_PAR_MIN ((size_t)1 << 20)
 
@@ -61,26 +61,9 @@ typedef struct ref_pool {
     size_t pooled; /* bytes (capacities) on the free lists   */
     size_t live;   /* bytes (capacities) handed out          */
     size_t peak;   /* largest `live` so far: cap of `pooled` */
+    int poison;    /* METACL_DEBUG_POISON: NaN-fill outputs claimed to be overwritten */
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ref_fwd / ref_bwd */
 } ref_pool;
-
-/* Class and capacity of a request of n bytes. */
-static int size_class(size_t n, size_t *cap)
-{
-    size_t u = (n + 63) / 64;
-    if (u == 0) u = 1;
-    if (u <= 4) {
-        *cap = u * 64;
-        return (int)u - 1;
-    }
-    int m = 2; /* u in (2^m, 2^(m+1)] */
-    while (m < 62 && ((size_t)1 << (m + 1)) < u) m++;
-    const size_t step = (size_t)1 << (m - 2);
-    const size_t j = (u - ((size_t)1 << m) + step - 1) / step; /* 1..4 */
-    *cap = (((size_t)1 << m) + j * step) * 64;
-    const int c = 4 + 4 * (m - 2) + (int)j - 1;
-    return c < N_CLASSES ? c : N_CLASSES;
-}
 
 static ref_block *block_of(const void *handle)
 {
@@ -112,14 +95,13 @@ static mcl_status ref_alloc(mcl_backend *be, size_t nbytes, void **handle)
 {
     ref_pool *pl = pool_of(be);
     size_t cap;
-    const int cls = size_class(nbytes, &cap);
+    const int cls = mcl_pool_size_class(nbytes, &cap);
     ref_block *b = NULL;
     if (cls < N_CLASSES && pl->free[cls]) {
         b = pl->free[cls];
         pl->free[cls] = b->next;
         pl->pooled -= b->cap;
     } else {
-        if (cls == N_CLASSES) cap = (nbytes + 63) / 64 * 64;
         if (cap > SIZE_MAX - HDR) return MCL_ERR_OOM;
         b = aligned_alloc(64, HDR + cap);
         if (!b) return MCL_ERR_OOM;
@@ -247,20 +229,6 @@ static const mcl_op_impl ref_impl[MCL_OP_COUNT] = {
 #undef MCL_OP
 };
 
-/* Forward ops that store every element of every output (read for that: each output element
- * is assigned, whatever the inputs). Their fresh outputs are not zero-filled first. */
-static const unsigned char fwd_overwrites[MCL_OP_COUNT] = {
-    [MCL_OP_ADD] = 1,       [MCL_OP_SUB] = 1,         [MCL_OP_MUL] = 1,
-    [MCL_OP_SCALE] = 1,     [MCL_OP_BIAS_ADD] = 1,    [MCL_OP_COPY] = 1,
-    [MCL_OP_RELU] = 1,      [MCL_OP_LEAKY_RELU] = 1,  [MCL_OP_ELU] = 1,
-    [MCL_OP_SIGMOID] = 1,   [MCL_OP_TANH] = 1,        [MCL_OP_GELU] = 1,
-    [MCL_OP_EXP] = 1,       [MCL_OP_LOG] = 1,         [MCL_OP_MATMUL] = 1,
-    [MCL_OP_SUM] = 1,       [MCL_OP_MEAN] = 1,        [MCL_OP_SUMSQ] = 1,
-    [MCL_OP_SUM_LAST] = 1,  [MCL_OP_MEAN_LAST] = 1,   [MCL_OP_SOFTMAX] = 1,
-    [MCL_OP_LOG_SOFTMAX] = 1, [MCL_OP_LAYER_NORM] = 1, [MCL_OP_CONV2D] = 1,
-    [MCL_OP_MAXPOOL2D] = 1, [MCL_OP_INSTANCE_NORM] = 1, [MCL_OP_DROPOUT] = 1,
-};
-
 /* Backward ops that call mcl_ref_grad_fresh on each gin before writing it. */
 static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_RELU] = 1,      [MCL_OP_DROPOUT] = 1,       [MCL_OP_CONV2D] = 1,
@@ -302,10 +270,15 @@ static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
     for (int k = 0; k < info->n_out; k++) {
         ref_block *b = block_of(a->out[k]->buf->handle);
         if (!b->fresh) continue;
-        if (fwd_overwrites[a->op] && whole(a->out[k]))
+        if (mcl_op_fwd_overwrites(a->op) && whole(a->out[k])) {
             b->fresh = 0;
-        else
+            if (pool_of(be)->poison) {
+                float *p = (float *)(void *)((char *)b + HDR);
+                for (size_t i = 0; i < b->size / sizeof(float); i++) p[i] = NAN;
+            }
+        } else {
             materialize(b);
+        }
     }
     return ref_impl[a->op].fwd(be, a);
 }
@@ -334,6 +307,7 @@ mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out)
         pl->ops[op].fwd = ref_fwd;
         pl->ops[op].bwd = ref_impl[op].bwd ? ref_bwd : NULL;
     }
+    pl->poison = mcl_pool_poison_requested();
     be->kind = MCL_BACKEND_REF;
     be->name = "ref";
     be->ctx = ctx;

@@ -1,0 +1,53 @@
+/* bufpool.c — size classes and the "stores every element" table shared by the backends'
+ * buffer pools (see bufpool.h). */
+#include "bufpool.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mcl_pool_size_class(size_t nbytes, size_t *cap)
+{
+    size_t u = (nbytes + 63) / 64; /* 64-byte units */
+    if (u == 0) u = 1;
+    if (u <= 4) {
+        *cap = u * 64;
+        return (int)u - 1;
+    }
+    int m = 2; /* u in (2^m, 2^(m+1)] */
+    while (m < 62 && ((size_t)1 << (m + 1)) < u) m++;
+    const size_t step = (size_t)1 << (m - 2);
+    const size_t j = (u - ((size_t)1 << m) + step - 1) / step; /* 1..4 */
+    const int c = 4 + 4 * (m - 2) + (int)j - 1;
+    if (c >= MCL_POOL_CLASSES) {
+        *cap = u * 64;
+        return MCL_POOL_CLASSES;
+    }
+    *cap = (((size_t)1 << m) + j * step) * 64;
+    return c;
+}
+
+/* Forward ops whose every output element is assigned, whatever the inputs, on both backends
+ * (checked by running the differential tests with METACL_DEBUG_POISON=1). */
+static const unsigned char fwd_overwrites[MCL_OP_COUNT] = {
+    [MCL_OP_ADD] = 1,       [MCL_OP_SUB] = 1,         [MCL_OP_MUL] = 1,
+    [MCL_OP_SCALE] = 1,     [MCL_OP_BIAS_ADD] = 1,    [MCL_OP_COPY] = 1,
+    [MCL_OP_RELU] = 1,      [MCL_OP_LEAKY_RELU] = 1,  [MCL_OP_ELU] = 1,
+    [MCL_OP_SIGMOID] = 1,   [MCL_OP_TANH] = 1,        [MCL_OP_GELU] = 1,
+    [MCL_OP_EXP] = 1,       [MCL_OP_LOG] = 1,         [MCL_OP_MATMUL] = 1,
+    [MCL_OP_SUM] = 1,       [MCL_OP_MEAN] = 1,        [MCL_OP_SUMSQ] = 1,
+    [MCL_OP_SUM_LAST] = 1,  [MCL_OP_MEAN_LAST] = 1,   [MCL_OP_SOFTMAX] = 1,
+    [MCL_OP_LOG_SOFTMAX] = 1, [MCL_OP_LAYER_NORM] = 1, [MCL_OP_CONV2D] = 1,
+    [MCL_OP_MAXPOOL2D] = 1, [MCL_OP_INSTANCE_NORM] = 1, [MCL_OP_DROPOUT] = 1,
+};
+
+int mcl_op_fwd_overwrites(mcl_op op)
+{
+    return (unsigned)op < MCL_OP_COUNT ? fwd_overwrites[op] : 0;
+}
+
+int mcl_pool_poison_requested(void)
+{
+    const char *e = getenv("METACL_DEBUG_POISON");
+    return e && *e && strcmp(e, "0") != 0;
+}
