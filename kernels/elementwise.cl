@@ -142,9 +142,12 @@ void bias_add_ff_add4(float4 *hi, float4 *lo, float4 v)
 /* pass 1: part[c, j] = float-float sum of gout[r, j] over the rows r of chunk c.
  * Item i = c * Q + q (Q = ceil(N / 4)) does the columns j = 4q .. 4q+3 of chunk c as one
  * float4 (explicit vectors: the loop carries a dependency chain per column, and four
- * independent ones per item run in SIMD lanes); a last partial quad goes column by column. */
+ * independent ones per item run in SIMD lanes); a last partial quad goes column by column.
+ * The same pass also does the gradient of x, which reads the same gout elements:
+ * gx_mode 1: gx = gout, 2: gx += gout, 0: no gradient of x (gx unused). */
 __kernel void bias_add_bwd_part(__global const float *g, long g_off, __global float *part,
-                                long R, long N, long rows, long n)
+                                __global float *gx, long gx_off, int gx_mode, long R, long N,
+                                long rows, long n)
 {
     long i = get_global_id(0);
     if (i >= n) return;
@@ -152,16 +155,27 @@ __kernel void bias_add_bwd_part(__global const float *g, long g_off, __global fl
     const long c = i / Q, j0 = 4 * (i - c * Q);
     const long r0 = c * rows, r1 = min(r0 + rows, R);
     __global const float *gc = g + g_off + j0;
+    __global float *xc = gx + gx_off + j0;
     __global float *pc = part + 2 * (c * N + j0);
     if (j0 + 4 <= N) {
         float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
-        for (long r = r0; r < r1; r++) bias_add_ff_add4(&hi, &lo, vload4(0, gc + r * N));
+        for (long r = r0; r < r1; r++) {
+            const float4 v = vload4(0, gc + r * N);
+            bias_add_ff_add4(&hi, &lo, v);
+            if (gx_mode == 1) vstore4(v, 0, xc + r * N);
+            if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + v, 0, xc + r * N);
+        }
         vstore8((float8)(hi.s0, lo.s0, hi.s1, lo.s1, hi.s2, lo.s2, hi.s3, lo.s3), 0, pc);
         return;
     }
     for (long j = 0; j0 + j < N; j++) {
         float2 acc = (float2)(0.0f, 0.0f);
-        for (long r = r0; r < r1; r++) acc = bias_add_ff_add(acc, (float2)(gc[r * N + j], 0.0f));
+        for (long r = r0; r < r1; r++) {
+            const float v = gc[r * N + j];
+            acc = bias_add_ff_add(acc, (float2)(v, 0.0f));
+            if (gx_mode == 1) xc[r * N + j] = v;
+            if (gx_mode == 2) xc[r * N + j] += v;
+        }
         pc[2 * j] = acc.x;
         pc[2 * j + 1] = acc.y;
     }
@@ -184,7 +198,8 @@ __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, l
         gb[gb_off + j] = v;
 }
 
-/* bias_add backward for x: gx += gout (the kernel copy_bwd, below) */
+/* bias_add backward for x: gx += gout, done by bias_add_bwd_part together with the bias
+ * gradient when both are wanted, else by the kernel copy_bwd (below) */
 
 /* copy: out = a (also reshape's forward: the row-major order is unchanged) */
 __kernel void copy_fwd(__global const float *a, long a_off, __global float *out, long out_off,

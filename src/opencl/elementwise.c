@@ -121,7 +121,7 @@ mcl_status mcl_ocl_scale_bwd(mcl_backend *be, const mcl_op_args *a)
 /* ------------------------------------------------------------------------------------ */
 /* bias_add: out[r, j] = x[r, j] + b[j]
  *   x [..,N] (R rows of N), b [N] -> out [..,N]
- * backward: gx[r, j] += gout[r, j]
+ * backward: gx[r, j] += gout[r, j]            (in pass 1 of the bias gradient when both)
  *           gb[j]    += sum_r gout[r, j]   (float-float sum over rows in increasing order,
  *                                           in chunks of BIAS_ROWS; see elementwise.cl) */
 
@@ -144,9 +144,11 @@ mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
 }
 
 /* gb[j] += sum_r gout[r, j]: pass 1 writes one (hi, lo) pair per (chunk, column) into the
- * backend scratch, pass 2 adds the chunks per column in order.
- *   gout [R, N] (as rows), gb [N] */
-static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tensor *gb)
+ * backend scratch, pass 2 adds the chunks per column in order. Pass 1 also does
+ * gx += gout (gx = gout when gx is fresh) when gx is not NULL: it reads gout anyway.
+ *   gout [R, N] (as rows), gb [N], gx [R, N] or NULL */
+static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tensor *gb,
+                            const mcl_tensor *gx)
 {
     char what[160], sb[64];
     const int64_t N = mcl_ocl_cols(g), R = mcl_ocl_rows(g);
@@ -155,10 +157,20 @@ static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tens
     cl_mem part = mcl_ocl_scratch(be, (size_t)(chunks * N) * 2 * sizeof(float));
     if (!part) return mcl_ocl_recorded(be);
 
+    mcl_status s = MCL_OK;
+    const int gx_mode = !gx ? 0 : mcl_ocl_grad_fresh(be, gx, &s) ? 1 : 2; /* store / add */
+    if (s != MCL_OK) return s;
     cl_kernel k = mcl_ocl_kernel(be, "bias_add_bwd_part", NULL);
     int i = k ? 0 : -1;
     i = mcl_ocl_arg_tensor(be, k, i, g);
     i = mcl_ocl_arg_mem(be, k, i, part);
+    if (gx) {
+        i = mcl_ocl_arg_tensor(be, k, i, gx);
+    } else { /* unused by the kernel */
+        i = mcl_ocl_arg_mem(be, k, i, part);
+        i = mcl_ocl_arg_long(be, k, i, 0);
+    }
+    i = mcl_ocl_arg_int(be, k, i, gx_mode);
     i = mcl_ocl_arg_long(be, k, i, R);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_long(be, k, i, BIAS_ROWS);
@@ -166,7 +178,7 @@ static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tens
     i = mcl_ocl_arg_long(be, k, i, items);
     snprintf(what, sizeof what, "bias_add_bwd_part on gout %s (%lld chunks)", sb,
              (long long)chunks);
-    mcl_status s = mcl_ocl_launch(be, k, i, items, what);
+    s = mcl_ocl_launch(be, k, i, items, what);
     if (s != MCL_OK) return s;
 
     const int fresh = mcl_ocl_grad_fresh(be, gb, &s); /* then store the sums */
@@ -184,11 +196,8 @@ static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tens
 
 mcl_status mcl_ocl_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 {
-    if (a->gin[0]) {
-        mcl_status s = acc_grad(be, "bias_add", a->gout[0], a->gin[0]);
-        if (s != MCL_OK) return s;
-    }
-    if (a->gin[1]) return bias_grad(be, a->gout[0], a->gin[1]);
+    if (a->gin[1]) return bias_grad(be, a->gout[0], a->gin[1], a->gin[0]);
+    if (a->gin[0]) return acc_grad(be, "bias_add", a->gout[0], a->gin[0]);
     return MCL_OK;
 }
 
