@@ -198,7 +198,9 @@ mcl_status mcl_ocl_run1d(mcl_backend *be, cl_kernel k, size_t n, size_t local, c
     size_t wg = o->max_wg;
     for (int i = 0; i < o->n_kernels; i++)
         if (o->kernels[i].k == k) wg = o->kernels[i].wg_max;
-    if (local == 0 || local > wg) local = wg < 64 ? wg : 64;
+    /* default 256 items (or the kernel's limit): a common size on GPUs, and on PoCL fewer,
+     * larger work-groups (MLP step 2% faster than with 64, 4% slower with 1024) */
+    if (local == 0 || local > wg) local = wg < 256 ? wg : 256;
     if (local == 0) local = 1;
     size_t global = (n + local - 1) / local * local;
     return enqueue(be, k, global, local, what);
