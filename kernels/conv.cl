@@ -8,11 +8,15 @@
  * ld = nb*P). col [KK, ld] is the im2col matrix (KK = C*k*k, row r = (c*k + ky)*k + kx);
  * [O, ld] matrices hold outputs or output gradients. Index layout, one work-item per element
  * WRITTEN, row-major, ids >= n return:
- *   conv2d_im2col    col[r, b*P + p]          item i = r*ld + b*P + p
+ *   conv2d_im2col    col[r, b*P + oy*Wo ..+ Wo)  item i = (r*nb + b)*Ho + oy: one output row
+ *                    (divisions per row, not per element)
  *   conv2d_out       out[b, o, p] (+ bias)    item i = (b*O + o)*P + p
  *   conv2d_to_wide   gw[o, b*P + p] = g[b,o,p] item i = o*ld + b*P + p
- *   conv2d_col2im    gx[b, c, iy, ix]         item i = ((b*C + c)*H + iy)*W + ix, a gather
- *                    over the <= k*k col entries that came from that pixel, in (ky, kx) order
+ *   conv2d_col2im    gx[b, c, iy, 0 .. W)     item i = (b*C + c)*H + iy: one image row, each
+ *                    pixel a gather over the <= k*k col entries that came from it, in (ky, kx)
+ *                    order
+ *   conv2d_sum_parts gw[j] += sum_{s < S} part[s*n + j] (in order s = 0, 1, ..), item j: the
+ *                    K-split weight gradient's partial products (conv.c)
  *   conv2d_bias_bwd  one work-group per output channel o (group id), W items (power of two)
  *                    summing g[b, o, p] over the flat (b, p) with stride W, then a fixed tree
  *   maxpool2d_fwd    out/arg[q, i, j]         item = (q*Ho + i)*Wo + j   (q = b*C + c)
@@ -35,20 +39,28 @@
 
 /* im2col, chunk of nb images, wide layout:
  *   col[(c*k + ky)*k + kx, b*P + oy*Wo + ox] = x[b, c, oy*s - pd + ky, ox*s - pd + kx]  (0 outside)
- *   x [nb,C,H,W] (from x_off), col [KK, nb*P] (from col_off); n = KK*nb*P */
+ *   x [nb,C,H,W] (from x_off), col [KK, nb*P] (from col_off); n = KK*nb*Ho rows */
 __kernel void conv2d_im2col(__global const float *x, long x_off, __global float *col,
                             long col_off, long C, long H, long W, long k, long s, long pd,
                             long Wo, long P, long nb, long n)
 {
+    /* item i = (r*nb + b)*Ho + oy writes the row col[r, b*P + oy*Wo .. + Wo) */
     const long i = get_global_id(0);
     if (i >= n) return;
-    const long ld = nb * P;
-    const long r = i / ld, q = i % ld, b = q / P, p = q % P;
-    const long kx = r % k, t = r / k, ky = t % k, c = t / k;
-    const long iy = (p / Wo) * s - pd + ky, ix = (p % Wo) * s - pd + kx;
-    float v = 0.0f;
-    if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[x_off + ((b * C + c) * H + iy) * W + ix];
-    col[col_off + i] = v;
+    const long Ho = P / Wo;
+    const long oy = i % Ho, t = i / Ho, b = t % nb, r = t / nb;
+    const long kx = r % k, t2 = r / k, ky = t2 % k, c = t2 / k;
+    const long iy = oy * s - pd + ky;
+    __global float *dst = col + col_off + r * (nb * P) + b * P + oy * Wo;
+    if (iy < 0 || iy >= H) {
+        for (long ox = 0; ox < Wo; ox++) dst[ox] = 0.0f;
+        return;
+    }
+    __global const float *src = x + x_off + ((b * C + c) * H + iy) * W;
+    for (long ox = 0; ox < Wo; ox++) {
+        const long ix = ox * s - pd + kx;
+        dst[ox] = (ix >= 0 && ix < W) ? src[ix] : 0.0f;
+    }
 }
 
 /* out[b, o, p] = outw[o, b*P + p] + bias[o]
@@ -64,6 +76,18 @@ __kernel void conv2d_out(__global const float *outw, long ow_off, __global const
 }
 
 /* gw[o, b*P + p] = g[b, o, p]:  g [nb,O,P] (from g_off) -> gw [O, nb*P]; n = O*nb*P */
+/* gw[j] += sum over s = 0 .. S-1 (in order, as a (hi, lo) pair) of part[s*n + j];
+ * part [S, n] (a plain buffer from element 0), gw [n] (from gw_off) */
+__kernel void conv2d_sum_parts(__global const float *part, long S, __global float *gw,
+                               long gw_off, long n)
+{
+    const long j = get_global_id(0);
+    if (j >= n) return;
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long s = 0; s < S; s++) acc = mcl_acc_merge(acc, (float2)(part[s * n + j], 0.0f));
+    gw[gw_off + j] += mcl_acc_value(acc);
+}
+
 __kernel void conv2d_to_wide(__global const float *g, long g_off, __global float *gw, long gw_off,
                              long O, long P, long nb, long n)
 {
@@ -78,28 +102,66 @@ __kernel void conv2d_to_wide(__global const float *g, long g_off, __global float
  *   gx[b, c, iy, ix] += sum_{ky, kx} colg[(c*k + ky)*k + kx, b*P + oy*Wo + ox]
  *   over the (ky, kx) with oy*s = iy + pd - ky, ox*s = ix + pd - kx, 0 <= oy < Ho, 0 <= ox < Wo
  *   colg [KK, nb*P], gx [nb,C,H,W] (from gx_off); n = nb*C*H*W */
+/* rows of at most this many pixels are gathered in a private array (conv2d_col2im) */
+#define COL2IM_ROW 64
+
 __kernel void conv2d_col2im(__global const float *colg, long cg_off, __global float *gx,
                             long gx_off, long C, long H, long W, long k, long s, long pd,
                             long Ho, long Wo, long nb, long n)
 {
+    /* item i = (b*C + c)*H + iy does the row gx[b, c, iy, 0 .. W) */
     const long i = get_global_id(0);
     if (i >= n) return;
-    const long ix = i % W, t = i / W, iy = t % H, t2 = t / H, c = t2 % C, b = t2 / C;
+    const long iy = i % H, t = i / H, c = t % C, b = t / C;
     const long ld = nb * Ho * Wo;
     colg += cg_off + b * Ho * Wo;
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long ky = 0; ky < k; ky++) {
-        const long ty = iy + pd - ky;
-        if (ty < 0 || ty % s != 0 || ty / s >= Ho) continue;
-        const long oy = ty / s;
-        for (long kx = 0; kx < k; kx++) {
-            const long tx = ix + pd - kx;
-            if (tx < 0 || tx % s != 0 || tx / s >= Wo) continue;
-            const long r = (c * k + ky) * k + kx;
-            acc = mcl_acc_add(acc, colg[r * ld + oy * Wo + tx / s]);
+    __global float *dst = gx + gx_off + i * W;
+    if (W <= COL2IM_ROW) {
+        /* the whole row at once: for each tap (ky, kx) in order, add the tap's run of col
+         * entries to the pixels it reaches -- each pixel still sums its taps in (ky, kx)
+         * order, so the bits are those of the pixel-by-pixel gather below */
+        float2 acc[COL2IM_ROW];
+        for (long ix = 0; ix < W; ix++) acc[ix] = (float2)(0.0f, 0.0f);
+        for (long ky = 0; ky < k; ky++) {
+            const long ty = iy + pd - ky;
+            if (ty < 0 || (s != 1 && ty % s != 0)) continue;
+            const long oy = s == 1 ? ty : ty / s;
+            if (oy >= Ho) continue;
+            for (long kx = 0; kx < k; kx++) {
+                __global const float *row = colg + ((c * k + ky) * k + kx) * ld + oy * Wo;
+                if (s == 1) { /* ox = ix + pd - kx in [0, Wo) */
+                    const long lo = max(kx - pd, 0L), hi = min(W, Wo + kx - pd);
+                    for (long ix = lo; ix < hi; ix++)
+                        acc[ix] = mcl_acc_add(acc[ix], row[ix + pd - kx]);
+                } else {
+                    for (long ix = 0; ix < W; ix++) {
+                        const long tx = ix + pd - kx;
+                        if (tx < 0 || tx % s != 0 || tx / s >= Wo) continue;
+                        acc[ix] = mcl_acc_add(acc[ix], row[tx / s]);
+                    }
+                }
+            }
         }
+        for (long ix = 0; ix < W; ix++) dst[ix] += mcl_acc_value(acc[ix]);
+        return;
     }
-    gx[gx_off + i] += mcl_acc_value(acc);
+    for (long ix = 0; ix < W; ix++) { /* long rows: pixel by pixel */
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long ky = 0; ky < k; ky++) {
+            const long ty = iy + pd - ky;
+            if (ty < 0 || (s != 1 && ty % s != 0)) continue;
+            const long oy = s == 1 ? ty : ty / s;
+            if (oy >= Ho) continue;
+            for (long kx = 0; kx < k; kx++) {
+                const long tx = ix + pd - kx;
+                if (tx < 0 || (s != 1 && tx % s != 0)) continue;
+                const long ox = s == 1 ? tx : tx / s;
+                if (ox >= Wo) continue;
+                acc = mcl_acc_add(acc, colg[((c * k + ky) * k + kx) * ld + oy * Wo + ox]);
+            }
+        }
+        dst[ix] += mcl_acc_value(acc);
+    }
 }
 
 /* gbias[o] += sum_{b < B, p < P} g[b, o, p], one work-group per o; buf: W float2 */

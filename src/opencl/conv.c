@@ -9,7 +9,8 @@
  *   backward  gbias[o] += sum_{b, p} g[b, o, p]                     (one launch, all images)
  *             gw_ [O, nb*P] = g in the wide layout;
  *             gx:  colg [KK, nb*P] = wᵀ · gw_;  gx += col2im(colg)   (a gather kernel)
- *             gw:  col = im2col(x);  gw += gw_ · colᵀ               (beta = 1, chunks in order)
+ *             gw:  col = im2col(x);  gw += gw_ · colᵀ               (chunks in order; a long
+ *                  product is split along nb*P into slices summed in order: gw_split_k)
  * Both matrices of a chunk live in the backend's scratch buffer (mcl_ocl_scratch), at
  * element offsets that CLBlast takes directly. The chunk size depends only on the shapes and
  * the device, so results are deterministic; no atomics anywhere.
@@ -68,6 +69,19 @@ static const char *what(char *buf, size_t len, const char *op, int bwd, const ch
     return mcl_ocl_what_op(buf, len, op, bwd ? "backward" : "forward", kname, "x", x);
 }
 
+/* Record the failure of a CLBlast call (OpenCL codes as such) and return its status. */
+static mcl_status clblast_fail(mcl_backend *be, const char *whatc, const char *fn, int ta, int tb,
+                               int64_t m, int64_t n, int64_t k, CLBlastStatusCode st)
+{
+    char full[320];
+    snprintf(full, sizeof full, "%s: %s(%s, %s, M=%lld N=%lld K=%lld)", whatc, fn,
+             ta ? "A^T" : "A", tb ? "B^T" : "B", (long long)m, (long long)n, (long long)k);
+    if ((int)st < 0 && (int)st >= -63) /* an OpenCL error code */
+        return mcl_ocl_fail(be, (cl_int)st, full);
+    return mcl_ctx_set_error(be->ctx, MCL_ERR_BACKEND, "CLBlast: %s failed with status %d on %s",
+                             full, (int)st, mcl_ocl_of(be)->device_name);
+}
+
 /* C = alpha * op(A) · op(B) + beta * C, row-major, every matrix a (buffer, element offset,
  * row length) triple; `what` names the call in an error message. */
 static mcl_status sgemm(mcl_backend *be, const char *whatc, int ta, int tb, int64_t m, int64_t n,
@@ -82,13 +96,55 @@ static mcl_status sgemm(mcl_backend *be, const char *whatc, int ta, int tb, int6
         (size_t)aoff, (size_t)lda, B, (size_t)boff, (size_t)ldb, beta, C, (size_t)coff,
         (size_t)ldc, &o->queue, NULL);
     if (st == CLBlastSuccess) return MCL_OK;
-    char full[320];
-    snprintf(full, sizeof full, "%s: CLBlastSgemm(%s, %s, M=%lld N=%lld K=%lld)", whatc,
-             ta ? "A^T" : "A", tb ? "B^T" : "B", (long long)m, (long long)n, (long long)k);
-    if ((int)st < 0 && (int)st >= -63) /* an OpenCL error code */
-        return mcl_ocl_fail(be, (cl_int)st, full);
-    return mcl_ctx_set_error(be->ctx, MCL_ERR_BACKEND, "CLBlast: %s failed with status %d on %s",
-                             full, (int)st, o->device_name);
+    return clblast_fail(be, whatc, "CLBlastSgemm", ta, tb, m, n, k, st);
+}
+
+/* The weight gradient gw [O, KK] += gwide [O, ld] · colᵀ has a long inner dimension (ld =
+ * images x pixels, 52k for Conv-4's middle layers) and a small output: as one GEMM it is a
+ * handful of work-groups each running the whole of ld (13 GFLOP/s on PoCL; a GPU would idle
+ * most of its compute units). So ld is cut into S slices of L columns: a strided batched GEMM
+ * writes the S partial products part[s] = gwide[:, sL:(s+1)L] · col[:, sL:(s+1)L]ᵀ (plus one
+ * more GEMM for the ld - S*L columns left over), and conv2d_sum_parts adds them to gw in
+ * order. S depends only on ld, so results are deterministic. */
+#define SPLITK_COLS 4096 /* columns per slice, about */
+#define SPLITK_MAX 32    /* slices at most */
+
+static mcl_status gw_split_k(mcl_backend *be, const char *whatc, int64_t O, int64_t KK,
+                             int64_t ld, cl_mem scr, int64_t gwide_off, const mcl_tensor *gw)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    int64_t S = ld / SPLITK_COLS;
+    if (S > SPLITK_MAX) S = SPLITK_MAX;
+    if (S < 2) /* short enough: one GEMM, accumulating */
+        return sgemm(be, whatc, 0, 1, O, KK, ld, 1.0f, scr, gwide_off, ld, scr, 0, ld, 1.0f,
+                     mcl_ocl_mem(gw), gw->offset, KK);
+    const int64_t L = ld / S, rest = ld - S * L, n = O * KK, parts = S + (rest > 0);
+    void *h = NULL;
+    mcl_status st = be->buf_alloc(be, (size_t)(parts * n) * sizeof(float), &h);
+    if (st != MCL_OK) return st;
+    cl_mem part = ((mcl_ocl_block *)h)->mem;
+    CLBlastStatusCode cs = CLBlastSgemmStridedBatched(
+        CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)O, (size_t)KK,
+        (size_t)L, 1.0f, scr, (size_t)gwide_off, (size_t)ld, (size_t)L, scr, 0, (size_t)ld,
+        (size_t)L, 0.0f, part, 0, (size_t)KK, (size_t)n, (size_t)S, &o->queue, NULL);
+    if (cs != CLBlastSuccess) {
+        be->buf_free(be, h);
+        return clblast_fail(be, whatc, "CLBlastSgemmStridedBatched", 0, 1, O, KK, L, cs);
+    }
+    if (rest > 0)
+        st = sgemm(be, whatc, 0, 1, O, KK, rest, 1.0f, scr, gwide_off + S * L, ld, scr, S * L, ld,
+                   0.0f, part, S * n, KK);
+    if (st == MCL_OK) {
+        cl_kernel k = mcl_ocl_kernel(be, "conv2d_sum_parts", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_mem(be, k, i, part);
+        i = mcl_ocl_arg_long(be, k, i, parts);
+        i = mcl_ocl_arg_tensor(be, k, i, gw);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        st = mcl_ocl_launch(be, k, i, n, whatc);
+    }
+    be->buf_free(be, h); /* back to the pool; the in-order queue finishes with it first */
+    return st;
 }
 
 /* im2col of images b0 .. b0+nb-1 of x into col (scratch, from element 0), wide layout. */
@@ -96,7 +152,7 @@ static mcl_status im2col(mcl_backend *be, const conv_dims *d, const mcl_tensor *
                          int64_t nb, cl_mem col, int bwd)
 {
     char wb[160];
-    const int64_t n = d->KK * nb * d->P;
+    const int64_t n = d->KK * nb * d->Ho; /* one work-item per output row (Wo pixels) */
     cl_kernel k = mcl_ocl_kernel(be, "conv2d_im2col", NULL);
     int i = k ? 0 : -1;
     i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(x));
@@ -212,7 +268,7 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
                       d.KK, ld, d.O, 1.0f, mcl_ocl_mem(w), w->offset, d.KK, scr, gw_off, ld, 0.0f,
                       scr, 0, ld);
             if (s != MCL_OK) return s;
-            n = nb * d.C * d.H * d.W;
+            n = nb * d.C * d.H; /* one work-item per image row */
             k = mcl_ocl_kernel(be, "conv2d_col2im", NULL);
             i = k ? 0 : -1;
             i = mcl_ocl_arg_mem(be, k, i, scr);
@@ -235,9 +291,8 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
         if (gw) { /* col = im2col(x) (over colg: the queue is in order), gw += gwide · colᵀ */
             s = im2col(be, &d, x, b0, nb, scr, 1);
             if (s != MCL_OK) return s;
-            s = sgemm(be, what(wb, sizeof wb, "conv2d", 1, "CLBlast, gradient of w", x), 0, 1,
-                      d.O, d.KK, ld, 1.0f, scr, gw_off, ld, scr, 0, ld, 1.0f, mcl_ocl_mem(gw),
-                      gw->offset, d.KK);
+            s = gw_split_k(be, what(wb, sizeof wb, "conv2d", 1, "CLBlast, gradient of w", x),
+                           d.O, d.KK, ld, scr, gw_off, gw);
             if (s != MCL_OK) return s;
         }
     }
