@@ -22,52 +22,38 @@
 
 #define IMG_PIXELS (MCL_IMG * MCL_IMG)
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static mcl_status fail(char *err, size_t len, mcl_status s, const char *fmt, ...)
-{
-    if (err && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
 /* ======================================================================= utilities */
 
 mcl_status mcl_class_pool_positions(const mcl_class_pool *pool, int *pos, int cap, int *n,
                                     char *err, size_t err_len)
 {
     if (err && err_len) err[0] = '\0';
-    if (!pool || !pool->ds || !pos || !n) return fail(err, err_len, MCL_ERR_NULL, "class pool: NULL argument");
+    if (!pool || !pool->ds || !pos || !n) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "class pool: NULL argument");
     const mcl_dataset *ds = pool->ds;
     *n = 0;
     if (!pool->classes) {
         if (cap < ds->n_classes)
-            return fail(err, err_len, MCL_ERR_INVALID, "class pool: capacity %d < %d classes", cap,
+            return mcl_errbuf(err, err_len, MCL_ERR_INVALID, "class pool: capacity %d < %d classes", cap,
                         ds->n_classes);
         for (int i = 0; i < ds->n_classes; i++) pos[i] = i;
         *n = ds->n_classes;
         return MCL_OK;
     }
     if (pool->n_classes < 0 || pool->n_classes > cap)
-        return fail(err, err_len, MCL_ERR_INVALID, "class pool: %d classes (capacity %d)",
+        return mcl_errbuf(err, err_len, MCL_ERR_INVALID, "class pool: %d classes (capacity %d)",
                     pool->n_classes, cap);
     unsigned char *seen = calloc((size_t)ds->n_classes + 1, 1);
-    if (!seen) return fail(err, err_len, MCL_ERR_OOM, "class pool: out of memory");
+    if (!seen) return mcl_errbuf(err, err_len, MCL_ERR_OOM, "class pool: out of memory");
     for (int i = 0; i < pool->n_classes; i++) {
         int p = mcl_dataset_class_pos(ds, pool->classes[i]);
         if (p < 0) {
             free(seen);
-            return fail(err, err_len, MCL_ERR_INVALID, "class pool: class %d is not in dataset '%s'",
+            return mcl_errbuf(err, err_len, MCL_ERR_INVALID, "class pool: class %d is not in dataset '%s'",
                         (int)pool->classes[i], ds->name);
         }
         if (seen[p]) {
             free(seen);
-            return fail(err, err_len, MCL_ERR_INVALID, "class pool: class %d listed twice",
+            return mcl_errbuf(err, err_len, MCL_ERR_INVALID, "class pool: class %d listed twice",
                         (int)pool->classes[i]);
         }
         seen[p] = 1;
@@ -190,14 +176,14 @@ mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_
                               char *err, size_t err_len)
 {
     if (err && err_len) err[0] = '\0';
-    if (!ep || !pools || !rng) return fail(err, err_len, MCL_ERR_NULL, "episode_sample: NULL argument");
+    if (!ep || !pools || !rng) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "episode_sample: NULL argument");
     const mcl_episode_cfg *cfg = &ep->cfg;
     int64_t N = cfg->n_way, K = cfg->k_shot, Q = cfg->n_query, F = cfg->first_shot;
     int64_t per_class = F + K + Q;
     int64_t maxlist = N * (K > Q ? K : Q);
     int max_classes = 0;
     for (int i = 0; i < ep->n_tasks; i++) {
-        if (!pools[i].ds) return fail(err, err_len, MCL_ERR_NULL, "episode_sample: task %d has no dataset", i);
+        if (!pools[i].ds) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "episode_sample: task %d has no dataset", i);
         if (pools[i].ds->n_classes > max_classes) max_classes = pools[i].ds->n_classes;
     }
     /* workspace */
@@ -211,7 +197,7 @@ mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_
     int32_t *tmp_l = malloc((size_t)maxlist * sizeof *tmp_l);
     mcl_status s = MCL_OK;
     if (!pos || !avail || !used || !pick || !cpos || !perm || !tmp_i || !tmp_l) {
-        s = fail(err, err_len, MCL_ERR_OOM, "episode_sample: out of memory");
+        s = mcl_errbuf(err, err_len, MCL_ERR_OOM, "episode_sample: out of memory");
         goto done;
     }
     for (int ti = 0; ti < ep->n_tasks && s == MCL_OK; ti++) {
@@ -237,7 +223,7 @@ mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_
             int p = pos[i];
             int64_t m = ds->class_start[p + 1] - ds->class_start[p];
             if (m < per_class) {
-                s = fail(err, err_len, MCL_ERR_INVALID,
+                s = mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                          "episode_sample: class %d of '%s' has %lld images; a task needs %lld per "
                          "class (first-shot %lld + K %lld + queries %lld, disjoint)",
                          (int)ds->class_ids[p], ds->name, (long long)m, (long long)per_class,
@@ -247,7 +233,7 @@ mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_
             if (!used[p]) avail[na++] = p;
         }
         if (na < N) {
-            s = fail(err, err_len, MCL_ERR_INVALID,
+            s = mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                      "episode_sample: task %d needs %lld classes but only %d of the pool's %d "
                      "classes of '%s' are usable%s",
                      ti, (long long)N, na, np, ds->name,
@@ -257,7 +243,7 @@ mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_
         /* N classes in random order: label j <-> j-th drawn class */
         s = mcl_sample_distinct(rng, na, N, pick, NULL);
         if (s != MCL_OK) {
-            fail(err, err_len, s, "episode_sample: class draw failed");
+            mcl_errbuf(err, err_len, s, "episode_sample: class draw failed");
             goto done;
         }
         for (int64_t j = 0; j < N; j++) cpos[j] = avail[pick[j]];
@@ -270,7 +256,7 @@ mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_
             int64_t m = ds->class_start[p + 1] - start;
             s = mcl_sample_distinct(rng, m, per_class, pick, NULL);
             if (s != MCL_OK) {
-                fail(err, err_len, s, "episode_sample: example draw failed");
+                mcl_errbuf(err, err_len, s, "episode_sample: example draw failed");
                 goto done;
             }
             int32_t lab = lab_base + (int32_t)j;

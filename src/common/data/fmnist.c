@@ -24,17 +24,8 @@ static const char *const fmnist_classes[10] = {"T-shirt/top", "Trouser", "Pullov
                                                "Coat",        "Sandal",  "Shirt",    "Sneaker",
                                                "Bag",         "Ankle boot"};
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
+/* a message into the caller's error buffer (status.h) */
+#define set_err(err, len, ...) ((void)mcl_errbuf((err), (len), MCL_OK, __VA_ARGS__))
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))

@@ -61,20 +61,6 @@
 
 #include "sampler.h"
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static mcl_status fail(char *err, size_t len, mcl_status s, const char *fmt, ...)
-{
-    if (err && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
 /* ======================================================================= Split-X */
 
 void mcl_splitx_free(mcl_splitx *sx)
@@ -97,23 +83,23 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
                              size_t err_len)
 {
     if (err && err_len) err[0] = '\0';
-    if (!out) return fail(err, err_len, MCL_ERR_NULL, "splitx: NULL out");
+    if (!out) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "splitx: NULL out");
     *out = NULL;
-    if (!train || !test || !cfg) return fail(err, err_len, MCL_ERR_NULL, "splitx: NULL argument");
+    if (!train || !test || !cfg) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "splitx: NULL argument");
     int T = cfg->n_tasks, C = cfg->classes_per_task, K = cfg->k_shot;
     if (T < 1 || C < 1 || K < 1 || cfg->run < 0 || T > 100000 || C > 100000 ||
         (int64_t)T * C > 1000000 ||
         (cfg->mode != MCL_SPLITX_DOMAIN && cfg->mode != MCL_SPLITX_CLASS))
-        return fail(err, err_len, MCL_ERR_INVALID,
+        return mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                     "splitx: invalid config (tasks %d, classes per task %d, K %d, run %d, mode %d)",
                     T, C, K, cfg->run, (int)cfg->mode);
     int TC = T * C;
     if (!cfg->classes && train->n_classes < TC)
-        return fail(err, err_len, MCL_ERR_INVALID,
+        return mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                     "splitx: %d tasks x %d classes need %d classes; '%s' has %d", T, C, TC,
                     train->name, train->n_classes);
     mcl_splitx *sx = calloc(1, sizeof *sx);
-    if (!sx) return fail(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
+    if (!sx) return mcl_errbuf(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
     sx->cfg = *cfg;
     sx->cfg.classes = NULL;
     sx->train = train;
@@ -127,7 +113,7 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
     sx->task_ctx_start = malloc((size_t)(T + 1) * sizeof *sx->task_ctx_start);
     sx->task_query_start = malloc((size_t)(T + 1) * sizeof *sx->task_query_start);
     if (!sx->task_class || !ptrain || !ptest || !sx->task_ctx_start || !sx->task_query_start) {
-        s = fail(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
+        s = mcl_errbuf(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
         goto done;
     }
     int64_t nq = 0;
@@ -135,21 +121,21 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
         int32_t c = cfg->classes ? cfg->classes[i] : train->class_ids[i];
         for (int j = 0; j < i; j++)
             if (sx->task_class[j] == c) {
-                s = fail(err, err_len, MCL_ERR_INVALID, "splitx: class %d listed twice", (int)c);
+                s = mcl_errbuf(err, err_len, MCL_ERR_INVALID, "splitx: class %d listed twice", (int)c);
                 goto done;
             }
         sx->task_class[i] = c;
         ptrain[i] = mcl_dataset_class_pos(train, c);
         ptest[i] = mcl_dataset_class_pos(test, c);
         if (ptrain[i] < 0 || ptest[i] < 0) {
-            s = fail(err, err_len, MCL_ERR_INVALID, "splitx: class %d is not in the %s set '%s'",
+            s = mcl_errbuf(err, err_len, MCL_ERR_INVALID, "splitx: class %d is not in the %s set '%s'",
                      (int)c, ptrain[i] < 0 ? "training" : "test",
                      ptrain[i] < 0 ? train->name : test->name);
             goto done;
         }
         int64_t m = train->class_start[ptrain[i] + 1] - train->class_start[ptrain[i]];
         if (m < K) {
-            s = fail(err, err_len, MCL_ERR_INVALID,
+            s = mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                      "splitx: class %d has %lld training images, K = %d", (int)c, (long long)m, K);
             goto done;
         }
@@ -165,13 +151,13 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
     sx->query_task = malloc((size_t)(nq + 1) * sizeof *sx->query_task);
     if (!sx->ctx_index || !sx->ctx_label || !sx->ctx_task || !sx->query_index ||
         !sx->query_label || !sx->query_task) {
-        s = fail(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
+        s = mcl_errbuf(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
         goto done;
     }
     /* the K images of each class for this run: chosen[i*K + e] */
     int64_t *chosen = malloc((size_t)TC * (size_t)K * sizeof *chosen);
     if (!chosen) {
-        s = fail(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
+        s = mcl_errbuf(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
         goto done;
     }
     for (int i = 0; i < TC; i++) {
@@ -185,7 +171,7 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
                 free(pi);
                 free(order);
                 free(chosen);
-                s = fail(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
+                s = mcl_errbuf(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
                 goto done;
             }
             mcl_rng r;
@@ -398,14 +384,14 @@ mcl_status mcl_stream_piecewise(const mcl_class_pool *pool, const mcl_pwstream_c
                                 mcl_rng *rng, mcl_stream **out, char *err, size_t err_len)
 {
     if (err && err_len) err[0] = '\0';
-    if (!out) return fail(err, err_len, MCL_ERR_NULL, "piecewise stream: NULL out");
+    if (!out) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "piecewise stream: NULL out");
     *out = NULL;
     if (!pool || !pool->ds || !cfg || !rng)
-        return fail(err, err_len, MCL_ERR_NULL, "piecewise stream: NULL argument");
+        return mcl_errbuf(err, err_len, MCL_ERR_NULL, "piecewise stream: NULL argument");
     const mcl_dataset *ds = pool->ds;
     if (cfg->n_tasks < 1 || cfg->n_way < 1 || cfg->per_task < 1 || cfg->n_tasks > 10000000 ||
         cfg->per_task > ((int64_t)1 << 40) / cfg->n_tasks)
-        return fail(err, err_len, MCL_ERR_INVALID,
+        return mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                     "piecewise stream: invalid config (tasks %d, N %d, per task %lld)",
                     cfg->n_tasks, cfg->n_way, (long long)cfg->per_task);
     int *pos = malloc(((size_t)ds->n_classes + 1) * sizeof *pos);
@@ -414,13 +400,13 @@ mcl_status mcl_stream_piecewise(const mcl_class_pool *pool, const mcl_pwstream_c
     stream_builder b;
     mcl_status s = builder_init(&b, ds, cfg->n_tasks, cfg->n_way);
     if (s != MCL_OK || !pos || !pick) {
-        s = fail(err, err_len, MCL_ERR_OOM, "piecewise stream: out of memory");
+        s = mcl_errbuf(err, err_len, MCL_ERR_OOM, "piecewise stream: out of memory");
         goto done;
     }
     s = mcl_class_pool_positions(pool, pos, ds->n_classes, &np, err, err_len);
     if (s != MCL_OK) goto done;
     if (np < cfg->n_way) {
-        s = fail(err, err_len, MCL_ERR_INVALID,
+        s = mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                  "piecewise stream: N = %d classes per task, the pool has %d", cfg->n_way, np);
         goto done;
     }
@@ -439,7 +425,7 @@ mcl_status mcl_stream_piecewise(const mcl_class_pool *pool, const mcl_pwstream_c
         s = task_examples(&b, rng, t, cfg->per_task, 0);
     }
     if (s != MCL_OK && !(err && err[0]))
-        fail(err, err_len, s, "piecewise stream: %s", mcl_status_str(s));
+        mcl_errbuf(err, err_len, s, "piecewise stream: %s", mcl_status_str(s));
     if (s == MCL_OK) b.s->task_start[cfg->n_tasks] = b.s->n;
 done:
     free(pos);
@@ -468,22 +454,22 @@ mcl_status mcl_stream_onlinex(const mcl_class_pool *pool, const mcl_onlinex_cfg 
                               mcl_rng *rng, mcl_stream **out, char *err, size_t err_len)
 {
     if (err && err_len) err[0] = '\0';
-    if (!out) return fail(err, err_len, MCL_ERR_NULL, "online-x stream: NULL out");
+    if (!out) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "online-x stream: NULL out");
     *out = NULL;
     if (!pool || !pool->ds || !cfg || !rng)
-        return fail(err, err_len, MCL_ERR_NULL, "online-x stream: NULL argument");
+        return mcl_errbuf(err, err_len, MCL_ERR_NULL, "online-x stream: NULL argument");
     const mcl_dataset *ds = pool->ds;
     const int N = cfg->n_way, NK = cfg->n_kept, NP = cfg->n_persev;
     const int NN = N - NK - NP; /* new classes per task (t > 0) */
     if (cfg->n_tasks < 1 || cfg->n_tasks > 10000000 || N < 1 || N > 64 || NK < 0 || NP < 0 ||
         NN < 0 || cfg->len_min < 1 || cfg->len_max < cfg->len_min || cfg->round_size < 1 ||
         cfg->max_per_class < 0 || (int64_t)cfg->len_max * cfg->round_size > 0x7fffffff)
-        return fail(err, err_len, MCL_ERR_INVALID,
+        return mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                     "online-x stream: invalid config (tasks %d, N %d, kept %d, persev %d, "
                     "rounds %d..%d, round size %d)",
                     cfg->n_tasks, N, NK, NP, cfg->len_min, cfg->len_max, cfg->round_size);
     if (!cfg->code_exact && NP == 1 && N - NK == 1)
-        return fail(err, err_len, MCL_ERR_INVALID,
+        return mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                     "online-x stream: one perseveration class and one free label: it cannot "
                     "change its label (use code_exact = 1 for the appendix code)");
     int *pos = malloc(((size_t)ds->n_classes + 1) * sizeof *pos);
@@ -494,14 +480,14 @@ mcl_status mcl_stream_onlinex(const mcl_class_pool *pool, const mcl_onlinex_cfg 
     mcl_status s = builder_init(&b, ds, cfg->n_tasks, N);
     mcl_stream *st = b.s;
     if (s != MCL_OK || !pos || !cand || !excl) {
-        s = fail(err, err_len, MCL_ERR_OOM, "online-x stream: out of memory");
+        s = mcl_errbuf(err, err_len, MCL_ERR_OOM, "online-x stream: out of memory");
         goto done;
     }
     s = mcl_class_pool_positions(pool, pos, ds->n_classes, &np, err, err_len);
     if (s != MCL_OK) goto done;
     int need = cfg->code_exact ? N : (cfg->n_tasks > 1 ? N + NN : N);
     if (np < need) {
-        s = fail(err, err_len, MCL_ERR_INVALID,
+        s = mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                  "online-x stream: the pool has %d classes, %d are needed (%d-way tasks%s)", np,
                  need, N, cfg->code_exact ? "" : " whose new classes avoid the previous task's");
         goto done;
@@ -574,7 +560,7 @@ mcl_status mcl_stream_onlinex(const mcl_class_pool *pool, const mcl_onlinex_cfg 
                 if (!excl[pos[i]]) cand[nc++] = pos[i];
             int newc[64];
             if (nc < NN) {
-                s = fail(err, err_len, MCL_ERR_INVALID, "online-x stream: too few classes left");
+                s = mcl_errbuf(err, err_len, MCL_ERR_INVALID, "online-x stream: too few classes left");
                 break;
             }
             s = sample_from(rng, cand, nc, NN, newc);
@@ -588,7 +574,7 @@ mcl_status mcl_stream_onlinex(const mcl_class_pool *pool, const mcl_onlinex_cfg 
         s = task_examples(&b, rng, t, (int64_t)len * cfg->round_size, cfg->max_per_class);
     }
     if (s != MCL_OK && !(err && err[0]))
-        fail(err, err_len, s, "online-x stream: %s", mcl_status_str(s));
+        mcl_errbuf(err, err_len, s, "online-x stream: %s", mcl_status_str(s));
     if (s == MCL_OK) st->task_start[cfg->n_tasks] = st->n;
 done:
     free(pos);

@@ -87,18 +87,6 @@ mcl_status mcl_tar_parse_buffer(const uint8_t *buf, size_t n, mcl_tar_file_fn fn
 #define MCL_FMT(f, a)
 #endif
 
-static mcl_status fail(char *err, size_t len, mcl_status s, const char *fmt, ...) MCL_FMT(4, 5);
-static mcl_status fail(char *err, size_t len, mcl_status s, const char *fmt, ...)
-{
-    if (err && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
 /* Prefix err with "what: " (keeps the original message). */
 static mcl_status prefix_err(char *err, size_t len, mcl_status s, const char *what)
 {
@@ -294,26 +282,26 @@ static mcl_status read_file(const char *path, size_t max, char **buf, size_t *n,
     *buf = NULL;
     *n = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, len, MCL_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!f) return mcl_errbuf(err, len, MCL_ERR_IO, "%s: %s", path, strerror(errno));
     size_t cap = 1 << 16, used = 0;
     char *b = malloc(cap + 1);
     if (!b) {
         fclose(f);
-        return fail(err, len, MCL_ERR_OOM, "%s: out of memory", path);
+        return mcl_errbuf(err, len, MCL_ERR_OOM, "%s: out of memory", path);
     }
     for (;;) {
         if (used == cap) {
             if (cap >= max) {
                 free(b);
                 fclose(f);
-                return fail(err, len, MCL_ERR_FORMAT, "%s: larger than %zu bytes", path, max);
+                return mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: larger than %zu bytes", path, max);
             }
             size_t nc = cap * 2 > max ? max : cap * 2;
             char *nb = realloc(b, nc + 1);
             if (!nb) {
                 free(b);
                 fclose(f);
-                return fail(err, len, MCL_ERR_OOM, "%s: out of memory", path);
+                return mcl_errbuf(err, len, MCL_ERR_OOM, "%s: out of memory", path);
             }
             b = nb;
             cap = nc;
@@ -326,7 +314,7 @@ static mcl_status read_file(const char *path, size_t max, char **buf, size_t *n,
     fclose(f);
     if (bad) {
         free(b);
-        return fail(err, len, MCL_ERR_IO, "%s: read error", path);
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s: read error", path);
     }
     b[used] = '\0';
     *buf = b;
@@ -338,13 +326,13 @@ static mcl_status mkdir_p(const char *dir, char *err, size_t len)
 {
     char p[4096];
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
-        return fail(err, len, MCL_ERR_INVALID, "path too long: %s", dir);
+        return mcl_errbuf(err, len, MCL_ERR_INVALID, "path too long: %s", dir);
     for (char *s = p + 1;; s++) {
         if (*s == '/' || *s == '\0') {
             char c = *s;
             *s = '\0';
             if (mkdir(p, 0777) != 0 && errno != EEXIST)
-                return fail(err, len, MCL_ERR_IO, "cannot create directory %s: %s", p,
+                return mcl_errbuf(err, len, MCL_ERR_IO, "cannot create directory %s: %s", p,
                             strerror(errno));
             *s = c;
             if (c == '\0') break;
@@ -352,7 +340,7 @@ static mcl_status mkdir_p(const char *dir, char *err, size_t len)
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fail(err, len, MCL_ERR_IO, "%s is not a directory", dir);
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s is not a directory", dir);
     return MCL_OK;
 }
 
@@ -414,13 +402,13 @@ static mcl_status tar_walk(tar_read_fn rd, void *ctx, const char *what, mcl_tar_
             break;
         }
         if (r == 0) {
-            st = fail(err, len, MCL_ERR_FORMAT,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                       "%s: no end-of-archive block (truncated?) at offset %llu", what,
                       (unsigned long long)off);
             break;
         }
         if (r < 512) {
-            st = fail(err, len, MCL_ERR_FORMAT, "%s: truncated header at offset %llu", what,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: truncated header at offset %llu", what,
                       (unsigned long long)off);
             break;
         }
@@ -433,7 +421,7 @@ static mcl_status tar_walk(tar_read_fn rd, void *ctx, const char *what, mcl_tar_
         if (zero) break; /* end of archive */
         uint64_t want;
         if (tar_octal(h + 148, 8, &want) != 0) {
-            st = fail(err, len, MCL_ERR_FORMAT, "%s: bad checksum field at offset %llu", what,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: bad checksum field at offset %llu", what,
                       (unsigned long long)off);
             break;
         }
@@ -445,25 +433,25 @@ static mcl_status tar_walk(tar_read_fn rd, void *ctx, const char *what, mcl_tar_
             ss += (signed char)c;
         }
         if (want != su && (int64_t)want != ss) {
-            st = fail(err, len, MCL_ERR_FORMAT,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                       "%s: header checksum mismatch at offset %llu (stored %llo, computed %llo)",
                       what, (unsigned long long)off, (unsigned long long)want,
                       (unsigned long long)su);
             break;
         }
         if (memcmp(h + 257, "ustar", 5) != 0) {
-            st = fail(err, len, MCL_ERR_FORMAT, "%s: not a ustar header at offset %llu", what,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: not a ustar header at offset %llu", what,
                       (unsigned long long)off);
             break;
         }
         uint64_t size;
         if (tar_octal(h + 124, 12, &size) != 0) {
-            st = fail(err, len, MCL_ERR_FORMAT, "%s: bad size field at offset %llu", what,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: bad size field at offset %llu", what,
                       (unsigned long long)off);
             break;
         }
         if (size > MAX_TAR_ENTRY) {
-            st = fail(err, len, MCL_ERR_FORMAT,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                       "%s: member at offset %llu claims %llu bytes (more than %u): refusing", what,
                       (unsigned long long)off, (unsigned long long)size, MAX_TAR_ENTRY);
             break;
@@ -486,7 +474,7 @@ static mcl_status tar_walk(tar_read_fn rd, void *ctx, const char *what, mcl_tar_
             if (cap < size + 1) {
                 uint8_t *nd = realloc(data, (size_t)size + 1);
                 if (!nd) {
-                    st = fail(err, len, MCL_ERR_OOM, "%s: out of memory", what);
+                    st = mcl_errbuf(err, len, MCL_ERR_OOM, "%s: out of memory", what);
                     break;
                 }
                 data = nd;
@@ -499,7 +487,7 @@ static mcl_status tar_walk(tar_read_fn rd, void *ctx, const char *what, mcl_tar_
                 break;
             }
             if ((uint64_t)got < size) {
-                st = fail(err, len, MCL_ERR_FORMAT,
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                           "%s: member '%s' at offset %llu is truncated (%llu of %llu bytes)", what,
                           name, (unsigned long long)off, (unsigned long long)got,
                           (unsigned long long)size);
@@ -511,7 +499,7 @@ static mcl_status tar_walk(tar_read_fn rd, void *ctx, const char *what, mcl_tar_
                 if (sk < 0)
                     prefix_err(err, len, st, what);
                 else
-                    fail(err, len, st, "%s: member '%s' padding truncated", what, name);
+                    mcl_errbuf(err, len, st, "%s: member '%s' padding truncated", what, name);
                 break;
             }
             data[size] = 0;
@@ -524,7 +512,7 @@ static mcl_status tar_walk(tar_read_fn rd, void *ctx, const char *what, mcl_tar_
                 if (sk < 0)
                     prefix_err(err, len, st, what);
                 else
-                    fail(err, len, st, "%s: member '%s' at offset %llu is truncated", what, name,
+                    mcl_errbuf(err, len, st, "%s: member '%s' at offset %llu is truncated", what, name,
                          (unsigned long long)off);
                 break;
             }
@@ -554,7 +542,7 @@ static long mem_read(void *ctx, uint8_t *buf, size_t n, char *err, size_t len)
 mcl_status mcl_tar_parse_buffer(const uint8_t *buf, size_t n, mcl_tar_file_fn fn, void *user,
                                 char *err, size_t len)
 {
-    if ((!buf && n) || !fn) return fail(err, len, MCL_ERR_NULL, "tar: NULL argument");
+    if ((!buf && n) || !fn) return mcl_errbuf(err, len, MCL_ERR_NULL, "tar: NULL argument");
     mem_src m = {buf, n, 0};
     return tar_walk(mem_read, &m, "tar", fn, user, err, len);
 }
@@ -574,13 +562,13 @@ static long gz_read(void *ctx, uint8_t *buf, size_t n, char *err, size_t len)
         if (r < 0) {
             int code;
             const char *m = gzerror(g->gz, &code);
-            fail(err, len, MCL_ERR_IO, "gzip error: %s", m ? m : "?");
+            mcl_errbuf(err, len, MCL_ERR_IO, "gzip error: %s", m ? m : "?");
             return -1;
         }
         if (!g->checked) {
             g->checked = 1;
             if (gzdirect(g->gz)) {
-                fail(err, len, MCL_ERR_IO, "not a gzip file");
+                mcl_errbuf(err, len, MCL_ERR_IO, "not a gzip file");
                 return -1;
             }
         }
@@ -588,7 +576,7 @@ static long gz_read(void *ctx, uint8_t *buf, size_t n, char *err, size_t len)
             int code;
             const char *m = gzerror(g->gz, &code);
             if (code != Z_OK) {
-                fail(err, len, MCL_ERR_IO, "gzip error: %s", m ? m : "?");
+                mcl_errbuf(err, len, MCL_ERR_IO, "gzip error: %s", m ? m : "?");
                 return -1;
             }
             break;
@@ -602,7 +590,7 @@ static mcl_status tar_gz_file(const char *path, mcl_tar_file_fn fn, void *user, 
                               size_t len)
 {
     gz_src g = {gzopen(path, "rb"), 0};
-    if (!g.gz) return fail(err, len, MCL_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!g.gz) return mcl_errbuf(err, len, MCL_ERR_IO, "%s: %s", path, strerror(errno));
     mcl_status st = tar_walk(gz_read, &g, path, fn, user, err, len);
     gzclose(g.gz);
     return st;
@@ -640,13 +628,13 @@ static int json_coord(const cJSON *v, double lo, double hi, double *out)
 /* hanzi-writer: {"medians": [[[x, y], ...], ...], ...} */
 static mcl_status glyph_from_hanzi(const cJSON *root, mcl_glyph *g, char *err, size_t len)
 {
-    if (!cJSON_IsObject(root)) return fail(err, len, MCL_ERR_FORMAT, "not a JSON object");
+    if (!cJSON_IsObject(root)) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "not a JSON object");
     const cJSON *med = cJSON_GetObjectItemCaseSensitive(root, "medians");
-    if (!med) return fail(err, len, MCL_ERR_FORMAT, "no \"medians\" member");
-    if (!cJSON_IsArray(med)) return fail(err, len, MCL_ERR_FORMAT, "\"medians\" is not an array");
+    if (!med) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "no \"medians\" member");
+    if (!cJSON_IsArray(med)) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "\"medians\" is not an array");
     int ns = cJSON_GetArraySize(med);
-    if (ns < 1) return fail(err, len, MCL_ERR_FORMAT, "\"medians\" is empty");
-    if (ns > MAX_STROKES) return fail(err, len, MCL_ERR_FORMAT, "too many strokes (%d)", ns);
+    if (ns < 1) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "\"medians\" is empty");
+    if (ns > MAX_STROKES) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "too many strokes (%d)", ns);
     gbuild b;
     memset(&b, 0, sizeof b);
     int k = 0;
@@ -654,7 +642,7 @@ static mcl_status glyph_from_hanzi(const cJSON *root, mcl_glyph *g, char *err, s
     const cJSON *stroke;
     cJSON_ArrayForEach (stroke, med) {
         if (!cJSON_IsArray(stroke) || cJSON_GetArraySize(stroke) < 1) {
-            st = fail(err, len, MCL_ERR_FORMAT, "medians[%d] is not a non-empty array", k);
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "medians[%d] is not a non-empty array", k);
             break;
         }
         int j = 0;
@@ -664,27 +652,27 @@ static mcl_status glyph_from_hanzi(const cJSON *root, mcl_glyph *g, char *err, s
             if (!cJSON_IsArray(pt) || cJSON_GetArraySize(pt) != 2 ||
                 json_coord(cJSON_GetArrayItem(pt, 0), -MAX_COORD, MAX_COORD, &x) ||
                 json_coord(cJSON_GetArrayItem(pt, 1), -MAX_COORD, MAX_COORD, &y)) {
-                st = fail(err, len, MCL_ERR_FORMAT,
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                           "medians[%d][%d] is not a pair of numbers in [-%g, %g]", k, j, MAX_COORD,
                           MAX_COORD);
                 break;
             }
             int e = gb_point(&b, (float)(x / 1024.0), (float)((900.0 - y) / 1024.0));
             if (e) {
-                st = e == -2 ? fail(err, len, MCL_ERR_OOM, "out of memory")
-                             : fail(err, len, MCL_ERR_FORMAT, "too many points");
+                st = e == -2 ? mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory")
+                             : mcl_errbuf(err, len, MCL_ERR_FORMAT, "too many points");
                 break;
             }
             j++;
         }
         if (st != MCL_OK) break;
         if (gb_end_stroke(&b) == -2) {
-            st = fail(err, len, MCL_ERR_OOM, "out of memory");
+            st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
             break;
         }
         k++;
     }
-    if (st == MCL_OK && gb_finish(&b, g) != 0) st = fail(err, len, MCL_ERR_OOM, "out of memory");
+    if (st == MCL_OK && gb_finish(&b, g) != 0) st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
     gb_free(&b);
     return st;
 }
@@ -692,10 +680,10 @@ static mcl_status glyph_from_hanzi(const cJSON *root, mcl_glyph *g, char *err, s
 /* kanjidraw: [[x1, y1, x2, y2], ...] */
 static mcl_status glyph_from_kanji(const cJSON *arr, mcl_glyph *g, char *err, size_t len)
 {
-    if (!cJSON_IsArray(arr)) return fail(err, len, MCL_ERR_FORMAT, "strokes are not an array");
+    if (!cJSON_IsArray(arr)) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "strokes are not an array");
     int ns = cJSON_GetArraySize(arr);
-    if (ns < 1) return fail(err, len, MCL_ERR_FORMAT, "no strokes");
-    if (ns > MAX_STROKES) return fail(err, len, MCL_ERR_FORMAT, "too many strokes (%d)", ns);
+    if (ns < 1) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "no strokes");
+    if (ns > MAX_STROKES) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "too many strokes (%d)", ns);
     gbuild b;
     memset(&b, 0, sizeof b);
     int k = 0;
@@ -707,18 +695,18 @@ static mcl_status glyph_from_kanji(const cJSON *arr, mcl_glyph *g, char *err, si
         for (int i = 0; ok && i < 4; i++)
             ok = json_coord(cJSON_GetArrayItem(s, i), 0.0, 1024.0, &v[i]) == 0;
         if (!ok) {
-            st = fail(err, len, MCL_ERR_FORMAT,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                       "stroke %d is not [x1, y1, x2, y2] with numbers in [0, 1024]", k);
             break;
         }
         if (gb_point(&b, (float)(v[0] / 256.0), (float)(v[1] / 256.0)) ||
             gb_point(&b, (float)(v[2] / 256.0), (float)(v[3] / 256.0)) || gb_end_stroke(&b)) {
-            st = fail(err, len, MCL_ERR_OOM, "out of memory");
+            st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
             break;
         }
         k++;
     }
-    if (st == MCL_OK && gb_finish(&b, g) != 0) st = fail(err, len, MCL_ERR_OOM, "out of memory");
+    if (st == MCL_OK && gb_finish(&b, g) != 0) st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
     gb_free(&b);
     return st;
 }
@@ -726,14 +714,14 @@ static mcl_status glyph_from_kanji(const cJSON *arr, mcl_glyph *g, char *err, si
 mcl_status mcl_glyph_from_json(const char *json, size_t n, const char *format, mcl_glyph *g,
                                char *err, size_t len)
 {
-    if (!g || !format || (!json && n)) return fail(err, len, MCL_ERR_NULL, "NULL argument");
+    if (!g || !format || (!json && n)) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
     memset(g, 0, sizeof *g);
     int hanzi = strcmp(format, "hanzi") == 0;
     if (!hanzi && strcmp(format, "kanji") != 0)
-        return fail(err, len, MCL_ERR_INVALID, "unknown glyph format '%s'", format);
-    if (n == 0) return fail(err, len, MCL_ERR_FORMAT, "empty input");
+        return mcl_errbuf(err, len, MCL_ERR_INVALID, "unknown glyph format '%s'", format);
+    if (n == 0) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "empty input");
     cJSON *root = json_parse_strict(json, n);
-    if (!root) return fail(err, len, MCL_ERR_FORMAT, "invalid JSON");
+    if (!root) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "invalid JSON");
     mcl_status st =
         hanzi ? glyph_from_hanzi(root, g, err, len) : glyph_from_kanji(root, g, err, len);
     cJSON_Delete(root);
@@ -746,16 +734,16 @@ mcl_status mcl_glyph_from_json(const char *json, size_t n, const char *format, m
 mcl_status mcl_kanji_parse_buffer(const char *buf, size_t n, int max_strokes, mcl_strokeset **out,
                                   char *err, size_t len)
 {
-    if (!out || (!buf && n)) return fail(err, len, MCL_ERR_NULL, "NULL argument");
+    if (!out || (!buf && n)) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
     *out = NULL;
-    if (n == 0) return fail(err, len, MCL_ERR_FORMAT, "empty input");
+    if (n == 0) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "empty input");
     cJSON *root = json_parse_strict(buf, n);
-    if (!root) return fail(err, len, MCL_ERR_FORMAT, "invalid JSON");
+    if (!root) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "invalid JSON");
     mcl_strokeset *s = NULL;
     mcl_status st = set_new("kanji", &s);
     int cap = 0;
     if (st == MCL_OK && !cJSON_IsObject(root))
-        st = fail(err, len, MCL_ERR_FORMAT, "top level is not an object");
+        st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "top level is not an object");
     const cJSON *grp;
     if (st == MCL_OK)
         cJSON_ArrayForEach (grp, root) {
@@ -764,18 +752,18 @@ mcl_status mcl_kanji_parse_buffer(const char *buf, size_t n, int max_strokes, mc
             errno = 0;
             long count = strtol(key, &end, 10);
             if (key[0] < '0' || key[0] > '9' || *end || errno || count < 1 || count > MAX_STROKES) {
-                st = fail(err, len, MCL_ERR_FORMAT, "member \"%.40s\" is not a stroke count", key);
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "member \"%.40s\" is not a stroke count", key);
                 break;
             }
             if (!cJSON_IsObject(grp)) {
-                st = fail(err, len, MCL_ERR_FORMAT, "member \"%s\" is not an object", key);
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "member \"%s\" is not an object", key);
                 break;
             }
             const cJSON *ch;
             cJSON_ArrayForEach (ch, grp) {
                 const char *c = ch->string ? ch->string : "";
                 if (utf8_text_ok(c, strlen(c)) < 1) {
-                    st = fail(err, len, MCL_ERR_FORMAT,
+                    st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                               "[\"%s\"]: a character name is not valid UTF-8 text", key);
                     break;
                 }
@@ -791,7 +779,7 @@ mcl_status mcl_kanji_parse_buffer(const char *buf, size_t n, int max_strokes, mc
                 if (g.n_strokes != count) {
                     int got = g.n_strokes;
                     mcl_glyph_clear(&g);
-                    st = fail(err, len, MCL_ERR_FORMAT,
+                    st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                               "[\"%s\"][\"%s\"]: %d strokes under stroke count %ld", key, c, got,
                               count);
                     break;
@@ -805,7 +793,7 @@ mcl_status mcl_kanji_parse_buffer(const char *buf, size_t n, int max_strokes, mc
                 st = set_push(s, &cap, &g);
                 if (st != MCL_OK) {
                     mcl_glyph_clear(&g);
-                    fail(err, len, st, "out of memory");
+                    mcl_errbuf(err, len, st, "out of memory");
                     break;
                 }
             }
@@ -816,7 +804,7 @@ mcl_status mcl_kanji_parse_buffer(const char *buf, size_t n, int max_strokes, mc
         qsort(s->glyphs, (size_t)s->n, sizeof *s->glyphs, cmp_glyph_text);
         for (int i = 1; i < s->n; i++)
             if (strcmp(s->glyphs[i - 1].text, s->glyphs[i].text) == 0) {
-                st = fail(err, len, MCL_ERR_FORMAT, "character \"%s\" appears twice",
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "character \"%s\" appears twice",
                           s->glyphs[i].text);
                 break;
             }
@@ -833,7 +821,7 @@ static mcl_status load_kanji(int max_strokes, mcl_strokeset **out, char *err, si
 {
     struct stat stt;
     if (stat(KANJI_JSON, &stt) != 0)
-        return fail(err, len, MCL_ERR_IO,
+        return mcl_errbuf(err, len, MCL_ERR_IO,
                     "kanji: %s not found: install the Debian package python3-kanjidraw "
                     "(apt-get install python3-kanjidraw)",
                     KANJI_JSON);
@@ -847,7 +835,7 @@ static mcl_status load_kanji(int max_strokes, mcl_strokeset **out, char *err, si
     if ((*out)->n == 0) {
         mcl_strokeset_free(*out);
         *out = NULL;
-        return fail(err, len, MCL_ERR_FORMAT, "%s: no glyphs with at most %d strokes", KANJI_JSON,
+        return mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: no glyphs with at most %d strokes", KANJI_JSON,
                     max_strokes);
     }
     return MCL_OK;
@@ -873,12 +861,12 @@ static long jhf_number(const char *f, int w)
 mcl_status mcl_jhf_parse_buffer(const char *buf, size_t n, const char *fname, mcl_strokeset **out,
                                 char *err, size_t len)
 {
-    if (!out || (!buf && n)) return fail(err, len, MCL_ERR_NULL, "NULL argument");
+    if (!out || (!buf && n)) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
     *out = NULL;
     if (!fname) fname = "<jhf>";
     mcl_strokeset *s = NULL;
     mcl_status st = set_new("hershey", &s);
-    if (st != MCL_OK) return fail(err, len, st, "out of memory");
+    if (st != MCL_OK) return mcl_errbuf(err, len, st, "out of memory");
     int cap = 0;
     char *body = NULL; /* glyph data joined over continuation lines */
     size_t body_cap = 0;
@@ -897,25 +885,25 @@ mcl_status mcl_jhf_parse_buffer(const char *buf, size_t n, const char *fname, mc
         long first_line = line_no;
         for (size_t i = 0; i < ll; i++)
             if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] > 0x7e) {
-                st = fail(err, len, MCL_ERR_FORMAT,
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                           "%s:%ld: non-printable byte 0x%02x in column %zu", fname, line_no,
                           (unsigned char)line[i], i + 1);
                 break;
             }
         if (st != MCL_OK) break;
         if (ll < 10) {
-            st = fail(err, len, MCL_ERR_FORMAT,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                       "%s:%ld: line too short for a glyph header (%zu chars)", fname, line_no, ll);
             break;
         }
         long id = jhf_number(line, 5), count = jhf_number(line + 5, 3);
         if (id < 0) {
-            st = fail(err, len, MCL_ERR_FORMAT, "%s:%ld: columns 1-5 are not a glyph number", fname,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s:%ld: columns 1-5 are not a glyph number", fname,
                       line_no);
             break;
         }
         if (count < 1) {
-            st = fail(err, len, MCL_ERR_FORMAT, "%s:%ld: columns 6-8 are not a vertex count >= 1",
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s:%ld: columns 6-8 are not a vertex count >= 1",
                       fname, line_no);
             break;
         }
@@ -923,7 +911,7 @@ mcl_status mcl_jhf_parse_buffer(const char *buf, size_t n, const char *fname, mc
         if (body_cap < need) {
             char *nb = realloc(body, need);
             if (!nb) {
-                st = fail(err, len, MCL_ERR_OOM, "out of memory");
+                st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
                 break;
             }
             body = nb;
@@ -931,7 +919,7 @@ mcl_status mcl_jhf_parse_buffer(const char *buf, size_t n, const char *fname, mc
         }
         size_t have = ll - 8;
         if (have > need) {
-            st = fail(err, len, MCL_ERR_FORMAT,
+            st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                       "%s:%ld: %zu data characters, the vertex count %ld needs %zu", fname, line_no,
                       have, count, need);
             break;
@@ -940,7 +928,7 @@ mcl_status mcl_jhf_parse_buffer(const char *buf, size_t n, const char *fname, mc
         /* long glyphs continue on the next physical lines */
         while (have < need && st == MCL_OK) {
             if (pos >= n) {
-                st = fail(err, len, MCL_ERR_FORMAT,
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                           "%s:%ld: glyph truncated at end of file (%zu of %zu data characters)",
                           fname, first_line, have, need);
                 break;
@@ -954,14 +942,14 @@ mcl_status mcl_jhf_parse_buffer(const char *buf, size_t n, const char *fname, mc
             if (ll && line[ll - 1] == '\r') ll--;
             for (size_t i = 0; i < ll; i++)
                 if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] > 0x7e) {
-                    st = fail(err, len, MCL_ERR_FORMAT,
+                    st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                               "%s:%ld: non-printable byte 0x%02x in column %zu", fname, line_no,
                               (unsigned char)line[i], i + 1);
                     break;
                 }
             if (st != MCL_OK) break;
             if (ll == 0 || have + ll > need) {
-                st = fail(err, len, MCL_ERR_FORMAT,
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT,
                           "%s:%ld: glyph started on line %ld has %zu data characters, its "
                           "vertex count %ld needs %zu",
                           fname, line_no, first_line, have + ll, count, need);
@@ -982,19 +970,19 @@ mcl_status mcl_jhf_parse_buffer(const char *buf, size_t n, const char *fname, mc
             else
                 e2 = gb_point(&b, (float)(cx - 'R') / 128.0f + 0.5f,
                               (float)(cy - 'R') / 128.0f + 0.5f);
-            if (e2) st = fail(err, len, MCL_ERR_OOM, "out of memory");
+            if (e2) st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
         }
         mcl_glyph g;
         memset(&g, 0, sizeof g);
         if (st == MCL_OK && (gb_end_stroke(&b) || gb_finish(&b, &g)))
-            st = fail(err, len, MCL_ERR_OOM, "out of memory");
+            st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
         gb_free(&b);
         if (st == MCL_OK) {
             snprintf(g.text, sizeof g.text, "%.40s #%d", fname, s->n);
             st = set_push(s, &cap, &g);
             if (st != MCL_OK) {
                 mcl_glyph_clear(&g);
-                fail(err, len, st, "out of memory");
+                mcl_errbuf(err, len, st, "out of memory");
             }
         }
     }
@@ -1052,7 +1040,7 @@ static mcl_status load_hershey(int max_strokes, mcl_strokeset **out, char *err, 
     const char *install = "install the Debian package hershey-fonts-data "
                           "(apt-get install hershey-fonts-data)";
     DIR *d = opendir(HERSHEY_DIR);
-    if (!d) return fail(err, len, MCL_ERR_IO, "hershey: %s not found: %s", HERSHEY_DIR, install);
+    if (!d) return mcl_errbuf(err, len, MCL_ERR_IO, "hershey: %s not found: %s", HERSHEY_DIR, install);
     char **names = NULL;
     int nn = 0, cn = 0;
     mcl_status st = MCL_OK;
@@ -1064,7 +1052,7 @@ static mcl_status load_hershey(int max_strokes, mcl_strokeset **out, char *err, 
             int nc = cn ? 2 * cn : 64;
             char **a = realloc(names, (size_t)nc * sizeof *a);
             if (!a) {
-                st = fail(err, len, MCL_ERR_OOM, "out of memory");
+                st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
                 break;
             }
             names = a;
@@ -1072,14 +1060,14 @@ static mcl_status load_hershey(int max_strokes, mcl_strokeset **out, char *err, 
         }
         names[nn] = strdup(de->d_name);
         if (!names[nn]) {
-            st = fail(err, len, MCL_ERR_OOM, "out of memory");
+            st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
             break;
         }
         nn++;
     }
     closedir(d);
     if (st == MCL_OK && nn == 0)
-        st = fail(err, len, MCL_ERR_IO, "hershey: no .jhf files in %s: %s", HERSHEY_DIR, install);
+        st = mcl_errbuf(err, len, MCL_ERR_IO, "hershey: no .jhf files in %s: %s", HERSHEY_DIR, install);
     if (nn > 1) qsort(names, (size_t)nn, sizeof *names, cmp_str);
 
     mcl_strokeset *s = NULL;
@@ -1108,7 +1096,7 @@ static mcl_status load_hershey(int max_strokes, mcl_strokeset **out, char *err, 
             if (need > kb_cap) {
                 unsigned char *nk = realloc(kb, need);
                 if (!nk) {
-                    st = fail(err, len, MCL_ERR_OOM, "out of memory");
+                    st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
                     break;
                 }
                 kb = nk;
@@ -1116,7 +1104,7 @@ static mcl_status load_hershey(int max_strokes, mcl_strokeset **out, char *err, 
             }
             long kl = hershey_key(g, kb, kb_cap);
             if (kl < 0) {
-                st = fail(err, len, MCL_ERR_FORMAT, "%s: glyph %d: coordinates out of range", path,
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: glyph %d: coordinates out of range", path,
                           i);
                 break;
             }
@@ -1129,14 +1117,14 @@ static mcl_status load_hershey(int max_strokes, mcl_strokeset **out, char *err, 
             if (s->n == cap) {
                 hkey *nk = realloc(keys, (size_t)(cap ? 2 * cap : 256) * sizeof *nk);
                 if (!nk) {
-                    st = fail(err, len, MCL_ERR_OOM, "out of memory");
+                    st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
                     break;
                 }
                 keys = nk;
             }
             unsigned char *kc = malloc((size_t)kl + 1);
             if (!kc) {
-                st = fail(err, len, MCL_ERR_OOM, "out of memory");
+                st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
                 break;
             }
             memcpy(kc, kb, (size_t)kl);
@@ -1149,7 +1137,7 @@ static mcl_status load_hershey(int max_strokes, mcl_strokeset **out, char *err, 
             st = set_push(s, &cap, g);
             if (st != MCL_OK) {
                 free(kc);
-                fail(err, len, st, "out of memory");
+                mcl_errbuf(err, len, st, "out of memory");
                 break;
             }
             keys[idx].h = h;
@@ -1165,7 +1153,7 @@ static mcl_status load_hershey(int max_strokes, mcl_strokeset **out, char *err, 
     for (int f = 0; f < nn; f++) free(names[f]);
     free(names);
     if (st == MCL_OK && s->n == 0)
-        st = fail(err, len, MCL_ERR_FORMAT, "hershey: no glyphs in %s", HERSHEY_DIR);
+        st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "hershey: no glyphs in %s", HERSHEY_DIR);
     if (st != MCL_OK) {
         mcl_strokeset_free(s);
         return st;
@@ -1190,16 +1178,16 @@ static mcl_status npm_pack(const char *data_dir, const char *tgz, char *err, siz
     if (st != MCL_OK) return prefix_err(err, len, st, "hanzi");
     char tmpdir[4096];
     if (snprintf(tmpdir, sizeof tmpdir, "%s/.npm-pack.XXXXXX", data_dir) >= (int)sizeof tmpdir)
-        return fail(err, len, MCL_ERR_INVALID, "data dir path too long");
+        return mcl_errbuf(err, len, MCL_ERR_INVALID, "data dir path too long");
     if (!mkdtemp(tmpdir))
-        return fail(err, len, MCL_ERR_IO, "hanzi: cannot create a directory in %s: %s; %s",
+        return mcl_errbuf(err, len, MCL_ERR_IO, "hanzi: cannot create a directory in %s: %s; %s",
                     data_dir, strerror(errno), how);
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
         rmdir(tmpdir);
-        return fail(err, len, MCL_ERR_IO, "hanzi: fork failed: %s; %s", strerror(errno), how);
+        return mcl_errbuf(err, len, MCL_ERR_IO, "hanzi: fork failed: %s; %s", strerror(errno), how);
     }
     if (pid == 0) {
         char *argv[] = {"npm", "pack", "--loglevel=warn", HANZI_PKG, NULL};
@@ -1221,9 +1209,9 @@ static mcl_status npm_pack(const char *data_dir, const char *tgz, char *err, siz
     rmdir(tmpdir);
     if (!ok) {
         if (w == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 127)
-            return fail(err, len, MCL_ERR_IO, "hanzi: %s is missing and npm was not found; %s", tgz,
+            return mcl_errbuf(err, len, MCL_ERR_IO, "hanzi: %s is missing and npm was not found; %s", tgz,
                         how);
-        return fail(err, len, MCL_ERR_IO,
+        return mcl_errbuf(err, len, MCL_ERR_IO,
                     "hanzi: %s is missing and `npm pack " HANZI_PKG "` failed (exit status %d); %s",
                     tgz, w == pid && WIFEXITED(ws) ? WEXITSTATUS(ws) : -1, how);
     }
@@ -1245,7 +1233,7 @@ static mcl_status hanzi_member(void *user, const char *name, const uint8_t *data
     if (strcmp(name, HANZI_LICENCE_MEMBER) == 0) {
         free(h->licence);
         h->licence = malloc(size + 1);
-        if (!h->licence) return fail(err, len, MCL_ERR_OOM, "out of memory");
+        if (!h->licence) return mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
         memcpy(h->licence, data, size);
         h->licence[size] = 0;
         h->licence_n = size;
@@ -1272,7 +1260,7 @@ static mcl_status hanzi_member(void *user, const char *name, const uint8_t *data
     st = set_push(h->s, &h->cap, &g);
     if (st != MCL_OK) {
         mcl_glyph_clear(&g);
-        return fail(err, len, st, "out of memory");
+        return mcl_errbuf(err, len, st, "out of memory");
     }
     return MCL_OK;
 }
@@ -1282,7 +1270,7 @@ static mcl_status load_hanzi(const char *data_dir, int max_strokes, mcl_strokese
 {
     char tgz[4096];
     if (snprintf(tgz, sizeof tgz, "%s/%s", data_dir, HANZI_TGZ) >= (int)sizeof tgz)
-        return fail(err, len, MCL_ERR_INVALID, "data dir path too long");
+        return mcl_errbuf(err, len, MCL_ERR_INVALID, "data dir path too long");
     struct stat stt;
     mcl_status st;
     if (stat(tgz, &stt) != 0) {
@@ -1293,23 +1281,23 @@ static mcl_status load_hanzi(const char *data_dir, int max_strokes, mcl_strokese
     memset(&h, 0, sizeof h);
     h.max_strokes = max_strokes;
     st = set_new("hanzi", &h.s);
-    if (st != MCL_OK) return fail(err, len, st, "out of memory");
+    if (st != MCL_OK) return mcl_errbuf(err, len, st, "out of memory");
     st = tar_gz_file(tgz, hanzi_member, &h, err, len);
     if (st != MCL_OK) {
         char tmp[512];
         snprintf(tmp, sizeof tmp, "%s", err ? err : "");
-        fail(err, len, st, "%s (delete %s to fetch it again)", tmp, tgz);
+        mcl_errbuf(err, len, st, "%s (delete %s to fetch it again)", tmp, tgz);
     }
     if (st == MCL_OK && !h.licence)
-        st = fail(err, len, MCL_ERR_FORMAT, "%s: no %s in the package", tgz, HANZI_LICENCE_MEMBER);
+        st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: no %s in the package", tgz, HANZI_LICENCE_MEMBER);
     if (st == MCL_OK && h.s->n == 0)
-        st = fail(err, len, MCL_ERR_FORMAT, "%s: no character with at most %d strokes", tgz,
+        st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: no character with at most %d strokes", tgz,
                   max_strokes);
     if (st == MCL_OK) {
         qsort(h.s->glyphs, (size_t)h.s->n, sizeof *h.s->glyphs, cmp_glyph_text);
         for (int i = 1; i < h.s->n; i++)
             if (strcmp(h.s->glyphs[i - 1].text, h.s->glyphs[i].text) == 0) {
-                st = fail(err, len, MCL_ERR_FORMAT, "%s: character %s appears twice", tgz,
+                st = mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: character %s appears twice", tgz,
                           h.s->glyphs[i].text);
                 break;
             }
@@ -1337,13 +1325,13 @@ static mcl_status load_hanzi(const char *data_dir, int max_strokes, mcl_strokese
 mcl_status mcl_strokeset_load(const char *name, const char *data_dir, int max_strokes,
                               mcl_strokeset **out, char *err, size_t len)
 {
-    if (!name || !out) return fail(err, len, MCL_ERR_NULL, "NULL argument");
+    if (!name || !out) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
     *out = NULL;
     if (!data_dir || !*data_dir) data_dir = mcl_data_dir_default();
     if (strcmp(name, "hanzi") == 0) return load_hanzi(data_dir, max_strokes, out, err, len);
     if (strcmp(name, "kanji") == 0) return load_kanji(max_strokes, out, err, len);
     if (strcmp(name, "hershey") == 0) return load_hershey(max_strokes, out, err, len);
-    return fail(err, len, MCL_ERR_INVALID,
+    return mcl_errbuf(err, len, MCL_ERR_INVALID,
                 "unknown stroke set '%s' (expected hanzi, kanji or hershey)", name);
 }
 
@@ -1358,11 +1346,11 @@ static int default_max_strokes(const char *name)
 mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int instances, uint64_t seed,
                                char *err, size_t len)
 {
-    if (!name) return fail(err, len, MCL_ERR_NULL, "NULL argument");
+    if (!name) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
     if (!data_dir || !*data_dir) data_dir = mcl_data_dir_default();
     if (instances <= 0) instances = 20;
     if (instances > 100000)
-        return fail(err, len, MCL_ERR_INVALID, "instances %d is too many (at most 100000)",
+        return mcl_errbuf(err, len, MCL_ERR_INVALID, "instances %d is too many (at most 100000)",
                     instances);
     mcl_strokeset *s = NULL;
     int max_strokes = default_max_strokes(name);
@@ -1373,7 +1361,7 @@ mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int insta
     int32_t *lab = malloc((size_t)n * sizeof *lab);
     mcl_class_info *ci = calloc((size_t)s->n, sizeof *ci);
     if (!img || !lab || !ci) {
-        st = fail(err, len, MCL_ERR_OOM, "out of memory for %lld images", (long long)n);
+        st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory for %lld images", (long long)n);
     } else {
         const mcl_strokeset *cs = s;
 #ifdef _OPENMP
@@ -1441,7 +1429,7 @@ mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int insta
                 if (txt) memcpy(txt, ack, sizeof ack);
                 tn = sizeof ack - 1;
             }
-            if (!txt) st = fail(err, len, MCL_ERR_OOM, "out of memory");
+            if (!txt) st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
             if (st == MCL_OK) st = mkdir_p(dir, err, len);
             if (st == MCL_OK) st = mcl_write_file_atomic(path, txt, tn, err, len);
             free(txt);
