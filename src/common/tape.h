@@ -14,6 +14,7 @@
 #define MCL_TAPE_H
 
 #include "backend.h"
+#include "profile.h"
 
 struct mcl_node {
     mcl_op_args args;
@@ -31,6 +32,7 @@ struct mcl_ctx {
     size_t n_nodes, cap_nodes;
     mcl_tensor **temps;     /* op results owned by the context */
     size_t n_temps, cap_temps;
+    struct mcl_profile *profile; /* METACL_PROFILE (profile.h), or NULL */
 };
 
 /* Allocate a zero-filled tensor on ctx's backend; temp != 0 registers it as a temporary. */

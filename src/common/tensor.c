@@ -7,6 +7,9 @@
 
 #include "rng.h"
 #include "tape.h"
+#ifdef MCL_HAVE_OPENCL
+#include "devices.h" /* mcl_opencl_device_name, for the profile's title */
+#endif
 
 /* ------------------------------------------------------------------ errors */
 
@@ -70,6 +73,7 @@ mcl_status mcl_ctx_create(mcl_ctx **out, mcl_backend_kind kind, const char *devi
         free(ctx);
         return s;
     }
+    ctx->profile = mcl_profile_create_from_env();
     *out = ctx;
     return MCL_OK;
 }
@@ -93,6 +97,16 @@ void mcl_ctx_free(mcl_ctx *ctx)
     mcl_ctx_reset(ctx);
     free(ctx->temps);
     free(ctx->nodes);
+    if (ctx->profile) {
+        char where[320];
+        snprintf(where, sizeof where, "%s", ctx->be->name);
+#ifdef MCL_HAVE_OPENCL
+        if (ctx->be->kind == MCL_BACKEND_OPENCL)
+            snprintf(where, sizeof where, "opencl: %s", mcl_opencl_device_name(ctx));
+#endif
+        mcl_profile_print(ctx->profile, where);
+        mcl_profile_free(ctx->profile);
+    }
     if (ctx->be && ctx->be->destroy) ctx->be->destroy(ctx->be);
     free(ctx);
 }

@@ -472,7 +472,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double now_ms(void) { return 1e3 * now_s(); }
 
 static mcl_status build_program(mcl_backend *be)
 {
@@ -634,45 +633,6 @@ static mcl_status break_hook(mcl_backend *be, const mcl_op_args *a, int backward
     return be->buf_write(be, t->buf->handle, off, &v, sizeof v);
 }
 
-/* ------------------------------------------------------------------ profile */
-
-/* METACL_PROFILE=1: finish the queue after every op and charge the wall time since the
- * previous op finished (front-end work, buffer preparation, the op's commands) to the op;
- * the table is printed to stderr when the context is freed. Serializes host and device, so
- * the totals are for finding where time goes, not for speed figures. */
-static mcl_status profile_hook(mcl_backend *be, const mcl_op_args *a, int backward)
-{
-    mcl_ocl *o = mcl_ocl_of(be);
-    mcl_status s = o->break_op >= 0 ? break_hook(be, a, backward) : MCL_OK;
-    cl_int err = clFinish(o->queue);
-    if (s == MCL_OK && err != CL_SUCCESS) s = mcl_ocl_fail(be, err, "clFinish (profile)");
-    const double t = now_ms();
-    if (o->prof_last > 0) {
-        o->prof_ms[a->op][backward] += t - o->prof_last;
-        o->prof_calls[a->op][backward]++;
-    }
-    o->prof_last = t;
-    return s;
-}
-
-static void profile_print(const mcl_ocl *o)
-{
-    double total = 0;
-    for (int op = 0; op < MCL_OP_COUNT; op++) total += o->prof_ms[op][0] + o->prof_ms[op][1];
-    if (total <= 0) return;
-    fprintf(stderr, "METACL_PROFILE (%s): time per op, queue finished after each op\n",
-            o->device_name);
-    fprintf(stderr, "  %-16s %-8s %8s %12s %10s %6s\n", "op", "pass", "calls", "total ms",
-            "ms/call", "share");
-    for (int op = 0; op < MCL_OP_COUNT; op++)
-        for (int d = 0; d < 2; d++)
-            if (o->prof_calls[op][d])
-                fprintf(stderr, "  %-16s %-8s %8ld %12.3f %10.4f %5.1f%%\n", mcl_op_table[op].name,
-                        d ? "backward" : "forward", o->prof_calls[op][d], o->prof_ms[op][d],
-                        o->prof_ms[op][d] / (double)o->prof_calls[op][d], 100 * o->prof_ms[op][d] / total);
-    fprintf(stderr, "  %-16s %-8s %8s %12.3f\n", "all", "", "", total);
-}
-
 /* ------------------------------------------------------------------ life cycle */
 
 static const mcl_op_impl ocl_impl[MCL_OP_COUNT] = {
@@ -708,7 +668,6 @@ static void ocl_destroy(mcl_backend *be)
     if (!be) return;
     mcl_ocl *o = mcl_ocl_of(be);
     if (o) {
-        if (o->profile) profile_print(o);
         for (int i = 0; i < o->n_kernels; i++) clReleaseKernel(o->kernels[i].k);
         free(o->kernels);
         if (o->scratch) clReleaseMemObject(o->scratch);
@@ -777,11 +736,6 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
         }
         o->break_op = (int)op;
         be->post_op = break_hook;
-    }
-    const char *prof = getenv("METACL_PROFILE");
-    if (prof && *prof && strcmp(prof, "0") != 0) {
-        o->profile = 1;
-        be->post_op = profile_hook;
     }
     *out = be;
     return MCL_OK;

@@ -58,10 +58,6 @@ typedef struct mcl_ocl {
     size_t pooled, live, peak; /* bytes on the free lists, handed out, most ever live */
     int poison;              /* METACL_DEBUG_POISON (bufpool.h)                        */
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ocl_fwd / ocl_bwd      */
-    int profile;             /* METACL_PROFILE (backend.c)                             */
-    double prof_last;        /* when the previous op finished (ms)                     */
-    double prof_ms[MCL_OP_COUNT][2]; /* per op, forward / backward                     */
-    long prof_calls[MCL_OP_COUNT][2];
 } mcl_ocl;
 
 static inline mcl_ocl *mcl_ocl_of(mcl_backend *be) { return (mcl_ocl *)be->impl; }

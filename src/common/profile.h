@@ -1,0 +1,25 @@
+/* profile.h — METACL_PROFILE: where the time of a program goes, per op, on either backend.
+ *
+ * With METACL_PROFILE set (not "" or "0") when a context is created, the front end finishes
+ * the backend's queue after every op (forward or backward) and charges the wall time since
+ * the previous op finished -- the front end's work, buffer preparation, the op itself -- to
+ * that op. When the context is freed, a table (calls, total and per-call milliseconds, share,
+ * per op and pass) goes to stderr. Finishing after every op serializes host and device, so the
+ * table is for finding hot spots, not for speed figures (`metacl bench` reports those).
+ */
+#ifndef MCL_PROFILE_H
+#define MCL_PROFILE_H
+
+#include "backend.h"
+
+typedef struct mcl_profile mcl_profile;
+
+/* A profile when METACL_PROFILE asks for one, else NULL (also when out of memory). */
+mcl_profile *mcl_profile_create_from_env(void);
+/* After op `op` ran (backward: 0 forward, 1 backward): finish be's queue, charge the time. */
+mcl_status mcl_profile_tick(mcl_profile *p, mcl_backend *be, mcl_op op, int backward);
+/* Print the table to stderr (nothing when no op was timed); `where` names the backend. */
+void mcl_profile_print(const mcl_profile *p, const char *where);
+void mcl_profile_free(mcl_profile *p);
+
+#endif
