@@ -13,8 +13,8 @@
  *   conv2d_out       out[b, o, p] (+ bias)    item i = (b*O + o)*P + p
  *   conv2d_to_wide   gw[o, b*P + p] = g[b,o,p] item i = o*ld + b*P + p
  *   conv2d_col2im    gx[b, c, iy, 0 .. W)     item i = (b*C + c)*H + iy: one image row, each
- *                    pixel a gather over the <= k*k col entries that came from it, in (ky, kx)
- *                    order
+ *                    pixel the sum of the <= k*k col entries that came from it, in (ky, kx)
+ *                    order (added tap by tap over runs of up to 64 pixels)
  *   conv2d_sum_parts gw[j] += sum_{s < S} part[s*n + j] (in order s = 0, 1, ..), item j: the
  *                    K-split weight gradient's partial products (conv.c)
  *   conv2d_bias_bwd  one work-group per output channel o (group id), W items (power of two)
@@ -102,26 +102,26 @@ __kernel void conv2d_to_wide(__global const float *g, long g_off, __global float
  *   gx[b, c, iy, ix] += sum_{ky, kx} colg[(c*k + ky)*k + kx, b*P + oy*Wo + ox]
  *   over the (ky, kx) with oy*s = iy + pd - ky, ox*s = ix + pd - kx, 0 <= oy < Ho, 0 <= ox < Wo
  *   colg [KK, nb*P], gx [nb,C,H,W] (from gx_off); n = nb*C*H*W */
-/* rows of at most this many pixels are gathered in a private array (conv2d_col2im) */
+/* conv2d_col2im gathers an image row this many pixels at a time, in a private array */
 #define COL2IM_ROW 64
 
 __kernel void conv2d_col2im(__global const float *colg, long cg_off, __global float *gx,
                             long gx_off, long C, long H, long W, long k, long s, long pd,
                             long Ho, long Wo, long nb, long n)
 {
-    /* item i = (b*C + c)*H + iy does the row gx[b, c, iy, 0 .. W) */
+    /* item i = (b*C + c)*H + iy does the row gx[b, c, iy, 0 .. W), COL2IM_ROW pixels at a
+     * time: for each tap (ky, kx) in order, the tap's run of col entries is added to the
+     * pixels it reaches, so every pixel sums its taps in (ky, kx) order */
     const long i = get_global_id(0);
     if (i >= n) return;
     const long iy = i % H, t = i / H, c = t % C, b = t / C;
     const long ld = nb * Ho * Wo;
     colg += cg_off + b * Ho * Wo;
     __global float *dst = gx + gx_off + i * W;
-    if (W <= COL2IM_ROW) {
-        /* the whole row at once: for each tap (ky, kx) in order, add the tap's run of col
-         * entries to the pixels it reaches -- each pixel still sums its taps in (ky, kx)
-         * order, so the bits are those of the pixel-by-pixel gather below */
+    for (long x0 = 0; x0 < W; x0 += COL2IM_ROW) {
+        const long x1 = min(W, x0 + COL2IM_ROW);
         float2 acc[COL2IM_ROW];
-        for (long ix = 0; ix < W; ix++) acc[ix] = (float2)(0.0f, 0.0f);
+        for (long ix = x0; ix < x1; ix++) acc[ix - x0] = (float2)(0.0f, 0.0f);
         for (long ky = 0; ky < k; ky++) {
             const long ty = iy + pd - ky;
             if (ty < 0 || (s != 1 && ty % s != 0)) continue;
@@ -130,37 +130,19 @@ __kernel void conv2d_col2im(__global const float *colg, long cg_off, __global fl
             for (long kx = 0; kx < k; kx++) {
                 __global const float *row = colg + ((c * k + ky) * k + kx) * ld + oy * Wo;
                 if (s == 1) { /* ox = ix + pd - kx in [0, Wo) */
-                    const long lo = max(kx - pd, 0L), hi = min(W, Wo + kx - pd);
+                    const long lo = max(max(kx - pd, 0L), x0), hi = min(Wo + kx - pd, x1);
                     for (long ix = lo; ix < hi; ix++)
-                        acc[ix] = mcl_acc_add(acc[ix], row[ix + pd - kx]);
+                        acc[ix - x0] = mcl_acc_add(acc[ix - x0], row[ix + pd - kx]);
                 } else {
-                    for (long ix = 0; ix < W; ix++) {
+                    for (long ix = x0; ix < x1; ix++) {
                         const long tx = ix + pd - kx;
                         if (tx < 0 || tx % s != 0 || tx / s >= Wo) continue;
-                        acc[ix] = mcl_acc_add(acc[ix], row[tx / s]);
+                        acc[ix - x0] = mcl_acc_add(acc[ix - x0], row[tx / s]);
                     }
                 }
             }
         }
-        for (long ix = 0; ix < W; ix++) dst[ix] += mcl_acc_value(acc[ix]);
-        return;
-    }
-    for (long ix = 0; ix < W; ix++) { /* long rows: pixel by pixel */
-        float2 acc = (float2)(0.0f, 0.0f);
-        for (long ky = 0; ky < k; ky++) {
-            const long ty = iy + pd - ky;
-            if (ty < 0 || (s != 1 && ty % s != 0)) continue;
-            const long oy = s == 1 ? ty : ty / s;
-            if (oy >= Ho) continue;
-            for (long kx = 0; kx < k; kx++) {
-                const long tx = ix + pd - kx;
-                if (tx < 0 || (s != 1 && tx % s != 0)) continue;
-                const long ox = s == 1 ? tx : tx / s;
-                if (ox >= Wo) continue;
-                acc = mcl_acc_add(acc, colg[((c * k + ky) * k + kx) * ld + oy * Wo + ox]);
-            }
-        }
-        dst[ix] += mcl_acc_value(acc);
+        for (long ix = x0; ix < x1; ix++) dst[ix] += mcl_acc_value(acc[ix - x0]);
     }
 }
 
