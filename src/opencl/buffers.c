@@ -8,7 +8,8 @@
  * Pool. A buffer handle is an mcl_ocl_block (ocl.h) owning one cl_mem of `cap` bytes, the
  * capacity of its size class (mcl_pool_size_class, bufpool.h). Freed blocks go on the free
  * list of their class and are handed out again; the pool keeps at most as many bytes as were
- * ever live at once; the rest is released. Reuse is safe while queued kernels still use the
+ * ever live at once; the rest is released, and all of them are when the device refuses a new
+ * allocation (then it is tried once more). Reuse is safe while queued kernels still use the
  * old contents: the queue is in order, so the new owner's commands run after them.
  *
  * Lazy zeroing. A new buffer must read as zeros (backend.h). It is only marked fresh and
@@ -76,6 +77,12 @@ static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
         if (!b) return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "OpenCL: out of host memory");
         cl_int err;
         b->mem = clCreateBuffer(o->context, CL_MEM_READ_WRITE, cap, NULL, &err);
+        if ((err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES) && o->pooled) {
+            /* the device may be full of pooled blocks of other sizes: give them back, retry */
+            clFinish(o->queue);
+            mcl_ocl_buffers_release(o);
+            b->mem = clCreateBuffer(o->context, CL_MEM_READ_WRITE, cap, NULL, &err);
+        }
         if (err != CL_SUCCESS) {
             free(b);
             return mcl_ocl_fail(be, err, "clCreateBuffer");
