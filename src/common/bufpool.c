@@ -27,6 +27,47 @@ int mcl_pool_size_class(size_t nbytes, size_t *cap)
     return c;
 }
 
+mcl_pool_block *mcl_pool_take(mcl_pool *p, size_t nbytes, int *cls, size_t *cap)
+{
+    *cls = mcl_pool_size_class(nbytes, cap);
+    if (*cls >= MCL_POOL_CLASSES || !p->free[*cls]) return NULL;
+    mcl_pool_block *b = p->free[*cls];
+    p->free[*cls] = b->next;
+    p->pooled -= b->cap;
+    return b;
+}
+
+void mcl_pool_hand_out(mcl_pool *p, mcl_pool_block *b, size_t nbytes)
+{
+    b->next = NULL;
+    b->size = nbytes;
+    b->fresh = 1;
+    p->live += b->cap;
+    if (p->live > p->peak) p->peak = p->live;
+}
+
+int mcl_pool_give_back(mcl_pool *p, mcl_pool_block *b)
+{
+    p->live -= b->cap;
+    if (b->cls >= MCL_POOL_CLASSES || p->pooled + b->cap > p->peak) return 0;
+    b->next = p->free[b->cls];
+    p->free[b->cls] = b;
+    p->pooled += b->cap;
+    return 1;
+}
+
+mcl_pool_block *mcl_pool_pop(mcl_pool *p)
+{
+    for (int c = 0; c < MCL_POOL_CLASSES; c++)
+        if (p->free[c]) {
+            mcl_pool_block *b = p->free[c];
+            p->free[c] = b->next;
+            p->pooled -= b->cap;
+            return b;
+        }
+    return NULL;
+}
+
 /* Forward ops whose every output element is assigned, whatever the inputs, on both backends
  * (checked by running the differential tests with METACL_DEBUG_POISON=1). */
 static const unsigned char fwd_overwrites[MCL_OP_COUNT] = {

@@ -24,6 +24,34 @@
  * is cut into four classes. An unpoolable request gets cap = nbytes rounded up to 64. */
 int mcl_pool_size_class(size_t nbytes, size_t *cap);
 
+/* The bookkeeping of one pooled block; a backend's block type starts with one (the reference
+ * backend's block is just this, the OpenCL backend's adds its cl_mem). */
+typedef struct mcl_pool_block {
+    struct mcl_pool_block *next; /* free list                                          */
+    size_t cap;                  /* bytes the block holds                              */
+    size_t size;                 /* bytes of the current buffer (<= cap)               */
+    int cls;                     /* size class, MCL_POOL_CLASSES if not poolable       */
+    int fresh;                   /* logically zero, memory not written yet             */
+} mcl_pool_block;
+
+/* Free lists by size class. The pool keeps at most as many bytes as were ever live at once. */
+typedef struct mcl_pool {
+    mcl_pool_block *free[MCL_POOL_CLASSES];
+    size_t pooled; /* bytes (capacities) on the free lists */
+    size_t live;   /* bytes (capacities) handed out        */
+    size_t peak;   /* largest `live` so far                */
+} mcl_pool;
+
+/* A pooled block for a request of nbytes, or NULL when there is none: the caller then creates
+ * one of *cap bytes and sets its cap = *cap and cls = *cls. */
+mcl_pool_block *mcl_pool_take(mcl_pool *p, size_t nbytes, int *cls, size_t *cap);
+/* Account block b (taken or new) as handed out for nbytes; it is marked fresh. */
+void mcl_pool_hand_out(mcl_pool *p, mcl_pool_block *b, size_t nbytes);
+/* A handed-out block comes back: 1 when the pool keeps it, 0 when the caller must release it. */
+int mcl_pool_give_back(mcl_pool *p, mcl_pool_block *b);
+/* Remove and return any pooled block (for the caller to release), NULL when none is left. */
+mcl_pool_block *mcl_pool_pop(mcl_pool *p);
+
 /* 1 when the forward of op stores every element of every output on every backend (so the
  * outputs need no zeros first), else 0. */
 int mcl_op_fwd_overwrites(mcl_op op);

@@ -36,10 +36,10 @@
 /* Handles are blocks. */
 static mcl_ocl_block *block_of(void *handle) { return (mcl_ocl_block *)handle; }
 
-/* Fill [0, b->size) of the block with the float v (rounded down to whole floats). */
+/* Fill [0, b->pb.size) of the block with the float v (rounded down to whole floats). */
 static mcl_status fill_device(mcl_backend *be, mcl_ocl_block *b, float v, const char *what)
 {
-    const size_t n = b->size / sizeof(float) * sizeof(float);
+    const size_t n = b->pb.size / sizeof(float) * sizeof(float);
     if (n == 0) return MCL_OK;
     cl_int err = clEnqueueFillBuffer(mcl_ocl_of(be)->queue, b->mem, &v, sizeof v, 0, n, 0, NULL,
                                      NULL);
@@ -49,8 +49,8 @@ static mcl_status fill_device(mcl_backend *be, mcl_ocl_block *b, float v, const 
 /* Write the zeros a fresh block stands for. */
 static mcl_status materialize(mcl_backend *be, mcl_ocl_block *b)
 {
-    if (!b->fresh) return MCL_OK;
-    b->fresh = 0;
+    if (!b->pb.fresh) return MCL_OK;
+    b->pb.fresh = 0;
     return fill_device(be, b, 0.0f, "zero-filling a new buffer");
 }
 
@@ -58,13 +58,10 @@ static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
 {
     mcl_ocl *o = mcl_ocl_of(be);
     size_t cap;
-    int cls = mcl_pool_size_class(nbytes ? nbytes : sizeof(float), &cap);
-    mcl_ocl_block *b = NULL;
-    if (cls < MCL_POOL_CLASSES && o->pool_free[cls]) {
-        b = o->pool_free[cls];
-        o->pool_free[cls] = b->next;
-        o->pooled -= b->cap;
-    } else {
+    int cls;
+    mcl_ocl_block *b = (mcl_ocl_block *)mcl_pool_take(&o->pool, nbytes ? nbytes : sizeof(float),
+                                                      &cls, &cap);
+    if (!b) {
         if (cap > o->max_alloc && nbytes <= o->max_alloc) { /* fits only unrounded: not pooled */
             cap = (nbytes ? nbytes : sizeof(float));
             cls = MCL_POOL_CLASSES;
@@ -77,7 +74,8 @@ static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
         if (!b) return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "OpenCL: out of host memory");
         cl_int err;
         b->mem = clCreateBuffer(o->context, CL_MEM_READ_WRITE, cap, NULL, &err);
-        if ((err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES) && o->pooled) {
+        if ((err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES) &&
+            o->pool.pooled) {
             /* the device may be full of pooled blocks of other sizes: give them back, retry */
             clFinish(o->queue);
             mcl_ocl_buffers_release(o);
@@ -87,14 +85,10 @@ static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
             free(b);
             return mcl_ocl_fail(be, err, "clCreateBuffer");
         }
-        b->cap = cap;
-        b->cls = cls;
+        b->pb.cap = cap;
+        b->pb.cls = cls;
     }
-    b->next = NULL;
-    b->size = nbytes;
-    b->fresh = 1;
-    o->live += b->cap;
-    if (o->live > o->peak) o->peak = o->live;
+    mcl_pool_hand_out(&o->pool, &b->pb, nbytes);
     *handle = b;
     return MCL_OK;
 }
@@ -108,26 +102,18 @@ static void release_block(mcl_ocl_block *b)
 static void ocl_free(mcl_backend *be, void *handle)
 {
     if (!handle) return;
-    mcl_ocl *o = mcl_ocl_of(be);
     mcl_ocl_block *b = block_of(handle);
-    o->live -= b->cap;
-    if (b->cls < MCL_POOL_CLASSES && o->pooled + b->cap <= o->peak) {
-        b->next = o->pool_free[b->cls];
-        o->pool_free[b->cls] = b;
-        o->pooled += b->cap;
-    } else {
-        release_block(b);
-    }
+    if (!mcl_pool_give_back(&mcl_ocl_of(be)->pool, &b->pb)) release_block(b);
 }
 
 /* [off, off + n) is the whole of the buffer. */
-static int covers(const mcl_ocl_block *b, size_t off, size_t n) { return off == 0 && n >= b->size; }
+static int covers(const mcl_ocl_block *b, size_t off, size_t n) { return off == 0 && n >= b->pb.size; }
 
 /* Before writing [off, off + n): a whole write clears the mark, a partial one materializes. */
 static mcl_status before_write(mcl_backend *be, mcl_ocl_block *b, size_t off, size_t n)
 {
     if (covers(b, off, n)) {
-        b->fresh = 0;
+        b->pb.fresh = 0;
         return MCL_OK;
     }
     return materialize(be, b);
@@ -148,7 +134,7 @@ static mcl_status ocl_read(mcl_backend *be, void *handle, size_t off, void *dst,
 {
     if (n == 0) return MCL_OK;
     mcl_ocl_block *b = block_of(handle);
-    if (b->fresh) {
+    if (b->pb.fresh) {
         memset(dst, 0, n);
         return MCL_OK;
     }
@@ -163,7 +149,7 @@ static mcl_status ocl_fill(mcl_backend *be, void *handle, size_t off, float v, s
     mcl_ocl_block *b = block_of(handle);
     const size_t n = count * sizeof(float);
     if (covers(b, off, n) && v == 0.0f && !signbit(v)) {
-        b->fresh = 1; /* +0.0 everywhere: exactly what a fresh buffer stands for */
+        b->pb.fresh = 1; /* +0.0 everywhere: exactly what a fresh buffer stands for */
         return MCL_OK;
     }
     mcl_status s = before_write(be, b, off, n);
@@ -180,10 +166,10 @@ static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, s
     if (bd == bs && doff == soff) return MCL_OK;
     mcl_ocl *o = mcl_ocl_of(be);
     mcl_status s;
-    if (bs->fresh) { /* copying zeros */
+    if (bs->pb.fresh) { /* copying zeros */
         if (bd == bs) return MCL_OK;
         if (covers(bd, doff, n)) {
-            bd->fresh = 1;
+            bd->pb.fresh = 1;
             return MCL_OK;
         }
         if ((s = materialize(be, bd)) != MCL_OK) return s;
@@ -213,7 +199,7 @@ static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, s
 static int whole(const mcl_tensor *t)
 {
     return t->offset == 0 &&
-           (size_t)mcl_tensor_numel(t) * sizeof(float) >= block_of(t->buf->handle)->size;
+           (size_t)mcl_tensor_numel(t) * sizeof(float) >= block_of(t->buf->handle)->pb.size;
 }
 
 static mcl_status materialize_t(mcl_backend *be, const mcl_tensor *t)
@@ -225,12 +211,12 @@ int mcl_ocl_grad_fresh(mcl_backend *be, const mcl_tensor *t, mcl_status *s)
 {
     mcl_ocl_block *b = block_of(t->buf->handle);
     *s = MCL_OK;
-    if (!b->fresh) return 0;
+    if (!b->pb.fresh) return 0;
     if (!whole(t)) {
         *s = materialize(be, b);
         return 0;
     }
-    b->fresh = 0; /* the caller now stores every element */
+    b->pb.fresh = 0; /* the caller now stores every element */
     if (mcl_ocl_of(be)->poison) {
         *s = fill_device(be, b, NAN, "poisoning a gradient");
         if (*s != MCL_OK) return 0;
@@ -245,9 +231,9 @@ mcl_status mcl_ocl_prepare_fwd(mcl_backend *be, const mcl_op_args *a)
     for (int k = 0; k < info->n_in && s == MCL_OK; k++) s = materialize_t(be, a->in[k]);
     for (int k = 0; k < info->n_out && s == MCL_OK; k++) {
         mcl_ocl_block *b = block_of(a->out[k]->buf->handle);
-        if (!b->fresh) continue;
+        if (!b->pb.fresh) continue;
         if (mcl_op_fwd_overwrites(a->op) && whole(a->out[k])) {
-            b->fresh = 0;
+            b->pb.fresh = 0;
             if (mcl_ocl_of(be)->poison) s = fill_device(be, b, NAN, "poisoning an output");
         } else {
             s = materialize(be, b);
@@ -283,11 +269,6 @@ void mcl_ocl_buffers_install(mcl_backend *be)
 
 void mcl_ocl_buffers_release(mcl_ocl *o)
 {
-    for (int c = 0; c < MCL_POOL_CLASSES; c++)
-        while (o->pool_free[c]) {
-            mcl_ocl_block *b = o->pool_free[c];
-            o->pool_free[c] = b->next;
-            release_block(b);
-        }
-    o->pooled = 0;
+    for (mcl_pool_block *b; (b = mcl_pool_pop(&o->pool)) != NULL;)
+        release_block((mcl_ocl_block *)b);
 }

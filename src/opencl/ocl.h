@@ -25,14 +25,10 @@ typedef struct mcl_ocl_kernel_entry {
     size_t wg_max; /* CL_KERNEL_WORK_GROUP_SIZE for this device */
 } mcl_ocl_kernel_entry;
 
-/* A buffer handle of this backend (buffers.c): one pooled cl_mem. */
+/* A buffer handle of this backend (buffers.c): one pooled cl_mem of pb.cap bytes. */
 typedef struct mcl_ocl_block {
+    mcl_pool_block pb; /* first: the pool's bookkeeping (bufpool.h) */
     cl_mem mem;
-    struct mcl_ocl_block *next; /* free list                                        */
-    size_t cap;                 /* bytes of mem                                     */
-    size_t size;                /* bytes of the current buffer (<= cap)             */
-    int cls;                    /* size class, MCL_POOL_CLASSES if not poolable     */
-    int fresh;                  /* logically zero, device memory not written yet    */
 } mcl_ocl_block;
 
 typedef struct mcl_ocl {
@@ -54,8 +50,7 @@ typedef struct mcl_ocl {
     int n_kernels, cap_kernels;
     cl_mem scratch;          /* grow-only scratch buffer for multi-pass kernels */
     size_t scratch_bytes;
-    mcl_ocl_block *pool_free[MCL_POOL_CLASSES]; /* buffer pool (buffers.c)            */
-    size_t pooled, live, peak; /* bytes on the free lists, handed out, most ever live */
+    mcl_pool pool;           /* buffer pool (buffers.c)                                */
     int poison;              /* METACL_DEBUG_POISON (bufpool.h)                        */
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ocl_fwd / ocl_bwd      */
 } mcl_ocl;

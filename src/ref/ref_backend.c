@@ -40,27 +40,16 @@
 
 /* Every block is [header | data]; the handle is the data, 64-byte aligned. */
 #define HDR 64
-/* Size classes: mcl_pool_size_class (bufpool.h); blocks too large for the table are not pooled. */
-#define N_CLASSES MCL_POOL_CLASSES
 /* Fresh buffers of at least this many bytes are zero-filled by all threads. */
 #define ZERO_PAR_MIN ((size_t)1 << 20)
 
-typedef struct ref_block {
-    struct ref_block *next; /* free list                                        */
-    size_t cap;             /* data bytes the block holds                       */
-    size_t size;            /* data bytes of the current buffer (<= cap)        */
-    int cls;                /* size class, N_CLASSES if not poolable            */
-    int fresh;              /* logically zero, memory not written yet           */
-} ref_block;
+typedef mcl_pool_block ref_block; /* bufpool.h: next, cap, size, cls, fresh */
 
 _Static_assert(sizeof(ref_block) <= HDR, "block header must fit in HDR bytes");
 
 /* The backend's private state (be->impl). */
 typedef struct ref_pool {
-    ref_block *free[N_CLASSES];
-    size_t pooled; /* bytes (capacities) on the free lists   */
-    size_t live;   /* bytes (capacities) handed out          */
-    size_t peak;   /* largest `live` so far: cap of `pooled` */
+    mcl_pool pool; /* free lists (bufpool.h)                  */
     int poison;    /* METACL_DEBUG_POISON: NaN-fill outputs claimed to be overwritten */
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ref_fwd / ref_bwd */
 } ref_pool;
@@ -95,24 +84,16 @@ static mcl_status ref_alloc(mcl_backend *be, size_t nbytes, void **handle)
 {
     ref_pool *pl = pool_of(be);
     size_t cap;
-    const int cls = mcl_pool_size_class(nbytes, &cap);
-    ref_block *b = NULL;
-    if (cls < N_CLASSES && pl->free[cls]) {
-        b = pl->free[cls];
-        pl->free[cls] = b->next;
-        pl->pooled -= b->cap;
-    } else {
+    int cls;
+    ref_block *b = mcl_pool_take(&pl->pool, nbytes, &cls, &cap);
+    if (!b) {
         if (cap > SIZE_MAX - HDR) return MCL_ERR_OOM;
         b = aligned_alloc(64, HDR + cap);
         if (!b) return MCL_ERR_OOM;
         b->cap = cap;
         b->cls = cls;
     }
-    b->next = NULL;
-    b->size = nbytes;
-    b->fresh = 1;
-    pl->live += b->cap;
-    if (pl->live > pl->peak) pl->peak = pl->live;
+    mcl_pool_hand_out(&pl->pool, b, nbytes);
     *handle = (char *)b + HDR;
     return MCL_OK;
 }
@@ -120,16 +101,8 @@ static mcl_status ref_alloc(mcl_backend *be, size_t nbytes, void **handle)
 static void ref_free(mcl_backend *be, void *handle)
 {
     if (!handle) return;
-    ref_pool *pl = pool_of(be);
     ref_block *b = block_of(handle);
-    pl->live -= b->cap;
-    if (b->cls < N_CLASSES && pl->pooled + b->cap <= pl->peak) {
-        b->next = pl->free[b->cls];
-        pl->free[b->cls] = b;
-        pl->pooled += b->cap;
-    } else {
-        free(b);
-    }
+    if (!mcl_pool_give_back(&pool_of(be)->pool, b)) free(b);
 }
 
 /* [off, off + n) is the whole of the buffer. */
@@ -210,12 +183,7 @@ static void ref_destroy(mcl_backend *be)
 {
     if (!be) return;
     ref_pool *pl = pool_of(be);
-    for (int c = 0; pl && c < N_CLASSES; c++)
-        while (pl->free[c]) {
-            ref_block *b = pl->free[c];
-            pl->free[c] = b->next;
-            free(b);
-        }
+    for (ref_block *b; pl && (b = mcl_pool_pop(&pl->pool)) != NULL;) free(b);
     free(pl);
     free(be);
 }
