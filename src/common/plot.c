@@ -9,18 +9,14 @@
 #endif
 
 #include "plot.h"
+#include "png_io.h"
 
-#include <errno.h>
 #include <math.h>
-#include <setjmp.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <png.h>
 
 /* ---- error text ---- */
 
@@ -352,49 +348,7 @@ void mcl_canvas_text_up(mcl_canvas *c, int x, int y, const char *text, int scale
 
 /* ---- PNG writing ---- */
 
-/* State shared with the libpng callbacks; lives in the caller's frame, so nothing the
- * writer needs after a longjmp is a local of write_inner. */
-typedef struct png_wstate {
-    jmp_buf jb;
-    char msg[256];
-    FILE *f;
-    const mcl_canvas *canvas;
-    png_structp png;
-    png_infop info;
-} png_wstate;
-
-/* libpng error: keep the message, jump back to write_inner's setjmp. */
-static void on_png_error(png_structp png, png_const_charp msg)
-{
-    png_wstate *st = png_get_error_ptr(png);
-    snprintf(st->msg, sizeof st->msg, "%s", msg ? msg : "libpng error");
-    longjmp(st->jb, 1);
-}
-
-/* libpng warning: nothing to do for a writer (kept quiet). */
-static void on_png_warning(png_structp png, png_const_charp msg)
-{
-    (void)png;
-    (void)msg;
-}
-
-/* Encode the canvas into st->f; -1 (message in st->msg) on a libpng error. */
-static int write_inner(png_wstate *st)
-{
-    if (setjmp(st->jb)) return -1;
-    const mcl_canvas *c = st->canvas;
-    png_init_io(st->png, st->f);
-    png_set_IHDR(st->png, st->info, (png_uint_32)c->w, (png_uint_32)c->h, 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(st->png, st->info);
-    for (int y = 0; y < c->h; y++)
-        png_write_row(st->png, (png_const_bytep)(c->px + (size_t)y * (size_t)c->w * 3u));
-    png_write_end(st->png, NULL);
-    return 0;
-}
-
-/* Temporary file "<path>.tmp.<pid>.<n>" next to path, libpng into it, fflush + fsync,
- * rename over path; on any failure the temporary file is removed. */
+/* Atomic write through the data layer's PNG writer (png_io.c), as RGB. */
 mcl_status mcl_canvas_write_png(const mcl_canvas *c, const char *path, char *err,
                                 size_t err_len)
 {
@@ -402,58 +356,12 @@ mcl_status mcl_canvas_write_png(const mcl_canvas *c, const char *path, char *err
         set_err(err, err_len, "png write: null %s", !path ? "path" : "canvas");
         return MCL_ERR_NULL;
     }
-    if (!path[0]) {
-        set_err(err, err_len, "png write: empty path");
-        return MCL_ERR_INVALID;
-    }
     if (c->w < 1 || c->h < 1 || c->w > MCL_CANVAS_MAX_SIDE || c->h > MCL_CANVAS_MAX_SIDE) {
         set_err(err, err_len, "%s: cannot write a %dx%d canvas (sides 1..%d)", path, c->w, c->h,
                 MCL_CANVAS_MAX_SIDE);
         return MCL_ERR_INVALID;
     }
-    static atomic_uint counter;
-    char tmp[4096];
-    int r = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
-                     atomic_fetch_add(&counter, 1u));
-    if (r < 0 || (size_t)r >= sizeof tmp) {
-        set_err(err, err_len, "%s: path too long", path);
-        return MCL_ERR_INVALID;
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        set_err(err, err_len, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        return MCL_ERR_IO;
-    }
-    png_wstate st;
-    memset(&st, 0, sizeof st);
-    st.f = f;
-    st.canvas = c;
-    mcl_status rc = MCL_OK;
-    st.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &st, on_png_error, on_png_warning);
-    if (st.png) st.info = png_create_info_struct(st.png);
-    if (!st.png || !st.info) {
-        set_err(err, err_len, "%s: out of memory starting libpng", path);
-        rc = MCL_ERR_OOM;
-    } else if (write_inner(&st) != 0) {
-        set_err(err, err_len, "%s: PNG write failed: %s", path, st.msg);
-        rc = MCL_ERR_IO;
-    }
-    if (st.png) png_destroy_write_struct(&st.png, st.info ? &st.info : NULL);
-    if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
-        if (rc == MCL_OK) set_err(err, err_len, "%s: write failed: %s", path, strerror(errno));
-        if (rc == MCL_OK) rc = MCL_ERR_IO;
-    }
-    if (fclose(f) != 0 && rc == MCL_OK) {
-        set_err(err, err_len, "%s: write failed: %s", path, strerror(errno));
-        rc = MCL_ERR_IO;
-    }
-    if (rc == MCL_OK && rename(tmp, path) != 0) {
-        set_err(err, err_len, "%s: cannot rename %s into place: %s", path, tmp,
-                strerror(errno));
-        rc = MCL_ERR_IO;
-    }
-    if (rc != MCL_OK) unlink(tmp);
-    return rc;
+    return mcl_png_write(path, c->px, c->w, c->h, 3, err, err_len);
 }
 
 /* ---- colour maps ---- */

@@ -43,7 +43,8 @@ typedef struct png_state {
     int w, h;
     mcl_status status;    /* for errors we raise ourselves */
     /* output */
-    const uint8_t *wgray;
+    const uint8_t *wpx;   /* rows of w * wch bytes */
+    int wch;              /* 1 gray, 3 RGB */
 } png_state;
 
 static void on_error(png_structp png, png_const_charp msg)
@@ -275,11 +276,12 @@ static int write_inner(png_state *st)
     if (setjmp(st->jb)) return -1;
     png_structp png = st->png;
     png_init_io(png, st->f);
-    png_set_IHDR(png, st->info, (png_uint_32)st->w, (png_uint_32)st->h, 8, PNG_COLOR_TYPE_GRAY,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_IHDR(png, st->info, (png_uint_32)st->w, (png_uint_32)st->h, 8,
+                 st->wch == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, st->info);
-    for (int y = 0; y < st->h; y++)
-        png_write_row(png, (png_const_bytep)(st->wgray + (size_t)y * (size_t)st->w));
+    const size_t row = (size_t)st->w * (size_t)st->wch;
+    for (int y = 0; y < st->h; y++) png_write_row(png, (png_const_bytep)(st->wpx + (size_t)y * row));
     png_write_end(png, NULL);
     return 0;
 }
@@ -287,9 +289,23 @@ static int write_inner(png_state *st)
 mcl_status mcl_png_write_gray(const char *path, const uint8_t *gray, int w, int h, char *err,
                               size_t len)
 {
-    if (!path || !gray) {
+    return mcl_png_write(path, gray, w, h, 1, err, len);
+}
+
+mcl_status mcl_png_write(const char *path, const uint8_t *px, int w, int h, int channels,
+                         char *err, size_t len)
+{
+    if (!path || !px) {
         set_err(err, len, "png write: null argument");
         return MCL_ERR_NULL;
+    }
+    if (!path[0]) {
+        set_err(err, len, "png write: empty path");
+        return MCL_ERR_INVALID;
+    }
+    if (channels != 1 && channels != 3) {
+        set_err(err, len, "%s: cannot write %d channels (1 gray or 3 RGB)", path, channels);
+        return MCL_ERR_INVALID;
     }
     if (w < 1 || h < 1 || w > MCL_PNG_MAX_SIDE || h > MCL_PNG_MAX_SIDE) {
         set_err(err, len, "%s: cannot write a %dx%d image (sides 1..%d)", path, w, h,
@@ -313,7 +329,8 @@ mcl_status mcl_png_write_gray(const char *path, const uint8_t *gray, int w, int 
     memset(&st, 0, sizeof st);
     st.name = path;
     st.f = f;
-    st.wgray = gray;
+    st.wpx = px;
+    st.wch = channels;
     st.w = w;
     st.h = h;
     mcl_status rc = MCL_OK;

@@ -31,7 +31,12 @@ mcl_status mcl_png_read(const char *path, size_t max_pixels, uint8_t **gray, int
 mcl_status mcl_png_read_mem(const void *buf, size_t n, const char *name, size_t max_pixels,
                             uint8_t **gray, int *w, int *h, char *err, size_t len);
 
-/* Write a w×h 8-bit gray PNG atomically (temporary file in the same directory, then rename). */
+/* Write a w×h 8-bit PNG atomically (temporary file in the same directory, fflush + fsync,
+ * then rename; on failure the temporary file is removed): channels 1 (gray, w bytes per row)
+ * or 3 (RGB, 3w bytes per row). */
+mcl_status mcl_png_write(const char *path, const uint8_t *px, int w, int h, int channels,
+                         char *err, size_t len);
+/* mcl_png_write with channels = 1. */
 mcl_status mcl_png_write_gray(const char *path, const uint8_t *gray, int w, int h, char *err,
                               size_t len);
 
