@@ -20,8 +20,8 @@ static void usage(FILE *f)
 }
 
 /* Reads the whole checkpoint at path into the model it describes (a full load checks every
- * section) on a reference context (restore_rng: also its random state, which export keeps). 0 on success; 1 after printing the error (then *ctx and *m
- * are still to be freed, *info too when it was filled). */
+ * section) on a reference context; restore_rng: also its random state, which export keeps.
+ * 0 on success; 1 after printing the error. Either way *ctx, *m and *info are to be freed. */
 static int load_ckpt(const char *path, int restore_rng, mcl_ctx **ctx, mcl_acl **m,
                      mcl_ckpt_info *info, char *err, size_t len)
 {
