@@ -111,12 +111,14 @@ static int is_user_spec(const char *s) { return !strncmp(s, "idx:", 4) || !strnc
 
 /* ------------------------------------------------------------------ output */
 
-static void pct(char *buf, size_t n, double m, double s)
+/* One table cell " mean ± std |" in percent ("–" for NaN), in bold when asked. */
+static void cell(double m, double s, int bold)
 {
+    const char *b = bold ? "**" : "";
     if (isnan(m))
-        snprintf(buf, n, "–");
+        printf(" %s–%s |", b, b);
     else
-        snprintf(buf, n, "%.1f ± %.1f", 100.0 * m, isnan(s) ? 0.0 : 100.0 * s);
+        printf(" %s%.1f ± %.1f%s |", b, 100.0 * m, isnan(s) ? 0.0 : 100.0 * s, b);
 }
 
 static void print_seq_table(model_entry *me, int n, int T, const char *const *task_names)
@@ -127,22 +129,14 @@ static void print_seq_table(model_entry *me, int n, int T, const char *const *ta
     printf(" ACC | BWT |\n|---|");
     for (int j = 0; j < 2 * T + 2; j++) printf("---|");
     printf("\n");
-    char b[64];
     for (int k = 0; k < n; k++) {
         mcl_cl_result *r = &me[k].res;
         printf("| %s |", me[k].name);
-        for (int j = 0; j < T; j++) {
-            pct(b, sizeof b, r->alone_mean[j], r->alone_std[j]);
-            printf(" %s |", b);
-        }
-        for (int j = 0; j < T; j++) {
-            pct(b, sizeof b, r->final_mean[j], r->final_std[j]);
-            printf(" %s |", b);
-        }
-        pct(b, sizeof b, r->mean.acc, r->std.acc);
-        printf(" %s |", b);
-        pct(b, sizeof b, r->mean.bwt, r->std.bwt);
-        printf(" %s |\n", b);
+        for (int j = 0; j < T; j++) cell(r->alone_mean[j], r->alone_std[j], 0);
+        for (int j = 0; j < T; j++) cell(r->final_mean[j], r->final_std[j], 0);
+        cell(r->mean.acc, r->std.acc, 0);
+        cell(r->mean.bwt, r->std.bwt, 0);
+        printf("\n");
     }
 }
 
@@ -153,20 +147,14 @@ static void print_split_table(model_entry *me, int n, int T)
     printf(" mean (ACC) | BWT | forgetting |\n|---|");
     for (int j = 0; j < T + 3; j++) printf("---|");
     printf("\n");
-    char b[64];
     for (int k = 0; k < n; k++) {
         mcl_cl_result *r = &me[k].res;
         printf("| %s |", me[k].name);
-        for (int j = 0; j < T; j++) {
-            pct(b, sizeof b, r->final_mean[j], r->final_std[j]);
-            printf(" %s |", b);
-        }
-        pct(b, sizeof b, r->mean.acc, r->std.acc);
-        printf(" **%s** |", b);
-        pct(b, sizeof b, r->mean.bwt, r->std.bwt);
-        printf(" %s |", b);
-        pct(b, sizeof b, r->mean.forgetting, r->std.forgetting);
-        printf(" %s |\n", b);
+        for (int j = 0; j < T; j++) cell(r->final_mean[j], r->final_std[j], 0);
+        cell(r->mean.acc, r->std.acc, 1);
+        cell(r->mean.bwt, r->std.bwt, 0);
+        cell(r->mean.forgetting, r->std.forgetting, 0);
+        printf("\n");
     }
 }
 
