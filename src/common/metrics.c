@@ -155,3 +155,24 @@ void mcl_cl_result_summarize(mcl_cl_result *r)
     mcl_mean_std(v + 2 * R, R, 1, &r->mean.forgetting, &r->std.forgetting);
     free(v);
 }
+
+mcl_status mcl_cl_result_finish(mcl_cl_result *res, mcl_status st)
+{
+    if (st == MCL_OK)
+        mcl_cl_result_summarize(res);
+    else
+        mcl_cl_result_free(res);
+    return st;
+}
+
+void mcl_cl_result_set_run_hits(mcl_cl_result *res, int r, const int64_t *hits, double count,
+                                int with_alone)
+{
+    const int T = res->n_tasks;
+    double *R = res->acc + (int64_t)r * T * T;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j <= i; j++) R[i * T + j] = (double)hits[i * T + j] / count;
+    if (!with_alone) return;
+    res->alone[(int64_t)r * T] = R[0];
+    for (int i = 1; i < T; i++) res->alone[(int64_t)r * T + i] = (double)hits[T * T + i] / count;
+}

@@ -81,6 +81,14 @@ mcl_status mcl_cl_result_init(mcl_cl_result *res, int n_tasks, int n_runs);
 void mcl_cl_result_free(mcl_cl_result *res);
 /* From res->acc and res->alone: fill final_acc, run[], and every mean/std. */
 void mcl_cl_result_summarize(mcl_cl_result *res);
+/* The end of an evaluation that filled res with status st: summarize on MCL_OK, free res
+ * otherwise; returns st. */
+mcl_status mcl_cl_result_finish(mcl_cl_result *res, mcl_status st);
+/* Run r of a sequential evaluation from hit counts: hits[i*T + j] (task j's queries after
+ * learning tasks 0..i, j <= i) and, when with_alone, hits[T*T + i] (task i learnt alone; task 0
+ * alone is the first row's cell), each over `count` queries. */
+void mcl_cl_result_set_run_hits(mcl_cl_result *res, int r, const int64_t *hits, double count,
+                                int with_alone);
 
 #ifdef __cplusplus
 }

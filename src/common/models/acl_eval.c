@@ -445,14 +445,7 @@ mcl_status mcl_acl_eval_seq(mcl_acl *m, mcl_ctx *ctx, const mcl_class_pool *pool
             if (st == MCL_OK) st = seq_batch(m, ctx, eps, b, &c, &rows, hits, hits + T * T);
         }
         if (st != MCL_OK) break;
-        double *R = res->acc + (int64_t)r * T * T;
-        for (int i = 0; i < T; i++)
-            for (int j = 0; j <= i; j++) R[i * T + j] = (double)hits[i * T + j] / count;
-        if (!c.skip_alone) {
-            res->alone[(int64_t)r * T] = R[0];
-            for (int i = 1; i < T; i++)
-                res->alone[(int64_t)r * T + i] = (double)hits[T * T + i] / count;
-        }
+        mcl_cl_result_set_run_hits(res, r, hits, count, !c.skip_alone);
     }
     scope_end(&sc);
 
@@ -461,12 +454,7 @@ mcl_status mcl_acl_eval_seq(mcl_acl *m, mcl_ctx *ctx, const mcl_class_pool *pool
     free(rows.idx);
     free(rows.lab);
     free(hits);
-    if (st != MCL_OK) {
-        mcl_cl_result_free(res);
-        return st;
-    }
-    mcl_cl_result_summarize(res);
-    return MCL_OK;
+    return mcl_cl_result_finish(res, st);
 }
 
 /* ======================================================================= Split-X */
@@ -527,12 +515,7 @@ mcl_status mcl_acl_eval_splitx(mcl_acl *m, mcl_ctx *ctx, const mcl_dataset *trai
         mcl_splitx_free(sx);
     }
     scope_end(&sc);
-    if (st != MCL_OK) {
-        mcl_cl_result_free(res);
-        return st;
-    }
-    mcl_cl_result_summarize(res);
-    return MCL_OK;
+    return mcl_cl_result_finish(res, st);
 }
 
 /* ======================================================================= fast weights */

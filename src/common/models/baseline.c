@@ -334,24 +334,12 @@ mcl_status mcl_baseline_eval_seq(mcl_ctx *ctx, const mcl_baseline_config *bcfg,
                 st = seq_episode(ctx, &b, &c, ep, problem_base(r, e), hits, hits + T * T);
         }
         if (st != MCL_OK) break;
-        double *R = res->acc + (int64_t)r * T * T;
-        for (int i = 0; i < T; i++)
-            for (int j = 0; j <= i; j++) R[i * T + j] = (double)hits[i * T + j] / count;
-        if (!c.skip_alone) {
-            res->alone[(int64_t)r * T] = R[0];
-            for (int i = 1; i < T; i++)
-                res->alone[(int64_t)r * T + i] = (double)hits[T * T + i] / count;
-        }
+        mcl_cl_result_set_run_hits(res, r, hits, count, !c.skip_alone);
     }
     mcl_episode_free(ep);
     free(hits);
     mcl_ctx_reset(ctx);
-    if (st != MCL_OK) {
-        mcl_cl_result_free(res);
-        return st;
-    }
-    mcl_cl_result_summarize(res);
-    return MCL_OK;
+    return mcl_cl_result_finish(res, st);
 }
 
 /* ======================================================================= Split-X */
@@ -408,12 +396,7 @@ mcl_status mcl_baseline_eval_splitx(mcl_ctx *ctx, const mcl_baseline_config *bcf
         mcl_splitx_free(sx);
     }
     mcl_ctx_reset(ctx);
-    if (st != MCL_OK) {
-        mcl_cl_result_free(res);
-        return st;
-    }
-    mcl_cl_result_summarize(res);
-    return MCL_OK;
+    return mcl_cl_result_finish(res, st);
 }
 
 /* ======================================================================= selection */
