@@ -2,26 +2,8 @@
 # test-cli.sh — the metacl command line: exit codes (0 ok, 1 runtime, 2 usage) and messages.
 # METACL points at the binary (set by the Makefile); default ./metacl.
 METACL=${METACL:-./metacl}
-pass=0
-fail=0
-check() { # check "description" expected_rc command...
-    desc=$1; want=$2; shift 2
-    out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -eq "$want" ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL: $desc: exit $rc, expected $want"
-        echo "$out" | sed 's/^/    /'
-    fi
-    LAST_OUT=$out
-}
-expect_text() { # expect_text "description" "substring"
-    case "$LAST_OUT" in
-    *"$2"*) pass=$((pass + 1)) ;;
-    *) fail=$((fail + 1)); echo "FAIL: $1: output lacks '$2'"; echo "$LAST_OUT" | sed 's/^/    /' ;;
-    esac
-}
+# check / expect_text and the pass/fail counters (METACL_SRCDIR: set by the Makefile)
+. "${METACL_SRCDIR:-$(dirname "$0")/..}/tests/cli-lib.sh"
 
 echo "test-cli: binary $METACL (no randomness: no seed)"
 check "no arguments is a usage error" 2 "$METACL"

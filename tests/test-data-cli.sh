@@ -7,26 +7,8 @@ METACL=${METACL:-./metacl}
 SRC=${METACL_SRCDIR:-.}
 FIX=$SRC/data/fixtures
 TMP=test-data-cli.tmp.$$
-pass=0
-fail=0
-check() { # check "description" expected_rc command...
-    desc=$1; want=$2; shift 2
-    out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -eq "$want" ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL: $desc: exit $rc, expected $want"
-        echo "$out" | sed 's/^/    /'
-    fi
-    LAST_OUT=$out
-}
-expect_text() { # expect_text "description" "substring"
-    case "$LAST_OUT" in
-    *"$2"*) pass=$((pass + 1)) ;;
-    *) fail=$((fail + 1)); echo "FAIL: $1: output lacks '$2'"; echo "$LAST_OUT" | sed 's/^/    /' ;;
-    esac
-}
+# check / expect_text and the pass/fail counters (METACL_SRCDIR: set by the Makefile)
+. "${METACL_SRCDIR:-$(dirname "$0")/..}/tests/cli-lib.sh"
 is_png() { # is_png "description" FILE
     sig=$(od -An -tx1 -N8 "$2" 2>/dev/null | tr -d ' \n')
     if [ "$sig" = "89504e470d0a1a0a" ]; then pass=$((pass + 1)); else

@@ -6,26 +6,8 @@
 # Data: the hershey set prepared into a temporary data dir (Debian hershey-fonts-data).
 METACL=${METACL:-./metacl}
 TMP=test-train-cli.tmp.$$
-pass=0
-fail=0
-check() { # check "description" expected_rc command...
-    desc=$1; want=$2; shift 2
-    out=$("$@" 2>&1); rc=$?
-    if [ "$rc" -eq "$want" ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL: $desc: exit $rc, expected $want"
-        echo "$out" | sed 's/^/    /'
-    fi
-    LAST_OUT=$out
-}
-expect_text() { # expect_text "description" "substring"
-    case "$LAST_OUT" in
-    *"$2"*) pass=$((pass + 1)) ;;
-    *) fail=$((fail + 1)); echo "FAIL: $1: output lacks '$2'"; echo "$LAST_OUT" | sed 's/^/    /' ;;
-    esac
-}
+# check / expect_text and the pass/fail counters (METACL_SRCDIR: set by the Makefile)
+. "${METACL_SRCDIR:-$(dirname "$0")/..}/tests/cli-lib.sh"
 same_file() { # same_file "description" A B
     if cmp -s "$2" "$3"; then pass=$((pass + 1)); else
         fail=$((fail + 1)); echo "FAIL: $1: $2 and $3 differ"; diff "$2" "$3" | head -10 | sed 's/^/    /'; fi
