@@ -42,27 +42,6 @@ static char g_err[1024];
 
 /* ---- helpers ---- */
 
-static void rm_rf(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-                char p[4096];
-                snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-                rm_rf(p);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static void tpath(char *out, size_t cap, const char *rel)
 {
@@ -918,7 +897,7 @@ int main(void)
     test_user_pngdir();
     test_prepared();
     test_fmnist();
-    rm_rf(g_tmp);
+    tu_rm_rf(g_tmp);
     CHECK(access(g_tmp, F_OK) != 0, "temporary directory removed");
     return tu_summary();
 }

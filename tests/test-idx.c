@@ -434,18 +434,6 @@ int main(void)
     }
     test_round_trip();
     test_malformed();
-    /* clean up */
-    DIR *d = opendir(g_dir);
-    if (d) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.') continue;
-            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    CHECK(rmdir(g_dir) == 0, "remove %s (empty)", g_dir);
+    CHECK(tu_rm_rf(g_dir) == 0, "remove %s", g_dir);
     return tu_summary();
 }

@@ -130,17 +130,7 @@ static void keep_example(const char *name)
 }
 
 /* Temporary files ("*.tmp.*") in the temporary directory. */
-static int temp_files_left(void)
-{
-    DIR *d = opendir(g_dir);
-    int n = 0;
-    if (!d) return -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strstr(e->d_name, ".tmp.")) n++;
-    closedir(d);
-    return n;
-}
+static int temp_files_left(void) { return tu_count_entries(g_dir, ".tmp."); }
 
 /* ---- the font ---- */
 
@@ -835,17 +825,6 @@ int main(void)
     test_lines();
     font_sheet();
     CHECK(temp_files_left() == 0, "no temporary files left by the writer");
-    DIR *d = opendir(g_dir);
-    if (d) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.') continue;
-            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    CHECK(rmdir(g_dir) == 0, "remove %s", g_dir);
+    CHECK(tu_rm_rf(g_dir) == 0, "remove %s", g_dir);
     return tu_summary();
 }

@@ -586,20 +586,8 @@ int main(void)
     test_round_trip();
     test_conversions();
     test_malformed();
-    DIR *d = opendir(g_dir);
-    int left = 0;
-    if (d) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.') continue;
-            if (strstr(e->d_name, ".tmp.")) left++;
-            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
+    const int left = tu_count_entries(g_dir, ".tmp.");
     CHECK(left == 0, "no temporary files left by the writer (%d)", left);
-    CHECK(rmdir(g_dir) == 0, "remove %s", g_dir);
+    CHECK(tu_rm_rf(g_dir) == 0, "remove %s", g_dir);
     return tu_summary();
 }

@@ -743,27 +743,6 @@ static void test_tar(void)
 /* ------------------------------------------------------------------------------------------
  * hanzi (fake npm tarball in a temporary directory)
  * ---------------------------------------------------------------------------------------- */
-static void rm_rf(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-                char sub[4096];
-                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-                rm_rf(sub);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static int write_gz(const char *path, const void *data, size_t n)
 {
@@ -900,7 +879,7 @@ static void test_hanzi_fake(void)
 
     st = mcl_strokeset_load("nope", dir, 0, &s, err, sizeof err);
     CHECK(st == MCL_ERR_INVALID && s == NULL, "unknown set name");
-    rm_rf(dir);
+    tu_rm_rf(dir);
 }
 
 /* ------------------------------------------------------------------------------------------

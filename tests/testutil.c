@@ -1,5 +1,10 @@
 /* testutil.c — see testutil.h. */
+#define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -224,4 +229,37 @@ int tu_passed(void)
 int tu_failed(void)
 {
     return g_failed;
+}
+
+int tu_rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+                char sub[4096];
+                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+                tu_rm_rf(sub);
+            }
+            closedir(d);
+        }
+        return rmdir(path);
+    }
+    return unlink(path);
+}
+
+int tu_count_entries(const char *dir, const char *substr)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strstr(e->d_name, substr)) n++;
+    closedir(d);
+    return n;
 }

@@ -86,6 +86,12 @@ float *tu_read(const mcl_tensor *t);
 /* Is t NULL or all zeros? (for "gradient zeroed or dropped") */
 int tu_is_zero_or_null(const mcl_tensor *t);
 
+/* Remove path, a file or a directory with everything in it; 0 when it is gone. */
+int tu_rm_rf(const char *path);
+/* Entries of directory dir whose name contains substr ("" = all but . and ..); -1 when dir
+ * cannot be read. */
+int tu_count_entries(const char *dir, const char *substr);
+
 /* Print "N passed, N failed" alone on a line; return 0 if nothing failed, else 1. */
 int tu_summary(void);
 
