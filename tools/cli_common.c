@@ -48,10 +48,8 @@ int mcl_cli_take_value(int argc, char **argv, int *i, const char *flag, const ch
 
 int mcl_cli_parse_int(const char *s, long lo, long hi, int *out)
 {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi) return 1;
+    int64_t v;
+    if (mcl_parse_i64(s, lo, hi, &v)) return 1;
     *out = (int)v;
     return 0;
 }

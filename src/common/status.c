@@ -1,6 +1,7 @@
 /* status.c — names of status codes; error-buffer and key = value helpers. */
 #include "status.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,4 +74,24 @@ mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, v
     }
     free(copy);
     return st;
+}
+
+int mcl_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    const long long x = strtoll(s, &end, 10);
+    if (end == s || *end || errno || x < lo || x > hi) return 1;
+    *out = x;
+    return 0;
+}
+
+int mcl_parse_f32(const char *s, float lo, float hi, float *out)
+{
+    char *end = NULL;
+    errno = 0;
+    const float x = strtof(s, &end);
+    if (end == s || *end || errno || !(x >= lo && x <= hi)) return 1;
+    *out = x;
+    return 0;
 }

@@ -3,6 +3,7 @@
 #define MCL_STATUS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,12 @@ mcl_status mcl_errbuf(char *err, size_t len, mcl_status st, const char *fmt, ...
  * and a trailing CR trimmed) and call set(obj, key, value, msg, msg_len) for each; stop at the
  * first malformed line or failing set, with "<what>:<line>: <message>" in err. what NULL =
  * "config". */
+/* Whole-string number parsing for config values and flags: 0 and *out set when s is a base-10
+ * integer in [lo, hi] (mcl_parse_i64) or a float in [lo, hi] (mcl_parse_f32; NaN is refused);
+ * 1 otherwise (empty, trailing text, out of range, overflow), *out untouched. */
+int mcl_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+int mcl_parse_f32(const char *s, float lo, float hi, float *out);
+
 typedef mcl_status (*mcl_kv_setter)(void *obj, const char *key, const char *value, char *msg,
                                     size_t msg_len);
 mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, void *obj,

@@ -90,8 +90,8 @@ mcl_status mcl_acl_config_set(mcl_acl_config *cfg, const char *key, const char *
     errno = 0;
     switch (k->type) {
     case K_INT: {
-        long v = strtol(value, &end, 10);
-        if (end == value || *end || errno || v < (long)k->lo || v > (long)k->hi)
+        int64_t v;
+        if (mcl_parse_i64(value, (int64_t)k->lo, (int64_t)k->hi, &v))
             return fail(err, err_len, MCL_ERR_INVALID,
                         "%s = '%s': want an integer in [%.0f, %.0f]", key, value, k->lo, k->hi);
         *(int *)base = (int)v;

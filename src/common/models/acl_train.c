@@ -53,26 +53,6 @@ void mcl_acl_train_cfg_default(mcl_acl_train_cfg *c)
     c->ckpt_every = 200;
 }
 
-static int parse_i64(const char *v, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > hi) return 1;
-    *out = x;
-    return 0;
-}
-
-static int parse_f(const char *v, float lo, float hi, float *out)
-{
-    char *end = NULL;
-    errno = 0;
-    float x = strtof(v, &end);
-    if (end == v || *end || errno || !(x >= lo && x <= hi)) return 1;
-    *out = x;
-    return 0;
-}
-
 /* comma list into fixed slots; returns count or -1 */
 static int split_list(const char *v, char out[][MCL_TRAIN_PATH_MAX], int max)
 {
@@ -149,11 +129,11 @@ mcl_status mcl_acl_train_cfg_set(mcl_acl_train_cfg *c, const char *key, const ch
     int64_t x = 0;
     switch (k->type) {
     case 'i':
-        if (parse_i64(v, (int64_t)k->lo, (int64_t)k->hi, &x)) goto bad_int;
+        if (mcl_parse_i64(v, (int64_t)k->lo, (int64_t)k->hi, &x)) goto bad_int;
         *(int *)(void *)base = (int)x;
         return MCL_OK;
     case 'I':
-        if (parse_i64(v, (int64_t)k->lo, (int64_t)k->hi, &x)) goto bad_int;
+        if (mcl_parse_i64(v, (int64_t)k->lo, (int64_t)k->hi, &x)) goto bad_int;
         *(int64_t *)(void *)base = x;
         return MCL_OK;
     case 'b':
@@ -162,7 +142,7 @@ mcl_status mcl_acl_train_cfg_set(mcl_acl_train_cfg *c, const char *key, const ch
         *(int *)(void *)base = v[0] == '1';
         return MCL_OK;
     case 'f':
-        if (parse_f(v, (float)k->lo, (float)k->hi, (float *)(void *)base))
+        if (mcl_parse_f32(v, (float)k->lo, (float)k->hi, (float *)(void *)base))
             return fail(err, err_len, MCL_ERR_INVALID, "%s = '%s': want a number in [%g, %g]",
                         key, v, k->lo, k->hi);
         return MCL_OK;
@@ -196,7 +176,7 @@ mcl_status mcl_acl_train_cfg_set(mcl_acl_train_cfg *c, const char *key, const ch
         int n = split_list(v, tmp, MCL_TRAIN_MAX_DOMAINS);
         float s[MCL_TRAIN_MAX_DOMAINS];
         for (int i = 0; i < n; i++)
-            if (parse_f(tmp[i], 0.0f, 1e6f, &s[i])) n = -1;
+            if (mcl_parse_f32(tmp[i], 0.0f, 1e6f, &s[i])) n = -1;
         if (n < 1)
             return fail(err, err_len, MCL_ERR_INVALID,
                         "%s = '%s': want a comma list of 1..%d numbers >= 0", key, v,
