@@ -1,4 +1,4 @@
-/* test-dataset.c — image sets in memory and on disk (src/common/data/dataset.c, fmnist.c).
+/* test-dataset.c — image sets in memory and on disk (src/data/dataset.c, fmnist.c).
  *
  *  - the 32×32 fitting rule (centre padding; exact area resize checked against an
  *    independent supersampling reference; aspect kept by padding);

@@ -1,4 +1,4 @@
-/* test-idx.c — IDX reading and writing (src/common/data/idx.c).
+/* test-idx.c — IDX reading and writing (src/data/idx.c).
  *
  * Round trips (ubyte 3-D and 1-D, int32 1-D; plain and gzip; from a file and from memory),
  * deterministic output bytes, atomic writes, and a table of malformed inputs — each must

@@ -1,4 +1,4 @@
-/* test-plot.c — the plot module (src/common/plot.c, plot_font.c).
+/* test-plot.c — the plot module (tools/plot.c, plot_font.c).
  *
  * Draws each kind of figure into a temporary directory, reads the PNG back with libpng
  * (as 8-bit RGB) and checks real properties against the published layout (plot.h's

@@ -1,4 +1,4 @@
-/* test-png.c — PNG reading/writing (src/common/data/png_io.c).
+/* test-png.c — PNG reading/writing (src/data/png_io.c).
  *
  * Round trip of the gray writer; conversion of every PNG colour type to 8-bit gray (gray
  * 1/2/4/8/16-bit, gray+alpha, palette with and without transparency, RGB/RGBA 8 and 16-bit,

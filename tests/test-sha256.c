@@ -1,4 +1,4 @@
-/* test-sha256.c — SHA-256 (src/common/data/sha256.c) against the FIPS 180-2 / NIST CAVS
+/* test-sha256.c — SHA-256 (src/data/sha256.c) against the FIPS 180-2 / NIST CAVS
  * example vectors ("abc", "", the 448-bit and 896-bit messages, one million 'a'), padding
  * boundaries (lengths around 55/56/64 bytes; reference digests from Python's hashlib),
  * incremental updates split at random points, the file variant, and its errors.

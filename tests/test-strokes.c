@@ -29,7 +29,7 @@
 #include <omp.h>
 #endif
 
-#include "data/strokes.h"
+#include "strokes.h"
 #include "testutil.h"
 
 /* From-memory entry points of strokes.c (see its header). */

@@ -1,4 +1,4 @@
-/* bench_data.c — `metacl bench data`: speed of the handwriting renderer (src/common/data/
+/* bench_data.c — `metacl bench data`: speed of the handwriting renderer (src/data/
  * render.c) on one core, for every stroke set that is available here.
  *
  * A set is measured when its source is already on this machine: hanzi when the npm tarball is
@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "data/strokes.h"
+#include "strokes.h"
 
 static double now_seconds(void)
 {

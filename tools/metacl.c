@@ -10,9 +10,6 @@
 #include "cli.h"
 #include "config.h"
 #include "metacl.h"
-#ifdef MCL_HAVE_OPENCL
-#include "devices.h"
-#endif
 
 static void usage(FILE *f)
 {
@@ -64,34 +61,10 @@ static int cmd_devices(int argc, char **argv)
             return 2;
         }
     }
-    int threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
-    const char *env = getenv("METACL_BACKEND");
-    if (!json) {
-        printf("backends:\n  ref  reference (C + OpenMP, %d threads)%s\n", threads,
-               (!env || strcmp(env, "ref") == 0) ? " (default)" : "");
-    } else {
-        printf("{\"ref\":{\"threads\":%d},\"opencl\":", threads);
-    }
-#ifdef MCL_HAVE_OPENCL
-    int n = 0;
-    char err[256];
-    if (!json) printf("OpenCL devices:\n");
-    fflush(stdout);
-    if (mcl_opencl_print_devices(stdout, json, &n, err, sizeof err) != MCL_OK) {
+    if (mcl_backends_print(stdout, json) != MCL_OK) {
         fprintf(stderr, "metacl devices: out of memory\n");
         return 1;
     }
-    if (!json && n == 0) printf("  none: %s\n", err);
-#else
-    if (json)
-        printf("null");
-    else
-        printf("OpenCL: not enabled in this build (configure --enable-opencl)\n");
-#endif
-    if (json) printf("}\n");
     return 0;
 }
 

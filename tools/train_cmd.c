@@ -1,4 +1,4 @@
-/* train_cmd.c — `metacl train acl`: meta-train an ACL model (src/common/models/acl_train.h).
+/* train_cmd.c — `metacl train acl`: meta-train an ACL model (src/models/acl/acl_train.h).
  *
  *   metacl train acl --config FILE [--set key=value]... [--out RUN_DIR]
  *                    [--backend ref|opencl] [--device N|NAME] [--quiet]

@@ -123,13 +123,20 @@ struct mcl_backend {
     /* Optional hook run by the front end after every forward (backward = 0) or backward
      * (backward = 1) of an op; used by the METACL_TEST_BREAK self-test. NULL = none. */
     mcl_status (*post_op)(mcl_backend *be, const mcl_op_args *a, int backward);
+    /* Optional: the device's name (profile titles, logs). NULL = the backend's name says it. */
+    const char *(*device_name)(const mcl_backend *be);
 };
 
-/* Backend constructors. */
+/* The reference backend's constructor (src/ref/). */
 mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out);
-#ifdef MCL_HAVE_OPENCL
-mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backend **out);
-#endif
+
+/* src/common/backends.c, the only file that names the backends: open a backend by kind
+ * (device: NULL = default; MCL_ERR_UNSUPPORTED when the kind is not built in), whether a
+ * kind is built in, and "name" or "name: device" of a backend for titles and logs. */
+mcl_status mcl_backend_open(mcl_ctx *ctx, mcl_backend_kind kind, const char *device,
+                            mcl_backend **out);
+int mcl_backend_available(mcl_backend_kind kind);
+void mcl_backend_describe(const mcl_backend *be, char *out, size_t n);
 
 /* Test hook: when the environment variable METACL_TEST_BREAK names an op, the OpenCL backend
  * installs post_op to perturb that op's output (proves the differential runner can fail). */

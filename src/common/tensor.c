@@ -7,9 +7,6 @@
 
 #include "rng.h"
 #include "tape.h"
-#ifdef MCL_HAVE_OPENCL
-#include "devices.h" /* mcl_opencl_device_name, for the profile's title */
-#endif
 
 /* ------------------------------------------------------------------ errors */
 
@@ -49,24 +46,7 @@ mcl_status mcl_ctx_create(mcl_ctx **out, mcl_backend_kind kind, const char *devi
     }
     ctx->seed = 0;
     ctx->next_stream = 1;
-    mcl_status s;
-    switch (kind) {
-    case MCL_BACKEND_REF:
-        (void)device;
-        s = mcl_ref_backend_create(ctx, &ctx->be);
-        break;
-    case MCL_BACKEND_OPENCL:
-#ifdef MCL_HAVE_OPENCL
-        s = mcl_opencl_backend_create(ctx, device, &ctx->be);
-#else
-        s = mcl_ctx_set_error(ctx, MCL_ERR_UNSUPPORTED,
-                              "the OpenCL backend is not available in this build of metacl");
-#endif
-        break;
-    default:
-        s = mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "unknown backend kind %d", (int)kind);
-        break;
-    }
+    mcl_status s = mcl_backend_open(ctx, kind, device, &ctx->be);
     if (s != MCL_OK) {
         if (errbuf) snprintf(errbuf, errbuf_len, "%s", ctx->err[0] ? ctx->err : mcl_status_str(s));
         if (ctx->be && ctx->be->destroy) ctx->be->destroy(ctx->be);
@@ -99,11 +79,7 @@ void mcl_ctx_free(mcl_ctx *ctx)
     free(ctx->nodes);
     if (ctx->profile) {
         char where[320];
-        snprintf(where, sizeof where, "%s", ctx->be->name);
-#ifdef MCL_HAVE_OPENCL
-        if (ctx->be->kind == MCL_BACKEND_OPENCL)
-            snprintf(where, sizeof where, "opencl: %s", mcl_opencl_device_name(ctx));
-#endif
+        mcl_backend_describe(ctx->be, where, sizeof where);
         mcl_profile_print(ctx->profile, where);
         mcl_profile_free(ctx->profile);
     }

@@ -21,6 +21,7 @@
 #define MCL_TENSOR_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -44,6 +45,10 @@ typedef enum mcl_backend_kind {
     MCL_BACKEND_OPENCL,   /* OpenCL + CLBlast                */
     MCL_BACKEND_KIND_COUNT
 } mcl_backend_kind;
+
+/* Print the backends of this build and every OpenCL device (`metacl devices`): text, or one
+ * JSON object when json != 0. MCL_ERR_OOM on failure. */
+mcl_status mcl_backends_print(FILE *f, int json);
 
 /* Tensor flags. */
 enum {

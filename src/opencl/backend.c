@@ -680,6 +680,11 @@ static void ocl_destroy(mcl_backend *be)
     free(be);
 }
 
+static const char *ocl_device_name(const mcl_backend *be)
+{
+    return mcl_ocl_of((mcl_backend *)be)->device_name;
+}
+
 mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backend **out)
 {
     *out = NULL;
@@ -692,6 +697,7 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
     }
     be->kind = MCL_BACKEND_OPENCL;
     be->name = "opencl";
+    be->device_name = ocl_device_name;
     be->ctx = ctx;
     be->impl = o;
     mcl_ocl_buffers_install(be);

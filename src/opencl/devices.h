@@ -6,6 +6,15 @@
 
 #include "status.h"
 
+struct mcl_ctx;
+struct mcl_backend;
+
+/* The backend's constructor (device: index or name substring, NULL = $METACL_DEVICE or the
+ * first GPU, else the first device). Called only through src/common/backends.c, which
+ * declares it itself so that the engine includes nothing from src/opencl/. */
+mcl_status mcl_opencl_backend_create(struct mcl_ctx *ctx, const char *device,
+                                     struct mcl_backend **out);
+
 /* Print every OpenCL platform and device (name, driver version, compute units, global and
  * local memory) to f, as a table or as JSON. `*n_devices` receives the count. Returns
  * MCL_OK also when there are no platforms (then *n_devices == 0); errbuf gets a reason. */

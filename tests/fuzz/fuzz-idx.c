@@ -1,10 +1,10 @@
-/* fuzz-idx.c — libFuzzer harness for the IDX reader (src/common/data/idx.c), from memory,
+/* fuzz-idx.c — libFuzzer harness for the IDX reader (src/data/idx.c), from memory,
  * plain or gzip. Whatever it accepts is checked for consistency and, when it is a ubyte
  * N×H×W array, its first images go through the 32×32 fitting rule (dataset.c).
  *
  * Built by `configure --enable-fuzzing` (clang) as tests/fuzz/fuzz-idx, or by hand:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *     -Isrc/common -Isrc/common/data tests/fuzz/fuzz-idx.c src/common/data/{idx,dataset,png_io,sha256}.c \
+ *     -Isrc/common -Isrc/data -Isrc/data/prepare tests/fuzz/fuzz-idx.c src/data/{idx,dataset,png_io,sha256}.c \
  *     src/common/status.c -lpng -lz -lm -o fuzz-idx
  *   ./fuzz-idx -max_total_time=60 CORPUS_DIR    (e.g. a copy of data/fixtures/ *.gz)
  */

@@ -1,10 +1,10 @@
-/* fuzz-jhf.c — libFuzzer harness for the Hershey .jhf parser (src/common/data/strokes.c),
+/* fuzz-jhf.c — libFuzzer harness for the Hershey .jhf parser (src/data/prepare/strokes.c),
  * and the renderer on whatever glyphs it accepts.
  *
  * Built by `configure --enable-fuzzing` (clang) as tests/fuzz/fuzz-jhf, or by hand:
  *   clang -std=c11 -g -O1 -ffp-contract=off -fsanitize=fuzzer,address,undefined \
- *     -fno-sanitize-recover=all -Isrc/common -Isrc/common/data tests/fuzz/fuzz-jhf.c \
- *     src/common/data/{strokes,render,dataset,idx,png_io,sha256}.c src/common/status.c \
+ *     -fno-sanitize-recover=all -Isrc/common -Isrc/data -Isrc/data/prepare tests/fuzz/fuzz-jhf.c \
+ *     src/data/{dataset,idx,png_io,sha256}.c src/data/prepare/{strokes,render}.c src/common/status.c \
  *     src/common/rng.c -lcjson -lpng -lz -lm -o fuzz-jhf
  *   ./fuzz-jhf -max_total_time=60 [CORPUS_DIR]   (e.g. a copy of /usr/share/hershey-fonts)
  */

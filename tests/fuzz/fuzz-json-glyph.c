@@ -1,11 +1,11 @@
-/* fuzz-json-glyph.c — libFuzzer harness for the JSON glyph parsers (src/common/data/strokes.c):
+/* fuzz-json-glyph.c — libFuzzer harness for the JSON glyph parsers (src/data/prepare/strokes.c):
  * the first byte picks hanzi-writer medians (0), a kanjidraw stroke array (1) or a whole
  * kanjidraw data.json (2); accepted glyphs are rendered.
  *
  * Built by `configure --enable-fuzzing` (clang) as tests/fuzz/fuzz-json-glyph, or by hand:
  *   clang -std=c11 -g -O1 -ffp-contract=off -fsanitize=fuzzer,address,undefined \
- *     -fno-sanitize-recover=all -Isrc/common -Isrc/common/data tests/fuzz/fuzz-json-glyph.c \
- *     src/common/data/{strokes,render,dataset,idx,png_io,sha256}.c src/common/status.c \
+ *     -fno-sanitize-recover=all -Isrc/common -Isrc/data -Isrc/data/prepare tests/fuzz/fuzz-json-glyph.c \
+ *     src/data/{dataset,idx,png_io,sha256}.c src/data/prepare/{strokes,render}.c src/common/status.c \
  *     src/common/rng.c -lcjson -lpng -lz -lm -o fuzz-json-glyph
  *   ./fuzz-json-glyph -max_total_time=60 [CORPUS_DIR]
  */

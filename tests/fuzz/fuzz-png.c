@@ -1,9 +1,9 @@
-/* fuzz-png.c — libFuzzer harness for the PNG reader (src/common/data/png_io.c), from memory.
+/* fuzz-png.c — libFuzzer harness for the PNG reader (src/data/png_io.c), from memory.
  * Whatever it accepts is checked for consistency and goes through the 32×32 fitting rule.
  *
  * Built by `configure --enable-fuzzing` (clang) as tests/fuzz/fuzz-png, or by hand:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
- *     -Isrc/common -Isrc/common/data tests/fuzz/fuzz-png.c src/common/data/{idx,dataset,png_io,sha256}.c \
+ *     -Isrc/common -Isrc/data -Isrc/data/prepare tests/fuzz/fuzz-png.c src/data/{idx,dataset,png_io,sha256}.c \
  *     src/common/status.c -lpng -lz -lm -o fuzz-png
  *   ./fuzz-png -max_total_time=60 CORPUS_DIR    (e.g. a copy of data/fixtures/tiny-pngdir/ * / *.png)
  */

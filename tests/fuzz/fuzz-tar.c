@@ -1,10 +1,10 @@
-/* fuzz-tar.c — libFuzzer harness for the ustar reader (src/common/data/strokes.c); members
+/* fuzz-tar.c — libFuzzer harness for the ustar reader (src/data/prepare/strokes.c); members
  * named *.json go on to the hanzi glyph parser, as in the real loader.
  *
  * Built by `configure --enable-fuzzing` (clang) as tests/fuzz/fuzz-tar, or by hand:
  *   clang -std=c11 -g -O1 -ffp-contract=off -fsanitize=fuzzer,address,undefined \
- *     -fno-sanitize-recover=all -Isrc/common -Isrc/common/data tests/fuzz/fuzz-tar.c \
- *     src/common/data/{strokes,render,dataset,idx,png_io,sha256}.c src/common/status.c \
+ *     -fno-sanitize-recover=all -Isrc/common -Isrc/data -Isrc/data/prepare tests/fuzz/fuzz-tar.c \
+ *     src/data/{dataset,idx,png_io,sha256}.c src/data/prepare/{strokes,render}.c src/common/status.c \
  *     src/common/rng.c -lcjson -lpng -lz -lm -o fuzz-tar
  *   ./fuzz-tar -max_total_time=60 [CORPUS_DIR]   (e.g. a few small .tar files)
  */

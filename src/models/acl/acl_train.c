@@ -123,7 +123,7 @@ mcl_status mcl_acl_train_cfg_set(mcl_acl_train_cfg *c, const char *key, const ch
     if (!k)
         return fail(err, err_len, MCL_ERR_INVALID,
                     "unknown key '%s' (keys: model.*, task.*, data.*, train.*; see "
-                    "src/common/models/acl_train.h or doc/acl.md)",
+                    "src/models/acl/acl_train.h or doc/acl.md)",
                     key);
     char *base = (char *)c + k->off;
     int64_t x = 0;
