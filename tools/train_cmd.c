@@ -1,8 +1,9 @@
-/* train_cmd.c — `metacl train acl`: meta-train an ACL model (src/models/acl/acl_train.h).
+/* train_cmd.c — `metacl train FAMILY`: train a model of any family on the harness
+ * (src/learn/train.h; the families: src/models/families.c).
  *
- *   metacl train acl --config FILE [--set key=value]... [--out RUN_DIR]
- *                    [--backend ref|opencl] [--device N|NAME] [--quiet]
- *   metacl train acl --resume RUN_DIR [--set key=value]... [--backend ...]
+ *   metacl train FAMILY --config FILE [--set key=value]... [--out RUN_DIR]
+ *                       [--backend ref|opencl] [--device N|NAME] [--quiet]
+ *   metacl train FAMILY --resume RUN_DIR [--set key=value]... [--backend ...]
  *
  * Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage.
  */
@@ -11,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "acl_train.h"
+#include "train.h"
 #include "cli.h"
 
 static void usage(FILE *f)
@@ -34,8 +35,11 @@ int mcl_cli_train(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (strcmp(argv[1], "acl") != 0) {
-        fprintf(stderr, "metacl train: unknown model '%s' (available: acl)\n", argv[1]);
+    const mcl_family *fam = mcl_family_find(argv[1]);
+    if (!fam) {
+        fprintf(stderr, "metacl train: unknown model family '%s' (available:", argv[1]);
+        for (const mcl_family *const *f = mcl_families(); *f; f++) fprintf(stderr, " %s", (*f)->kind);
+        fprintf(stderr, ")\n");
         return 2;
     }
     const char *config = NULL, *out = NULL, *resume = NULL, *backend = NULL, *device = NULL;
@@ -48,6 +52,8 @@ int mcl_cli_train(int argc, char **argv)
         int r;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
+            printf("\nkeys of `metacl train %s` (config files and --set; default, meaning, range):\n", fam->kind);
+            mcl_run_cfg_print_help(stdout, fam);
             free(sets);
             return 0;
         } else if (!strcmp(argv[i], "--quiet")) {
@@ -61,39 +67,43 @@ int mcl_cli_train(int argc, char **argv)
         } else if ((r = mcl_cli_take_value(argc, argv, &i, "--set", &v)) != 0) {
             if (r < 0) rc = 2;
             else if (!strchr(v, '=')) {
-                fprintf(stderr, "metacl train acl: --set '%s': want key=value\n", v);
+                fprintf(stderr, "metacl train %s: --set '%s': want key=value\n", fam->kind, v);
                 rc = 2;
             } else
                 sets[n_set++] = v;
         } else {
-            fprintf(stderr, "metacl train acl: unknown option '%s'\n", argv[i]);
+            fprintf(stderr, "metacl train %s: unknown option '%s'\n", fam->kind, argv[i]);
             usage(stderr);
             rc = 2;
         }
     }
     if (rc == 0 && !config == !resume) {
-        fprintf(stderr, "metacl train acl: give exactly one of --config FILE or --resume RUN_DIR\n");
+        fprintf(stderr, "metacl train %s: give exactly one of --config FILE or --resume RUN_DIR\n", fam->kind);
         rc = 2;
     }
     if (rc == 0 && resume && out) {
-        fprintf(stderr, "metacl train acl: --out does not go with --resume (the run stays in its directory)\n");
+        fprintf(stderr, "metacl train %s: --out does not go with --resume (the run stays in its directory)\n", fam->kind);
         rc = 2;
     }
-    mcl_acl_train_cfg cfg;
-    mcl_acl_train_cfg_default(&cfg);
+    mcl_run_cfg cfg;
     char err[2048], dir[1024];
+    if (mcl_run_cfg_init(&cfg, fam, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
+        free(sets);
+        return 1;
+    }
     if (rc == 0 && config) {
-        if (mcl_acl_train_cfg_load(&cfg, config, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl train acl: %s\n", err);
+        if (mcl_run_cfg_load(&cfg, config, err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = 1;
         }
         for (int i = 0; rc == 0 && i < n_set; i++)
-            if (mcl_acl_train_cfg_parse(&cfg, sets[i], "--set", err, sizeof err) != MCL_OK) {
-                fprintf(stderr, "metacl train acl: %s\n", err);
+            if (mcl_run_cfg_parse(&cfg, sets[i], "--set", err, sizeof err) != MCL_OK) {
+                fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
                 rc = 2;
             }
-        if (rc == 0 && mcl_acl_train_cfg_check(&cfg, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl train acl: %s\n", err);
+        if (rc == 0 && mcl_run_cfg_check(&cfg, err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = 1;
         }
         if (rc == 0 && !out) { /* runs/<config file name without directory and .conf> */
@@ -108,7 +118,7 @@ int mcl_cli_train(int argc, char **argv)
     mcl_ctx *ctx = NULL;
     if (rc == 0) rc = mcl_cli_open_ctx(backend, device, &ctx);
     if (rc == 0) {
-        mcl_acl_train_opts o;
+        mcl_train_opts o;
         memset(&o, 0, sizeof o);
         o.run_dir = resume ? resume : out;
         o.resume = resume != NULL;
@@ -116,9 +126,9 @@ int mcl_cli_train(int argc, char **argv)
         o.log = quiet ? NULL : stdout;
         o.overrides = sets;
         o.n_overrides = resume ? n_set : 0;
-        mcl_acl_train_result res;
-        if (mcl_acl_train(ctx, config ? &cfg : NULL, &o, &res, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl train acl: %s\n", err);
+        mcl_train_result res;
+        if (mcl_train_run(ctx, fam, config ? &cfg : NULL, &o, &res, err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = 1;
         } else if (!quiet) {
             printf("run %s: %lld steps, last loss %.4f, best validation %.4f, left chance at step "
@@ -128,6 +138,7 @@ int mcl_cli_train(int argc, char **argv)
         }
         mcl_ctx_free(ctx);
     }
+    mcl_run_cfg_free(&cfg);
     free(sets);
     return rc;
 }

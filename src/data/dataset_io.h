@@ -10,14 +10,9 @@
 
 #include "dataset.h"
 #include "prepared.h"
+#include "util.h"
 
-/* mkdir -p: every missing directory of path (mode 0755); an existing non-directory is an
- * error. */
-mcl_status mcl_mkdir_p(const char *path, char *err, size_t len);
-/* Write n bytes to path atomically: a temporary file next to it (O_EXCL), fsync, rename; on
- * any failure the temporary is removed and an existing file at path is left as it was. */
-mcl_status mcl_write_file_atomic(const char *path, const void *data, size_t n, char *err,
-                                 size_t len);
+/* mcl_mkdir_p, mcl_write_file_atomic: util.h */
 
 /* meta.txt of a prepared set. */
 typedef struct mcl_prepared_meta {

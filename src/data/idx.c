@@ -402,14 +402,6 @@ mcl_status mcl_idx_expect(const mcl_idx *x, const char *name, const char *what, 
     return MCL_OK;
 }
 
-int mcl_tmp_name(const char *path, char *tmp, size_t len)
-{
-    static atomic_uint counter;
-    unsigned k = atomic_fetch_add(&counter, 1u);
-    int r = snprintf(tmp, len, "%s.tmp.%ld.%u", path, (long)getpid(), k);
-    return r < 0 || (size_t)r >= len ? -1 : 0;
-}
-
 /* Write all of buf to fd. 0 ok, -1 error (errno set). */
 static int write_all(int fd, const void *buf, size_t n)
 {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "util.h"
 
 #define MCL_IDX_UBYTE 0x08
 #define MCL_IDX_INT32 0x0C
@@ -50,7 +51,6 @@ mcl_status mcl_idx_expect(const mcl_idx *x, const char *name, const char *what, 
 mcl_status mcl_idx_write(const char *path, int type, int ndim, const int64_t *dims,
                          const void *data, int gzip, char *err, size_t len);
 
-/* Temporary name for an atomic write of `path` (path + ".tmp.<pid>.<n>"); 0 on success. */
-int mcl_tmp_name(const char *path, char *tmp, size_t len);
+/* mcl_tmp_name: util.h */
 
 #endif

@@ -9,13 +9,13 @@
  * task i inside the sequence.
  */
 #include "baseline.h"
+#include "conv4.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BL_NORM_EPS 1e-5f
 
 void mcl_baseline_config_default(mcl_baseline_config *cfg)
 {
@@ -72,7 +72,7 @@ typedef struct learner {
     mcl_ctx *ctx;
     mcl_params *params;
     mcl_optim *opt;
-    mcl_tensor *conv_w[4], *conv_b[4], *norm_g[4], *norm_b[4];
+    mcl_conv4 conv;
     mcl_tensor *head_w, *head_b;
     int n_out;
     int64_t n_feat;
@@ -85,11 +85,6 @@ static void learner_free(learner *L)
     memset(L, 0, sizeof *L);
 }
 
-static mcl_tensor *add(learner *L, const char *name, int ndim, const int64_t *shape)
-{
-    return mcl_params_add(L->params, name, ndim, shape);
-}
-
 static mcl_status learner_create(mcl_ctx *ctx, const mcl_baseline_config *c, int n_out,
                                  uint64_t base, learner *L)
 {
@@ -100,33 +95,13 @@ static mcl_status learner_create(mcl_ctx *ctx, const mcl_baseline_config *c, int
     L->n_feat = C * 4; /* C channels × 2 × 2 after four 2×2 pools of 32×32 */
     L->params = mcl_params_create(ctx);
     if (!L->params) return ctx_fail(ctx, "baseline", "parameter registry");
-    mcl_status st = MCL_OK;
-    uint64_t k = 0;
-    char name[48];
-    for (int i = 0; i < 4 && st == MCL_OK; i++) {
-        const int64_t cin = i == 0 ? 1 : C;
-        const int64_t sw[4] = {C, cin, 3, 3}, sc[1] = {C};
-        snprintf(name, sizeof name, "conv%d.w", i);
-        L->conv_w[i] = add(L, name, 4, sw);
-        snprintf(name, sizeof name, "conv%d.b", i);
-        L->conv_b[i] = add(L, name, 1, sc);
-        snprintf(name, sizeof name, "conv%d.norm.g", i);
-        L->norm_g[i] = add(L, name, 1, sc);
-        snprintf(name, sizeof name, "conv%d.norm.b", i);
-        L->norm_b[i] = add(L, name, 1, sc);
-        if (!L->conv_w[i] || !L->conv_b[i] || !L->norm_g[i] || !L->norm_b[i]) {
-            st = ctx_fail(ctx, "baseline", "parameter");
-            break;
-        }
-        st = mcl_tensor_randn(L->conv_w[i], c->seed, base + k, 0.0f,
-                              sqrtf(2.0f / (float)(cin * 9))); /* He-normal */
-        k += 4;
-        if (st == MCL_OK) st = mcl_tensor_fill(L->norm_g[i], 1.0f);
-    }
+    /* Conv-4 from streams base .. base+15 (conv4.h), the head from base+16 */
+    mcl_status st = mcl_conv4_create(&L->conv, ctx, L->params, 1, (int)C, MCL_IMG, c->seed, base);
+    const uint64_t k = 16;
     const int64_t shw[2] = {L->n_feat, n_out}, shb[1] = {n_out};
     if (st == MCL_OK) {
-        L->head_w = add(L, "head.w", 2, shw);
-        L->head_b = add(L, "head.b", 1, shb);
+        L->head_w = mcl_params_add(L->params, "head.w", 2, shw);
+        L->head_b = mcl_params_add(L->params, "head.b", 1, shb);
         if (!L->head_w || !L->head_b) st = ctx_fail(ctx, "baseline", "parameter");
     }
     if (st == MCL_OK)
@@ -148,27 +123,10 @@ static mcl_status learner_create(mcl_ctx *ctx, const mcl_baseline_config *c, int
 static mcl_tensor *learner_forward(learner *L, mcl_tensor *x, int64_t n)
 {
     mcl_ctx *ctx = L->ctx;
-    for (int i = 0; i < 4; i++) {
-        x = mcl_conv2d(ctx, x, L->conv_w[i], L->conv_b[i], 1, 1);
-        x = mcl_instance_norm(ctx, x, L->norm_g[i], L->norm_b[i], BL_NORM_EPS);
-        x = mcl_maxpool2d(ctx, x);
-        x = mcl_relu(ctx, x);
-    }
-    const int64_t fs[2] = {n, L->n_feat};
-    mcl_tensor *f = mcl_reshape(ctx, x, 2, fs);
+    mcl_tensor *f = mcl_conv4_forward(ctx, &L->conv, x, n, 0.0f, 0);
     return mcl_bias_add(ctx, mcl_matmul(ctx, f, L->head_w, 0, 0), L->head_b);
 }
 
-static mcl_status make_rows(mcl_ctx *ctx, const mcl_dataset *ds, const int64_t *idx,
-                            const int32_t *lab, int64_t rows, int normalize, mcl_tensor **img,
-                            mcl_tensor **lt)
-{
-    *img = mcl_tensor_new(ctx, rows, 1, MCL_IMG, MCL_IMG);
-    if (lt) *lt = mcl_tensor_new(ctx, rows, 0, 0, 0);
-    if (!*img || (lt && !*lt)) return ctx_fail(ctx, "baseline", "tensor allocation");
-    mcl_status st = mcl_batch_rows(*img, lt ? *lt : NULL, ds, idx, lab, rows, normalize);
-    return st != MCL_OK ? ctx_fail(ctx, "baseline", "batching") : MCL_OK;
-}
 
 /* epochs passes over n examples, shuffled by rng, mini-batches of at most bs. */
 static mcl_status learner_train(learner *L, const mcl_dataset *ds, const int64_t *idx,
@@ -197,7 +155,7 @@ static mcl_status learner_train(learner *L, const mcl_dataset *ds, const int64_t
                 bl[r] = lab[order[s0 + r]];
             }
             mcl_tensor *img = NULL, *lt = NULL;
-            st = make_rows(ctx, ds, bi, bl, m, normalize, &img, &lt);
+            st = mcl_learner_rows(ctx, "baseline", ds, bi, bl, m, normalize, &img, &lt);
             if (st == MCL_OK) {
                 mcl_optim_zero_grad(L->opt);
                 mcl_tensor *loss = mcl_cross_entropy(ctx, learner_forward(L, img, m), lt);
@@ -216,187 +174,157 @@ static mcl_status learner_train(learner *L, const mcl_dataset *ds, const int64_t
     return st;
 }
 
-/* Correct predictions over n examples, in calls of at most chunk rows, no gradients. */
-static mcl_status learner_hits(learner *L, const mcl_dataset *ds, const int64_t *idx,
-                               const int32_t *lab, int64_t n, int64_t chunk, int normalize,
-                               int64_t *hits)
+/* Logits of n examples into out[n·n_out], in calls of at most chunk rows, no gradients. */
+static mcl_status learner_logits(learner *L, const mcl_dataset *ds, const int64_t *idx,
+                                 int64_t n, int64_t chunk, int normalize, float *out)
 {
     mcl_ctx *ctx = L->ctx;
     const int64_t cap = min64(chunk, n > 0 ? n : 1);
-    float *lg = malloc((size_t)(cap * L->n_out) * sizeof *lg);
-    if (!lg) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "baseline: out of memory");
     mcl_status st = MCL_OK;
     mcl_no_grad_begin(ctx);
     for (int64_t s0 = 0; s0 < n && st == MCL_OK; s0 += cap) {
         const int64_t m = min64(cap, n - s0);
         mcl_tensor *img = NULL;
-        st = make_rows(ctx, ds, idx + s0, NULL, m, normalize, &img, NULL);
+        st = mcl_learner_rows(ctx, "baseline", ds, idx + s0, NULL, m, normalize, &img, NULL);
         mcl_tensor *logits = st == MCL_OK ? learner_forward(L, img, m) : NULL;
         if (st == MCL_OK && !logits) st = ctx_fail(ctx, "baseline", "forward");
-        if (st == MCL_OK) st = mcl_tensor_read(logits, lg, m * L->n_out);
-        if (st == MCL_OK) *hits += mcl_eval_count_hits(lg, m, L->n_out, L->n_out, lab + s0);
+        if (st == MCL_OK) st = mcl_tensor_read(logits, out + s0 * L->n_out, m * L->n_out);
         mcl_tensor_free(img);
         mcl_ctx_reset(ctx);
     }
     mcl_no_grad_end(ctx);
-    free(lg);
     return st;
 }
 
-/* ======================================================================= task sequences */
+/* ======================================================================= as a learner */
 
-/* One episode: a fresh learner trained on tasks 0..T-1 in turn; hits[i·T + j] += correct
- * queries of task j after task i; ahits[i] += correct queries of task i learned alone. */
-static mcl_status seq_episode(mcl_ctx *ctx, const mcl_baseline_config *b,
-                              const mcl_seq_eval_cfg *c, const mcl_episode *ep, uint64_t base,
-                              int64_t *hits, int64_t *ahits)
+/* The baseline as a learner of the protocols (learner.h): one problem at a time (lanes 1);
+ * reset builds a fresh network whose randomness is keyed by (run, episode); observe trains it
+ * on the task's examples; predict gives its logits. */
+typedef struct bl_learner {
+    mcl_baseline_config cfg;
+    learner net;
+    int have_net;
+    uint64_t base;
+} bl_learner;
+
+static mcl_status bl_begin(mcl_learner *L)
 {
-    const int T = c->n_tasks;
-    learner L;
-    mcl_status st = learner_create(ctx, b, c->n_outputs, base, &L);
-    for (int i = 0; i < T && st == MCL_OK; i++) {
-        const mcl_task *t = &ep->task[i];
-        mcl_rng rng;
-        mcl_rng_init(&rng, b->seed, base + 32 + (uint64_t)i);
-        st = learner_train(&L, t->ds, t->ctx_index, t->ctx_label, mcl_task_part_len(t, MCL_PART_CONTEXT),
-                           b->epochs, b->batch_size, &rng, c->normalize);
-        for (int j = 0; j <= i && st == MCL_OK; j++) {
-            const mcl_task *q = &ep->task[j];
-            st = learner_hits(&L, q->ds, q->query_index, q->query_label,
-                              mcl_task_part_len(q, MCL_PART_QUERY), c->query_chunk, c->normalize,
-                              &hits[i * T + j]);
-        }
-    }
-    if (st == MCL_OK) learner_free(&L);
-    for (int i = 1; i < T && !c->skip_alone && st == MCL_OK; i++) {
-        const mcl_task *t = &ep->task[i];
-        st = learner_create(ctx, b, c->n_outputs, base, &L);
-        if (st != MCL_OK) break;
-        mcl_rng rng;
-        mcl_rng_init(&rng, b->seed, base + 32 + (uint64_t)i);
-        st = learner_train(&L, t->ds, t->ctx_index, t->ctx_label, mcl_task_part_len(t, MCL_PART_CONTEXT),
-                           b->epochs, b->batch_size, &rng, c->normalize);
-        if (st == MCL_OK)
-            st = learner_hits(&L, t->ds, t->query_index, t->query_label,
-                              mcl_task_part_len(t, MCL_PART_QUERY), c->query_chunk, c->normalize,
-                              &ahits[i]);
-        learner_free(&L);
-    }
-    if (st != MCL_OK && L.params) learner_free(&L);
+    bl_learner *b = L->impl;
+    mcl_baseline_config c;
+    mcl_status st = check_bcfg(L->ctx, "baseline", &b->cfg, &c);
+    if (st == MCL_OK) mcl_ctx_reset(L->ctx);
     return st;
+}
+
+static void bl_drop(bl_learner *b)
+{
+    if (b->have_net) learner_free(&b->net);
+    b->have_net = 0;
+}
+
+static void bl_end(mcl_learner *L)
+{
+    bl_drop(L->impl);
+    mcl_ctx_reset(L->ctx);
+}
+
+static mcl_status bl_reset(mcl_learner *L, int lanes, int n_outputs, int64_t run, int64_t episode)
+{
+    bl_learner *b = L->impl;
+    if (lanes != 1)
+        return mcl_ctx_set_error(L->ctx, MCL_ERR_INVALID, "baseline: %d problems at once (1 only)", lanes);
+    bl_drop(b);
+    b->base = problem_base(run, episode);
+    mcl_status st = learner_create(L->ctx, &b->cfg, n_outputs, b->base, &b->net);
+    b->have_net = st == MCL_OK;
+    L->lanes = 1;
+    L->n_logits = n_outputs;
+    return st;
+}
+
+static mcl_status bl_observe(mcl_learner *L, int task, const mcl_dataset *ds, const int64_t *idx,
+                             const int32_t *lab, int64_t n, const mcl_learn_opts *o)
+{
+    bl_learner *b = L->impl;
+    mcl_rng rng; /* the shuffles of task i: stream base + 32 + i */
+    mcl_rng_init(&rng, b->cfg.seed, b->base + 32 + (uint64_t)task);
+    return learner_train(&b->net, ds, idx, lab, n, b->cfg.epochs, b->cfg.batch_size, &rng,
+                         o->normalize);
+}
+
+static mcl_status bl_predict(mcl_learner *L, const mcl_dataset *ds, const int64_t *idx, int64_t n,
+                             const mcl_learn_opts *o, float *logits)
+{
+    bl_learner *b = L->impl;
+    return learner_logits(&b->net, ds, idx, n, o->query_chunk, o->normalize, logits);
+}
+
+static void bl_destroy(mcl_learner *L)
+{
+    if (L->impl) bl_drop(L->impl);
+    free(L->impl);
+    free(L);
+}
+
+static const mcl_learner_ops baseline_ops = {"baseline", bl_begin,   bl_end,    bl_reset,
+                                             bl_observe, bl_predict, bl_destroy};
+
+mcl_status mcl_baseline_learner_create(mcl_ctx *ctx, const mcl_baseline_config *bcfg,
+                                       mcl_learner **out)
+{
+    static const char fn[] = "mcl_baseline_learner_create";
+    if (!ctx) return MCL_ERR_NULL;
+    if (!bcfg || !out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: NULL argument", fn);
+    *out = NULL;
+    mcl_baseline_config c;
+    mcl_status st = check_bcfg(ctx, fn, bcfg, &c);
+    if (st != MCL_OK) return st;
+    mcl_learner *L = calloc(1, sizeof *L);
+    bl_learner *b = calloc(1, sizeof *b);
+    if (!L || !b) {
+        free(L);
+        free(b);
+        return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of memory", fn);
+    }
+    b->cfg = c;
+    L->ops = &baseline_ops;
+    L->ctx = ctx;
+    L->max_lanes = 1;
+    L->max_outputs = 0; /* the head is sized by reset */
+    L->impl = b;
+    *out = L;
+    return MCL_OK;
 }
 
 mcl_status mcl_baseline_eval_seq(mcl_ctx *ctx, const mcl_baseline_config *bcfg,
                                  const mcl_class_pool *pools, const mcl_seq_eval_cfg *cfg,
                                  mcl_cl_result *res)
 {
-    static const char fn[] = "mcl_baseline_eval_seq";
     if (!ctx) return MCL_ERR_NULL;
     if (res) memset(res, 0, sizeof *res);
     if (!bcfg || !pools || !cfg || !res)
-        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: NULL argument", fn);
-    mcl_baseline_config b;
-    mcl_seq_eval_cfg c;
-    mcl_status st = check_bcfg(ctx, fn, bcfg, &b);
-    if (st == MCL_OK) st = mcl_seq_eval_resolve(ctx, pools, cfg, &c);
-    if (st != MCL_OK) return st;
-    const int T = c.n_tasks;
-    if (mcl_cl_result_init(res, T, c.n_runs) != MCL_OK)
-        return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of memory", fn);
-    mcl_episode_cfg ec;
-    memset(&ec, 0, sizeof ec);
-    ec.n_way = c.n_way;
-    ec.k_shot = c.k_shot;
-    ec.n_query = c.n_query;
-    ec.first_shot = 0;
-    ec.n_tasks = T;
-    ec.share_classes = c.share_classes;
-    ec.class_incremental = c.class_incremental;
-    mcl_episode *ep = NULL;
-    int64_t *hits = malloc((size_t)(T * T + T) * sizeof *hits);
-    if (!hits || mcl_episode_create(&ec, &ep) != MCL_OK) {
-        free(hits);
-        mcl_cl_result_free(res);
-        return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of memory", fn);
-    }
-    mcl_ctx_reset(ctx);
-    const double count = (double)c.n_episodes * (double)c.n_way * c.n_query;
-    for (int r = 0; r < c.n_runs && st == MCL_OK; r++) {
-        memset(hits, 0, (size_t)(T * T + T) * sizeof *hits);
-        mcl_rng rng;
-        mcl_rng_init(&rng, c.seed, (uint64_t)r); /* the same draws as mcl_acl_eval_seq */
-        for (int e = 0; e < c.n_episodes && st == MCL_OK; e++) {
-            char err[256] = "";
-            mcl_status s = mcl_episode_sample(ep, pools, &rng, err, sizeof err);
-            if (s != MCL_OK)
-                st = mcl_ctx_set_error(ctx, s, "%s: run %d, episode %d: %s", fn, r, e, err);
-            else
-                st = seq_episode(ctx, &b, &c, ep, problem_base(r, e), hits, hits + T * T);
-        }
-        if (st != MCL_OK) break;
-        mcl_cl_result_set_run_hits(res, r, hits, count, !c.skip_alone);
-    }
-    mcl_episode_free(ep);
-    free(hits);
-    mcl_ctx_reset(ctx);
-    return mcl_cl_result_finish(res, st);
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_baseline_eval_seq: NULL argument");
+    mcl_learner *L = NULL;
+    mcl_status st = mcl_baseline_learner_create(ctx, bcfg, &L);
+    if (st == MCL_OK) st = mcl_eval_seq(L, pools, cfg, res);
+    mcl_learner_free(L);
+    return st;
 }
-
-/* ======================================================================= Split-X */
 
 mcl_status mcl_baseline_eval_splitx(mcl_ctx *ctx, const mcl_baseline_config *bcfg,
                                     const mcl_dataset *train, const mcl_dataset *test,
                                     const mcl_splitx_eval_cfg *cfg, mcl_cl_result *res)
 {
-    static const char fn[] = "mcl_baseline_eval_splitx";
     if (!ctx) return MCL_ERR_NULL;
     if (res) memset(res, 0, sizeof *res);
     if (!bcfg || !train || !test || !cfg || !res)
-        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: NULL argument", fn);
-    mcl_baseline_config b;
-    mcl_splitx_eval_cfg c;
-    mcl_status st = check_bcfg(ctx, fn, bcfg, &b);
-    if (st == MCL_OK) st = mcl_splitx_eval_resolve(ctx, train, test, cfg, &c);
-    if (st != MCL_OK) return st;
-    const int T = c.split.n_tasks, C = c.split.classes_per_task;
-    const int n_out = c.n_outputs ? c.n_outputs : c.split.mode == MCL_SPLITX_CLASS ? T * C : C;
-    if (mcl_cl_result_init(res, T, c.n_runs) != MCL_OK)
-        return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of memory", fn);
-    mcl_ctx_reset(ctx);
-    for (int r = 0; r < c.n_runs && st == MCL_OK; r++) {
-        mcl_splitx_cfg sxc = c.split;
-        sxc.run = c.first_run + r;
-        mcl_splitx *sx = NULL;
-        char err[256] = "";
-        mcl_status s = mcl_splitx_create(train, test, &sxc, &sx, err, sizeof err);
-        if (s != MCL_OK) {
-            st = mcl_ctx_set_error(ctx, s, "%s: run %d: %s", fn, sxc.run, err);
-            break;
-        }
-        const uint64_t base = problem_base(sxc.run, 0);
-        learner L;
-        st = learner_create(ctx, &b, n_out, base, &L);
-        double *R = res->acc + (int64_t)r * T * T;
-        for (int i = 0; i < T && st == MCL_OK; i++) {
-            const int64_t c0 = sx->task_ctx_start[i], cn = sx->task_ctx_start[i + 1] - c0;
-            mcl_rng rng;
-            mcl_rng_init(&rng, b.seed, base + 32 + (uint64_t)i);
-            st = learner_train(&L, train, sx->ctx_index + c0, sx->ctx_label + c0, cn, b.epochs,
-                               b.batch_size, &rng, c.normalize);
-            if (c.final_only && i < T - 1) continue;
-            for (int j = 0; j <= i && st == MCL_OK; j++) {
-                const int64_t q0 = sx->task_query_start[j], qn = sx->task_query_start[j + 1] - q0;
-                int64_t h = 0;
-                st = learner_hits(&L, test, sx->query_index + q0, sx->query_label + q0, qn,
-                                  c.query_chunk, c.normalize, &h);
-                R[i * T + j] = qn > 0 ? (double)h / (double)qn : NAN;
-            }
-        }
-        if (L.params) learner_free(&L);
-        mcl_splitx_free(sx);
-    }
-    mcl_ctx_reset(ctx);
-    return mcl_cl_result_finish(res, st);
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_baseline_eval_splitx: NULL argument");
+    mcl_learner *L = NULL;
+    mcl_status st = mcl_baseline_learner_create(ctx, bcfg, &L);
+    if (st == MCL_OK) st = mcl_eval_splitx(L, train, test, cfg, res);
+    mcl_learner_free(L);
+    return st;
 }
 
 /* ======================================================================= selection */

@@ -39,7 +39,8 @@
 
 #include <stdint.h>
 
-#include "acl_eval.h"
+#include "learner.h"
+#include "protocols.h"
 #include "metrics.h"
 #include "optim.h"
 #include "sampler.h"
@@ -61,6 +62,11 @@ typedef struct mcl_baseline_config {
 
 /* SGD, lr 1e-2, 5 epochs, batch 32, 32 channels, seed 1. */
 void mcl_baseline_config_default(mcl_baseline_config *cfg);
+
+/* The baseline as a learner of the protocols (learner.h): lanes 1, the head sized by the
+ * protocol's outputs. Free with mcl_learner_free. */
+mcl_status mcl_baseline_learner_create(mcl_ctx *ctx, const mcl_baseline_config *bcfg,
+                                       mcl_learner **out);
 
 /* Task sequences (see mcl_acl_eval_seq): *res as there. */
 mcl_status mcl_baseline_eval_seq(mcl_ctx *ctx, const mcl_baseline_config *bcfg,

@@ -1,4 +1,5 @@
 /* acl.c — the ACL model (SPEC-ACL §2–3). See acl.h. */
+#include <assert.h>
 #include "acl.h"
 
 #include <math.h>
@@ -12,17 +13,10 @@ void mcl_acl_config_default(mcl_acl_config *cfg)
 {
     if (!cfg) return;
     memset(cfg, 0, sizeof *cfg);
-    cfg->n_way = 5;
-    cfg->hidden = 256;
-    cfg->heads = 16;
-    cfg->layers = 2;
-    cfg->ff_mult = 2;
-    cfg->dropout = 0.1f;
-    cfg->conv_channels = 32;
-    cfg->image_size = 32;
-    cfg->in_channels = 1;
-    cfg->feature_norm = MCL_ACL_FEATNORM_NONE;
-    cfg->seed = 1;
+    /* the defaults live in the key table (acl_io.c); a broken table is a programming error */
+    mcl_status st = mcl_keys_defaults(mcl_acl_config_key_table, MCL_ACL_CONFIG_N_KEYS, cfg, NULL, 0);
+    assert(st == MCL_OK);
+    (void)st;
 }
 
 /* Register a parameter and fill it: kind 0 = N(0, std²), 1 = constant `std`. The Philox stream
@@ -93,19 +87,10 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
         if (!(field)) ok = 0;                                                                 \
     } while (0)
 
-    for (int i = 0; i < 4 && ok; i++) {
-        int64_t cin = i == 0 ? c->in_channels : C;
-        /* He-normal for the conv weights feeding ReLU blocks; zero bias; IN gain 1, shift 0 */
-        float std = sqrtf(2.0f / (float)(cin * 9));
-        snprintf(name, sizeof name, "conv%d.w", i);
-        P(m->conv_w[i], name, 4, 0, std, C, cin, 3, 3);
-        snprintf(name, sizeof name, "conv%d.b", i);
-        P(m->conv_b[i], name, 1, 1, 0.0f, C);
-        snprintf(name, sizeof name, "conv%d.norm.g", i);
-        P(m->norm_g[i], name, 1, 1, 1.0f, C);
-        snprintf(name, sizeof name, "conv%d.norm.b", i);
-        P(m->norm_b[i], name, 1, 1, 0.0f, C);
-    }
+    /* Conv-4 (src/nn/conv4.h): Philox streams 0..15 */
+    ok = mcl_conv4_create(&m->conv, ctx, m->params, c->in_channels, (int)C, c->image_size,
+                          c->seed, stream) == MCL_OK;
+    stream += 16;
     int64_t fin = m->n_features + N + 1;
     if (ok) P(m->in_w, "input.w", 2, 0, 1.0f / sqrtf((float)fin), fin, Hd);
     if (ok) P(m->in_b, "input.b", 1, 1, 0.0f, Hd);
@@ -344,16 +329,7 @@ mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_ten
     const int tr = m->training;
 
     /* 1. Conv-4 */
-    mcl_tensor *x = images;
-    for (int i = 0; i < 4; i++) {
-        x = mcl_conv2d(ctx, x, m->conv_w[i], m->conv_b[i], 1, 1);
-        x = mcl_instance_norm(ctx, x, m->norm_g[i], m->norm_b[i], ACL_NORM_EPS);
-        x = mcl_maxpool2d(ctx, x);
-        x = mcl_dropout(ctx, x, p, tr);
-        x = mcl_relu(ctx, x);
-    }
-    const int64_t fshape[2] = {R, m->n_features};
-    mcl_tensor *feat = mcl_reshape(ctx, x, 2, fshape); /* (C,H,W) order */
+    mcl_tensor *feat = mcl_conv4_forward(ctx, &m->conv, images, R, p, tr); /* (C,H,W) order */
     if (!feat) return fail_from_ctx(ctx, "conv stack");
     if (c->feature_norm == MCL_ACL_FEATNORM_BATCH)
         feat = tr ? batch_norm_train(m, ctx, feat, R) : batch_norm_eval(m, ctx, feat);

@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "conv4.h"
+#include "keys.h"
 #include "metacl.h"
 #include "sampler.h"
 
@@ -47,6 +49,11 @@ typedef struct mcl_acl_config {
  * n_way 5, in_channels 1, feature_norm none, seed 1. */
 void mcl_acl_config_default(mcl_acl_config *cfg);
 
+/* The model config's keys (name, type, range, default, help; keys.h): the defaults above,
+ * the text form of mcl_acl_config_to_text, and `model.*` of the training config. */
+#define MCL_ACL_CONFIG_N_KEYS 11
+extern const mcl_key mcl_acl_config_key_table[MCL_ACL_CONFIG_N_KEYS];
+
 typedef struct mcl_acl_layer {
     mcl_tensor *Wy, *Wq, *Wk, *wb; /* [H,D,D] ×3, [H,D,4]      */
     mcl_tensor *ln_g, *ln_b;       /* skip-path LayerNorm       */
@@ -62,7 +69,7 @@ typedef struct mcl_acl {
     int training;       /* dropout on (1, default) or off (0) */
     int head_dim;       /* D = hidden / heads */
     int n_features;     /* conv_channels · (S/16)² */
-    mcl_tensor *conv_w[4], *conv_b[4], *norm_g[4], *norm_b[4];
+    mcl_conv4 conv;            /* the Conv-4 feature extractor (conv4.h) */
     mcl_tensor *in_w, *in_b;   /* [F + N + 1, hidden], [hidden] */
     mcl_acl_layer *layer;      /* [layers] */
     mcl_tensor *head_w, *head_b; /* [hidden, N], [N] */

@@ -18,119 +18,7 @@
 
 #define IMG_PIX ((int64_t)MCL_IMG * MCL_IMG)
 
-/* ======================================================================= shared helpers */
-
-int64_t mcl_eval_count_hits(const float *logits, int64_t rows, int64_t n_logits, int n_outputs,
-                            const int32_t *labels)
-{
-    if (!logits || !labels || rows < 1 || n_outputs < 1 || n_outputs > n_logits) return 0;
-    int64_t hit = 0;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *l = logits + r * n_logits;
-        int best = 0;
-        for (int k = 1; k < n_outputs; k++)
-            if (l[k] > l[best]) best = k;
-        hit += best == labels[r];
-    }
-    return hit;
-}
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* Number of classes in a pool, checked (positions valid, no duplicates). */
-static mcl_status pool_size(mcl_ctx *ctx, const char *fn, const mcl_class_pool *p, int task,
-                            int *n)
-{
-    if (!p->ds)
-        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: pool of task %d has no dataset", fn,
-                                 task);
-    int cap = p->classes ? p->n_classes : p->ds->n_classes;
-    if (cap < 0)
-        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s: pool of task %d: %d classes", fn,
-                                 task, cap);
-    int *pos = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *pos);
-    if (!pos) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of memory", fn);
-    char err[256] = "";
-    mcl_status st = mcl_class_pool_positions(p, pos, cap, n, err, sizeof err);
-    free(pos);
-    if (st != MCL_OK)
-        return mcl_ctx_set_error(ctx, st, "%s: pool of task %d: %s", fn, task, err);
-    return MCL_OK;
-}
-
-mcl_status mcl_seq_eval_resolve(mcl_ctx *ctx, const mcl_class_pool *pools,
-                                const mcl_seq_eval_cfg *cfg, mcl_seq_eval_cfg *out)
-{
-    static const char fn[] = "task-sequence eval";
-    if (!ctx) return MCL_ERR_NULL;
-    if (!pools || !cfg || !out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: NULL argument", fn);
-    mcl_seq_eval_cfg c = *cfg;
-    if (c.n_query == 0) c.n_query = 1;
-    if (c.batch == 0) c.batch = MCL_EVAL_BATCH;
-    if (c.query_chunk == 0) c.query_chunk = MCL_EVAL_QUERY_CHUNK;
-    if (c.n_way < 1 || c.n_way > 100000 || c.k_shot < 1 || c.k_shot > 100000 || c.n_query < 1 ||
-        c.n_query > 100000 || c.n_tasks < 1 || c.n_tasks > MCL_ACL_MAX_TASKS || c.n_runs < 1 ||
-        c.n_runs > 1000000 || c.n_episodes < 1 || c.batch < 1 || c.batch > 1000000 ||
-        c.query_chunk < 1 || c.n_outputs < 0 ||
-        (int64_t)c.n_way * (c.k_shot > c.n_query ? c.k_shot : c.n_query) > 10000000)
-        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                                 "%s: bad config (N %d, K %d, queries/class %d, tasks %d (1..%d), "
-                                 "runs %d, episodes %d, batch %d, query chunk %d, outputs %d)",
-                                 fn, cfg->n_way, cfg->k_shot, cfg->n_query, cfg->n_tasks,
-                                 MCL_ACL_MAX_TASKS, cfg->n_runs, cfg->n_episodes, cfg->batch,
-                                 cfg->query_chunk, cfg->n_outputs);
-    int n_labels = c.class_incremental ? c.n_way * c.n_tasks : c.n_way;
-    if (c.n_outputs == 0) c.n_outputs = n_labels;
-    if (c.n_outputs < n_labels)
-        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                                 "%s: %d outputs cannot hold the %d labels of %d-way%s tasks", fn,
-                                 c.n_outputs, n_labels, c.n_way,
-                                 c.class_incremental ? " class-incremental" : "");
-    for (int i = 0; i < c.n_tasks; i++) {
-        int n = 0;
-        mcl_status st = pool_size(ctx, fn, &pools[i], i, &n);
-        if (st != MCL_OK) return st;
-        if (n < c.n_way)
-            return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                                     "%s: the class pool of task %d has %d classes; %d-way tasks "
-                                     "need at least %d",
-                                     fn, i, n, c.n_way, c.n_way);
-    }
-    *out = c;
-    return MCL_OK;
-}
-
-mcl_status mcl_splitx_eval_resolve(mcl_ctx *ctx, const mcl_dataset *train,
-                                   const mcl_dataset *test, const mcl_splitx_eval_cfg *cfg,
-                                   mcl_splitx_eval_cfg *out)
-{
-    static const char fn[] = "Split-X eval";
-    if (!ctx) return MCL_ERR_NULL;
-    if (!train || !test || !cfg || !out)
-        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: NULL argument", fn);
-    mcl_splitx_eval_cfg c = *cfg;
-    if (c.query_chunk == 0) c.query_chunk = MCL_EVAL_QUERY_CHUNK;
-    const mcl_splitx_cfg *s = &c.split;
-    if (c.first_run < 0 || c.n_runs < 1 || c.n_runs > 1000000 || c.query_chunk < 1 ||
-        c.ctx_chunk < 0 || c.n_outputs < 0 || s->n_tasks < 1 || s->n_tasks > 1024 ||
-        s->classes_per_task < 1 || s->classes_per_task > 100000 ||
-        (int64_t)s->n_tasks * s->classes_per_task > 100000 ||
-        (s->mode != MCL_SPLITX_DOMAIN && s->mode != MCL_SPLITX_CLASS))
-        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                                 "%s: bad config (first run %d, runs %d, query chunk %d, context "
-                                 "chunk %d, outputs %d, tasks %d, classes per task %d, mode %d)",
-                                 fn, cfg->first_run, cfg->n_runs, cfg->query_chunk,
-                                 cfg->ctx_chunk, cfg->n_outputs, s->n_tasks,
-                                 s->classes_per_task, (int)s->mode);
-    int n_labels = s->mode == MCL_SPLITX_CLASS ? s->n_tasks * s->classes_per_task
-                                               : s->classes_per_task;
-    if (c.n_outputs != 0 && c.n_outputs < n_labels)
-        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                                 "%s: %d outputs cannot hold the %d labels of this split", fn,
-                                 c.n_outputs, n_labels);
-    *out = c;
-    return MCL_OK;
-}
 
 /* ======================================================================= eval scope */
 
@@ -186,16 +74,6 @@ static mcl_status ctx_fail(mcl_ctx *ctx, const char *fn, const char *what)
 }
 
 /* rows images [rows,1,32,32] (+ labels [rows] when lab_out) from host index/label arrays. */
-static mcl_status make_rows(mcl_ctx *ctx, const mcl_dataset *ds, const int64_t *idx,
-                            const int32_t *lab, int64_t rows, int normalize, mcl_tensor **img,
-                            mcl_tensor **lab_out)
-{
-    *img = mcl_tensor_new(ctx, rows, 1, MCL_IMG, MCL_IMG);
-    if (lab_out) *lab_out = mcl_tensor_new(ctx, rows, 0, 0, 0);
-    if (!*img || (lab_out && !*lab_out)) return ctx_fail(ctx, "eval", "tensor allocation");
-    mcl_status st = mcl_batch_rows(*img, lab_out ? *lab_out : NULL, ds, idx, lab, rows, normalize);
-    return st != MCL_OK ? ctx_fail(ctx, "eval", "batching") : MCL_OK;
-}
 
 /* ======================================================================= building blocks */
 
@@ -235,7 +113,7 @@ static mcl_status run_context(mcl_acl *m, mcl_ctx *ctx, mcl_acl_state **state,
         }
         mcl_tensor *img = NULL, *lt = NULL, *logits = NULL;
         mcl_acl_state *so = NULL, *det = NULL;
-        st = make_rows(ctx, ds, ri, rl, B * n, normalize, &img, &lt);
+        st = mcl_learner_rows(ctx, "eval", ds, ri, rl, B * n, normalize, &img, &lt);
         if (st == MCL_OK) st = mcl_acl_forward(m, ctx, img, lt, B, n, *state, &logits, &so);
         if (st == MCL_OK && !(det = mcl_acl_state_detach(so))) st = fail_oom(ctx, "eval context");
         mcl_acl_state_free(so);
@@ -278,13 +156,12 @@ static void state_rows_free(mcl_acl_state *v)
     v->t = NULL;
 }
 
-/* Queries of B sequences, Q each (row b·Q + j of idx/lab = query j of sequence b), every one
- * from its sequence's state (batch B; NULL = W0), in calls of at most `chunk` rows. Adds the
- * number of correct predictions (argmax over outputs 0..n_out-1) to *hits. */
-static mcl_status query_hits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
-                             const mcl_dataset *ds, const int64_t *idx, const int32_t *lab,
-                             int64_t B, int64_t Q, int n_out, int64_t chunk, int normalize,
-                             int64_t *hits)
+/* Queries of B sequences, Q each (row b·Q + j of idx = query j of sequence b), every one
+ * from its sequence's state (batch B; NULL = W0), in calls of at most `chunk` rows. The
+ * logits go to out[(b·Q + j)·n_way ...]. */
+static mcl_status query_logits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
+                               const mcl_dataset *ds, const int64_t *idx, int64_t B, int64_t Q,
+                               int64_t chunk, int normalize, float *out)
 {
     if (B < 1 || Q < 1) return MCL_OK;
     int64_t nb = chunk / Q, qn = Q; /* sequences per call, queries per sequence per call */
@@ -292,11 +169,9 @@ static mcl_status query_hits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *stat
     if (nb > B) nb = B;
     const int64_t NW = m->cfg.n_way, cap = nb * qn;
     int64_t *pi = malloc((size_t)cap * sizeof *pi);
-    int32_t *pl = malloc((size_t)cap * sizeof *pl);
     float *lg = malloc((size_t)(cap * NW) * sizeof *lg);
-    if (!pi || !pl || !lg) {
+    if (!pi || !lg) {
         free(pi);
-        free(pl);
         free(lg);
         return fail_oom(ctx, "eval query");
     }
@@ -306,10 +181,7 @@ static mcl_status query_hits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *stat
         for (int64_t q0 = 0; q0 < Q && st == MCL_OK; q0 += qn) {
             const int64_t qk = min64(qn, Q - q0), rows = bn * qk;
             for (int64_t b = 0; b < bn; b++)
-                for (int64_t j = 0; j < qk; j++) {
-                    pi[b * qk + j] = idx[(b0 + b) * Q + q0 + j];
-                    pl[b * qk + j] = lab[(b0 + b) * Q + q0 + j];
-                }
+                for (int64_t j = 0; j < qk; j++) pi[b * qk + j] = idx[(b0 + b) * Q + q0 + j];
             mcl_acl_state view = {0, 0, NULL};
             const mcl_acl_state *from = state;
             if (state && bn < B) {
@@ -317,205 +189,146 @@ static mcl_status query_hits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *stat
                 from = &view;
             }
             mcl_tensor *img = NULL, *logits = NULL;
-            if (st == MCL_OK) st = make_rows(ctx, ds, pi, NULL, rows, normalize, &img, NULL);
+            if (st == MCL_OK) st = mcl_learner_rows(ctx, "eval", ds, pi, NULL, rows, normalize, &img, NULL);
             if (st == MCL_OK) st = mcl_acl_query(m, ctx, from, img, bn, qk, &logits);
             if (st == MCL_OK) st = mcl_tensor_read(logits, lg, rows * NW);
-            if (st == MCL_OK) *hits += mcl_eval_count_hits(lg, rows, NW, n_out, pl);
-            else st = ctx_fail(ctx, "eval query", "query");
+            if (st == MCL_OK) {
+                for (int64_t b = 0; b < bn; b++)
+                    memcpy(out + ((b0 + b) * Q + q0) * NW, lg + b * qk * NW,
+                           (size_t)(qk * NW) * sizeof *lg);
+            } else {
+                st = ctx_fail(ctx, "eval query", "query");
+            }
             state_rows_free(&view);
             mcl_tensor_free(img);
             mcl_ctx_reset(ctx);
         }
     }
     free(pi);
-    free(pl);
     free(lg);
     return st;
 }
 
-/* ======================================================================= task sequences */
+/* ======================================================================= the learner */
 
-/* Host row buffers for one batch of episodes. */
-typedef struct seq_rows {
-    int64_t *idx;
-    int32_t *lab;
-} seq_rows;
+/* The ACL model as a learner (learner.h): in-context learning, no parameter is written. A
+ * problem is one sequence of the batch; reset drops the state (back to W0), observe runs the
+ * context from the carried state, predict queries the state. */
+typedef struct acl_learner {
+    mcl_acl *m;
+    eval_scope scope;
+    mcl_acl_state *S; /* NULL = W0 */
+} acl_learner;
 
-/* Rows of one part of task i of b episodes, episode-major, into r. */
-static const mcl_dataset *gather_part(mcl_episode *const *eps, int b, int i, mcl_task_part part,
-                                      seq_rows *r, int64_t *per)
+static mcl_status al_begin(mcl_learner *L)
 {
-    const mcl_task *t0 = &eps[0]->task[i];
-    const int64_t n = mcl_task_part_len(t0, part);
-    for (int k = 0; k < b; k++) {
-        const mcl_task *t = &eps[k]->task[i];
-        const int64_t *ix = part == MCL_PART_CONTEXT ? t->ctx_index : t->query_index;
-        const int32_t *lb = part == MCL_PART_CONTEXT ? t->ctx_label : t->query_label;
-        memcpy(r->idx + k * n, ix, (size_t)n * sizeof *ix);
-        memcpy(r->lab + k * n, lb, (size_t)n * sizeof *lb);
-    }
-    *per = n;
-    return t0->ds;
+    acl_learner *a = L->impl;
+    scope_begin(&a->scope, a->m, L->ctx);
+    return MCL_OK;
 }
 
-/* One batch of b episodes: adds the correct-query counts of R[i][j] to hits[i·T + j] and of
- * the alone runs to ahits[i]. */
-static mcl_status seq_batch(mcl_acl *m, mcl_ctx *ctx, mcl_episode *const *eps, int b,
-                            const mcl_seq_eval_cfg *c, seq_rows *r, int64_t *hits,
-                            int64_t *ahits)
+static void al_end(mcl_learner *L)
 {
-    const int T = c->n_tasks;
-    mcl_status st = MCL_OK;
-    mcl_acl_state *S = NULL;
-    int64_t n = 0;
-    for (int i = 0; i < T && st == MCL_OK; i++) {
-        const mcl_dataset *ds = gather_part(eps, b, i, MCL_PART_CONTEXT, r, &n);
-        st = run_context(m, ctx, &S, ds, r->idx, r->lab, b, n, 0, c->normalize);
-        for (int j = 0; j <= i && st == MCL_OK; j++) {
-            ds = gather_part(eps, b, j, MCL_PART_QUERY, r, &n);
-            st = query_hits(m, ctx, S, ds, r->idx, r->lab, b, n, c->n_outputs, c->query_chunk,
-                            c->normalize, &hits[i * T + j]);
-        }
-    }
-    mcl_acl_state_free(S);
-    for (int i = 1; i < T && !c->skip_alone && st == MCL_OK; i++) {
-        S = NULL;
-        const mcl_dataset *ds = gather_part(eps, b, i, MCL_PART_CONTEXT, r, &n);
-        st = run_context(m, ctx, &S, ds, r->idx, r->lab, b, n, 0, c->normalize);
-        if (st == MCL_OK) {
-            ds = gather_part(eps, b, i, MCL_PART_QUERY, r, &n);
-            st = query_hits(m, ctx, S, ds, r->idx, r->lab, b, n, c->n_outputs, c->query_chunk,
-                            c->normalize, &ahits[i]);
-        }
-        mcl_acl_state_free(S);
-    }
-    return st;
+    acl_learner *a = L->impl;
+    mcl_acl_state_free(a->S);
+    a->S = NULL;
+    scope_end(&a->scope);
 }
+
+static mcl_status al_reset(mcl_learner *L, int lanes, int n_outputs, int64_t run, int64_t episode)
+{
+    (void)run;
+    (void)episode; /* deterministic: no randomness in evaluation */
+    acl_learner *a = L->impl;
+    mcl_status st = check_model(a->m, L->ctx, "acl learner", n_outputs);
+    if (st != MCL_OK) return st;
+    mcl_acl_state_free(a->S);
+    a->S = NULL;
+    L->lanes = lanes;
+    return MCL_OK;
+}
+
+static mcl_status al_observe(mcl_learner *L, int task, const mcl_dataset *ds, const int64_t *idx,
+                             const int32_t *lab, int64_t n, const mcl_learn_opts *o)
+{
+    (void)task;
+    acl_learner *a = L->impl;
+    return run_context(a->m, L->ctx, &a->S, ds, idx, lab, L->lanes, n, o->ctx_chunk, o->normalize);
+}
+
+static mcl_status al_predict(mcl_learner *L, const mcl_dataset *ds, const int64_t *idx, int64_t n,
+                             const mcl_learn_opts *o, float *logits)
+{
+    acl_learner *a = L->impl;
+    return query_logits(a->m, L->ctx, a->S, ds, idx, L->lanes, n, o->query_chunk, o->normalize,
+                        logits);
+}
+
+static void al_destroy(mcl_learner *L)
+{
+    acl_learner *a = L->impl;
+    if (a) mcl_acl_state_free(a->S);
+    free(a);
+    free(L);
+}
+
+static const mcl_learner_ops acl_learner_ops = {"acl",      al_begin,   al_end,     al_reset,
+                                                al_observe, al_predict, al_destroy};
+
+mcl_status mcl_acl_learner_create(mcl_acl *m, mcl_ctx *ctx, int max_lanes, mcl_learner **out)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!m || !out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_learner_create: NULL argument");
+    *out = NULL;
+    mcl_status st = check_model(m, ctx, "mcl_acl_learner_create", 1);
+    if (st != MCL_OK) return st;
+    mcl_learner *L = calloc(1, sizeof *L);
+    acl_learner *a = calloc(1, sizeof *a);
+    if (!L || !a) {
+        free(L);
+        free(a);
+        return fail_oom(ctx, "mcl_acl_learner_create");
+    }
+    a->m = m;
+    L->ops = &acl_learner_ops;
+    L->ctx = ctx;
+    L->max_lanes = max_lanes > 0 ? max_lanes : 1 << 30;
+    L->max_outputs = m->cfg.n_way;
+    L->n_logits = m->cfg.n_way;
+    L->impl = a;
+    *out = L;
+    return MCL_OK;
+}
+
+/* ======================================================================= the protocols */
 
 mcl_status mcl_acl_eval_seq(mcl_acl *m, mcl_ctx *ctx, const mcl_class_pool *pools,
                             const mcl_seq_eval_cfg *cfg, mcl_cl_result *res)
 {
-    static const char fn[] = "mcl_acl_eval_seq";
     if (!ctx) return MCL_ERR_NULL;
     if (res) memset(res, 0, sizeof *res);
     if (!m || !pools || !cfg || !res)
-        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: NULL argument", fn);
-    mcl_seq_eval_cfg c;
-    mcl_status st = mcl_seq_eval_resolve(ctx, pools, cfg, &c);
-    if (st == MCL_OK) st = check_model(m, ctx, fn, c.n_outputs);
-    if (st != MCL_OK) return st;
-    const int T = c.n_tasks, B = c.batch < c.n_episodes ? c.batch : c.n_episodes;
-    const int64_t N = c.n_way, per_part = N * (c.k_shot > c.n_query ? c.k_shot : c.n_query);
-    if (mcl_cl_result_init(res, T, c.n_runs) != MCL_OK) return fail_oom(ctx, fn);
-
-    mcl_episode_cfg ec;
-    memset(&ec, 0, sizeof ec);
-    ec.n_way = c.n_way;
-    ec.k_shot = c.k_shot;
-    ec.n_query = c.n_query;
-    ec.first_shot = 0; /* no first-shot examples in evaluation */
-    ec.n_tasks = T;
-    ec.share_classes = c.share_classes;
-    ec.class_incremental = c.class_incremental;
-    mcl_episode **eps = calloc((size_t)B, sizeof *eps);
-    seq_rows rows = {malloc((size_t)(B * per_part) * sizeof(int64_t)),
-                     malloc((size_t)(B * per_part) * sizeof(int32_t))};
-    int64_t *hits = malloc((size_t)(T * T + T) * sizeof *hits);
-    if (!eps || !rows.idx || !rows.lab || !hits) st = fail_oom(ctx, fn);
-    for (int k = 0; k < B && st == MCL_OK; k++)
-        if (mcl_episode_create(&ec, &eps[k]) != MCL_OK)
-            st = mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s: cannot allocate episodes", fn);
-
-    eval_scope sc;
-    scope_begin(&sc, m, ctx);
-    const double count = (double)c.n_episodes * (double)N * c.n_query; /* queries per cell */
-    for (int r = 0; r < c.n_runs && st == MCL_OK; r++) {
-        memset(hits, 0, (size_t)(T * T + T) * sizeof *hits);
-        mcl_rng rng;
-        mcl_rng_init(&rng, c.seed, (uint64_t)r);
-        for (int e0 = 0; e0 < c.n_episodes && st == MCL_OK; e0 += B) {
-            const int b = c.n_episodes - e0 < B ? c.n_episodes - e0 : B;
-            for (int k = 0; k < b && st == MCL_OK; k++) {
-                char err[256] = "";
-                mcl_status s = mcl_episode_sample(eps[k], pools, &rng, err, sizeof err);
-                if (s != MCL_OK)
-                    st = mcl_ctx_set_error(ctx, s, "%s: run %d, episode %d: %s", fn, r, e0 + k,
-                                           err);
-            }
-            if (st == MCL_OK) st = seq_batch(m, ctx, eps, b, &c, &rows, hits, hits + T * T);
-        }
-        if (st != MCL_OK) break;
-        mcl_cl_result_set_run_hits(res, r, hits, count, !c.skip_alone);
-    }
-    scope_end(&sc);
-
-    for (int k = 0; eps && k < B; k++) mcl_episode_free(eps[k]);
-    free(eps);
-    free(rows.idx);
-    free(rows.lab);
-    free(hits);
-    return mcl_cl_result_finish(res, st);
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_eval_seq: NULL argument");
+    mcl_learner *L = NULL;
+    mcl_status st = mcl_acl_learner_create(m, ctx, 0, &L);
+    if (st == MCL_OK) st = mcl_eval_seq(L, pools, cfg, res);
+    mcl_learner_free(L);
+    return st;
 }
-
-/* ======================================================================= Split-X */
 
 mcl_status mcl_acl_eval_splitx(mcl_acl *m, mcl_ctx *ctx, const mcl_dataset *train,
                                const mcl_dataset *test, const mcl_splitx_eval_cfg *cfg,
                                mcl_cl_result *res)
 {
-    static const char fn[] = "mcl_acl_eval_splitx";
     if (!ctx) return MCL_ERR_NULL;
     if (res) memset(res, 0, sizeof *res);
     if (!m || !train || !test || !cfg || !res)
-        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: NULL argument", fn);
-    mcl_splitx_eval_cfg c;
-    mcl_status st = mcl_splitx_eval_resolve(ctx, train, test, cfg, &c);
-    if (st != MCL_OK) return st;
-    const int T = c.split.n_tasks, C = c.split.classes_per_task;
-    const int is_class = c.split.mode == MCL_SPLITX_CLASS;
-    int n_out = c.n_outputs;
-    if (n_out == 0) n_out = is_class ? m->cfg.n_way : C;
-    if (is_class && m->cfg.n_way < T * C)
-        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                                 "%s: class-incremental %d tasks × %d classes need %d outputs; "
-                                 "the model has %d (n_way)",
-                                 fn, T, C, T * C, m->cfg.n_way);
-    st = check_model(m, ctx, fn, n_out);
-    if (st != MCL_OK) return st;
-    if (mcl_cl_result_init(res, T, c.n_runs) != MCL_OK) return fail_oom(ctx, fn);
-
-    eval_scope sc;
-    scope_begin(&sc, m, ctx);
-    for (int r = 0; r < c.n_runs && st == MCL_OK; r++) {
-        mcl_splitx_cfg sxc = c.split;
-        sxc.run = c.first_run + r;
-        mcl_splitx *sx = NULL;
-        char err[256] = "";
-        mcl_status s = mcl_splitx_create(train, test, &sxc, &sx, err, sizeof err);
-        if (s != MCL_OK) {
-            st = mcl_ctx_set_error(ctx, s, "%s: run %d: %s", fn, sxc.run, err);
-            break;
-        }
-        double *R = res->acc + (int64_t)r * T * T;
-        mcl_acl_state *S = NULL;
-        for (int i = 0; i < T && st == MCL_OK; i++) {
-            const int64_t c0 = sx->task_ctx_start[i], cn = sx->task_ctx_start[i + 1] - c0;
-            st = run_context(m, ctx, &S, train, sx->ctx_index + c0, sx->ctx_label + c0, 1, cn,
-                             c.ctx_chunk, c.normalize);
-            if (c.final_only && i < T - 1) continue;
-            for (int j = 0; j <= i && st == MCL_OK; j++) {
-                const int64_t q0 = sx->task_query_start[j], qn = sx->task_query_start[j + 1] - q0;
-                int64_t h = 0;
-                st = query_hits(m, ctx, S, test, sx->query_index + q0, sx->query_label + q0, 1, qn,
-                                n_out, c.query_chunk, c.normalize, &h);
-                R[i * T + j] = qn > 0 ? (double)h / (double)qn : NAN;
-            }
-        }
-        mcl_acl_state_free(S);
-        mcl_splitx_free(sx);
-    }
-    scope_end(&sc);
-    return mcl_cl_result_finish(res, st);
+        return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_eval_splitx: NULL argument");
+    mcl_learner *L = NULL;
+    mcl_status st = mcl_acl_learner_create(m, ctx, 1, &L);
+    if (st == MCL_OK) st = mcl_eval_splitx(L, train, test, cfg, res);
+    mcl_learner_free(L);
+    return st;
 }
 
 /* ======================================================================= fast weights */

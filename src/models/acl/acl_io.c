@@ -6,77 +6,45 @@
 #include <string.h>
 
 #include "acl.h"
+#include "keys.h"
 
 #define fail mcl_errbuf
 
 /* ------------------------------------------------------------------ config text */
 
-typedef enum { K_INT, K_FLOAT, K_U64, K_NORM } key_type;
-typedef struct key_desc {
-    const char *name;
-    key_type type;
-    size_t off;
-    double lo, hi; /* inclusive range for K_INT (K_FLOAT: [lo, hi)) */
-} key_desc;
-
-#define OFF(f) offsetof(mcl_acl_config, f)
-static const key_desc keys[] = {
-    {"n_way", K_INT, OFF(n_way), 1, 1 << 20},
-    {"hidden", K_INT, OFF(hidden), 1, 1 << 20},
-    {"heads", K_INT, OFF(heads), 1, 1 << 16},
-    {"layers", K_INT, OFF(layers), 0, 1024},
-    {"ff_mult", K_INT, OFF(ff_mult), 1, 64},
-    {"dropout", K_FLOAT, OFF(dropout), 0.0, 1.0},
-    {"conv_channels", K_INT, OFF(conv_channels), 1, 4096},
-    {"image_size", K_INT, OFF(image_size), 16, 4096},
-    {"in_channels", K_INT, OFF(in_channels), 1, 64},
-    {"feature_norm", K_NORM, OFF(feature_norm), 0, 0},
-    {"seed", K_U64, OFF(seed), 0, 0},
+/* The model config's keys (also `model.*` of the training config). The defaults are those of
+ * mcl_acl_config_default (the paper's sizes). */
+#define C mcl_acl_config
+const mcl_key mcl_acl_config_key_table[MCL_ACL_CONFIG_N_KEYS] = {
+    MCL_KEY_INT("n_way", C, n_way, 1, 1 << 20, "5", "output classes; the label input has n_way + 1 entries"),
+    MCL_KEY_INT("hidden", C, hidden, 1, 1 << 20, "256", "model width"),
+    MCL_KEY_INT("heads", C, heads, 1, 1 << 16, "16", "SRWM heads (hidden % heads == 0)"),
+    MCL_KEY_INT("layers", C, layers, 0, 1024, "2", "[SRWM layer, feed-forward block] pairs"),
+    MCL_KEY_INT("ff_mult", C, ff_mult, 1, 64, "2", "feed-forward inner width = ff_mult * hidden"),
+    MCL_KEY_FLOAT_OPEN("dropout", C, dropout, 0.0, 1.0, "0.1", "drop probability everywhere"),
+    MCL_KEY_INT("conv_channels", C, conv_channels, 1, 4096, "32", "Conv-4 channels"),
+    MCL_KEY_INT("image_size", C, image_size, 16, 4096, "32", "image side S (a multiple of 16)"),
+    MCL_KEY_INT("in_channels", C, in_channels, 1, 64, "1", "image channels"),
+    MCL_KEY_ENUM("feature_norm", C, feature_norm, "none|batch|image", "none",
+                 "normalization of the Conv-4 features (none = the paper)"),
+    MCL_KEY_U64("seed", C, seed, "1", "initialization seed (one Philox stream per tensor)"),
 };
-#undef OFF
-#define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
-
-static const char *norm_name(int v)
-{
-    return v == MCL_ACL_FEATNORM_BATCH   ? "batch"
-           : v == MCL_ACL_FEATNORM_IMAGE ? "image"
-           : v == MCL_ACL_FEATNORM_NONE  ? "none"
-                                         : "?";
-}
+#undef C
+#define keys mcl_acl_config_key_table
+#define N_KEYS MCL_ACL_CONFIG_N_KEYS
+_Static_assert(sizeof mcl_acl_config_key_table / sizeof mcl_acl_config_key_table[0] == MCL_ACL_CONFIG_N_KEYS,
+               "MCL_ACL_CONFIG_N_KEYS");
 
 char *mcl_acl_config_to_text(const mcl_acl_config *cfg)
 {
-    if (!cfg) return NULL;
-    size_t cap = 1024, len = 0;
-    char *s = malloc(cap);
-    if (!s) return NULL;
-    for (int i = 0; i < N_KEYS; i++) {
-        const key_desc *k = &keys[i];
-        const char *base = (const char *)cfg + k->off;
-        int w;
-        switch (k->type) {
-        case K_INT: w = snprintf(s + len, cap - len, "%s = %d\n", k->name, *(const int *)(const void *)base); break;
-        case K_FLOAT: w = snprintf(s + len, cap - len, "%s = %.9g\n", k->name, (double)*(const float *)(const void *)base); break;
-        case K_U64: w = snprintf(s + len, cap - len, "%s = %" PRIu64 "\n", k->name, *(const uint64_t *)(const void *)base); break;
-        default: w = snprintf(s + len, cap - len, "%s = %s\n", k->name, norm_name(*(const int *)(const void *)base)); break;
-        }
-        if (w < 0 || (size_t)w >= cap - len) { /* cannot happen with 1 KiB; be safe */
-            free(s);
-            return NULL;
-        }
-        len += (size_t)w;
-    }
-    return s;
+    return cfg ? mcl_keys_to_text(keys, N_KEYS, cfg, NULL) : NULL;
 }
 
 mcl_status mcl_acl_config_set(mcl_acl_config *cfg, const char *key, const char *value,
                               char *err, size_t err_len)
 {
     if (!cfg || !key || !value) return fail(err, err_len, MCL_ERR_NULL, "NULL argument");
-    const key_desc *k = NULL;
-    for (int i = 0; i < N_KEYS; i++)
-        if (strcmp(keys[i].name, key) == 0) k = &keys[i];
-    if (!k) {
+    if (!mcl_keys_find(keys, N_KEYS, key)) {
         char known[512] = "";
         for (int i = 0; i < N_KEYS; i++) {
             strncat(known, keys[i].name, sizeof known - strlen(known) - 1);
@@ -85,49 +53,7 @@ mcl_status mcl_acl_config_set(mcl_acl_config *cfg, const char *key, const char *
         return fail(err, err_len, MCL_ERR_INVALID, "unknown ACL model key '%s' (known: %s)", key,
                     known);
     }
-    void *base = (char *)cfg + k->off;
-    char *end = NULL;
-    errno = 0;
-    switch (k->type) {
-    case K_INT: {
-        int64_t v;
-        if (mcl_parse_i64(value, (int64_t)k->lo, (int64_t)k->hi, &v))
-            return fail(err, err_len, MCL_ERR_INVALID,
-                        "%s = '%s': want an integer in [%.0f, %.0f]", key, value, k->lo, k->hi);
-        *(int *)base = (int)v;
-        break;
-    }
-    case K_FLOAT: {
-        float v = strtof(value, &end);
-        if (end == value || *end || errno || !(v >= k->lo && v < k->hi))
-            return fail(err, err_len, MCL_ERR_INVALID, "%s = '%s': want a number in [%g, %g)",
-                        key, value, k->lo, k->hi);
-        *(float *)base = v;
-        break;
-    }
-    case K_U64: {
-        if (value[0] == '-')
-            return fail(err, err_len, MCL_ERR_INVALID, "%s = '%s': want an unsigned integer",
-                        key, value);
-        unsigned long long v = strtoull(value, &end, 10);
-        if (end == value || *end || errno)
-            return fail(err, err_len, MCL_ERR_INVALID, "%s = '%s': want an unsigned integer",
-                        key, value);
-        *(uint64_t *)base = (uint64_t)v;
-        break;
-    }
-    default:
-        if (strcmp(value, "none") == 0)
-            *(int *)base = MCL_ACL_FEATNORM_NONE;
-        else if (strcmp(value, "batch") == 0)
-            *(int *)base = MCL_ACL_FEATNORM_BATCH;
-        else if (strcmp(value, "image") == 0)
-            *(int *)base = MCL_ACL_FEATNORM_IMAGE;
-        else
-            return fail(err, err_len, MCL_ERR_INVALID, "%s = '%s': want none, batch or image",
-                        key, value);
-    }
-    return MCL_OK;
+    return mcl_keys_set(keys, N_KEYS, cfg, key, value, err, err_len);
 }
 
 static mcl_status set_key(void *cfg, const char *key, const char *value, char *msg, size_t n)
@@ -148,11 +74,8 @@ mcl_status mcl_acl_config_parse(mcl_acl_config *cfg, const char *text, char *err
 /* The first key whose value differs, or NULL. */
 static const char *config_diff(const mcl_acl_config *a, const mcl_acl_config *b)
 {
-    for (int i = 0; i < N_KEYS; i++) {
-        const key_desc *k = &keys[i];
-        size_t sz = k->type == K_U64 ? sizeof(uint64_t) : k->type == K_FLOAT ? sizeof(float) : sizeof(int);
-        if (memcmp((const char *)a + k->off, (const char *)b + k->off, sz) != 0) return k->name;
-    }
+    for (int i = 0; i < N_KEYS; i++)
+        if (mcl_key_differs(&keys[i], a, b)) return keys[i].name;
     return NULL;
 }
 

@@ -1,7 +1,7 @@
-/* acl_train.h — ACL meta-training runs (SPEC-ACL §4): configuration, the training loop,
- * run directories, exact resume. Used by `metacl train acl`; see doc/acl.md.
+/* acl_train.h — the ACL family on the training harness (src/learn/train.h): its config keys,
+ * the loss of a step, validation and checkpoints. `metacl train acl` runs it; see doc/acl.md.
  *
- * A training config is text, one "key = value" per line ('#' comments). Keys:
+ * Keys (besides the harness's train.*; `metacl train acl --help` prints them with ranges):
  *   model.*              every key of the model config (acl.h), e.g. model.hidden = 128
  *   task.n_way           N classes per task (the model's n_way must be N, or N·T when
  *                        task.class_incremental)                                   [5]
@@ -20,32 +20,20 @@
  *   data.alternate       1: the domain order alternates every step                  [1]
  *   data.dir             prepared-data directory ("" = $METACL_DATA or data/cache)  [""]
  *   data.normalize       1: images standardized with the set's mean/std             [1]
- *   train.steps          total meta-training steps                                  [1000]
- *   train.batch          sequences per step                                         [16]
- *   train.schedule       constant | noam                                            [constant]
- *   train.lr             constant: the lr; noam: the factor (lr = f·hidden^-0.5·min(..)) [1e-3]
- *   train.warmup         noam warm-up steps                                         [5000]
- *   train.clip           > 0: clip the global gradient norm                         [0]
- *   train.seed           episodes, dropout; the model init is model.seed            [1]
- *   train.log_every      metrics.csv row (and progress line) every n steps          [10]
- *   train.val_every      meta-validation every n steps (0 = never)                  [200]
- *   train.val_batches    validation batches (of train.batch sequences)              [8]
- *   train.ckpt_every     checkpoint every n steps (and always at the end)           [200]
- *   train.init           "" or a checkpoint to start from (meta-finetuning): tensors with
- *                        the same name and shape are copied; the label-input rows and
- *                        the head columns are copied for the classes both have, and the
- *                        "unknown" label row goes to the new unknown row          [""]
- * Validation uses the VAL split (held-out classes) of the domains that have one (prepared
- * stroke sets); user data sets are validated on their training data (noted in the log).
+ * The ACL family sets the optimizer to Adam (β 0.9 / 0.995, eps 1e-9; noam width =
+ * model.hidden). train.batch is the number of task sequences per step.
+ * train.init copies from a checkpoint the tensors with the same name and shape; the
+ * label-input rows and the head columns are copied for the classes both have, and the
+ * "unknown" label row goes to the new unknown row.
  *
- * A run directory holds: config.txt (the full resolved config), metrics.csv, log.txt,
- * last.ckpt and best.ckpt (best validation score). Checkpoints carry the counters step,
- * train_ms (total training wall time, across resumes), best_val_ppm and chance_step.
- * Resume (mcl_acl_train with resume = 1) reloads config.txt and last.ckpt and continues so
- * that every later step is bit-identical to an uninterrupted run: the episodes of step s are
- * drawn from Philox stream (train.seed, 1000000 + s), dropout continues from the saved stream
- * counter, Adam's moments and step count come from the checkpoint, and metrics.csv rows after
- * the checkpoint are dropped.
+ * Data of step s: the episodes are drawn from Philox stream (train.seed, 1000000 + s), so a
+ * resumed run draws what an uninterrupted one would. Validation uses the VAL split
+ * (held-out classes) of the domains that have one (prepared stroke sets) with fixed episodes
+ * (streams 2000000 + v); user data sets are validated on their training data (noted in the
+ * log). The score is the mean query accuracy of the main and ACL terms (the ACL terms are
+ * measured even for the no-ACL baseline), dropout off. Per-step metrics (metrics.csv):
+ * acc_main, acc_acl, acc_first_shot (the mean accuracy of the terms of each kind, -1 when a
+ * kind is absent).
  */
 #ifndef MCL_MODELS_ACL_TRAIN_H
 #define MCL_MODELS_ACL_TRAIN_H
@@ -54,15 +42,16 @@
 #include <stdio.h>
 
 #include "acl.h"
+#include "train.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define MCL_TRAIN_MAX_DOMAINS 8
-#define MCL_TRAIN_PATH_MAX 1024
 
-typedef struct mcl_acl_train_cfg {
+/* The ACL family's config (the model.*, task.* and data.* keys). */
+typedef struct mcl_acl_task_cfg {
     mcl_acl_config model;
     int n_way, k_shot, n_tasks, first_shot, acl, objective_mean, class_incremental;
     float scale;
@@ -72,58 +61,11 @@ typedef struct mcl_acl_train_cfg {
     float domain_scale[MCL_TRAIN_MAX_DOMAINS];
     int alternate, normalize;
     char data_dir[MCL_TRAIN_PATH_MAX];
-    int64_t steps;
-    int batch;
-    int schedule_noam;
-    float lr;
-    int64_t warmup;
-    float clip;
-    uint64_t seed;
-    int64_t log_every, val_every, val_batches, ckpt_every;
-    char init[MCL_TRAIN_PATH_MAX];
-} mcl_acl_train_cfg;
+} mcl_acl_task_cfg;
 
-void mcl_acl_train_cfg_default(mcl_acl_train_cfg *c);
-/* One key (model.*, task.*, data.*, train.*). Unknown keys and bad values: MCL_ERR_INVALID
- * with a message naming them. */
-mcl_status mcl_acl_train_cfg_set(mcl_acl_train_cfg *c, const char *key, const char *value,
-                                 char *err, size_t err_len);
-/* "key = value" lines onto *c (all or nothing). `what` names the source in messages. */
-mcl_status mcl_acl_train_cfg_parse(mcl_acl_train_cfg *c, const char *text, const char *what,
-                                   char *err, size_t err_len);
-/* Read a config file (at most 1 MiB) and parse it onto *c. */
-mcl_status mcl_acl_train_cfg_load(mcl_acl_train_cfg *c, const char *path, char *err,
-                                  size_t err_len);
-/* Cross-key checks (n_way vs model, scales, counts). */
-mcl_status mcl_acl_train_cfg_check(const mcl_acl_train_cfg *c, char *err, size_t err_len);
-/* The full config as text (every key). malloc'd. */
-char *mcl_acl_train_cfg_to_text(const mcl_acl_train_cfg *c);
-
-/* What a run reports (also written to the run directory). */
-typedef struct mcl_acl_train_result {
-    int64_t steps_done;      /* total steps in the run directory's last checkpoint          */
-    double last_loss;        /* loss of the last step                                       */
-    double best_val;         /* best validation score (mean query accuracy), NAN if none    */
-    int64_t chance_step;     /* first step whose running query accuracy left chance, or 0  */
-    double train_seconds;    /* total training wall time, across resumes                   */
-} mcl_acl_train_result;
-
-typedef struct mcl_acl_train_opts {
-    const char *run_dir;  /* required; created if missing                                  */
-    int resume;           /* 1: continue the run in run_dir (cfg is then read from it)    */
-    int progress;         /* 1: a progress line on stderr (\r-updated)                    */
-    FILE *log;            /* extra copy of the log lines (e.g. stdout), may be NULL        */
-    /* Overrides applied after config.txt on resume ("key=value" strings). */
-    const char *const *overrides;
-    int n_overrides;
-} mcl_acl_train_opts;
-
-/* Run (or resume) meta-training on ctx's backend. cfg is ignored when resuming. Returns
- * MCL_OK when train.steps were reached; MCL_ERR_NUMERIC-like failures (a NaN/Inf loss) stop
- * the run with MCL_ERR_INVALID and a message, keeping the last good checkpoint. */
-mcl_status mcl_acl_train(mcl_ctx *ctx, const mcl_acl_train_cfg *cfg,
-                         const mcl_acl_train_opts *opts, mcl_acl_train_result *res, char *err,
-                         size_t err_len);
+/* The family table (`metacl train acl`). A run config of it: mcl_run_cfg_init(&c,
+ * &mcl_acl_family, ...); c.fcfg is an mcl_acl_task_cfg. */
+extern const mcl_family mcl_acl_family;
 
 /* Copy the parameters of checkpoint `path` into m where they fit (see train.init). Writes a
  * one-line summary into note (may be NULL). */

@@ -1,0 +1,143 @@
+/* util.c — atomic writes, mkdir -p, whole-file reads, the clock (see util.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+mcl_status mcl_mkdir_p(const char *path, char *err, size_t len)
+{
+    char buf[4096];
+    size_t k = strlen(path);
+    if (k == 0 || k >= sizeof buf) return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s: bad directory path", path);
+    memcpy(buf, path, k + 1);
+    for (size_t i = 1; i <= k; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot create directory: %s", buf,
+                              strerror(errno));
+        if (!is_dir(buf))
+            return mcl_errbuf(err, len, MCL_ERR_IO, "%s: exists and is not a directory", buf);
+        buf[i] = saved;
+    }
+    return MCL_OK;
+}
+
+int mcl_tmp_name(const char *path, char *tmp, size_t len)
+{
+    static atomic_uint counter;
+    unsigned k = atomic_fetch_add(&counter, 1u);
+    int r = snprintf(tmp, len, "%s.tmp.%ld.%u", path, (long)getpid(), k);
+    return r < 0 || (size_t)r >= len ? -1 : 0;
+}
+
+int mcl_fsync_parent_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        strcpy(dir, ".");
+    } else {
+        size_t n = (size_t)(slash - path);
+        if (n >= sizeof dir) return -1;
+        if (n == 0) n = 1; /* "/file" */
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    int fd = open(dir, O_RDONLY);
+    if (fd < 0) return -1;
+    int r = fsync(fd);
+    /* Some file systems refuse fsync on a directory (EINVAL): the rename is still done. */
+    if (r != 0 && (errno == EINVAL || errno == EBADF)) r = 0;
+    close(fd);
+    return r;
+}
+
+mcl_status mcl_write_file_atomic(const char *path, const void *data, size_t n, char *err,
+                                 size_t len)
+{
+    char tmp[4096];
+    if (mcl_tmp_name(path, tmp, sizeof tmp) != 0)
+        return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot create %s: %s", path, tmp,
+                          strerror(errno));
+    const char *p = data;
+    size_t left = n;
+    int bad = 0;
+    while (left && !bad) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno != EINTR) bad = 1;
+            continue;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (!bad && fsync(fd) != 0) bad = 1;
+    int e = errno;
+    if (close(fd) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad && rename(tmp, path) != 0) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad) {
+        unlink(tmp);
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s: write failed: %s", path, strerror(e));
+    }
+    if (mcl_fsync_parent_dir(path) != 0)
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s: written, but syncing its directory failed: %s",
+                          path, strerror(errno));
+    return MCL_OK;
+}
+
+mcl_status mcl_read_text_file(const char *path, size_t max, char **out, char *err, size_t len)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) return mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
+    if (bad || n > max) {
+        free(buf);
+        if (bad) return mcl_errbuf(err, len, MCL_ERR_IO, "%s: read error", path);
+        if (max == (1u << 20)) return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s: larger than 1 MiB", path);
+        return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s: larger than %zu bytes", path, max);
+    }
+    buf[n] = 0;
+    if (strlen(buf) != n) {
+        free(buf);
+        return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s: contains a NUL byte (not a text file)", path);
+    }
+    *out = buf;
+    return MCL_OK;
+}
+
+double mcl_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

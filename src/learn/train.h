@@ -1,0 +1,178 @@
+/* train.h — the model-family harness: one training loop, run directory and resume for every
+ * family (ACL now; Sparse Meta Networks and the online transformers as they land).
+ *
+ * A family is a table of functions (mcl_family below): its config keys, how to build its model
+ * and data, the loss of one step, validation and its checkpoint. The harness owns everything
+ * else and is the same for all families:
+ *
+ *   config        the family's key groups (e.g. model.*, task.*, data.*) plus the harness's
+ *                 train.* keys (mcl_train_keys), parsed from "key = value" text, all or
+ *                 nothing; config.txt in the run directory is the full resolved config
+ *   the loop      for step s = 1..train.steps: zero the gradients, the family's loss for
+ *                 step s, a NaN/Inf loss stops the run (the last good checkpoint is kept),
+ *                 backward, optimizer step (Adam family settings, schedule, clipping)
+ *   metrics.csv   "step,loss,<the family's metric names>,lr,steps_per_s,train_s,val_score",
+ *                 one row every train.log_every steps, at validation steps and at the end;
+ *                 on resume the rows after the checkpoint are dropped (atomic rewrite)
+ *   validation    every train.val_every steps and at the end: the family's score (higher is
+ *                 better); best.ckpt holds the best
+ *   checkpoints   last.ckpt every train.ckpt_every steps and at the end (atomic writes);
+ *                 counters step, train_ms, best_val_ppm, chance_step
+ *   progress      a \r-updated line on stderr (step, loss, first metric, steps/s, ETA)
+ *   "left chance" the first step at which the mean of the family's first metric over the
+ *                 last 100 steps exceeds the family's chance level + 0.10 (logged, counted)
+ *   resume        config.txt + last.ckpt: every later step is bit-identical to an
+ *                 uninterrupted run (the family draws the data of step s from (seed, s),
+ *                 dropout continues from the saved stream counter, the optimizer's state is
+ *                 in the checkpoint)
+ */
+#ifndef MCL_LEARN_TRAIN_H
+#define MCL_LEARN_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "checkpoint.h"
+#include "keys.h"
+#include "metacl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MCL_TRAIN_PATH_MAX 1024
+#define MCL_TRAIN_MAX_METRICS 8
+
+/* The harness's own settings: the train.* keys. */
+typedef struct mcl_train_cfg {
+    int64_t steps;        /* total training steps                                     */
+    int batch;            /* examples (ACL: sequences) per step                       */
+    int schedule;         /* 0 constant, 1 noam                                       */
+    float lr;             /* constant: the lr; noam: the factor                       */
+    int64_t warmup;       /* noam warm-up steps                                       */
+    float clip;           /* > 0: clip the global gradient norm                       */
+    uint64_t seed;        /* data draws and dropout (the model's init has its own seed) */
+    int64_t log_every, val_every, val_batches, ckpt_every;
+    char init[MCL_TRAIN_PATH_MAX]; /* "" or a checkpoint to start from               */
+} mcl_train_cfg;
+
+/* The train.* rows (names include the "train." prefix). */
+const mcl_key *mcl_train_keys(int *n);
+
+/* A block of keys stored at `off` inside a family's config struct; a key's full name is
+ * prefix + row name ("model." + "hidden"). */
+typedef struct mcl_key_group {
+    const char *prefix;
+    const mcl_key *keys;
+    int n;
+    size_t off;
+} mcl_key_group;
+
+/* Log sink handed to the family (the run's log.txt and the caller's stream). */
+typedef struct mcl_train_log mcl_train_log;
+void mcl_train_logf(mcl_train_log *log, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* A model family. Every function gets the family's state `fs` made by create. */
+typedef struct mcl_family {
+    const char *kind;        /* "acl": `metacl train acl`, checkpoints' model kind        */
+    const char *summary;     /* one line for --help                                       */
+    size_t cfg_size;         /* bytes of the family's config struct                       */
+    const mcl_key_group *const *groups;
+    int n_groups;
+    /* Defaults beyond the key rows' (may be NULL). */
+    void (*cfg_default)(void *fcfg, mcl_train_cfg *t);
+    /* Cross-key checks (may be NULL). */
+    mcl_status (*cfg_check)(const void *fcfg, const mcl_train_cfg *t, char *err, size_t len);
+    /* Build the model and load the data (log what was loaded). */
+    mcl_status (*create)(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg *t,
+                         mcl_train_log *log, void **fs, char *err, size_t len);
+    void (*free)(void *fs);
+    mcl_params *(*params)(void *fs);
+    /* The optimizer: the harness fills kind, clipping and the schedule from train.*; the
+     * family may adjust (betas, eps, the noam width). */
+    void (*optim_config)(void *fs, mcl_optim_config *oc);
+    /* Names of the per-step metrics (metrics.csv columns) and the chance level of the
+     * first one (for "left chance"; 0 = not tracked). */
+    int n_metrics;
+    const char *const *metric_names;
+    double (*chance)(void *fs);
+    /* The loss of step s (1-based) on the tape; metrics[n_metrics] filled. */
+    mcl_status (*step_loss)(void *fs, int64_t step, mcl_tensor **loss, double *metrics,
+                            char *err, size_t len);
+    /* After backward and the optimizer step of that step (free its data; may be NULL). */
+    void (*step_end)(void *fs);
+    /* Validation score (higher is better; NaN if none) over `batches` fixed batches; must put
+     * back any random state it draws from. */
+    mcl_status (*validate)(void *fs, int64_t batches, double *score, char *err, size_t len);
+    /* Checkpoints: write the model (+ optimizer, counters); read them back (restore_rng: the
+     * context's random stream too), filling *info (counters). */
+    mcl_status (*save)(void *fs, const char *path, const mcl_optim *opt,
+                       const mcl_ckpt_counter *cn, int n_cn, char *err, size_t len);
+    mcl_status (*load)(void *fs, const char *path, mcl_optim *opt, mcl_ckpt_info *info,
+                       char *err, size_t len);
+    /* train.init: copy what fits from another checkpoint; a one-line note. */
+    mcl_status (*init_from)(void *fs, const char *path, char *note, size_t note_len, char *err,
+                            size_t len);
+} mcl_family;
+
+/* The families built into this library (NULL-terminated) and a lookup by kind. */
+const mcl_family *const *mcl_families(void);
+const mcl_family *mcl_family_find(const char *kind);
+
+/* A run's config: the family's config + train.*. */
+typedef struct mcl_run_cfg {
+    const mcl_family *family;
+    mcl_train_cfg train;
+    void *fcfg; /* family->cfg_size bytes */
+} mcl_run_cfg;
+
+/* Defaults of every key. MCL_ERR_OOM / MCL_ERR_INVALID (message in err). Free with
+ * mcl_run_cfg_free. */
+mcl_status mcl_run_cfg_init(mcl_run_cfg *c, const mcl_family *fam, char *err, size_t len);
+void mcl_run_cfg_free(mcl_run_cfg *c);
+mcl_status mcl_run_cfg_copy(mcl_run_cfg *dst, const mcl_run_cfg *src);
+/* One key; "key = value" lines (all or nothing; `what` names the source in messages); a file
+ * (at most 1 MiB). */
+mcl_status mcl_run_cfg_set(mcl_run_cfg *c, const char *key, const char *value, char *err,
+                           size_t len);
+mcl_status mcl_run_cfg_parse(mcl_run_cfg *c, const char *text, const char *what, char *err,
+                             size_t len);
+mcl_status mcl_run_cfg_load(mcl_run_cfg *c, const char *path, char *err, size_t len);
+mcl_status mcl_run_cfg_check(const mcl_run_cfg *c, char *err, size_t len);
+/* Every key as "key = value" lines (malloc'd), family groups first, then train.*. */
+char *mcl_run_cfg_to_text(const mcl_run_cfg *c);
+/* Every key with its default, range and help (`metacl train FAMILY --help`). */
+void mcl_run_cfg_print_help(FILE *f, const mcl_family *fam);
+
+typedef struct mcl_train_result {
+    int64_t steps_done;      /* total steps in the run directory's last checkpoint          */
+    double last_loss;        /* loss of the last step (NaN when no step ran)                */
+    double best_val;         /* best validation score, NaN if none                          */
+    int64_t chance_step;     /* first step whose running first metric left chance, or 0    */
+    double train_seconds;    /* total training wall time, across resumes                   */
+} mcl_train_result;
+
+typedef struct mcl_train_opts {
+    const char *run_dir;  /* required; created if missing                                  */
+    int resume;           /* 1: continue the run in run_dir (cfg is then read from it)    */
+    int progress;         /* 1: a progress line on stderr (\r-updated)                    */
+    FILE *log;            /* extra copy of the log lines (e.g. stdout), may be NULL        */
+    const char *const *overrides; /* "key=value" applied after config.txt on resume       */
+    int n_overrides;
+} mcl_train_opts;
+
+/* Run (or resume) training on ctx's backend. cfg is ignored when resuming (then `family`
+ * names the family whose config.txt is read; otherwise cfg->family is used). A NaN/Inf loss
+ * stops the run with MCL_ERR_INVALID, keeping the last good checkpoint. */
+mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_cfg *cfg,
+                         const mcl_train_opts *opts, mcl_train_result *res, char *err,
+                         size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,58 @@
+/* conv4.c — the Conv-4 feature extractor (see conv4.h). */
+#include "conv4.h"
+
+#include <math.h>
+#include <stdio.h>
+
+mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, int in_channels,
+                            int channels, int image_size, uint64_t seed, uint64_t stream0)
+{
+    if (in_channels < 1 || channels < 1 || image_size < 16 || image_size % 16 != 0)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                 "Conv-4: %d input channels, %d channels, image %d (a multiple "
+                                 "of 16)",
+                                 in_channels, channels, image_size);
+    net->in_channels = in_channels;
+    net->channels = channels;
+    net->image_size = image_size;
+    const int64_t sp = image_size / 16, C = channels;
+    net->n_features = C * sp * sp;
+    char name[48];
+    mcl_status st = MCL_OK;
+    for (int i = 0; i < 4 && st == MCL_OK; i++) {
+        const int64_t cin = i == 0 ? in_channels : C;
+        const int64_t sw[4] = {C, cin, 3, 3}, sc[1] = {C};
+        snprintf(name, sizeof name, "conv%d.w", i);
+        net->w[i] = mcl_params_add(params, name, 4, sw);
+        snprintf(name, sizeof name, "conv%d.b", i);
+        net->b[i] = mcl_params_add(params, name, 1, sc);
+        snprintf(name, sizeof name, "conv%d.norm.g", i);
+        net->norm_g[i] = mcl_params_add(params, name, 1, sc);
+        snprintf(name, sizeof name, "conv%d.norm.b", i);
+        net->norm_b[i] = mcl_params_add(params, name, 1, sc);
+        if (!net->w[i] || !net->b[i] || !net->norm_g[i] || !net->norm_b[i])
+            return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx)
+                                                 : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "Conv-4: parameters");
+        /* He-normal for the conv weights feeding ReLU blocks; bias 0; norm gain 1, shift 0 */
+        st = mcl_tensor_randn(net->w[i], seed, stream0 + 4 * (uint64_t)i, 0.0f,
+                              sqrtf(2.0f / (float)(cin * 9)));
+        if (st == MCL_OK) st = mcl_tensor_fill(net->b[i], 0.0f);
+        if (st == MCL_OK) st = mcl_tensor_fill(net->norm_g[i], 1.0f);
+        if (st == MCL_OK) st = mcl_tensor_fill(net->norm_b[i], 0.0f);
+    }
+    return st;
+}
+
+mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x, int64_t rows,
+                              float p, int training)
+{
+    for (int i = 0; i < 4; i++) {
+        x = mcl_conv2d(ctx, x, net->w[i], net->b[i], 1, 1);
+        x = mcl_instance_norm(ctx, x, net->norm_g[i], net->norm_b[i], MCL_CONV4_NORM_EPS);
+        x = mcl_maxpool2d(ctx, x);
+        if (p > 0.0f) x = mcl_dropout(ctx, x, p, training);
+        x = mcl_relu(ctx, x);
+    }
+    const int64_t fs[2] = {rows, net->n_features};
+    return mcl_reshape(ctx, x, 2, fs);
+}

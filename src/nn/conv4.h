@@ -1,0 +1,41 @@
+/* conv4.h — the Conv-4 feature extractor shared by every image model (the ACL model, the
+ * baselines, later the online transformers' frozen or joint extractor).
+ *
+ *   4 × [ conv 3×3 (pad 1, stride 1, bias) → instance norm (affine, eps 1e-5) → max-pool 2×2
+ *         → dropout(p) → ReLU ]
+ *
+ * x [R, C_in, S, S] → features [R, C · (S/16)²] in (channel, row, column) order.
+ *
+ * Parameters (registered in the caller's mcl_params in this order, names conv<i>.w,
+ * conv<i>.b, conv<i>.norm.g, conv<i>.norm.b for i = 0..3):
+ *   conv<i>.w  [C, C_in (i = 0) or C, 3, 3]   He-normal N(0, 2 / (9·c_in)) from Philox stream
+ *                                            stream0 + 4·i (key: the caller's seed)
+ *   conv<i>.b  [C]  0      conv<i>.norm.g [C]  1      conv<i>.norm.b [C]  0
+ * so the 16 tensors take the streams stream0 .. stream0 + 15 (the b/g/β slots are unused).
+ */
+#ifndef MCL_NN_CONV4_H
+#define MCL_NN_CONV4_H
+
+#include <stdint.h>
+
+#include "metacl.h"
+
+#define MCL_CONV4_NORM_EPS 1e-5f
+
+typedef struct mcl_conv4 {
+    int in_channels, channels, image_size;
+    int64_t n_features; /* channels · (image_size / 16)² */
+    mcl_tensor *w[4], *b[4], *norm_g[4], *norm_b[4];
+} mcl_conv4;
+
+/* Register and initialize the 16 tensors (see above) in params. image_size must be a
+ * multiple of 16. Errors in params' context. */
+mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, int in_channels,
+                            int channels, int image_size, uint64_t seed, uint64_t stream0);
+
+/* x [rows, C_in, S, S] → [rows, n_features]; dropout p when training (p = 0: no dropout
+ * op at all). NULL on error (message in ctx). */
+mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x, int64_t rows,
+                              float p, int training);
+
+#endif
