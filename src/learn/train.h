@@ -34,6 +34,7 @@
 
 #include "checkpoint.h"
 #include "keys.h"
+#include "learner.h"
 #include "metacl.h"
 
 #ifdef __cplusplus
@@ -117,6 +118,11 @@ typedef struct mcl_family {
     /* train.init: copy what fits from another checkpoint; a one-line note. */
     mcl_status (*init_from)(void *fs, const char *path, char *note, size_t note_len, char *err,
                             size_t len);
+    /* Evaluation (`metacl eval FAMILY`): a learner (learner.h) from a checkpoint, owning its
+     * model; at most max_lanes problems side by side (0 = no limit). NULL = not evaluable by
+     * the protocols. */
+    mcl_status (*learner_open)(mcl_ctx *ctx, const char *ckpt, int max_lanes,
+                               mcl_learner **out, char *err, size_t len);
 } mcl_family;
 
 /* The families built into this library (NULL-terminated) and a lookup by kind. */

@@ -216,6 +216,7 @@ static mcl_status query_logits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *st
  * context from the carried state, predict queries the state. */
 typedef struct acl_learner {
     mcl_acl *m;
+    int owns_model; /* opened from a checkpoint by mcl_acl_learner_open */
     eval_scope scope;
     mcl_acl_state *S; /* NULL = W0 */
 } acl_learner;
@@ -267,7 +268,10 @@ static mcl_status al_predict(mcl_learner *L, const mcl_dataset *ds, const int64_
 static void al_destroy(mcl_learner *L)
 {
     acl_learner *a = L->impl;
-    if (a) mcl_acl_state_free(a->S);
+    if (a) {
+        mcl_acl_state_free(a->S);
+        if (a->owns_model) mcl_acl_free(a->m);
+    }
     free(a);
     free(L);
 }
@@ -297,6 +301,24 @@ mcl_status mcl_acl_learner_create(mcl_acl *m, mcl_ctx *ctx, int max_lanes, mcl_l
     L->n_logits = m->cfg.n_way;
     L->impl = a;
     *out = L;
+    return MCL_OK;
+}
+
+mcl_status mcl_acl_learner_open(mcl_ctx *ctx, const char *path, int max_lanes, mcl_learner **out,
+                                char *err, size_t err_len)
+{
+    if (!ctx || !path || !out) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "NULL argument");
+    *out = NULL;
+    mcl_acl *m = NULL;
+    mcl_status st = mcl_acl_open(ctx, path, &m, err, err_len);
+    if (st != MCL_OK) return st;
+    st = mcl_acl_learner_create(m, ctx, max_lanes, out);
+    if (st != MCL_OK) {
+        mcl_errbuf(err, err_len, st, "%s: %s", path, mcl_ctx_error(ctx));
+        mcl_acl_free(m);
+        return st;
+    }
+    ((acl_learner *)(*out)->impl)->owns_model = 1;
     return MCL_OK;
 }
 

@@ -44,6 +44,9 @@ extern "C" {
  * max_lanes sequences per model call (0 = no limit; the protocols' batch decides). Free with
  * mcl_learner_free; the model must outlive it. */
 mcl_status mcl_acl_learner_create(mcl_acl *m, mcl_ctx *ctx, int max_lanes, mcl_learner **out);
+/* The same from a checkpoint file; the learner owns the model (freed with it). */
+mcl_status mcl_acl_learner_open(mcl_ctx *ctx, const char *path, int max_lanes, mcl_learner **out,
+                                char *err, size_t err_len);
 
 /* Evaluate m on task sequences drawn from pools[0..n_tasks-1] (mcl_eval_seq with the model's
  * learner). On success *res is initialized

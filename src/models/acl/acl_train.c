@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "acl_train.h"
 
+#include "acl_eval.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,4 +410,5 @@ const mcl_family mcl_acl_family = {
     .save = acl_save,
     .load = acl_load,
     .init_from = acl_init_from,
+    .learner_open = mcl_acl_learner_open,
 };
