@@ -3,6 +3,7 @@
  * cc srwm-layer.c $(pkg-config --cflags --libs metacl). Built and run by `make check`. */
 #include <stdio.h>
 #include <string.h>
+#include <math.h>
 #include "metacl.h"   /* installed: <metacl/metacl.h> */
 
 enum { B = 2, L = 5, H = 4, D = 8, HID = H * D };
@@ -31,6 +32,22 @@ int main(int argc, char **argv)
     mcl_tensor *out = mcl_add(ctx, mcl_layer_norm(ctx, h, g, b0, 1e-5f), y);
     if (!out || mcl_tensor_read(out, out_host, B * L * HID) != MCL_OK) return fprintf(stderr, "%s\n", mcl_ctx_error(ctx)), 1;
     printf("%s: out[0][0..3] = %.6f %.6f %.6f %.6f\n", mcl_ctx_backend_name(ctx), out_host[0], out_host[1], out_host[2], out_host[3]);
+    /* Check row 0 (sequence 0, step 0) on the host: there the SRWM reads its initial state,
+     * y = x·W_y per head (row-major [e][m]: input e, output m), then LayerNorm(h) + y·W_o. */
+    static float wy[B * H * D * D], wo_host[HID * HID];
+    mcl_tensor_read(st[0], wy, B * H * D * D), mcl_tensor_read(wo, wo_host, HID * HID);
+    float mean = 0, var = 0, yrow[HID] = {0}, worst = 0;
+    for (int i = 0; i < HID; i++) mean += h_host[i] / HID;
+    for (int i = 0; i < HID; i++) var += (h_host[i] - mean) * (h_host[i] - mean) / HID;
+    for (int hd = 0; hd < H; hd++)
+        for (int m = 0; m < D; m++)
+            for (int e = 0; e < D; e++) yrow[hd * D + m] += h_host[hd * D + e] * wy[(hd * D + e) * D + m];
+    for (int j = 0; j < HID; j++) {
+        float want = (h_host[j] - mean) / sqrtf(var + 1e-5f);
+        for (int i = 0; i < HID; i++) want += yrow[i] * wo_host[i * HID + j];
+        worst = fmaxf(worst, fabsf(out_host[j] - want));
+    }
+    if (!(worst <= 1e-4f)) return fprintf(stderr, "row 0 differs from the host computation by %g\n", worst), 1;
     mcl_ctx_reset(ctx);
     for (int k = 0; k < 4; k++) mcl_tensor_free(st[k]);
     mcl_tensor_free(h), mcl_tensor_free(wo), mcl_tensor_free(g), mcl_tensor_free(b0), mcl_ctx_free(ctx);

@@ -54,6 +54,67 @@ void mcl_acl_config_default(mcl_acl_config *cfg);
 #define MCL_ACL_CONFIG_N_KEYS 11
 extern const mcl_key mcl_acl_config_key_table[MCL_ACL_CONFIG_N_KEYS];
 
+/* ----------------------------------------------------------------------- parameter tensors
+ *
+ * Every parameter, in registration order (= its Philox init stream index), with its name
+ * in our checkpoints (and in mcl_acl_params) and its shape. Sizes: C conv_channels,
+ * C_in in_channels, F = C·(S/16)² Conv-4 features, N n_way, Hd hidden, H heads,
+ * D = Hd/H, FF = ff_mult·Hd; i = 0..3 (conv block), l = 0..layers-1.
+ *
+ * Orientation. Every weight of a linear map is stored row-major [in, out] and applied as
+ * y = x·W (+ b). A PyTorch nn.Linear stores weight [out, in] and computes x·weightᵀ + bias,
+ * so its weight is OUR TENSOR TRANSPOSED; biases and norm gains/shifts are plain vectors and
+ * copy as they are. Conv weights are [out, in, kh, kw], the same as nn.Conv2d (no transpose).
+ * The SRWM matrices are [H, D, D] (W_y, W_q, W_k) and [H, D, 4] (w_b), indexed [h][e][m] with
+ * e the input and m the output index (y_m = Σ_e x_e·W[h][e][m]); the paper writes
+ * W ∈ R^{out×in}, y = W·x, i.e. the transpose of each head's matrix.
+ *
+ *   name                      shape         what                                   official
+ *   conv{i}.w                 [C,Cin,3,3]   conv 3×3, pad 1; Cin = C_in at i = 0,  conv_layers.{i}.0.weight
+ *                                           else C
+ *   conv{i}.b                 [C]           conv bias                              conv_layers.{i}.0.bias
+ *   conv{i}.norm.g            [C]           instance-norm gain (affine)            conv_layers.{i}.1.weight
+ *   conv{i}.norm.b            [C]           instance-norm shift                    conv_layers.{i}.1.bias
+ *   input.w                   [F+N+1,Hd]    features ++ one-hot label (N+1: the    input_proj.weight (ᵀ)
+ *                                           last is "unknown") -> hidden
+ *   input.b                   [Hd]                                                 input_proj.bias
+ *   layer{l}.srwm.Wy          [H,D,D]       SRWM output matrix W_y (initial        layers.{2l}.W_y
+ *   layer{l}.srwm.Wq          [H,D,D]       fast weights; per-sequence copies      layers.{2l}.W_q
+ *   layer{l}.srwm.Wk          [H,D,D]       form the state)                        layers.{2l}.W_k
+ *   layer{l}.srwm.wb          [H,D,4]       the four learning-rate logits          layers.{2l}.w_b
+ *   layer{l}.srwm.ln.g        [Hd]          skip-path LayerNorm gain               layers.{2l}.layer_norm.weight
+ *   layer{l}.srwm.ln.b        [Hd]          skip-path LayerNorm shift              layers.{2l}.layer_norm.bias
+ *   layer{l}.srwm.out.w       [Hd,Hd]       heads -> hidden, no bias               layers.{2l}.out_linear.weight (ᵀ)
+ *   layer{l}.ff.ln.g          [Hd]          feed-forward pre-LayerNorm gain        layers.{2l+1}.layer_norm.weight
+ *   layer{l}.ff.ln.b          [Hd]          feed-forward pre-LayerNorm shift       layers.{2l+1}.layer_norm.bias
+ *   layer{l}.ff.w1            [Hd,FF]       first FF linear                        layers.{2l+1}.ff_layers.0.weight (ᵀ)
+ *   layer{l}.ff.b1            [FF]                                                 layers.{2l+1}.ff_layers.0.bias
+ *   layer{l}.ff.w2            [FF,Hd]       second FF linear                       layers.{2l+1}.ff_layers.3.weight (ᵀ)
+ *   layer{l}.ff.b2            [Hd]                                                 layers.{2l+1}.ff_layers.3.bias
+ *   head.w                    [Hd,N]        output layer on the last step          out_layer.weight (ᵀ)
+ *   head.b                    [N]                                                  out_layer.bias
+ *   featnorm.running_mean     [F]           only with feature_norm = batch: the    none (our addition)
+ *   featnorm.running_var      [F]           running statistics of the F features,  none
+ *                                           no gradient
+ *
+ * The "official" column names the parameter in the authors' public PyTorch code: its stateful
+ * Conv-4 + SRWM few-shot model (CompatStatefulConvSRWMModel) built with use_instance_norm
+ * (affine InstanceNorm2d in the conv blocks) and extra_label (N+1 label inputs, the last one
+ * "unknown"). There a ModuleList `layers` alternates SRWM layers (even indices) and
+ * feed-forward blocks (odd); Sequential indices: conv block = [0 Conv2d, 1 InstanceNorm2d,
+ * 2 MaxPool, 3 Dropout, 4 ReLU], FF block = [0 Linear, 1 ReLU, 2 Dropout, 3 Linear,
+ * 4 Dropout]. "(ᵀ)" = transpose when copying. Points to check when importing its state dict:
+ *   - its SRWM tensors carry a leading axis of 1 ([1,H,D,D], [1,H,D,4]): drop it. Whether
+ *     their last two axes are [in, out] like ours was not checked against the authors' CUDA
+ *     kernel: run one step from W0 (y_0 = x_0·W_y) on both sides to settle it (ours is
+ *     checked by doc/examples/srwm-layer.c, which recomputes that step on the host);
+ *   - its carried state is an offset from the live parameters (state − W0); ours holds the
+ *     fast weights themselves (add W0 when importing a state, not when importing parameters);
+ *   - it applies out_layer at every step; we apply head.* to the last step only (same
+ *     parameters).
+ * Parameter counts: test-acl-model checks 750,309 for the paper sizes at C_in 3; doc/acl.md
+ * gives 224,674 / 225,445 for the shipped 2-way / 5-way models. */
+
 typedef struct mcl_acl_layer {
     mcl_tensor *Wy, *Wq, *Wk, *wb; /* [H,D,D] ×3, [H,D,4]      */
     mcl_tensor *ln_g, *ln_b;       /* skip-path LayerNorm       */
