@@ -1,6 +1,13 @@
 /* test-ops.c — the op test runner: every op of ops.def, forward and backward.
  *
- *   tests/test-ops [--list] [-o OP] [--seed N] [--backend ref|opencl] [-v]
+ *   tests/test-ops [--list] [-o OP] [--family F] [--seed N] [--backend ref|opencl] [-v]
+ *   tests/test-ops --families              (one line per family: its name, then its ops)
+ *   tests/test-ops --check-families F...   (exit 0 iff F... are exactly the families)
+ *
+ * Families are the family column of ops.def (the src/ref/<family>.c file of the op), so
+ * every op is in exactly one. `make check` runs one test per family (tests/ops/<family>.sh,
+ * in parallel); tests/test-ops-families.sh checks with --check-families that those scripts
+ * name every family and nothing else, so an op whose family has no script fails the suite.
  *
  * For every op of src/common/ops.def (the loop runs over mcl_op_table, so an op added there
  * without test cases here is a FAILURE "no test cases") and every case of its table below:
@@ -33,7 +40,9 @@
  * Every failing check prints one line (op, case shapes and params, column, error and tolerance).
  * The last line is "N passed, N failed" (N counts op x column checks); exit 0 when nothing
  * failed, 1 otherwise, 2 on a usage error, 77 (automake SKIP) for --backend opencl without
- * OpenCL.
+ * OpenCL (not built, or no OpenCL device). When OpenCL is wanted (--backend opencl, or the
+ * default mode) and the backend exists but fails to open for another reason (a kernel build
+ * error, say), the run FAILS (exit 1): only a missing device is a reason to skip.
  *
  * The runner can fail, and proves it: METACL_TEST_BREAK=<op> adds 1e-2 to one element of that
  * op's reference forward output after the backend call (so its "ref fwd" must FAIL), and at
@@ -2068,11 +2077,76 @@ static int self_check(void)
            !within(nmse_err(nan_, right, 5), 1e30); /* NaN/Inf parity */
 }
 
+/* ================================================================================== */
+/* Op families (the family column of ops.def): one test per family in `make check`.    */
+
+/* Is `name` the family of some op? */
+static int family_exists(const char *name)
+{
+    for (int op = 0; op < MCL_OP_COUNT; op++)
+        if (strcmp(mcl_op_table[op].family, name) == 0) return 1;
+    return 0;
+}
+
+/* Is op the first op of its family (the families in ops.def order)? */
+static int family_first(int op)
+{
+    for (int o = 0; o < op; o++)
+        if (strcmp(mcl_op_table[o].family, mcl_op_table[op].family) == 0) return 0;
+    return 1;
+}
+
+static void print_families(void)
+{
+    for (int op = 0; op < MCL_OP_COUNT; op++) {
+        if (!family_first(op)) continue;
+        printf("%s", mcl_op_table[op].family);
+        for (int o = op; o < MCL_OP_COUNT; o++)
+            if (strcmp(mcl_op_table[o].family, mcl_op_table[op].family) == 0)
+                printf(" %s", mcl_op_table[o].name);
+        printf("\n");
+    }
+}
+
+/* names[0..n) must be exactly the families, each once: an op whose family is not among
+ * them would be run by no per-family test. Prints every problem; returns 1 when all is well. */
+static int check_families(char **names, int n)
+{
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
+        if (!family_exists(names[i])) {
+            printf("test-ops: '%s' is not a family of ops.def (no op would run)\n", names[i]);
+            ok = 0;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0) {
+                printf("test-ops: family '%s' named twice (its ops would run twice)\n", names[i]);
+                ok = 0;
+            }
+    }
+    for (int op = 0; op < MCL_OP_COUNT; op++) {
+        int found = 0;
+        for (int i = 0; i < n; i++) found += strcmp(mcl_op_table[op].family, names[i]) == 0;
+        if (!found) {
+            printf("test-ops: op '%s' (family '%s') is in no tested family\n", mcl_op_table[op].name,
+                   mcl_op_table[op].family);
+            ok = 0;
+        }
+    }
+    printf("test-ops: %d families checked: %s\n", n, ok ? "every op in exactly one" : "FAIL");
+    return ok;
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: test-ops [--list] [-o OP] [--seed N] [--backend ref|opencl] [-v]\n"
+    fprintf(f, "usage: test-ops [--list] [-o OP] [--family F] [--seed N] [--backend ref|opencl] [-v]\n"
+               "       test-ops --families | --check-families F...\n"
                "  --list         run everything and print a coverage table\n"
                "  -o OP          run only op OP (a name from ops.def)\n"
+               "  --family F     run only the ops of family F (ops.def's family column)\n"
+               "  --families     print each family and its ops, run nothing\n"
+               "  --check-families F...  exit 0 when F... are exactly the families of ops.def\n"
+               "                 (each once), 1 otherwise; run nothing\n"
                "  --seed N       seed of the random inputs (default %u)\n"
                "  --backend B    ref (reference only) or opencl (reference + OpenCL + differential;\n"
                "                 SKIP without a device); default: OpenCL when a device exists\n"
@@ -2082,10 +2156,17 @@ static void usage(FILE *f)
             DEFAULT_SEED);
 }
 
+/* Does the run include op (-o and --family both restrict)? */
+static int op_selected(int op, mcl_op only_op, const char *family)
+{
+    if (only_op != MCL_OP_COUNT && op != (int)only_op) return 0;
+    return !family || strcmp(mcl_op_table[op].family, family) == 0;
+}
+
 int main(int argc, char **argv)
 {
     int list = 0, want_ocl = -1; /* -1: OpenCL when a device exists, 0: ref only, 1: required */
-    const char *only = NULL;
+    const char *only = NULL, *family = NULL;
     runner r;
     memset(&r, 0, sizeof r);
     r.seed = DEFAULT_SEED;
@@ -2096,6 +2177,17 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--list") == 0) {
             list = 1;
+        } else if (strcmp(a, "--families") == 0) {
+            print_families();
+            return 0;
+        } else if (strcmp(a, "--check-families") == 0) {
+            return check_families(argv + i + 1, argc - i - 1) ? 0 : 1;
+        } else if (strcmp(a, "--family") == 0 && i + 1 < argc) {
+            family = argv[++i];
+            if (!family_exists(family)) {
+                fprintf(stderr, "test-ops: unknown family '%s' (see --families)\n", family);
+                return 2;
+            }
         } else if (strcmp(a, "-v") == 0) {
             g_verbose++;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -2138,6 +2230,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "test-ops: unknown op '%s'\n", only);
             return 2;
         }
+        if (family && strcmp(mcl_op_table[only_op].family, family) != 0) {
+            fprintf(stderr, "test-ops: op '%s' is in family '%s', not '%s'\n", only,
+                    mcl_op_table[only_op].family, family);
+            return 2;
+        }
     }
 #ifndef MCL_HAVE_OPENCL
     if (want_ocl < 0) want_ocl = 0;
@@ -2168,8 +2265,18 @@ int main(int argc, char **argv)
         return 1;
     }
     if (want_ocl) {
-        if (mcl_ctx_create(&r.ocl, MCL_BACKEND_OPENCL, NULL, err, sizeof err) != MCL_OK || !r.ocl) {
+        /* MCL_ERR_UNSUPPORTED: OpenCL not built, or no platform / no device (pick_device in
+         * src/opencl/backend.c). Any other failure (a kernel that does not build, a context
+         * that cannot be created on an existing device) is a FAILURE, not a skip. */
+        mcl_status st = mcl_ctx_create(&r.ocl, MCL_BACKEND_OPENCL, NULL, err, sizeof err);
+        if (st != MCL_OK || !r.ocl) {
             r.ocl = NULL;
+            if (st != MCL_ERR_UNSUPPORTED) {
+                printf("test-ops: FAIL: the OpenCL backend does not open (%s): %s\n",
+                       mcl_status_str(st), err);
+                mcl_ctx_free(r.ref);
+                return 1;
+            }
             if (want_ocl > 0) {
                 fprintf(stderr, "test-ops: no OpenCL device (SKIP): %s\n", err);
                 mcl_ctx_free(r.ref);
@@ -2181,18 +2288,20 @@ int main(int argc, char **argv)
         }
     }
 
+    if (family) printf("test-ops: family %s\n", family);
     for (int op = 0; op < MCL_OP_COUNT; op++)
-        if (only_op == MCL_OP_COUNT || op == (int)only_op) run_op(&r, (mcl_op)op);
+        if (op_selected(op, only_op, family)) run_op(&r, (mcl_op)op);
 
     int passed = 0, failed = 0;
     if (list) {
-        printf("\n%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", "op", "ref fwd", "ref bwd",
-               "gradcheck", "opencl fwd", "opencl bwd", "diff", "max diff (limit)");
-        printf("--------------+---------+---------+-----------+------------+------------+------+"
-               "-----------------\n");
+        printf("\n%-14s| %-12s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", "op", "family",
+               "ref fwd", "ref bwd", "gradcheck", "opencl fwd", "opencl bwd", "diff",
+               "max diff (limit)");
+        printf("--------------+-------------+---------+---------+-----------+------------+------------+"
+               "------+-----------------\n");
     }
     for (int op = 0; op < MCL_OP_COUNT; op++) {
-        if (only_op != MCL_OP_COUNT && op != (int)only_op) continue;
+        if (!op_selected(op, only_op, family)) continue;
         const int *res = r.res[op];
         for (int c = 0; c < NCOL; c++) {
             passed += res[c] == RES_PASS;
@@ -2202,8 +2311,8 @@ int main(int argc, char **argv)
             const opspec *sp = spec_find(mcl_op_table[op].name);
             char md[48] = "-";
             if (r.ocl && sp) snprintf(md, sizeof md, "%.2g (%.0g)", r.diff_max[op], diff_tol(sp));
-            printf("%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", mcl_op_table[op].name,
-                   RES_NAME[res[0]], RES_NAME[res[1]], RES_NAME[res[2]], RES_NAME[res[3]],
+            printf("%-14s| %-12s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", mcl_op_table[op].name,
+                   mcl_op_table[op].family, RES_NAME[res[0]], RES_NAME[res[1]], RES_NAME[res[2]], RES_NAME[res[3]],
                    RES_NAME[res[4]], RES_NAME[res[5]], md);
         }
     }
