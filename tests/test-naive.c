@@ -87,14 +87,21 @@ static double err_of(const float *got, const double *want, int64_t n)
     return maxd / (maxw + 1.0);
 }
 
-static uint64_t g_hash = 1469598103934665603ull; /* FNV-1a over the bits of all fast results */
-static void hash_floats(const float *v, int64_t n)
+/* FNV-1a over the bits of the fast results: one hash for all (printed at the end), one per
+ * result array (-v). Builds that should give identical bits can compare them. */
+static uint64_t g_hash = 1469598103934665603ull;
+static uint64_t hash_floats(const float *v, int64_t n)
 {
+    uint64_t h = 1469598103934665603ull;
     for (int64_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &v[i], sizeof u);
-        for (int b = 0; b < 4; b++) g_hash = (g_hash ^ ((u >> (8 * b)) & 0xffu)) * 1099511628211ull;
+        for (int b = 0; b < 4; b++) {
+            g_hash = (g_hash ^ ((u >> (8 * b)) & 0xffu)) * 1099511628211ull;
+            h = (h ^ ((u >> (8 * b)) & 0xffu)) * 1099511628211ull;
+        }
     }
+    return h;
 }
 
 /* Compare fast (a tensor) with naive; also check that a wrong copy is caught. */
@@ -108,10 +115,12 @@ static void compare(const char *what, const char *desc, const mcl_tensor *t, con
         free(got);
         return;
     }
-    hash_floats(got, n);
+    const uint64_t h = hash_floats(got, n);
     double e = err_of(got, want, n);
     CHECK(e <= tol, "%s %s: error %.3g > tol %.3g", what, desc, e, tol);
-    if (g_verbose) printf("  %-28s %-24s err %.3g (tol %.3g)\n", what, desc, e, tol);
+    if (g_verbose)
+        printf("  %-28s %-24s err %.3g (tol %.3g) bits %016llx\n", what, desc, e, tol,
+               (unsigned long long)h);
     /* the deliberately wrong result: the largest element moved by 1e-3 of its size + 1e-3 */
     int64_t im = 0;
     for (int64_t i = 1; i < n; i++)
