@@ -1,12 +1,20 @@
 /* test-ops.c — the op test runner: every op of ops.def, forward and backward.
  *
- *   tests/test-ops [--list] [-o OP] [--seed N] [--backend ref|opencl] [-v]
+ *   tests/test-ops [--list] [-o OP] [--family F] [--seed N] [--backend ref|opencl] [-v]
+ *   tests/test-ops --families              (one line per family: its name, then its ops)
+ *   tests/test-ops --check-families F...   (exit 0 iff F... are exactly the families)
+ *
+ * Families are the family column of ops.def (the src/ref/<family>.c file of the op), so
+ * every op is in exactly one. `make check` runs one test per family (tests/ops/<family>.sh,
+ * in parallel); tests/test-ops-families.sh checks with --check-families that those scripts
+ * name every family and nothing else, so an op whose family has no script fails the suite.
  *
  * For every op of src/common/ops.def (the loop runs over mcl_op_table, so an op added there
  * without test cases here is a FAILURE "no test cases") and every case of its table below:
  *
  *   ref fwd     the reference forward (mcl_op_run in a no-grad scope) against a naive host
- *               computation in double written below for each op; the inputs must come out
+ *               computation in double (the readable oracles of src/ref/naive/ where the op
+ *               does real arithmetic, a one-line formula below otherwise); the inputs must come out
  *               of the call unchanged (in-place ops: the mutated inputs are what is compared);
  *   ref bwd     mcl_op_backward runs, gives finite values, and ACCUMULATES (gin pre-filled
  *               with a known base gives base + the gradient of a zero-filled gin);
@@ -32,7 +40,9 @@
  * Every failing check prints one line (op, case shapes and params, column, error and tolerance).
  * The last line is "N passed, N failed" (N counts op x column checks); exit 0 when nothing
  * failed, 1 otherwise, 2 on a usage error, 77 (automake SKIP) for --backend opencl without
- * OpenCL.
+ * OpenCL (not built, or no OpenCL device). When OpenCL is wanted (--backend opencl, or the
+ * default mode) and the backend exists but fails to open for another reason (a kernel build
+ * error, say), the run FAILS (exit 1): only a missing device is a reason to skip.
  *
  * The runner can fail, and proves it: METACL_TEST_BREAK=<op> adds 1e-2 to one element of that
  * op's reference forward output after the backend call (so its "ref fwd" must FAIL), and at
@@ -55,6 +65,7 @@
 #include "metacl.h"
 #include "backend.h"
 #include "tape.h" /* the context's backend table: is every op implemented? */
+#include "naive.h" /* the readable oracles, src/ref/naive/ */
 
 #define DEFAULT_SEED 1234u
 /* results of a forward: outputs, or the inputs of an in-place op */
@@ -949,7 +960,9 @@ static int gen_srwm(int k, tcase *tc)
 
 /* ================================================================================== */
 /* Naive host computations, in double: nv_X(tc, want) fills want[k] for each output k    */
-/* (in-place ops: want[k] = input k after the call(s)).                                  */
+/* (in-place ops: want[k] = input k after the call(s)). The ops with real arithmetic      */
+/* (matmul, softmax, norms, loss, conv, pooling, srwm) call the readable oracles of       */
+/* src/ref/naive/; the one-line formulas of elementwise, shape and optimizer ops stay here.*/
 
 #define UNARY(NAME, EXPR)                                                                    \
     static void nv_##NAME(const tcase *tc, harr *w)                                          \
@@ -991,6 +1004,7 @@ static void nv_bias_add(const tcase *tc, harr *w)
     for (int64_t i = 0; i < w[0].n; i++) o[i] = (double)tc->x[0][i] + tc->x[1][i % N];
 }
 
+/* src/ref/naive/gemm.c */
 static void nv_matmul(const tcase *tc, harr *w)
 {
     int nd = tc->ndim[0], ta = tc->p.i[0] != 0, tb = tc->p.i[1] != 0;
@@ -1001,18 +1015,7 @@ static void nv_matmul(const tcase *tc, harr *w)
     for (int d = 0; d < nd - 2; d++) batch *= sa[d];
     so[nd - 2] = M;
     so[nd - 1] = N;
-    double *o = want_new(&w[0], nd, so);
-    for (int64_t z = 0; z < batch; z++) {
-        const float *A = tc->x[0] + z * M * K, *B = tc->x[1] + z * K * N;
-        for (int64_t m = 0; m < M; m++)
-            for (int64_t n = 0; n < N; n++) {
-                double s = 0.0;
-                for (int64_t kk = 0; kk < K; kk++)
-                    s += (double)(ta ? A[kk * M + m] : A[m * K + kk]) *
-                         (double)(tb ? B[n * K + kk] : B[kk * N + n]);
-                o[(z * M + m) * N + n] = s;
-            }
-    }
+    mcl_naive_matmul(batch, M, K, N, ta, tb, tc->x[0], tc->x[1], want_new(&w[0], nd, so));
 }
 
 static void nv_reduce_all(const tcase *tc, harr *w, int mode) /* 0 sum, 1 mean, 2 sumsq */
@@ -1048,61 +1051,37 @@ static void nv_reduce_last(const tcase *tc, harr *w, int mean)
 static void nv_sum_last(const tcase *tc, harr *w) { nv_reduce_last(tc, w, 0); }
 static void nv_mean_last(const tcase *tc, harr *w) { nv_reduce_last(tc, w, 1); }
 
-/* Row r of softmax (log = 0) or log-softmax (log = 1) of x [R, N] into o. */
-static void softmax_row(const float *x, int64_t N, int log_, double *o)
-{
-    double mx = x[0], s = 0.0;
-    for (int64_t c = 1; c < N; c++) mx = x[c] > mx ? x[c] : mx;
-    for (int64_t c = 0; c < N; c++) s += exp(x[c] - mx);
-    for (int64_t c = 0; c < N; c++) o[c] = log_ ? x[c] - mx - log(s) : exp(x[c] - mx) / s;
-}
-
-static void nv_softmax_any(const tcase *tc, harr *w, int log_)
+/* src/ref/naive/softmax.c */
+static void nv_softmax(const tcase *tc, harr *w)
 {
     int64_t R, N;
     rows_cols(tc, 0, &R, &N);
-    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
-    for (int64_t r = 0; r < R; r++) softmax_row(tc->x[0] + r * N, N, log_, o + r * N);
+    mcl_naive_softmax(R, N, tc->x[0], want_new(&w[0], tc->ndim[0], tc->shape[0]));
 }
-static void nv_softmax(const tcase *tc, harr *w) { nv_softmax_any(tc, w, 0); }
-static void nv_log_softmax(const tcase *tc, harr *w) { nv_softmax_any(tc, w, 1); }
+static void nv_log_softmax(const tcase *tc, harr *w)
+{
+    int64_t R, N;
+    rows_cols(tc, 0, &R, &N);
+    mcl_naive_log_softmax(R, N, tc->x[0], want_new(&w[0], tc->ndim[0], tc->shape[0]));
+}
 
-/* y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps), var = mean((x - mean)^2) */
+/* src/ref/naive/norm.c: y, mean [R], rstd [R] */
 static void nv_layer_norm(const tcase *tc, harr *w)
 {
     int64_t R, N;
     rows_cols(tc, 0, &R, &N);
     double *y = want_new(&w[0], tc->ndim[0], tc->shape[0]);
     double *mu = want_new(&w[1], 1, &R), *rs = want_new(&w[2], 1, &R);
-    for (int64_t r = 0; r < R; r++) {
-        const float *x = tc->x[0] + r * N;
-        double m = 0.0, v = 0.0;
-        for (int64_t c = 0; c < N; c++) m += x[c];
-        m /= (double)N;
-        for (int64_t c = 0; c < N; c++) v += (x[c] - m) * (x[c] - m);
-        v /= (double)N;
-        mu[r] = m;
-        rs[r] = 1.0 / sqrt(v + (double)tc->p.f[0]);
-        for (int64_t c = 0; c < N; c++)
-            y[r * N + c] = (x[c] - m) * rs[r] * tc->x[1][c] + tc->x[2][c];
-    }
+    mcl_naive_layer_norm(R, N, tc->x[0], tc->x[1], tc->x[2], (double)tc->p.f[0], y, mu, rs);
 }
 
-/* loss = mean over rows with target >= 0 of -log softmax(logits)[target]; probs = softmax */
+/* src/ref/naive/softmax.c: loss [1], probs [R,C] */
 static void nv_cross_entropy(const tcase *tc, harr *w)
 {
-    int64_t R, C, one = 1, counted = 0;
+    int64_t R, C, one = 1;
     rows_cols(tc, 0, &R, &C);
     double *loss = want_new(&w[0], 1, &one);
-    double *pr = want_new(&w[1], 2, tc->shape[0]);
-    for (int64_t r = 0; r < R; r++) {
-        softmax_row(tc->x[0] + r * C, C, 0, pr + r * C);
-        float t = tc->x[1][r];
-        if (t < 0) continue;
-        *loss -= log(pr[r * C + (int64_t)t]);
-        counted++;
-    }
-    *loss /= (double)counted;
+    *loss = mcl_naive_cross_entropy(R, C, tc->x[0], tc->x[1], want_new(&w[1], 2, tc->shape[0]));
 }
 
 /* outer = product of the dims before `axis`, inner = product of the dims after it. */
@@ -1269,150 +1248,51 @@ static void nv_repeat_batch(const tcase *tc, harr *w)
     for (int64_t i = 0; i < w[0].n; i++) o[i] = tc->x[0][i % N];
 }
 
-/* out[b, o, oy, ox] = bias[o] + sum_{c, ky, kx} w[o, c, ky, kx] x[b, c, oy*s - pd + ky, ox*s - pd + kx] */
+/* src/ref/naive/conv.c */
 static void nv_conv2d(const tcase *tc, harr *w)
 {
     const int64_t *xs = tc->shape[0];
-    const int64_t B = xs[0], C = xs[1], H = xs[2], W = xs[3], O = tc->shape[1][0];
-    const int64_t k = tc->shape[1][2], s = tc->p.i[0], pd = tc->p.i[1];
-    const int64_t Ho = (H + 2 * pd - k) / s + 1, Wo = (W + 2 * pd - k) / s + 1;
-    const int64_t so[4] = {B, O, Ho, Wo};
-    const float *x = tc->x[0], *wt = tc->x[1], *bias = tc->x[2];
-    double *out = want_new(&w[0], 4, so);
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t o = 0; o < O; o++)
-            for (int64_t oy = 0; oy < Ho; oy++)
-                for (int64_t ox = 0; ox < Wo; ox++) {
-                    double acc = bias[o];
-                    for (int64_t c = 0; c < C; c++)
-                        for (int64_t ky = 0; ky < k; ky++)
-                            for (int64_t kx = 0; kx < k; kx++) {
-                                const int64_t iy = oy * s - pd + ky, ix = ox * s - pd + kx;
-                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                acc += (double)wt[((o * C + c) * k + ky) * k + kx] *
-                                       (double)x[((b * C + c) * H + iy) * W + ix];
-                            }
-                    out[((b * O + o) * Ho + oy) * Wo + ox] = acc;
-                }
+    mcl_naive_conv cv;
+    mcl_naive_conv_init(&cv, xs[0], xs[1], xs[2], xs[3], tc->shape[1][0], tc->shape[1][2],
+                        tc->p.i[0], tc->p.i[1]);
+    const int64_t so[4] = {cv.B, cv.O, cv.Ho, cv.Wo};
+    mcl_naive_conv2d_fwd(&cv, tc->x[0], tc->x[1], tc->x[2], want_new(&w[0], 4, so));
 }
 
-/* out = max of each 2 x 2 window (stride 2, floor); arg = dy*2 + dx of its first maximum */
+/* src/ref/naive/conv.c: out, argmax */
 static void nv_maxpool2d(const tcase *tc, harr *w)
 {
     const int64_t *xs = tc->shape[0];
-    const int64_t Q = xs[0] * xs[1], H = xs[2], W = xs[3], Ho = H / 2, Wo = W / 2;
-    const int64_t so[4] = {xs[0], xs[1], Ho, Wo};
+    const int64_t so[4] = {xs[0], xs[1], xs[2] / 2, xs[3] / 2};
     double *out = want_new(&w[0], 4, so), *arg = want_new(&w[1], 4, so);
-    for (int64_t q = 0; q < Q; q++)
-        for (int64_t i = 0; i < Ho; i++)
-            for (int64_t j = 0; j < Wo; j++) {
-                double m = -INFINITY;
-                int best = -1;
-                for (int t = 0; t < 4; t++) {
-                    double v = tc->x[0][(q * H + 2 * i + t / 2) * W + 2 * j + t % 2];
-                    if (best < 0 || v > m) m = v, best = t;
-                }
-                out[(q * Ho + i) * Wo + j] = m;
-                arg[(q * Ho + i) * Wo + j] = best;
-            }
+    mcl_naive_maxpool2d(xs[0] * xs[1], xs[2], xs[3], tc->x[0], out, arg);
 }
 
-/* per plane r = b*C + c of N = H*W values: y = (x - mean) * rstd * gamma[c] + beta[c],
- * rstd = 1 / sqrt(var + eps), var = mean((x - mean)^2); also mean [B*C], rstd [B*C] */
+/* src/ref/naive/norm.c: y, mean [B*C], rstd [B*C] */
 static void nv_instance_norm(const tcase *tc, harr *w)
 {
-    const int64_t C = tc->shape[0][1], R = tc->shape[0][0] * C;
-    const int64_t N = tc->shape[0][2] * tc->shape[0][3];
-    double *y = want_new(&w[0], 4, tc->shape[0]);
+    const int64_t *xs = tc->shape[0], R = xs[0] * xs[1];
+    double *y = want_new(&w[0], 4, xs);
     double *mu = want_new(&w[1], 1, &R), *rs = want_new(&w[2], 1, &R);
-    for (int64_t r = 0; r < R; r++) {
-        const float *x = tc->x[0] + r * N;
-        double m = 0.0, v = 0.0;
-        for (int64_t j = 0; j < N; j++) m += x[j];
-        m /= (double)N;
-        for (int64_t j = 0; j < N; j++) v += (x[j] - m) * (x[j] - m);
-        v /= (double)N;
-        mu[r] = m;
-        rs[r] = 1.0 / sqrt(v + (double)tc->p.f[0]);
-        for (int64_t j = 0; j < N; j++)
-            y[r * N + j] = (x[j] - m) * rs[r] * tc->x[1][r % C] + tc->x[2][r % C];
-    }
+    mcl_naive_instance_norm(xs[0], xs[1], xs[2], xs[3], tc->x[0], tc->x[1], tc->x[2],
+                            (double)tc->p.f[0], y, mu, rs);
 }
 
-/* srwm, SPEC-ACL §1 as a plain per-step loop in double, Δ formed literally as v - v̄:
- * for t = 0..L-1, with M_i the weights after step t-1 (M_0..3 = W_y, W_q, W_k, w_b):
- *   r_i = x_t M_i;  y_t = r_0, q = softmax(r_1), k = softmax(r_2), beta = sigmoid(r_3);
- *   v_i = q M_i, v̄_i = k M_i, Δ_i = v_i - v̄_i;  then M_i[e][m] += k[e] beta_i Δ_i[m].
- * Outputs: y, the final M_i, and the saved q, k, beta, Δ_i of every step. */
+/* src/ref/naive/srwm.c: y, the final state, and the saved q, k, beta, Δ_i of every step */
 static void nv_srwm(const tcase *tc, harr *w)
 {
     const int64_t B = tc->shape[0][0], H = tc->shape[0][1], L = tc->shape[0][2];
     const int64_t D = tc->shape[0][3], seq[4] = {B, H, L, D}, seq4[4] = {B, H, L, 4};
-    double *y = want_new(&w[0], 4, seq), *st[4], *sv[4];
-    for (int i = 0; i < 4; i++) st[i] = want_new(&w[1 + i], 4, tc->shape[1 + i]);
-    double *qo = want_new(&w[5], 4, seq), *ko = want_new(&w[6], 4, seq);
-    double *bo = want_new(&w[7], 4, seq4);
-    for (int i = 0; i < 4; i++) sv[i] = want_new(&w[8 + i], 4, i == 3 ? seq4 : seq);
-    double *r = xcalloc((size_t)(4 * D), sizeof(double)), *dl = xcalloc((size_t)(4 * D), sizeof(double));
-    double *q = xcalloc((size_t)D, sizeof(double)), *k = xcalloc((size_t)D, sizeof(double));
-    for (int64_t s = 0; s < B * H; s++) {
-        double *M[4];
-        for (int i = 0; i < 4; i++) {
-            const int64_t n = D * (i == 3 ? 4 : D);
-            M[i] = st[i] + s * n; /* the final state is computed in place */
-            for (int64_t j = 0; j < n; j++) M[i][j] = tc->x[1 + i][s * n + j];
-        }
-        for (int64_t t = 0; t < L; t++) {
-            const float *x = tc->x[0] + (s * L + t) * D;
-            const int64_t o = (s * L + t) * D, o4 = (s * L + t) * 4;
-            for (int i = 0; i < 4; i++) {
-                const int64_t nc = i == 3 ? 4 : D;
-                for (int64_t m = 0; m < nc; m++) {
-                    double a = 0.0;
-                    for (int64_t e = 0; e < D; e++) a += (double)x[e] * M[i][e * nc + m];
-                    r[i * D + m] = a;
-                }
-            }
-            double mq = r[D], mk = r[2 * D], sq = 0.0, sk = 0.0, beta[4];
-            for (int64_t m = 0; m < D; m++) {
-                mq = r[D + m] > mq ? r[D + m] : mq;
-                mk = r[2 * D + m] > mk ? r[2 * D + m] : mk;
-            }
-            for (int64_t m = 0; m < D; m++) {
-                sq += (q[m] = exp(r[D + m] - mq));
-                sk += (k[m] = exp(r[2 * D + m] - mk));
-            }
-            for (int64_t m = 0; m < D; m++) {
-                q[m] /= sq;
-                k[m] /= sk;
-                y[o + m] = r[m];
-                qo[o + m] = q[m];
-                ko[o + m] = k[m];
-            }
-            for (int j = 0; j < 4; j++) bo[o4 + j] = beta[j] = 1.0 / (1.0 + exp(-r[3 * D + j]));
-            for (int i = 0; i < 4; i++) { /* retrievals with the weights not yet updated */
-                const int64_t nc = i == 3 ? 4 : D;
-                for (int64_t m = 0; m < nc; m++) {
-                    double v = 0.0, vb = 0.0;
-                    for (int64_t e = 0; e < D; e++) {
-                        v += q[e] * M[i][e * nc + m];
-                        vb += k[e] * M[i][e * nc + m];
-                    }
-                    dl[i * D + m] = v - vb;
-                    sv[i][(i == 3 ? o4 : o) + m] = v - vb;
-                }
-            }
-            for (int i = 0; i < 4; i++) { /* the rank-1 updates, one rate per matrix */
-                const int64_t nc = i == 3 ? 4 : D;
-                for (int64_t e = 0; e < D; e++)
-                    for (int64_t m = 0; m < nc; m++) M[i][e * nc + m] += k[e] * beta[i] * dl[i * D + m];
-            }
-        }
+    double *y = want_new(&w[0], 4, seq), *st[4], *dl[4];
+    const float *w0[4];
+    for (int i = 0; i < 4; i++) {
+        st[i] = want_new(&w[1 + i], 4, tc->shape[1 + i]);
+        w0[i] = tc->x[1 + i];
     }
-    free(r);
-    free(dl);
-    free(q);
-    free(k);
+    double *q = want_new(&w[5], 4, seq), *k = want_new(&w[6], 4, seq);
+    double *beta = want_new(&w[7], 4, seq4);
+    for (int i = 0; i < 4; i++) dl[i] = want_new(&w[8 + i], 4, i == 3 ? seq4 : seq);
+    mcl_naive_srwm_fwd(B, H, L, D, tc->x[0], w0, y, st, q, k, beta, dl);
 }
 
 /* ================================================================================== */
@@ -2197,11 +2077,76 @@ static int self_check(void)
            !within(nmse_err(nan_, right, 5), 1e30); /* NaN/Inf parity */
 }
 
+/* ================================================================================== */
+/* Op families (the family column of ops.def): one test per family in `make check`.    */
+
+/* Is `name` the family of some op? */
+static int family_exists(const char *name)
+{
+    for (int op = 0; op < MCL_OP_COUNT; op++)
+        if (strcmp(mcl_op_table[op].family, name) == 0) return 1;
+    return 0;
+}
+
+/* Is op the first op of its family (the families in ops.def order)? */
+static int family_first(int op)
+{
+    for (int o = 0; o < op; o++)
+        if (strcmp(mcl_op_table[o].family, mcl_op_table[op].family) == 0) return 0;
+    return 1;
+}
+
+static void print_families(void)
+{
+    for (int op = 0; op < MCL_OP_COUNT; op++) {
+        if (!family_first(op)) continue;
+        printf("%s", mcl_op_table[op].family);
+        for (int o = op; o < MCL_OP_COUNT; o++)
+            if (strcmp(mcl_op_table[o].family, mcl_op_table[op].family) == 0)
+                printf(" %s", mcl_op_table[o].name);
+        printf("\n");
+    }
+}
+
+/* names[0..n) must be exactly the families, each once: an op whose family is not among
+ * them would be run by no per-family test. Prints every problem; returns 1 when all is well. */
+static int check_families(char **names, int n)
+{
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
+        if (!family_exists(names[i])) {
+            printf("test-ops: '%s' is not a family of ops.def (no op would run)\n", names[i]);
+            ok = 0;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0) {
+                printf("test-ops: family '%s' named twice (its ops would run twice)\n", names[i]);
+                ok = 0;
+            }
+    }
+    for (int op = 0; op < MCL_OP_COUNT; op++) {
+        int found = 0;
+        for (int i = 0; i < n; i++) found += strcmp(mcl_op_table[op].family, names[i]) == 0;
+        if (!found) {
+            printf("test-ops: op '%s' (family '%s') is in no tested family\n", mcl_op_table[op].name,
+                   mcl_op_table[op].family);
+            ok = 0;
+        }
+    }
+    printf("test-ops: %d families checked: %s\n", n, ok ? "every op in exactly one" : "FAIL");
+    return ok;
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: test-ops [--list] [-o OP] [--seed N] [--backend ref|opencl] [-v]\n"
+    fprintf(f, "usage: test-ops [--list] [-o OP] [--family F] [--seed N] [--backend ref|opencl] [-v]\n"
+               "       test-ops --families | --check-families F...\n"
                "  --list         run everything and print a coverage table\n"
                "  -o OP          run only op OP (a name from ops.def)\n"
+               "  --family F     run only the ops of family F (ops.def's family column)\n"
+               "  --families     print each family and its ops, run nothing\n"
+               "  --check-families F...  exit 0 when F... are exactly the families of ops.def\n"
+               "                 (each once), 1 otherwise; run nothing\n"
                "  --seed N       seed of the random inputs (default %u)\n"
                "  --backend B    ref (reference only) or opencl (reference + OpenCL + differential;\n"
                "                 SKIP without a device); default: OpenCL when a device exists\n"
@@ -2211,10 +2156,17 @@ static void usage(FILE *f)
             DEFAULT_SEED);
 }
 
+/* Does the run include op (-o and --family both restrict)? */
+static int op_selected(int op, mcl_op only_op, const char *family)
+{
+    if (only_op != MCL_OP_COUNT && op != (int)only_op) return 0;
+    return !family || strcmp(mcl_op_table[op].family, family) == 0;
+}
+
 int main(int argc, char **argv)
 {
     int list = 0, want_ocl = -1; /* -1: OpenCL when a device exists, 0: ref only, 1: required */
-    const char *only = NULL;
+    const char *only = NULL, *family = NULL;
     runner r;
     memset(&r, 0, sizeof r);
     r.seed = DEFAULT_SEED;
@@ -2225,6 +2177,17 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--list") == 0) {
             list = 1;
+        } else if (strcmp(a, "--families") == 0) {
+            print_families();
+            return 0;
+        } else if (strcmp(a, "--check-families") == 0) {
+            return check_families(argv + i + 1, argc - i - 1) ? 0 : 1;
+        } else if (strcmp(a, "--family") == 0 && i + 1 < argc) {
+            family = argv[++i];
+            if (!family_exists(family)) {
+                fprintf(stderr, "test-ops: unknown family '%s' (see --families)\n", family);
+                return 2;
+            }
         } else if (strcmp(a, "-v") == 0) {
             g_verbose++;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -2267,6 +2230,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "test-ops: unknown op '%s'\n", only);
             return 2;
         }
+        if (family && strcmp(mcl_op_table[only_op].family, family) != 0) {
+            fprintf(stderr, "test-ops: op '%s' is in family '%s', not '%s'\n", only,
+                    mcl_op_table[only_op].family, family);
+            return 2;
+        }
     }
 #ifndef MCL_HAVE_OPENCL
     if (want_ocl < 0) want_ocl = 0;
@@ -2297,8 +2265,18 @@ int main(int argc, char **argv)
         return 1;
     }
     if (want_ocl) {
-        if (mcl_ctx_create(&r.ocl, MCL_BACKEND_OPENCL, NULL, err, sizeof err) != MCL_OK || !r.ocl) {
+        /* MCL_ERR_UNSUPPORTED: OpenCL not built, or no platform / no device (pick_device in
+         * src/opencl/backend.c). Any other failure (a kernel that does not build, a context
+         * that cannot be created on an existing device) is a FAILURE, not a skip. */
+        mcl_status st = mcl_ctx_create(&r.ocl, MCL_BACKEND_OPENCL, NULL, err, sizeof err);
+        if (st != MCL_OK || !r.ocl) {
             r.ocl = NULL;
+            if (st != MCL_ERR_UNSUPPORTED) {
+                printf("test-ops: FAIL: the OpenCL backend does not open (%s): %s\n",
+                       mcl_status_str(st), err);
+                mcl_ctx_free(r.ref);
+                return 1;
+            }
             if (want_ocl > 0) {
                 fprintf(stderr, "test-ops: no OpenCL device (SKIP): %s\n", err);
                 mcl_ctx_free(r.ref);
@@ -2310,18 +2288,20 @@ int main(int argc, char **argv)
         }
     }
 
+    if (family) printf("test-ops: family %s\n", family);
     for (int op = 0; op < MCL_OP_COUNT; op++)
-        if (only_op == MCL_OP_COUNT || op == (int)only_op) run_op(&r, (mcl_op)op);
+        if (op_selected(op, only_op, family)) run_op(&r, (mcl_op)op);
 
     int passed = 0, failed = 0;
     if (list) {
-        printf("\n%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", "op", "ref fwd", "ref bwd",
-               "gradcheck", "opencl fwd", "opencl bwd", "diff", "max diff (limit)");
-        printf("--------------+---------+---------+-----------+------------+------------+------+"
-               "-----------------\n");
+        printf("\n%-14s| %-12s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", "op", "family",
+               "ref fwd", "ref bwd", "gradcheck", "opencl fwd", "opencl bwd", "diff",
+               "max diff (limit)");
+        printf("--------------+-------------+---------+---------+-----------+------------+------------+"
+               "------+-----------------\n");
     }
     for (int op = 0; op < MCL_OP_COUNT; op++) {
-        if (only_op != MCL_OP_COUNT && op != (int)only_op) continue;
+        if (!op_selected(op, only_op, family)) continue;
         const int *res = r.res[op];
         for (int c = 0; c < NCOL; c++) {
             passed += res[c] == RES_PASS;
@@ -2331,8 +2311,8 @@ int main(int argc, char **argv)
             const opspec *sp = spec_find(mcl_op_table[op].name);
             char md[48] = "-";
             if (r.ocl && sp) snprintf(md, sizeof md, "%.2g (%.0g)", r.diff_max[op], diff_tol(sp));
-            printf("%-14s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", mcl_op_table[op].name,
-                   RES_NAME[res[0]], RES_NAME[res[1]], RES_NAME[res[2]], RES_NAME[res[3]],
+            printf("%-14s| %-12s| %-8s| %-8s| %-10s| %-11s| %-11s| %-5s| %s\n", mcl_op_table[op].name,
+                   mcl_op_table[op].family, RES_NAME[res[0]], RES_NAME[res[1]], RES_NAME[res[2]], RES_NAME[res[3]],
                    RES_NAME[res[4]], RES_NAME[res[5]], md);
         }
     }

@@ -1,0 +1,92 @@
+/* naive.h — readable oracles: the definition of what the ops compute.
+ *
+ * The reference backend (src/ref/<family>.c) is built for speed: a packed GEMM, convolutions without
+ * im2col, an SRWM loop with one inlined copy per head size. The functions here are the same
+ * mathematics written the plainest way: the equation in a comment above each function, one
+ * loop per index of the equation, sums in double, libm's exp/log, no OpenMP, no blocking.
+ * They are slow on purpose and exist to be read and to test the fast code against
+ * (tests/test-ops "ref fwd", tests/test-naive).
+ *
+ * Conventions: tensors are row-major arrays; inputs are float (what the backends store),
+ * results are double (so an oracle adds no float32 rounding of its own). Shapes are given
+ * in a comment per argument, [B,C,H,W] style. Results are OVERWRITTEN (not accumulated).
+ * Internal to the library (not an installed header); names mcl_naive_*.
+ */
+#ifndef MCL_NAIVE_H
+#define MCL_NAIVE_H
+
+#include <stdint.h>
+
+/* ---- gemm.c ---------------------------------------------------------------------- */
+
+/* Batched matrix product: out[z] = op(a[z]) op(b[z]) for z < batch; op = transpose if t. */
+void mcl_naive_matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int ta, int tb,
+                      const float *a, const float *b, double *out);
+
+/* ---- softmax.c ------------------------------------------------------------------- */
+
+/* Row-wise softmax / log-softmax of x [R,N] into out [R,N]. */
+void mcl_naive_softmax(int64_t R, int64_t N, const float *x, double *out);
+void mcl_naive_log_softmax(int64_t R, int64_t N, const float *x, double *out);
+/* Mean cross-entropy of logits [R,C] against targets [R] (class index as float; < 0 =
+ * row ignored); probs [R,C] receives the softmax. Returns the loss. */
+double mcl_naive_cross_entropy(int64_t R, int64_t C, const float *logits, const float *targets,
+                               double *probs);
+
+/* ---- norm.c ---------------------------------------------------------------------- */
+
+/* Layer norm over the last dim of x [R,N] with gamma, beta [N]. */
+void mcl_naive_layer_norm(int64_t R, int64_t N, const float *x, const float *gamma,
+                          const float *beta, double eps, double *y, double *mean, double *rstd);
+/* Instance norm of x [B,C,H,W] per (image, channel) plane, gamma, beta [C]. */
+void mcl_naive_instance_norm(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
+                             const float *gamma, const float *beta, double eps, double *y,
+                             double *mean, double *rstd);
+
+/* ---- conv.c ---------------------------------------------------------------------- */
+
+/* The sizes of one 2-D convolution: x [B,C,H,W], w [O,C,k,k], out [B,O,Ho,Wo]. */
+typedef struct mcl_naive_conv {
+    int64_t B, C, H, W; /* input                                            */
+    int64_t O, k;       /* output channels, kernel size                     */
+    int64_t stride, pad;
+    int64_t Ho, Wo;     /* set by mcl_naive_conv_init                       */
+} mcl_naive_conv;
+void mcl_naive_conv_init(mcl_naive_conv *cv, int64_t B, int64_t C, int64_t H, int64_t W,
+                         int64_t O, int64_t k, int64_t stride, int64_t pad);
+void mcl_naive_conv2d_fwd(const mcl_naive_conv *cv, const float *x, const float *w,
+                          const float *bias, double *out);
+/* dL/dx [B,C,H,W] from gout = dL/dout [B,O,Ho,Wo]. */
+void mcl_naive_conv2d_bwd_input(const mcl_naive_conv *cv, const float *gout, const float *w,
+                                double *gx);
+/* dL/dw [O,C,k,k] and dL/dbias [O] (gb may be NULL) from gout [B,O,Ho,Wo]. */
+void mcl_naive_conv2d_bwd_weight(const mcl_naive_conv *cv, const float *gout, const float *x,
+                                 double *gw, double *gb);
+/* 2x2 max pooling, stride 2, of x [B,C,H,W] (Q = B*C planes): out and argmax [Q,H/2,W/2]. */
+void mcl_naive_maxpool2d(int64_t Q, int64_t H, int64_t W, const float *x, double *out,
+                         double *arg);
+
+/* ---- srwm.c ---------------------------------------------------------------------- */
+
+/* The self-referential weight matrix over a sequence, forward. Matrices i = 0..3 are
+ * W_y, W_q, W_k (D x D) and w_b (D x 4); ncol(i) = D, D, D, 4.
+ *   x      [B,H,L,D]         input
+ *   W0[i]  [B,H,D,ncol(i)]   initial state
+ *   y      [B,H,L,D]         output
+ *   Wf[i]  [B,H,D,ncol(i)]   final state
+ *   q, k   [B,H,L,D]         saved query / key (after softmax)    (may be NULL)
+ *   beta   [B,H,L,4]         saved learning rates (after sigmoid) (may be NULL)
+ *   dl[i]  [B,H,L,ncol(i)]   saved Δ_i = q·M_i − k·M_i            (dl may be NULL) */
+void mcl_naive_srwm_fwd(int64_t B, int64_t H, int64_t L, int64_t D, const float *x,
+                        const float *const W0[4], double *y, double *const Wf[4], double *q,
+                        double *k, double *beta, double *const dl[4]);
+/* Backward by plain backpropagation through time (every step's weights kept).
+ *   gy     [B,H,L,D]         dL/dy
+ *   gWf[i] [B,H,D,ncol(i)]   dL/d(final state)
+ *   gx     [B,H,L,D]         dL/dx                 (result)
+ *   gW0[i] [B,H,D,ncol(i)]   dL/d(initial state)   (result) */
+void mcl_naive_srwm_bwd(int64_t B, int64_t H, int64_t L, int64_t D, const float *x,
+                        const float *const W0[4], const float *gy, const float *const gWf[4],
+                        double *gx, double *const gW0[4]);
+
+#endif

@@ -1,0 +1,4 @@
+#!/bin/sh
+# tests/ops/dropout.sh -- test-ops on the dropout family (dropout).
+. "${METACL_SRCDIR:-$(dirname "$0")/../..}/tests/ops-family.sh"
+run_family dropout

@@ -1,0 +1,4 @@
+#!/bin/sh
+# tests/ops/optim.sh -- test-ops on the optim family (sgd_step adam_step clip_scale).
+. "${METACL_SRCDIR:-$(dirname "$0")/../..}/tests/ops-family.sh"
+run_family optim

@@ -1,0 +1,351 @@
+/* test-naive.c — the fast reference backend against the readable oracles of src/ref/naive/,
+ * where tests/test-ops does not already compare them:
+ *
+ *   srwm     forward (y, final state, saved q, k, beta, Δ) and backward (the gradients of x
+ *            and of the initial state) on head sizes the test-ops cases do not use, odd ones
+ *            included (D = 1, 3, 5, 7, 17: the generic copy of the fast loop; 16, 32, 64: the
+ *            specialized copies). test-ops checks the forward for D = 4, 8, 16 and the
+ *            backward only by finite differences.
+ *   conv2d   the two backward gradients (input, weight + bias) against the direct
+ *            convolution's (test-ops checks the backward only by finite differences).
+ *   matmul   one shape through the packed GEMM's blocked path.
+ *
+ * Error measure (as in test-ops): max |fast - naive| / (max |naive| + 1), per result array.
+ * Each comparison is also shown a deliberately wrong fast result (one element moved by 1e-3
+ * of the largest value) and must call it a mismatch.
+ *
+ *   tests/test-naive [--seed N] [-v]     -v also prints a hash of the fast results' bits
+ *
+ * Inputs come from Philox keyed by the seed (printed first) and a case number.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metacl.h"
+#include "backend.h"
+#include "naive.h"
+#include "rng.h"
+#include "testutil.h"
+
+#define DEFAULT_SEED 20240607u
+
+/* Tolerances (max |fast - naive| / (max |naive| + 1); float32 eps = 6e-8). "Observed":
+ * the largest error over seeds 1..60 on this machine. */
+/* srwm forward: float32 sums of D <= 64 terms per read, carried through L <= 12 steps of
+ * state updates (observed 2.7e-7; test-ops' FT_SUM for D <= 16 is 2e-6) */
+#define TOL_SRWM_FWD 2e-6
+/* srwm backward: the fast backward recovers each step's weights by undoing the float32
+ * update, and sums in float32; the naive one keeps every step's weights in double
+ * (observed 3.7e-7) */
+#define TOL_SRWM_BWD 4e-6
+/* conv2d gradients: float32 sums of up to B*Ho*Wo = 162 (weight) or O*k*k = 45 (input)
+ * products in a fixed but different order (observed 3.1e-7) */
+#define TOL_CONV 2e-6
+/* matmul: float32 fmaf dot products of K = 129 terms; sqrt(K) eps-scale (observed 5.3e-7) */
+#define TOL_MATMUL 4e-6
+
+static uint64_t g_seed = DEFAULT_SEED;
+static int g_verbose;
+
+/* ---- helpers ------------------------------------------------------------------------- */
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) {
+        fprintf(stderr, "test-naive: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* n values ~ N(mean, std^2) from Philox (seed, stream), Box-Muller. */
+static float *randn(int64_t n, uint64_t stream, double std)
+{
+    float *v = xcalloc((size_t)n, sizeof(float));
+    for (int64_t i = 0; i < n; i++) {
+        double u1 = 1.0 - mcl_rng_uniform(g_seed, stream, 2 * (uint64_t)i);
+        double u2 = mcl_rng_uniform(g_seed, stream, 2 * (uint64_t)i + 1);
+        v[i] = (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+    return v;
+}
+
+static double err_of(const float *got, const double *want, int64_t n)
+{
+    double maxd = 0.0, maxw = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        double d = fabs((double)got[i] - want[i]);
+        if (d > maxd) maxd = d;
+        if (fabs(want[i]) > maxw) maxw = fabs(want[i]);
+    }
+    return maxd / (maxw + 1.0);
+}
+
+/* FNV-1a over the bits of the fast results: one hash for all (printed at the end), one per
+ * result array (-v). Builds that should give identical bits can compare them. */
+static uint64_t g_hash = 1469598103934665603ull;
+static uint64_t hash_floats(const float *v, int64_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &v[i], sizeof u);
+        for (int b = 0; b < 4; b++) {
+            g_hash = (g_hash ^ ((u >> (8 * b)) & 0xffu)) * 1099511628211ull;
+            h = (h ^ ((u >> (8 * b)) & 0xffu)) * 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+/* Compare fast (a tensor) with naive; also check that a wrong copy is caught. */
+static void compare(const char *what, const char *desc, const mcl_tensor *t, const double *want,
+                    int64_t n, double tol)
+{
+    float *got = xcalloc((size_t)n, sizeof(float));
+    int rd = mcl_tensor_numel(t) == n && mcl_tensor_read(t, got, n) == MCL_OK;
+    CHECK(rd, "%s %s: cannot read the result (%lld values)", what, desc, (long long)n);
+    if (!rd) {
+        free(got);
+        return;
+    }
+    const uint64_t h = hash_floats(got, n);
+    double e = err_of(got, want, n);
+    CHECK(e <= tol, "%s %s: error %.3g > tol %.3g", what, desc, e, tol);
+    if (g_verbose)
+        printf("  %-28s %-24s err %.3g (tol %.3g) bits %016llx\n", what, desc, e, tol,
+               (unsigned long long)h);
+    /* the deliberately wrong result: the largest element moved by 1e-3 of its size + 1e-3 */
+    int64_t im = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (fabs(want[i]) > fabs(want[im])) im = i;
+    got[im] += (float)(1e-3 * (fabs(want[im]) + 1.0));
+    CHECK(!(err_of(got, want, n) <= tol), "%s %s: a wrong result is not caught", what, desc);
+    free(got);
+}
+
+static mcl_tensor *tensor4(mcl_ctx *ctx, int64_t a, int64_t b, int64_t c, int64_t d,
+                           const float *v)
+{
+    const int64_t s[4] = {a, b, c, d};
+    return tu_tensor_from(ctx, 4, s, v);
+}
+
+/* ---- srwm ------------------------------------------------------------------------------ */
+
+static void test_srwm(mcl_ctx *ctx, int cs, int64_t B, int64_t H, int64_t L, int64_t D)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "B%lld H%lld L%lld D%lld", (long long)B, (long long)H,
+             (long long)L, (long long)D);
+    const int64_t nx = B * H * L * D, ncol[4] = {D, D, D, 4};
+    const double ws = 1.0 / sqrt((double)D); /* the paper's init scale N(0, 1/D) */
+    float *x = randn(nx, 100 * (uint64_t)cs, 1.0), *gy = randn(nx, 100 * (uint64_t)cs + 1, 1.0);
+    float *w0[4], *gwf[4];
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_SRWM;
+    a.in[0] = tensor4(ctx, B, H, L, D, x);
+    for (int i = 0; i < 4; i++) {
+        w0[i] = randn(B * H * D * ncol[i], 100 * (uint64_t)cs + 2 + (uint64_t)i, ws);
+        gwf[i] = randn(B * H * D * ncol[i], 100 * (uint64_t)cs + 6 + (uint64_t)i, 1.0);
+        a.in[1 + i] = tensor4(ctx, B, H, D, ncol[i], w0[i]);
+    }
+    mcl_no_grad_begin(ctx);
+    mcl_status st = mcl_op_run(ctx, &a);
+    mcl_no_grad_end(ctx);
+    if (!CHECK(st == MCL_OK, "srwm %s: forward failed: %s", desc, mcl_ctx_error(ctx))) goto out;
+
+    /* forward: y, final state, q, k, beta, Δ */
+    double *y = xcalloc((size_t)nx, sizeof(double)), *q = xcalloc((size_t)nx, sizeof(double));
+    double *k = xcalloc((size_t)nx, sizeof(double));
+    double *beta = xcalloc((size_t)(B * H * L * 4), sizeof(double)), *wf[4], *dl[4];
+    for (int i = 0; i < 4; i++) {
+        wf[i] = xcalloc((size_t)(B * H * D * ncol[i]), sizeof(double));
+        dl[i] = xcalloc((size_t)(B * H * L * ncol[i]), sizeof(double));
+    }
+    mcl_naive_srwm_fwd(B, H, L, D, x, (const float *const *)w0, y, wf, q, k, beta, dl);
+    compare("srwm fwd y", desc, a.out[0], y, nx, TOL_SRWM_FWD);
+    static const char *const sname[4] = {"srwm fwd final W_y", "srwm fwd final W_q",
+                                         "srwm fwd final W_k", "srwm fwd final w_b"};
+    static const char *const dname[4] = {"srwm fwd saved Δ_y", "srwm fwd saved Δ_q",
+                                         "srwm fwd saved Δ_k", "srwm fwd saved Δ_b"};
+    for (int i = 0; i < 4; i++) compare(sname[i], desc, a.out[1 + i], wf[i], B * H * D * ncol[i], TOL_SRWM_FWD);
+    compare("srwm fwd saved q", desc, a.out[5], q, nx, TOL_SRWM_FWD);
+    compare("srwm fwd saved k", desc, a.out[6], k, nx, TOL_SRWM_FWD);
+    compare("srwm fwd saved beta", desc, a.out[7], beta, B * H * L * 4, TOL_SRWM_FWD);
+    for (int i = 0; i < 4; i++) compare(dname[i], desc, a.out[8 + i], dl[i], B * H * L * ncol[i], TOL_SRWM_FWD);
+
+    /* backward: gradients of x and of the initial state for random gy and final-state grads */
+    a.gout[0] = tensor4(ctx, B, H, L, D, gy);
+    a.gin[0] = mcl_tensor_new(ctx, B, H, L, D);
+    for (int i = 0; i < 4; i++) {
+        a.gout[1 + i] = tensor4(ctx, B, H, D, ncol[i], gwf[i]);
+        a.gin[1 + i] = mcl_tensor_new(ctx, B, H, D, ncol[i]);
+    }
+    st = mcl_op_backward(ctx, &a);
+    if (CHECK(st == MCL_OK, "srwm %s: backward failed: %s", desc, mcl_ctx_error(ctx))) {
+        double *gx = xcalloc((size_t)nx, sizeof(double)), *gw0[4];
+        for (int i = 0; i < 4; i++) gw0[i] = xcalloc((size_t)(B * H * D * ncol[i]), sizeof(double));
+        mcl_naive_srwm_bwd(B, H, L, D, x, (const float *const *)w0, gy, (const float *const *)gwf,
+                           gx, gw0);
+        compare("srwm bwd dL/dx", desc, a.gin[0], gx, nx, TOL_SRWM_BWD);
+        static const char *const gname[4] = {"srwm bwd dL/dW_y", "srwm bwd dL/dW_q",
+                                             "srwm bwd dL/dW_k", "srwm bwd dL/dw_b"};
+        for (int i = 0; i < 4; i++)
+            compare(gname[i], desc, a.gin[1 + i], gw0[i], B * H * D * ncol[i], TOL_SRWM_BWD);
+        free(gx);
+        for (int i = 0; i < 4; i++) free(gw0[i]);
+    }
+    free(y);
+    free(q);
+    free(k);
+    free(beta);
+    for (int i = 0; i < 4; i++) {
+        free(wf[i]);
+        free(dl[i]);
+    }
+out:
+    for (int i = 0; i < 5; i++) {
+        mcl_tensor_free(a.in[i]);
+        mcl_tensor_free(a.gout[i]);
+        mcl_tensor_free(a.gin[i]);
+    }
+    free(x);
+    free(gy);
+    for (int i = 0; i < 4; i++) {
+        free(w0[i]);
+        free(gwf[i]);
+    }
+    mcl_ctx_reset(ctx);
+}
+
+/* ---- conv2d ---------------------------------------------------------------------------- */
+
+static void test_conv(mcl_ctx *ctx, int cs, const int64_t c[8])
+{
+    mcl_naive_conv cv;
+    mcl_naive_conv_init(&cv, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]);
+    char desc[80];
+    snprintf(desc, sizeof desc, "x[%lld,%lld,%lld,%lld] k%lld O%lld s%lld p%lld", (long long)cv.B,
+             (long long)cv.C, (long long)cv.H, (long long)cv.W, (long long)cv.k, (long long)cv.O,
+             (long long)cv.stride, (long long)cv.pad);
+    const int64_t nx = cv.B * cv.C * cv.H * cv.W, nw = cv.O * cv.C * cv.k * cv.k;
+    const int64_t no = cv.B * cv.O * cv.Ho * cv.Wo;
+    float *x = randn(nx, 5000 + 10 * (uint64_t)cs, 1.0), *w = randn(nw, 5001 + 10 * (uint64_t)cs, 0.5);
+    float *b = randn(cv.O, 5002 + 10 * (uint64_t)cs, 1.0), *g = randn(no, 5003 + 10 * (uint64_t)cs, 1.0);
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_CONV2D;
+    a.in[0] = tensor4(ctx, cv.B, cv.C, cv.H, cv.W, x);
+    a.in[1] = tensor4(ctx, cv.O, cv.C, cv.k, cv.k, w);
+    a.in[2] = tu_vec(ctx, cv.O, b);
+    a.p.i[0] = cv.stride;
+    a.p.i[1] = cv.pad;
+    mcl_no_grad_begin(ctx);
+    mcl_status st = mcl_op_run(ctx, &a);
+    mcl_no_grad_end(ctx);
+    if (CHECK(st == MCL_OK, "conv2d %s: forward failed: %s", desc, mcl_ctx_error(ctx))) {
+        double *out = xcalloc((size_t)no, sizeof(double)), *gx = xcalloc((size_t)nx, sizeof(double));
+        double *gw = xcalloc((size_t)nw, sizeof(double)), *gb = xcalloc((size_t)cv.O, sizeof(double));
+        mcl_naive_conv2d_fwd(&cv, x, w, b, out);
+        compare("conv2d fwd", desc, a.out[0], out, no, TOL_CONV);
+        a.gout[0] = tensor4(ctx, cv.B, cv.O, cv.Ho, cv.Wo, g);
+        a.gin[0] = mcl_tensor_new(ctx, cv.B, cv.C, cv.H, cv.W);
+        a.gin[1] = mcl_tensor_new(ctx, cv.O, cv.C, cv.k, cv.k);
+        a.gin[2] = mcl_tensor_new(ctx, cv.O, 0, 0, 0);
+        st = mcl_op_backward(ctx, &a);
+        if (CHECK(st == MCL_OK, "conv2d %s: backward failed: %s", desc, mcl_ctx_error(ctx))) {
+            mcl_naive_conv2d_bwd_input(&cv, g, w, gx);
+            mcl_naive_conv2d_bwd_weight(&cv, g, x, gw, gb);
+            compare("conv2d bwd dL/dx", desc, a.gin[0], gx, nx, TOL_CONV);
+            compare("conv2d bwd dL/dw", desc, a.gin[1], gw, nw, TOL_CONV);
+            compare("conv2d bwd dL/dbias", desc, a.gin[2], gb, cv.O, TOL_CONV);
+        }
+        free(out);
+        free(gx);
+        free(gw);
+        free(gb);
+    }
+    for (int i = 0; i < 3; i++) {
+        mcl_tensor_free(a.in[i]);
+        mcl_tensor_free(a.gin[i]);
+    }
+    mcl_tensor_free(a.gout[0]);
+    free(x);
+    free(w);
+    free(b);
+    free(g);
+    mcl_ctx_reset(ctx);
+}
+
+/* ---- matmul ---------------------------------------------------------------------------- */
+
+static void test_matmul(mcl_ctx *ctx, int64_t M, int64_t K, int64_t N)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "%lldx%lldx%lld", (long long)M, (long long)K, (long long)N);
+    float *av = randn(M * K, 9000, 1.0), *bv = randn(K * N, 9001, 1.0);
+    mcl_tensor *A = mcl_tensor_new(ctx, M, K, 0, 0), *B = mcl_tensor_new(ctx, K, N, 0, 0);
+    if (A && B && mcl_tensor_write(A, av, M * K) == MCL_OK && mcl_tensor_write(B, bv, K * N) == MCL_OK) {
+        mcl_tensor *C = mcl_matmul(ctx, A, B, 0, 0);
+        if (CHECK(C != NULL, "matmul %s: %s", desc, mcl_ctx_error(ctx))) {
+            double *want = xcalloc((size_t)(M * N), sizeof(double));
+            mcl_naive_matmul(1, M, K, N, 0, 0, av, bv, want);
+            compare("matmul", desc, C, want, M * N, TOL_MATMUL);
+            free(want);
+        }
+    } else {
+        CHECK(0, "matmul %s: cannot create the inputs", desc);
+    }
+    mcl_tensor_free(A);
+    mcl_tensor_free(B);
+    free(av);
+    free(bv);
+    mcl_ctx_reset(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-v") == 0) {
+            g_verbose = 1;
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            g_seed = strtoull(argv[++i], &end, 10);
+            if (!end || *end) {
+                fprintf(stderr, "test-naive: bad seed\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: test-naive [--seed N] [-v]\n");
+            return 2;
+        }
+    }
+    tu_begin("test-naive", g_seed);
+    mcl_ctx *ctx = tu_ctx_ref();
+
+    /* B, H, L, D: odd head sizes (generic copy of the fast loop) and the specialized ones */
+    static const int64_t sw[][4] = {{1, 1, 1, 1}, {1, 2, 7, 3},  {2, 1, 5, 5},  {1, 1, 9, 7},
+                                    {2, 2, 6, 16}, {1, 1, 4, 17}, {1, 2, 3, 32}, {1, 1, 12, 64}};
+    for (int c = 0; c < (int)(sizeof sw / sizeof sw[0]); c++)
+        test_srwm(ctx, c, sw[c][0], sw[c][1], sw[c][2], sw[c][3]);
+
+    /* B, C, H, W, O, k, stride, pad: stride 1 (the direct path) and 2 (im2col), pad 0-2 */
+    static const int64_t sc[][8] = {{2, 3, 7, 5, 4, 3, 1, 1}, {1, 2, 9, 8, 3, 3, 2, 1},
+                                    {2, 1, 6, 6, 2, 5, 1, 2}, {3, 4, 8, 8, 5, 1, 1, 0},
+                                    {2, 3, 11, 9, 4, 3, 2, 0}, {2, 2, 9, 9, 3, 3, 1, 1}};
+    for (int c = 0; c < (int)(sizeof sc / sizeof sc[0]); c++) test_conv(ctx, c, sc[c]);
+
+    test_matmul(ctx, 67, 129, 131);
+
+    printf("test-naive: hash of the fast results' bits: %016llx\n", (unsigned long long)g_hash);
+    mcl_ctx_free(ctx);
+    return tu_summary();
+}
