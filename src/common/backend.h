@@ -19,7 +19,7 @@ extern "C" {
 
 /* Op enum generated from ops.def. */
 typedef enum mcl_op {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) MCL_OP_##ID,
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) MCL_OP_##ID,
 #include "ops.def"
 #undef MCL_OP
     MCL_OP_COUNT
@@ -33,7 +33,18 @@ typedef struct mcl_op_info {
     const char *name;
     const char *family;
     int n_in, n_out, n_diff_out;
+    int overwrites; /* the forward stores every element of every output (ops.def) */
+    int has_bwd;    /* the op has a backward (ops.def)                            */
 } mcl_op_info;
+
+/* Helpers for the backends' code generated from ops.def's literal 0/1 columns:
+ *   MCL_IF_##has_bwd(text)              text when has_bwd is 1, nothing when 0
+ *   MCL_BWD_OR_NULL_##has_bwd(fn)       fn when has_bwd is 1, NULL when 0
+ * so an op without a backward gets a NULL table entry and no declared _bwd function. */
+#define MCL_IF_1(...) __VA_ARGS__
+#define MCL_IF_0(...)
+#define MCL_BWD_OR_NULL_1(fn) fn
+#define MCL_BWD_OR_NULL_0(fn) NULL
 
 extern const mcl_op_info mcl_op_table[MCL_OP_COUNT];
 /* Lookup by name; returns MCL_OP_COUNT if unknown. */

@@ -10,16 +10,20 @@
 /* ---- op table generated from ops.def ---- */
 
 const mcl_op_info mcl_op_table[MCL_OP_COUNT] = {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) {#name, #family, n_in, n_out, n_diff_out},
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) \
+    {#name, #family, n_in, n_out, n_diff_out, overwrites, has_bwd},
 #include "ops.def"
 #undef MCL_OP
 };
 
 /* Compile-time checks of the table's limits. */
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family)                                         \
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd)                    \
     _Static_assert((n_in) >= 1 && (n_in) <= MCL_MAX_IN, #name ": bad n_in");                      \
     _Static_assert((n_out) >= 0 && (n_out) <= MCL_MAX_OUT, #name ": bad n_out");                  \
-    _Static_assert((n_diff_out) >= 0 && (n_diff_out) <= (n_out), #name ": bad n_diff_out");
+    _Static_assert((n_diff_out) >= 0 && (n_diff_out) <= (n_out), #name ": bad n_diff_out");       \
+    _Static_assert((overwrites) == 0 || ((overwrites) == 1 && (n_out) > 0),                       \
+                   #name ": overwrites must be 0, or 1 for an op with outputs");                  \
+    _Static_assert((has_bwd) == ((n_diff_out) > 0), #name ": has_bwd must be (n_diff_out > 0)");
 #include "ops.def"
 #undef MCL_OP
 

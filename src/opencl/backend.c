@@ -636,8 +636,8 @@ static mcl_status break_hook(mcl_backend *be, const mcl_op_args *a, int backward
 /* ------------------------------------------------------------------ life cycle */
 
 static const mcl_op_impl ocl_impl[MCL_OP_COUNT] = {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) \
-    [MCL_OP_##ID] = {mcl_ocl_##name##_fwd, mcl_ocl_##name##_bwd},
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) \
+    [MCL_OP_##ID] = {mcl_ocl_##name##_fwd, MCL_BWD_OR_NULL_##has_bwd(mcl_ocl_##name##_bwd)},
 #include "ops.def"
 #undef MCL_OP
 };
