@@ -149,8 +149,10 @@ mcl_status mcl_backend_open(mcl_ctx *ctx, mcl_backend_kind kind, const char *dev
 int mcl_backend_available(mcl_backend_kind kind);
 void mcl_backend_describe(const mcl_backend *be, char *out, size_t n);
 
-/* Test hook: when the environment variable METACL_TEST_BREAK names an op, the OpenCL backend
- * installs post_op to perturb that op's output (proves the differential runner can fail). */
+/* Test hook (only in a build configured with --enable-test-hooks, which defines
+ * MCL_TEST_HOOKS): when the environment variable METACL_TEST_BREAK names an op, the OpenCL
+ * backend installs post_op to perturb that op's output (proves the differential runner can
+ * fail). Without the hooks the variable does nothing. */
 
 #ifdef __cplusplus
 }

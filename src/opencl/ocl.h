@@ -43,7 +43,7 @@ typedef struct mcl_ocl {
     size_t max_wg;           /* CL_DEVICE_MAX_WORK_GROUP_SIZE                  */
     size_t local_mem;        /* CL_DEVICE_LOCAL_MEM_SIZE (bytes)               */
     size_t max_alloc;        /* CL_DEVICE_MAX_MEM_ALLOC_SIZE (bytes)           */
-    int break_op;            /* METACL_TEST_BREAK op id, or -1                 */
+    int break_op;            /* METACL_TEST_BREAK op id, or -1 (test hooks)    */
     double build_seconds;    /* time spent obtaining the program (build/cache) */
     int from_cache;          /* 1 when the program came from the disk cache    */
     mcl_ocl_kernel_entry *kernels;
