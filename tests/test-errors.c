@@ -123,21 +123,31 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
     EXPECT_NULL(mcl_reshape(g_ctx, x23, 1, NULL), N | TU_ST(MCL_ERR_INVALID), "reshape");
     EXPECT_STATUS(mcl_backward(g_ctx, NULL), N, NULL);
 
-    /* a chain is checked once: the first error (here a shape error in add) is kept */
+    /* a chain is checked once: the ops after the failing one get NULL inputs and propagate
+     * the failure without recording anything, so the first op's cause (here a shape error in
+     * add) is the message */
     {
         mcl_tensor *bad = mcl_add(g_ctx, x23, v3);
         mcl_tensor *r = mcl_sum(g_ctx, mcl_relu(g_ctx, mcl_mul(g_ctx, bad, x23)));
         CHECK(bad == NULL && r == NULL, "a chain with a bad first op returns NULL");
-        CHECK_ERR("chain keeps the first error", g_ctx, TU_ST(MCL_ERR_SHAPE), "add");
+        CHECK_ERR("a failed chain reports the first op's cause", g_ctx, TU_ST(MCL_ERR_SHAPE), "add");
+        CHECK(strstr(mcl_ctx_error(g_ctx), "NULL") == NULL,
+              "no later op's NULL-input message replaced it: %s", mcl_ctx_error(g_ctx));
         still_works(__FILE__, __LINE__, "chain");
     }
-    /* the first error wins until cleared */
+    /* the last error wins: a second, independent error replaces the first */
     {
-        int64_t s[1] = {0};
         (void)mcl_matmul(g_ctx, x23, x23, 0, 0);
-        (void)mcl_tensor_create(g_ctx, 1, s);
-        CHECK_ERR("first error wins (matmul before create)", g_ctx, TU_ST(MCL_ERR_SHAPE), "matmul");
-        still_works(__FILE__, __LINE__, "first error wins");
+        CHECK_ERR("the first error is held", g_ctx, TU_ST(MCL_ERR_SHAPE), "matmul");
+        CHECK(mcl_slice(g_ctx, x23, 5, 0, 1) == NULL, "slice on axis 5 of a 2-D tensor fails");
+        CHECK_ERR("the second error replaced the first", g_ctx, TU_ST(MCL_ERR_INVALID), "slice");
+        CHECK(strstr(mcl_ctx_error(g_ctx), "matmul") == NULL, "nothing of the first is left: %s",
+              mcl_ctx_error(g_ctx));
+        /* a NULL input while an error is held is taken as a failed earlier op: it propagates */
+        CHECK(mcl_relu(g_ctx, NULL) == NULL, "relu of NULL returns NULL");
+        CHECK_ERR("a NULL input does not replace the held error", g_ctx, TU_ST(MCL_ERR_INVALID),
+                  "slice");
+        still_works(__FILE__, __LINE__, "last error wins");
     }
 }
 

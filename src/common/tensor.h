@@ -14,8 +14,10 @@
  *     mcl_tensor_keep(), which you then release with mcl_tensor_free().
  *
  * Errors: functions return mcl_status, or NULL for functions returning tensors; in both cases
- * the context records a message (mcl_ctx_error()). Op functions given a NULL input return NULL
- * and, if no error is recorded yet, record MCL_ERR_NULL — so a chain of ops can be checked once.
+ * the context records a message (mcl_ctx_error()). The context keeps the LAST error recorded.
+ * Op functions given a NULL input return NULL without recording anything when an error is
+ * already recorded (the NULL is an earlier op's failed result: its cause stays the message),
+ * else they record MCL_ERR_NULL — so a chain of ops can be checked once, at the end.
  */
 #ifndef MCL_TENSOR_H
 #define MCL_TENSOR_H
@@ -82,11 +84,16 @@ void mcl_ctx_free(mcl_ctx *ctx);
 mcl_backend_kind mcl_ctx_backend_kind(const mcl_ctx *ctx);
 const char *mcl_ctx_backend_name(const mcl_ctx *ctx);
 
-/* Last error: status and message ("" when none). mcl_ctx_clear_error() resets it. */
+/* The last error: status and message (MCL_OK and "" when none). Every recorded error
+ * replaces the one before (last wins), except that an op given a NULL input (an earlier op's
+ * failed result) records nothing when an error is already held, so after a failed chain of
+ * ops the message is the first failing op's cause. The error stays until the next one, or
+ * until mcl_ctx_clear_error(); a later successful call does not clear it. */
 mcl_status mcl_ctx_status(const mcl_ctx *ctx);
 const char *mcl_ctx_error(const mcl_ctx *ctx);
 void mcl_ctx_clear_error(mcl_ctx *ctx);
-/* Record an error (first error wins until cleared); returns s. printf-style message. */
+/* Record an error: status s (ignored when MCL_OK) and a printf-style message, replacing any
+ * error held (the last error wins); returns s. */
 mcl_status mcl_ctx_set_error(mcl_ctx *ctx, mcl_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
