@@ -180,7 +180,7 @@ static void test_shapes(mcl_tensor *x23, mcl_tensor *x32, mcl_tensor *x24, mcl_t
     /* a valid product still works: [2,3] x [3,2] */
     {
         mcl_tensor *r = mcl_matmul(g_ctx, x23, x32, 0, 0);
-        CHECK(r && r->ndim == 2 && r->shape[0] == 2 && r->shape[1] == 2, "valid matmul works: %s",
+        CHECK(r && mcl_tensor_ndim(r) == 2 && mcl_tensor_dim(r, 0) == 2 && mcl_tensor_dim(r, 1) == 2, "valid matmul works: %s",
               mcl_ctx_error(g_ctx));
         mcl_ctx_reset(g_ctx);
     }
@@ -200,7 +200,7 @@ static void test_shapes(mcl_tensor *x23, mcl_tensor *x32, mcl_tensor *x24, mcl_t
     EXPECT_NULL(mcl_concat(g_ctx, x23, x23, 2), SHAPE_OR_INVALID, "concat");
     {
         mcl_tensor *r = mcl_concat(g_ctx, x23, x24, 1);
-        CHECK(r && r->shape[0] == 2 && r->shape[1] == 7, "valid concat [2,3]+[2,4] -> [2,7]: %s",
+        CHECK(r && mcl_tensor_dim(r, 0) == 2 && mcl_tensor_dim(r, 1) == 7, "valid concat [2,3]+[2,4] -> [2,7]: %s",
               mcl_ctx_error(g_ctx));
         mcl_ctx_reset(g_ctx);
     }
@@ -224,7 +224,7 @@ static void test_shapes(mcl_tensor *x23, mcl_tensor *x32, mcl_tensor *x24, mcl_t
         EXPECT_NULL(mcl_permute(g_ctx, x4, big), SHAPE_OR_INVALID, "permute");
         EXPECT_NULL(mcl_permute(g_ctx, x4, neg), SHAPE_OR_INVALID, "permute");
         mcl_tensor *r = mcl_permute(g_ctx, x4, ok);
-        CHECK(r && r->shape[1] == 3 && r->shape[2] == 2, "valid permute works: %s",
+        CHECK(r && mcl_tensor_dim(r, 1) == 3 && mcl_tensor_dim(r, 2) == 2, "valid permute works: %s",
               mcl_ctx_error(g_ctx));
         mcl_ctx_reset(g_ctx);
         mcl_tensor_free(x4);

@@ -1,4 +1,5 @@
-/* backend.h — the backend vtable and the uniform op-call record (internal).
+/* backend.h — the backend vtable and the uniform op-call record (internal, not installed;
+ * includes tensor_impl.h, the tensor fields).
  *
  * Every backend fills one `mcl_op_impl` per op of ops.def (forward + backward), plus the
  * buffer functions below. The front end (ops.c) checks shapes, allocates outputs, builds an
@@ -11,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "tensor_impl.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -97,6 +98,15 @@ static inline void mcl_mm_dims_get(const mcl_op_args *a, mcl_mm_dims *d)
     d->lda = d->ta ? d->M : d->K;
     d->ldb = d->tb ? d->K : d->N;
 }
+
+/* Run one op by id on the context backend (the front end of ops.c; used by the test runner).
+ * `args` holds inputs and params; outputs are allocated with the shapes the op infers and
+ * returned as temporaries in args->out. Recorded on the tape like any op. */
+mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *args);
+/* Run the backward of one op call directly (no tape). args->in/out/p as after mcl_op_run;
+ * args->gout[k] (k < n_diff_out) must be set; args->gin[k] are caller-provided tensors of the
+ * inputs' shapes (or NULL) into which the gradients are ACCUMULATED. */
+mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *args);
 
 typedef mcl_status (*mcl_op_fn)(mcl_backend *be, const mcl_op_args *a);
 

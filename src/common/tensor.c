@@ -270,6 +270,16 @@ mcl_tensor *mcl_tensor_keep(mcl_tensor *t)
     return t;
 }
 
+int mcl_tensor_ndim(const mcl_tensor *t) { return t ? t->ndim : 0; }
+
+int64_t mcl_tensor_dim(const mcl_tensor *t, int d)
+{
+    if (!t || d < 0) return 0;
+    return d < t->ndim ? t->shape[d] : 1;
+}
+
+const int64_t *mcl_tensor_shape(const mcl_tensor *t) { return t ? t->shape : NULL; }
+
 int64_t mcl_tensor_numel(const mcl_tensor *t)
 {
     if (!t) return 0;
@@ -306,6 +316,8 @@ void mcl_tensor_set_name(mcl_tensor *t, const char *name)
     if (!t) return;
     snprintf(t->name, sizeof t->name, "%s", name ? name : "");
 }
+
+const char *mcl_tensor_name(const mcl_tensor *t) { return t ? t->name : ""; }
 
 static mcl_status check_io(const mcl_tensor *t, const void *p, int64_t n, const char *what)
 {

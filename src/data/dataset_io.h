@@ -10,6 +10,7 @@
 
 #include "dataset.h"
 #include "prepared.h"
+#include "tensor_impl.h"
 
 /* mkdir -p: every missing directory of path (mode 0755); an existing non-directory is an
  * error. */
