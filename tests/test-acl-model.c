@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "acl.h"
+#include "tensor_impl.h"
 #include "testutil.h"
 
 #define SEED 20261122ULL

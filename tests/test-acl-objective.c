@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "acl.h"
+#include "tensor_impl.h"
 #include "testutil.h"
 
 #define SEED 20261123ULL

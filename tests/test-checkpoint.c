@@ -36,6 +36,7 @@
 
 #include "checkpoint.h"
 #include "metacl.h"
+#include "tensor_impl.h"
 #include "testutil.h"
 
 #define SEED 20240611u

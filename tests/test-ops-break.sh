@@ -7,6 +7,15 @@
 # TEST_OPS overrides the binary. Otherwise: $METACL_BUILDDIR/tests/test-ops when the test
 # harness exports METACL_BUILDDIR, else ./tests/test-ops (automake runs tests from the build
 # directory), else the binary next to this script (run by hand from elsewhere).
+#
+# METACL_TEST_BREAK is a test hook, compiled in only with configure --enable-test-hooks; make
+# check lists this test only in such a build (and exports METACL_HAVE_TEST_HOOKS=1). Told that
+# the hooks are absent (METACL_HAVE_TEST_HOOKS=0), it exits 77 (skip).
+
+if [ "${METACL_HAVE_TEST_HOOKS:-1}" = 0 ]; then
+    echo "test-ops-break: no test hooks in this build (configure --enable-test-hooks): skipped"
+    exit 77
+fi
 
 if [ -z "${TEST_OPS:-}" ]; then
     if [ -n "${METACL_BUILDDIR:-}" ] && [ -x "$METACL_BUILDDIR/tests/test-ops" ]; then

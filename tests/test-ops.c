@@ -2250,7 +2250,9 @@ int main(int argc, char **argv)
         printf("test-ops: internal check failed: the checker does not see a mismatch\n");
         return 1;
     }
+#ifdef MCL_TEST_HOOKS
     g_break_op = getenv("METACL_TEST_BREAK");
+#endif
     if (g_break_op && !*g_break_op) g_break_op = NULL;
     if (g_break_op)
         printf("test-ops: METACL_TEST_BREAK=%s: that op's %s output is perturbed\n", g_break_op,

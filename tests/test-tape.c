@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "metacl.h"
+#include "tensor_impl.h"
 #include "testutil.h"
 
 #define SEED 20240611u

@@ -1,6 +1,7 @@
 /* testutil.c — see testutil.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
+#include "tensor_impl.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -1,4 +1,5 @@
-/* backend.h — the backend vtable and the uniform op-call record (internal).
+/* backend.h — the backend vtable and the uniform op-call record (internal, not installed;
+ * includes tensor_impl.h, the tensor fields).
  *
  * Every backend fills one `mcl_op_impl` per op of ops.def (forward + backward), plus the
  * buffer functions below. The front end (ops.c) checks shapes, allocates outputs, builds an
@@ -11,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor.h"
+#include "tensor_impl.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,7 +20,7 @@ extern "C" {
 
 /* Op enum generated from ops.def. */
 typedef enum mcl_op {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) MCL_OP_##ID,
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) MCL_OP_##ID,
 #include "ops.def"
 #undef MCL_OP
     MCL_OP_COUNT
@@ -33,7 +34,18 @@ typedef struct mcl_op_info {
     const char *name;
     const char *family;
     int n_in, n_out, n_diff_out;
+    int overwrites; /* the forward stores every element of every output (ops.def) */
+    int has_bwd;    /* the op has a backward (ops.def)                            */
 } mcl_op_info;
+
+/* Helpers for the backends' code generated from ops.def's literal 0/1 columns:
+ *   MCL_IF_##has_bwd(text)              text when has_bwd is 1, nothing when 0
+ *   MCL_BWD_OR_NULL_##has_bwd(fn)       fn when has_bwd is 1, NULL when 0
+ * so an op without a backward gets a NULL table entry and no declared _bwd function. */
+#define MCL_IF_1(...) __VA_ARGS__
+#define MCL_IF_0(...)
+#define MCL_BWD_OR_NULL_1(fn) fn
+#define MCL_BWD_OR_NULL_0(fn) NULL
 
 extern const mcl_op_info mcl_op_table[MCL_OP_COUNT];
 /* Lookup by name; returns MCL_OP_COUNT if unknown. */
@@ -87,6 +99,15 @@ static inline void mcl_mm_dims_get(const mcl_op_args *a, mcl_mm_dims *d)
     d->ldb = d->tb ? d->K : d->N;
 }
 
+/* Run one op by id on the context backend (the front end of ops.c; used by the test runner).
+ * `args` holds inputs and params; outputs are allocated with the shapes the op infers and
+ * returned as temporaries in args->out. Recorded on the tape like any op. */
+mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *args);
+/* Run the backward of one op call directly (no tape). args->in/out/p as after mcl_op_run;
+ * args->gout[k] (k < n_diff_out) must be set; args->gin[k] are caller-provided tensors of the
+ * inputs' shapes (or NULL) into which the gradients are ACCUMULATED. */
+mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *args);
+
 typedef mcl_status (*mcl_op_fn)(mcl_backend *be, const mcl_op_args *a);
 
 typedef struct mcl_op_impl {
@@ -138,8 +159,10 @@ mcl_status mcl_backend_open(mcl_ctx *ctx, mcl_backend_kind kind, const char *dev
 int mcl_backend_available(mcl_backend_kind kind);
 void mcl_backend_describe(const mcl_backend *be, char *out, size_t n);
 
-/* Test hook: when the environment variable METACL_TEST_BREAK names an op, the OpenCL backend
- * installs post_op to perturb that op's output (proves the differential runner can fail). */
+/* Test hook (only in a build configured with --enable-test-hooks, which defines
+ * MCL_TEST_HOOKS): when the environment variable METACL_TEST_BREAK names an op, the OpenCL
+ * backend installs post_op to perturb that op's output (proves the differential runner can
+ * fail). Without the hooks the variable does nothing. */
 
 #ifdef __cplusplus
 }

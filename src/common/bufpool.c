@@ -1,5 +1,5 @@
-/* bufpool.c — size classes and the "stores every element" table shared by the backends'
- * buffer pools (see bufpool.h). */
+/* bufpool.c — size classes and the "stores every element" table (generated from ops.def)
+ * shared by the backends' buffer pools (see bufpool.h). */
 #include "bufpool.h"
 
 #include <stdint.h>
@@ -68,18 +68,14 @@ mcl_pool_block *mcl_pool_pop(mcl_pool *p)
     return NULL;
 }
 
-/* Forward ops whose every output element is assigned, whatever the inputs, on both backends
- * (checked by running the differential tests with METACL_DEBUG_POISON=1). */
+/* Forward ops whose every output element is assigned, whatever the inputs, on both backends:
+ * the overwrites column of ops.def (checked by running the differential tests with
+ * METACL_DEBUG_POISON=1). */
 static const unsigned char fwd_overwrites[MCL_OP_COUNT] = {
-    [MCL_OP_ADD] = 1,       [MCL_OP_SUB] = 1,         [MCL_OP_MUL] = 1,
-    [MCL_OP_SCALE] = 1,     [MCL_OP_BIAS_ADD] = 1,    [MCL_OP_COPY] = 1,
-    [MCL_OP_RELU] = 1,      [MCL_OP_LEAKY_RELU] = 1,  [MCL_OP_ELU] = 1,
-    [MCL_OP_SIGMOID] = 1,   [MCL_OP_TANH] = 1,        [MCL_OP_GELU] = 1,
-    [MCL_OP_EXP] = 1,       [MCL_OP_LOG] = 1,         [MCL_OP_MATMUL] = 1,
-    [MCL_OP_SUM] = 1,       [MCL_OP_MEAN] = 1,        [MCL_OP_SUMSQ] = 1,
-    [MCL_OP_SUM_LAST] = 1,  [MCL_OP_MEAN_LAST] = 1,   [MCL_OP_SOFTMAX] = 1,
-    [MCL_OP_LOG_SOFTMAX] = 1, [MCL_OP_LAYER_NORM] = 1, [MCL_OP_CONV2D] = 1,
-    [MCL_OP_MAXPOOL2D] = 1, [MCL_OP_INSTANCE_NORM] = 1, [MCL_OP_DROPOUT] = 1,
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) \
+    [MCL_OP_##ID] = (overwrites),
+#include "ops.def"
+#undef MCL_OP
 };
 
 int mcl_op_fwd_overwrites(mcl_op op)

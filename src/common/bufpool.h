@@ -53,7 +53,7 @@ int mcl_pool_give_back(mcl_pool *p, mcl_pool_block *b);
 mcl_pool_block *mcl_pool_pop(mcl_pool *p);
 
 /* 1 when the forward of op stores every element of every output on every backend (so the
- * outputs need no zeros first), else 0. */
+ * outputs need no zeros first), else 0: the overwrites column of ops.def. */
 int mcl_op_fwd_overwrites(mcl_op op);
 
 /* 1 when METACL_DEBUG_POISON is set to a value other than "" or "0". */

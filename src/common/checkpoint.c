@@ -25,6 +25,7 @@
 #include <zlib.h>
 
 #include "metacl.h"
+#include "tensor_impl.h"
 
 #define CK_MAGIC_LEN 8
 #define CK_FILE_HEADER_LEN 12   /* magic + version                      */

@@ -10,16 +10,20 @@
 /* ---- op table generated from ops.def ---- */
 
 const mcl_op_info mcl_op_table[MCL_OP_COUNT] = {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) {#name, #family, n_in, n_out, n_diff_out},
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) \
+    {#name, #family, n_in, n_out, n_diff_out, overwrites, has_bwd},
 #include "ops.def"
 #undef MCL_OP
 };
 
 /* Compile-time checks of the table's limits. */
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family)                                         \
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd)                    \
     _Static_assert((n_in) >= 1 && (n_in) <= MCL_MAX_IN, #name ": bad n_in");                      \
     _Static_assert((n_out) >= 0 && (n_out) <= MCL_MAX_OUT, #name ": bad n_out");                  \
-    _Static_assert((n_diff_out) >= 0 && (n_diff_out) <= (n_out), #name ": bad n_diff_out");
+    _Static_assert((n_diff_out) >= 0 && (n_diff_out) <= (n_out), #name ": bad n_diff_out");       \
+    _Static_assert((overwrites) == 0 || ((overwrites) == 1 && (n_out) > 0),                       \
+                   #name ": overwrites must be 0, or 1 for an op with outputs");                  \
+    _Static_assert((has_bwd) == ((n_diff_out) > 0), #name ": has_bwd must be (n_diff_out > 0)");
 #include "ops.def"
 #undef MCL_OP
 
@@ -418,6 +422,8 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     int needs = 0;
     for (int k = 0; k < info->n_in; k++) {
         if (!a->in[k]) {
+            /* With an error held, the NULL is an earlier op's failed result: propagate it and
+             * keep that op's message (the root cause) rather than replace it (tensor.h). */
             if (ctx->status == MCL_OK)
                 mcl_ctx_set_error(ctx, MCL_ERR_NULL, "%s: input %d is NULL", info->name, k);
             return MCL_ERR_NULL;
@@ -445,12 +451,13 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
         a->out[k] = mcl_tensor_alloc(ctx, os.ndim[k], os.shape[k], 1);
         if (!a->out[k]) return mcl_ctx_status(ctx);
     }
+    const uint64_t seq = mcl_ctx_error_seq(ctx);
     s = ctx->be->ops[a->op].fwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 0);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 0);
     if (s != MCL_OK) {
         char sb[64];
-        return mcl_ctx_set_error(ctx, s, "%s forward on %s failed (input 0 %s)", info->name,
+        return mcl_ctx_set_error_since(ctx, seq, s, "%s forward on %s failed (input 0 %s)", info->name,
                                  ctx->be->name, mcl_shape_str(a->in[0], sb, sizeof sb));
     }
     if (needs && info->n_diff_out > 0 && ctx->no_grad == 0) {
@@ -477,10 +484,11 @@ mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *a)
         if (a->gin[k] && !mcl_tensor_same_shape(a->gin[k], a->in[k]))
             return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "op_backward: %s gin[%d] has the wrong shape",
                                      info->name, k);
+    const uint64_t seq = mcl_ctx_error_seq(ctx);
     mcl_status s = ctx->be->ops[a->op].bwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 1);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 1);
-    if (s != MCL_OK) return mcl_ctx_set_error(ctx, s, "%s backward failed", info->name);
+    if (s != MCL_OK) return mcl_ctx_set_error_since(ctx, seq, s, "%s backward failed", info->name);
     return MCL_OK;
 }
 

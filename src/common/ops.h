@@ -3,7 +3,8 @@
  * Every function runs the op immediately on the context's backend and, when gradients are
  * enabled and an input needs a gradient, records it on the tape. Results are temporaries
  * owned by the context (see tensor.h). On error the function returns NULL (or a status) and
- * the context holds the message. Shapes: see src/common/ops.def.
+ * the context holds the message. Shapes: see src/common/ops.def. (Running an op by its id,
+ * mcl_op_run / mcl_op_backward, is internal: backend.h.)
  */
 #ifndef MCL_OPS_H
 #define MCL_OPS_H
@@ -109,16 +110,6 @@ size_t mcl_tape_size(const mcl_ctx *ctx);
  * The results are plain data (cut from the graph). */
 mcl_status mcl_grad_partial(mcl_ctx *ctx, mcl_tensor *loss, size_t mark, int n,
                             mcl_tensor *const *wrt, mcl_tensor **grads);
-
-/* Low-level: run one op by id on the context backend (used by the test runner).
- * `args` holds inputs and params; outputs are allocated with the shapes the op infers and
- * returned as temporaries in args->out. Recorded on the tape like any op. */
-struct mcl_op_args;
-mcl_status mcl_op_run(mcl_ctx *ctx, struct mcl_op_args *args);
-/* Low-level: run the backward of one op call directly (no tape). args->in/out/p as after
- * mcl_op_run; args->gout[k] (k < n_diff_out) must be set; args->gin[k] are caller-provided
- * tensors of the inputs' shapes (or NULL) into which the gradients are ACCUMULATED. */
-mcl_status mcl_op_backward(mcl_ctx *ctx, struct mcl_op_args *args);
 
 #ifdef __cplusplus
 }

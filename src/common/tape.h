@@ -25,6 +25,7 @@ struct mcl_ctx {
     mcl_backend *be;
     mcl_status status;
     char err[768];
+    uint64_t err_seq;       /* number of errors recorded so far (mcl_ctx_error_seq) */
     uint64_t seed;
     uint64_t next_stream;
     int no_grad;            /* depth of no-grad scopes */
@@ -34,6 +35,18 @@ struct mcl_ctx {
     size_t n_temps, cap_temps;
     struct mcl_profile *profile; /* METACL_PROFILE (profile.h), or NULL */
 };
+
+/* Wrapping an error a callee may already have explained. The context keeps the LAST error;
+ * a function that adds its own message after a failed call (a backend call, say) would then
+ * hide the callee's more precise one. So: seq = mcl_ctx_error_seq(ctx) before the call, and
+ * after it fails mcl_ctx_set_error_since(ctx, seq, s, ...), which records the message only
+ * when nothing was recorded since seq (the callee said nothing) and returns s either way. */
+uint64_t mcl_ctx_error_seq(const mcl_ctx *ctx);
+mcl_status mcl_ctx_set_error_since(mcl_ctx *ctx, uint64_t seq, mcl_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 
 /* Allocate a zero-filled tensor on ctx's backend; temp != 0 registers it as a temporary. */
 mcl_tensor *mcl_tensor_alloc(mcl_ctx *ctx, int ndim, const int64_t *shape, int temp);

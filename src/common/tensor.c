@@ -10,14 +10,33 @@
 
 /* ------------------------------------------------------------------ errors */
 
+/* The last error wins: every call replaces the status and the message (tensor.h). */
+static mcl_status set_error_v(mcl_ctx *ctx, mcl_status s, const char *fmt, va_list ap)
+{
+    ctx->status = s;
+    ctx->err_seq++;
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    return s;
+}
+
 mcl_status mcl_ctx_set_error(mcl_ctx *ctx, mcl_status s, const char *fmt, ...)
 {
     if (!ctx || s == MCL_OK) return s;
-    if (ctx->status != MCL_OK) return s; /* first error wins until cleared */
-    ctx->status = s;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    set_error_v(ctx, s, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+uint64_t mcl_ctx_error_seq(const mcl_ctx *ctx) { return ctx ? ctx->err_seq : 0; }
+
+mcl_status mcl_ctx_set_error_since(mcl_ctx *ctx, uint64_t seq, mcl_status s, const char *fmt, ...)
+{
+    if (!ctx || s == MCL_OK || ctx->err_seq != seq) return s; /* the callee's message stays */
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(ctx, s, fmt, ap);
     va_end(ap);
     return s;
 }
@@ -92,8 +111,9 @@ const char *mcl_ctx_backend_name(const mcl_ctx *ctx) { return ctx->be->name; }
 mcl_status mcl_ctx_finish(mcl_ctx *ctx)
 {
     if (!ctx) return MCL_ERR_NULL;
+    const uint64_t seq = mcl_ctx_error_seq(ctx);
     mcl_status s = ctx->be->finish(ctx->be);
-    return s == MCL_OK ? s : mcl_ctx_set_error(ctx, s, "%s: finish failed", ctx->be->name);
+    return s == MCL_OK ? s : mcl_ctx_set_error_since(ctx, seq, s, "%s: finish failed", ctx->be->name);
 }
 
 size_t mcl_ctx_num_temps(const mcl_ctx *ctx) { return ctx ? ctx->n_temps : 0; }
@@ -120,9 +140,10 @@ static mcl_buffer *buffer_create(mcl_ctx *ctx, size_t nbytes)
         mcl_ctx_set_error(ctx, MCL_ERR_OOM, "out of host memory for a buffer descriptor");
         return NULL;
     }
+    const uint64_t seq = mcl_ctx_error_seq(ctx);
     mcl_status s = ctx->be->buf_alloc(ctx->be, nbytes, &b->handle);
     if (s != MCL_OK) {
-        mcl_ctx_set_error(ctx, s, "%s backend: cannot allocate %zu bytes", ctx->be->name, nbytes);
+        mcl_ctx_set_error_since(ctx, seq, s, "%s backend: cannot allocate %zu bytes", ctx->be->name, nbytes);
         free(b);
         return NULL;
     }
@@ -249,6 +270,16 @@ mcl_tensor *mcl_tensor_keep(mcl_tensor *t)
     return t;
 }
 
+int mcl_tensor_ndim(const mcl_tensor *t) { return t ? t->ndim : 0; }
+
+int64_t mcl_tensor_dim(const mcl_tensor *t, int d)
+{
+    if (!t || d < 0) return 0;
+    return d < t->ndim ? t->shape[d] : 1;
+}
+
+const int64_t *mcl_tensor_shape(const mcl_tensor *t) { return t ? t->shape : NULL; }
+
 int64_t mcl_tensor_numel(const mcl_tensor *t)
 {
     if (!t) return 0;
@@ -286,6 +317,8 @@ void mcl_tensor_set_name(mcl_tensor *t, const char *name)
     snprintf(t->name, sizeof t->name, "%s", name ? name : "");
 }
 
+const char *mcl_tensor_name(const mcl_tensor *t) { return t ? t->name : ""; }
+
 static mcl_status check_io(const mcl_tensor *t, const void *p, int64_t n, const char *what)
 {
     if (!t) return MCL_ERR_NULL;
@@ -303,9 +336,10 @@ mcl_status mcl_tensor_write(mcl_tensor *t, const float *src, int64_t n)
     mcl_status s = check_io(t, src, n, "tensor_write");
     if (s != MCL_OK) return s;
     mcl_backend *be = t->ctx->be;
+    const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     s = be->buf_write(be, t->buf->handle, (size_t)t->offset * sizeof(float), src,
                       (size_t)n * sizeof(float));
-    if (s != MCL_OK) return mcl_ctx_set_error(t->ctx, s, "tensor_write: backend write failed");
+    if (s != MCL_OK) return mcl_ctx_set_error_since(t->ctx, seq, s, "tensor_write: backend write failed");
     return MCL_OK;
 }
 
@@ -314,9 +348,10 @@ mcl_status mcl_tensor_read(const mcl_tensor *t, float *dst, int64_t n)
     mcl_status s = check_io(t, dst, n, "tensor_read");
     if (s != MCL_OK) return s;
     mcl_backend *be = t->ctx->be;
+    const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     s = be->buf_read(be, t->buf->handle, (size_t)t->offset * sizeof(float), dst,
                      (size_t)n * sizeof(float));
-    if (s != MCL_OK) return mcl_ctx_set_error(t->ctx, s, "tensor_read: backend read failed");
+    if (s != MCL_OK) return mcl_ctx_set_error_since(t->ctx, seq, s, "tensor_read: backend read failed");
     return MCL_OK;
 }
 
@@ -324,9 +359,10 @@ mcl_status mcl_tensor_fill(mcl_tensor *t, float value)
 {
     if (!t) return MCL_ERR_NULL;
     mcl_backend *be = t->ctx->be;
+    const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     mcl_status s = be->buf_fill(be, t->buf->handle, (size_t)t->offset * sizeof(float), value,
                                 (size_t)mcl_tensor_numel(t));
-    if (s != MCL_OK) return mcl_ctx_set_error(t->ctx, s, "tensor_fill: backend fill failed");
+    if (s != MCL_OK) return mcl_ctx_set_error_since(t->ctx, seq, s, "tensor_fill: backend fill failed");
     return MCL_OK;
 }
 
@@ -341,10 +377,11 @@ mcl_status mcl_tensor_copy_into(mcl_tensor *dst, const mcl_tensor *src)
                                  (long long)mcl_tensor_numel(dst),
                                  (long long)mcl_tensor_numel(src));
     mcl_backend *be = dst->ctx->be;
+    const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     mcl_status s = be->buf_copy(be, dst->buf->handle, (size_t)dst->offset * sizeof(float),
                                 src->buf->handle, (size_t)src->offset * sizeof(float),
                                 (size_t)mcl_tensor_numel(src) * sizeof(float));
-    if (s != MCL_OK) return mcl_ctx_set_error(dst->ctx, s, "copy_into: backend copy failed");
+    if (s != MCL_OK) return mcl_ctx_set_error_since(dst->ctx, seq, s, "copy_into: backend copy failed");
     return MCL_OK;
 }
 

@@ -4,7 +4,9 @@
  * error message and the list of temporaries. A tensor is a float32, row-major, contiguous
  * descriptor of up to 4 dims that points into a backend buffer at an element offset; several
  * descriptors (views) may share one buffer. Buffers are reference counted and owned by the
- * backend; a descriptor never owns memory itself.
+ * backend; a descriptor never owns memory itself. Both types are opaque: shapes are read with
+ * mcl_tensor_ndim / mcl_tensor_dim / mcl_tensor_shape / mcl_tensor_numel (the structs are in
+ * the internal header tensor_impl.h, which is not installed).
  *
  * Ownership in one paragraph:
  *   - mcl_tensor_create()/mcl_param_create() return a tensor the CALLER owns: free it with
@@ -14,8 +16,10 @@
  *     mcl_tensor_keep(), which you then release with mcl_tensor_free().
  *
  * Errors: functions return mcl_status, or NULL for functions returning tensors; in both cases
- * the context records a message (mcl_ctx_error()). Op functions given a NULL input return NULL
- * and, if no error is recorded yet, record MCL_ERR_NULL — so a chain of ops can be checked once.
+ * the context records a message (mcl_ctx_error()). The context keeps the LAST error recorded.
+ * Op functions given a NULL input return NULL without recording anything when an error is
+ * already recorded (the NULL is an earlier op's failed result: its cause stays the message),
+ * else they record MCL_ERR_NULL — so a chain of ops can be checked once, at the end.
  */
 #ifndef MCL_TENSOR_H
 #define MCL_TENSOR_H
@@ -34,11 +38,9 @@ extern "C" {
 /* Largest element count of one tensor we accept (2^34 floats = 64 GiB): larger is "absurd". */
 #define MCL_MAX_ELEMS ((int64_t)1 << 34)
 
+/* Opaque handles: use the functions below (their fields are internal, tensor_impl.h). */
 typedef struct mcl_ctx mcl_ctx;
-typedef struct mcl_backend mcl_backend;
-typedef struct mcl_buffer mcl_buffer;
 typedef struct mcl_tensor mcl_tensor;
-typedef struct mcl_node mcl_node;
 
 typedef enum mcl_backend_kind {
     MCL_BACKEND_REF = 0,  /* pure C reference (ground truth) */
@@ -49,27 +51,6 @@ typedef enum mcl_backend_kind {
 /* Print the backends of this build and every OpenCL device (`metacl devices`): text, or one
  * JSON object when json != 0. MCL_ERR_OOM on failure. */
 mcl_status mcl_backends_print(FILE *f, int json);
-
-/* Tensor flags. */
-enum {
-    MCL_TF_REQUIRES_GRAD = 1 << 0, /* leaf (parameter) whose .grad is accumulated by backward */
-    MCL_TF_NEEDS_GRAD = 1 << 1,    /* some gradient flows through it (leaf or result)        */
-    MCL_TF_TEMP = 1 << 2           /* owned by the context's temporaries list                */
-};
-
-struct mcl_tensor {
-    mcl_ctx *ctx;
-    mcl_buffer *buf;             /* shared, reference-counted backend buffer */
-    int64_t offset;              /* element offset into buf                  */
-    int ndim;                    /* 1..4                                     */
-    int64_t shape[MCL_MAX_DIMS]; /* unused dims are 1                        */
-    int refcnt;
-    unsigned flags;
-    mcl_tensor *grad;  /* accumulated gradient of a REQUIRES_GRAD leaf (created on demand)  */
-    mcl_tensor *gtmp;  /* gradient during one backward pass (internal)                      */
-    mcl_node *node;    /* tape node that produced it (NULL for leaves), borrowed            */
-    char name[48];     /* optional, for messages and the parameter registry                 */
-};
 
 /* ---- context ---- */
 
@@ -82,11 +63,16 @@ void mcl_ctx_free(mcl_ctx *ctx);
 mcl_backend_kind mcl_ctx_backend_kind(const mcl_ctx *ctx);
 const char *mcl_ctx_backend_name(const mcl_ctx *ctx);
 
-/* Last error: status and message ("" when none). mcl_ctx_clear_error() resets it. */
+/* The last error: status and message (MCL_OK and "" when none). Every recorded error
+ * replaces the one before (last wins), except that an op given a NULL input (an earlier op's
+ * failed result) records nothing when an error is already held, so after a failed chain of
+ * ops the message is the first failing op's cause. The error stays until the next one, or
+ * until mcl_ctx_clear_error(); a later successful call does not clear it. */
 mcl_status mcl_ctx_status(const mcl_ctx *ctx);
 const char *mcl_ctx_error(const mcl_ctx *ctx);
 void mcl_ctx_clear_error(mcl_ctx *ctx);
-/* Record an error (first error wins until cleared); returns s. printf-style message. */
+/* Record an error: status s (ignored when MCL_OK) and a printf-style message, replacing any
+ * error held (the last error wins); returns s. */
 mcl_status mcl_ctx_set_error(mcl_ctx *ctx, mcl_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -123,11 +109,18 @@ void mcl_tensor_free(mcl_tensor *t);
 /* Take a reference (e.g. to keep a temporary past mcl_ctx_reset). Returns t. */
 mcl_tensor *mcl_tensor_keep(mcl_tensor *t);
 
+/* Shape accessors: number of dims (1..4), size of dim d (0 <= d < ndim; 1 for d >= ndim, 0 for
+ * a negative d), the ndim sizes as an array owned by t, and the element count. */
+int mcl_tensor_ndim(const mcl_tensor *t);
+int64_t mcl_tensor_dim(const mcl_tensor *t, int d);
+const int64_t *mcl_tensor_shape(const mcl_tensor *t);
 int64_t mcl_tensor_numel(const mcl_tensor *t);
 int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b);
 /* "[2,3,4]" into buf; returns buf. */
 const char *mcl_shape_str(const mcl_tensor *t, char *buf, size_t len);
 void mcl_tensor_set_name(mcl_tensor *t, const char *name);
+/* The name given by mcl_tensor_set_name / mcl_param_create ("" when none). */
+const char *mcl_tensor_name(const mcl_tensor *t);
 
 /* Host <-> tensor copies of n floats (n must equal numel). */
 mcl_status mcl_tensor_write(mcl_tensor *t, const float *src, int64_t n);

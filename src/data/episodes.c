@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "sampler.h"
+#include "tensor_impl.h"
 
 #define IMG_PIXELS (MCL_IMG * MCL_IMG)
 

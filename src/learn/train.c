@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "util.h"
 
 #define CHANCE_WINDOW 100          /* steps in the running accuracy */

@@ -613,6 +613,9 @@ static mcl_status pick_device(mcl_backend *be, const char *want)
 
 /* ------------------------------------------------------------------ test hook */
 
+#ifdef MCL_TEST_HOOKS
+/* METACL_TEST_BREAK=<op> (configure --enable-test-hooks only): perturb one element of that
+ * op's output after every forward/backward, to prove the differential runner can fail. */
 static mcl_status break_hook(mcl_backend *be, const mcl_op_args *a, int backward)
 {
     mcl_ocl *o = mcl_ocl_of(be);
@@ -632,12 +635,13 @@ static mcl_status break_hook(mcl_backend *be, const mcl_op_args *a, int backward
     v += 1e-2f + 1e-2f * (v < 0 ? -v : v);
     return be->buf_write(be, t->buf->handle, off, &v, sizeof v);
 }
+#endif
 
 /* ------------------------------------------------------------------ life cycle */
 
 static const mcl_op_impl ocl_impl[MCL_OP_COUNT] = {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) \
-    [MCL_OP_##ID] = {mcl_ocl_##name##_fwd, mcl_ocl_##name##_bwd},
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) \
+    [MCL_OP_##ID] = {mcl_ocl_##name##_fwd, MCL_BWD_OR_NULL_##has_bwd(mcl_ocl_##name##_bwd)},
 #include "ops.def"
 #undef MCL_OP
 };
@@ -733,6 +737,7 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
     }
     if ((s = build_program(be)) != MCL_OK) goto fail;
     mcl_ocl_clblast_setup(o);
+#ifdef MCL_TEST_HOOKS
     const char *brk = getenv("METACL_TEST_BREAK");
     if (brk && *brk) {
         mcl_op op = mcl_op_by_name(brk);
@@ -743,6 +748,7 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
         o->break_op = (int)op;
         be->post_op = break_hook;
     }
+#endif
     *out = be;
     return MCL_OK;
 fail:

@@ -43,7 +43,7 @@ typedef struct mcl_ocl {
     size_t max_wg;           /* CL_DEVICE_MAX_WORK_GROUP_SIZE                  */
     size_t local_mem;        /* CL_DEVICE_LOCAL_MEM_SIZE (bytes)               */
     size_t max_alloc;        /* CL_DEVICE_MAX_MEM_ALLOC_SIZE (bytes)           */
-    int break_op;            /* METACL_TEST_BREAK op id, or -1                 */
+    int break_op;            /* METACL_TEST_BREAK op id, or -1 (test hooks)    */
     double build_seconds;    /* time spent obtaining the program (build/cache) */
     int from_cache;          /* 1 when the program came from the disk cache    */
     mcl_ocl_kernel_entry *kernels;
@@ -156,16 +156,11 @@ extern const int mcl_kernel_count;
 extern const char *const mcl_kernel_names[];   /* "rng.cl", "common.cl", ... */
 extern const char *const mcl_kernel_sources[];
 
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family)                                   \
+/* mcl_ocl_<name>_fwd for every op, mcl_ocl_<name>_bwd for the ops with has_bwd = 1 (ops.def) */
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd)              \
     mcl_status mcl_ocl_##name##_fwd(mcl_backend *be, const mcl_op_args *a);                  \
-    mcl_status mcl_ocl_##name##_bwd(mcl_backend *be, const mcl_op_args *a);
+    MCL_IF_##has_bwd(mcl_status mcl_ocl_##name##_bwd(mcl_backend *be, const mcl_op_args *a);)
 #include "ops.def"
 #undef MCL_OP
-
-/* Ops without a backward: their table entry is NULL (declared above, never defined). */
-#define mcl_ocl_one_hot_bwd NULL
-#define mcl_ocl_sgd_step_bwd NULL
-#define mcl_ocl_adam_step_bwd NULL
-#define mcl_ocl_clip_scale_bwd NULL
 
 #endif

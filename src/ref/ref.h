@@ -46,9 +46,10 @@ void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, floa
  * two gin may be one tensor. */
 int mcl_ref_grad_fresh(const mcl_tensor *t);
 
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family)                                   \
+/* mcl_ref_<name>_fwd for every op, mcl_ref_<name>_bwd for the ops with has_bwd = 1 (ops.def) */
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd)              \
     mcl_status mcl_ref_##name##_fwd(mcl_backend *be, const mcl_op_args *a);                  \
-    mcl_status mcl_ref_##name##_bwd(mcl_backend *be, const mcl_op_args *a);
+    MCL_IF_##has_bwd(mcl_status mcl_ref_##name##_bwd(mcl_backend *be, const mcl_op_args *a);)
 #include "ops.def"
 
 /* Compiler help for hot loops, with no effect on any result: MCL_HOT compiles a function at
@@ -67,11 +68,5 @@ int mcl_ref_grad_fresh(const mcl_tensor *t);
 #define MCL_SIMD
 #endif
 #undef MCL_OP
-
-/* Ops without a backward: their table entry is NULL (declared above, never defined). */
-#define mcl_ref_one_hot_bwd NULL
-#define mcl_ref_sgd_step_bwd NULL
-#define mcl_ref_adam_step_bwd NULL
-#define mcl_ref_clip_scale_bwd NULL
 
 #endif

@@ -191,8 +191,8 @@ static void ref_destroy(mcl_backend *be)
 /* ---- the op table ----------------------------------------------------------------------- */
 
 static const mcl_op_impl ref_impl[MCL_OP_COUNT] = {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family) \
-    [MCL_OP_##ID] = {mcl_ref_##name##_fwd, mcl_ref_##name##_bwd},
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) \
+    [MCL_OP_##ID] = {mcl_ref_##name##_fwd, MCL_BWD_OR_NULL_##has_bwd(mcl_ref_##name##_bwd)},
 #include "ops.def"
 #undef MCL_OP
 };

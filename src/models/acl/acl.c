@@ -1,6 +1,7 @@
 /* acl.c — the ACL model (SPEC-ACL §2–3). See acl.h. */
 #include <assert.h>
 #include "acl.h"
+#include "tensor_impl.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,6 +10,7 @@
  * index arrays for them. Everything runs inside one eval scope: gradients off, dropout off.
  */
 #include "acl_eval.h"
+#include "tensor_impl.h"
 
 #include <math.h>
 #include <stdio.h>

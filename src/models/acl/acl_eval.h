@@ -13,8 +13,9 @@
  *   - any backend (the model's context decides);
  *   - images are the 32×32 grayscale rows of mcl_batch_rows: the model must have
  *     image_size 32 and in_channels 1;
- *   - errors return a status with the message in ctx (mcl_ctx_error); the first error of a
- *     context wins, so clear stale errors before calling.
+ *   - errors return a status with the message in ctx (mcl_ctx_error; the context keeps the
+ *     last error, tensor.h); a stale error still held is taken as this call's failure, so
+ *     clear stale errors before calling.
  *
  * Prediction = argmax over logits 0..n_outputs-1 (ties: the lowest index). n_outputs may be
  * smaller than the model's n_way: e.g. a 5-way meta-trained model evaluated on 2-way

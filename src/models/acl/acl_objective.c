@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "acl.h"
+#include "tensor_impl.h"
 
 void mcl_acl_objective_two_task(mcl_acl_objective *o, float c, float s_a, float s_b)
 {

@@ -5,6 +5,7 @@
 #include "acl_train.h"
 
 #include "acl_eval.h"
+#include "tensor_impl.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,0 +1,47 @@
+/* tensor_impl.h — the tensor descriptor's fields (internal, not installed).
+ *
+ * The public API (tensor.h) keeps mcl_tensor opaque; the engine, the backends and the model
+ * code that reads shapes or buffers directly include this header (backend.h does). A program
+ * using the installed headers reads shapes through mcl_tensor_ndim / mcl_tensor_dim /
+ * mcl_tensor_shape / mcl_tensor_numel.
+ */
+#ifndef MCL_TENSOR_IMPL_H
+#define MCL_TENSOR_IMPL_H
+
+#include <stdint.h>
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mcl_backend mcl_backend;
+typedef struct mcl_buffer mcl_buffer;
+typedef struct mcl_node mcl_node;
+
+/* Tensor flags. */
+enum {
+    MCL_TF_REQUIRES_GRAD = 1 << 0, /* leaf (parameter) whose .grad is accumulated by backward */
+    MCL_TF_NEEDS_GRAD = 1 << 1,    /* some gradient flows through it (leaf or result)        */
+    MCL_TF_TEMP = 1 << 2           /* owned by the context's temporaries list                */
+};
+
+struct mcl_tensor {
+    mcl_ctx *ctx;
+    mcl_buffer *buf;             /* shared, reference-counted backend buffer */
+    int64_t offset;              /* element offset into buf                  */
+    int ndim;                    /* 1..4                                     */
+    int64_t shape[MCL_MAX_DIMS]; /* unused dims are 1                        */
+    int refcnt;
+    unsigned flags;
+    mcl_tensor *grad;  /* accumulated gradient of a REQUIRES_GRAD leaf (created on demand)  */
+    mcl_tensor *gtmp;  /* gradient during one backward pass (internal)                      */
+    mcl_node *node;    /* tape node that produced it (NULL for leaves), borrowed            */
+    char name[48];     /* optional, for messages and the parameter registry                 */
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif
