@@ -44,7 +44,8 @@
  * default mode) and the backend exists but fails to open for another reason (a kernel build
  * error, say), the run FAILS (exit 1): only a missing device is a reason to skip.
  *
- * The runner can fail, and proves it: METACL_TEST_BREAK=<op> adds 1e-2 to one element of that
+ * The runner can fail, and proves it: METACL_TEST_BREAK=<op> (a build with --enable-test-hooks)
+ * adds 1e-2 to one element of that
  * op's reference forward output after the backend call (so its "ref fwd" must FAIL), and at
  * start the checker is shown a deliberately wrong array and must call it a mismatch.
  *

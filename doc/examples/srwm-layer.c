@@ -1,4 +1,4 @@
-/* One SRWM layer, out = LayerNorm(h) + h_srwm·W_o (SPEC-ACL §2, dropout off), on host arrays,
+/* One SRWM layer, out = LayerNorm(h) + h_srwm·W_o (the ACL model's layer, doc/acl-model.md; dropout off), on host arrays,
  * on either backend: ./srwm-layer [ref|opencl]. Installed: #include <metacl/metacl.h>,
  * cc srwm-layer.c $(pkg-config --cflags --libs metacl). Built and run by `make check`. */
 #include <stdio.h>
