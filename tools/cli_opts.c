@@ -61,9 +61,15 @@ void mcl_cli_help(FILE *f, const mcl_cli_cmd *cmd)
             snprintf(head, sizeof head, "-h, --help");
         }
         if (strlen(head) > 24)
-            fprintf(f, "  %s\n  %-24s  %s", head, "", help);
+            fprintf(f, "  %s\n  %-24s  ", head, "");
         else
-            fprintf(f, "  %-24s  %s", head, help);
+            fprintf(f, "  %-24s  ", head);
+        for (const char *h = help; *h; h++) { /* a help of several lines: each one indented */
+            if (*h == '\n')
+                fprintf(f, "\n%28s", "");
+            else
+                fputc(*h, f);
+        }
         if (i < cmd->n_opts && cmd->opts[i].type == MCL_CLI_TYPE_APPEND)
             fprintf(f, " (repeatable)");
         if (def) fprintf(f, " (default %s)", def);
@@ -80,7 +86,7 @@ int mcl_cli_given(const mcl_cli_cmd *cmd, const mcl_cli_parsed *p, const char *n
     return 0;
 }
 
-/* Defaults: a row without one keeps the caller's value (flags: 0, lists: empty). */
+/* Defaults: a row without one keeps the caller's value (flags: 0, strings: "", lists: empty). */
 static int set_defaults(const mcl_cli_cmd *cmd, void *obj)
 {
     for (int i = 0; i < cmd->n_opts; i++) {
@@ -90,6 +96,8 @@ static int set_defaults(const mcl_cli_cmd *cmd, void *obj)
             *COUNT(obj, k) = 0;
         } else if (k->type == MCL_KEY_TYPE_FLAG) {
             *(int *)(void *)((char *)obj + k->off) = 0;
+        } else if (k->type == MCL_KEY_TYPE_STR && !k->def) {
+            *((char *)obj + k->off) = 0;
         } else if (k->def && mcl_key_set(k, obj, k->def, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: internal error: default of --%s: %s\n", cmd->name, k->name, err);
             return 1;

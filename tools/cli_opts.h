@@ -38,7 +38,8 @@ typedef struct mcl_cli_arg {
 } mcl_cli_arg;
 
 /* Row builders: long name (no dashes), short letter (0 = none), struct, field, ..., default
- * as text (NULL = the field keeps what the caller put there; help shows no default),
+ * as text (NULL: a number keeps what the caller put there, a string is ""; help then shows
+ * no default; a help of several lines has '\n' between them),
  * metavar (NULL = derived from the type), help line. */
 #define MCL_OPT_FLAG(n, sh, st, f, h) \
     {.name = n, .type = MCL_KEY_TYPE_FLAG, .off = offsetof(st, f), .lo = 0, .hi = 1, .help = h, .short_name = sh}

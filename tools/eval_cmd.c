@@ -68,14 +68,14 @@ static const mcl_key eval_keys[] = {
     MCL_OPT_APPEND("ckpt", 0, eval_opts, models, n_models, "[NAME=]FILE",
                    "a trained checkpoint (the table compares them)"),
     MCL_OPT_ENUM("protocol", 0, eval_opts, protocol, PROTOCOLS, NULL,
-                 "seq / two-task: N-way K-shot task sequences, A alone, B alone, A and B after A->B\n"
-                 "                            (paper Tables 1, 2, 9); split-dil / split-cil: Split-X, domain /\n"
-                 "                            class incremental (SPEC-ACL 5) (required)"),
+                 "(required) seq / two-task: N-way K-shot task sequences, A alone,\n"
+                 "B alone, A and B after A->B (paper Tables 1, 2, 9); split-dil /\n"
+                 "split-cil: Split-X, domain / class incremental (SPEC-ACL 5)"),
     MCL_OPT_APPEND("data", 0, eval_opts, data, n_data, "SPEC",
                    "data set [@classes], e.g. hanzi, fmnist@0-4 (seq: one per task)"),
     MCL_OPT_INT("tasks", 0, eval_opts, tasks, 1, MCL_ACL_MAX_TASKS, NULL, "T",
                 "tasks per sequence (seq: default = number of --data, two-task: 2;\n"
-                "                            split-dil: 5; split-cil: 5, or 2 for the 2-task version)"),
+                "split-dil: 5; split-cil: 5, or 2 for the 2-task version)"),
     MCL_OPT_INT("n-way", 0, eval_opts, n_way, 1, 1000, "5", "N", "seq: classes per task"),
     MCL_OPT_INT("k-shot", 0, eval_opts, k_shot, 1, 10000, "5", "K",
                 "seq: examples per class; split: training images per class"),
@@ -84,13 +84,13 @@ static const mcl_key eval_keys[] = {
     MCL_OPT_INT("seed", 0, eval_opts, seed, 0, 2000000000, "1", "S", "seed of the episodes, splits and baselines"),
     MCL_OPT_APPEND("baseline", 0, eval_opts, models, n_models, "sgd|adam[:LR:EPOCHS]",
                    "also run the Conv-4 + linear baseline trained with SGD or Adam on\n"
-                   "                            each task in turn (lr and epochs: defaults of doc/acl.md)"),
+                   "each task in turn (lr and epochs: defaults of doc/acl.md)"),
     MCL_OPT_FLAG("final-only", 0, eval_opts, final_only,
                  "split: query only after the last task (the paper's protocol; no\n"
-                 "                            backward transfer / forgetting, 5x faster for 5 tasks)"),
+                 "backward transfer / forgetting, 5x faster for 5 tasks)"),
     MCL_OPT_FLAG("select", 0, eval_opts, select,
                  "seq/two-task: choose each baseline's lr and epochs by a grid search\n"
-                 "                            on the same protocol over the meta-validation classes"),
+                 "on the same protocol over the meta-validation classes"),
     MCL_OPT_STR("figures", 0, eval_opts, figures, NULL, "DIR", "write PNG figures (accuracy matrices, SRWM heat-maps)"),
     MCL_OPT_STR("data-dir", 0, eval_opts, data_dir, NULL, "DIR", "prepared data sets (default $METACL_DATA or data/cache)"),
     MCL_OPT_FLAG("json", 0, eval_opts, json, "print JSON instead of the Markdown table"),
@@ -100,9 +100,9 @@ static const mcl_key eval_keys[] = {
 #define N_EVAL_KEYS ((int)(sizeof eval_keys / sizeof eval_keys[0]))
 
 static const char eval_synopsis[] =
-    "FAMILY --ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil --data SPEC...\n"
-    "FAMILY ... [--tasks T] [--n-way N] [--k-shot K] [--runs R] [--episodes E] [--seed S]\n"
-    "FAMILY ... [--baseline sgd|adam[:LR:EPOCHS]]... [--figures DIR] [--json] [--backend ref|opencl]";
+    "--ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil --data SPEC...\n"
+    "... [--tasks T] [--n-way N] [--k-shot K] [--runs R] [--episodes E] [--seed S]\n"
+    "... [--baseline sgd|adam[:LR:EPOCHS]]... [--figures DIR] [--json] [--backend ref|opencl]";
 static const char eval_about[] =
     "The evaluation protocols of SPEC-ACL 5 on trained checkpoints, next to the hand-crafted\n"
     "SGD/Adam baselines on the same data. A table on stdout (mean +- std over runs, in %).";
@@ -388,7 +388,7 @@ static void print_eval_families(FILE *f, const void *arg)
 
 int mcl_cli_eval(int argc, char **argv)
 {
-    mcl_cli_cmd cmd = {.name = "eval", .synopsis = eval_synopsis, .about = eval_about, .opts = eval_keys,
+    mcl_cli_cmd cmd = {.name = "eval FAMILY", .synopsis = eval_synopsis, .about = eval_about, .opts = eval_keys,
                        .n_opts = N_EVAL_KEYS, .more_help = print_eval_families};
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         mcl_cli_help(argc < 2 ? stderr : stdout, &cmd);

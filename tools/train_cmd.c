@@ -38,9 +38,9 @@ static const mcl_key train_keys[] = {
 static void print_families(FILE *f, const void *arg)
 {
     (void)arg;
-    fprintf(f, "families: ");
-    mcl_cli_print_families(f);
-    fprintf(f, " (`metacl train FAMILY --help` lists the family's config keys)\n");
+    fprintf(f, "families (`metacl train FAMILY --help` lists a family's config keys):\n");
+    for (const mcl_family *const *fam = mcl_families(); *fam; fam++)
+        fprintf(f, "  %-24s  %s\n", (*fam)->kind, (*fam)->summary ? (*fam)->summary : "");
 }
 
 /* The keys of one family, after the options in `metacl train FAMILY --help`. */
@@ -51,14 +51,14 @@ static void print_keys(FILE *f, const void *arg)
     mcl_run_cfg_print_help(f, fam);
 }
 
-static const char train_synopsis[] = "FAMILY --config FILE [--set key=value]... [--out RUN_DIR] [--backend ref|opencl] [--device N|NAME] [--quiet]\n"
-                                     "FAMILY --resume RUN_DIR [--set key=value]... [--backend ...]";
+static const char train_synopsis[] = "--config FILE [--set key=value]... [--out RUN_DIR] [--backend ref|opencl] [--device N|NAME] [--quiet]\n"
+                                     "--resume RUN_DIR [--set key=value]... [--backend ...]";
 static const char train_epilog[] = "A run directory gets config.txt, metrics.csv, log.txt, last.ckpt, best.ckpt.\n"
                                    "Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage.";
 
 int mcl_cli_train(int argc, char **argv)
 {
-    mcl_cli_cmd cmd = {.name = "train", .synopsis = train_synopsis, .about = "Train a model of a family on the harness.",
+    mcl_cli_cmd cmd = {.name = "train FAMILY", .synopsis = train_synopsis, .about = "Train a model of a family on the harness.",
                        .opts = train_keys, .n_opts = N_TRAIN_KEYS, .epilog = train_epilog,
                        .more_help = print_families};
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
