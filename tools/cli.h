@@ -25,7 +25,7 @@ int mcl_cli_bench_ops(int argc, char **argv);
 /* Backend by name ("ref", "opencl"; NULL/empty = $METACL_BACKEND, else ref).
  * Returns 0, or 2 after printing a usage error. */
 int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind);
-/* Open a context on the named backend and device (NULL = $METACL_DEVICE / default).
+/* Open a context on the named backend and device (NULL or "" = $METACL_DEVICE / default).
  * Returns 0, 2 (unknown backend name) or 1 (the backend could not be opened), with a message
  * on stderr. */
 int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx);
