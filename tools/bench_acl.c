@@ -284,8 +284,8 @@ static const workload workloads[] = {
 #define N_WORKLOADS ((int)(sizeof workloads / sizeof workloads[0]))
 
 typedef struct bacl_opts {
-    char backend[64], device[256], only[256];
-    int reps, threads, json;
+    char backend[64], device[256], only[16][32]; /* a name may repeat */
+    int n_only, reps, threads, json;
 } bacl_opts;
 
 static const mcl_key bacl_keys[] = {
@@ -294,7 +294,7 @@ static const mcl_key bacl_keys[] = {
     MCL_OPT_INT("reps", 0, bacl_opts, reps, 1, 100000, NULL, "N",
                 "timed iterations per workload (default 10; acl_step 5)"),
     MCL_OPT_INT("threads", 0, bacl_opts, threads, 1, 4096, NULL, "N", "OpenMP threads of the reference backend"),
-    MCL_OPT_STR("only", 0, bacl_opts, only, NULL, "NAME[,NAME...]", "only these workloads"),
+    MCL_OPT_STRLIST("only", 0, bacl_opts, only, n_only, "NAME[,NAME...]", "only these workloads"),
     MCL_OPT_FLAG("json", 0, bacl_opts, json, "print JSON instead of a table"),
 };
 static const mcl_cli_cmd bacl_cmd = {
@@ -310,24 +310,18 @@ int mcl_cli_bench_acl(int argc, char **argv)
     mcl_cli_parsed p;
     int prc = mcl_cli_parse(&bacl_cmd, argc, argv, &o, &p);
     if (prc != MCL_CLI_GO) return prc;
-    const char *backend = o.backend, *device = o.device, *only = o.only[0] ? o.only : NULL;
+    const char *backend = o.backend, *device = o.device;
     const int json = o.json, reps = o.reps, threads = o.threads;
     int selected[N_WORKLOADS];
-    for (int w = 0; w < N_WORKLOADS; w++) selected[w] = only == NULL;
-    if (only) {
-        char *copy = strdup(only), *save = NULL;
-        if (!copy) return 1;
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            int found = 0;
-            for (int w = 0; w < N_WORKLOADS; w++)
-                if (!strcmp(tok, workloads[w].name)) selected[w] = found = 1;
-            if (!found) {
-                fprintf(stderr, "metacl bench acl: unknown workload '%s' (srwm, conv4_28, conv4_32, acl_step)\n", tok);
-                free(copy);
-                return 2;
-            }
+    for (int w = 0; w < N_WORKLOADS; w++) selected[w] = o.n_only == 0;
+    for (int i = 0; i < o.n_only; i++) {
+        int found = 0;
+        for (int w = 0; w < N_WORKLOADS; w++)
+            if (!strcmp(o.only[i], workloads[w].name)) selected[w] = found = 1;
+        if (!found) {
+            fprintf(stderr, "metacl bench acl: unknown workload '%s' (srwm, conv4_28, conv4_32, acl_step)\n", o.only[i]);
+            return 2;
         }
-        free(copy);
     }
 #ifdef _OPENMP
     if (threads > 0) omp_set_num_threads(threads);

@@ -29,6 +29,8 @@ static const char *metavar(const mcl_key *k)
     case MCL_KEY_TYPE_FLOAT: return "X";
     case MCL_KEY_TYPE_BOOL: return "0|1";
     case MCL_KEY_TYPE_ENUM: return k->choices;
+    case MCL_KEY_TYPE_STRLIST: return "NAME[,NAME...]";
+    case MCL_KEY_TYPE_FLOATLIST: return "X[,X...]";
     case MCL_KEY_TYPE_FLAG: return "";
     default: return "VALUE";
     }
@@ -92,7 +94,8 @@ static int set_defaults(const mcl_cli_cmd *cmd, void *obj)
     for (int i = 0; i < cmd->n_opts; i++) {
         const mcl_key *k = &cmd->opts[i];
         char err[256];
-        if (k->type == MCL_CLI_TYPE_APPEND) {
+        if (k->type == MCL_CLI_TYPE_APPEND ||
+            ((k->type == MCL_KEY_TYPE_STRLIST || k->type == MCL_KEY_TYPE_FLOATLIST) && !k->def)) {
             *COUNT(obj, k) = 0;
         } else if (k->type == MCL_KEY_TYPE_FLAG) {
             *(int *)(void *)((char *)obj + k->off) = 0;

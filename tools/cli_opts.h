@@ -57,6 +57,11 @@ typedef struct mcl_cli_arg {
 #define MCL_OPT_STR(n, sh, st, f, d, mv, h)                                                      \
     {.name = n, .type = MCL_KEY_TYPE_STR, .off = offsetof(st, f), .size = sizeof(((st *)0)->f), \
      .def = d, .help = h, .short_name = sh, .metavar = mv}
+/* A comma list in one value ("a,b,c"): char f[max][item], count in cnt. */
+#define MCL_OPT_STRLIST(n, sh, st, f, cnt, mv, h)                                                   \
+    {.name = n, .type = MCL_KEY_TYPE_STRLIST, .off = offsetof(st, f), .size = sizeof(((st *)0)->f), \
+     .max = (int)(sizeof(((st *)0)->f) / sizeof(((st *)0)->f[0])), .count_off = offsetof(st, cnt),  \
+     .help = h, .short_name = sh, .metavar = mv}
 #define MCL_OPT_APPEND(n, sh, st, f, cnt, mv, h)                                                     \
     {.name = n, .type = MCL_CLI_TYPE_APPEND, .off = offsetof(st, f), .size = sizeof(((st *)0)->f), \
      .max = (int)(sizeof(((st *)0)->f) / sizeof(mcl_cli_arg)), .count_off = offsetof(st, cnt),      \
