@@ -283,67 +283,45 @@ static const workload workloads[] = {
 };
 #define N_WORKLOADS ((int)(sizeof workloads / sizeof workloads[0]))
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: metacl bench acl [--backend ref|opencl] [--device N|NAME] [--reps N]\n"
-               "                        [--threads N] [--only NAME[,NAME...]] [--json]\n"
-               "  workloads: srwm, conv4_28, conv4_32, acl_step (see tools/bench_acl.c)\n"
-               "  --reps N     timed iterations per workload (default 10; acl_step 5)\n"
-               "  --threads N  OpenMP threads of the reference backend\n"
-               "  compare with PyTorch: python3 tools/bench-acl-vs-torch.py\n");
-}
+typedef struct bacl_opts {
+    char backend[64], device[256], only[16][32]; /* a name may repeat */
+    int n_only, reps, threads, json;
+} bacl_opts;
 
+static const mcl_key bacl_keys[] = {
+    MCL_OPT_BACKEND(bacl_opts, backend),
+    MCL_OPT_DEVICE(bacl_opts, device),
+    MCL_OPT_INT("reps", 0, bacl_opts, reps, 1, 100000, NULL, "N",
+                "timed iterations per workload (default 10; acl_step 5)"),
+    MCL_OPT_INT("threads", 0, bacl_opts, threads, 1, 4096, NULL, "N", "OpenMP threads of the reference backend"),
+    MCL_OPT_STRLIST("only", 0, bacl_opts, only, n_only, "NAME[,NAME...]", "only these workloads"),
+    MCL_OPT_FLAG("json", 0, bacl_opts, json, "print JSON instead of a table"),
+};
+static const mcl_cli_cmd bacl_cmd = {
+    .name = "bench acl",
+    .synopsis = "[--backend ref|opencl] [--device N|NAME] [--reps N] [--threads N] [--only NAME[,NAME...]] [--json]",
+    .about = "Times the ACL model's workloads: srwm, conv4_28, conv4_32, acl_step (see tools/bench_acl.c).",
+    .opts = bacl_keys, .n_opts = (int)(sizeof bacl_keys / sizeof bacl_keys[0]),
+    .epilog = "compare with PyTorch: python3 tools/bench-acl-vs-torch.py"};
 
 int mcl_cli_bench_acl(int argc, char **argv)
 {
-    const char *backend = NULL, *device = NULL, *only = NULL;
-    int json = 0, reps = 0, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--backend", &backend)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--device", &device)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--only", &only)) != 0) {
-            if (r < 0) return 2;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--reps", &v)) != 0) {
-            if (r < 0) return 2;
-            if (mcl_cli_parse_int(v, 1, 100000, &reps)) {
-                fprintf(stderr, "metacl bench acl: --reps '%s': want an integer in [1, 100000]\n", v);
-                return 2;
-            }
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--threads", &v)) != 0) {
-            if (r < 0) return 2;
-            if (mcl_cli_parse_int(v, 1, 4096, &threads)) {
-                fprintf(stderr, "metacl bench acl: --threads '%s': want an integer in [1, 4096]\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "metacl bench acl: unknown option '%s'\n", argv[i]);
-            usage(stderr);
+    bacl_opts o = {.reps = 0, .threads = 0};
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&bacl_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    const char *backend = o.backend, *device = o.device;
+    const int json = o.json, reps = o.reps, threads = o.threads;
+    int selected[N_WORKLOADS];
+    for (int w = 0; w < N_WORKLOADS; w++) selected[w] = o.n_only == 0;
+    for (int i = 0; i < o.n_only; i++) {
+        int found = 0;
+        for (int w = 0; w < N_WORKLOADS; w++)
+            if (!strcmp(o.only[i], workloads[w].name)) selected[w] = found = 1;
+        if (!found) {
+            fprintf(stderr, "metacl bench acl: unknown workload '%s' (srwm, conv4_28, conv4_32, acl_step)\n", o.only[i]);
             return 2;
         }
-    }
-    int selected[N_WORKLOADS];
-    for (int w = 0; w < N_WORKLOADS; w++) selected[w] = only == NULL;
-    if (only) {
-        char *copy = strdup(only), *save = NULL;
-        if (!copy) return 1;
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            int found = 0;
-            for (int w = 0; w < N_WORKLOADS; w++)
-                if (!strcmp(tok, workloads[w].name)) selected[w] = found = 1;
-            if (!found) {
-                fprintf(stderr, "metacl bench acl: unknown workload '%s' (srwm, conv4_28, conv4_32, acl_step)\n", tok);
-                free(copy);
-                return 2;
-            }
-        }
-        free(copy);
     }
 #ifdef _OPENMP
     if (threads > 0) omp_set_num_threads(threads);

@@ -29,17 +29,24 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: metacl bench data [--json] [--data-dir DIR] [--min-time S]\n"
-               "  Images/s of the stroke renderer on one core, for each stroke set available\n"
-               "  (hanzi: its npm tarball in the data dir; kanji, hershey: Debian packages),\n"
-               "  or for synthetic glyphs when none is.\n"
-               "  --json        print a JSON array instead of a table\n"
-               "  --data-dir D  where the hanzi tarball is (default $METACL_DATA or data/cache)\n"
-               "  --min-time S  seconds per measurement (default 1.0)\n"
-               "  -h, --help    this text\n");
-}
+typedef struct bdata_opts {
+    int json;
+    char data_dir[4096];
+    float min_time;
+} bdata_opts;
+
+static const mcl_key bdata_keys[] = {
+    MCL_OPT_FLAG("json", 0, bdata_opts, json, "print a JSON array instead of a table"),
+    MCL_OPT_STR("data-dir", 0, bdata_opts, data_dir, NULL, "DIR",
+                "where the hanzi tarball is (default $METACL_DATA or data/cache)"),
+    MCL_OPT_FLOAT("min-time", 0, bdata_opts, min_time, 1e-3, 600, "1.0", "S", "seconds per measurement"),
+};
+static const mcl_cli_cmd bdata_cmd = {
+    .name = "bench data", .synopsis = "[--json] [--data-dir DIR] [--min-time S]",
+    .about = "Images/s of the stroke renderer on one core, for each stroke set available\n"
+             "(hanzi: its npm tarball in the data dir; kanji, hershey: Debian packages),\n"
+             "or for synthetic glyphs when none is.",
+    .opts = bdata_keys, .n_opts = (int)(sizeof bdata_keys / sizeof bdata_keys[0])};
 
 /* Rendered images per second (distorted, or clean). */
 static double rate(const mcl_strokeset *s, int clean, double min_time, uint64_t *checksum)
@@ -99,34 +106,13 @@ static mcl_strokeset *synthetic_set(int n)
 
 int mcl_cli_bench_data(int argc, char **argv)
 {
-    int json = 0;
-    const char *data_dir = NULL;
-    double min_time = 1.0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int r;
-        if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--data-dir", &v)) != 0) {
-            if (r < 0) return 2;
-            data_dir = v;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--min-time", &v)) != 0) {
-            if (r < 0) return 2;
-            char *end;
-            errno = 0;
-            min_time = strtod(v, &end);
-            if (errno || end == v || *end || !(min_time > 0.0 && min_time <= 600.0)) {
-                fprintf(stderr, "metacl bench data: bad --min-time '%s' (want 0 < S <= 600)\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "metacl bench data: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-    }
+    bdata_opts o;
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&bdata_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    const int json = o.json;
+    const char *data_dir = o.data_dir[0] ? o.data_dir : NULL;
+    const double min_time = o.min_time;
     if (!data_dir) data_dir = mcl_data_dir_default();
 
     static const char *const sets[] = {"hanzi", "kanji", "hershey"};
@@ -142,7 +128,7 @@ int mcl_cli_bench_data(int argc, char **argv)
         char err[512] = "";
         if (k < 3) {
             if (k == 0) { /* never download from a benchmark */
-                char tgz[4096];
+                char tgz[4200];
                 struct stat st;
                 snprintf(tgz, sizeof tgz, "%s/hanzi-writer-data-2.0.1.tgz", data_dir);
                 if (stat(tgz, &st) != 0) {

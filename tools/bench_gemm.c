@@ -10,7 +10,6 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #endif
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,56 +58,30 @@ static void fill(float *x, int64_t n, uint32_t seed)
     }
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: metacl bench gemm [--json] [--reps N] [--threads N]\n"
-            "  Times the reference sgemm (row-major, no transposes) on fixed shapes\n"
-            "  and prints GFLOP/s (best and median call).\n"
-            "  --json       print a JSON array instead of a table\n"
-            "  --reps N     time exactly N calls per shape (default: >= %.1f s, >= %d calls)\n"
-            "  --threads N  OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
-            "  -h, --help   this text\n",
-            MIN_SECONDS, MIN_REPS);
-}
+typedef struct gemm_opts {
+    int json, reps, threads;
+} gemm_opts;
 
-/* Parses a positive int in [1, max]; returns 0 on success. */
-static int parse_pos_int(const char *s, long max, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > max) return -1;
-    *out = (int)v;
-    return 0;
-}
+static const mcl_key gemm_keys[] = {
+    MCL_OPT_FLAG("json", 0, gemm_opts, json, "print a JSON array instead of a table"),
+    MCL_OPT_INT("reps", 0, gemm_opts, reps, 1, MAX_REPS, NULL, "N",
+                "time exactly N calls per shape (default: >= 0.3 s and >= 10 calls)"),
+    MCL_OPT_INT("threads", 0, gemm_opts, threads, 1, 4096, NULL, "N",
+                "OpenMP threads (default: OMP_NUM_THREADS or all cores)"),
+};
+static const mcl_cli_cmd gemm_cmd = {
+    .name = "bench gemm", .synopsis = "[--json] [--reps N] [--threads N]",
+    .about = "Times the reference sgemm (row-major, no transposes) on fixed shapes\n"
+             "and prints GFLOP/s (best and median call).",
+    .opts = gemm_keys, .n_opts = (int)(sizeof gemm_keys / sizeof gemm_keys[0])};
 
 int mcl_cli_bench_gemm(int argc, char **argv)
 {
-    int json = 0, reps = 0, threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--reps") || !strcmp(a, "--threads")) {
-            const int is_reps = !strcmp(a, "--reps");
-            if (i + 1 >= argc) {
-                fprintf(stderr, "metacl bench gemm: %s needs a value\n", a);
-                return 2;
-            }
-            if (parse_pos_int(argv[++i], is_reps ? MAX_REPS : 4096, is_reps ? &reps : &threads)) {
-                fprintf(stderr, "metacl bench gemm: bad value for %s: '%s' (want 1..%d)\n", a,
-                        argv[i], is_reps ? MAX_REPS : 4096);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "metacl bench gemm: unknown option '%s' (try --help)\n", a);
-            return 2;
-        }
-    }
+    gemm_opts o = {0, 0, 0};
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&gemm_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    const int json = o.json, reps = o.reps, threads = o.threads;
 #ifdef _OPENMP
     if (threads > 0) omp_set_num_threads(threads);
     const int nthreads = omp_get_max_threads();

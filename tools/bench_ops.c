@@ -234,38 +234,33 @@ static double mlp_step_ms(mcl_ctx *ctx, double min_time, int *ok)
 
 static double ratio(double base, double x) { return (x > 0 && base > 0) ? base / x : NAN; }
 
+typedef struct ops_opts {
+    char backend[64], device[256], only[64];
+    float min_time;
+    int json;
+} ops_opts;
+
+static const mcl_key ops_keys[] = {
+    MCL_OPT_STR("backend", 0, ops_opts, backend, "opencl", "ref|opencl", "the backend to time"),
+    MCL_OPT_DEVICE(ops_opts, device),
+    MCL_OPT_STR("only", 'o', ops_opts, only, NULL, "OP", "only that op; -o mlp_step only the MLP training step"),
+    MCL_OPT_FLOAT("min-time", 0, ops_opts, min_time, 1e-3, 60, "0.2", "SECONDS", "seconds per measurement"),
+    MCL_OPT_FLAG("json", 0, ops_opts, json, "print JSON instead of a table"),
+};
+static const mcl_cli_cmd ops_cmd = {
+    .name = "bench ops", .synopsis = "[--backend ref|opencl] [--device N|NAME] [-o OP] [--min-time SECONDS] [--json]",
+    .about = "Forward and backward time of each op on a backend next to the reference backend's.",
+    .opts = ops_keys, .n_opts = (int)(sizeof ops_keys / sizeof ops_keys[0])};
+
 int mcl_cli_bench_ops(int argc, char **argv)
 {
-    const char *backend = NULL, *device = NULL, *only = NULL, *mt = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        int t = mcl_cli_take_value(argc, argv, &i, "--backend", &backend);
-        if (!t) t = mcl_cli_take_value(argc, argv, &i, "--device", &device);
-        if (!t) t = mcl_cli_take_value(argc, argv, &i, "-o", &only);
-        if (!t) t = mcl_cli_take_value(argc, argv, &i, "--min-time", &mt);
-        if (t < 0) return 2;
-        if (t > 0) continue;
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: metacl bench ops [--backend ref|opencl] [--device N|NAME] [-o OP] "
-                   "[--min-time SECONDS] [--json]\n"
-                   "  -o OP        only that op; -o mlp_step only the MLP training step\n");
-            return 0;
-        } else {
-            fprintf(stderr, "metacl bench ops: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
-    double min_time = 0.2;
-    if (mt) {
-        char *end;
-        min_time = strtod(mt, &end);
-        if (*end || !(min_time > 0 && min_time <= 60)) {
-            fprintf(stderr, "metacl bench ops: --min-time must be in (0, 60] seconds\n");
-            return 2;
-        }
-    }
+    ops_opts o;
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&ops_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    const char *backend = o.backend, *device = o.device, *only = o.only[0] ? o.only : NULL;
+    const int json = o.json;
+    const double min_time = o.min_time;
     const int mlp_only = only && strcmp(only, "mlp_step") == 0;
     if (only && !mlp_only && mcl_op_by_name(only) == MCL_OP_COUNT) {
         fprintf(stderr, "metacl bench ops: unknown op '%s'\n", only);
@@ -274,7 +269,7 @@ int mcl_cli_bench_ops(int argc, char **argv)
     mcl_ctx *ref = NULL, *dev = NULL;
     int rc = mcl_cli_open_ctx("ref", NULL, &ref);
     if (rc) return rc;
-    rc = mcl_cli_open_ctx(backend ? backend : "opencl", device, &dev);
+    rc = mcl_cli_open_ctx(backend, device, &dev);
     if (rc) {
         mcl_ctx_free(ref);
         return rc;

@@ -13,12 +13,6 @@
 #include "acl.h"
 #include "cli.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: metacl ckpt info FILE\n"
-               "       metacl ckpt export IN OUT     (model only: config and parameters)\n");
-}
-
 /* Reads the whole checkpoint at path into the model it describes (a full load checks every
  * section) on a reference context; restore_rng: also its random state, which export keeps.
  * 0 on success; 1 after printing the error. Either way *ctx, *m and *info are to be freed. */
@@ -37,28 +31,33 @@ static int load_ckpt(const char *path, int restore_rng, mcl_ctx **ctx, mcl_acl *
     return 0;
 }
 
-int mcl_cli_ckpt(int argc, char **argv)
+static const mcl_cli_cmd info_cmd = {
+    .name = "ckpt info", .synopsis = "FILE",
+    .about = "What a checkpoint holds: model kind, format version, writer, config, optimizer state,\n"
+             "random state and counters (the whole file is verified). Exit: 0 ok, 1 a bad file.",
+    .max_pos = 1};
+static const mcl_cli_cmd export_cmd = {
+    .name = "ckpt export", .synopsis = "IN OUT",
+    .about = "The model alone (config + parameters, no optimizer state; counters kept): what\n"
+             "data/checkpoints/ ships; written atomically. Exit: 0 ok, 1 a bad file.",
+    .max_pos = 2};
+
+static int run(int is_export, int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    const int info_cmd = !strcmp(argv[1], "info"), export_cmd = !strcmp(argv[1], "export");
-    if (!info_cmd && !export_cmd) {
-        fprintf(stderr, "metacl ckpt: unknown subcommand '%s' (info, export)\n", argv[1]);
-        return 2;
-    }
-    if (argc != (info_cmd ? 3 : 4)) {
-        usage(stderr);
-        return 2;
-    }
+    const mcl_cli_cmd *spec = is_export ? &export_cmd : &info_cmd;
+    mcl_cli_parsed p;
+    int rc = mcl_cli_parse(spec, argc, argv, NULL, &p); /* no options */
+    if (rc != MCL_CLI_GO) return rc;
+    if (p.n_pos != spec->max_pos)
+        return mcl_cli_usage_error(spec, "want %s", spec->synopsis);
+    const char *in = p.pos[0], *outp = is_export ? p.pos[1] : NULL;
     char err[1024];
     mcl_ctx *ctx;
     mcl_acl *m;
     mcl_ckpt_info info;
-    int rc = load_ckpt(argv[2], export_cmd, &ctx, &m, &info, err, sizeof err);
-    if (rc == 0 && info_cmd) {
-        printf("%s: model %s, format %u, written by %s\n", argv[2], info.model_kind, info.version,
+    rc = load_ckpt(in, is_export, &ctx, &m, &info, err, sizeof err);
+    if (rc == 0 && !is_export) {
+        printf("%s: model %s, format %u, written by %s\n", in, info.model_kind, info.version,
                info.created_by);
         printf("parameters: %lld in %d tensors\n", (long long)mcl_params_numel(mcl_acl_params(m)),
                mcl_params_count(mcl_acl_params(m)));
@@ -70,16 +69,30 @@ int mcl_cli_ckpt(int argc, char **argv)
             printf("counter %s = %" PRIu64 "\n", info.counters[i].name, info.counters[i].value);
         printf("config:\n%s", info.config);
     } else if (rc == 0) {
-        if (mcl_acl_save(m, argv[3], NULL, info.counters, info.n_counters, err, sizeof err) !=
+        if (mcl_acl_save(m, outp, NULL, info.counters, info.n_counters, err, sizeof err) !=
             MCL_OK) {
             fprintf(stderr, "metacl ckpt: %s\n", err);
             rc = 1;
         } else {
-            printf("wrote %s (model only, counters kept)\n", argv[3]);
+            printf("wrote %s (model only, counters kept)\n", outp);
         }
     }
     mcl_ckpt_info_free(&info);
     mcl_acl_free(m);
     mcl_ctx_free(ctx);
     return rc;
+}
+
+static int cmd_info(int argc, char **argv) { return run(0, argc, argv); }
+static int cmd_export(int argc, char **argv) { return run(1, argc, argv); }
+
+const mcl_cli_sub mcl_cli_ckpt_subs[] = {
+    {"info", "FILE", "show a checkpoint (the whole file is verified)", cmd_info},
+    {"export", "IN OUT", "copy its model without optimizer state", cmd_export},
+};
+const int mcl_cli_n_ckpt_subs = (int)(sizeof mcl_cli_ckpt_subs / sizeof mcl_cli_ckpt_subs[0]);
+
+int mcl_cli_ckpt(int argc, char **argv)
+{
+    return mcl_cli_dispatch("ckpt", mcl_cli_ckpt_subs, mcl_cli_n_ckpt_subs, argc, argv);
 }

@@ -2,7 +2,20 @@
 #ifndef MCL_CLI_H
 #define MCL_CLI_H
 
+#include "cli_opts.h"
 #include "metacl.h"
+
+/* The subcommand tables of `metacl data`, `metacl bench` and `metacl ckpt` (for dispatch and
+ * for the listing of `metacl --help`). */
+extern const mcl_cli_sub mcl_cli_data_subs[];
+extern const int mcl_cli_n_data_subs;
+extern const mcl_cli_sub mcl_cli_bench_subs[];
+extern const int mcl_cli_n_bench_subs;
+extern const mcl_cli_sub mcl_cli_ckpt_subs[];
+extern const int mcl_cli_n_ckpt_subs;
+
+/* Families of `metacl train` / `metacl eval`, as " acl, ..." (from mcl_families()). */
+void mcl_cli_print_families(FILE *f);
 
 /* `metacl bench gemm`: GFLOP/s of the reference sgemm (tools/bench_gemm.c). */
 int mcl_cli_bench_gemm(int argc, char **argv);
@@ -12,17 +25,10 @@ int mcl_cli_bench_ops(int argc, char **argv);
 /* Backend by name ("ref", "opencl"; NULL/empty = $METACL_BACKEND, else ref).
  * Returns 0, or 2 after printing a usage error. */
 int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind);
-/* Open a context on the named backend and device (NULL = $METACL_DEVICE / default).
+/* Open a context on the named backend and device (NULL or "" = $METACL_DEVICE / default).
  * Returns 0, 2 (unknown backend name) or 1 (the backend could not be opened), with a message
  * on stderr. */
 int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx);
-/* If argv[*i] is `flag`, store the next argument in *value, advance *i and return 1;
- * return 0 when argv[*i] is another option, -1 (message printed) when the value is missing. */
-int mcl_cli_take_value(int argc, char **argv, int *i, const char *flag, const char **value);
-
-/* Parse a decimal integer in [lo, hi]: 0, or 1 when s is not one. */
-int mcl_cli_parse_int(const char *s, long lo, long hi, int *out);
-
 /* `metacl data prepare|info|show`: prepared image sets (tools/data_cmd.c). */
 int mcl_cli_data(int argc, char **argv);
 /* `metacl bench data`: images/s of the stroke renderer on one core (tools/bench_data.c). */

@@ -1,10 +1,10 @@
 /* cli_common.c — option helpers shared by the metacl subcommands. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "train.h"
 
 int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind)
 {
@@ -27,6 +27,7 @@ int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx)
     int rc = mcl_cli_parse_backend(backend, &kind);
     if (rc) return rc;
     char err[512];
+    if (device && !*device) device = NULL; /* an option not given: "" */
     if (mcl_ctx_create(ctx, kind, device, err, sizeof err) != MCL_OK) {
         fprintf(stderr, "metacl: cannot open the %s backend: %s\n",
                 kind == MCL_BACKEND_REF ? "ref" : "opencl", err);
@@ -35,21 +36,9 @@ int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx)
     return 0;
 }
 
-int mcl_cli_take_value(int argc, char **argv, int *i, const char *flag, const char **value)
+void mcl_cli_print_families(FILE *f)
 {
-    if (strcmp(argv[*i], flag) != 0) return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "metacl: option %s needs a value\n", flag);
-        return -1;
-    }
-    *value = argv[++*i];
-    return 1;
-}
-
-int mcl_cli_parse_int(const char *s, long lo, long hi, int *out)
-{
-    int64_t v;
-    if (mcl_parse_i64(s, lo, hi, &v)) return 1;
-    *out = (int)v;
-    return 0;
+    int i = 0;
+    for (const mcl_family *const *fam = mcl_families(); *fam; fam++, i++)
+        fprintf(f, "%s%s", i ? ", " : "", (*fam)->kind);
 }

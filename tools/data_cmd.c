@@ -16,24 +16,6 @@
 
 #define PIX (MCL_IMG * MCL_IMG)
 
-static void data_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: metacl data <subcommand> [options]\n"
-            "  prepare NAME [--data-dir DIR] [--instances N] [--seed N]\n"
-            "        build the prepared set NAME (fmnist, hanzi, kanji, hershey) in DIR/NAME\n"
-            "        (--instances: rendered samples per class of a stroke set, default 20)\n"
-            "  info NAME [--data-dir DIR] [--json]\n"
-            "        classes, images per class, split sizes, mean/std, SHA-256 of the files\n"
-            "        (checked against SHA256SUMS: a mismatch exits 1)\n"
-            "  show NAME --out FILE.png [--classes N] [--samples M] [--seed N] [--scale S]\n"
-            "       [--data-dir DIR]\n"
-            "        contact sheet: per class (a row) a clean rendering then M samples (stroke\n"
-            "        sets) or M images of the set\n"
-            "NAME may also be user data, idx:IMAGES,LABELS or pngdir:DIR (info, show).\n"
-            "DIR defaults to $METACL_DATA, else data/cache.\n");
-}
-
 static int is_stroke_set(const char *name)
 {
     return strcmp(name, "hanzi") == 0 || strcmp(name, "kanji") == 0 ||
@@ -45,63 +27,41 @@ static int is_user_spec(const char *name)
     return strncmp(name, "idx:", 4) == 0 || strncmp(name, "pngdir:", 7) == 0;
 }
 
-/* Parse an integer in [lo, hi]; 0 ok, -1 (message printed) otherwise. */
-static int parse_int(const char *cmd, const char *flag, const char *s, long long lo, long long hi,
-                     long long *v)
-{
-    char *end = NULL;
-    errno = 0;
-    long long x = s && *s ? strtoll(s, &end, 10) : 0;
-    if (!s || !*s || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "metacl data %s: %s needs an integer in %lld..%lld, got '%s'\n", cmd,
-                flag, lo, hi, s ? s : "");
-        return -1;
-    }
-    *v = x;
-    return 0;
-}
-
-static int parse_seed(const char *cmd, const char *s, uint64_t *v)
-{
-    char *end = NULL;
-    errno = 0;
-    unsigned long long x = s && *s && *s != '-' ? strtoull(s, &end, 0) : 0;
-    if (!s || !*s || *s == '-' || *end || errno) {
-        fprintf(stderr, "metacl data %s: --seed needs a non-negative integer, got '%s'\n", cmd,
-                s ? s : "");
-        return -1;
-    }
-    *v = x;
-    return 0;
-}
-
 /* ---- prepare ---- */
+
+#define DATA_DIR_HELP "data directory (default $METACL_DATA, else data/cache)"
+
+typedef struct prepare_opts {
+    char data_dir[4096];
+    int instances;
+    uint64_t seed;
+} prepare_opts;
+
+static const mcl_key prepare_keys[] = {
+    MCL_OPT_STR("data-dir", 0, prepare_opts, data_dir, NULL, "DIR", DATA_DIR_HELP),
+    MCL_OPT_INT("instances", 0, prepare_opts, instances, 1, 100000, "20", "N",
+                "rendered samples per class of a stroke set"),
+    MCL_OPT_U64("seed", 0, prepare_opts, seed, "1", "N", "seed of the renderings of a stroke set"),
+};
+static const mcl_cli_cmd prepare_cmd = {
+    .name = "data prepare", .synopsis = "NAME [--data-dir DIR] [--instances N] [--seed N]",
+    .about = "Build the prepared set NAME (fmnist, hanzi, kanji, hershey) in DIR/NAME.",
+    .opts = prepare_keys, .n_opts = (int)(sizeof prepare_keys / sizeof prepare_keys[0]), .max_pos = 1};
 
 static int cmd_prepare(int argc, char **argv)
 {
-    const char *name = NULL, *data_dir = NULL, *inst_s = NULL, *seed_s = NULL;
-    for (int i = 1; i < argc; i++) {
-        int t = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--instances", &inst_s);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--seed", &seed_s);
-        if (t < 0) return 2;
-        if (t > 0) continue;
-        if (argv[i][0] == '-' || name) {
-            fprintf(stderr, "metacl data prepare: unexpected argument '%s'\n", argv[i]);
-            data_usage(stderr);
-            return 2;
-        }
-        name = argv[i];
-    }
-    if (!name) {
+    prepare_opts o;
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&prepare_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    if (p.n_pos == 0) {
         fprintf(stderr, "metacl data prepare: which set? (fmnist, hanzi, kanji, hershey)\n");
         return 2;
     }
-    long long instances = 20;
-    uint64_t seed = 1;
-    if (inst_s && parse_int("prepare", "--instances", inst_s, 1, 100000, &instances) < 0)
-        return 2;
-    if (seed_s && parse_seed("prepare", seed_s, &seed) < 0) return 2;
+    const char *name = p.pos[0], *data_dir = o.data_dir;
+    const long long instances = o.instances;
+    const uint64_t seed = o.seed;
+    const int inst_s = mcl_cli_given(&prepare_cmd, &p, "instances"), seed_s = mcl_cli_given(&prepare_cmd, &p, "seed");
     const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
     char err[1024] = "";
     mcl_status st;
@@ -162,29 +122,34 @@ static void json_str(const char *s)
 
 static const char *const split_names[4] = {"all", "train", "val", "test"};
 
+typedef struct info_opts {
+    char data_dir[4096];
+    int json;
+} info_opts;
+
+static const mcl_key info_keys[] = {
+    MCL_OPT_STR("data-dir", 0, info_opts, data_dir, NULL, "DIR", DATA_DIR_HELP),
+    MCL_OPT_FLAG("json", 0, info_opts, json, "print JSON"),
+};
+static const mcl_cli_cmd info_cmd = {
+    .name = "data info", .synopsis = "NAME [--data-dir DIR] [--json]",
+    .about = "Classes, images per class, split sizes, mean/std, SHA-256 of the files (checked against\n"
+             "SHA256SUMS: a mismatch exits 1). NAME: a prepared set, idx:IMAGES,LABELS or pngdir:DIR.",
+    .opts = info_keys, .n_opts = (int)(sizeof info_keys / sizeof info_keys[0]), .max_pos = 1};
+
 static int cmd_info(int argc, char **argv)
 {
-    const char *name = NULL, *data_dir = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        int t = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir);
-        if (t < 0) return 2;
-        if (t > 0) continue;
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-            continue;
-        }
-        if (argv[i][0] == '-' || name) {
-            fprintf(stderr, "metacl data info: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-        name = argv[i];
-    }
-    if (!name) {
+    info_opts o;
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&info_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    if (p.n_pos == 0) {
         fprintf(stderr, "metacl data info: which set? (a prepared set name, idx:IMAGES,LABELS "
                 "or pngdir:DIR)\n");
         return 2;
     }
+    const char *name = p.pos[0], *data_dir = o.data_dir[0] ? o.data_dir : NULL;
+    const int json = o.json;
     char err[1024] = "", dir[4096] = "";
     int user = is_user_spec(name);
     mcl_prepared_meta meta;
@@ -379,37 +344,37 @@ static int *pick(uint64_t seed, uint64_t stream, int n, int *k)
 #define GAP_CLEAN 3 /* after the clean column of a stroke set */
 #define GAP_SHADE 96
 
+typedef struct show_opts {
+    char data_dir[4096], out[4096];
+    int classes, samples, scale;
+    uint64_t seed;
+} show_opts;
+
+static const mcl_key show_keys[] = {
+    MCL_OPT_STR("out", 'o', show_opts, out, NULL, "FILE.png", "the contact sheet to write (required)"),
+    MCL_OPT_INT("classes", 0, show_opts, classes, 1, 1000, "10", "N", "classes (rows) on the sheet"),
+    MCL_OPT_INT("samples", 0, show_opts, samples, 1, 100, "8", "M", "samples or images per class"),
+    MCL_OPT_U64("seed", 0, show_opts, seed, "1", "N", "which classes, samples and renderings"),
+    MCL_OPT_INT("scale", 0, show_opts, scale, 1, 8, "2", "S", "pixels per image pixel"),
+    MCL_OPT_STR("data-dir", 0, show_opts, data_dir, NULL, "DIR", DATA_DIR_HELP),
+};
+static const mcl_cli_cmd show_cmd = {
+    .name = "data show", .synopsis = "NAME --out FILE.png [--classes N] [--samples M] [--seed N] [--scale S] [--data-dir DIR]",
+    .about = "Contact sheet: per class (a row) a clean rendering then M samples (stroke sets) or M\n"
+             "images of the set. NAME may also be idx:IMAGES,LABELS or pngdir:DIR.",
+    .opts = show_keys, .n_opts = (int)(sizeof show_keys / sizeof show_keys[0]), .max_pos = 1};
+
 static int cmd_show(int argc, char **argv)
 {
-    const char *name = NULL, *data_dir = NULL, *out = NULL, *cls_s = NULL, *smp_s = NULL,
-               *seed_s = NULL, *scale_s = NULL;
-    for (int i = 1; i < argc; i++) {
-        int t = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--out", &out);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "-o", &out);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--classes", &cls_s);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--samples", &smp_s);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--seed", &seed_s);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--scale", &scale_s);
-        if (t < 0) return 2;
-        if (t > 0) continue;
-        if (argv[i][0] == '-' || name) {
-            fprintf(stderr, "metacl data show: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-        name = argv[i];
-    }
-    if (!name || !out) {
-        fprintf(stderr, "metacl data show: usage: metacl data show NAME --out FILE.png "
-                "[--classes N] [--samples M] [--seed N] [--scale S] [--data-dir DIR]\n");
-        return 2;
-    }
-    long long ncls = 10, nsmp = 8, scale = 2;
-    uint64_t seed = 1;
-    if (cls_s && parse_int("show", "--classes", cls_s, 1, 1000, &ncls) < 0) return 2;
-    if (smp_s && parse_int("show", "--samples", smp_s, 1, 100, &nsmp) < 0) return 2;
-    if (scale_s && parse_int("show", "--scale", scale_s, 1, 8, &scale) < 0) return 2;
-    if (seed_s && parse_seed("show", seed_s, &seed) < 0) return 2;
+    show_opts o;
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&show_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    if (p.n_pos == 0 || !o.out[0])
+        return mcl_cli_usage_error(&show_cmd, "want NAME --out FILE.png");
+    const char *name = p.pos[0], *data_dir = o.data_dir[0] ? o.data_dir : NULL, *out = o.out;
+    const long long ncls = o.classes, nsmp = o.samples, scale = o.scale;
+    const uint64_t seed = o.seed;
     const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
     char err[1024] = "";
     int stroke = is_stroke_set(name);
@@ -486,21 +451,16 @@ done:
     return rc;
 }
 
+const mcl_cli_sub mcl_cli_data_subs[] = {
+    {"prepare", "NAME [--data-dir DIR] [--instances N] [--seed N]",
+     "build a prepared image set (fmnist, hanzi, kanji, hershey)", cmd_prepare},
+    {"info", "NAME [--data-dir DIR] [--json]", "classes, split sizes, mean/std, SHA-256 (verified)", cmd_info},
+    {"show", "NAME --out FILE.png [--classes N] [--samples M] [--seed N]",
+     "contact sheet of a set (NAME may be idx:IMG,LAB or pngdir:DIR)", cmd_show},
+};
+const int mcl_cli_n_data_subs = (int)(sizeof mcl_cli_data_subs / sizeof mcl_cli_data_subs[0]);
+
 int mcl_cli_data(int argc, char **argv)
 {
-    if (argc < 2) {
-        data_usage(stderr);
-        return 2;
-    }
-    const char *sub = argv[1];
-    if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 || strcmp(sub, "help") == 0) {
-        data_usage(stdout);
-        return 0;
-    }
-    if (strcmp(sub, "prepare") == 0) return cmd_prepare(argc - 1, argv + 1);
-    if (strcmp(sub, "info") == 0) return cmd_info(argc - 1, argv + 1);
-    if (strcmp(sub, "show") == 0) return cmd_show(argc - 1, argv + 1);
-    fprintf(stderr, "metacl data: unknown subcommand '%s' (prepare, info, show)\n", sub);
-    data_usage(stderr);
-    return 2;
+    return mcl_cli_dispatch("data", mcl_cli_data_subs, mcl_cli_n_data_subs, argc, argv);
 }

@@ -24,10 +24,12 @@
 #include <string.h>
 
 #include "acl_eval.h"
+#include "acl_train.h"
 #include "baseline.h"
 #include "cli.h"
 #include "dataset_io.h"
 #include "plot.h"
+#include "train.h"
 
 #define MAX_MODELS 8
 #define MAX_DATA 16
@@ -48,34 +50,62 @@ typedef struct data_entry {
     mcl_dataset *ds, *train;
 } data_entry;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: metacl eval acl --ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil\n"
-            "                       --data SPEC... [--tasks T] [--n-way N] [--k-shot K] [--runs R]\n"
-            "                       [--episodes E] [--seed S] [--baseline sgd|adam[:LR:EPOCHS]]...\n"
-            "                       [--figures DIR] [--data-dir DIR] [--json] [--backend ref|opencl]\n"
-            "  --ckpt [NAME=]FILE  a trained ACL checkpoint (repeatable: the table compares them)\n"
-            "  --protocol P        seq / two-task: N-way K-shot task sequences, A alone, B alone,\n"
-            "                      A and B after A->B (paper Tables 1, 2, 9);\n"
-            "                      split-dil / split-cil: Split-X, domain / class incremental (SPEC-ACL 5)\n"
-            "  --data SPEC         data set [@classes], e.g. hanzi, fmnist@0-4 (seq: one per task)\n"
-            "  --tasks T           tasks per sequence (seq: default = number of --data, two-task: 2;\n"
-            "                      split-dil: 5; split-cil: 5, or 2 for the 2-task version)\n"
-            "  --n-way N --k-shot K  seq: classes per task and examples per class (5, 5);\n"
-            "                      split: K training images per class (5)\n"
-            "  --runs R            runs (seq: 5 sets of test episodes; split: 10 runs)\n"
-            "  --episodes E        seq: episodes per run (default 64)\n"
-            "  --baseline B        also run the Conv-4 + linear baseline trained with SGD or Adam on\n"
-            "                      each task in turn (lr and epochs: defaults of doc/acl.md)\n"
-            "  --final-only        split: query only after the last task (the paper's protocol; no\n"
-            "                      backward transfer / forgetting, 5x faster for 5 tasks)\n"
-            "  --select            seq/two-task: choose each baseline's lr and epochs by a grid search\n"
-            "                      on the same protocol over the meta-validation classes\n"
-            "  --figures DIR       write PNG figures (accuracy matrices, SRWM heat-maps)\n"
-            "  --data-dir DIR      prepared data sets (default $METACL_DATA or data/cache)\n");
-}
+typedef struct eval_opts {
+    mcl_cli_arg models[MAX_MODELS]; /* --ckpt and --baseline, in command-line order */
+    int n_models;
+    mcl_cli_arg data[MAX_DATA];
+    int n_data;
+    int protocol; /* index into protocols, -1 = not given */
+    int tasks, n_way, k_shot, runs, episodes, seed;
+    int json, select, final_only;
+    char figures[4096], data_dir[4096], backend[64], device[256];
+} eval_opts;
 
+#define PROTOCOLS "seq|two-task|split-dil|split-cil"
+static const char *const protocol_names[] = {"seq", "two-task", "split-dil", "split-cil"};
+
+static const mcl_key eval_keys[] = {
+    MCL_OPT_APPEND("ckpt", 0, eval_opts, models, n_models, "[NAME=]FILE",
+                   "a trained checkpoint (the table compares them)"),
+    MCL_OPT_ENUM("protocol", 0, eval_opts, protocol, PROTOCOLS, NULL,
+                 "(required) seq / two-task: N-way K-shot task sequences, A alone,\n"
+                 "B alone, A and B after A->B (paper Tables 1, 2, 9); split-dil /\n"
+                 "split-cil: Split-X, domain / class incremental (SPEC-ACL 5)"),
+    MCL_OPT_APPEND("data", 0, eval_opts, data, n_data, "SPEC",
+                   "data set [@classes], e.g. hanzi, fmnist@0-4 (seq: one per task)"),
+    MCL_OPT_INT("tasks", 0, eval_opts, tasks, 1, MCL_ACL_MAX_TASKS, NULL, "T",
+                "tasks per sequence (seq: default = number of --data, two-task: 2;\n"
+                "split-dil: 5; split-cil: 5, or 2 for the 2-task version)"),
+    MCL_OPT_INT("n-way", 0, eval_opts, n_way, 1, 1000, "5", "N", "seq: classes per task"),
+    MCL_OPT_INT("k-shot", 0, eval_opts, k_shot, 1, 10000, "5", "K",
+                "seq: examples per class; split: training images per class"),
+    MCL_OPT_INT("runs", 0, eval_opts, runs, 1, 1000, NULL, "R", "runs (seq: 5 sets of test episodes; split: 10 runs)"),
+    MCL_OPT_INT("episodes", 0, eval_opts, episodes, 1, 1000000, "64", "E", "seq: episodes per run"),
+    MCL_OPT_INT("seed", 0, eval_opts, seed, 0, 2000000000, "1", "S", "seed of the episodes, splits and baselines"),
+    MCL_OPT_APPEND("baseline", 0, eval_opts, models, n_models, "sgd|adam[:LR:EPOCHS]",
+                   "also run the Conv-4 + linear baseline trained with SGD or Adam on\n"
+                   "each task in turn (lr and epochs: defaults of doc/acl.md)"),
+    MCL_OPT_FLAG("final-only", 0, eval_opts, final_only,
+                 "split: query only after the last task (the paper's protocol; no\n"
+                 "backward transfer / forgetting, 5x faster for 5 tasks)"),
+    MCL_OPT_FLAG("select", 0, eval_opts, select,
+                 "seq/two-task: choose each baseline's lr and epochs by a grid search\n"
+                 "on the same protocol over the meta-validation classes"),
+    MCL_OPT_STR("figures", 0, eval_opts, figures, NULL, "DIR", "write PNG figures (accuracy matrices, SRWM heat-maps)"),
+    MCL_OPT_STR("data-dir", 0, eval_opts, data_dir, NULL, "DIR", "prepared data sets (default $METACL_DATA or data/cache)"),
+    MCL_OPT_FLAG("json", 0, eval_opts, json, "print JSON instead of the Markdown table"),
+    MCL_OPT_BACKEND(eval_opts, backend),
+    MCL_OPT_DEVICE(eval_opts, device),
+};
+#define N_EVAL_KEYS ((int)(sizeof eval_keys / sizeof eval_keys[0]))
+
+static const char eval_synopsis[] =
+    "--ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil --data SPEC...\n"
+    "... [--tasks T] [--n-way N] [--k-shot K] [--runs R] [--episodes E] [--seed S]\n"
+    "... [--baseline sgd|adam[:LR:EPOCHS]]... [--figures DIR] [--json] [--backend ref|opencl]";
+static const char eval_about[] =
+    "The evaluation protocols of SPEC-ACL 5 on trained checkpoints, next to the hand-crafted\n"
+    "SGD/Adam baselines on the same data. A table on stdout (mean +- std over runs, in %).";
 
 /* "SPEC[@a-b,c,...]" */
 static int parse_data(const char *arg, data_entry *d)
@@ -108,6 +138,9 @@ static int parse_data(const char *arg, data_entry *d)
 }
 
 static int is_user_spec(const char *s) { return !strncmp(s, "idx:", 4) || !strncmp(s, "pngdir:", 7); }
+
+/* "eval acl": messages start "metacl eval acl: " */
+static char cmd_name[64] = "eval";
 
 /* ------------------------------------------------------------------ output */
 
@@ -214,7 +247,7 @@ static void print_json(model_entry *me, int n, int T, const char *protocol, int 
 static int write_matrix_png(const char *dir, const char *model, const char *protocol,
                             const mcl_cl_result *r, int T)
 {
-    char path[1400], title[256], err[512];
+    char path[4400], title[256], err[512];
     snprintf(path, sizeof path, "%s/%s-%s-accuracy.png", dir, model, protocol);
     snprintf(title, sizeof title, "%s, %s: accuracy on task j after task i", model, protocol);
     float *v = malloc((size_t)(T * T) * sizeof *v);
@@ -231,7 +264,7 @@ static int write_matrix_png(const char *dir, const char *model, const char *prot
     mcl_status st = mcl_plot_heatmap(path, title, v, T, T, rows, cols, 0.0f, 1.0f, 1, err, sizeof err);
     free(v);
     if (st != MCL_OK) {
-        fprintf(stderr, "metacl eval acl: figure: %s\n", err);
+        fprintf(stderr, "metacl %s: figure: %s\n", cmd_name, err);
         return 1;
     }
     fprintf(stderr, "wrote %s\n", path);
@@ -253,7 +286,7 @@ static int write_srwm_png(const char *dir, const char *model, mcl_acl *m, mcl_ct
     mcl_acl_fw_trace tr;
     memset(&tr, 0, sizeof tr);
     if (mcl_acl_record_fast_weights(m, ctx, ds, index, label, n, at, NAT, 0, 0, normalize, &tr) != MCL_OK) {
-        fprintf(stderr, "metacl eval acl: fast-weight trace: %s\n", mcl_ctx_error(ctx));
+        fprintf(stderr, "metacl %s: fast-weight trace: %s\n", cmd_name, mcl_ctx_error(ctx));
         mcl_ctx_clear_error(ctx);
         return 1;
     }
@@ -276,7 +309,7 @@ static int write_srwm_png(const char *dir, const char *model, mcl_acl *m, mcl_ct
             titles[idx] = names[idx];
             for (int e = 0; e < D * w; e++) vmax = fmaxf(vmax, fabsf(panels[idx][e]));
         }
-    char path[1400], title[256], err[512];
+    char path[4400], title[256], err[512];
     snprintf(path, sizeof path, "%s/%s-srwm-layer0-head0.png", dir, model);
     snprintf(title, sizeof title, "%s: SRWM layer 0, head 0 while a demo sequence of %lld examples is consumed",
              model, (long long)n);
@@ -284,7 +317,7 @@ static int write_srwm_png(const char *dir, const char *model, mcl_acl *m, mcl_ct
                                           -vmax, vmax, err, sizeof err);
     mcl_acl_fw_trace_free(&tr);
     if (st != MCL_OK) {
-        fprintf(stderr, "metacl eval acl: figure: %s\n", err);
+        fprintf(stderr, "metacl %s: figure: %s\n", cmd_name, err);
         return 1;
     }
     fprintf(stderr, "wrote %s\n", path);
@@ -317,108 +350,113 @@ static int parse_baseline(const char *arg, model_entry *e)
         char *end = NULL;
         float lr = strtof(c + 1, &end);
         if (end == c + 1 || *end != ':' || !(lr > 0.0f)) return 1;
-        int ep = 0;
-        if (mcl_cli_parse_int(end + 1, 1, 10000, &ep)) return 1;
+        int64_t ep = 0;
+        if (mcl_parse_i64(end + 1, 1, 10000, &ep)) return 1;
         e->base.lr = lr;
-        e->base.epochs = ep;
+        e->base.epochs = (int)ep;
     }
     snprintf(e->name, sizeof e->name, "%s (lr %g, %d epochs)", kind[0] == 's' ? "SGD" : "Adam",
              (double)e->base.lr, e->base.epochs);
     return 0;
 }
 
+static int eval_acl(const mcl_family *fam, int argc, char **argv);
+
+/* The families `metacl eval` can evaluate (each one of mcl_families()). */
+static const struct evaluator {
+    const mcl_family *fam;
+    int (*run)(const mcl_family *fam, int argc, char **argv);
+} evaluators[] = {{&mcl_acl_family, eval_acl}};
+#define N_EVALUATORS ((int)(sizeof evaluators / sizeof evaluators[0]))
+
+/* "acl, ...": the families of mcl_families() that have an evaluator. */
+static void list_eval_families(FILE *f)
+{
+    int k = 0;
+    for (const mcl_family *const *fam = mcl_families(); *fam; fam++)
+        for (int i = 0; i < N_EVALUATORS; i++)
+            if (evaluators[i].fam == *fam) fprintf(f, "%s%s", k++ ? ", " : "", (*fam)->kind);
+}
+
+static void print_eval_families(FILE *f, const void *arg)
+{
+    (void)arg;
+    fprintf(f, "families: ");
+    list_eval_families(f);
+    fprintf(f, "\n");
+}
+
 int mcl_cli_eval(int argc, char **argv)
 {
+    mcl_cli_cmd cmd = {.name = "eval FAMILY", .synopsis = eval_synopsis, .about = eval_about, .opts = eval_keys,
+                       .n_opts = N_EVAL_KEYS, .more_help = print_eval_families};
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
+        mcl_cli_help(argc < 2 ? stderr : stdout, &cmd);
         return argc < 2 ? 2 : 0;
     }
-    if (strcmp(argv[1], "acl") != 0) {
-        fprintf(stderr, "metacl eval: unknown model '%s' (available: acl)\n", argv[1]);
-        return 2;
-    }
+    const mcl_family *fam = mcl_family_find(argv[1]);
+    for (int i = 0; fam && i < N_EVALUATORS; i++)
+        if (evaluators[i].fam == fam) return evaluators[i].run(fam, argc - 1, argv + 1);
+    fprintf(stderr, "metacl eval: %s model family '%s' (available: ", fam ? "no evaluation for the" : "unknown",
+            argv[1]);
+    list_eval_families(stderr);
+    fprintf(stderr, ")\n");
+    return 2;
+}
+
+/* `metacl eval acl`: argv[0] is the family word. */
+static int eval_acl(const mcl_family *fam, int argc, char **argv)
+{
+    snprintf(cmd_name, sizeof cmd_name, "eval %s", fam->kind);
+    const mcl_cli_cmd cmd = {.name = cmd_name, .synopsis = eval_synopsis, .about = eval_about, .opts = eval_keys,
+                             .n_opts = N_EVAL_KEYS};
     static model_entry me[MAX_MODELS];
     static data_entry de[MAX_DATA];
-    int n_models = 0, n_data = 0, json = 0, tasks = 0, n_way = 5, k_shot = 5, runs = 0, select = 0;
-    int episodes = 64, seed = 1, rc = 0, final_only = 0;
-    const char *protocol = NULL, *figures = NULL, *backend = NULL, *device = NULL, *data_dir = NULL;
+    static eval_opts o;
     memset(me, 0, sizeof me);
-    for (int i = 2; i < argc && rc == 0; i++) {
-        const char *v = NULL;
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--select")) {
-            select = 1;
-        } else if (!strcmp(argv[i], "--final-only")) {
-            final_only = 1;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--protocol", &protocol)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--figures", &figures)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--data-dir", &data_dir)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--backend", &backend)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--device", &device)) != 0) {
-            if (r < 0) rc = 2;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--ckpt", &v)) != 0) {
-            if (r < 0 || n_models == MAX_MODELS) {
-                if (r > 0) fprintf(stderr, "metacl eval acl: at most %d models\n", MAX_MODELS);
-                rc = 2;
-                break;
+    memset(&o, 0, sizeof o);
+    o.protocol = -1;
+    mcl_cli_parsed parsed;
+    int rc = mcl_cli_parse(&cmd, argc, argv, &o, &parsed);
+    if (rc != MCL_CLI_GO) return rc;
+    rc = 0;
+    int n_models = 0, n_data = 0, tasks = o.tasks, runs = o.runs;
+    const int json = o.json, n_way = o.n_way, k_shot = o.k_shot, select = o.select;
+    const int episodes = o.episodes, seed = o.seed, final_only = o.final_only;
+    const char *protocol = o.protocol >= 0 ? protocol_names[o.protocol] : NULL;
+    const char *figures = o.figures[0] ? o.figures : NULL, *backend = o.backend, *device = o.device;
+    const char *data_dir = o.data_dir[0] ? o.data_dir : NULL;
+    for (int i = 0; i < o.n_models; i++) {
+        const char *v = o.models[i].value;
+        model_entry *e = &me[n_models++];
+        if (!strcmp(o.models[i].opt, "baseline")) {
+            if (parse_baseline(v, e)) {
+                fprintf(stderr, "metacl %s: --baseline '%s': want sgd or adam, optionally :LR:EPOCHS\n", cmd_name, v);
+                return 2;
             }
-            model_entry *e = &me[n_models++];
-            const char *eq = strchr(v, '=');
-            if (eq && eq != v && (size_t)(eq - v) < sizeof e->name) {
-                memcpy(e->name, v, (size_t)(eq - v));
-                e->path = eq + 1;
-            } else {
-                const char *b = strrchr(v, '/');
-                snprintf(e->name, sizeof e->name, "%s", b ? b + 1 : v);
-                e->path = v;
-            }
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--baseline", &v)) != 0) {
-            if (r < 0) { rc = 2; break; }
-            if (n_models == MAX_MODELS || parse_baseline(v, &me[n_models])) {
-                fprintf(stderr, "metacl eval acl: --baseline '%s': want sgd or adam, optionally :LR:EPOCHS\n", v);
-                rc = 2;
-                break;
-            }
-            n_models++;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--data", &v)) != 0) {
-            if (r < 0) { rc = 2; break; }
-            if (n_data == MAX_DATA || parse_data(v, &de[n_data])) {
-                fprintf(stderr, "metacl eval acl: --data '%s': want SPEC or SPEC@CLASSES (e.g. fmnist@0-4)\n", v);
-                rc = 2;
-                break;
-            }
-            n_data++;
+            continue;
+        }
+        const char *eq = strchr(v, '=');
+        if (eq && eq != v && (size_t)(eq - v) < sizeof e->name) {
+            memcpy(e->name, v, (size_t)(eq - v));
+            e->path = eq + 1;
         } else {
-            static const struct { const char *flag; int lo, hi; int *dst; } ints[] = {
-                {"--tasks", 1, MCL_ACL_MAX_TASKS, NULL}, {"--n-way", 1, 1000, NULL},
-                {"--k-shot", 1, 10000, NULL},           {"--runs", 1, 1000, NULL},
-                {"--episodes", 1, 1000000, NULL},       {"--seed", 0, 2000000000, NULL}};
-            int *dst[6] = {&tasks, &n_way, &k_shot, &runs, &episodes, &seed};
-            int hit = 0;
-            for (int f = 0; f < 6 && !hit; f++) {
-                if ((r = mcl_cli_take_value(argc, argv, &i, ints[f].flag, &v)) == 0) continue;
-                hit = 1;
-                if (r < 0 || mcl_cli_parse_int(v, ints[f].lo, ints[f].hi, dst[f])) {
-                    if (r > 0) fprintf(stderr, "metacl eval acl: %s '%s': want an integer in [%d, %d]\n", ints[f].flag, v, ints[f].lo, ints[f].hi);
-                    rc = 2;
-                }
-            }
-            if (!hit) {
-                fprintf(stderr, "metacl eval acl: unknown option '%s'\n", argv[i]);
-                usage(stderr);
-                rc = 2;
-            }
+            const char *b = strrchr(v, '/');
+            snprintf(e->name, sizeof e->name, "%s", b ? b + 1 : v);
+            e->path = v;
         }
     }
-    if (rc) return rc;
+    for (int i = 0; i < o.n_data; i++) {
+        if (parse_data(o.data[i].value, &de[n_data])) {
+            fprintf(stderr, "metacl %s: --data '%s': want SPEC or SPEC@CLASSES (e.g. fmnist@0-4)\n", cmd_name,
+                    o.data[i].value);
+            return 2;
+        }
+        n_data++;
+    }
     int seq = 0, split_mode = -1;
     if (!protocol) {
-        fprintf(stderr, "metacl eval acl: --protocol is required (seq, two-task, split-dil, split-cil)\n");
+        fprintf(stderr, "metacl %s: --protocol is required (seq, two-task, split-dil, split-cil)\n", cmd_name);
         return 2;
     } else if (!strcmp(protocol, "seq") || !strcmp(protocol, "two-task")) {
         seq = 1;
@@ -429,20 +467,20 @@ int mcl_cli_eval(int argc, char **argv)
         if (!tasks) tasks = 5;
         if (!runs) runs = 10;
     } else {
-        fprintf(stderr, "metacl eval acl: unknown protocol '%s' (seq, two-task, split-dil, split-cil)\n", protocol);
+        fprintf(stderr, "metacl %s: unknown protocol '%s' (seq, two-task, split-dil, split-cil)\n", cmd_name, protocol);
         return 2;
     }
     if (n_models == 0 || n_data == 0) {
-        fprintf(stderr, "metacl eval acl: give at least one --ckpt (or --baseline) and one --data\n");
+        fprintf(stderr, "metacl %s: give at least one --ckpt (or --baseline) and one --data\n", cmd_name);
         return 2;
     }
     if (select && !seq) {
-        fprintf(stderr, "metacl eval acl: --select works with the seq / two-task protocols (it uses the\n"
-                        "  meta-validation classes of the --data sets); pass the chosen values as sgd:LR:EPOCHS\n");
+        fprintf(stderr, "metacl %s: --select works with the seq / two-task protocols (it uses the\n"
+                        "  meta-validation classes of the --data sets); pass the chosen values as sgd:LR:EPOCHS\n", cmd_name);
         return 2;
     }
     if (!seq && n_data != 1) {
-        fprintf(stderr, "metacl eval acl: %s takes exactly one --data\n", protocol);
+        fprintf(stderr, "metacl %s: %s takes exactly one --data\n", cmd_name, protocol);
         return 2;
     }
 
@@ -455,18 +493,18 @@ int mcl_cli_eval(int argc, char **argv)
         int user = is_user_spec(de[d].spec);
         mcl_split sp = user ? MCL_SPLIT_ALL : MCL_SPLIT_TEST;
         if (mcl_dataset_load(de[d].spec, data_dir, sp, &de[d].ds, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl eval acl: data '%s': %s\n", de[d].spec, err);
+            fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de[d].spec, err);
             rc = 1;
         } else if (!seq && mcl_dataset_load(de[d].spec, data_dir, user ? MCL_SPLIT_ALL : MCL_SPLIT_TRAIN,
                                             &de[d].train, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl eval acl: data '%s' (train split): %s\n", de[d].spec, err);
+            fprintf(stderr, "metacl %s: data '%s' (train split): %s\n", cmd_name, de[d].spec, err);
             rc = 1;
         }
     }
     /* models */
     for (int k = 0; k < n_models && rc == 0; k++)
         if (me[k].path && mcl_acl_open(ctx, me[k].path, &me[k].m, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl eval acl: %s\n", err);
+            fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
             rc = 1;
         }
     mcl_class_pool pools[MCL_ACL_MAX_TASKS];
@@ -509,7 +547,7 @@ int mcl_cli_eval(int argc, char **argv)
         for (int d = 0; d < n_data && rc == 0; d++)
             if (is_user_spec(de[d].spec) || de[d].n_classes ||
                 mcl_dataset_load(de[d].spec, data_dir, MCL_SPLIT_VAL, &vds[d], err, sizeof err) != MCL_OK) {
-                fprintf(stderr, "metacl eval acl: --select: '%s' has no meta-validation split%s%s\n", de[d].spec,
+                fprintf(stderr, "metacl %s: --select: '%s' has no meta-validation split%s%s\n", cmd_name, de[d].spec,
                         vds[d] || is_user_spec(de[d].spec) || de[d].n_classes ? "" : ": ", vds[d] || is_user_spec(de[d].spec) || de[d].n_classes ? "" : err);
                 rc = 1;
             }
@@ -530,7 +568,7 @@ int mcl_cli_eval(int argc, char **argv)
             fprintf(stderr, "selecting lr and epochs of %s on meta-validation classes...\n",
                     me[k].base.optim == MCL_OPTIM_SGD ? "SGD" : "Adam");
             if (mcl_baseline_select(ctx, &me[k].base, &vd, NULL, 0, NULL, 0, &best, &sel) != MCL_OK) {
-                fprintf(stderr, "metacl eval acl: --select: %s\n", mcl_ctx_error(ctx));
+                fprintf(stderr, "metacl %s: --select: %s\n", cmd_name, mcl_ctx_error(ctx));
                 rc = 1;
             } else {
                 for (int g = 0; g < sel.n; g++)
@@ -558,7 +596,7 @@ int mcl_cli_eval(int argc, char **argv)
                      : mcl_baseline_eval_splitx(ctx, &me[k].base, de[0].train, de[0].ds, &bx, &me[k].res);
         }
         if (st != MCL_OK) {
-            fprintf(stderr, "metacl eval acl: %s: %s\n", me[k].name, mcl_ctx_error(ctx));
+            fprintf(stderr, "metacl %s: %s: %s\n", cmd_name, me[k].name, mcl_ctx_error(ctx));
             rc = 1;
         }
     }
@@ -582,7 +620,7 @@ int mcl_cli_eval(int argc, char **argv)
     if (rc == 0 && figures) {
         char e2[512];
         if (mcl_mkdir_p(figures, e2, sizeof e2) != MCL_OK) {
-            fprintf(stderr, "metacl eval acl: --figures: %s\n", e2);
+            fprintf(stderr, "metacl %s: --figures: %s\n", cmd_name, e2);
             rc = 1;
         }
         for (int k = 0; k < n_models && rc == 0; k++) {

@@ -11,97 +11,161 @@
 #include "config.h"
 #include "metacl.h"
 
+/* The commands: dispatch and the listing of `metacl --help`. Groups (bench, data, ckpt)
+ * list their own subcommand tables. */
+typedef struct command {
+    const char *name;
+    const char *synopsis;    /* arguments after the name ("" = none) */
+    const char *summary;     /* one line */
+    mcl_cli_fn fn;           /* gets argv[0] = the command word */
+    const mcl_cli_sub *subs; /* a group: its subcommands (listed instead of synopsis/summary) */
+    const int *n_subs;
+} command;
+
+static int cmd_devices(int argc, char **argv);
+static int cmd_selftest(int argc, char **argv);
+static int cmd_bench(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+static const command commands[] = {
+    {"devices", "[--json]", "list the backends and OpenCL devices", cmd_devices, NULL, NULL},
+    {"selftest", "[--seed N] [--steps N] [--backend ref|opencl] [--device N|NAME]",
+     "train a small MLP on a synthetic task and check it learns", cmd_selftest, NULL, NULL},
+    {"bench", "", "benchmarks", cmd_bench, mcl_cli_bench_subs, &mcl_cli_n_bench_subs},
+    {"data", "", "prepared image sets", mcl_cli_data, mcl_cli_data_subs, &mcl_cli_n_data_subs},
+    {"train", "FAMILY --config FILE [--set k=v].. [--out DIR] | FAMILY --resume DIR",
+     "meta-train a model (run directory: metrics, checkpoints; families: metacl train --help)",
+     mcl_cli_train, NULL, NULL},
+    {"eval", "FAMILY --ckpt F.. --protocol seq|two-task|split-dil|split-cil --data SPEC..",
+     "evaluate checkpoints and baselines (tables, --json, --figures)", mcl_cli_eval, NULL, NULL},
+    {"ckpt", "", "checkpoints", mcl_cli_ckpt, mcl_cli_ckpt_subs, &mcl_cli_n_ckpt_subs},
+    {"plot", "RUN_DIR.. --out F.png [--y COLUMN] [--chance P]", "learning curves from run directories",
+     mcl_cli_plot, NULL, NULL},
+    {"version", "", "print the version and build facts (also --version)", cmd_version, NULL, NULL},
+    {"help", "", "this text (also -h, --help); `metacl <command> --help`: a command's options",
+     cmd_help, NULL, NULL},
+};
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
 static void usage(FILE *f)
 {
+    fprintf(f, "usage: metacl <command> [options]   (metacl <command> --help for its options)\n"
+               "commands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) {
+        const command *c = &commands[i];
+        if (c->subs) {
+            mcl_cli_list(f, c->name, c->subs, *c->n_subs);
+        } else {
+            mcl_cli_sub row = {c->name, c->synopsis, c->summary, c->fn};
+            mcl_cli_list(f, NULL, &row, 1);
+        }
+    }
     fprintf(f,
-            "usage: metacl <command> [options]\n"
-            "commands:\n"
-            "  devices [--json]               list the backends and OpenCL devices\n"
-            "  selftest [--seed N] [--steps N] [--backend ref|opencl] [--device N|NAME]\n"
-            "                                 train a small MLP on a synthetic task and check it learns\n"
-            "  bench gemm [--json]            GFLOP/s of the reference GEMM\n"
-            "  bench ops [--backend opencl] [--device N|NAME] [-o OP] [--json]\n"
-            "                                 per-op times on a backend next to the reference\n"
-            "  bench data [--json]            images/s of the stroke renderer\n"
-            "  bench acl [--backend ref|opencl] [--only NAME,..] [--reps N] [--json]\n"
-            "                                 srwm, Conv-4 and ACL meta-training step times\n"
-            "  data prepare NAME [--data-dir DIR] [--instances N] [--seed N]\n"
-            "                                 build a prepared image set (fmnist, hanzi, kanji, hershey)\n"
-            "  data info NAME [--data-dir DIR] [--json]\n"
-            "                                 classes, split sizes, mean/std, SHA-256 (verified)\n"
-            "  data show NAME --out FILE.png [--classes N] [--samples M] [--seed N]\n"
-            "                                 contact sheet of a set (NAME may be idx:IMG,LAB or pngdir:DIR)\n"
-            "  train acl --config FILE [--set k=v].. [--out DIR] | --resume DIR\n"
-            "                                 meta-train an ACL model (run directory: metrics, checkpoints)\n"
-            "  eval acl --ckpt F.. --protocol seq|two-task|split-dil|split-cil --data SPEC..\n"
-            "                                 evaluate checkpoints and baselines (tables, --json, --figures)\n"
-            "  ckpt info FILE | ckpt export IN OUT\n"
-            "                                 show a checkpoint; copy its model without optimizer state\n"
-            "  plot RUN_DIR.. --out F.png [--y COLUMN] [--chance P]\n"
-            "                                 learning curves from run directories\n"
-            "  version                        print the version\n"
-            "  help                           this text\n"
             "environment:\n"
-            "  METACL_BACKEND=ref|opencl      default backend (--backend wins)\n"
-            "  METACL_DEVICE=N|NAME           default OpenCL device (--device wins)\n"
-            "  METACL_DATA=DIR                data directory of prepared sets (default data/cache)\n"
-            "  METACL_KERNEL_DIR=DIR          load kernels/<family>.cl from DIR instead of the embedded copy\n"
-            "  METACL_NO_CACHE=1              do not use the on-disk OpenCL program cache\n"
-            "  OMP_NUM_THREADS=N              threads of the reference backend\n");
+            "  METACL_BACKEND=ref|opencl       default backend (--backend wins)\n"
+            "  METACL_DEVICE=N|NAME            default OpenCL device (--device wins)\n"
+            "  METACL_DATA=DIR                 data directory of prepared sets (default data/cache)\n"
+            "  METACL_KERNEL_DIR=DIR           load kernels/<family>.cl from DIR instead of the embedded copy\n"
+            "  METACL_NO_CACHE=1               do not use the on-disk OpenCL program cache\n"
+            "  OMP_NUM_THREADS=N               threads of the reference backend\n"
+            "exit status: 0 ok, 1 runtime error, 2 usage error\n");
 }
+
+static const mcl_cli_cmd help_cmd = {.name = "help", .synopsis = "", .about = "The commands of metacl."};
+
+static int cmd_help(int argc, char **argv)
+{
+    mcl_cli_parsed p;
+    int rc = mcl_cli_parse(&help_cmd, argc, argv, NULL, &p);
+    if (rc != MCL_CLI_GO) return rc;
+    usage(stdout);
+    return 0;
+}
+
+static const mcl_cli_cmd version_cmd = {.name = "version", .synopsis = "",
+                                        .about = "The package version and how this binary was built."};
+
+static int cmd_version(int argc, char **argv)
+{
+    mcl_cli_parsed p;
+    int rc = mcl_cli_parse(&version_cmd, argc, argv, NULL, &p);
+    if (rc != MCL_CLI_GO) return rc;
+    printf("metacl %s\n", PACKAGE_VERSION);
+#ifdef MCL_HAVE_OPENCL
+    printf("OpenCL backend: yes");
+#ifdef MCL_CLBLAST_VERSION
+    printf(" (CLBlast %s)", MCL_CLBLAST_VERSION);
+#endif
+    printf("\n");
+#else
+    printf("OpenCL backend: no\n");
+#endif
+#ifdef _OPENMP
+    printf("OpenMP: yes (%d)\n", (int)_OPENMP);
+#else
+    printf("OpenMP: no\n");
+#endif
+#ifdef MCL_GIT_COMMIT
+    printf("commit: %s\n", MCL_GIT_COMMIT);
+#endif
+#ifdef __VERSION__
+    printf("compiler: %s\n", __VERSION__);
+#endif
+    return 0;
+}
+
+typedef struct devices_opts {
+    int json;
+} devices_opts;
+
+static const mcl_key devices_keys[] = {
+    MCL_OPT_FLAG("json", 0, devices_opts, json, "print JSON instead of text"),
+};
+static const mcl_cli_cmd devices_cmd = {
+    .name = "devices", .synopsis = "[--json]", .about = "The backends built in and the OpenCL devices found.",
+    .opts = devices_keys, .n_opts = 1};
 
 static int cmd_devices(int argc, char **argv)
 {
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else {
-            fprintf(stderr, "metacl devices: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
-    if (mcl_backends_print(stdout, json) != MCL_OK) {
+    devices_opts o;
+    mcl_cli_parsed p;
+    int rc = mcl_cli_parse(&devices_cmd, argc, argv, &o, &p);
+    if (rc != MCL_CLI_GO) return rc;
+    if (mcl_backends_print(stdout, o.json) != MCL_OK) {
         fprintf(stderr, "metacl devices: out of memory\n");
         return 1;
     }
     return 0;
 }
 
-/* Parse a non-negative integer option value; -1 on error. */
-static long long parse_count(const char *s)
-{
-    if (!s || !*s) return -1;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (*end || v < 0) return -1;
-    return v;
-}
+typedef struct selftest_opts {
+    uint64_t seed;
+    int steps;
+    char backend[64], device[256];
+} selftest_opts;
+
+static const mcl_key selftest_keys[] = {
+    MCL_OPT_U64("seed", 0, selftest_opts, seed, "1", "N", "seed of the data and the initial weights"),
+    MCL_OPT_INT("steps", 0, selftest_opts, steps, 1, 100000, "200", "N", "training steps"),
+    MCL_OPT_BACKEND(selftest_opts, backend),
+    MCL_OPT_DEVICE(selftest_opts, device),
+};
+static const mcl_cli_cmd selftest_cmd = {
+    .name = "selftest", .synopsis = "[--seed N] [--steps N] [--backend ref|opencl] [--device N|NAME]",
+    .about = "The Philox known answer, then a 2-64-64-4 MLP learns 4 Gaussian blobs (exit 0 when\n"
+             "its training accuracy exceeds 0.9 and its loss fell).",
+    .opts = selftest_keys, .n_opts = (int)(sizeof selftest_keys / sizeof selftest_keys[0])};
 
 /* selftest: the RNG known answer, then a 2-64-64-4 MLP learns 4 Gaussian blobs (chance 0.25). */
 static int cmd_selftest(int argc, char **argv)
 {
-    long long seed = 1, steps = 200;
-    const char *backend = NULL, *device = NULL;
-    for (int i = 1; i < argc; i++) {
-        long long *dst = NULL;
-        int t = mcl_cli_take_value(argc, argv, &i, "--backend", &backend);
-        if (t == 0) t = mcl_cli_take_value(argc, argv, &i, "--device", &device);
-        if (t < 0) return 2;
-        if (t > 0) continue;
-        if (strcmp(argv[i], "--seed") == 0) dst = &seed;
-        else if (strcmp(argv[i], "--steps") == 0) dst = &steps;
-        if (!dst || i + 1 >= argc || (*dst = parse_count(argv[i + 1])) < 0) {
-            fprintf(stderr, "metacl selftest: bad option '%s' (expected --seed N | --steps N | "
-                    "--backend ref|opencl | --device N|NAME)\n", argv[i]);
-            return 2;
-        }
-        i++;
-    }
-    if (steps < 1 || steps > 100000) {
-        fprintf(stderr, "metacl selftest: --steps must be in 1..100000\n");
-        return 2;
-    }
+    selftest_opts o;
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&selftest_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    const long long seed = (long long)o.seed, steps = o.steps;
+    const char *backend = o.backend, *device = o.device;
     printf("selftest: seed %lld, %lld steps\n", seed, steps);
     /* Philox4x32-10 known answer (Random123 kat_vectors, counter = key = 0). */
     uint32_t ctr[4] = {0, 0, 0, 0}, key[2] = {0, 0}, out[4];
@@ -189,18 +253,19 @@ done:
     return rc;
 }
 
+const mcl_cli_sub mcl_cli_bench_subs[] = {
+    {"gemm", "[--json] [--reps N] [--threads N]", "GFLOP/s of the reference GEMM", mcl_cli_bench_gemm},
+    {"ops", "[--backend opencl] [--device N|NAME] [-o OP] [--json]",
+     "per-op times on a backend next to the reference", mcl_cli_bench_ops},
+    {"data", "[--json] [--data-dir DIR] [--min-time S]", "images/s of the stroke renderer", mcl_cli_bench_data},
+    {"acl", "[--backend ref|opencl] [--only NAME,..] [--reps N] [--json]",
+     "srwm, Conv-4 and ACL meta-training step times", mcl_cli_bench_acl},
+};
+const int mcl_cli_n_bench_subs = (int)(sizeof mcl_cli_bench_subs / sizeof mcl_cli_bench_subs[0]);
+
 static int cmd_bench(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fprintf(argc < 2 ? stderr : stdout, "usage: metacl bench gemm|ops|data|acl [options] (--help for each)\n");
-        return argc < 2 ? 2 : 0;
-    }
-    if (strcmp(argv[1], "gemm") == 0) return mcl_cli_bench_gemm(argc - 1, argv + 1);
-    if (strcmp(argv[1], "ops") == 0) return mcl_cli_bench_ops(argc - 1, argv + 1);
-    if (strcmp(argv[1], "data") == 0) return mcl_cli_bench_data(argc - 1, argv + 1);
-    if (strcmp(argv[1], "acl") == 0) return mcl_cli_bench_acl(argc - 1, argv + 1);
-    fprintf(stderr, "metacl bench: unknown benchmark '%s' (available: gemm, ops, data, acl)\n", argv[1]);
-    return 2;
+    return mcl_cli_dispatch("bench", mcl_cli_bench_subs, mcl_cli_n_bench_subs, argc, argv);
 }
 
 int main(int argc, char **argv)
@@ -210,22 +275,10 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
-        usage(stdout);
-        return 0;
-    }
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("metacl %s\n", PACKAGE_VERSION);
-        return 0;
-    }
-    if (strcmp(cmd, "devices") == 0) return cmd_devices(argc - 1, argv + 1);
-    if (strcmp(cmd, "selftest") == 0) return cmd_selftest(argc - 1, argv + 1);
-    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
-    if (strcmp(cmd, "train") == 0) return mcl_cli_train(argc - 1, argv + 1);
-    if (strcmp(cmd, "eval") == 0) return mcl_cli_eval(argc - 1, argv + 1);
-    if (strcmp(cmd, "ckpt") == 0) return mcl_cli_ckpt(argc - 1, argv + 1);
-    if (strcmp(cmd, "plot") == 0) return mcl_cli_plot(argc - 1, argv + 1);
-    if (strcmp(cmd, "data") == 0) return mcl_cli_data(argc - 1, argv + 1);
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) cmd = "help";
+    if (strcmp(cmd, "--version") == 0) cmd = "version";
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "metacl: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -18,11 +18,23 @@
 
 #define MAX_RUNS 16
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: metacl plot RUN_DIR... --out FILE.png [--y COLUMN] [--chance P] [--title TEXT]\n"
-               "  COLUMN of metrics.csv: loss, acc_main, acc_acl, acc_first_shot, lr, val_score, ...\n");
-}
+typedef struct plot_opts {
+    char out[4096], y[256], title[256];
+    float chance;
+} plot_opts;
+
+static const mcl_key plot_keys[] = {
+    MCL_OPT_STR("out", 'o', plot_opts, out, NULL, "FILE.png", "the figure to write (required)"),
+    MCL_OPT_STR("y", 0, plot_opts, y, "acc_main", "COLUMN",
+                "column of metrics.csv: loss, acc_main, acc_acl, acc_first_shot, lr, val_score, ..."),
+    MCL_OPT_FLOAT("chance", 0, plot_opts, chance, -1e30, 1e30, NULL, "P", "a dashed chance level at P"),
+    MCL_OPT_STR("title", 0, plot_opts, title, NULL, "TEXT", "the title (default: the column)"),
+};
+static const mcl_cli_cmd plot_cmd = {
+    .name = "plot", .synopsis = "RUN_DIR... --out FILE.png [--y COLUMN] [--chance P] [--title TEXT]",
+    .about = "Learning curves: COLUMN of RUN_DIR/metrics.csv (written by `metacl train`) against the\n"
+             "step, one line per run (at most 16; empty cells and -1 accuracies are skipped).",
+    .opts = plot_keys, .n_opts = (int)(sizeof plot_keys / sizeof plot_keys[0]), .max_pos = MAX_RUNS};
 
 /* One run's (step, value) points of `col`; returns 0 or 1 (message printed). */
 static int read_curve(const char *dir, const char *col, double **xs, double **ys, int *n)
@@ -90,42 +102,17 @@ static int read_curve(const char *dir, const char *col, double **xs, double **ys
 
 int mcl_cli_plot(int argc, char **argv)
 {
-    const char *out = NULL, *col = "acc_main", *title = NULL, *dirs[MAX_RUNS];
-    double chance = NAN;
-    int n_dirs = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--out", &out)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--y", &col)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--title", &title)) != 0) {
-            if (r < 0) return 2;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--chance", &v)) != 0) {
-            char *end = NULL;
-            if (r < 0) return 2;
-            chance = strtod(v, &end);
-            if (end == v || *end || !isfinite(chance)) {
-                fprintf(stderr, "metacl plot: --chance '%s': want a number\n", v);
-                return 2;
-            }
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "metacl plot: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (n_dirs == MAX_RUNS) {
-            fprintf(stderr, "metacl plot: at most %d run directories\n", MAX_RUNS);
-            return 2;
-        } else {
-            dirs[n_dirs++] = argv[i];
-        }
-    }
-    if (!out || n_dirs == 0) {
-        usage(stderr);
-        return 2;
-    }
+    plot_opts o;
+    o.chance = NAN;
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&plot_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    if (!o.out[0] || p.n_pos == 0)
+        return mcl_cli_usage_error(&plot_cmd, "want RUN_DIR... --out FILE.png");
+    const char *out = o.out, *col = o.y, *title = o.title[0] ? o.title : NULL;
+    const char *const *dirs = p.pos;
+    const double chance = o.chance;
+    const int n_dirs = p.n_pos;
     mcl_series s[MAX_RUNS];
     int rc = 0;
     memset(s, 0, sizeof s);

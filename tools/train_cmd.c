@@ -1,6 +1,7 @@
 /* train_cmd.c — `metacl train FAMILY`: train a model of any family on the harness
  * (src/learn/train.h; the families: src/models/families.c).
  *
+ * Options: train_keys below (`metacl train FAMILY --help`).
  *   metacl train FAMILY --config FILE [--set key=value]... [--out RUN_DIR]
  *                       [--backend ref|opencl] [--device N|NAME] [--quiet]
  *   metacl train FAMILY --resume RUN_DIR [--set key=value]... [--backend ...]
@@ -15,65 +16,96 @@
 #include "train.h"
 #include "cli.h"
 
-static void usage(FILE *f)
+#define MAX_SETS 256
+
+typedef struct train_opts {
+    char config[4096], out[4096], resume[4096], backend[64], device[256];
+    mcl_cli_arg sets[MAX_SETS];
+    int n_sets, quiet;
+} train_opts;
+
+static const mcl_key train_keys[] = {
+    MCL_OPT_STR("config", 0, train_opts, config, NULL, "FILE", "training config (data/configs/*.conf; keys: doc/acl.md)"),
+    MCL_OPT_APPEND("set", 0, train_opts, sets, n_sets, "KEY=VALUE", "override one key (applied after the file)"),
+    MCL_OPT_STR("out", 0, train_opts, out, NULL, "DIR", "run directory (default runs/<config name>); must not hold a run"),
+    MCL_OPT_STR("resume", 0, train_opts, resume, NULL, "DIR", "continue the run in DIR exactly where its last checkpoint is"),
+    MCL_OPT_BACKEND(train_opts, backend),
+    MCL_OPT_DEVICE(train_opts, device),
+    MCL_OPT_FLAG("quiet", 0, train_opts, quiet, "no progress line and no log lines on stdout"),
+};
+#define N_TRAIN_KEYS ((int)(sizeof train_keys / sizeof train_keys[0]))
+
+static void print_families(FILE *f, const void *arg)
 {
-    fprintf(f,
-            "usage: metacl train acl --config FILE [--set key=value]... [--out RUN_DIR]\n"
-            "                        [--backend ref|opencl] [--device N|NAME] [--quiet]\n"
-            "       metacl train acl --resume RUN_DIR [--set key=value]... [--backend ...]\n"
-            "  --config FILE   training config (data/configs/*.conf; keys: doc/acl.md)\n"
-            "  --set k=v       override one key (repeatable; applied after the file)\n"
-            "  --out DIR       run directory (default runs/<config name>); must not hold a run\n"
-            "  --resume DIR    continue the run in DIR exactly where its last checkpoint is\n"
-            "  --quiet         no progress line and no log lines on stdout\n"
-            "A run directory gets config.txt, metrics.csv, log.txt, last.ckpt, best.ckpt.\n");
+    (void)arg;
+    fprintf(f, "families (`metacl train FAMILY --help` lists a family's config keys):\n");
+    for (const mcl_family *const *fam = mcl_families(); *fam; fam++)
+        fprintf(f, "  %-24s  %s\n", (*fam)->kind, (*fam)->summary ? (*fam)->summary : "");
 }
+
+/* The keys of one family, after the options in `metacl train FAMILY --help`. */
+static void print_keys(FILE *f, const void *arg)
+{
+    const mcl_family *fam = arg;
+    fprintf(f, "\nkeys of `metacl train %s` (config files and --set; default, meaning, range):\n", fam->kind);
+    mcl_run_cfg_print_help(f, fam);
+}
+
+static const char train_synopsis[] = "--config FILE [--set key=value]... [--out RUN_DIR] [--backend ref|opencl] [--device N|NAME] [--quiet]\n"
+                                     "--resume RUN_DIR [--set key=value]... [--backend ...]";
+static const char train_epilog[] = "A run directory gets config.txt, metrics.csv, log.txt, last.ckpt, best.ckpt.\n"
+                                   "Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage.";
 
 int mcl_cli_train(int argc, char **argv)
 {
+    mcl_cli_cmd cmd = {.name = "train FAMILY", .synopsis = train_synopsis, .about = "Train a model of a family on the harness.",
+                       .opts = train_keys, .n_opts = N_TRAIN_KEYS, .epilog = train_epilog,
+                       .more_help = print_families};
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
+        mcl_cli_help(argc < 2 ? stderr : stdout, &cmd);
         return argc < 2 ? 2 : 0;
+    }
+    if (argv[1][0] == '-') {
+        fprintf(stderr, "metacl train: which family? (");
+        mcl_cli_print_families(stderr);
+        fprintf(stderr, ") comes first: metacl train FAMILY [options]\n");
+        return 2;
     }
     const mcl_family *fam = mcl_family_find(argv[1]);
     if (!fam) {
-        fprintf(stderr, "metacl train: unknown model family '%s' (available:", argv[1]);
-        for (const mcl_family *const *f = mcl_families(); *f; f++) fprintf(stderr, " %s", (*f)->kind);
+        fprintf(stderr, "metacl train: unknown model family '%s' (available: ", argv[1]);
+        mcl_cli_print_families(stderr);
         fprintf(stderr, ")\n");
         return 2;
     }
-    const char *config = NULL, *out = NULL, *resume = NULL, *backend = NULL, *device = NULL;
-    int quiet = 0, n_set = 0;
-    const char **sets = calloc((size_t)argc, sizeof *sets);
-    if (!sets) return 1;
-    int rc = 0;
-    for (int i = 2; i < argc && rc == 0; i++) {
-        const char *v = NULL;
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            printf("\nkeys of `metacl train %s` (config files and --set; default, meaning, range):\n", fam->kind);
-            mcl_run_cfg_print_help(stdout, fam);
-            free(sets);
-            return 0;
-        } else if (!strcmp(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--config", &config)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--out", &out)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--resume", &resume)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--backend", &backend)) != 0 ||
-                   (r = mcl_cli_take_value(argc, argv, &i, "--device", &device)) != 0) {
-            if (r < 0) rc = 2;
-        } else if ((r = mcl_cli_take_value(argc, argv, &i, "--set", &v)) != 0) {
-            if (r < 0) rc = 2;
-            else if (!strchr(v, '=')) {
-                fprintf(stderr, "metacl train %s: --set '%s': want key=value\n", fam->kind, v);
-                rc = 2;
-            } else
-                sets[n_set++] = v;
-        } else {
-            fprintf(stderr, "metacl train %s: unknown option '%s'\n", fam->kind, argv[i]);
-            usage(stderr);
+    char name[64];
+    snprintf(name, sizeof name, "train %s", fam->kind);
+    cmd.name = name;
+    cmd.more_help = print_keys;
+    cmd.more_arg = fam;
+    train_opts *opt = calloc(1, sizeof *opt);
+    const char **sets = calloc(MAX_SETS, sizeof *sets);
+    if (!opt || !sets) {
+        free(opt);
+        free(sets);
+        return 1;
+    }
+    mcl_cli_parsed parsed;
+    int rc = mcl_cli_parse(&cmd, argc - 1, argv + 1, opt, &parsed);
+    if (rc != MCL_CLI_GO) {
+        free(opt);
+        free(sets);
+        return rc;
+    }
+    rc = 0;
+    const char *config = opt->config[0] ? opt->config : NULL, *out = opt->out[0] ? opt->out : NULL;
+    const char *resume = opt->resume[0] ? opt->resume : NULL;
+    const char *backend = opt->backend, *device = opt->device;
+    const int quiet = opt->quiet, n_set = opt->n_sets;
+    for (int i = 0; i < n_set && rc == 0; i++) {
+        sets[i] = opt->sets[i].value;
+        if (!strchr(sets[i], '=')) {
+            fprintf(stderr, "metacl train %s: --set '%s': want key=value\n", fam->kind, sets[i]);
             rc = 2;
         }
     }
@@ -90,6 +122,7 @@ int mcl_cli_train(int argc, char **argv)
     if (mcl_run_cfg_init(&cfg, fam, err, sizeof err) != MCL_OK) {
         fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
         free(sets);
+        free(opt);
         return 1;
     }
     if (rc == 0 && config) {
@@ -140,5 +173,6 @@ int mcl_cli_train(int argc, char **argv)
     }
     mcl_run_cfg_free(&cfg);
     free(sets);
+    free(opt);
     return rc;
 }

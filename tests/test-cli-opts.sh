@@ -1,0 +1,139 @@
+#!/bin/sh
+# test-cli-opts.sh — the option parser every metacl subcommand shares (tools/cli_opts.c):
+# --opt=value, -o value, `--`, generated -h/--help (exit 0, on stdout) on every subcommand,
+# unknown options / missing and bad values (exit 2 with a message), decimal integers ("010"
+# is ten), --version. Uses the IDX fixture of data/fixtures (found through METACL_SRCDIR).
+METACL=${METACL:-./metacl}
+SRC=${METACL_SRCDIR:-.}
+FIX=$SRC/data/fixtures
+TMP=test-cli-opts.tmp.$$
+# check / expect_text and the pass/fail counters (METACL_SRCDIR: set by the Makefile)
+. "${METACL_SRCDIR:-$(dirname "$0")/..}/tests/cli-lib.sh"
+expect_no_text() { # expect_no_text "description" "substring": absent from the last output
+    case "$LAST_OUT" in
+    *"$2"*) fail=$((fail + 1)); echo "FAIL: $1: output has '$2'"; echo "$LAST_OUT" | sed 's/^/    /' ;;
+    *) pass=$((pass + 1)) ;;
+    esac
+}
+same_file() { # same_file "description" A B
+    if cmp -s "$2" "$3"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1: $2 and $3 differ"; fi
+}
+
+echo "test-cli-opts: binary $METACL (no randomness beyond explicit --seed values)"
+rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
+IDX="idx:$FIX/tiny-images-idx3-ubyte.gz,$FIX/tiny-labels-idx1-ubyte.gz"
+
+# -h and --help on every command and subcommand: exit 0, the usage on stdout, nothing on stderr
+for cmd in devices selftest bench "bench gemm" "bench ops" "bench data" "bench acl" data \
+    "data prepare" "data info" "data show" train "train acl" eval "eval acl" ckpt "ckpt info" \
+    "ckpt export" plot version help; do
+    for h in --help -h; do
+        # shellcheck disable=SC2086 # $cmd is the command words
+        check "$cmd $h exits 0" 0 sh -c "\"\$0\" $cmd $h 2>$TMP/err" "$METACL"
+        expect_text "$cmd $h prints a usage" "usage: metacl"
+        if [ -s "$TMP/err" ]; then fail=$((fail + 1)); echo "FAIL: $cmd $h wrote to stderr:"; sed 's/^/    /' "$TMP/err"
+        else pass=$((pass + 1)); fi
+    done
+done
+check "ckpt info --help is help, not a file" 0 "$METACL" ckpt info --help
+expect_text "ckpt info usage" "usage: metacl ckpt info FILE"
+expect_no_text "does not open --help" "cannot open"
+# generated help: every accepted option is documented, with its metavar and default
+check "eval acl --help" 0 "$METACL" eval acl --help
+expect_text "eval documents --device" "--device N|NAME"
+expect_text "eval documents --data-dir" "--data-dir DIR"
+expect_text "eval shows a default" "--episodes E"
+expect_text "eval shows the default of --episodes" "(default 64)"
+check "data show --help" 0 "$METACL" data show --help
+expect_text "short option shown" "-o, --out FILE.png"
+expect_text "default shown" "(default 10)"
+check "train --help" 0 "$METACL" train --help
+expect_text "train --help lists the families" "acl "
+check "top-level --help" 0 "$METACL" --help
+for c in devices selftest "bench gemm" "bench ops" "bench data" "bench acl" "data prepare" "data info" \
+    "data show" "train FAMILY" "eval FAMILY" "ckpt info" "ckpt export" plot version help; do
+    expect_text "metacl --help lists '$c'" "  $c"
+done
+check "--version" 0 "$METACL" --version
+expect_text "version line" "metacl "
+expect_text "says whether OpenCL is built" "OpenCL backend: "
+check "version --bogus" 2 "$METACL" version --bogus
+
+# unknown options: exit 2, the option named, a hint to --help
+check "devices --bogus" 2 "$METACL" devices --bogus
+expect_text "names the option" "metacl devices: unknown option '--bogus'"
+expect_text "hints at --help" "metacl devices --help"
+check "data show --bogus=3" 2 "$METACL" data show "$IDX" --out "$TMP/x.png" --bogus=3
+expect_text "names the option without its value" "unknown option '--bogus'"
+check "unknown short option" 2 "$METACL" data show "$IDX" -q
+expect_text "names the short option" "unknown option '-q'"
+check "eval acl unknown option" 2 "$METACL" eval acl --bogus
+expect_text "eval names the option" "metacl eval acl: unknown option '--bogus'"
+check "a flag given a value" 2 "$METACL" devices --json=1
+expect_text "says it takes no value" "takes no value"
+check "too many arguments" 2 "$METACL" data info "$IDX" "$IDX"
+
+# missing and bad values: exit 2 with what the option accepts
+check "missing value" 2 "$METACL" data show "$IDX" --out
+expect_text "says a value is missing" "option '--out' needs a value"
+check "missing value (selftest --seed)" 2 "$METACL" selftest --seed
+check "bad integer" 2 "$METACL" selftest --steps abc
+expect_text "names option, value and range" "--steps = 'abc': want an integer in [1, 100000]"
+check "integer out of range" 2 "$METACL" bench gemm --reps 0
+expect_text "out of range names the range" "want an integer in [1, 100000]"
+check "trailing junk" 2 "$METACL" data show "$IDX" --out "$TMP/x.png" --classes 3x
+check "negative seed" 2 "$METACL" data show "$IDX" --out "$TMP/x.png" --seed -1
+expect_text "seed wants an unsigned integer" "--seed = '-1': want an unsigned integer"
+check "bad enum" 2 "$METACL" eval acl --protocol nope --ckpt x --data hershey
+expect_text "lists the protocols" "seq, two-task, split-dil or split-cil"
+check "bad float" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance half
+expect_text "plot names --chance" "--chance = 'half'"
+
+# integers are decimal: "010" is ten, not eight
+check "selftest --seed 010" 1 "$METACL" selftest --seed 010 --steps 1
+expect_text "010 is ten" "selftest: seed 10, 1 steps"
+check "data show --seed 010" 0 "$METACL" data show "$IDX" --out "$TMP/s010.png" --seed 010 --samples 2
+check "data show --seed 10" 0 "$METACL" data show "$IDX" --out "$TMP/s10.png" --seed 10 --samples 2
+same_file "--seed 010 == --seed 10" "$TMP/s010.png" "$TMP/s10.png"
+
+# --opt=value, -o VALUE and -oVALUE are --opt VALUE
+check "--opt value" 0 "$METACL" data show "$IDX" --out "$TMP/a.png" --samples 3 --seed 5
+check "--opt=value" 0 "$METACL" data show "$IDX" --out="$TMP/b.png" --samples=3 --seed=5
+expect_text "the sheet of --samples=3" "(196x196)"
+same_file "--opt=value == --opt value" "$TMP/a.png" "$TMP/b.png"
+check "-o VALUE" 0 "$METACL" data show "$IDX" -o "$TMP/c.png" --samples 3 --seed 5
+same_file "-o VALUE == --out VALUE" "$TMP/a.png" "$TMP/c.png"
+check "-oVALUE" 0 "$METACL" data show "$IDX" -o"$TMP/d.png" --samples 3 --seed 5
+same_file "-oVALUE == --out VALUE" "$TMP/a.png" "$TMP/d.png"
+check "options before the argument" 0 "$METACL" data show --samples 3 --seed 5 --out "$TMP/e.png" "$IDX"
+same_file "positional anywhere" "$TMP/a.png" "$TMP/e.png"
+check "the last of a repeated option wins" 0 "$METACL" data show "$IDX" --out "$TMP/f.png" --samples 7 --samples 3 --seed 5
+same_file "--samples 7 --samples 3 == --samples 3" "$TMP/a.png" "$TMP/f.png"
+
+# `--` ends the options: what follows is an argument even when it starts with '-'
+check "-- then the argument" 0 "$METACL" data info -- "$IDX"
+expect_text "info of the fixture" "images     36"
+check "-- then an option-like argument" 1 "$METACL" data info -- --json
+expect_no_text "--json after -- is not an option" '"images"'
+check "an option after -- is an argument" 2 "$METACL" data info "$IDX" -- --json
+expect_text "too many arguments" "unexpected argument '--json'"
+
+# repeatable options keep their order (eval: --ckpt and --baseline rows in command-line order)
+check "eval: a repeatable option with a bad value" 2 "$METACL" eval acl --protocol seq --data hershey --baseline sgd --baseline rmsprop
+expect_text "names the bad baseline" "--baseline 'rmsprop'"
+check "eval: family checked against the families" 2 "$METACL" eval nosuchfamily --protocol seq
+expect_text "lists the families" "(available: acl"
+
+# The harness can fail: a wrong expectation is counted as a failure.
+saved_pass=$pass saved_fail=$fail
+check "deliberately wrong exit code" 0 "$METACL" devices --bogus >/dev/null
+expect_text "deliberately wrong text" "this text is not in the output" >/dev/null
+if [ "$fail" -eq $((saved_fail + 2)) ] && [ "$pass" -eq "$saved_pass" ]; then
+    fail=$saved_fail; pass=$((pass + 1))
+else
+    echo "FAIL: the harness did not catch two deliberate mismatches"; fail=$((fail + 1))
+fi
+
+rm -rf "$TMP"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
