@@ -1,4 +1,4 @@
-/* srwm.cl — the self-referential weight matrix over a sequence (SPEC-ACL §1), forward and the
+/* srwm.cl — the self-referential weight matrix over a sequence (doc/acl-model.md §1), forward and the
  * memory-light exact backward. Same equations, same saved values and the same rank-1 update
  * and its exact undoing as src/ref/srwm.c, which documents them (the sums run in this file's
  * own fixed orders: over e or m in increasing order, one fma each); per sequence, t = 0..L-1:
@@ -27,7 +27,7 @@
 
 #define SRWM_WBS 5 /* row stride of w_b in __local memory */
 
-/* SPEC-ACL §1 step 2: sigmoid without exp of a large positive number */
+/* doc/acl-model.md §1 step 2: sigmoid without exp of a large positive number */
 float srwm_sigmoid(float z)
 {
     if (z >= 0.0f) return 1.0f / (1.0f + exp(-z));
@@ -53,7 +53,7 @@ float2 srwm_sum(__local const float *v, long D)
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* Forward, one work-group per sequence (SPEC-ACL §1 steps 1-5).
+/* Forward, one work-group per sequence (doc/acl-model.md §1 steps 1-5).
  *   x [S,L,D], initial state wy0, wq0, wk0 [S,D,D], wb0 [S,D,4] -> y [S,L,D], final state
  *   wy1, wq1, wk1, wb1, saved q, k [S,L,D], beta [S,L,4], dy, dq, dk [S,L,D], db [S,L,4]
  *   lm: __local, 3*D*(D+1) + 5*D + 8*D + 4 floats                                        */
@@ -190,7 +190,7 @@ __kernel void srwm_fwd(__global const float *x, long x_off,
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* Backward, one work-group per sequence: SPEC-ACL §1 "Backward" (see bwd_seq in
+/* Backward, one work-group per sequence: doc/acl-model.md §1 "Backward" (see bwd_seq in
  * src/ref/srwm.c for the equations). G (the gradient of the weights after step t) starts as
  * gout[1..4], the weights as the saved final state; walking t = L-1 .. 0 the weights are
  * recovered by subtracting the rank-1 update, so no per-step matrix is stored.

@@ -1,4 +1,4 @@
-/* test-acl-model.c — the ACL model (SPEC-ACL §2–4): shapes, parameter count, the stateful
+/* test-acl-model.c — the ACL model (doc/acl-model.md §2–4): shapes, parameter count, the stateful
  * call (chunking invariance), a central-difference gradient check of the whole tiny model,
  * OpenCL vs reference, bit-reproducibility, and that wrong values are detected. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* test-acl-objective.c — one full ACL meta-training step (SPEC-ACL §4: 2 tasks, all seven
+/* test-acl-objective.c — one full ACL meta-training step (doc/acl-model.md §3: 2 tasks, all seven
  * calls, first-shot and ACL terms):
  *   - the objective equals an independent composition of the same calls in which every query
  *     is run as its own length-1 call (no state repetition), term by term and in total;
@@ -106,7 +106,7 @@ static double composed_term(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *s,
     return sum / NQ;
 }
 
-/* The seven calls of the SPEC-ACL §4 table; wrong = 1 reads the ACL query from W_A. */
+/* The seven calls of the doc/acl-model.md §3 table; wrong = 1 reads the ACL query from W_A. */
 static void composed(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_task_data *td, int wrong,
                      double out[5] /* fsA mainA fsB mainB aclA */)
 {

@@ -816,8 +816,8 @@ static int test_fmnist(void)
     if (!CHECK(st == MCL_OK, "fmnist prepare: %s", g_err)) return 1;
     printf("test-dataset: fmnist train mean/std 28x28 %.4f/%.4f, padded 32x32 %.4f/%.4f\n",
            s.mean28, s.std28, s.mean32, s.std32);
-    CHECK_NEAR("fmnist 28x28 train mean (DATA.md 0.2860)", s.mean28, 0.2860, 5e-5, 0);
-    CHECK_NEAR("fmnist 28x28 train std (DATA.md 0.3530)", s.std28, 0.3530, 5e-5, 0);
+    CHECK_NEAR("fmnist 28x28 train mean (doc/data.md 0.2860)", s.mean28, 0.2860, 5e-5, 0);
+    CHECK_NEAR("fmnist 28x28 train std (doc/data.md 0.3530)", s.std28, 0.3530, 5e-5, 0);
     CHECK_NEAR("padding scales the mean by 784/1024", s.mean32, s.mean28 * 784.0 / 1024.0, 1e-9, 0);
     static const struct {
         mcl_split sp;

@@ -1356,7 +1356,7 @@ static const opspec SPECS[] = {
     {"maxpool2d", gen_maxpool2d, nv_maxpool2d, FT_EXACT, 5e-3, GT_KINK, DT_EXACT},
     /* the layer_norm equations per (image, channel) plane: same steps and reasons */
     {"instance_norm", gen_instance_norm, nv_instance_norm, FT_LIBM, 1e-2, GT_NORM, DT_LIBM},
-    /* SRWM (SPEC-ACL §1): float32 sums of D <= 16 terms per step carried through L <= 40
+    /* SRWM (doc/acl-model.md §1): float32 sums of D <= 16 terms per step carried through L <= 40
      * steps of state (observed 2.6e-7 over 200 seeds: FT_SUM); smooth (softmax, sigmoid,
      * bilinear rank-1 updates), h = 2e-2: the float32 forward's noise / h dominates
      * (observed 1.9e-4; 1e-2 doubles it, 5e-2 halves it: GT_SMOOTH); the device sums over D

@@ -1,4 +1,4 @@
-/* test-samplers.c — episodes (SPEC-ACL §4), Split-X (SPEC-ACL §5), piecewise-stationary and
+/* test-samplers.c — episodes (doc/acl-model.md §3), Split-X (doc/acl.md, Evaluation), piecewise-stationary and
  * Online-X streams, and batching into tensors on the reference backend.
  *
  * Synthetic datasets: image i stores its own index in pixels 0-1 (little endian) and its class

@@ -1,10 +1,10 @@
-/* test-srwm.c — the fused self-referential weight matrix op (SPEC-ACL §1), beyond what the
+/* test-srwm.c — the fused self-referential weight matrix op (doc/acl-model.md §1), beyond what the
  * generic op runner (test-ops -o srwm: naive forward, finite differences, differential) checks:
  *
  *   1. the fused op equals a naive per-step loop built from basic ops of the library on the
  *      tape (slice, matmul, softmax, sigmoid, sub, add, concat), forward and every gradient
  *      through mcl_backward (reference backend); the authors' double-counted final-state
- *      gradient (SPEC-ACL §1, "We compute the exact gradient") would be detected;
+ *      gradient (doc/acl-model.md §1, "We compute the exact gradient") would be detected;
  *   2. chunk invariance: L steps in one call == L1 + L2 steps in two calls with the state
  *      carried, forward (bit-identical) and backward, on the reference and on OpenCL;
  *   3. batch independence: changing the input and initial state of sequence b changes no
@@ -213,7 +213,7 @@ static int run_tape(mcl_ctx *ctx, const prob *p, int64_t mode, result *r)
         if (mcl_srwm(ctx, x1, w0, &y1, S1) == MCL_OK && mcl_srwm(ctx, x2, S1, &y2, S) == MCL_OK)
             y = mcl_concat(ctx, y1, y2, 2);
     } else {
-        /* SPEC-ACL §1 written with basic ops, one step at a time */
+        /* doc/acl-model.md §1 written with basic ops, one step at a time */
         mcl_tensor *M[4] = {w0[0], w0[1], w0[2], w0[3]};
         for (int64_t t = 0; t < p->L; t++) {
             mcl_tensor *xt = mcl_slice(ctx, x, 2, t, 1); /* [B,H,1,D] */

@@ -1,4 +1,4 @@
-/* test-wcst.c — the WCST environment (Sparse-MetaNet App. C; SPEC-SMN §4).
+/* test-wcst.c — the WCST environment (Sparse-MetaNet App. C; the WCST task of the Sparse Meta Networks paper).
  *
  * Scripted agents with known behaviour check the rule semantics: an oracle (peeks at the
  * hidden rule) must solve every rule in exactly 3 episodes; the switch must come 1..50 episodes

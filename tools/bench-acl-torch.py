@@ -4,14 +4,14 @@
 What is measured (wall-clock time per iteration, 1 warm-up iteration, then --reps timed
 iterations; ms_best = fastest, ms_median = median):
 
-  srwm      the SRWM sequence op of SPEC-ACL §1, forward + backward, B=16 sequences, H=16
+  srwm      the SRWM sequence op of doc/acl-model.md §1, forward + backward, B=16 sequences, H=16
             heads, D=16, L=160 steps. x [B,H,L,D] ~ N(0,1) and the initial state W_y, W_q, W_k
             [B,H,D,D], w_b [B,H,D,4] ~ N(0,1/D) are leaf tensors that require grad.
             loss = (y*Gy).sum() + sum_i (state_out_i*Gs_i).sum() with fixed random Gy, Gs_i.
   conv4_28  Conv-4 (4 x [conv3x3 pad 1, 32 ch, bias -> InstanceNorm2d(affine) -> MaxPool 2
   conv4_32  -> Dropout(0.1) -> ReLU], training mode) on 800 images [800,1,S,S], S = 28 / 32,
             forward + backward of loss = (out*G).sum(); the input needs no grad.
-  acl_step  one 2-task ACL meta-training step (SPEC-ACL §3-4): zero_grad + the 7 calls of the
+  acl_step  one 2-task ACL meta-training step (doc/acl-model.md §2-4): zero_grad + the 7 calls of the
             §4 table for tasks A then B + backward + Adam step. 1x32x32 images, N=5, K=5,
             B=16 sequences, hidden 128, 8 heads (D 16), 2 layers, FF x2, dropout 0.1, Conv-4
             with 32 channels, no feature norm. States are never detached within the step.
@@ -106,7 +106,7 @@ def import_torch():
 
 
 # ---------------------------------------------------------------------------------------------
-# SRWM (SPEC-ACL §1)
+# SRWM (doc/acl-model.md §1)
 
 def srwm(x, state):
     """x [B,H,L,D]; state = (W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]).

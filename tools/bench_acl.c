@@ -6,7 +6,7 @@
  *              output and the final state random)
  *   conv4_28   Conv-4 (4 × conv 3×3 32 ch → instance norm → maxpool → dropout 0.1 → ReLU)
  *   conv4_32   forward + backward on 800 images of 1×28×28 / 1×32×32 (no input gradient)
- *   acl_step   one 2-task ACL meta-training step (SPEC-ACL §4, all seven calls, first-shot
+ *   acl_step   one 2-task ACL meta-training step (doc/acl-model.md §3, all seven calls, first-shot
  *              and ACL terms, N queries per task): 5-way 5-shot, batch 16, hidden 128, 8 heads,
  *              2 layers, FF ×2, dropout 0.1, 1×32×32; forward + backward + Adam update
  *

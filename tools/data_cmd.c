@@ -74,7 +74,7 @@ static int cmd_prepare(int argc, char **argv)
         if (st == MCL_OK) {
             printf("fmnist: %lld images (%lld train, %lld test), 10 classes, in %s/fmnist\n",
                    s.n_train + s.n_test, s.n_train, s.n_test, dd);
-            printf("fmnist: train pixel mean/std: 28x28 %.4f/%.4f (DATA.md: 0.2860/0.3530); "
+            printf("fmnist: train pixel mean/std: 28x28 %.4f/%.4f (doc/data.md: 0.2860/0.3530); "
                    "padded 32x32 %.4f/%.4f (stored)\n",
                    s.mean28, s.std28, s.mean32, s.std32);
         }

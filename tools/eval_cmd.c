@@ -1,4 +1,4 @@
-/* eval_cmd.c — `metacl eval acl`: the evaluation protocols of SPEC-ACL §5 on trained ACL
+/* eval_cmd.c — `metacl eval acl`: the evaluation protocols of doc/acl.md, Evaluation on trained ACL
  * checkpoints, next to the hand-crafted SGD/Adam baselines on the same data.
  *
  *   metacl eval acl --ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil
@@ -10,7 +10,7 @@
  * "@" and a class list ("fmnist@0-4", "hershey@1,5,9"). seq / two-task: one SPEC per task
  * position (the last one repeats); the TEST split (held-out classes of stroke sets, the test
  * file of fmnist). split-dil / split-cil: one SPEC whose train split gives the context
- * examples and whose test split the queries (SPEC-ACL §5).
+ * examples and whose test split the queries (doc/acl.md, Evaluation).
  * Output: a Markdown table on stdout (mean ± std over runs, in %), or JSON with --json;
  * --figures DIR writes the accuracy matrices and, for the first checkpoint, heat-maps of one
  * SRWM head's four sub-matrices while a demo sequence is consumed.
@@ -70,7 +70,7 @@ static const mcl_key eval_keys[] = {
     MCL_OPT_ENUM("protocol", 0, eval_opts, protocol, PROTOCOLS, NULL,
                  "(required) seq / two-task: N-way K-shot task sequences, A alone,\n"
                  "B alone, A and B after A->B (paper Tables 1, 2, 9); split-dil /\n"
-                 "split-cil: Split-X, domain / class incremental (SPEC-ACL 5)"),
+                 "split-cil: Split-X, domain / class incremental (doc/acl-model.md 5)"),
     MCL_OPT_APPEND("data", 0, eval_opts, data, n_data, "SPEC",
                    "data set [@classes], e.g. hanzi, fmnist@0-4 (seq: one per task)"),
     MCL_OPT_INT("tasks", 0, eval_opts, tasks, 1, MCL_ACL_MAX_TASKS, NULL, "T",
@@ -104,7 +104,7 @@ static const char eval_synopsis[] =
     "... [--tasks T] [--n-way N] [--k-shot K] [--runs R] [--episodes E] [--seed S]\n"
     "... [--baseline sgd|adam[:LR:EPOCHS]]... [--figures DIR] [--json] [--backend ref|opencl]";
 static const char eval_about[] =
-    "The evaluation protocols of SPEC-ACL 5 on trained checkpoints, next to the hand-crafted\n"
+    "The evaluation protocols of doc/acl-model.md 5 on trained checkpoints, next to the hand-crafted\n"
     "SGD/Adam baselines on the same data. A table on stdout (mean +- std over runs, in %).";
 
 /* "SPEC[@a-b,c,...]" */

@@ -71,7 +71,7 @@ mcl_tensor *mcl_maxpool2d(mcl_ctx *ctx, mcl_tensor *x); /* 2x2, stride 2 */
 mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
                               float eps);
 
-/* The self-referential weight matrix over a sequence (SPEC-ACL §1): x [B,H,L,D], state
+/* The self-referential weight matrix over a sequence (doc/acl-model.md §1): x [B,H,L,D], state
  * {W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]} -> y [B,H,L,D] and the final state. */
 mcl_status mcl_srwm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *const state_in[4], mcl_tensor **y,
                     mcl_tensor *state_out[4]);

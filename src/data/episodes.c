@@ -1,10 +1,10 @@
-/* episodes.c — N-way K-shot ACL tasks and multi-task sequences (SPEC-ACL §4), shared sampling
+/* episodes.c — N-way K-shot ACL tasks and multi-task sequences (doc/acl-model.md §3), shared sampling
  * utilities, and the batching of example rows into tensors (see sampler.h).
  *
- * A task (SPEC-ACL §4): N classes drawn at random from a class pool; labels 0..N-1 assigned
+ * A task (doc/acl-model.md §3): N classes drawn at random from a class pool; labels 0..N-1 assigned
  * at random per task (label j goes to the j-th class drawn, and the draw order is uniformly
  * random); per class DISJOINT examples: 1 first-shot example, K context examples, n_query
- * queries (SPEC-ACL: 1). Context = the N*K examples shuffled. The first-shot examples and the
+ * queries (the paper: 1). Context = the N*K examples shuffled. The first-shot examples and the
  * queries are shuffled too, so no role list reveals the label order.
  *
  * Draw order from the rng, for reproducibility: per task in sequence order: the N classes

@@ -7,8 +7,8 @@
  * backend. Functions that can fail on data (too few classes or examples) return a status and
  * write a message into err (err may be NULL); nothing here calls exit().
  *
- *   episodes.c   N-way K-shot ACL tasks and multi-task sequences (SPEC-ACL §4)
- *   streams.c    Split-X (SPEC-ACL §5), piecewise-stationary streams (online-transformer
+ *   episodes.c   N-way K-shot ACL tasks and multi-task sequences (doc/acl-model.md §3)
+ *   streams.c    Split-X (doc/acl.md, Evaluation), piecewise-stationary streams (online-transformer
  *                paper §4), Online-X (Sparse-MetaNet §4.1.2 and App. D)
  *
  * Labels are int32 on the host; batches carry them as float class indices.
@@ -49,21 +49,21 @@ mcl_status mcl_class_pool_positions(const mcl_class_pool *pool, int *pos, int ca
  * (used when k is a large fraction of m; without it such a draw allocates). */
 mcl_status mcl_sample_distinct(mcl_rng *rng, int64_t m, int64_t k, int64_t *out, int64_t *scratch);
 
-/* ======================================================================= episodes (SPEC-ACL §4) */
+/* ======================================================================= episodes (doc/acl-model.md §3) */
 
 /* One sequence of tasks A -> B -> ... Zero-initialise, then set:                             */
 typedef struct mcl_episode_cfg {
     int n_way;     /* N >= 1 classes per task                                              */
     int k_shot;    /* K >= 1 context examples per class                                    */
-    int n_query;   /* queries per class >= 1 (SPEC-ACL §4: 1)                              */
-    int first_shot;/* first-shot examples per class: 0 or 1 (SPEC-ACL §4: 1)              */
+    int n_query;   /* queries per class >= 1 (doc/acl-model.md §3: 1)                              */
+    int first_shot;/* first-shot examples per class: 0 or 1 (doc/acl-model.md §3: 1)              */
     int n_tasks;   /* tasks per sequence >= 1                                              */
     /* 0 (default): tasks of one sequence that draw from the same DATASET use disjoint classes
      * (the paper, App. A.7: "in principle ... no underlying class overlap"); 1: every task is
      * drawn independently (what the authors' code does). Tasks drawn from different datasets
      * never interact. */
     int share_classes;
-    /* 1: class-incremental labels, task i's labels shifted by N*i (SPEC-ACL §4, T tasks). */
+    /* 1: class-incremental labels, task i's labels shifted by N*i (doc/acl-model.md §3, T tasks). */
     int class_incremental;
 } mcl_episode_cfg;
 
@@ -103,7 +103,7 @@ mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_
 
 /* ======================================================================= streams (streams.c) */
 
-/* ---- Split-X (SPEC-ACL §5) ---- */
+/* ---- Split-X (doc/acl.md, Evaluation) ---- */
 typedef enum mcl_splitx_mode {
     MCL_SPLITX_DOMAIN = 0, /* labels 0..C-1 within each task, C outputs          */
     MCL_SPLITX_CLASS = 1   /* "true" labels 0..T*C-1 over the whole split, T*C outputs */
@@ -136,7 +136,7 @@ typedef struct mcl_splitx {
     int32_t *ctx_task;
     int64_t *task_ctx_start; /* [T+1] */
     /* queries: every test image of every task class, task by task, class by class, in test
-     * dataset order. SPEC-ACL §5 queries them all after the last task; for the accuracy
+     * dataset order. doc/acl.md, Evaluation queries them all after the last task; for the accuracy
      * matrix R[i][j] query task j's range [task_query_start[j], task_query_start[j+1]) from
      * the state after task i's context. Queries never update the state. */
     int64_t n_query;

@@ -1,11 +1,11 @@
 /* streams.c — Split-X, piecewise-stationary and Online-X streams (see sampler.h).
  *
- * ---- Split-X (SPEC-ACL §5, paper 000 App. A.7) ----
+ * ---- Split-X (doc/acl.md, Evaluation, paper 000 App. A.7) ----
  * The split's T*C classes in a fixed order (default: the first T*C class ids ascending, so
  * Split-MNIST is {0,1},{2,3},...,{8,9}); task t = classes [t*C, t*C+C).
  * Context: for run r each class contributes its training images at positions
  * r*K, r*K+1, ..., r*K+K-1 of its image list (the dataset's order, or a fixed permutation
- * keyed by (shuffle_seed, class id)), taken modulo the class size. SPEC-ACL says only "K
+ * keyed by (shuffle_seed, class id)), taken modulo the class size. doc/acl-model.md says only "K
  * training images per class (different per run)"; consecutive windows are our reading: runs
  * r = 0..floor(m/K)-1 use disjoint images. Within a task the order is round robin
  * c0, c1, ..., c0, c1, ... (example i of every class, in class order, before example i+1);
@@ -42,7 +42,7 @@
  *     task (the pool needs n_way + n_new classes). code_exact = 1: the code.
  *  3. The text allocates "1 class label for the perseveration error and another 2 ... for the
  *     interference", the code's defaults are nb_classes_perv = 2, nb_classes_kept = 1; we
- *     follow the code (and DATA.md): n_kept = 1, n_persev = 2, configurable.
+ *     follow the code (and doc/data.md): n_kept = 1, n_persev = 2, configurable.
  *  4. Task length: the appendix leaves it to the caller; §4.1.2 gives ranges in rounds of 32
  *     examples ("32 to 480 examples for a task with length 1-15"): rounds uniform in
  *     [len_min, len_max]. Examples of a task: the code shuffles all training images of the

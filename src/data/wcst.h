@@ -1,5 +1,5 @@
 /* wcst.h — the Wisconsin Card Sorting Test environment (Sparse-MetaNet §4.1.1, App. C;
- * SPEC-SMN §4) (public API).
+ * the WCST task of the Sparse Meta Networks paper) (public API).
  *
  * Cards. A card has a colour, a shape and a number, each one of 4 values (0..3). As in the
  * paper's generator (`code_inds = random.sample(range(4), 3)`), the three values of a card are

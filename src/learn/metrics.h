@@ -67,7 +67,7 @@ typedef struct mcl_cl_result {
     double *alone;         /* [R·T] run r, task i learned ALONE from scratch, accuracy on task i;
                               all NaN when the protocol did not measure it (Split-X)             */
     double *final_acc;     /* [R·T] run r, accuracy on task j after the last task
-                              (= the last row of acc; SPEC-ACL §5's per-task accuracy)           */
+                              (= the last row of acc; doc/acl.md, Evaluation's per-task accuracy)           */
     mcl_cl_metrics *run;   /* [R] ACC, BWT, F of each run's matrix                               */
     double *acc_mean, *acc_std;     /* [T·T] over runs, per cell (NaN where not measured) */
     double *alone_mean, *alone_std; /* [T]                                                */

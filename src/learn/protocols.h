@@ -32,7 +32,7 @@ extern "C" {
 #define MCL_EVAL_BATCH 16        /* default episodes per call (task sequences) */
 
 /* ======================================================================= task sequences
- * (paper Tables 1, 2, 9; SPEC-ACL §5 first item)
+ * (paper Tables 1, 2, 9; doc/acl.md, Evaluation first item)
  *
  * Run r (0..n_runs-1) draws n_episodes episodes from Philox (seed, stream r) with
  * mcl_episode_sample (pools[i] for task i; no first-shot examples). The draw does not depend
@@ -49,9 +49,9 @@ extern "C" {
 typedef struct mcl_seq_eval_cfg {
     int n_way;             /* N >= 1                                                        */
     int k_shot;            /* K >= 1 context examples per class                             */
-    int n_query;           /* queries per class and task (0 -> 1, SPEC-ACL §4)              */
+    int n_query;           /* queries per class and task (0 -> 1, doc/acl-model.md §3)              */
     int n_tasks;           /* T, 1..MCL_EVAL_MAX_TASKS (the tables: 1..4)                    */
-    int n_runs;            /* runs (>= 1; SPEC-ACL §5: 5 sets of test episodes)             */
+    int n_runs;            /* runs (>= 1; doc/acl.md, Evaluation: 5 sets of test episodes)             */
     int n_episodes;        /* episodes per run (>= 1)                                       */
     int batch;             /* problems side by side (0 -> MCL_EVAL_BATCH; at most the learner's lanes) */
     int share_classes;     /* as mcl_episode_cfg (0: tasks of one dataset use disjoint classes) */
@@ -71,7 +71,7 @@ mcl_status mcl_eval_seq(mcl_learner *L, const mcl_class_pool *pools, const mcl_s
                         mcl_cl_result *res);
 
 /* ======================================================================= Split-X
- * (SPEC-ACL §5, paper Tables 3, 7; mcl_splitx in sampler.h)
+ * (doc/acl.md, Evaluation, paper Tables 3, 7; mcl_splitx in sampler.h)
  *
  * Run r uses mcl_splitx_create(train, test, split with .run = first_run + r). The context is
  * ONE sequence (B = 1): the training examples of task 0, then task 1, ... in the round-robin
@@ -81,7 +81,7 @@ mcl_status mcl_eval_seq(mcl_learner *L, const mcl_class_pool *pools, const mcl_s
  * R[i][j] = correct / (test images of task j). The last row is the paper's protocol
  * (final_only = 1 measures only it: faster, rows < T-1 stay NaN, so BWT and F are NaN).
  * Outputs: n_outputs = 0 -> domain-incremental: C (the first C logits of the model);
- * class-incremental: all of the model's n_way outputs (SPEC-ACL §5: "argmax over all
+ * class-incremental: all of the model's n_way outputs (doc/acl.md, Evaluation: "argmax over all
  * outputs"; the model needs n_way >= T·C). Given explicitly, n_outputs must be >= the number
  * of labels (C or T·C) and <= the model's n_way. */
 typedef struct mcl_splitx_eval_cfg {

@@ -1,4 +1,4 @@
-/* srwm.c — OpenCL host glue of the self-referential weight matrix (SPEC-ACL §1).
+/* srwm.c — OpenCL host glue of the self-referential weight matrix (doc/acl-model.md §1).
  * Kernels: kernels/srwm.cl; equations, saved values and the exact backward: src/ref/srwm.c.
  *
  *   in[0] x [B,H,L,D];  in[1..4] the initial state W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]
@@ -54,7 +54,7 @@ static mcl_status plan(mcl_backend *be, int bwd, int64_t D, size_t wg_max, size_
     return MCL_OK;
 }
 
-/* srwm forward, SPEC-ACL §1: per sequence, t = 0..L-1 (y_t read before the update):
+/* srwm forward, doc/acl-model.md §1: per sequence, t = 0..L-1 (y_t read before the update):
  *   y_t = x·W_y, q = softmax(x·W_q), k = softmax(x·W_k), β = sigmoid(x·w_b);
  *   Δ_i = (q - k)·M_i;  M_i += k ⊗ (β_i Δ_i)   for M_i = W_y, W_q, W_k, w_b */
 mcl_status mcl_ocl_srwm_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -76,7 +76,7 @@ mcl_status mcl_ocl_srwm_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch_groups(be, k, i, (size_t)S, wg, what(wb, sizeof wb, 0, "srwm_fwd", x));
 }
 
-/* srwm backward: the exact memory-light BPTT of SPEC-ACL §1 (src/ref/srwm.c, bwd_seq):
+/* srwm backward: the exact memory-light BPTT of doc/acl-model.md §1 (src/ref/srwm.c, bwd_seq):
  * G = gout[1..4], W = the final state; for t = L-1..0 recover W by subtracting the update,
  * then g_x, the gradient flowing into G, ...; at the end gin[1..4] += G. */
 mcl_status mcl_ocl_srwm_bwd(mcl_backend *be, const mcl_op_args *a)

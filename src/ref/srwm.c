@@ -1,7 +1,7 @@
-/* srwm.c — reference self-referential weight matrix over a sequence (SPEC-ACL §1; paper
+/* srwm.c — reference self-referential weight matrix over a sequence (doc/acl-model.md §1; paper
  * 000_* Sec. 2.3, Eqs. 1-5, the "4-learning-rate" variant), forward and memory-light backward.
  *
- * Notation (SPEC-ACL §1): per sequence b and head h, four fast-weight matrices stored W[e][m]
+ * Notation (doc/acl-model.md §1): per sequence b and head h, four fast-weight matrices stored W[e][m]
  * (e = input index, m = output index; a read is y_m = sum_e x_e W[e][m]):
  *   W_y, W_q, W_k  D x D,   w_b  D x 4   (the paper's single (3D+4) x D matrix, transposed)
  * and i = 0..3 indexes them in the order y, q, k, b (the order of beta and of the four Δ).
@@ -146,7 +146,7 @@ MCL_BODY float exp_nonpos(float x)
     return x < -87.0f ? 0.0f : p * scale;
 }
 
-/* SPEC-ACL §1 step 2: β = sigmoid(b̃) = 1 / (1 + exp(-b̃)), in the form without overflow:
+/* doc/acl-model.md §1 step 2: β = sigmoid(b̃) = 1 / (1 + exp(-b̃)), in the form without overflow:
  * with e = exp(-|z|), 1 / (1 + e) for z >= 0 and e / (1 + e) below. */
 MCL_BODY float sigmoid_(float z)
 {
@@ -154,7 +154,7 @@ MCL_BODY float sigmoid_(float z)
     return (z >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
-/* SPEC-ACL §1 step 2: q = softmax(q̃) over D, max-shifted, the sum of exponentials in double
+/* doc/acl-model.md §1 step 2: q = softmax(q̃) over D, max-shifted, the sum of exponentials in double
  * (in order), the quotient rounded once. */
 MCL_BODY void softmax_inplace(float *v, int64_t D)
 {
@@ -225,7 +225,7 @@ static size_t scratch_floats(int64_t D, int bwd)
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* Forward of one sequence, SPEC-ACL §1 steps 1-5 (paper Eqs. 1-5), t = 0 .. L-1, with W the
+/* Forward of one sequence, doc/acl-model.md §1 steps 1-5 (paper Eqs. 1-5), t = 0 .. L-1, with W the
  * weights after step t-1 (W = the initial state for t = 0):
  *   1. y_t = x_t·W_y,  q̃ = x_t·W_q,  k̃ = x_t·W_k,  b̃ = x_t·w_b           (Eq. 1)
  *   2. β = sigmoid(b̃) (4 rates),  q = softmax(q̃),  k = softmax(k̃)
@@ -325,7 +325,7 @@ MCL_BODY void fwd_seq(const seq *p, int64_t L, int64_t D, float *ws)
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* Backward of one sequence: memory-light BPTT, SPEC-ACL §1 "Backward", line by line.
+/* Backward of one sequence: memory-light BPTT, doc/acl-model.md §1 "Backward", line by line.
  * G_i = dloss/d(M_i after step t), started from the incoming gradient of the final state
  * (gout[1..4]); W starts as the saved final state. For t = L-1 ... 0, with a = q - k,
  * bd_i = β_i·Δ_i (all saved values of step t):
@@ -339,7 +339,7 @@ MCL_BODY void fwd_seq(const seq *p, int64_t L, int64_t D, float *ws)
  *   G_i  += (q - k) ⊗ gΔ_i + x ⊗ g_read_i,  g_read = (g_y, g_q̃, g_k̃, g_b̃)
  * At the end G_i is the gradient of the initial state. This is the EXACT gradient of the
  * forward above: the incoming final-state gradient enters once (as G's start), and the state
- * is the real weight, not an offset from a parameter (SPEC-ACL §1, "We compute the exact
+ * is the real weight, not an offset from a parameter (doc/acl-model.md §1, "We compute the exact
  * gradient"). Never more than one D x D matrix per weight (and one per gradient) is stored.
  * Scratch: W^T [D][LD] x 3 (row m = column m of W), w_b^T [4][LD], G_y, G_q, G_k [D][LD]
  * (rows e), G_b^T [4][LD], then vectors of LD. Per step four passes, each needing the sums
@@ -614,13 +614,13 @@ static mcl_status run_all(mcl_backend *be, const mcl_op_args *a, int bwd)
     return MCL_OK;
 }
 
-/* srwm forward: SPEC-ACL §1 (fwd_seq above) for every sequence b and head h. */
+/* srwm forward: doc/acl-model.md §1 (fwd_seq above) for every sequence b and head h. */
 mcl_status mcl_ref_srwm_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     return run_all(be, a, 0);
 }
 
-/* srwm backward: the exact memory-light BPTT of SPEC-ACL §1 (bwd_seq above); ACCUMULATES
+/* srwm backward: the exact memory-light BPTT of doc/acl-model.md §1 (bwd_seq above); ACCUMULATES
  * into gin[0] (x) and gin[1..4] (the initial state), each skipped when NULL. */
 mcl_status mcl_ref_srwm_bwd(mcl_backend *be, const mcl_op_args *a)
 {

@@ -1,4 +1,4 @@
-/* render.c — draw a stroke glyph as a handwritten 32×32 image (DATA.md, "Rendering strokes
+/* render.c — draw a stroke glyph as a handwritten 32×32 image (doc/data.md, "Rendering strokes
  * as handwriting").
  *
  * Pipeline, in pixel units with the origin at the canvas centre:

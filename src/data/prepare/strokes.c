@@ -1,6 +1,6 @@
 /* strokes.c — stroke-based character sets: sources, parsers, class splits, preparation.
  *
- * Sources (see doc/data.md and DATA.md):
+ * Sources (see doc/data.md):
  *   hanzi    npm hanzi-writer-data@2.0.1, `<data_dir>/hanzi-writer-data-2.0.1.tgz` (fetched
  *            with `npm pack` when missing). Each `package/<char>.json` holds "medians": one
  *            polyline per stroke in a 1024-unit box with y UP (image y = (900 - y) / 1024).

@@ -1,9 +1,9 @@
 /* strokes.h — stroke-based character sets rendered as handwriting (public API).
  *
  * A glyph is a list of strokes; a stroke is a polyline of points (x, y) in the unit square,
- * y pointing DOWN. Sources (see ../shared/DATA.md): hanzi (npm hanzi-writer-data medians),
+ * y pointing DOWN. Sources (see doc/data.md): hanzi (npm hanzi-writer-data medians),
  * kanji (Debian python3-kanjidraw segments), hershey (Debian hershey-fonts-data .jhf).
- * Rendering is deterministic per (seed, class, instance) and follows DATA.md's recipe.
+ * Rendering is deterministic per (seed, class, instance) and follows doc/data.md's recipe.
  */
 #ifndef MCL_STROKES_H
 #define MCL_STROKES_H
@@ -36,7 +36,7 @@ mcl_status mcl_strokeset_load(const char *name, const char *data_dir, int max_st
 void mcl_strokeset_free(mcl_strokeset *s);
 
 /* Render one sample into out[32*32]: clean = 1 gives the undistorted glyph (normalized box,
- * medium pen); otherwise the distortions of DATA.md keyed by (seed, cls, instance). */
+ * medium pen); otherwise the distortions of doc/data.md keyed by (seed, cls, instance). */
 void mcl_render_glyph(const mcl_glyph *g, uint64_t seed, int32_t cls, int64_t instance, int clean,
                       uint8_t *out);
 

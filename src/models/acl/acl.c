@@ -1,4 +1,4 @@
-/* acl.c — the ACL model (SPEC-ACL §2–3). See acl.h. */
+/* acl.c — the ACL model (doc/acl-model.md §2). See acl.h. */
 #include <assert.h>
 #include "acl.h"
 #include "tensor_impl.h"

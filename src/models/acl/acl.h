@@ -1,4 +1,4 @@
-/* acl.h — the ACL model (SPEC-ACL §2–3): Conv-4 feature extractor, label input, L layers of
+/* acl.h — the ACL model (doc/acl-model.md §2): Conv-4 feature extractor, label input, L layers of
  * [SRWM layer, feed-forward block] and a linear head on the last step.
  *
  * Sequences: images [B·L, C_in, S, S] and labels [B·L] with row b·L + t = step t of sequence b
@@ -152,7 +152,7 @@ void mcl_acl_free(mcl_acl *m);
 void mcl_acl_set_training(mcl_acl *m, int training);
 mcl_params *mcl_acl_params(mcl_acl *m);
 
-/* One stateful call (SPEC-ACL §4). images [B·L, C_in, S, S]; labels_in [B·L] (class index as
+/* One stateful call (doc/acl-model.md §3). images [B·L, C_in, S, S]; labels_in [B·L] (class index as
  * float, n_way = unknown); state_in NULL = fresh from the parameters. On success *logits is a
  * temporary [B, N] (the last step of each sequence) and, if state_out is not NULL, *state_out a
  * new state (free with mcl_acl_state_free). ctx must be the model's context. */
@@ -166,7 +166,7 @@ void mcl_acl_state_free(mcl_acl_state *s);
 mcl_acl_state *mcl_acl_state_detach(const mcl_acl_state *s);
 
 /* ======================================================================= the ACL objective
- * (SPEC-ACL §4, acl_objective.c)
+ * (doc/acl-model.md §3, acl_objective.c)
  *
  * A sequence of T tasks, each given as three parts per sequence of the batch: n_first
  * first-shot examples (labelled), n_ctx context examples (labelled) and n_query queries
@@ -182,7 +182,7 @@ mcl_acl_state *mcl_acl_state_detach(const mcl_acl_state *s);
  * queries of a sequence read the same state. Each term is the mean cross-entropy over its
  * B·n_query queries. States are never detached. The loss is
  *   loss = scale · [ Σ_i task_scale[i]·(fs_i + main_i) + acl_scale · Σ_{j<i} acl_{j,i} ].
- * 2-task (SPEC-ACL §4 table): scale c = 0.2, task_scale {s_A, s_B}, acl_scale 1.
+ * 2-task (doc/acl-model.md §3 table): scale c = 0.2, task_scale {s_A, s_B}, acl_scale 1.
  * T-task mean form: scale = 1 / (number of terms), task_scale 1, acl_scale 1.
  * No ACL (the baseline that forgets in context): acl = 0. */
 

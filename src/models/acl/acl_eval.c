@@ -1,4 +1,4 @@
-/* acl_eval.c — evaluation protocols of an ACL model (SPEC-ACL §5). See acl_eval.h.
+/* acl_eval.c — evaluation protocols of an ACL model (doc/acl.md, Evaluation). See acl_eval.h.
  *
  * Structure: two building blocks do every model call,
  *   run_context  B sequences × L labelled steps from a carried (detached) state, in calls of

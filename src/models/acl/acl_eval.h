@@ -1,4 +1,4 @@
-/* acl_eval.h — evaluation of a (meta-trained) ACL model: the protocols of SPEC-ACL §5
+/* acl_eval.h — evaluation of a (meta-trained) ACL model: the protocols of doc/acl.md, Evaluation
  * (public API; the `metacl eval acl` command is built on it).
  *
  * Common rules of every function here:

@@ -1,4 +1,4 @@
-/* acl_objective.c — the ACL meta-training objective (SPEC-ACL §4). See acl.h.
+/* acl_objective.c — the ACL meta-training objective (doc/acl-model.md §3). See acl.h.
  *
  * For T tasks in order, with S_0 = the parameters:
  *   fs_i       = CE(query_i | run(first_i | S_{i-1}))          first-shot (auxiliary) term
