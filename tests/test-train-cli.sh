@@ -63,6 +63,33 @@ check "model/task mismatch" 1 "$METACL" train acl --config "$CONF" --set model.n
 expect_text "explains the mismatch" "model.n_way = 4"
 check "unknown data set" 1 "$METACL" train acl --config "$CONF" --set data.domains=nosuchset --out "$TMP/u"
 expect_text "names the data set" "nosuchset"
+# a run that fails before its first step leaves nothing behind: the same command works again
+if [ -e "$TMP/u" ]; then fail=$((fail + 1)); echo "FAIL: a failed start left $TMP/u behind"; ls -la "$TMP/u" | sed 's/^/    /'; else pass=$((pass + 1)); fi
+mkdir "$TMP/own"
+check "failed start in an existing directory" 1 "$METACL" train acl --config "$CONF" --set data.domains=nosuchset --out "$TMP/own"
+if [ -d "$TMP/own" ] && [ -z "$(ls -A "$TMP/own")" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the failed start did not leave the user's directory empty"; fi
+# a run directory with config.txt but no checkpoint yet (stopped before its first one): --resume
+# starts it again from step 0 and ends where an uninterrupted run ends
+check "fresh reference run" 0 "$METACL" train acl --config "$CONF" --out "$TMP/r0" --quiet
+cp -r "$TMP/r0" "$TMP/r1" && rm -f "$TMP/r1/last.ckpt" "$TMP/r1/best.ckpt"
+check "resume without a checkpoint restarts" 0 "$METACL" train acl --resume "$TMP/r1"
+expect_text "says so" "no last.ckpt yet"
+cut -d, -f1-5 "$TMP/r0/metrics.csv" >"$TMP/r0.csv"; cut -d, -f1-5 "$TMP/r1/metrics.csv" >"$TMP/r1.csv"
+same_file "the restarted run equals the first" "$TMP/r0.csv" "$TMP/r1.csv"
+# SIGINT: the step in progress ends, last.ckpt is written, exit 130 with how to resume; the
+# resumed run ends with the losses of an uninterrupted one
+"$METACL" train acl --config "$CONF" --out "$TMP/int" --set train.steps=100000 --set train.ckpt_every=1000 \
+    --set train.val_every=0 >"$TMP/int.log" 2>&1 &
+pid=$!
+n=0
+while [ $n -lt 600 ] && [ "$(wc -l <"$TMP/int/metrics.csv" 2>/dev/null || echo 0)" -lt 4 ]; do sleep 0.1; n=$((n + 1)); done
+kill -INT $pid
+wait $pid; rc=$?
+if [ $rc -eq 130 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: SIGINT: exit $rc, expected 130"; cat "$TMP/int.log" | sed 's/^/    /'; fi
+LAST_OUT=$(cat "$TMP/int.log")
+expect_text "SIGINT says how to resume" "--resume $TMP/int"
+if [ -s "$TMP/int/last.ckpt" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: SIGINT: no last.ckpt"; fi
+check "resume after SIGINT" 0 "$METACL" train acl --resume "$TMP/int" --set train.steps=6 --set train.val_every=3 --quiet
 
 if "$METACL" train acl --config "$CONF" --backend opencl --out "$TMP/probe" --set train.steps=1 --quiet >/dev/null 2>&1; then
     backends="ref opencl"

@@ -12,10 +12,19 @@
 set -eu
 METACL=${METACL:-./metacl}
 RUNS=${RUNS:-runs}
-run_stage() { name=$1; conf=$2; shift 2; stage_args "$name" "$conf" "$@"; }
-stage_args() {
-    n=$1; c=$2; shift 2
-    if [ -d "$RUNS/$n" ]; then
+# run_stage NAME CONFIG FROM [args]: FROM is the stage whose best.ckpt starts this one ("" =
+# none); the config's own train.init (runs/...) is replaced by $RUNS/FROM/best.ckpt, so the
+# curriculum follows RUNS wherever it is.
+run_stage() {
+    n=$1; c=$2; from=$3; shift 3
+    if [ -n "$from" ]; then
+        set -- --set "train.init=$RUNS/$from/best.ckpt" "$@"
+    else
+        set -- --set "train.init=" "$@"
+    fi
+    if [ -f "$RUNS/$n/config.txt" ]; then
+        # started before: resume it (a finished run is a no-op; one stopped before its first
+        # checkpoint starts again from step 0, from train.init)
         "$METACL" train acl --resume "$RUNS/$n" --quiet "$@"
     else
         "$METACL" train acl --config "data/configs/$c" --out "$RUNS/$n" --quiet "$@"
@@ -23,17 +32,17 @@ stage_args() {
     echo "$n: $(tail -n 1 "$RUNS/$n/log.txt")"
 }
 mkdir -p "$RUNS" data/checkpoints
-run_stage s1 acl-s1-2way1shot.conf "$@"
-run_stage s2 acl-s2-5way1shot.conf "$@"
-run_stage s3 acl-s3-5way5shot.conf "$@"
+run_stage s1 acl-s1-2way1shot.conf "" "$@"
+run_stage s2 acl-s2-5way1shot.conf s1 "$@"
+run_stage s3 acl-s3-5way5shot.conf s2 "$@"
 # the two 2-task models are independent: train them side by side (one thread each)
-OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage acl-2task acl-2task.conf "$@" &
+OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage acl-2task acl-2task.conf s3 "$@" &
 p1=$!
-OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage noacl-2task noacl-2task.conf "$@" &
+OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage noacl-2task noacl-2task.conf s3 "$@" &
 p2=$!
 wait $p1 || { echo "acl-2task failed"; exit 1; }
 wait $p2 || { echo "noacl-2task failed"; exit 1; }
-run_stage acl-split5 acl-split5.conf "$@"
+run_stage acl-split5 acl-split5.conf acl-2task "$@"
 for m in acl-2task noacl-2task acl-split5; do
     "$METACL" ckpt export "$RUNS/$m/best.ckpt" "data/checkpoints/$m.ckpt"   # model only, atomic
 done

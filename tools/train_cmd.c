@@ -8,6 +8,8 @@
  *
  * Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage.
  */
+#define _POSIX_C_SOURCE 200809L /* sigaction */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,10 @@
 
 #include "train.h"
 #include "cli.h"
+
+/* SIGINT / SIGTERM during training: the harness ends the step, writes last.ckpt and returns. */
+static volatile sig_atomic_t stop_signal;
+static void on_stop_signal(int sig) { stop_signal = sig; }
 
 #define MAX_SETS 256
 
@@ -159,10 +165,20 @@ int mcl_cli_train(int argc, char **argv)
         o.log = quiet ? NULL : stdout;
         o.overrides = sets;
         o.n_overrides = resume ? n_set : 0;
+        o.stop = &stop_signal;
+        struct sigaction sa, old_int, old_term;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
         mcl_train_result res;
-        if (mcl_train_run(ctx, fam, config ? &cfg : NULL, &o, &res, err, sizeof err) != MCL_OK) {
+        mcl_status st = mcl_train_run(ctx, fam, config ? &cfg : NULL, &o, &res, err, sizeof err);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        if (st != MCL_OK) {
             fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
-            rc = 1;
+            rc = stop_signal ? 128 + stop_signal : 1; /* the shell's convention for a signal */
         } else if (!quiet) {
             printf("run %s: %lld steps, last loss %.4f, best validation %.4f, left chance at step "
                    "%lld, %.1f s of training\n",

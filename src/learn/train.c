@@ -215,6 +215,8 @@ typedef struct runner {
     int64_t chance_step;
     double acc_window[CHANCE_WINDOW];
     int64_t n_window;
+    int made_dir;   /* this process created the run directory */
+    int no_ckpt;    /* resuming a run that has no checkpoint yet */
     char *err;
     size_t err_len;
 } runner;
@@ -275,6 +277,7 @@ static mcl_status truncate_csv(runner *r, const char *path, int64_t upto)
 static mcl_status open_run_dir(runner *r)
 {
     char e2[768], path[MCL_TRAIN_PATH_MAX + 32];
+    r->made_dir = access(r->dir, F_OK) != 0;
     mcl_status st = mcl_mkdir_p(r->dir, e2, sizeof e2);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "run directory: %s", e2);
     if (path_join(path, sizeof path, r->dir, "log.txt"))
@@ -376,6 +379,11 @@ static mcl_status resume_from_ckpt(runner *r)
     char path[MCL_TRAIN_PATH_MAX + 32], e2[768];
     mcl_ckpt_info info;
     path_join(path, sizeof path, r->dir, "last.ckpt");
+    if (access(path, F_OK) != 0 && errno == ENOENT) {
+        r->no_ckpt = 1;
+        mcl_train_logf(&r->log, "no last.ckpt yet: the run starts again from step 0");
+        return MCL_OK;
+    }
     mcl_status st = r->fam->load(r->fs, path, r->opt, &info, e2, sizeof e2);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     uint64_t v = 0;
@@ -440,9 +448,8 @@ static mcl_status start(runner *r, const mcl_run_cfg *cfg)
     mcl_train_logf(&r->log, "%s run in %s on backend %s", opts->resume ? "resuming" : "starting", r->dir,
                    mcl_ctx_backend_name(r->ctx));
     st = setup(r);
-    if (st == MCL_OK && opts->resume) {
-        st = resume_from_ckpt(r);
-    } else if (st == MCL_OK && r->cfg.train.init[0]) {
+    if (st == MCL_OK && opts->resume) st = resume_from_ckpt(r);
+    if (st == MCL_OK && (!opts->resume || r->no_ckpt) && r->cfg.train.init[0]) {
         char note[1400];
         st = r->fam->init_from(r->fs, r->cfg.train.init, note, sizeof note, e2, sizeof e2);
         if (st != MCL_OK) fail(r->err, r->err_len, st, "train.init: %s", e2);
@@ -455,8 +462,23 @@ static mcl_status start(runner *r, const mcl_run_cfg *cfg)
         if (st != MCL_OK) fail(r->err, r->err_len, st, "%s", text ? e2 : "out of memory");
         free(text);
     }
-    if (st == MCL_OK) st = open_csv(r, opts->resume);
+    if (st == MCL_OK) st = open_csv(r, opts->resume && !r->no_ckpt);
     return st;
+}
+
+/* A fresh run that failed before its first step: remove what it created. */
+static void undo_start(runner *r)
+{
+    static const char *const files[] = {"config.txt", "metrics.csv", "log.txt"};
+    char path[MCL_TRAIN_PATH_MAX + 32];
+    if (r->csv) fclose(r->csv);
+    if (r->log.file) fclose(r->log.file);
+    r->csv = r->log.file = NULL;
+    for (int i = 0; i < 3; i++) {
+        path_join(path, sizeof path, r->dir, files[i]);
+        unlink(path);
+    }
+    if (r->made_dir) rmdir(r->dir); /* only when empty */
 }
 
 mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_cfg *cfg,
@@ -480,6 +502,10 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
         return fail(err, err_len, MCL_ERR_INVALID, "run directory path too long");
     strcpy(r->dir, opts->run_dir);
     mcl_status st = start(r, cfg);
+    if (st != MCL_OK && !opts->resume && r->log.file) {
+        if (opts->log) fprintf(opts->log, "%s: the run could not start; nothing was kept\n", r->dir);
+        undo_start(r);
+    }
     const mcl_train_cfg *t = &r->cfg.train;
     if (st == MCL_OK && r->step >= t->steps)
         mcl_train_logf(&r->log, "nothing to do: step %lld of train.steps %lld", (long long)r->step,
@@ -523,7 +549,15 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
             fflush(r->csv);
             progress(r, loss, metrics[0], sps);
         }
-        if (r->step % t->ckpt_every == 0 || last) st = save_ckpt(r, "last.ckpt");
+        const int stop = opts->stop && *opts->stop;
+        if (r->step % t->ckpt_every == 0 || last || stop) st = save_ckpt(r, "last.ckpt");
+        if (st == MCL_OK && stop && !last) {
+            st = fail(err, err_len, MCL_ERR_STATE,
+                      "interrupted after step %lld; last.ckpt is written: continue with `metacl "
+                      "train %s --resume %s`",
+                      (long long)r->step, r->fam->kind, r->dir);
+            break;
+        }
     }
     if (opts->progress) fputc('\n', stderr);
     if (st == MCL_OK && isnan(loss))

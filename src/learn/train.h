@@ -24,11 +24,17 @@
  *   resume        config.txt + last.ckpt: every later step is bit-identical to an
  *                 uninterrupted run (the family draws the data of step s from (seed, s),
  *                 dropout continues from the saved stream counter, the optimizer's state is
- *                 in the checkpoint)
+ *                 in the checkpoint); a run directory with config.txt but no last.ckpt yet
+ *                 (stopped before its first checkpoint) starts again from step 0
+ *   failed start  a run that fails before its first step (bad data, bad model size, ...)
+ *                 removes what it created (config.txt, metrics.csv, log.txt, the directory
+ *                 when it made it), so the same command can simply be run again
+ *   stop          opts->stop: the step in progress ends, last.ckpt is written
  */
 #ifndef MCL_LEARN_TRAIN_H
 #define MCL_LEARN_TRAIN_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -169,6 +175,10 @@ typedef struct mcl_train_opts {
     FILE *log;            /* extra copy of the log lines (e.g. stdout), may be NULL        */
     const char *const *overrides; /* "key=value" applied after config.txt on resume       */
     int n_overrides;
+    /* When *stop becomes non-zero (a signal handler of the caller sets it), the run finishes
+     * the step in progress, writes last.ckpt and returns MCL_ERR_STATE with a message saying
+     * how to resume. NULL = never. */
+    volatile const sig_atomic_t *stop;
 } mcl_train_opts;
 
 /* Run (or resume) training on ctx's backend. cfg is ignored when resuming (then `family`
