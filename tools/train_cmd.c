@@ -6,7 +6,8 @@
  *                       [--backend ref|opencl] [--device N|NAME] [--quiet]
  *   metacl train FAMILY --resume RUN_DIR [--set key=value]... [--backend ...]
  *
- * Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage.
+ * Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage, 130 / 143
+ * stopped by SIGINT / SIGTERM (last.ckpt written).
  */
 #define _POSIX_C_SOURCE 200809L /* sigaction */
 #include <signal.h>
@@ -60,7 +61,8 @@ static void print_keys(FILE *f, const void *arg)
 static const char train_synopsis[] = "--config FILE [--set key=value]... [--out RUN_DIR] [--backend ref|opencl] [--device N|NAME] [--quiet]\n"
                                      "--resume RUN_DIR [--set key=value]... [--backend ...]";
 static const char train_epilog[] = "A run directory gets config.txt, metrics.csv, log.txt, last.ckpt, best.ckpt.\n"
-                                   "Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage.";
+                                   "Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage,\n"
+                                   "130 / 143 stopped by SIGINT / SIGTERM (the step finished, last.ckpt written).";
 
 int mcl_cli_train(int argc, char **argv)
 {
