@@ -32,7 +32,7 @@ expect "backends" opencl train acl --backend o
 got=$(complete_words train acl --nosuchopt)
 if [ -z "$got" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --nosuchopt completed to '$got'"; fi
 if [ -f "$bld/metacl.1" ]; then
-    for w in "EXIT STATUS" "METACL_BACKEND" "--version" "metacl"; do
+    for w in "EXIT STATUS" "METACL_BACKEND" "resume" "ckpt export"; do
         if grep -q -- "$w" "$bld/metacl.1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: metacl.1 lacks '$w'"; fi
     done
 else
