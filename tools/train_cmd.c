@@ -21,7 +21,15 @@
 
 /* SIGINT / SIGTERM during training: the harness ends the step, writes last.ckpt and returns. */
 static volatile sig_atomic_t stop_signal;
-static void on_stop_signal(int sig) { stop_signal = sig; }
+static void on_stop_signal(int sig)
+{
+    if (stop_signal) { /* a second signal: stop at once */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+}
 
 #define MAX_SETS 256
 
