@@ -11,7 +11,7 @@ set -eu
 
 cd "$(dirname "$0")"
 
-PACKAGES="build-essential autoconf automake libtool pkg-config libpng-dev zlib1g-dev
+PACKAGES="build-essential autoconf automake libtool pkg-config libpng-dev zlib1g-dev libcairo2-dev fonts-dejavu-core
 libcjson-dev ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo
 dataset-fashion-mnist python3-kanjidraw hershey-fonts-data help2man"
 # npm fetches the hanzi stroke data (`npm pack hanzi-writer-data@2.0.1`); Debian's npm only

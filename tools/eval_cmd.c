@@ -244,25 +244,79 @@ static void print_json(model_entry *me, int n, int T, const char *protocol, int 
 
 /* ------------------------------------------------------------------ figures */
 
-static int write_matrix_png(const char *dir, const char *model, const char *protocol,
-                            const mcl_cl_result *r, int T)
+/* A file-name-safe but readable form of a model name: lower case, words joined by '-',
+ * "lr 0.1" -> "lr0.1", "25 epochs" -> "25ep", a trailing ".ckpt" dropped; only [a-z0-9._-]
+ * and never a leading '.' or '-'. "SGD (lr 0.1, 25 epochs)" -> "sgd-lr0.1-25ep". */
+static void figure_slug(const char *name, char *out, size_t n)
 {
-    char path[4400], title[256], err[512];
-    snprintf(path, sizeof path, "%s/%s-%s-accuracy.png", dir, model, protocol);
-    snprintf(title, sizeof title, "%s, %s: accuracy on task j after task i", model, protocol);
-    float *v = malloc((size_t)(T * T) * sizeof *v);
-    char rl[16][24], cl[16][24];
-    const char *rows[16], *cols[16];
-    if (!v) return 1;
-    for (int i = 0; i < T * T; i++) v[i] = (float)r->acc_mean[i];
-    for (int i = 0; i < T && i < 16; i++) {
-        snprintf(rl[i], sizeof rl[i], "after %d", i + 1);
-        snprintf(cl[i], sizeof cl[i], "task %d", i + 1);
-        rows[i] = rl[i];
-        cols[i] = cl[i];
+    char words[16][64];
+    int nw = 0;
+    const char *p = name;
+    while (*p && nw < 16) {
+        while (*p && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.'))
+            p++;
+        size_t k = 0;
+        while (*p && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.')) {
+            if (k + 1 < sizeof words[0]) words[nw][k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+            p++;
+        }
+        words[nw][k] = 0;
+        size_t L = strlen(words[nw]);
+        if (L > 5 && !strcmp(words[nw] + L - 5, ".ckpt")) words[nw][L - 5] = 0;
+        while (words[nw][0] == '.') memmove(words[nw], words[nw] + 1, strlen(words[nw]));
+        if (words[nw][0]) nw++;
     }
-    mcl_status st = mcl_plot_heatmap(path, title, v, T, T, rows, cols, 0.0f, 1.0f, 1, err, sizeof err);
-    free(v);
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0; i < nw && o + 1 < n; i++) {
+        const char *w = words[i];
+        int glue = 0; /* "lr" + number, number + "epochs" */
+        if (i > 0 && !strcmp(words[i - 1], "lr") && (w[0] >= '0' && w[0] <= '9')) glue = 1;
+        if (!strcmp(w, "epochs") || !strcmp(w, "epoch")) {
+            w = "ep";
+            glue = i > 0 && words[i - 1][0] >= '0' && words[i - 1][0] <= '9';
+        }
+        int r = snprintf(out + o, n - o, "%s%s", (o > 0 && !glue) ? "-" : "", w);
+        if (r < 0) break;
+        o += (size_t)r < n - o ? (size_t)r : n - o - 1;
+    }
+    if (!out[0]) snprintf(out, n, "model");
+}
+
+/* The accuracy matrices (mean ± std over runs, in %) of models [k0, k1) side by side with
+ * one colour bar, into path. */
+static int write_matrices(const char *path, model_entry *me, int k0, int k1, const char *protocol, int T)
+{
+    mcl_heatmap_panel pn[MAX_MODELS];
+    float *buf = malloc((size_t)(2 * MAX_MODELS * T * T) * sizeof *buf);
+    char title[256], err[512];
+    if (!buf) return 1;
+    for (int k = k0; k < k1; k++) {
+        float *v = buf + (size_t)(2 * (k - k0) * T * T), *e = v + T * T;
+        for (int i = 0; i < T * T; i++) {
+            v[i] = (float)me[k].res.acc_mean[i];
+            e[i] = me[k].res.acc_std ? (float)me[k].res.acc_std[i] : NAN;
+        }
+        pn[k - k0] = (mcl_heatmap_panel){me[k].name, v, e, T, T};
+    }
+    if (k1 - k0 == 1)
+        snprintf(title, sizeof title, "%s, %s: accuracy matrix (%%, mean \xC2\xB1 std over runs)", me[k0].name, protocol);
+    else
+        snprintf(title, sizeof title, "%s: accuracy matrices (%%, mean \xC2\xB1 std over runs)", protocol);
+    mcl_heatmap_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.title = title;
+    sp.xlabel = "accuracy on task j";
+    sp.ylabel = "after learning task i";
+    sp.index_base = 1;
+    sp.bar_label = "accuracy (%)";
+    sp.vmin = 0.0f;
+    sp.vmax = 1.0f;
+    sp.annotate = 1;
+    sp.annot_mul = 100.0;
+    sp.annot_decimals = 1;
+    mcl_status st = mcl_plot_heatmaps(path, &sp, k1 - k0, pn, err, sizeof err);
+    free(buf);
     if (st != MCL_OK) {
         fprintf(stderr, "metacl %s: figure: %s\n", cmd_name, err);
         return 1;
@@ -271,8 +325,9 @@ static int write_matrix_png(const char *dir, const char *model, const char *prot
     return 0;
 }
 
-/* The four SRWM sub-matrices of layer 0, head 0 at 5 points of a demo context sequence. */
-static int write_srwm_png(const char *dir, const char *model, mcl_acl *m, mcl_ctx *ctx,
+/* How the four SRWM sub-matrices of layer 0, head 0 change (dW = W_t - W_0) at 4 points of a
+ * demo context sequence: one row per sub-matrix, each with its own symmetric colour scale. */
+static int write_srwm_png(const char *dir, const char *model, const char *display, mcl_acl *m, mcl_ctx *ctx,
                           const mcl_dataset *ds, const int64_t *index, const int32_t *label,
                           int64_t n, int normalize)
 {
@@ -283,6 +338,7 @@ static int write_srwm_png(const char *dir, const char *model, mcl_acl *m, mcl_ct
         int64_t s = n * i / (MAX_AT - 1);
         if (NAT == 0 || s > at[NAT - 1]) at[NAT++] = s;
     }
+    if (NAT < 2) return 0; /* no change to show */
     mcl_acl_fw_trace tr;
     memset(&tr, 0, sizeof tr);
     if (mcl_acl_record_fast_weights(m, ctx, ds, index, label, n, at, NAT, 0, 0, normalize, &tr) != MCL_OK) {
@@ -290,31 +346,44 @@ static int write_srwm_png(const char *dir, const char *model, mcl_acl *m, mcl_ct
         mcl_ctx_clear_error(ctx);
         return 1;
     }
-    const float *panels[4 * MAX_AT];
-    int rows[4 * MAX_AT], cols[4 * MAX_AT];
-    char names[4 * MAX_AT][40];
-    const char *titles[4 * MAX_AT];
-    const char *part[4] = {"W_y", "W_q", "W_k", "w_b"};
-    float vmax = 0.0f;
-    const int D = tr.D;
-    for (int p = 0; p < 4; p++)
-        for (int k = 0; k < NAT; k++) {
-            int idx = p * NAT + k;
-            const float *base = p == 0 ? tr.Wy : p == 1 ? tr.Wq : p == 2 ? tr.Wk : tr.wb;
-            int w = p == 3 ? 4 : D;
-            panels[idx] = base + (size_t)k * (size_t)(D * w);
-            rows[idx] = D;
-            cols[idx] = w;
-            snprintf(names[idx], sizeof names[idx], "%s step %lld", part[p], (long long)at[k]);
-            titles[idx] = names[idx];
-            for (int e = 0; e < D * w; e++) vmax = fmaxf(vmax, fabsf(panels[idx][e]));
+    const int D = tr.D, NP = NAT - 1;
+    float *delta = malloc((size_t)(4 * NP) * (size_t)(D * D) * sizeof *delta);
+    if (!delta) {
+        mcl_acl_fw_trace_free(&tr);
+        return 1;
+    }
+    mcl_heatmap_panel pn[4 * MAX_AT];
+    char names[4 * MAX_AT][64];
+    static const char *const part[4] = {"W_y", "W_q", "W_k", "w_b"};
+    static const char *const bar[4] = {"\xCE\x94W_y", "\xCE\x94W_q", "\xCE\x94W_k", "\xCE\x94w_b"};
+    for (int p = 0; p < 4; p++) {
+        const float *base = p == 0 ? tr.Wy : p == 1 ? tr.Wq : p == 2 ? tr.Wk : tr.wb;
+        int w = p == 3 ? 4 : D;
+        for (int k = 1; k < NAT; k++) {
+            int idx = p * NP + (k - 1);
+            float *d = delta + (size_t)idx * (size_t)(D * D);
+            const float *wt = base + (size_t)k * (size_t)(D * w);
+            for (int e = 0; e < D * w; e++) d[e] = wt[e] - base[e];
+            snprintf(names[idx], sizeof names[idx], "\xCE\x94%s after %lld example%s", part[p], (long long)at[k],
+                     at[k] == 1 ? "" : "s");
+            pn[idx] = (mcl_heatmap_panel){names[idx], d, NULL, D, w};
         }
+    }
     char path[4400], title[256], err[512];
     snprintf(path, sizeof path, "%s/%s-srwm-layer0-head0.png", dir, model);
-    snprintf(title, sizeof title, "%s: SRWM layer 0, head 0 while a demo sequence of %lld examples is consumed",
-             model, (long long)n);
-    mcl_status st = mcl_plot_heatmap_grid(path, title, 4 * NAT, panels, rows, cols, titles, NAT,
-                                          -vmax, vmax, err, sizeof err);
+    snprintf(title, sizeof title, "%s: SRWM layer 0, head 0, \xCE\x94W = W_t \xE2\x88\x92 W_0 while %lld examples are consumed",
+             display, (long long)n);
+    mcl_heatmap_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.title = title;
+    sp.xlabel = "output index m";
+    sp.ylabel = "input index e";
+    sp.index_base = 0;
+    sp.row_bar_labels = bar;
+    sp.per_row_scale = 1;
+    sp.panels_per_row = NP;
+    mcl_status st = mcl_plot_heatmaps(path, &sp, 4 * NP, pn, err, sizeof err);
+    free(delta);
     mcl_acl_fw_trace_free(&tr);
     if (st != MCL_OK) {
         fprintf(stderr, "metacl %s: figure: %s\n", cmd_name, err);
@@ -623,13 +692,16 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
             fprintf(stderr, "metacl %s: --figures: %s\n", cmd_name, e2);
             rc = 1;
         }
+        if (rc == 0 && n_models > 1) { /* all models side by side, one colour bar */
+            char path[4400];
+            snprintf(path, sizeof path, "%s/%s-accuracy.png", figures, protocol);
+            rc = write_matrices(path, me, 0, n_models, protocol, tasks);
+        }
         for (int k = 0; k < n_models && rc == 0; k++) {
-            char safe[64];
-            memcpy(safe, me[k].name, sizeof safe);
-            safe[sizeof safe - 1] = 0;
-            for (char *p = safe; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_')) *p = '_';
-            rc = write_matrix_png(figures, safe, protocol, &me[k].res, tasks);
+            char safe[64], path[4400];
+            figure_slug(me[k].name, safe, sizeof safe);
+            snprintf(path, sizeof path, "%s/%s-%s-accuracy.png", figures, safe, protocol);
+            rc = write_matrices(path, me, k, k + 1, protocol, tasks);
             if (rc == 0 && k == 0 && me[k].path) {
                 /* demo sequence: run 0's Split-X context, or one episode's first task */
                 if (!seq) {
@@ -638,7 +710,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
                     c.run = 0;
                     if (mcl_splitx_create(de[0].train, de[0].ds, &c, &sx, e2, sizeof e2) == MCL_OK) {
                         int64_t n = sx->task_ctx_start[tasks < 2 ? tasks : 2]; /* first two tasks */
-                        rc = write_srwm_png(figures, safe, me[k].m, ctx, de[0].train, sx->ctx_index,
+                        rc = write_srwm_png(figures, safe, me[k].name, me[k].m, ctx, de[0].train, sx->ctx_index,
                                             sx->ctx_label, n, 1);
                         mcl_splitx_free(sx);
                     }
@@ -654,7 +726,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
                     mcl_rng_init(&rng, (uint64_t)seed, 999);
                     if (mcl_episode_create(&ec, &ep) == MCL_OK &&
                         mcl_episode_sample(ep, pools, &rng, e2, sizeof e2) == MCL_OK)
-                        rc = write_srwm_png(figures, safe, me[k].m, ctx, pools[0].ds, ep->task[0].ctx_index,
+                        rc = write_srwm_png(figures, safe, me[k].name, me[k].m, ctx, pools[0].ds, ep->task[0].ctx_index,
                                             ep->task[0].ctx_label, (int64_t)n_way * k_shot, 1);
                     mcl_episode_free(ep);
                 }

@@ -1,388 +1,308 @@
-/* plot.c — the RGB canvas, the PNG writer and the figures of plot.h.
+/* plot.c — the figures of plot.h, drawn with cairo.
  *
- * Sections: error text; canvas and drawing; text; PNG writing (libpng, atomic, following
- * data/png_io.c); colour maps; nice ticks; heat-maps (scale, layout, drawing); line plots.
- * Layouts are computed by functions that the drawing code and the public geometry queries
- * share, so what a caller is told about a figure is what was drawn. */
+ * Sections: error text and formats; the figure (a cairo surface rendering into memory, then
+ * one atomic write); text (sanitized UTF-8, the toy API with "sans-serif"); colour maps; nice
+ * ticks; heat-maps (scale, layout, drawing); line plots. Layouts are computed by functions that
+ * the drawing code and the public geometry queries share, so what a caller is told about a
+ * figure is what was drawn. All layout numbers are whole units, so cell edges fall on pixel
+ * boundaries in the PNG. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
 
 #include "plot.h"
-#include "png_io.h"
+#include "util.h"
 
+#include <cairo.h>
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+/* ---- error text and formats ---- */
 
-/* ---- error text ---- */
-
-/* A message into the caller's buffer (status.h). */
 #define set_err(err, len, ...) ((void)mcl_errbuf((err), (len), MCL_OK, __VA_ARGS__))
 
-/* ---- fixed colours and sizes of the figures ---- */
-
-static const mcl_rgb C_WHITE = {255, 255, 255};
-static const mcl_rgb C_BLACK = {0, 0, 0};
-static const mcl_rgb C_TEXT = {20, 20, 20};
-static const mcl_rgb C_FRAME = {70, 70, 70};
-static const mcl_rgb C_GRID = {228, 228, 228};
-static const mcl_rgb C_REF = {MCL_PLOT_REF_GRAY, MCL_PLOT_REF_GRAY, MCL_PLOT_REF_GRAY};
-
-#define PAD 8           /* outer margin of every figure */
-#define TITLE_SCALE 2   /* font scale of figure titles */
-#define BAR_W 16        /* colour bar width */
-#define BAR_LABEL_CHARS 9 /* longest colour bar label ("%.3g": -1.23e-05) */
-#define LINES_PLOT_W 720 /* line plot: plot area size */
-#define LINES_PLOT_H 420
-#define LINES_SCALE 2   /* line plot: tick labels, axis labels, legend */
-#define MAX_TICKS 32
-#define LABEL_GAP 6     /* least space between neighbouring column labels, times the scale */
-
-/* ---- canvas ---- */
-
-/* Allocate a w x h canvas filled with bg; sides are checked against MCL_CANVAS_MAX_SIDE. */
-mcl_status mcl_canvas_create(int w, int h, mcl_rgb bg, mcl_canvas **out, char *err,
-                             size_t err_len)
+mcl_plot_format mcl_plot_format_of(const char *path)
 {
-    if (!out) {
-        set_err(err, err_len, "canvas: null output pointer");
+    if (!path) return MCL_PLOT_UNKNOWN;
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) return MCL_PLOT_UNKNOWN;
+    if (!strcasecmp(dot, ".png")) return MCL_PLOT_PNG;
+    if (!strcasecmp(dot, ".svg")) return MCL_PLOT_SVG;
+    if (!strcasecmp(dot, ".pdf")) return MCL_PLOT_PDF;
+    return MCL_PLOT_UNKNOWN;
+}
+
+mcl_status mcl_plot_check_path(const char *path, char *err, size_t err_len)
+{
+    if (!path || !path[0]) {
+        set_err(err, err_len, "figure: no output file name");
         return MCL_ERR_NULL;
     }
-    *out = NULL;
-    if (w < 1 || h < 1 || w > MCL_CANVAS_MAX_SIDE || h > MCL_CANVAS_MAX_SIDE) {
-        set_err(err, err_len, "canvas: size %dx%d is outside 1..%d per side", w, h,
-                MCL_CANVAS_MAX_SIDE);
+    if (mcl_plot_format_of(path) != MCL_PLOT_UNKNOWN) return MCL_OK;
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (dot && (!slash || dot > slash + 1) && dot != path)
+        set_err(err, err_len, "%s: unknown figure format '%s' (use .png, .svg or .pdf)", path, dot);
+    else
+        set_err(err, err_len, "%s: no figure format: the file name must end in .png, .svg or .pdf",
+                path);
+    return MCL_ERR_INVALID;
+}
+
+/* ---- fixed colours, fonts and sizes ---- */
+
+#define PAD 14
+#define GAP 26            /* between panels */
+#define F_TITLE 17.0
+#define F_PANEL 14.0
+#define F_AXIS 13.0
+#define F_TICK 12.0
+#define F_ANNOT 13.0
+#define F_LEGEND 13.0
+#define TICK_LEN 5
+#define BAR_W 16
+#define LINES_W 720        /* line plot: plot area */
+#define LINES_H 420
+#define MAX_TICKS 32
+#define FONT_FACE "sans-serif"
+#define PI 3.14159265358979323846
+
+typedef struct rgbf {
+    double r, g, b;
+} rgbf;
+static const rgbf C_TEXT = {0.10, 0.10, 0.10};
+static const rgbf C_FRAME = {0.35, 0.35, 0.35};
+static const rgbf C_GRID = {0.90, 0.90, 0.90};
+static const rgbf C_MARK = {0.45, 0.45, 0.45};
+
+static rgbf to_f(mcl_rgb c)
+{
+    rgbf f = {c.r / 255.0, c.g / 255.0, c.b / 255.0};
+    return f;
+}
+static void set_col(cairo_t *cr, rgbf c) { cairo_set_source_rgb(cr, c.r, c.g, c.b); }
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* ---- the figure: a surface rendering into memory ---- */
+
+typedef struct membuf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} membuf;
+
+static cairo_status_t mem_write(void *closure, const unsigned char *data, unsigned int len)
+{
+    membuf *b = closure;
+    if (b->n + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->n + len) cap *= 2;
+        unsigned char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return CAIRO_STATUS_WRITE_ERROR;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+    return CAIRO_STATUS_SUCCESS;
+}
+
+typedef struct figure {
+    mcl_plot_format fmt;
+    cairo_surface_t *s;
+    cairo_t *cr;
+    membuf buf;
+} figure;
+
+/* A white w x h figure for path's format. */
+static mcl_status fig_begin(figure *f, const char *path, int w, int h, char *err, size_t err_len)
+{
+    memset(f, 0, sizeof *f);
+    mcl_status rc = mcl_plot_check_path(path, err, err_len);
+    if (rc != MCL_OK) return rc;
+    if (w < 1 || h < 1 || w > MCL_PLOT_MAX_SIDE || h > MCL_PLOT_MAX_SIDE) {
+        set_err(err, err_len, "%s: figure size %dx%d is outside 1..%d per side", path, w, h,
+                MCL_PLOT_MAX_SIDE);
         return MCL_ERR_INVALID;
     }
-    mcl_canvas *c = malloc(sizeof *c);
-    uint8_t *px = malloc((size_t)w * (size_t)h * 3u);
-    if (!c || !px) {
-        free(c);
-        free(px);
-        set_err(err, err_len, "canvas: out of memory for %dx%d pixels", w, h);
+    f->fmt = mcl_plot_format_of(path);
+    if (f->fmt == MCL_PLOT_PNG)
+        f->s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h);
+    else if (f->fmt == MCL_PLOT_SVG)
+        f->s = cairo_svg_surface_create_for_stream(mem_write, &f->buf, 0.75 * w, 0.75 * h);
+    else
+        f->s = cairo_pdf_surface_create_for_stream(mem_write, &f->buf, 0.75 * w, 0.75 * h);
+    f->cr = cairo_create(f->s);
+    if (cairo_status(f->cr) != CAIRO_STATUS_SUCCESS) {
+        set_err(err, err_len, "%s: cairo: %s", path, cairo_status_to_string(cairo_status(f->cr)));
+        cairo_destroy(f->cr);
+        cairo_surface_destroy(f->s);
+        f->cr = NULL;
+        f->s = NULL;
         return MCL_ERR_OOM;
     }
-    size_t n = (size_t)w * (size_t)h;
-    for (size_t i = 0; i < n; i++) {
-        px[3 * i] = bg.r;
-        px[3 * i + 1] = bg.g;
-        px[3 * i + 2] = bg.b;
-    }
-    c->w = w;
-    c->h = h;
-    c->px = px;
-    mcl_canvas_unclip(c);
-    *out = c;
+    if (f->fmt != MCL_PLOT_PNG) cairo_scale(f->cr, 0.75, 0.75);
+    cairo_set_source_rgb(f->cr, 1, 1, 1);
+    cairo_paint(f->cr);
+    cairo_select_font_face(f->cr, FONT_FACE, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     return MCL_OK;
 }
 
-/* Free the pixels and the canvas. */
-void mcl_canvas_free(mcl_canvas *c)
+/* Finish the drawing, encode, write atomically; frees everything either way. */
+static mcl_status fig_end(figure *f, const char *path, char *err, size_t err_len)
 {
-    if (!c) return;
-    free(c->px);
-    free(c);
-}
-
-/* Clip rectangle = the given one intersected with the canvas (64-bit sums: no overflow). */
-void mcl_canvas_clip(mcl_canvas *c, int x, int y, int w, int h)
-{
-    if (!c) return;
-    long long x1 = (long long)x + (w > 0 ? w : 0), y1 = (long long)y + (h > 0 ? h : 0);
-    c->clip_x0 = x < 0 ? 0 : (x > c->w ? c->w : x);
-    c->clip_y0 = y < 0 ? 0 : (y > c->h ? c->h : y);
-    c->clip_x1 = (int)(x1 < c->clip_x0 ? c->clip_x0 : (x1 > c->w ? c->w : x1));
-    c->clip_y1 = (int)(y1 < c->clip_y0 ? c->clip_y0 : (y1 > c->h ? c->h : y1));
-}
-
-/* Clip rectangle = the whole canvas. */
-void mcl_canvas_unclip(mcl_canvas *c)
-{
-    if (!c) return;
-    c->clip_x0 = c->clip_y0 = 0;
-    c->clip_x1 = c->w;
-    c->clip_y1 = c->h;
-}
-
-/* Read one pixel; black outside the canvas (the clip rectangle does not apply). */
-mcl_rgb mcl_canvas_get(const mcl_canvas *c, int x, int y)
-{
-    mcl_rgb col = {0, 0, 0};
-    if (!c || x < 0 || y < 0 || x >= c->w || y >= c->h) return col;
-    const uint8_t *p = c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3u;
-    col.r = p[0];
-    col.g = p[1];
-    col.b = p[2];
-    return col;
-}
-
-/* Write one pixel if it lies inside the clip rectangle. */
-void mcl_canvas_set(mcl_canvas *c, int x, int y, mcl_rgb col)
-{
-    if (!c || x < c->clip_x0 || y < c->clip_y0 || x >= c->clip_x1 || y >= c->clip_y1) return;
-    uint8_t *p = c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3u;
-    p[0] = col.r;
-    p[1] = col.g;
-    p[2] = col.b;
-}
-
-/* The rectangle is intersected with the clip rectangle in 64-bit arithmetic first. */
-void mcl_canvas_fill_rect(mcl_canvas *c, int x, int y, int w, int h, mcl_rgb col)
-{
-    if (!c || w <= 0 || h <= 0) return;
-    long long x0 = x, y0 = y, x1 = (long long)x + w, y1 = (long long)y + h;
-    if (x0 < c->clip_x0) x0 = c->clip_x0;
-    if (y0 < c->clip_y0) y0 = c->clip_y0;
-    if (x1 > c->clip_x1) x1 = c->clip_x1;
-    if (y1 > c->clip_y1) y1 = c->clip_y1;
-    for (long long yy = y0; yy < y1; yy++) {
-        uint8_t *p = c->px + ((size_t)yy * (size_t)c->w + (size_t)x0) * 3u;
-        for (long long xx = x0; xx < x1; xx++, p += 3) {
-            p[0] = col.r;
-            p[1] = col.g;
-            p[2] = col.b;
-        }
+    mcl_status rc = MCL_OK;
+    cairo_status_t cs = cairo_status(f->cr);
+    cairo_destroy(f->cr);
+    if (cs == CAIRO_STATUS_SUCCESS) {
+        if (f->fmt == MCL_PLOT_PNG) cs = cairo_surface_write_to_png_stream(f->s, mem_write, &f->buf);
+        cairo_surface_finish(f->s);
+        if (cs == CAIRO_STATUS_SUCCESS) cs = cairo_surface_status(f->s);
     }
-}
-
-/* Four 1-pixel rectangles along the inside of the w x h rectangle at (x, y). */
-void mcl_canvas_frame(mcl_canvas *c, int x, int y, int w, int h, mcl_rgb col)
-{
-    if (w <= 0 || h <= 0) return;
-    mcl_canvas_fill_rect(c, x, y, w, 1, col);
-    mcl_canvas_fill_rect(c, x, y + h - 1, w, 1, col);
-    mcl_canvas_fill_rect(c, x, y, 1, h, col);
-    mcl_canvas_fill_rect(c, x + w - 1, y, 1, h, col);
-}
-
-/* Liang-Barsky: clip the segment to [xmin, xmax] x [ymin, ymax]; 0 when nothing is left.
- * Ends already inside are kept exactly, so short lines on the canvas are never altered. */
-static int clip_segment(double *x0, double *y0, double *x1, double *y1, double xmin,
-                        double ymin, double xmax, double ymax)
-{
-    double dx = *x1 - *x0, dy = *y1 - *y0;
-    double p[4] = {-dx, dx, -dy, dy};
-    double q[4] = {*x0 - xmin, xmax - *x0, *y0 - ymin, ymax - *y0};
-    double t0 = 0.0, t1 = 1.0;
-    for (int i = 0; i < 4; i++) {
-        if (p[i] == 0.0) {
-            if (q[i] < 0.0) return 0;
-            continue;
-        }
-        double t = q[i] / p[i];
-        if (p[i] < 0.0) {
-            if (t > t1) return 0;
-            if (t > t0) t0 = t;
-        } else {
-            if (t < t0) return 0;
-            if (t < t1) t1 = t;
-        }
+    cairo_surface_destroy(f->s);
+    if (f->buf.oom) {
+        set_err(err, err_len, "%s: out of memory encoding the figure", path);
+        rc = MCL_ERR_OOM;
+    } else if (cs != CAIRO_STATUS_SUCCESS) {
+        set_err(err, err_len, "%s: cairo: %s", path, cairo_status_to_string(cs));
+        rc = MCL_ERR_IO;
+    } else {
+        rc = mcl_write_file_atomic(path, f->buf.p, f->buf.n, err, err_len);
     }
-    double ox = *x0, oy = *y0;
-    if (t1 < 1.0) {
-        *x1 = ox + t1 * dx;
-        *y1 = oy + t1 * dy;
-    }
-    if (t0 > 0.0) {
-        *x0 = ox + t0 * dx;
-        *y0 = oy + t0 * dy;
-    }
-    return 1;
+    free(f->buf.p);
+    memset(f, 0, sizeof *f);
+    return rc;
 }
 
-/* Bresenham from (x0, y0) to (x1, y1), stamping a width x width square at each step; with
- * dash > 0 only the steps whose index modulo (dash + gap) is below dash are stamped. The
- * segment is first clipped to the clip rectangle (grown by the width), so even far-off
- * coordinates cost no more than the visible part. */
-static void stroke(mcl_canvas *c, int x0, int y0, int x1, int y1, int width, int dash, int gap,
-                   mcl_rgb col)
+/* A context for measuring text during layout (1x1 surface); NULL on failure. */
+static cairo_t *measure_ctx(void)
 {
-    if (!c) return;
-    if (width < 1) width = 1;
-    if (width > 64) width = 64;
-    if (dash > 0 && gap < 0) gap = 0;
-    double fx0 = x0, fy0 = y0, fx1 = x1, fy1 = y1;
-    if (!clip_segment(&fx0, &fy0, &fx1, &fy1, (double)c->clip_x0 - width,
-                      (double)c->clip_y0 - width, (double)c->clip_x1 + width,
-                      (double)c->clip_y1 + width))
-        return;
-    int ax = (int)lround(fx0), ay = (int)lround(fy0);
-    int bx = (int)lround(fx1), by = (int)lround(fy1);
-    int dx = abs(bx - ax), sx = ax < bx ? 1 : -1;
-    int dy = -abs(by - ay), sy = ay < by ? 1 : -1;
-    int e = dx + dy, off = (width - 1) / 2;
-    long step = 0;
-    for (;;) {
-        if (dash <= 0 || step % (dash + gap) < dash)
-            mcl_canvas_fill_rect(c, ax - off, ay - off, width, width, col);
-        if (ax == bx && ay == by) break;
-        int e2 = 2 * e;
-        if (e2 >= dy) {
-            e += dy;
-            ax += sx;
-        }
-        if (e2 <= dx) {
-            e += dx;
-            ay += sy;
-        }
-        step++;
+    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+    cairo_t *cr = cairo_create(s);
+    cairo_surface_destroy(s); /* the context keeps a reference */
+    if (cairo_status(cr) != CAIRO_STATUS_SUCCESS) {
+        cairo_destroy(cr);
+        return NULL;
     }
-}
-
-/* A solid line: stroke() without dashes. */
-void mcl_canvas_line(mcl_canvas *c, int x0, int y0, int x1, int y1, int width, mcl_rgb col)
-{
-    stroke(c, x0, y0, x1, y1, width, 0, 0, col);
-}
-
-/* A dashed line: stroke() with dash >= 1. */
-void mcl_canvas_dashed_line(mcl_canvas *c, int x0, int y0, int x1, int y1, int width,
-                            int dash, int gap, mcl_rgb col)
-{
-    stroke(c, x0, y0, x1, y1, width, dash > 0 ? dash : 1, gap, col);
+    return cr;
 }
 
 /* ---- text ---- */
 
-#define TEXT_MAX_CHARS (1 << 20) /* longer strings are measured as this long */
-
-/* Font scales are 1..64. */
-static int clamp_scale(int scale)
+/* Copy s into buf as valid UTF-8: each malformed sequence and each control character becomes
+ * '?'; truncated (at a character boundary) when longer than the buffer. */
+static const char *clean_utf8(const char *s, char *buf, size_t len)
 {
-    return scale < 1 ? 1 : (scale > 64 ? 64 : scale);
-}
-
-/* The next character to draw from *p, advancing *p; 0 at the end. Printable ASCII is itself;
- * a UTF-8 sequence (lead byte and its continuation bytes), a stray continuation byte, a
- * control character or DEL is one '?'. */
-static int next_char(const unsigned char **p)
-{
-    unsigned ch = **p;
-    if (ch == 0) return 0;
-    (*p)++;
-    if (ch < 0x80u) return (ch >= 32u && ch < 127u) ? (int)ch : '?';
-    if (ch >= 0xC0u)
-        for (int k = 0; k < 3 && (**p & 0xC0u) == 0x80u; k++) (*p)++;
-    return '?';
-}
-
-/* Number of characters next_char yields for s (at most TEXT_MAX_CHARS). */
-static int text_chars(const char *s)
-{
-    if (!s) return 0;
-    const unsigned char *p = (const unsigned char *)s;
-    int n = 0;
-    while (n < TEXT_MAX_CHARS && next_char(&p)) n++;
-    return n;
-}
-
-/* n characters take n advances minus the blank column after the last glyph. */
-int mcl_text_width(const char *text, int scale)
-{
-    int s = clamp_scale(scale), n = text_chars(text);
-    return n ? n * MCL_FONT_ADVANCE * s - s : 0;
-}
-
-/* The full glyph height, descenders included. */
-int mcl_text_height(int scale)
-{
-    return MCL_FONT_H * clamp_scale(scale);
-}
-
-/* Draw glyph ch with its top-left at (x, y), upright, each font pixel an s x s block. */
-static void draw_glyph(mcl_canvas *c, int ch, int x, int y, int s, mcl_rgb col)
-{
-    for (int gy = 0; gy < MCL_FONT_H; gy++)
-        for (int gx = 0; gx < MCL_FONT_W; gx++)
-            if (mcl_font_pixel(ch, gx, gy))
-                mcl_canvas_fill_rect(c, x + gx * s, y + gy * s, s, s, col);
-}
-
-/* Horizontal text: find the left edge from the alignment, then one glyph per advance,
- * stopping at the clip rectangle's right edge. */
-int mcl_canvas_text(mcl_canvas *c, int x, int y, const char *text, int scale,
-                    mcl_align align, mcl_rgb col)
-{
-    int s = clamp_scale(scale), w = mcl_text_width(text, s);
-    int left = align == MCL_ALIGN_CENTER ? x - w / 2 : (align == MCL_ALIGN_RIGHT ? x - w : x);
-    if (!c || !text) return left;
-    const unsigned char *p = (const unsigned char *)text;
-    long pen = left;
-    int ch;
-    while ((ch = next_char(&p)) != 0 && pen < c->clip_x1) {
-        if (pen + MCL_FONT_W * s > c->clip_x0 && ch != ' ') draw_glyph(c, ch, (int)pen, y, s, col);
-        pen += MCL_FONT_ADVANCE * s;
+    size_t o = 0;
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p && o + 5 < len) {
+        unsigned c = *p;
+        int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = n > 0;
+        for (int k = 1; ok && k < n; k++) ok = (p[k] & 0xC0u) == 0x80u;
+        if (ok && n == 2) ok = c >= 0xC2u;
+        if (ok && n == 3) {
+            unsigned cp = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+            ok = cp >= 0x800u && (cp < 0xD800u || cp > 0xDFFFu);
+        }
+        if (ok && n == 4) {
+            unsigned cp = ((c & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) |
+                          (p[3] & 0x3Fu);
+            ok = cp >= 0x10000u && cp <= 0x10FFFFu;
+        }
+        if (!ok || (n == 1 && (c < 32u || c == 127u))) {
+            buf[o++] = '?';
+            p++;
+            while ((*p & 0xC0u) == 0x80u) p++;
+            continue;
+        }
+        memcpy(buf + o, p, (size_t)n);
+        o += (size_t)n;
+        p += n;
     }
-    return left;
+    buf[o] = 0;
+    return buf;
 }
 
-/* Vertical text (rotated 90 degrees counter-clockwise): text-space point (u along the
- * text, v down from the glyph top) lands on canvas pixel (x + v, start - u). */
-void mcl_canvas_text_up(mcl_canvas *c, int x, int y, const char *text, int scale,
-                        mcl_align align, mcl_rgb col)
+static void font(cairo_t *cr, double size, int bold)
 {
-    if (!c || !text) return;
-    int s = clamp_scale(scale), w = mcl_text_width(text, s);
-    /* `start` is the bottom row of the first character; the text runs up to start - w + 1 */
-    long start = align == MCL_ALIGN_CENTER ? (long)y + w / 2
-                                           : (align == MCL_ALIGN_RIGHT ? (long)y + w : y);
-    const unsigned char *p = (const unsigned char *)text;
-    long pen = 0; /* distance along the text from its start */
-    int ch;
-    while ((ch = next_char(&p)) != 0 && start - pen >= c->clip_y0) {
-        if (ch != ' ')
-            for (int gy = 0; gy < MCL_FONT_H; gy++)
-                for (int gx = 0; gx < MCL_FONT_W; gx++)
-                    if (mcl_font_pixel(ch, gx, gy)) {
-                        long u = pen + (long)gx * s; /* along the text */
-                        mcl_canvas_fill_rect(c, x + gy * s, (int)(start - u - s + 1), s, s,
-                                             col);
-                    }
-        pen += MCL_FONT_ADVANCE * s;
-    }
+    cairo_select_font_face(cr, FONT_FACE, CAIRO_FONT_SLANT_NORMAL,
+                           bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, size);
 }
 
-/* ---- PNG writing ---- */
-
-/* Atomic write through the data layer's PNG writer (png_io.c), as RGB. */
-mcl_status mcl_canvas_write_png(const mcl_canvas *c, const char *path, char *err,
-                                size_t err_len)
+/* Advance width of text in the current font. */
+static double text_w(cairo_t *cr, const char *text)
 {
-    if (!c || !path || !c->px) {
-        set_err(err, err_len, "png write: null %s", !path ? "path" : "canvas");
-        return MCL_ERR_NULL;
-    }
-    if (c->w < 1 || c->h < 1 || c->w > MCL_CANVAS_MAX_SIDE || c->h > MCL_CANVAS_MAX_SIDE) {
-        set_err(err, err_len, "%s: cannot write a %dx%d canvas (sides 1..%d)", path, c->w, c->h,
-                MCL_CANVAS_MAX_SIDE);
-        return MCL_ERR_INVALID;
-    }
-    return mcl_png_write(path, c->px, c->w, c->h, 3, err, err_len);
+    char b[512];
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, clean_utf8(text, b, sizeof b), &e);
+    return e.x_advance;
+}
+
+/* Width of text at a size (normal or bold), rounded up to whole units. */
+static int text_wi(cairo_t *cr, const char *text, double size, int bold)
+{
+    if (!text || !text[0]) return 0;
+    font(cr, size, bold);
+    return (int)ceil(text_w(cr, text));
+}
+
+/* Line height of a font size (ascent + descent of the face, rounded up). */
+static int line_h(double size) { return (int)ceil(size * 1.25); }
+
+typedef enum halign { H_LEFT, H_CENTER, H_RIGHT } halign;
+
+/* Draw text in the current font with its vertical middle (of the capitals) at y and
+ * horizontally aligned on x. */
+static void text_at(cairo_t *cr, double x, double y, const char *text, halign a)
+{
+    if (!text || !text[0]) return;
+    char b[512];
+    clean_utf8(text, b, sizeof b);
+    cairo_text_extents_t e;
+    cairo_text_extents(cr, b, &e);
+    cairo_font_extents_t fe;
+    cairo_font_extents(cr, &fe);
+    double cap = fe.ascent * 0.72; /* about the cap height of sans faces */
+    double left = a == H_LEFT ? x : a == H_CENTER ? x - e.x_advance / 2 : x - e.x_advance;
+    cairo_move_to(cr, left, y + cap / 2);
+    cairo_show_text(cr, b);
+    cairo_new_path(cr);
+}
+
+/* The same, rotated to read bottom to top, centred on (x, y) along the text. */
+static void text_up(cairo_t *cr, double x, double y, const char *text)
+{
+    cairo_save(cr);
+    cairo_translate(cr, x, y);
+    cairo_rotate(cr, -PI / 2);
+    text_at(cr, 0, 0, text, H_CENTER);
+    cairo_restore(cr);
 }
 
 /* ---- colour maps ---- */
 
-/* Viridis-like ramp: dark purple -> blue -> teal -> green -> yellow, monotonically rising in
- * lightness; 11 anchors at t = 0, 0.1, ..., 1 (matplotlib's viridis at those points),
- * linearly interpolated. */
+/* Viridis: 11 anchors at t = 0, 0.1, ..., 1 (matplotlib's values), linearly interpolated. */
 static const uint8_t RAMP_VIRIDIS[11][3] = {
     {68, 1, 84},    {72, 36, 117},  {65, 68, 135},  {53, 95, 141},
     {42, 120, 142}, {33, 145, 140}, {34, 168, 132}, {68, 191, 112},
     {122, 209, 81}, {189, 223, 38}, {253, 231, 37},
 };
 
-/* Diverging ramp: blue -> near-white (t = 0.5) -> red, symmetric in lightness; 9 anchors
- * (ColorBrewer's RdBu, reversed so that low is blue). */
+/* Diverging: blue -> near-white (t = 0.5) -> red (ColorBrewer RdBu, reversed). */
 static const uint8_t RAMP_DIVERGING[9][3] = {
     {33, 102, 172},  {67, 147, 195},  {146, 197, 222}, {209, 229, 240}, {247, 247, 247},
     {253, 219, 199}, {244, 165, 130}, {214, 96, 77},   {178, 24, 43},
 };
 
-/* Piecewise-linear interpolation of n anchors at t in [0, 1]; t = 1 is exactly the last. */
 static mcl_rgb ramp(const uint8_t (*a)[3], int n, double t)
 {
     double pos = t * (n - 1);
@@ -397,7 +317,6 @@ static mcl_rgb ramp(const uint8_t (*a)[3], int n, double t)
     return col;
 }
 
-/* Clamp t to [0, 1] and interpolate the chosen ramp; NaN is the NaN grey. */
 mcl_rgb mcl_cmap_color(mcl_cmap map, double t)
 {
     if (isnan(t)) {
@@ -430,8 +349,7 @@ static mcl_rgb hsv(double h, double s, double v)
     return col;
 }
 
-/* Ten well-separated colours (blue, orange, green, red, purple, brown, pink, grey, olive,
- * cyan: the usual categorical set), then hues spaced by the golden ratio. */
+/* The usual categorical ten (tab10), then hues spaced by the golden ratio. */
 mcl_rgb mcl_plot_series_color(int i)
 {
     static const mcl_rgb base[10] = {
@@ -445,7 +363,6 @@ mcl_rgb mcl_plot_series_color(int i)
 
 /* ---- ticks ---- */
 
-/* The "nice" step (1, 2 or 5 x 10^k) nearest to range / target; 0 if there is none. */
 static double nice_step(double range, int target)
 {
     double raw = range / target;
@@ -456,8 +373,6 @@ static double nice_step(double range, int target)
     return nice * p;
 }
 
-/* Multiples of nice_step(hi - lo, target) inside [lo, hi] (with a 1e-9 step tolerance at
- * the ends, so rounding does not drop an end tick). */
 int mcl_nice_ticks(double lo, double hi, int target, double *ticks, int max_ticks)
 {
     if (!ticks || max_ticks < 1 || target < 1 || !isfinite(lo) || !isfinite(hi) || !(hi > lo))
@@ -474,9 +389,7 @@ int mcl_nice_ticks(double lo, double hi, int target, double *ticks, int max_tick
     return n;
 }
 
-/* Format tick v of a series with spacing `step` and largest magnitude `amax` so that all
- * labels have the same, sufficient precision: fixed decimals for ordinary ranges, %g with
- * enough significant digits for tiny steps or huge values. */
+/* Tick labels of one axis with the same, sufficient precision. */
 static void format_tick(char *buf, size_t n, double v, double step, double amax)
 {
     int k = (int)floor(log10(step) + 1e-9);
@@ -490,6 +403,20 @@ static void format_tick(char *buf, size_t n, double v, double step, double amax)
     }
 }
 
+typedef struct ticks {
+    int n;
+    double v[MAX_TICKS];
+    char label[MAX_TICKS][40];
+} ticks;
+
+static void make_ticks(ticks *t, double lo, double hi, int target)
+{
+    t->n = mcl_nice_ticks(lo, hi, target, t->v, MAX_TICKS);
+    double step = t->n > 1 ? t->v[1] - t->v[0] : (hi > lo ? hi - lo : 1.0), amax = 0.0;
+    for (int i = 0; i < t->n; i++) amax = fmax(amax, fabs(t->v[i]));
+    for (int i = 0; i < t->n; i++) format_tick(t->label[i], sizeof t->label[i], t->v[i], step, amax);
+}
+
 /* ---- heat-maps: scale ---- */
 
 typedef struct hm_scale {
@@ -497,31 +424,23 @@ typedef struct hm_scale {
     mcl_cmap map;
 } hm_scale;
 
-/* Resolve the colour scale (see plot.h) over n arrays of counts[p] values. */
-static mcl_status resolve_scale(const char *who, float vmin, float vmax,
-                                const float *const *vals, const size_t *counts, int n,
-                                hm_scale *s, char *err, size_t err_len)
+/* Resolve the colour scale (plot.h) over the panels [p0, p1). */
+static void resolve_scale(float vmin, float vmax, const mcl_heatmap_panel *pn, int p0, int p1,
+                          hm_scale *s)
 {
-    if (isnan(vmin) || isnan(vmax) || isinf(vmin) || isinf(vmax)) {
-        set_err(err, err_len, "%s: vmin/vmax must be finite (got %g, %g)", who, (double)vmin,
-                (double)vmax);
-        return MCL_ERR_INVALID;
-    }
-    if (vmin > vmax) {
-        set_err(err, err_len, "%s: vmin %g is above vmax %g", who, (double)vmin, (double)vmax);
-        return MCL_ERR_INVALID;
-    }
     double lo = vmin, hi = vmax;
     if (vmin == vmax) {
         lo = INFINITY;
         hi = -INFINITY;
-        for (int p = 0; p < n; p++)
-            for (size_t i = 0; i < counts[p]; i++) {
-                double v = vals[p][i];
+        for (int p = p0; p < p1; p++) {
+            size_t n = (size_t)pn[p].rows * (size_t)pn[p].cols;
+            for (size_t i = 0; i < n; i++) {
+                double v = pn[p].values[i];
                 if (!isfinite(v)) continue;
                 if (v < lo) lo = v;
                 if (v > hi) hi = v;
             }
+        }
         if (lo > hi) {
             lo = 0.0;
             hi = 1.0;
@@ -537,10 +456,8 @@ static mcl_status resolve_scale(const char *who, float vmin, float vmax,
     s->lo = lo;
     s->hi = hi;
     s->map = (lo < 0.0 && hi > 0.0) ? MCL_CMAP_DIVERGING : MCL_CMAP_VIRIDIS;
-    return MCL_OK;
 }
 
-/* The colour of value v on scale s. */
 static mcl_rgb value_color(const hm_scale *s, double v)
 {
     if (isnan(v)) return mcl_cmap_color(s->map, NAN);
@@ -549,463 +466,466 @@ static mcl_rgb value_color(const hm_scale *s, double v)
 
 /* ---- heat-maps: layout ---- */
 
-/* Room right of the colour bar for its labels: 7 characters at the label scale, and at
- * least the longest label (BAR_LABEL_CHARS) at scale 1, the scale longer labels fall back
- * to (draw_colorbar). */
-static int bar_label_room(int ls)
+typedef struct hm_layout {
+    mcl_heatmap_geom g;
+    int maxr, maxc;
+    int title_h, ptitle_h, tick_h, axis_h;
+    int rtw;        /* widest row tick label */
+    int row_step, col_step; /* tick label thinning */
+    int annot;      /* 0 none, else annotation font size x 10 */
+    int bar_lw;     /* widest colour bar tick label */
+    double mul;
+    int dec;
+    hm_scale scale[MCL_PLOT_MAX_PANELS];
+    ticks bar_ticks[MCL_PLOT_MAX_PANELS > 64 ? 64 : MCL_PLOT_MAX_PANELS];
+} hm_layout;
+
+static void tick_label(char *buf, size_t n, const char *const *labels, int i, int base)
 {
-    int a = 7 * MCL_FONT_ADVANCE * ls, b = BAR_LABEL_CHARS * MCL_FONT_ADVANCE;
-    return a > b ? a : b;
+    if (labels) snprintf(buf, n, "%s", labels[i] ? labels[i] : "");
+    else snprintf(buf, n, "%d", i + base);
 }
 
-/* Rows taken by a figure title (whether or not there is one, so layouts do not depend on
- * it). */
-static int title_height(void)
+/* The value text and the error text of a cell. */
+static void annot_text(const hm_layout *L, float v, const float *e, char *vb, size_t vn, char *eb,
+                       size_t en)
 {
-    return PAD + mcl_text_height(TITLE_SCALE) + PAD;
+    snprintf(vb, vn, "%.*f", L->dec, (double)v * L->mul);
+    eb[0] = 0;
+    if (e && isfinite(*e)) snprintf(eb, en, "\xC2\xB1 %.*f", L->dec, (double)*e * L->mul);
 }
 
-/* Width of the widest label; labels NULL = the numbers 0..n-1. */
-static int max_label_width(const char *const *labels, int n, int scale)
+static mcl_status hm_validate(const mcl_heatmap_spec *sp, int n, const mcl_heatmap_panel *pn,
+                              char *err, size_t err_len)
 {
-    int w = 0;
-    char buf[16];
-    for (int i = 0; i < n; i++) {
-        const char *t = labels ? labels[i] : buf;
-        if (!labels) snprintf(buf, sizeof buf, "%d", i);
-        int tw = mcl_text_width(t, scale);
-        if (tw > w) w = tw;
-    }
-    return w;
-}
-
-/* The larger of two ints. */
-static int imax(int a, int b)
-{
-    return a > b ? a : b;
-}
-
-/* Fail when a figure would exceed the canvas limit. */
-static mcl_status check_size(const char *who, long long w, long long h, char *err,
-                             size_t err_len)
-{
-    if (w > MCL_CANVAS_MAX_SIDE || h > MCL_CANVAS_MAX_SIDE) {
-        set_err(err, err_len, "%s: the figure would be %lldx%lld pixels, over the limit of %d "
-                "per side", who, w, h, MCL_CANVAS_MAX_SIDE);
-        return MCL_ERR_INVALID;
-    }
-    return MCL_OK;
-}
-
-/* Check a heat-map's row and column counts. */
-static mcl_status check_dims(const char *who, int rows, int cols, char *err, size_t err_len)
-{
-    if (rows < 1 || cols < 1 || rows > MCL_PLOT_MAX_CELLS || cols > MCL_PLOT_MAX_CELLS) {
-        set_err(err, err_len, "%s: %d rows x %d cols is outside 1..%d per side", who, rows, cols,
-                MCL_PLOT_MAX_CELLS);
-        return MCL_ERR_INVALID;
-    }
-    return MCL_OK;
-}
-
-/* Single heat-map: cells of 512 / max(rows, cols) pixels (1..64, or up to 96 so that short
- * column labels fit); row labels on the left,
- * column labels below, the colour bar on the right; everything centred under a title that
- * may be wider than the rest. */
-mcl_status mcl_heatmap_geometry(const char *title, int rows, int cols,
-                                const char *const *row_labels, const char *const *col_labels,
-                                mcl_heatmap_geom *g, char *err, size_t err_len)
-{
-    const char *who = "heatmap";
-    if (!g) {
-        set_err(err, err_len, "%s: null geometry pointer", who);
+    if (!sp || !pn) {
+        set_err(err, err_len, "heatmap: null %s", !sp ? "spec" : "panels");
         return MCL_ERR_NULL;
     }
-    memset(g, 0, sizeof *g);
-    mcl_status rc = check_dims(who, rows, cols, err, err_len);
-    if (rc != MCL_OK) return rc;
-    int big = imax(rows, cols);
-    int cell = 512 / big;
-    cell = cell < 1 ? 1 : (cell > 64 ? 64 : cell);
-    int ls = cell >= 20 ? 2 : 1;
-    /* cells of a small matrix grow (up to 96 px) so that its column labels fit side by side;
-     * otherwise draw_labels thins them out */
-    int need = max_label_width(col_labels, cols, ls) + LABEL_GAP * ls;
-    if (ls == 2 && need > cell && need <= 96 && (long long)need * big <= 1024) cell = need;
-    int rw = max_label_width(row_labels, rows, ls);
-    long long left = PAD + rw + 6 + 1;
-    long long grid_w = (long long)cols * cell, grid_h = (long long)rows * cell;
-    long long bar_x = left + grid_w + 1 + 16;
-    long long content_w = bar_x + BAR_W + 1 + 6 + bar_label_room(ls) + PAD;
-    long long title_w = (long long)mcl_text_width(title, TITLE_SCALE) + 2 * PAD;
-    long long shift = title_w > content_w ? (title_w - content_w) / 2 : 0;
-    long long width = content_w > title_w ? content_w : title_w;
-    int th = title_height();
-    long long below = 1 + 6 + mcl_text_height(ls) + PAD; /* column labels */
-    long long bar_h = grid_h > 100 ? grid_h : 100;
-    long long height = th + (grid_h + below > bar_h + mcl_text_height(ls) + PAD
-                                 ? grid_h + below
-                                 : bar_h + mcl_text_height(ls) + PAD);
-    rc = check_size(who, width, height, err, err_len);
-    if (rc != MCL_OK) return rc;
-    g->width = (int)width;
-    g->height = (int)height;
-    g->title_h = th;
-    g->cell = cell;
-    g->n_panels = 1;
-    g->panels_per_row = 1;
-    g->x0 = (int)(left + shift);
-    g->y0 = th;
-    g->slot_w = (int)grid_w;
-    g->slot_h = (int)grid_h;
-    g->bar_x = (int)(bar_x + shift);
-    g->bar_y = th;
-    g->bar_w = BAR_W;
-    g->bar_h = (int)bar_h;
-    g->label_scale = ls;
-    g->panel_title_scale = ls;
-    return MCL_OK;
-}
-
-/* Panel-title scale of a grid: 2 when every title fits over a panel at 2, else 1. */
-static int panel_title_scale(const char *const *titles, int n, int panel_w)
-{
-    if (!titles) return 1;
-    for (int p = 0; p < n; p++)
-        if (mcl_text_width(titles[p], 2) > panel_w) return 1;
-    return 2;
-}
-
-/* Grid of heat-maps: uniform slots sized by the largest panel; cells of
- * min(1280 / (panels_per_row * max cols), 960 / (panel rows * max rows)) pixels (1..48);
- * panel titles above the panels; one colour bar on the right. */
-mcl_status mcl_heatmap_grid_geometry(const char *title, int n_panels, const int *rows,
-                                     const int *cols, const char *const *panel_titles,
-                                     int panels_per_row, mcl_heatmap_geom *g, char *err,
-                                     size_t err_len)
-{
-    const char *who = "heatmap grid";
-    if (!g || !rows || !cols) {
-        set_err(err, err_len, "%s: null %s", who,
-                !g ? "geometry pointer" : (!rows ? "rows" : "cols"));
-        return MCL_ERR_NULL;
-    }
-    memset(g, 0, sizeof *g);
-    if (n_panels < 1 || n_panels > MCL_PLOT_MAX_PANELS) {
-        set_err(err, err_len, "%s: %d panels is outside 1..%d", who, n_panels,
-                MCL_PLOT_MAX_PANELS);
+    if (n < 1 || n > MCL_PLOT_MAX_PANELS) {
+        set_err(err, err_len, "heatmap: %d panels is outside 1..%d", n, MCL_PLOT_MAX_PANELS);
         return MCL_ERR_INVALID;
     }
-    if (panels_per_row < 1) {
-        set_err(err, err_len, "%s: panels_per_row is %d (must be >= 1)", who, panels_per_row);
+    if (isnan(sp->vmin) || isnan(sp->vmax) || isinf(sp->vmin) || isinf(sp->vmax)) {
+        set_err(err, err_len, "heatmap: vmin/vmax must be finite (got %g, %g)", (double)sp->vmin,
+                (double)sp->vmax);
         return MCL_ERR_INVALID;
     }
-    int rmax = 0, cmax = 0;
-    for (int p = 0; p < n_panels; p++) {
-        if (rows[p] < 1 || cols[p] < 1 || rows[p] > MCL_PLOT_MAX_CELLS ||
-            cols[p] > MCL_PLOT_MAX_CELLS) {
-            set_err(err, err_len, "%s: panel %d is %d rows x %d cols, outside 1..%d per side",
-                    who, p, rows[p], cols[p], MCL_PLOT_MAX_CELLS);
+    if (sp->vmin > sp->vmax) {
+        set_err(err, err_len, "heatmap: vmin %g is above vmax %g", (double)sp->vmin,
+                (double)sp->vmax);
+        return MCL_ERR_INVALID;
+    }
+    for (int p = 0; p < n; p++) {
+        if (!pn[p].values) {
+            set_err(err, err_len, "heatmap: null values for panel %d", p);
+            return MCL_ERR_NULL;
+        }
+        if (pn[p].rows < 1 || pn[p].cols < 1 || pn[p].rows > MCL_PLOT_MAX_CELLS ||
+            pn[p].cols > MCL_PLOT_MAX_CELLS) {
+            set_err(err, err_len, "heatmap: panel %d is %dx%d; rows and columns must be 1..%d", p,
+                    pn[p].rows, pn[p].cols, MCL_PLOT_MAX_CELLS);
             return MCL_ERR_INVALID;
         }
-        rmax = imax(rmax, rows[p]);
-        cmax = imax(cmax, cols[p]);
     }
-    int ppr = panels_per_row < n_panels ? panels_per_row : n_panels;
-    int nrow = (n_panels + ppr - 1) / ppr;
-    long long cw = 1280 / ((long long)ppr * cmax), ch = 960 / ((long long)nrow * rmax);
-    long long cell = cw < ch ? cw : ch;
-    cell = cell < 1 ? 1 : (cell > 48 ? 48 : cell);
-    long long panel_w = cmax * cell, panel_h = rmax * cell;
-    int pts = panel_title_scale(panel_titles, n_panels, (int)panel_w);
-    int tw = panel_titles ? max_label_width(panel_titles, n_panels, pts) : 0;
-    long long pth = panel_titles ? mcl_text_height(pts) + 4 : 0;
-    long long slot_w = (panel_w > tw ? panel_w : tw) + 16;
-    long long slot_h = pth + panel_h + 14;
-    long long x0 = PAD + 1, th = title_height();
-    long long y0 = th + pth;
-    /* the colour bar follows the right edge of the widest column of panels */
-    long long right = 0;
-    for (int p = 0; p < n_panels; p++) {
-        long long own = panel_titles ? mcl_text_width(panel_titles[p], pts) : 0;
-        long long e = (p % ppr) * slot_w + (cols[p] * cell > own ? cols[p] * cell : own);
-        if (e > right) right = e;
-    }
-    long long bar_x = x0 + right + 1 + 24;
-    long long area_h = nrow * slot_h - 14 - pth;
-    long long bar_h = area_h < 100 ? 100 : (area_h > 600 ? 600 : area_h);
-    int ls = 1 + (cell >= 8);
-    long long content_w = bar_x + BAR_W + 1 + 6 + bar_label_room(ls) + PAD;
-    long long title_w = (long long)mcl_text_width(title, TITLE_SCALE) + 2 * PAD;
-    long long shift = title_w > content_w ? (title_w - content_w) / 2 : 0;
-    long long width = content_w > title_w ? content_w : title_w;
-    long long h1 = th + nrow * slot_h + PAD, h2 = y0 + bar_h + mcl_text_height(ls) + PAD;
-    long long height = h1 > h2 ? h1 : h2;
-    mcl_status rc = check_size(who, width, height, err, err_len);
-    if (rc != MCL_OK) return rc;
-    g->width = (int)width;
-    g->height = (int)height;
-    g->title_h = (int)th;
-    g->cell = (int)cell;
-    g->n_panels = n_panels;
-    g->panels_per_row = ppr;
-    g->x0 = (int)(x0 + shift);
-    g->y0 = (int)y0;
-    g->slot_w = (int)slot_w;
-    g->slot_h = (int)slot_h;
-    g->bar_x = (int)(bar_x + shift);
-    g->bar_y = (int)y0;
-    g->bar_w = BAR_W;
-    g->bar_h = (int)bar_h;
-    g->label_scale = ls;
-    g->panel_title_scale = pts;
     return MCL_OK;
 }
 
-/* Panel origin from its slot (row-major over panels_per_row), then the cell offset. */
-void mcl_heatmap_cell_xy(const mcl_heatmap_geom *g, int panel, int r, int c, int *x, int *y)
+static mcl_status hm_compute(const mcl_heatmap_spec *sp, int n, const mcl_heatmap_panel *pn,
+                             hm_layout *L, char *err, size_t err_len)
+{
+    mcl_status rc = hm_validate(sp, n, pn, err, err_len);
+    if (rc != MCL_OK) return rc;
+    cairo_t *cr = measure_ctx();
+    if (!cr) {
+        set_err(err, err_len, "heatmap: cairo: out of memory");
+        return MCL_ERR_OOM;
+    }
+    mcl_heatmap_geom *g = &L->g;
+    memset(g, 0, sizeof *g);
+    int ppr = sp->panels_per_row > 0 && sp->panels_per_row < n ? sp->panels_per_row : n;
+    int nrows = (n + ppr - 1) / ppr;
+    g->n_panels = n;
+    g->panels_per_row = ppr;
+    g->n_rows = nrows;
+    L->maxr = L->maxc = 0;
+    int has_ptitle = 0;
+    for (int p = 0; p < n; p++) {
+        L->maxr = imax(L->maxr, pn[p].rows);
+        L->maxc = imax(L->maxc, pn[p].cols);
+        if (pn[p].title && pn[p].title[0]) has_ptitle = 1;
+    }
+    L->title_h = sp->title && sp->title[0] ? line_h(F_TITLE) + 10 : 0;
+    L->ptitle_h = has_ptitle ? line_h(F_PANEL) + 6 : 0;
+    L->tick_h = line_h(F_TICK);
+    L->axis_h = line_h(F_AXIS);
+    L->mul = sp->annot_mul != 0.0 ? sp->annot_mul : 1.0;
+    L->dec = sp->annot_decimals >= 0 ? (sp->annot_decimals > 6 ? 6 : sp->annot_decimals) : 2;
+    char b[256], e[64];
+    /* row tick labels */
+    L->rtw = 0;
+    for (int i = 0; i < L->maxr; i++) {
+        tick_label(b, sizeof b, sp->row_labels, i, sp->index_base);
+        L->rtw = imax(L->rtw, text_wi(cr, b, F_TICK, 0));
+    }
+    int ctw = 0;
+    for (int i = 0; i < L->maxc; i++) {
+        tick_label(b, sizeof b, sp->col_labels, i, sp->index_base);
+        ctw = imax(ctw, text_wi(cr, b, F_TICK, 0));
+    }
+    /* the cell: automatic, or as asked; annotated cells grow to fit their text */
+    int cell = sp->cell > 0 ? sp->cell : (int)lround(fmin(40.0, fmax(4.0, 256.0 / imax(L->maxr, L->maxc))));
+    L->annot = 0;
+    int has_err = 0;
+    if (sp->annotate) {
+        int vw = 0, ew = 0;
+        for (int p = 0; p < n; p++)
+            for (int i = 0; i < pn[p].rows * pn[p].cols; i++) {
+                if (!isfinite(pn[p].values[i])) continue;
+                annot_text(L, pn[p].values[i], pn[p].errors ? pn[p].errors + i : NULL, b, sizeof b,
+                           e, sizeof e);
+                vw = imax(vw, text_wi(cr, b, F_ANNOT, 0));
+                if (e[0]) {
+                    has_err = 1;
+                    ew = imax(ew, text_wi(cr, e, F_ANNOT - 2, 0));
+                }
+            }
+        int need_w = imax(vw, ew) + 10, need_h = (has_err ? 2 : 1) * line_h(F_ANNOT) + 8;
+        if (sp->cell <= 0) {
+            cell = imax(cell, imax(need_w, need_h));
+            /* the axis titles fit along the matrix */
+            int xl = text_wi(cr, sp->xlabel, F_AXIS, 0), yl = text_wi(cr, sp->ylabel, F_AXIS, 0);
+            cell = imax(cell, (xl + 8 + L->maxc - 1) / L->maxc);
+            cell = imax(cell, (yl + 8 + L->maxr - 1) / L->maxr);
+            if (cell > 96) cell = 96;
+        }
+        if (cell >= need_w && cell >= need_h) L->annot = 1;
+    }
+    g->cell = cell;
+    L->row_step = imax(1, (int)ceil((L->tick_h + 1.0) / cell));
+    L->col_step = imax(1, (int)ceil((ctw + 6.0) / cell));
+    /* one slot per panel: row ticks, the matrix, column ticks, the x title */
+    int yl_w = sp->ylabel && sp->ylabel[0] ? L->axis_h + 6 : 0;
+    int grid_w = L->maxc * cell, grid_h = L->maxr * cell;
+    int slot_w = L->rtw + TICK_LEN + 4 + grid_w + GAP;
+    int xl_w = text_wi(cr, sp->xlabel, F_AXIS, 0);
+    slot_w = imax(slot_w, L->rtw + TICK_LEN + 4 + xl_w + GAP);
+    for (int p = 0; p < n; p++)
+        slot_w = imax(slot_w, L->rtw + TICK_LEN + 4 + text_wi(cr, pn[p].title, F_PANEL, 1) + GAP);
+    int slot_h = L->ptitle_h + grid_h + TICK_LEN + 3 + L->tick_h +
+                 (sp->xlabel && sp->xlabel[0] ? L->axis_h + 4 : 0) + GAP;
+    g->slot_w = slot_w;
+    g->slot_h = slot_h;
+    g->x0 = PAD + yl_w + L->rtw + TICK_LEN + 4;
+    g->y0 = PAD + L->title_h + L->ptitle_h;
+    /* scales: one, or one per row of panels */
+    int nscale = sp->per_row_scale ? nrows : 1;
+    if (nscale > 64) {
+        cairo_destroy(cr);
+        set_err(err, err_len, "heatmap: %d rows of panels with a scale each (at most 64)", nscale);
+        return MCL_ERR_INVALID;
+    }
+    L->bar_lw = 0;
+    for (int k = 0; k < nscale; k++) {
+        int p0 = sp->per_row_scale ? k * ppr : 0;
+        int p1 = sp->per_row_scale ? imax(p0, (k + 1) * ppr < n ? (k + 1) * ppr : n) : n;
+        resolve_scale(sp->vmin, sp->vmax, pn, p0, p1, &L->scale[k]);
+        ticks *t = &L->bar_ticks[k];
+        /* the bar is labelled in the printed unit (value * annot_mul) */
+        make_ticks(t, L->scale[k].lo * L->mul, L->scale[k].hi * L->mul, 5);
+        for (int i = 0; i < t->n; i++) t->v[i] /= L->mul;
+        font(cr, F_TICK, 0);
+        for (int i = 0; i < t->n; i++) L->bar_lw = imax(L->bar_lw, (int)ceil(text_w(cr, t->label[i])));
+    }
+    g->scale_lo = L->scale[0].lo;
+    g->scale_hi = L->scale[0].hi;
+    g->bar_x = g->x0 + (ppr - 1) * slot_w + grid_w + 18;
+    /* the x title or a panel title may reach further right than the matrix */
+    g->bar_x = fmax(g->bar_x, g->x0 + (ppr - 1) * slot_w + slot_w - GAP - L->rtw - TICK_LEN - 4 + 10);
+    g->bar_w = BAR_W;
+    g->bar_y = g->y0;
+    g->bar_h = sp->per_row_scale ? grid_h : (nrows - 1) * slot_h + grid_h;
+    int bl_w = 0;
+    if (sp->bar_label && sp->bar_label[0]) bl_w = L->axis_h + 8;
+    if (sp->row_bar_labels) bl_w = L->axis_h + 8;
+    g->width = (int)g->bar_x + BAR_W + TICK_LEN + 4 + L->bar_lw + bl_w + PAD;
+    g->width = imax(g->width, text_wi(cr, sp->title, F_TITLE, 1) + 2 * PAD);
+    g->height = (int)g->y0 - L->ptitle_h + nrows * slot_h - GAP + PAD;
+    cairo_destroy(cr);
+    if (g->width > MCL_PLOT_MAX_SIDE || g->height > MCL_PLOT_MAX_SIDE) {
+        set_err(err, err_len, "heatmap: the figure would be %dx%d (at most %d per side)", g->width,
+                g->height, MCL_PLOT_MAX_SIDE);
+        return MCL_ERR_INVALID;
+    }
+    return MCL_OK;
+}
+
+mcl_status mcl_heatmap_layout(const mcl_heatmap_spec *spec, int n_panels,
+                              const mcl_heatmap_panel *panels, mcl_heatmap_geom *g, char *err,
+                              size_t err_len)
+{
+    if (!g) {
+        set_err(err, err_len, "heatmap: null geometry");
+        return MCL_ERR_NULL;
+    }
+    hm_layout *L = malloc(sizeof *L);
+    if (!L) {
+        set_err(err, err_len, "heatmap: out of memory");
+        return MCL_ERR_OOM;
+    }
+    mcl_status rc = hm_compute(spec, n_panels, panels, L, err, err_len);
+    if (rc == MCL_OK) *g = L->g;
+    free(L);
+    return rc;
+}
+
+void mcl_heatmap_cell_xy(const mcl_heatmap_geom *g, int panel, int r, int c, double *x, double *y)
 {
     int ppr = g->panels_per_row > 0 ? g->panels_per_row : 1;
-    if (x) *x = g->x0 + (panel % ppr) * g->slot_w + c * g->cell;
-    if (y) *y = g->y0 + (panel / ppr) * g->slot_h + r * g->cell;
+    *x = g->x0 + (panel % ppr) * g->slot_w + c * g->cell;
+    *y = g->y0 + (panel / ppr) * g->slot_h + r * g->cell;
 }
 
 /* ---- heat-maps: drawing ---- */
 
-/* Black or white, whichever reads better on `bg` (by its luma). */
-static mcl_rgb text_on(mcl_rgb bg)
+static void draw_bar(cairo_t *cr, const hm_layout *L, int k, double y, double h, const char *label)
 {
-    int y = (299 * bg.r + 587 * bg.g + 114 * bg.b) / 1000;
-    return y > 140 ? C_BLACK : C_WHITE;
-}
-
-/* The cells of one panel and a frame just outside them. */
-static void draw_cells(mcl_canvas *cv, const mcl_heatmap_geom *g, int panel,
-                       const float *values, int rows, int cols, const hm_scale *s)
-{
-    int x0, y0;
-    mcl_heatmap_cell_xy(g, panel, 0, 0, &x0, &y0);
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++)
-            mcl_canvas_fill_rect(cv, x0 + c * g->cell, y0 + r * g->cell, g->cell, g->cell,
-                                 value_color(s, values[(size_t)r * (size_t)cols + (size_t)c]));
-    mcl_canvas_frame(cv, x0 - 1, y0 - 1, cols * g->cell + 2, rows * g->cell + 2, C_FRAME);
-}
-
-/* The colour bar (top row = hi, bottom row = lo), its frame, and hi / middle / lo labels. */
-static void draw_colorbar(mcl_canvas *cv, const mcl_heatmap_geom *g, const hm_scale *s)
-{
-    for (int i = 0; i < g->bar_h; i++) {
-        double t = g->bar_h > 1 ? 1.0 - (double)i / (g->bar_h - 1) : 1.0;
-        mcl_canvas_fill_rect(cv, g->bar_x, g->bar_y + i, g->bar_w, 1, mcl_cmap_color(s->map, t));
+    const mcl_heatmap_geom *g = &L->g;
+    const hm_scale *s = &L->scale[k];
+    /* the ramp: one row per unit, top = vmax */
+    int ih = (int)h;
+    for (int i = 0; i < ih; i++) {
+        double t = ih > 1 ? 1.0 - (double)i / (ih - 1) : 1.0;
+        set_col(cr, to_f(mcl_cmap_color(s->map, t)));
+        cairo_rectangle(cr, g->bar_x, y + i, g->bar_w, 1);
+        cairo_fill(cr);
     }
-    mcl_canvas_frame(cv, g->bar_x - 1, g->bar_y - 1, g->bar_w + 2, g->bar_h + 2, C_FRAME);
-    int ls = g->label_scale;
-    int lx = g->bar_x + g->bar_w + 1 + 6;
-    double vals[3] = {s->hi, 0.5 * (s->lo + s->hi), s->lo};
-    int ys[3] = {g->bar_y, g->bar_y + g->bar_h / 2, g->bar_y + g->bar_h - 1};
-    for (int k = 0; k < 3; k++) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "%.3g", fabs(vals[k]) < 1e-12 * (s->hi - s->lo) ? 0.0 : vals[k]);
-        mcl_canvas_fill_rect(cv, g->bar_x + g->bar_w + 1, ys[k], 4, 1, C_FRAME); /* tick */
-        int sc = mcl_text_width(buf, ls) <= bar_label_room(ls) ? ls : 1;
-        mcl_canvas_text(cv, lx, ys[k] - 7 * sc / 2, buf, sc, MCL_ALIGN_LEFT, C_TEXT);
+    set_col(cr, C_FRAME);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, g->bar_x - 0.5, y - 0.5, g->bar_w + 1, h + 1);
+    cairo_stroke(cr);
+    const ticks *t = &L->bar_ticks[k];
+    font(cr, F_TICK, 0);
+    for (int i = 0; i < t->n; i++) {
+        double ty = y + (h - 1) * (1.0 - (t->v[i] - s->lo) / (s->hi - s->lo)) + 0.5;
+        ty = floor(ty) + 0.5;
+        set_col(cr, C_FRAME);
+        cairo_move_to(cr, g->bar_x + g->bar_w, ty);
+        cairo_line_to(cr, g->bar_x + g->bar_w + TICK_LEN, ty);
+        cairo_stroke(cr);
+        set_col(cr, C_TEXT);
+        text_at(cr, g->bar_x + g->bar_w + TICK_LEN + 3, ty, t->label[i], H_LEFT);
+    }
+    if (label && label[0]) {
+        font(cr, F_AXIS, 0);
+        set_col(cr, C_TEXT);
+        text_up(cr, g->bar_x + g->bar_w + TICK_LEN + 4 + L->bar_lw + 6 + L->axis_h / 2.0,
+                y + h / 2, label);
     }
 }
 
-/* The title, centred on the canvas. */
-static void draw_title(mcl_canvas *cv, const char *title)
+static void draw_panel(cairo_t *cr, const hm_layout *L, const mcl_heatmap_spec *sp,
+                       const mcl_heatmap_panel *pn, int p, const hm_scale *s)
 {
-    if (title && title[0])
-        mcl_canvas_text(cv, cv->w / 2, PAD, title, TITLE_SCALE, MCL_ALIGN_CENTER, C_TEXT);
-}
-
-/* Label i: labels[i] ("" for NULL), or the number i when labels is NULL. */
-static const char *label_at(const char *const *labels, int i, char *buf, size_t n)
-{
-    if (labels) return labels[i] ? labels[i] : "";
-    snprintf(buf, n, "%d", i);
-    return buf;
-}
-
-/* The smallest of 1, 2, 5, 10, 20, 50, 100, ... that is >= k: label strides that read well
- * (every 5th, every 10th row, ...). */
-static int nice_stride(int k)
-{
-    static const int m[3] = {1, 2, 5};
-    for (long p = 1; p <= 100000000L; p *= 10)
-        for (int i = 0; i < 3; i++)
-            if (m[i] * p >= k) return (int)(m[i] * p);
-    return k;
-}
-
-/* Row labels (right-aligned left of the cells) and column labels (centred below them),
- * every k-th one (k from nice_stride) when they would not fit next to each other. */
-static void draw_labels(mcl_canvas *cv, const mcl_heatmap_geom *g, int rows, int cols,
-                        const char *const *row_labels, const char *const *col_labels)
-{
-    int ls = g->label_scale, cap = 7 * ls, cell = g->cell;
-    char buf[16];
-    int rstep = nice_stride((cap + 3 + cell - 1) / cell);
-    for (int r = 0; r < rows; r += rstep) {
-        int y = g->y0 + r * cell + (cell - cap) / 2;
-        mcl_canvas_text(cv, g->x0 - 1 - 5, y, label_at(row_labels, r, buf, sizeof buf), ls,
-                        MCL_ALIGN_RIGHT, C_TEXT);
-    }
-    int cw = max_label_width(col_labels, cols, ls) + LABEL_GAP * ls;
-    int cstep = nice_stride((cw + cell - 1) / cell);
-    for (int c = 0; c < cols; c += cstep) {
-        int x = g->x0 + c * cell + cell / 2;
-        mcl_canvas_text(cv, x, g->y0 + rows * cell + 1 + 5,
-                        label_at(col_labels, c, buf, sizeof buf), ls, MCL_ALIGN_CENTER, C_TEXT);
-    }
-}
-
-/* Each finite value with 2 decimals in its cell, at the largest scale (2 or 1) at which
- * every value's text fits with a 2-pixel margin; nothing when even scale 1 does not fit. */
-static void draw_annotations(mcl_canvas *cv, const mcl_heatmap_geom *g, const float *values,
-                             int rows, int cols, const hm_scale *s)
-{
-    size_t n = (size_t)rows * (size_t)cols;
-    int widest = 0;
-    char buf[64];
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(values[i])) continue;
-        snprintf(buf, sizeof buf, "%.2f", (double)values[i]);
-        int w = mcl_text_width(buf, 1);
-        if (w > widest) widest = w;
-    }
-    int scale = 0;
-    for (int sc = 2; sc >= 1 && !scale; sc--)
-        if (widest * sc + 4 <= g->cell && 7 * sc + 4 <= g->cell) scale = sc;
-    if (!scale) return;
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) {
-            float v = values[(size_t)r * (size_t)cols + (size_t)c];
-            if (!isfinite(v)) continue;
-            snprintf(buf, sizeof buf, "%.2f", (double)v);
-            int x, y;
-            mcl_heatmap_cell_xy(g, 0, r, c, &x, &y);
-            mcl_canvas_text(cv, x + g->cell / 2, y + (g->cell - 7 * scale) / 2, buf, scale,
-                            MCL_ALIGN_CENTER, text_on(value_color(s, v)));
+    const mcl_heatmap_geom *g = &L->g;
+    double x0, y0;
+    mcl_heatmap_cell_xy(g, p, 0, 0, &x0, &y0);
+    double cell = g->cell, gw = pn->cols * cell, gh = pn->rows * cell;
+    for (int r = 0; r < pn->rows; r++)
+        for (int c = 0; c < pn->cols; c++) {
+            set_col(cr, to_f(value_color(s, pn->values[(size_t)r * (size_t)pn->cols + (size_t)c])));
+            cairo_rectangle(cr, x0 + c * cell, y0 + r * cell, cell, cell);
+            cairo_fill(cr);
         }
+    if (L->annot && cell >= 24) { /* thin white lines between large cells */
+        cairo_set_source_rgb(cr, 1, 1, 1);
+        cairo_set_line_width(cr, 1);
+        for (int r = 1; r < pn->rows; r++) {
+            cairo_move_to(cr, x0, y0 + r * cell + 0.5);
+            cairo_line_to(cr, x0 + gw, y0 + r * cell + 0.5);
+        }
+        for (int c = 1; c < pn->cols; c++) {
+            cairo_move_to(cr, x0 + c * cell + 0.5, y0);
+            cairo_line_to(cr, x0 + c * cell + 0.5, y0 + gh);
+        }
+        cairo_stroke(cr);
+    }
+    set_col(cr, C_FRAME);
+    cairo_set_line_width(cr, 1);
+    cairo_rectangle(cr, x0 - 0.5, y0 - 0.5, gw + 1, gh + 1);
+    cairo_stroke(cr);
+    char b[256], e[64];
+    /* tick marks and labels */
+    font(cr, F_TICK, 0);
+    for (int r = 0; r < pn->rows; r += L->row_step) {
+        double y = y0 + (r + 0.5) * cell;
+        set_col(cr, C_FRAME);
+        cairo_move_to(cr, x0 - 1, floor(y) + 0.5);
+        cairo_line_to(cr, x0 - 1 - TICK_LEN, floor(y) + 0.5);
+        cairo_stroke(cr);
+        set_col(cr, C_TEXT);
+        tick_label(b, sizeof b, sp->row_labels, r, sp->index_base);
+        text_at(cr, x0 - 1 - TICK_LEN - 3, y, b, H_RIGHT);
+    }
+    for (int c = 0; c < pn->cols; c += L->col_step) {
+        double x = x0 + (c + 0.5) * cell;
+        set_col(cr, C_FRAME);
+        cairo_move_to(cr, floor(x) + 0.5, y0 + gh + 1);
+        cairo_line_to(cr, floor(x) + 0.5, y0 + gh + 1 + TICK_LEN);
+        cairo_stroke(cr);
+        set_col(cr, C_TEXT);
+        tick_label(b, sizeof b, sp->col_labels, c, sp->index_base);
+        text_at(cr, x, y0 + gh + TICK_LEN + 3 + L->tick_h / 2.0, b, H_CENTER);
+    }
+    /* axis titles: x under every panel, y left of the first panel of a row */
+    if (sp->xlabel && sp->xlabel[0]) {
+        font(cr, F_AXIS, 0);
+        set_col(cr, C_TEXT);
+        double gx = x0 + fmax(gw, 0) / 2;
+        double xl = text_w(cr, sp->xlabel);
+        double lo = x0 - L->rtw - TICK_LEN - 4;
+        if (gx - xl / 2 < lo) gx = lo + xl / 2;
+        text_at(cr, gx, y0 + gh + TICK_LEN + 3 + L->tick_h + 4 + L->axis_h / 2.0, sp->xlabel,
+                H_CENTER);
+    }
+    if (sp->ylabel && sp->ylabel[0] && p % g->panels_per_row == 0) {
+        font(cr, F_AXIS, 0);
+        set_col(cr, C_TEXT);
+        text_up(cr, PAD + L->axis_h / 2.0, y0 + gh / 2, sp->ylabel);
+    }
+    if (pn->title && pn->title[0]) {
+        font(cr, F_PANEL, 1);
+        set_col(cr, C_TEXT);
+        double tw = text_w(cr, pn->title), cx = x0 + gw / 2;
+        double lo = x0 - L->rtw - TICK_LEN - 4;
+        if (cx - tw / 2 < lo) cx = lo + tw / 2;
+        text_at(cr, cx, y0 - L->ptitle_h / 2.0 - 1, pn->title, H_CENTER);
+    }
+    /* values in the cells */
+    if (L->annot) {
+        int two = 0;
+        for (int i = 0; i < pn->rows * pn->cols && !two; i++)
+            two = pn->errors && isfinite(pn->errors[i]) && isfinite(pn->values[i]);
+        double lh = line_h(F_ANNOT);
+        for (int r = 0; r < pn->rows; r++)
+            for (int c = 0; c < pn->cols; c++) {
+                size_t i = (size_t)r * (size_t)pn->cols + (size_t)c;
+                float v = pn->values[i];
+                if (!isfinite(v)) continue;
+                annot_text(L, v, pn->errors ? pn->errors + i : NULL, b, sizeof b, e, sizeof e);
+                mcl_rgb bg = value_color(s, v);
+                double lum = 0.299 * bg.r + 0.587 * bg.g + 0.114 * bg.b;
+                if (lum < 140) cairo_set_source_rgb(cr, 1, 1, 1);
+                else set_col(cr, C_TEXT);
+                double cx = x0 + (c + 0.5) * cell, cy = y0 + (r + 0.5) * cell;
+                font(cr, F_ANNOT, 1);
+                if (two && e[0]) {
+                    text_at(cr, cx, cy - lh / 2 + 1, b, H_CENTER);
+                    font(cr, F_ANNOT - 2, 0);
+                    text_at(cr, cx, cy + lh / 2 - 1, e, H_CENTER);
+                } else {
+                    text_at(cr, cx, cy, b, H_CENTER);
+                }
+            }
+    }
 }
 
-/* Validate, lay out (mcl_heatmap_geometry), resolve the scale, draw title, cells, labels,
- * annotations and colour bar, and write the PNG. */
+mcl_status mcl_plot_heatmaps(const char *path, const mcl_heatmap_spec *spec, int n_panels,
+                             const mcl_heatmap_panel *panels, char *err, size_t err_len)
+{
+    mcl_status rc = mcl_plot_check_path(path, err, err_len);
+    if (rc != MCL_OK) return rc;
+    hm_layout *L = malloc(sizeof *L);
+    if (!L) {
+        set_err(err, err_len, "heatmap: out of memory");
+        return MCL_ERR_OOM;
+    }
+    rc = hm_compute(spec, n_panels, panels, L, err, err_len);
+    figure f;
+    if (rc == MCL_OK) rc = fig_begin(&f, path, L->g.width, L->g.height, err, err_len);
+    if (rc != MCL_OK) {
+        free(L);
+        return rc;
+    }
+    cairo_t *cr = f.cr;
+    const mcl_heatmap_geom *g = &L->g;
+    if (spec->title && spec->title[0]) {
+        font(cr, F_TITLE, 1);
+        set_col(cr, C_TEXT);
+        text_at(cr, g->width / 2.0, PAD + line_h(F_TITLE) / 2.0, spec->title, H_CENTER);
+    }
+    for (int p = 0; p < n_panels; p++) {
+        int k = spec->per_row_scale ? p / g->panels_per_row : 0;
+        draw_panel(cr, L, spec, &panels[p], p, &L->scale[k]);
+    }
+    if (spec->per_row_scale) {
+        for (int k = 0; k < g->n_rows; k++) {
+            int rows = 0;
+            for (int p = k * g->panels_per_row; p < n_panels && p < (k + 1) * g->panels_per_row; p++)
+                rows = imax(rows, panels[p].rows);
+            const char *bl = spec->row_bar_labels && spec->row_bar_labels[k] ? spec->row_bar_labels[k]
+                                                                           : spec->bar_label;
+            draw_bar(cr, L, k, g->bar_y + k * g->slot_h, rows * g->cell, bl);
+        }
+    } else {
+        draw_bar(cr, L, 0, g->bar_y, g->bar_h, spec->bar_label);
+    }
+    free(L);
+    return fig_end(&f, path, err, err_len);
+}
+
 mcl_status mcl_plot_heatmap(const char *path, const char *title, const float *values, int rows,
                             int cols, const char *const *row_labels,
                             const char *const *col_labels, float vmin, float vmax,
                             int annotate, char *err, size_t err_len)
 {
-    const char *who = "heatmap";
-    if (!path || !values) {
-        set_err(err, err_len, "%s: null %s", who, !path ? "path" : "values");
-        return MCL_ERR_NULL;
-    }
-    mcl_heatmap_geom g;
-    mcl_status rc = mcl_heatmap_geometry(title, rows, cols, row_labels, col_labels, &g, err,
-                                         err_len);
-    if (rc != MCL_OK) return rc;
-    hm_scale s;
-    size_t count = (size_t)rows * (size_t)cols;
-    rc = resolve_scale(who, vmin, vmax, &values, &count, 1, &s, err, err_len);
-    if (rc != MCL_OK) return rc;
-    mcl_canvas *cv = NULL;
-    rc = mcl_canvas_create(g.width, g.height, C_WHITE, &cv, err, err_len);
-    if (rc != MCL_OK) return rc;
-    draw_title(cv, title);
-    draw_cells(cv, &g, 0, values, rows, cols, &s);
-    draw_labels(cv, &g, rows, cols, row_labels, col_labels);
-    if (annotate) draw_annotations(cv, &g, values, rows, cols, &s);
-    draw_colorbar(cv, &g, &s);
-    rc = mcl_canvas_write_png(cv, path, err, err_len);
-    mcl_canvas_free(cv);
-    return rc;
-}
-
-/* Validate, lay out (mcl_heatmap_grid_geometry), resolve one scale over all panels, draw
- * the title, each panel with its title, the colour bar, and write the PNG. */
-mcl_status mcl_plot_heatmap_grid(const char *path, const char *title, int n_panels,
-                                 const float *const *values, const int *rows, const int *cols,
-                                 const char *const *panel_titles, int panels_per_row,
-                                 float vmin, float vmax, char *err, size_t err_len)
-{
-    const char *who = "heatmap grid";
-    if (!path || !values) {
-        set_err(err, err_len, "%s: null %s", who, !path ? "path" : "values");
-        return MCL_ERR_NULL;
-    }
-    mcl_heatmap_geom g;
-    mcl_status rc = mcl_heatmap_grid_geometry(title, n_panels, rows, cols, panel_titles,
-                                              panels_per_row, &g, err, err_len);
-    if (rc != MCL_OK) return rc;
-    size_t *counts = malloc(sizeof *counts * (size_t)n_panels);
-    if (!counts) {
-        set_err(err, err_len, "%s: out of memory", who);
-        return MCL_ERR_OOM;
-    }
-    for (int p = 0; p < n_panels; p++) {
-        if (!values[p]) {
-            set_err(err, err_len, "%s: null values for panel %d", who, p);
-            free(counts);
-            return MCL_ERR_NULL;
-        }
-        counts[p] = (size_t)rows[p] * (size_t)cols[p];
-    }
-    hm_scale s;
-    rc = resolve_scale(who, vmin, vmax, values, counts, n_panels, &s, err, err_len);
-    free(counts);
-    if (rc != MCL_OK) return rc;
-    mcl_canvas *cv = NULL;
-    rc = mcl_canvas_create(g.width, g.height, C_WHITE, &cv, err, err_len);
-    if (rc != MCL_OK) return rc;
-    draw_title(cv, title);
-    int pts = g.panel_title_scale;
-    for (int p = 0; p < n_panels; p++) {
-        draw_cells(cv, &g, p, values[p], rows[p], cols[p], &s);
-        if (panel_titles && panel_titles[p]) {
-            int x, y;
-            mcl_heatmap_cell_xy(&g, p, 0, 0, &x, &y);
-            mcl_canvas_text(cv, x, y - mcl_text_height(pts) - 3, panel_titles[p], pts,
-                            MCL_ALIGN_LEFT, C_TEXT);
-        }
-    }
-    draw_colorbar(cv, &g, &s);
-    rc = mcl_canvas_write_png(cv, path, err, err_len);
-    mcl_canvas_free(cv);
-    return rc;
+    mcl_heatmap_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.title = title;
+    sp.row_labels = row_labels;
+    sp.col_labels = col_labels;
+    sp.vmin = vmin;
+    sp.vmax = vmax;
+    sp.annotate = annotate;
+    sp.annot_decimals = 2;
+    mcl_heatmap_panel pn = {NULL, values, NULL, rows, cols};
+    return mcl_plot_heatmaps(path, &sp, 1, &pn, err, err_len);
 }
 
 /* ---- line plots ---- */
 
-/* Map v from [lo, hi] onto pixels [p0, p1] (p1 may be below p0), rounded, kept within
- * +-1e6 so that the conversion to int is always defined. */
-static int map_px(double v, double lo, double hi, int p0, int p1)
+static double map_px(double v, double lo, double hi, double p0, double p1)
 {
-    double f = (v - lo) / (hi - lo);
-    double p = p0 + f * (p1 - p0);
+    double p = p0 + (v - lo) / (hi - lo) * (p1 - p0);
     if (!(p > -1e6)) p = -1e6; /* also NaN */
     if (p > 1e6) p = 1e6;
-    return (int)lround(p);
+    return p;
 }
 
-/* Data x to pixel column. */
-int mcl_axes_px(const mcl_plot_axes *a, double x)
+double mcl_axes_px(const mcl_plot_axes *a, double x) { return map_px(x, a->xmin, a->xmax, a->left, a->right); }
+double mcl_axes_py(const mcl_plot_axes *a, double y) { return map_px(y, a->ymin, a->ymax, a->bottom, a->top); }
+
+void mcl_moving_average(const double *y, int n, int window, double *out)
 {
-    return map_px(x, a->xmin, a->xmax, a->left, a->right);
+    if (window < 1) window = 1;
+    int h = window / 2;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(y[i])) {
+            out[i] = NAN;
+            continue;
+        }
+        double s = 0.0;
+        int k = 0;
+        for (int j = i; j >= 0 && j >= i - h && isfinite(y[j]); j--, k++) s += y[j];
+        for (int j = i + 1; j < n && j <= i + (window - 1 - h) && isfinite(y[j]); j++, k++) s += y[j];
+        out[i] = s / k;
+    }
 }
 
-/* Data y to pixel row (rows grow downwards: ymin is at the bottom). */
-int mcl_axes_py(const mcl_plot_axes *a, double y)
-{
-    return map_px(y, a->ymin, a->ymax, a->bottom, a->top);
-}
-
-/* Range of the finite values of one coordinate over all series (plus `extra` when finite),
- * widened when empty or flat, plus a 4% margin each way; -1 when it overflows. */
-static int axis_range(const mcl_series *series, int n_series, int use_y, double extra,
-                      double *lo_out, double *hi_out)
+/* Range of one coordinate over all series (plus `extra` when finite), widened when empty or
+ * flat, plus a 4% margin each way; -1 when it overflows. */
+static int axis_range(const mcl_series *series, int n_series, int use_y, const double *extra,
+                      int n_extra, double *lo_out, double *hi_out)
 {
     double lo = INFINITY, hi = -INFINITY;
     for (int s = 0; s < n_series; s++)
@@ -1016,10 +936,11 @@ static int axis_range(const mcl_series *series, int n_series, int use_y, double 
             if (v < lo) lo = v;
             if (v > hi) hi = v;
         }
-    if (isfinite(extra)) {
-        if (extra < lo) lo = extra;
-        if (extra > hi) hi = extra;
-    }
+    for (int i = 0; i < n_extra; i++)
+        if (isfinite(extra[i])) {
+            if (extra[i] < lo) lo = extra[i];
+            if (extra[i] > hi) hi = extra[i];
+        }
     if (lo > hi) {
         lo = 0.0;
         hi = 1.0;
@@ -1037,13 +958,10 @@ static int axis_range(const mcl_series *series, int n_series, int use_y, double 
     return 0;
 }
 
-/* Validate the series of a line plot. */
-static mcl_status check_series(int n_series, const mcl_series *series, char *err,
-                               size_t err_len)
+static mcl_status check_series(int n_series, const mcl_series *series, char *err, size_t err_len)
 {
     if (n_series < 1 || n_series > MCL_PLOT_MAX_SERIES) {
-        set_err(err, err_len, "lines: %d series is outside 1..%d", n_series,
-                MCL_PLOT_MAX_SERIES);
+        set_err(err, err_len, "lines: %d series is outside 1..%d", n_series, MCL_PLOT_MAX_SERIES);
         return MCL_ERR_INVALID;
     }
     if (!series) {
@@ -1056,169 +974,273 @@ static mcl_status check_series(int n_series, const mcl_series *series, char *err
             return MCL_ERR_INVALID;
         }
         if (series[s].n > 0 && (!series[s].x || !series[s].y)) {
-            set_err(err, err_len, "lines: series %d has a null %s array", s,
-                    !series[s].x ? "x" : "y");
+            set_err(err, err_len, "lines: series %d has a null %s array", s, !series[s].x ? "x" : "y");
             return MCL_ERR_NULL;
         }
     }
     return MCL_OK;
 }
 
-/* One legend entry: a line sample (dashed for the reference) and its name. */
-static void legend_entry(mcl_canvas *cv, int x, int y, const char *name, mcl_rgb col,
-                         int dashed)
+/* A polyline through the finite points (a non-finite point breaks it); a lone finite point
+ * becomes a dot. */
+static void draw_curve(cairo_t *cr, const mcl_plot_axes *a, const double *x, const double *y,
+                       int n, double width)
 {
-    int cap = 7 * LINES_SCALE, mid = y + cap / 2;
-    if (dashed)
-        mcl_canvas_dashed_line(cv, x, mid, x + 27, mid, 2, 8, 5, col);
-    else
-        mcl_canvas_line(cv, x, mid, x + 27, mid, 3, col);
-    mcl_canvas_text(cv, x + 36, y, name, LINES_SCALE, MCL_ALIGN_LEFT, C_TEXT);
-}
-
-/* One series: segments between consecutive finite points, a small square for a finite
- * point with no finite neighbour (it would be invisible otherwise). */
-static void draw_series(mcl_canvas *cv, const mcl_plot_axes *a, const mcl_series *s,
-                        mcl_rgb col)
-{
-    int have_prev = 0, px = 0, py = 0;
-    for (int i = 0; i < s->n; i++) {
-        int ok = isfinite(s->x[i]) && isfinite(s->y[i]);
-        if (!ok) {
+    int have_prev = 0;
+    cairo_set_line_width(cr, width);
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(x[i]) || !isfinite(y[i])) {
             have_prev = 0;
             continue;
         }
-        int x = mcl_axes_px(a, s->x[i]), y = mcl_axes_py(a, s->y[i]);
-        if (have_prev) mcl_canvas_line(cv, px, py, x, y, 2, col);
-        int next_ok = i + 1 < s->n && isfinite(s->x[i + 1]) && isfinite(s->y[i + 1]);
-        if (!have_prev && !next_ok) mcl_canvas_fill_rect(cv, x - 2, y - 2, 5, 5, col);
+        double px = mcl_axes_px(a, x[i]), py = mcl_axes_py(a, y[i]);
+        int next_ok = i + 1 < n && isfinite(x[i + 1]) && isfinite(y[i + 1]);
+        if (!have_prev && !next_ok) {
+            cairo_stroke(cr);
+            cairo_arc(cr, px, py, width + 1.0, 0, 2 * PI);
+            cairo_fill(cr);
+        } else if (have_prev) {
+            cairo_line_to(cr, px, py);
+        } else {
+            cairo_move_to(cr, px, py);
+        }
         have_prev = 1;
-        px = x;
-        py = y;
     }
+    cairo_stroke(cr);
 }
 
-/* Validate; ranges and ticks; the layout (the left margin fits the widest y tick label,
- * the legend sits right of the plot area); then grid, ticks, labels, frame, the reference
- * line and the series (clipped to the plot area), the legend; write the PNG. */
+static void legend_sample(cairo_t *cr, double x, double y, rgbf col, int dashed, double width)
+{
+    set_col(cr, col);
+    cairo_set_line_width(cr, width);
+    if (dashed) {
+        double d[2] = {7, 4};
+        cairo_set_dash(cr, d, 2, 0);
+    }
+    cairo_move_to(cr, x, y);
+    cairo_line_to(cr, x + 28, y);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+}
+
+mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n_series,
+                             const mcl_series *series, mcl_plot_axes *axes_out, char *err,
+                             size_t err_len)
+{
+    mcl_status rc = mcl_plot_check_path(path, err, err_len);
+    if (rc != MCL_OK) return rc;
+    if (!spec) {
+        set_err(err, err_len, "lines: null spec");
+        return MCL_ERR_NULL;
+    }
+    rc = check_series(n_series, series, err, err_len);
+    if (rc != MCL_OK) return rc;
+    if (isinf(spec->ref_y)) {
+        set_err(err, err_len, "lines: reference level is infinite");
+        return MCL_ERR_INVALID;
+    }
+    int nm = spec->n_markers;
+    if (nm < 0 || nm > MCL_PLOT_MAX_MARKERS || (nm > 0 && !spec->marker_x)) {
+        set_err(err, err_len, "lines: %d markers (0..%d, with positions)", nm, MCL_PLOT_MAX_MARKERS);
+        return MCL_ERR_INVALID;
+    }
+    mcl_plot_axes a;
+    memset(&a, 0, sizeof a);
+    if (axis_range(series, n_series, 0, spec->marker_x, nm, &a.xmin, &a.xmax) != 0 ||
+        axis_range(series, n_series, 1, &spec->ref_y, 1, &a.ymin, &a.ymax) != 0) {
+        set_err(err, err_len, "lines: the data span too large a range to plot");
+        return MCL_ERR_INVALID;
+    }
+    cairo_t *m = measure_ctx();
+    if (!m) {
+        set_err(err, err_len, "lines: cairo: out of memory");
+        return MCL_ERR_OOM;
+    }
+    ticks xt, yt;
+    make_ticks(&xt, a.xmin, a.xmax, 6);
+    make_ticks(&yt, a.ymin, a.ymax, 6);
+    int ytw = 0, xlast = 0;
+    font(m, F_TICK, 0);
+    for (int i = 0; i < yt.n; i++) ytw = imax(ytw, (int)ceil(text_w(m, yt.label[i])));
+    if (xt.n) xlast = (int)ceil(text_w(m, xt.label[xt.n - 1]));
+    /* legend */
+    char nb[32];
+    int name_w = 0, has_ref = !isnan(spec->ref_y), smooth = spec->smooth > 1;
+    const char *rname = spec->ref_label ? spec->ref_label : "reference";
+    for (int s = 0; s < n_series; s++) {
+        snprintf(nb, sizeof nb, "series %d", s);
+        name_w = imax(name_w, text_wi(m, series[s].name ? series[s].name : nb, F_LEGEND, 0));
+    }
+    if (has_ref) name_w = imax(name_w, text_wi(m, rname, F_LEGEND, 0));
+    char sm_note[64] = "";
+    if (smooth) {
+        snprintf(sm_note, sizeof sm_note, "moving average of %d", spec->smooth);
+        name_w = imax(name_w, text_wi(m, sm_note, F_TICK, 0) - 36);
+    }
+    if (name_w > 600) name_w = 600;
+    int th = line_h(F_TICK), ah = line_h(F_AXIS), lh = line_h(F_LEGEND) + 6;
+    int title_h = spec->title && spec->title[0] ? line_h(F_TITLE) + 12 : 0;
+    int ylabel_w = spec->ylabel && spec->ylabel[0] ? ah + 8 : 0;
+    a.left = PAD + ylabel_w + ytw + TICK_LEN + 6;
+    a.top = PAD + title_h + th / 2;
+    a.right = a.left + LINES_W;
+    a.bottom = a.top + LINES_H;
+    int legend_x = (int)a.right + imax(24, xlast / 2 + 8);
+    a.width = legend_x + 36 + name_w + PAD;
+    a.width = imax(a.width, text_wi(m, spec->title, F_TITLE, 1) + 2 * PAD);
+    int n_leg = n_series + has_ref + (smooth ? 1 : 0);
+    a.height = (int)a.bottom + TICK_LEN + 4 + th + (spec->xlabel && spec->xlabel[0] ? ah + 6 : 0) + PAD;
+    a.height = imax(a.height, (int)a.top + n_leg * lh + PAD);
+    cairo_destroy(m);
+    figure f;
+    rc = fig_begin(&f, path, a.width, a.height, err, err_len);
+    if (rc != MCL_OK) return rc;
+    cairo_t *cr = f.cr;
+    if (title_h) {
+        font(cr, F_TITLE, 1);
+        set_col(cr, C_TEXT);
+        text_at(cr, (a.left + a.right) / 2, PAD + line_h(F_TITLE) / 2.0, spec->title, H_CENTER);
+    }
+    /* grid, ticks, labels */
+    cairo_set_line_width(cr, 1);
+    font(cr, F_TICK, 0);
+    for (int i = 0; i < xt.n; i++) {
+        double x = floor(mcl_axes_px(&a, xt.v[i])) + 0.5;
+        set_col(cr, C_GRID);
+        cairo_move_to(cr, x, a.top);
+        cairo_line_to(cr, x, a.bottom);
+        cairo_stroke(cr);
+        set_col(cr, C_FRAME);
+        cairo_move_to(cr, x, a.bottom);
+        cairo_line_to(cr, x, a.bottom + TICK_LEN);
+        cairo_stroke(cr);
+        set_col(cr, C_TEXT);
+        text_at(cr, x, a.bottom + TICK_LEN + 3 + th / 2.0, xt.label[i], H_CENTER);
+    }
+    for (int i = 0; i < yt.n; i++) {
+        double y = floor(mcl_axes_py(&a, yt.v[i])) + 0.5;
+        set_col(cr, C_GRID);
+        cairo_move_to(cr, a.left, y);
+        cairo_line_to(cr, a.right, y);
+        cairo_stroke(cr);
+        set_col(cr, C_FRAME);
+        cairo_move_to(cr, a.left, y);
+        cairo_line_to(cr, a.left - TICK_LEN, y);
+        cairo_stroke(cr);
+        set_col(cr, C_TEXT);
+        text_at(cr, a.left - TICK_LEN - 4, y, yt.label[i], H_RIGHT);
+    }
+    set_col(cr, C_FRAME);
+    cairo_rectangle(cr, a.left - 0.5, a.top - 0.5, a.right - a.left + 1, a.bottom - a.top + 1);
+    cairo_stroke(cr);
+    font(cr, F_AXIS, 0);
+    set_col(cr, C_TEXT);
+    if (spec->xlabel && spec->xlabel[0])
+        text_at(cr, (a.left + a.right) / 2, a.bottom + TICK_LEN + 4 + th + 4 + ah / 2.0, spec->xlabel,
+                H_CENTER);
+    if (ylabel_w) text_up(cr, PAD + ah / 2.0, (a.top + a.bottom) / 2, spec->ylabel);
+    /* the data, clipped to the plot area */
+    cairo_save(cr);
+    cairo_rectangle(cr, a.left, a.top, a.right - a.left, a.bottom - a.top);
+    cairo_clip(cr);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+    for (int i = 0; i < nm; i++) {
+        double x = floor(mcl_axes_px(&a, spec->marker_x[i])) + 0.5;
+        double d[2] = {2, 3};
+        set_col(cr, C_MARK);
+        cairo_set_line_width(cr, 1);
+        cairo_set_dash(cr, d, 2, 0);
+        cairo_move_to(cr, x, a.top);
+        cairo_line_to(cr, x, a.bottom);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, NULL, 0, 0);
+        if (spec->marker_labels && spec->marker_labels[i]) {
+            font(cr, F_TICK, 0);
+            text_at(cr, x + 4, a.top + 4 + th / 2.0, spec->marker_labels[i], H_LEFT);
+        }
+    }
+    if (has_ref) {
+        double y = mcl_axes_py(&a, spec->ref_y), d[2] = {7, 4};
+        cairo_set_source_rgb(cr, MCL_PLOT_REF_GRAY / 255.0, MCL_PLOT_REF_GRAY / 255.0,
+                             MCL_PLOT_REF_GRAY / 255.0);
+        cairo_set_line_width(cr, 1.5);
+        cairo_set_dash(cr, d, 2, 0);
+        cairo_move_to(cr, a.left, y);
+        cairo_line_to(cr, a.right, y);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, NULL, 0, 0);
+    }
+    for (int s = 0; s < n_series; s++) {
+        rgbf col = to_f(mcl_plot_series_color(s));
+        const mcl_series *se = &series[s];
+        if (smooth && se->n > 0) {
+            double *sm = malloc((size_t)se->n * sizeof *sm);
+            if (!sm) {
+                cairo_restore(cr);
+                set_err(err, err_len, "lines: out of memory");
+                cairo_destroy(f.cr);
+                cairo_surface_destroy(f.s);
+                free(f.buf.p);
+                return MCL_ERR_OOM;
+            }
+            mcl_moving_average(se->y, se->n, spec->smooth, sm);
+            cairo_set_source_rgba(cr, col.r, col.g, col.b, 0.28);
+            draw_curve(cr, &a, se->x, se->y, se->n, 1.0);
+            set_col(cr, col);
+            draw_curve(cr, &a, se->x, sm, se->n, 2.2);
+            free(sm);
+        } else {
+            set_col(cr, col);
+            draw_curve(cr, &a, se->x, se->y, se->n, 1.8);
+        }
+    }
+    cairo_restore(cr);
+    /* legend, right of the plot area */
+    double ly = a.top + 6 + lh / 2.0;
+    for (int s = 0; s < n_series && ly < a.height; s++, ly += lh) {
+        snprintf(nb, sizeof nb, "series %d", s);
+        legend_sample(cr, legend_x, ly, to_f(mcl_plot_series_color(s)), 0, smooth ? 2.2 : 1.8);
+        font(cr, F_LEGEND, 0);
+        set_col(cr, C_TEXT);
+        text_at(cr, legend_x + 36, ly, series[s].name ? series[s].name : nb, H_LEFT);
+    }
+    if (has_ref) {
+        rgbf g = {MCL_PLOT_REF_GRAY / 255.0, MCL_PLOT_REF_GRAY / 255.0, MCL_PLOT_REF_GRAY / 255.0};
+        legend_sample(cr, legend_x, ly, g, 1, 1.5);
+        font(cr, F_LEGEND, 0);
+        set_col(cr, C_TEXT);
+        text_at(cr, legend_x + 36, ly, rname, H_LEFT);
+        ly += lh;
+    }
+    if (smooth) {
+        font(cr, F_TICK, 0);
+        set_col(cr, C_MARK);
+        text_at(cr, legend_x, ly, sm_note, H_LEFT);
+    }
+    if (axes_out) *axes_out = a;
+    return fig_end(&f, path, err, err_len);
+}
+
 mcl_status mcl_plot_lines_ref(const char *path, const char *title, const char *xlabel,
                               const char *ylabel, int n_series, const mcl_series *series,
                               double ref_y, const char *ref_label, mcl_plot_axes *axes_out,
                               char *err, size_t err_len)
 {
-    if (!path) {
-        set_err(err, err_len, "lines: null path");
-        return MCL_ERR_NULL;
-    }
-    mcl_status rc = check_series(n_series, series, err, err_len);
-    if (rc != MCL_OK) return rc;
-    if (isinf(ref_y)) {
-        set_err(err, err_len, "lines: reference level is infinite");
-        return MCL_ERR_INVALID;
-    }
-    mcl_plot_axes a;
-    memset(&a, 0, sizeof a);
-    if (axis_range(series, n_series, 0, NAN, &a.xmin, &a.xmax) != 0 ||
-        axis_range(series, n_series, 1, ref_y, &a.ymin, &a.ymax) != 0) {
-        set_err(err, err_len, "lines: the data span too large a range to plot");
-        return MCL_ERR_INVALID;
-    }
-    /* ticks and their labels first: the left margin depends on the widest y label */
-    double xt[MAX_TICKS], yt[MAX_TICKS];
-    int nx = mcl_nice_ticks(a.xmin, a.xmax, 5, xt, MAX_TICKS);
-    int ny = mcl_nice_ticks(a.ymin, a.ymax, 5, yt, MAX_TICKS);
-    char xl[MAX_TICKS][40], yl[MAX_TICKS][40];
-    double xstep = nx > 1 ? xt[1] - xt[0] : 1.0, ystep = ny > 1 ? yt[1] - yt[0] : 1.0;
-    double xamax = 0.0, yamax = 0.0;
-    for (int i = 0; i < nx; i++) xamax = fmax(xamax, fabs(xt[i]));
-    for (int i = 0; i < ny; i++) yamax = fmax(yamax, fabs(yt[i]));
-    int ytw = 0;
-    for (int i = 0; i < nx; i++) format_tick(xl[i], sizeof xl[i], xt[i], xstep, xamax);
-    for (int i = 0; i < ny; i++) {
-        format_tick(yl[i], sizeof yl[i], yt[i], ystep, yamax);
-        ytw = imax(ytw, mcl_text_width(yl[i], LINES_SCALE));
-    }
-    /* legend width: the widest name */
-    int name_w = 0;
-    char nbuf[32];
-    for (int s = 0; s < n_series; s++) {
-        snprintf(nbuf, sizeof nbuf, "series %d", s);
-        name_w = imax(name_w, mcl_text_width(series[s].name ? series[s].name : nbuf, LINES_SCALE));
-    }
-    int has_ref = !isnan(ref_y);
-    const char *rname = ref_label ? ref_label : "reference";
-    if (has_ref) name_w = imax(name_w, mcl_text_width(rname, LINES_SCALE));
-    if (name_w > 600) name_w = 600;
-    int th = mcl_text_height(LINES_SCALE);
-    int ylabel_w = ylabel && ylabel[0] ? th + 10 : 0;
-    a.left = PAD + ylabel_w + ytw + 6 + 6;
-    a.top = title_height() + th / 2;
-    a.right = a.left + LINES_PLOT_W - 1;
-    a.bottom = a.top + LINES_PLOT_H - 1;
-    int legend_x = a.right + 1 + 24;
-    a.width = legend_x + 36 + name_w + PAD;
-    int title_w = mcl_text_width(title, TITLE_SCALE) + 2 * PAD;
-    if (title_w > a.width) a.width = title_w > MCL_CANVAS_MAX_SIDE ? MCL_CANVAS_MAX_SIDE : title_w;
-    a.height = a.bottom + 1 + 6 + 6 + th + (xlabel && xlabel[0] ? 10 + th : 0) + PAD;
-
-    mcl_canvas *cv = NULL;
-    rc = mcl_canvas_create(a.width, a.height, C_WHITE, &cv, err, err_len);
-    if (rc != MCL_OK) return rc;
-    draw_title(cv, title);
-    int cap = 7 * LINES_SCALE;
-    /* grid lines, ticks and tick labels */
-    for (int i = 0; i < nx; i++) {
-        int x = mcl_axes_px(&a, xt[i]);
-        mcl_canvas_fill_rect(cv, x, a.top, 1, a.bottom - a.top + 1, C_GRID);
-        mcl_canvas_fill_rect(cv, x, a.bottom + 1, 1, 6, C_FRAME);
-        mcl_canvas_text(cv, x + 1, a.bottom + 1 + 6 + 4, xl[i], LINES_SCALE, MCL_ALIGN_CENTER,
-                        C_TEXT);
-    }
-    for (int i = 0; i < ny; i++) {
-        int y = mcl_axes_py(&a, yt[i]);
-        mcl_canvas_fill_rect(cv, a.left, y, a.right - a.left + 1, 1, C_GRID);
-        mcl_canvas_fill_rect(cv, a.left - 1 - 6, y, 6, 1, C_FRAME);
-        mcl_canvas_text(cv, a.left - 1 - 6 - 4, y - cap / 2, yl[i], LINES_SCALE, MCL_ALIGN_RIGHT,
-                        C_TEXT);
-    }
-    mcl_canvas_frame(cv, a.left - 1, a.top - 1, a.right - a.left + 3, a.bottom - a.top + 3,
-                     C_FRAME);
-    /* axis labels */
-    if (xlabel && xlabel[0])
-        mcl_canvas_text(cv, (a.left + a.right) / 2, a.bottom + 1 + 6 + 4 + th + 8, xlabel,
-                        LINES_SCALE, MCL_ALIGN_CENTER, C_TEXT);
-    if (ylabel && ylabel[0])
-        mcl_canvas_text_up(cv, PAD, (a.top + a.bottom) / 2, ylabel, LINES_SCALE,
-                           MCL_ALIGN_CENTER, C_TEXT);
-    /* data, clipped to the plot area */
-    mcl_canvas_clip(cv, a.left, a.top, a.right - a.left + 1, a.bottom - a.top + 1);
-    if (has_ref) {
-        int y = mcl_axes_py(&a, ref_y);
-        mcl_canvas_dashed_line(cv, a.left, y, a.right, y, 2, 8, 5, C_REF);
-    }
-    for (int s = 0; s < n_series; s++)
-        draw_series(cv, &a, &series[s], mcl_plot_series_color(s));
-    mcl_canvas_unclip(cv);
-    /* legend, right of the plot area */
-    int ly = a.top + 4, row_h = th + 6;
-    for (int s = 0; s < n_series && ly + th <= a.height; s++, ly += row_h) {
-        snprintf(nbuf, sizeof nbuf, "series %d", s);
-        legend_entry(cv, legend_x, ly, series[s].name ? series[s].name : nbuf,
-                     mcl_plot_series_color(s), 0);
-    }
-    if (has_ref) legend_entry(cv, legend_x, ly, rname, C_REF, 1);
-
-    if (axes_out) *axes_out = a;
-    rc = mcl_canvas_write_png(cv, path, err, err_len);
-    mcl_canvas_free(cv);
-    return rc;
+    mcl_lines_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.title = title;
+    sp.xlabel = xlabel;
+    sp.ylabel = ylabel;
+    sp.ref_y = ref_y;
+    sp.ref_label = ref_label;
+    return mcl_plot_lines_ex(path, &sp, n_series, series, axes_out, err, err_len);
 }
 
-/* mcl_plot_lines_ref without a reference line. */
 mcl_status mcl_plot_lines(const char *path, const char *title, const char *xlabel,
                           const char *ylabel, int n_series, const mcl_series *series, char *err,
                           size_t err_len)
 {
-    return mcl_plot_lines_ref(path, title, xlabel, ylabel, n_series, series, NAN, NULL, NULL,
-                              err, err_len);
+    return mcl_plot_lines_ref(path, title, xlabel, ylabel, n_series, series, NAN, NULL, NULL, err,
+                              err_len);
 }

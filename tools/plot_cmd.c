@@ -1,11 +1,17 @@
 /* plot_cmd.c — `metacl plot`: learning curves from run directories.
  *
- *   metacl plot RUN_DIR... --out FILE.png [--y COLUMN] [--chance P] [--title TEXT]
+ *   metacl plot RUN_DIR... --out FILE.png|.svg|.pdf [--y COLUMN] [--chance P] [--title TEXT]
+ *               [--smooth N] [--label NAME]... [--cumulative]
  *
  * Reads RUN_DIR/metrics.csv (written by `metacl train`), plots COLUMN (default acc_main;
  * any column of the header: loss, acc_main, acc_acl, acc_first_shot, lr, val_score, ...)
  * against the step, one line per run (empty cells and -1 accuracies are skipped), with an
- * optional dashed chance level. Exit: 0 ok, 1 a bad file, 2 usage.
+ * optional dashed chance level and an optional moving average over N points. Legend labels
+ * are the run directories' names, or the --label values in order. --cumulative treats the
+ * runs as the stages of a curriculum, in the order given: each stage's steps continue where the
+ * previous stage ended (unless its own step numbers already do), and dotted lines mark where
+ * each stage starts. The format follows the file name (.png, .svg, .pdf; anything else is a
+ * usage error). Exit: 0 ok, 1 a bad file, 2 usage.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,19 +27,30 @@
 typedef struct plot_opts {
     char out[4096], y[256], title[256];
     float chance;
+    int smooth, cumulative, n_labels;
+    mcl_cli_arg labels[MAX_RUNS];
 } plot_opts;
 
 static const mcl_key plot_keys[] = {
-    MCL_OPT_STR("out", 'o', plot_opts, out, NULL, "FILE.png", "the figure to write (required)"),
+    MCL_OPT_STR("out", 'o', plot_opts, out, NULL, "FILE", "the figure to write (required): .png, .svg or .pdf"),
     MCL_OPT_STR("y", 0, plot_opts, y, "acc_main", "COLUMN",
                 "column of metrics.csv: loss, acc_main, acc_acl, acc_first_shot, lr, val_score, ..."),
     MCL_OPT_FLOAT("chance", 0, plot_opts, chance, -1e30, 1e30, NULL, "P", "a dashed chance level at P"),
     MCL_OPT_STR("title", 0, plot_opts, title, NULL, "TEXT", "the title (default: the column)"),
+    MCL_OPT_INT("smooth", 0, plot_opts, smooth, 0, 100000, "0", "N",
+                "also draw the moving average over N points (the raw curve stays, faint)"),
+    MCL_OPT_APPEND("label", 0, plot_opts, labels, n_labels, "NAME",
+                   "legend label of the next run (default: the run directory's name)"),
+    MCL_OPT_FLAG("cumulative", 0, plot_opts, cumulative,
+                 "the runs are curriculum stages in order: one step axis across them"),
 };
 static const mcl_cli_cmd plot_cmd = {
-    .name = "plot", .synopsis = "RUN_DIR... --out FILE.png [--y COLUMN] [--chance P] [--title TEXT]",
+    .name = "plot",
+    .synopsis = "RUN_DIR... --out FILE.png|.svg|.pdf [--y COLUMN] [--chance P] [--title TEXT] [--smooth N]\n"
+                "            [--label NAME]... [--cumulative]",
     .about = "Learning curves: COLUMN of RUN_DIR/metrics.csv (written by `metacl train`) against the\n"
-             "step, one line per run (at most 16; empty cells and -1 accuracies are skipped).",
+             "step, one line per run (at most 16; empty cells and -1 accuracies are skipped). With\n"
+             "--cumulative the runs are the stages of a curriculum, in order, on one step axis.",
     .opts = plot_keys, .n_opts = (int)(sizeof plot_keys / sizeof plot_keys[0]), .max_pos = MAX_RUNS};
 
 /* One run's (step, value) points of `col`; returns 0 or 1 (message printed). */
@@ -103,31 +120,75 @@ static int read_curve(const char *dir, const char *col, double **xs, double **ys
 int mcl_cli_plot(int argc, char **argv)
 {
     plot_opts o;
+    memset(&o, 0, sizeof o);
     o.chance = NAN;
     mcl_cli_parsed p;
     int prc = mcl_cli_parse(&plot_cmd, argc, argv, &o, &p);
     if (prc != MCL_CLI_GO) return prc;
     if (!o.out[0] || p.n_pos == 0)
-        return mcl_cli_usage_error(&plot_cmd, "want RUN_DIR... --out FILE.png");
+        return mcl_cli_usage_error(&plot_cmd, "want RUN_DIR... --out FILE.png|.svg|.pdf");
+    char err[512];
+    if (mcl_plot_check_path(o.out, err, sizeof err) != MCL_OK) return mcl_cli_usage_error(&plot_cmd, "%s", err);
+    if (o.n_labels > p.n_pos) return mcl_cli_usage_error(&plot_cmd, "more --label than run directories");
     const char *out = o.out, *col = o.y, *title = o.title[0] ? o.title : NULL;
     const char *const *dirs = p.pos;
-    const double chance = o.chance;
     const int n_dirs = p.n_pos;
     mcl_series s[MAX_RUNS];
-    int rc = 0;
+    double mark_x[MAX_RUNS];
+    char mark_txt[MAX_RUNS][48];
+    const char *mark_lab[MAX_RUNS];
+    int n_mark = 0, rc = 0;
+    double end = 0.0, last_raw = -INFINITY; /* cumulative: where the previous stage ended */
     memset(s, 0, sizeof s);
     for (int k = 0; k < n_dirs && rc == 0; k++) {
         double *x = NULL, *y = NULL;
         rc = read_curve(dirs[k], col, &x, &y, &s[k].n);
         s[k].x = x;
         s[k].y = y;
-        const char *b = strrchr(dirs[k], '/');
-        s[k].name = b && b[1] ? b + 1 : dirs[k];
+        if (k < o.n_labels) {
+            s[k].name = o.labels[k].value;
+        } else {
+            size_t L = strlen(dirs[k]);
+            while (L > 1 && dirs[k][L - 1] == '/') L--; /* "runs/a/" names "a" */
+            const char *b = dirs[k] + L;
+            while (b > dirs[k] && b[-1] != '/') b--;
+            char *nm = malloc(L - (size_t)(b - dirs[k]) + 1);
+            if (nm) {
+                memcpy(nm, b, L - (size_t)(b - dirs[k]));
+                nm[L - (size_t)(b - dirs[k])] = 0;
+            }
+            s[k].name = nm ? nm : dirs[k];
+        }
+        if (rc == 0 && o.cumulative) {
+            /* a stage whose steps restart continues the axis where the previous one ended */
+            double first = x[0], off = k > 0 && first <= last_raw ? end : end - (k > 0 ? last_raw : 0.0);
+            if (k == 0) off = 0.0;
+            last_raw = x[s[k].n - 1];
+            for (int i = 0; i < s[k].n; i++) x[i] += off;
+            if (k > 0) {
+                mark_x[n_mark] = fmin(end, x[0]);
+                snprintf(mark_txt[n_mark], sizeof mark_txt[n_mark], "stage %d", k + 1);
+                mark_lab[n_mark] = mark_txt[n_mark];
+                n_mark++;
+            }
+            end = x[s[k].n - 1];
+        }
     }
     if (rc == 0) {
-        char err[512], t[256];
+        char t[256];
         snprintf(t, sizeof t, "%s", title ? title : col);
-        if (mcl_plot_lines_ref(out, t, "step", col, n_dirs, s, chance, "chance", NULL, err, sizeof err) != MCL_OK) {
+        mcl_lines_spec sp;
+        memset(&sp, 0, sizeof sp);
+        sp.title = t;
+        sp.xlabel = o.cumulative ? "step (cumulative over the stages)" : "step";
+        sp.ylabel = col;
+        sp.ref_y = o.chance;
+        sp.ref_label = "chance";
+        sp.smooth = o.smooth;
+        sp.n_markers = n_mark;
+        sp.marker_x = mark_x;
+        sp.marker_labels = mark_lab;
+        if (mcl_plot_lines_ex(out, &sp, n_dirs, s, NULL, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl plot: %s\n", err);
             rc = 1;
         } else {
@@ -137,6 +198,7 @@ int mcl_cli_plot(int argc, char **argv)
     for (int k = 0; k < n_dirs; k++) {
         free((void *)s[k].x);
         free((void *)s[k].y);
+        if (k >= o.n_labels && s[k].name != dirs[k]) free((void *)s[k].name);
     }
     return rc;
 }
