@@ -135,7 +135,7 @@ for be in $backends; do
         --ckpt "$A/last.ckpt" --baseline sgd:0.01:1 --protocol split-dil --tasks 2 --k-shot 2 --runs 2 \
         --data "idx:$TMP/data/hershey/images.idx,$TMP/data/hershey/labels.idx" --figures "$TMP/$be-fig"
     expect_text "$be: split table has the baseline row" "| SGD (lr 0.01, 1 epochs) |"
-    for f in last_ckpt-split-dil-accuracy.png last_ckpt-srwm-layer0-head0.png SGD__lr_0_01__1_epochs_-split-dil-accuracy.png; do
+    for f in last-split-dil-accuracy.png last-srwm-layer0-head0.png sgd-lr0.01-1ep-split-dil-accuracy.png split-dil-accuracy.png; do
         if [ -s "$TMP/$be-fig/$f" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $be: figure $f missing"; ls "$TMP/$be-fig" | sed 's/^/    /'; fi
     done
 done

@@ -297,10 +297,10 @@ static int write_matrices(const char *path, model_entry *me, int k0, int k1, con
             v[i] = (float)me[k].res.acc_mean[i];
             e[i] = me[k].res.acc_std ? (float)me[k].res.acc_std[i] : NAN;
         }
-        pn[k - k0] = (mcl_heatmap_panel){me[k].name, v, e, T, T};
+        pn[k - k0] = (mcl_heatmap_panel){k1 - k0 > 1 ? me[k].name : NULL, v, e, T, T};
     }
     if (k1 - k0 == 1)
-        snprintf(title, sizeof title, "%s, %s: accuracy matrix (%%, mean \xC2\xB1 std over runs)", me[k0].name, protocol);
+        snprintf(title, sizeof title, "%s, %s: accuracy %% (mean \xC2\xB1 std)", me[k0].name, protocol);
     else
         snprintf(title, sizeof title, "%s: accuracy matrices (%%, mean \xC2\xB1 std over runs)", protocol);
     mcl_heatmap_spec sp;

@@ -474,6 +474,7 @@ typedef struct hm_layout {
     int row_step, col_step; /* tick label thinning */
     int annot;      /* 0 none, else annotation font size x 10 */
     int bar_lw;     /* widest colour bar tick label */
+    int shift;      /* panels moved right to centre them under a wide title */
     double mul;
     int dec;
     hm_scale scale[MCL_PLOT_MAX_PANELS];
@@ -626,6 +627,7 @@ static mcl_status hm_compute(const mcl_heatmap_spec *sp, int n, const mcl_heatma
         return MCL_ERR_INVALID;
     }
     L->bar_lw = 0;
+    L->shift = 0;
     for (int k = 0; k < nscale; k++) {
         int p0 = sp->per_row_scale ? k * ppr : 0;
         int p1 = sp->per_row_scale ? imax(p0, (k + 1) * ppr < n ? (k + 1) * ppr : n) : n;
@@ -649,7 +651,14 @@ static mcl_status hm_compute(const mcl_heatmap_spec *sp, int n, const mcl_heatma
     if (sp->bar_label && sp->bar_label[0]) bl_w = L->axis_h + 8;
     if (sp->row_bar_labels) bl_w = L->axis_h + 8;
     g->width = (int)g->bar_x + BAR_W + TICK_LEN + 4 + L->bar_lw + bl_w + PAD;
-    g->width = imax(g->width, text_wi(cr, sp->title, F_TITLE, 1) + 2 * PAD);
+    int tw = text_wi(cr, sp->title, F_TITLE, 1) + 2 * PAD;
+    if (tw > g->width) { /* a title wider than the panels: centre the panels under it */
+        int shift = (tw - g->width) / 2;
+        g->x0 += shift;
+        g->bar_x += shift;
+        L->shift = shift;
+        g->width = tw;
+    }
     g->height = (int)g->y0 - L->ptitle_h + nrows * slot_h - GAP + PAD;
     cairo_destroy(cr);
     if (g->width > MCL_PLOT_MAX_SIDE || g->height > MCL_PLOT_MAX_SIDE) {
@@ -791,7 +800,7 @@ static void draw_panel(cairo_t *cr, const hm_layout *L, const mcl_heatmap_spec *
     if (sp->ylabel && sp->ylabel[0] && p % g->panels_per_row == 0) {
         font(cr, F_AXIS, 0);
         set_col(cr, C_TEXT);
-        text_up(cr, PAD + L->axis_h / 2.0, y0 + gh / 2, sp->ylabel);
+        text_up(cr, PAD + L->shift + L->axis_h / 2.0, y0 + gh / 2, sp->ylabel);
     }
     if (pn->title && pn->title[0]) {
         font(cr, F_PANEL, 1);
