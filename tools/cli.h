@@ -29,6 +29,21 @@ int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind);
  * Returns 0, 2 (unknown backend name) or 1 (the backend could not be opened), with a message
  * on stderr. */
 int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx);
+/* A training config or checkpoint named on the command line (--config, --ckpt): `given` itself
+ * when it exists or has a '/' (explicit paths work as always); else the installed copy
+ * <pkgdatadir>/<sub>/<given> (sub "configs" or "checkpoints"), or the same with ext (".conf",
+ * ".ckpt") appended, when that file exists; else `given` (the caller then reports it missing).
+ * Returns given or buf. */
+/* The installed data directory, $(pkgdatadir): Makefile.am passes it to the CLI's objects
+ * ("" = no lookup). */
+#ifndef MCL_PKGDATADIR
+#define MCL_PKGDATADIR ""
+#endif
+/* for --help: where the installed configs and checkpoints are */
+#define MCL_CLI_CONFIGS_HELP MCL_PKGDATADIR "/configs"
+#define MCL_CLI_CHECKPOINTS_HELP MCL_PKGDATADIR "/checkpoints"
+const char *mcl_cli_installed_file(const char *given, const char *sub, const char *ext, char *buf,
+                                   size_t len);
 /* `metacl data prepare|info|show`: prepared image sets (tools/data_cmd.c). */
 int mcl_cli_data(int argc, char **argv);
 /* `metacl bench data`: images/s of the stroke renderer on one core (tools/bench_data.c). */

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "train.h"
@@ -41,4 +42,23 @@ void mcl_cli_print_families(FILE *f)
     int i = 0;
     for (const mcl_family *const *fam = mcl_families(); *fam; fam++, i++)
         fprintf(f, "%s%s", i ? ", " : "", (*fam)->kind);
+}
+
+static int is_regular_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+const char *mcl_cli_installed_file(const char *given, const char *sub, const char *ext, char *buf,
+                                   size_t len)
+{
+    struct stat st;
+    if (!given || !*given || strchr(given, '/') || stat(given, &st) == 0 || !*MCL_PKGDATADIR)
+        return given;
+    for (int with_ext = 0; with_ext < 2; with_ext++) {
+        int n = snprintf(buf, len, "%s/%s/%s%s", MCL_PKGDATADIR, sub, given, with_ext ? ext : "");
+        if (n > 0 && (size_t)n < len && is_regular_file(buf)) return buf;
+    }
+    return given;
 }

@@ -66,7 +66,9 @@ static const char *const protocol_names[] = {"seq", "two-task", "split-dil", "sp
 
 static const mcl_key eval_keys[] = {
     MCL_OPT_APPEND("ckpt", 0, eval_opts, models, n_models, "[NAME=]FILE",
-                   "a trained checkpoint (the table compares them)"),
+                   "a trained checkpoint (the table compares them); a FILE without\n"
+                   "'/' that is not a file here is an installed checkpoint\n"
+                   "(" MCL_CLI_CHECKPOINTS_HELP ", .ckpt optional)"),
     MCL_OPT_ENUM("protocol", 0, eval_opts, protocol, PROTOCOLS, NULL,
                  "(required) seq / two-task: N-way K-shot task sequences, A alone,\n"
                  "B alone, A and B after A->B (paper Tables 1, 2, 9); split-dil /\n"
@@ -571,8 +573,10 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         }
     }
     /* models */
+    char ckpt_path[4096];
     for (int k = 0; k < n_models && rc == 0; k++)
-        if (me[k].path && mcl_acl_open(ctx, me[k].path, &me[k].m, err, sizeof err) != MCL_OK) {
+        if (me[k].path && mcl_acl_open(ctx, mcl_cli_installed_file(me[k].path, "checkpoints", ".ckpt", ckpt_path, sizeof ckpt_path),
+                                       &me[k].m, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
             rc = 1;
         }

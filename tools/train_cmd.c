@@ -40,7 +40,9 @@ typedef struct train_opts {
 } train_opts;
 
 static const mcl_key train_keys[] = {
-    MCL_OPT_STR("config", 0, train_opts, config, NULL, "FILE", "training config (data/configs/*.conf; keys: doc/acl.md)"),
+    MCL_OPT_STR("config", 0, train_opts, config, NULL, "FILE", "training config (data/configs/*.conf; keys: doc/acl.md); a NAME\n"
+               "without '/' that is not a file here is an installed config\n"
+               "(" MCL_CLI_CONFIGS_HELP ", .conf optional)"),
     MCL_OPT_APPEND("set", 0, train_opts, sets, n_sets, "KEY=VALUE", "override one key (applied after the file)"),
     MCL_OPT_STR("out", 0, train_opts, out, NULL, "DIR", "run directory (default runs/<config name>); must not hold a run"),
     MCL_OPT_STR("resume", 0, train_opts, resume, NULL, "DIR", "continue the run in DIR exactly where its last checkpoint is"),
@@ -141,7 +143,9 @@ int mcl_cli_train(int argc, char **argv)
         free(opt);
         return 1;
     }
+    char config_path[4096];
     if (rc == 0 && config) {
+        config = mcl_cli_installed_file(config, "configs", ".conf", config_path, sizeof config_path);
         if (mcl_run_cfg_load(&cfg, config, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = 1;

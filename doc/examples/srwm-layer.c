@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <math.h>
-#include "metacl.h"   /* installed: <metacl/metacl.h> */
+#include <metacl/metacl.h>
 
 enum { B = 2, L = 5, H = 4, D = 8, HID = H * D };
 

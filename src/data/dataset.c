@@ -35,10 +35,25 @@ static void copy_str(char *dst, size_t cap, const char *s)
     snprintf(dst, cap, "%s", s ? s : "");
 }
 
+/* $METACL_DATA; else ./data/cache when that directory exists (a source tree); else the XDG
+ * user data directory $XDG_DATA_HOME/metacl ($XDG_DATA_HOME only when absolute, as the XDG
+ * Base Directory spec says), default $HOME/.local/share/metacl. Computed on every call (the
+ * environment may change); the result lives in a static buffer until the next call. */
 const char *mcl_data_dir_default(void)
 {
+    static char xdg[4096];
     const char *e = getenv("METACL_DATA");
-    return e && *e ? e : "data/cache";
+    if (e && *e) return e;
+    struct stat st;
+    if (stat("data/cache", &st) == 0 && S_ISDIR(st.st_mode)) return "data/cache";
+    const char *x = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    int n = -1;
+    if (x && x[0] == '/')
+        n = snprintf(xdg, sizeof xdg, "%s/metacl", x);
+    else if (home && *home)
+        n = snprintf(xdg, sizeof xdg, "%s/.local/share/metacl", home);
+    /* no usable home directory (or a path too long): the relative default as before */
+    return n > 0 && (size_t)n < sizeof xdg ? xdg : "data/cache";
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
  * Every image set metacl uses becomes the same thing: N grayscale images of 32×32 uint8
  * (0 = background, 255 = ink/bright), an int32 class label per image, the number of classes,
  * normalization statistics, and a split. On disk a prepared set is a directory in the data
- * dir (default data/cache, override --data-dir or $METACL_DATA) holding IDX files
+ * dir (mcl_data_dir_default below; override --data-dir or $METACL_DATA) holding IDX files
  * (images ubyte N×32×32, labels int32 N) that other tools can read, plus meta.txt.
  *
  * Splits. Stroke sets (hanzi, kanji, hershey) split CLASSES into meta-train / meta-val /
@@ -62,7 +62,10 @@ mcl_status mcl_dataset_from_arrays(const char *name, const uint8_t *images, cons
 /* Index (0..n_classes-1) of global class id c in this dataset, or -1. */
 int mcl_dataset_class_pos(const mcl_dataset *ds, int32_t c);
 
-/* The default data directory: $METACL_DATA, else "data/cache". */
+/* The default data directory: $METACL_DATA; else "data/cache" when that directory exists
+ * (relative to the working directory: a source tree); else $XDG_DATA_HOME/metacl (default
+ * $HOME/.local/share/metacl). The string may live in a static buffer overwritten by the next
+ * call. */
 const char *mcl_data_dir_default(void);
 
 #ifdef __cplusplus

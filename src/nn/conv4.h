@@ -20,6 +20,10 @@
 
 #include "metacl.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define MCL_CONV4_NORM_EPS 1e-5f
 
 typedef struct mcl_conv4 {
@@ -38,4 +42,7 @@ mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, in
 mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x, int64_t rows,
                               float p, int training);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
