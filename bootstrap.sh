@@ -47,5 +47,8 @@ else
     echo "bootstrap.sh: pkg-config, libpng, zlib, cJSON (and for OpenCL: an ICD loader, headers, CLBlast)." >&2
 fi
 
+# Prepared data sets of a source-tree checkout live in data/cache (metacl uses it when it
+# exists; an installed metacl uses $XDG_DATA_HOME/metacl instead).
+mkdir -p data/cache
 autoreconf -fi
 ./configure "$@"
