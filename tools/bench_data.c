@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "strokes.h"
 
 static double now_seconds(void)
@@ -153,8 +154,12 @@ int mcl_cli_bench_data(int argc, char **argv)
                 return 1;
             }
         }
+        char label[96];
+        snprintf(label, sizeof label, "bench data: %s", s->name);
+        mcl_progress_start(label, 0);
         double r = rate(s, 0, min_time, &checksum);
         double rc = rate(s, 1, min_time * 0.5, &checksum);
+        mcl_progress_finish();
         if (json)
             printf("%s{\"set\": \"%s\", \"classes\": %d, \"images_per_s\": %.0f, "
                    "\"clean_images_per_s\": %.0f, \"threads\": 1}",

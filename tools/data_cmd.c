@@ -11,6 +11,7 @@
 #include "fmnist.h"
 #include "png_io.h"
 #include "prepared.h"
+#include "progress.h"
 #include "rng.h"
 #include "strokes.h"
 
@@ -28,6 +29,20 @@ static int is_user_spec(const char *name)
 }
 
 /* ---- prepare ---- */
+
+static void prepare_progress(void *arg, int64_t done, int64_t total)
+{
+    static int64_t started_total = -1;
+    if (started_total != total) { /* the first call of a preparation */
+        mcl_progress_start((const char *)arg, total);
+        started_total = total;
+    }
+    mcl_progress_update(done);
+    if (done >= total) { /* rendering done: clear the line before anything is printed */
+        mcl_progress_finish();
+        started_total = -1;
+    }
+}
 
 #define DATA_DIR_HELP "data directory (default $METACL_DATA, else data/cache)"
 
@@ -65,6 +80,9 @@ static int cmd_prepare(int argc, char **argv)
     const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
     char err[1024] = "";
     mcl_status st;
+    char label[128];
+    snprintf(label, sizeof label, "preparing %s: images", name);
+    mcl_prepare_set_progress(prepare_progress, label);
     if (strcmp(name, "fmnist") == 0) {
         if (inst_s || seed_s)
             fprintf(stderr, "metacl data prepare: --instances/--seed apply to stroke sets; "
@@ -97,6 +115,8 @@ static int cmd_prepare(int argc, char **argv)
                 "hershey)\n", name);
         return 2;
     }
+    mcl_progress_finish();
+    mcl_prepare_set_progress(NULL, NULL);
     if (st != MCL_OK) {
         fprintf(stderr, "metacl data prepare %s: %s\n", name, err[0] ? err : mcl_status_str(st));
         return 1;
