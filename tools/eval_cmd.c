@@ -672,7 +672,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     for (int k = 0; k < n_models && rc == 0; k++) {
         mcl_status st;
         char label[200];
-        fprintf(stderr, "evaluating %s (%s, %d run%s)...\n", me[k].name, protocol, runs, runs == 1 ? "" : "s");
+        mcl_progress_note("evaluating %s (%s, %d run%s)...", me[k].name, protocol, runs, runs == 1 ? "" : "s");
         snprintf(label, sizeof label, "model %d/%d %s, runs", k + 1, n_models, me[k].name);
         if (k == 0)
             mcl_progress_start(label, (int64_t)n_models * runs);
@@ -691,6 +691,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         runs_done = (int64_t)(k + 1) * runs;
         mcl_progress_update(runs_done);
         if (st != MCL_OK) {
+            mcl_progress_finish();
             fprintf(stderr, "metacl %s: %s: %s\n", cmd_name, me[k].name, mcl_ctx_error(ctx));
             rc = 1;
         }

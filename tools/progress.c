@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "progress.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,18 @@ void mcl_progress_update(int64_t done)
     cur.done = done;
     double t = now_s();
     if (t - cur.last_draw >= 0.2 || (cur.total > 0 && done >= cur.total)) draw(t);
+}
+
+void mcl_progress_note(const char *fmt, ...)
+{
+    if (cur.active) fputs("\r\033[K", stderr);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (cur.active) draw(now_s());
+    fflush(stderr);
 }
 
 void mcl_progress_finish(void)

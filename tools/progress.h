@@ -22,6 +22,9 @@ void mcl_progress_start(const char *label, int64_t total);
 /* Change the label of the current line (e.g. the model being evaluated). */
 void mcl_progress_label(const char *label);
 void mcl_progress_update(int64_t done);
+/* A message line on stderr (printf format, newline added) that does not garble the progress
+ * line: the line is cleared, the message printed, the line drawn again. */
+void mcl_progress_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Clear the line (nothing when none is shown). */
 void mcl_progress_finish(void);
 
