@@ -64,7 +64,7 @@ typedef struct eval_opts {
     int n_data;
     int protocol; /* index into protocols, -1 = not given */
     int tasks, n_way, k_shot, runs, episodes, seed;
-    int json, select, final_only;
+    int json, select, final_only, quiet;
     char figures[4096], data_dir[4096], backend[64], device[256], json_out[4096];
 } eval_opts;
 
@@ -103,6 +103,7 @@ static const mcl_key eval_keys[] = {
     MCL_OPT_FLAG("json", 0, eval_opts, json, "print JSON instead of the Markdown table (accuracies as fractions)"),
     MCL_OPT_STR("json-out", 0, eval_opts, json_out, NULL, "FILE",
                 "also write the JSON of --json to FILE (the table still goes to stdout)"),
+    MCL_OPT_FLAG("quiet", 0, eval_opts, quiet, "no progress line on stderr (there is none when stderr is not a terminal)"),
     MCL_OPT_BACKEND(eval_opts, backend),
     MCL_OPT_DEVICE(eval_opts, device),
 };
@@ -511,6 +512,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     const char *figures = o.figures[0] ? o.figures : NULL, *backend = o.backend, *device = o.device;
     const char *data_dir = o.data_dir[0] ? o.data_dir : NULL;
     const char *json_out = o.json_out[0] ? o.json_out : NULL;
+    if (o.quiet) mcl_progress_set_quiet(1);
     for (int i = 0; i < o.n_models; i++) {
         const char *v = o.models[i].value;
         model_entry *e = &me[n_models++];
