@@ -5,6 +5,9 @@
 #   2. two-task, unseen domain: Fashion-MNIST classes 0-4 -> 5-9
 #   3. Split-FashionMNIST, domain-incremental, 5 tasks (and class-incremental, 2 tasks)
 # Prepares the data sets it needs first (fmnist, hanzi, hershey; `metacl data prepare`).
+# Besides stdout, OUT/summary.md (the headings and tables, in the order printed) and
+# OUT/summary.json (one object: each section's `metacl eval --json-out` output, with its
+# provenance, under "sections"; accuracies as fractions) are written atomically at the end.
 # Options: environment METACL (binary, default ./metacl), OUT (figures, default results),
 # EPISODES (per run, default 32), SPLIT_RUNS (default 10); arguments go to every eval call
 # (e.g. --backend opencl).
@@ -21,25 +24,65 @@ for f in acl-2task noacl-2task acl-split5; do
     [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
+TMPD=$(mktemp -d "$OUT/.acl-demo.XXXXXX")
+trap 'rm -rf "$TMPD"' EXIT
+n=0
+# heading TEXT: on stdout and in summary.md
+heading() {
+    echo "$1"
+    echo "$1" >>"$TMPD/summary.md"
+}
+# run_eval TITLE ARGS...: `metacl eval acl ARGS` with its table on stdout and in summary.md and
+# its JSON in a section of summary.json
+run_eval() {
+    n=$((n + 1))
+    title=$1
+    shift
+    "$METACL" eval acl "$@" --json-out "$TMPD/$n.json" >"$TMPD/$n.md"
+    cat "$TMPD/$n.md"
+    cat "$TMPD/$n.md" >>"$TMPD/summary.md"
+    printf '%s\n' "$title" >"$TMPD/$n.title"
+}
+: >"$TMPD/summary.md"
 start=$(date +%s)
-echo "## 1. In-context learning and forgetting: held-out hanzi (A) then hershey (B) classes"
-"$METACL" eval acl --protocol two-task --data hanzi --data hershey --runs 5 --episodes "$EPISODES" \
+t="## 1. In-context learning and forgetting: held-out hanzi (A) then hershey (B) classes"
+heading "$t"
+run_eval "$t" --protocol two-task --data hanzi --data hershey --runs 5 --episodes "$EPISODES" \
     --ckpt ACL="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
     --baseline sgd --baseline adam --figures "$OUT/two-task" "$@"
-echo
-echo "## 2. Unseen domain: Fashion-MNIST classes 0-4 (A) then 5-9 (B)"
-"$METACL" eval acl --protocol two-task --data fmnist@0-4 --data fmnist@5-9 --runs 5 --episodes "$EPISODES" \
+heading ""
+t="## 2. Unseen domain: Fashion-MNIST classes 0-4 (A) then 5-9 (B)"
+heading "$t"
+run_eval "$t" --protocol two-task --data fmnist@0-4 --data fmnist@5-9 --runs 5 --episodes "$EPISODES" \
     --ckpt ACL="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
     --baseline sgd --baseline adam --figures "$OUT/fmnist-two-task" "$@"
-echo
-echo "## 3. Split-FashionMNIST, domain-incremental, 5 tasks (5 training images per class)"
-"$METACL" eval acl --protocol split-dil --data fmnist --tasks 5 --k-shot 5 --runs "$SPLIT_RUNS" --final-only \
+heading ""
+t="## 3. Split-FashionMNIST, domain-incremental, 5 tasks (5 training images per class)"
+heading "$t"
+run_eval "$t" --protocol split-dil --data fmnist --tasks 5 --k-shot 5 --runs "$SPLIT_RUNS" --final-only \
     --ckpt ACL-5task="$CK/acl-split5.ckpt" --ckpt ACL-2task="$CK/acl-2task.ckpt" \
     --baseline sgd --baseline adam --figures "$OUT/split-dil" "$@"
-echo
-echo "## 3b. Split-FashionMNIST, class-incremental, 2 tasks (classes 0-3)"
-"$METACL" eval acl --protocol split-cil --data fmnist --tasks 2 --k-shot 5 --runs "$SPLIT_RUNS" \
+heading ""
+t="## 3b. Split-FashionMNIST, class-incremental, 2 tasks (classes 0-3)"
+heading "$t"
+run_eval "$t" --protocol split-cil --data fmnist --tasks 2 --k-shot 5 --runs "$SPLIT_RUNS" \
     --ckpt ACL-2task="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
     --baseline sgd --baseline adam --figures "$OUT/split-cil" "$@"
+# summary.json: {"sections": [{"title": ..., "eval": <the eval's JSON>}, ...]}
+{
+    printf '{"sections":['
+    i=1
+    while [ $i -le $n ]; do
+        [ $i -gt 1 ] && printf ','
+        # the title as a JSON string (it holds no quotes or backslashes; escape them anyway)
+        printf '{"title":"%s","eval":' "$(sed 's/\\/\\\\/g; s/"/\\"/g' "$TMPD/$i.title")"
+        tr -d '\n' <"$TMPD/$i.json"
+        printf '}'
+        i=$((i + 1))
+    done
+    printf ']}\n'
+} >"$TMPD/summary.json.new"
+mv "$TMPD/summary.json.new" "$OUT/summary.json"
+cp "$TMPD/summary.md" "$OUT/summary.md.new" && mv "$OUT/summary.md.new" "$OUT/summary.md"
 echo
-echo "acl-demo: done in $(( $(date +%s) - start )) s; figures in $OUT/"
+echo "acl-demo: done in $(( $(date +%s) - start )) s; figures, summary.md and summary.json in $OUT/"

@@ -26,6 +26,7 @@
 
 #include "acl.h"
 #include "cli.h"
+#include "progress.h"
 
 #define BENCH_SEED 7ULL
 
@@ -352,7 +353,11 @@ int mcl_cli_bench_acl(int argc, char **argv)
             fprintf(stderr, "metacl bench acl: %s failed: %s\n", wl->name, mcl_ctx_error(ctx));
             rc = 1;
         }
+        char label[96];
+        snprintf(label, sizeof label, "bench acl: %s, reps", wl->name);
+        mcl_progress_start(label, n);
         for (int r = 0; r < n && rc == 0; r++) {
+            mcl_progress_update(r);
             double t0 = now_s();
             if (wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
                 fprintf(stderr, "metacl bench acl: %s failed: %s\n", wl->name, mcl_ctx_error(ctx));
@@ -360,6 +365,7 @@ int mcl_cli_bench_acl(int argc, char **argv)
             }
             t[r] = (now_s() - t0) * 1e3;
         }
+        mcl_progress_finish();
         if (rc == 0) {
             qsort(t, (size_t)n, sizeof *t, cmp_d);
             double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);

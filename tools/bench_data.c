@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "strokes.h"
 
 static double now_seconds(void)
@@ -38,7 +39,7 @@ typedef struct bdata_opts {
 static const mcl_key bdata_keys[] = {
     MCL_OPT_FLAG("json", 0, bdata_opts, json, "print a JSON array instead of a table"),
     MCL_OPT_STR("data-dir", 0, bdata_opts, data_dir, NULL, "DIR",
-                "where the hanzi tarball is (default $METACL_DATA or data/cache)"),
+                "where the hanzi tarball is (default $METACL_DATA, else ./data/cache if it exists, else $XDG_DATA_HOME/metacl)"),
     MCL_OPT_FLOAT("min-time", 0, bdata_opts, min_time, 1e-3, 600, "1.0", "S", "seconds per measurement"),
 };
 static const mcl_cli_cmd bdata_cmd = {
@@ -153,8 +154,12 @@ int mcl_cli_bench_data(int argc, char **argv)
                 return 1;
             }
         }
+        char label[96];
+        snprintf(label, sizeof label, "bench data: %s", s->name);
+        mcl_progress_start(label, 0);
         double r = rate(s, 0, min_time, &checksum);
         double rc = rate(s, 1, min_time * 0.5, &checksum);
+        mcl_progress_finish();
         if (json)
             printf("%s{\"set\": \"%s\", \"classes\": %d, \"images_per_s\": %.0f, "
                    "\"clean_images_per_s\": %.0f, \"threads\": 1}",

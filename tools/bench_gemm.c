@@ -20,6 +20,7 @@
 #endif
 
 #include "cli.h"
+#include "progress.h"
 #include "ref.h"
 
 typedef struct bench_shape {
@@ -117,6 +118,10 @@ int mcl_cli_bench_gemm(int argc, char **argv)
             rc = 1;
             break;
         }
+        char label[96];
+        snprintf(label, sizeof label, "bench gemm: %lldx%lldx%lld (shape %d of %d)", (long long)M,
+                 (long long)N, (long long)K, (int)s + 1, (int)N_SHAPES);
+        mcl_progress_start(label, 0);
         fill(A, M * K, 12345u);
         fill(B, K * N, 67890u);
         memset(C, 0, sizeof(float) * (size_t)(M * N));
@@ -134,6 +139,7 @@ int mcl_cli_bench_gemm(int argc, char **argv)
             if (reps ? n >= reps : (n >= MIN_REPS && t1 - start >= MIN_SECONDS)) break;
             if (n >= MAX_REPS) break;
         }
+        mcl_progress_finish();
         qsort(times, (size_t)n, sizeof(double), cmp_double);
         const double flops = 2.0 * (double)M * (double)N * (double)K;
         const double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);

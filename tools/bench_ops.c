@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "cli.h"
+#include "progress.h"
 
 typedef struct op_case {
     const char *op;
@@ -284,7 +285,12 @@ int mcl_cli_bench_ops(int argc, char **argv)
     for (int c = 0; c < N_CASES; c++) {
         if (only && strcmp(only, cases[c].op) != 0) continue; /* -o mlp_step matches none */
         timing tr, td;
-        if (time_case(ref, &cases[c], min_time, &tr) || time_case(dev, &cases[c], min_time, &td)) {
+        char label[96];
+        snprintf(label, sizeof label, "bench ops: %s (case %d of %d)", cases[c].op, c + 1, N_CASES);
+        mcl_progress_start(label, 0);
+        const int bad = time_case(ref, &cases[c], min_time, &tr) || time_case(dev, &cases[c], min_time, &td);
+        mcl_progress_finish();
+        if (bad) {
             fprintf(stderr, "bench ops: %s failed: %s%s\n", cases[c].op, mcl_ctx_error(ref), mcl_ctx_error(dev));
             mcl_ctx_clear_error(ref);
             mcl_ctx_clear_error(dev);
@@ -306,8 +312,10 @@ int mcl_cli_bench_ops(int argc, char **argv)
     }
     int ok1 = 1, ok2 = 1;
     const int with_mlp = !only || mlp_only;
+    if (with_mlp) mcl_progress_start("bench ops: MLP training step", 0);
     double mr = with_mlp ? mlp_step_ms(ref, min_time, &ok1) : NAN;
     double md = with_mlp ? mlp_step_ms(dev, min_time, &ok2) : NAN;
+    mcl_progress_finish();
     if (!ok1 || !ok2) {
         fprintf(stderr, "bench ops: MLP step failed: %s%s\n", mcl_ctx_error(ref), mcl_ctx_error(dev));
         failed = 1;

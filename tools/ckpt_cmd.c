@@ -1,7 +1,8 @@
 /* ckpt_cmd.c — `metacl ckpt info FILE` and `metacl ckpt export IN OUT`.
  *
  *   info    what a checkpoint holds: model kind, format version, writer, config, optimizer
- *           state, random state and counters (the whole file is verified)
+ *           state, random state and counters (the whole file is verified); --json: one
+ *           JSON object with a provenance block (tools/json_out.h)
  *   export  the model alone (config + parameters, no optimizer state): what data/checkpoints/
  *           ships; written atomically
  * Exit: 0 ok, 1 a bad file, 2 usage.
@@ -31,11 +32,45 @@ static int load_ckpt(const char *path, int restore_rng, mcl_ctx **ctx, mcl_acl *
     return 0;
 }
 
+typedef struct info_opts {
+    int json;
+} info_opts;
+static const mcl_key info_keys[] = {
+    MCL_OPT_FLAG("json", 0, info_opts, json, "print one JSON object (with provenance) instead of text"),
+};
 static const mcl_cli_cmd info_cmd = {
-    .name = "ckpt info", .synopsis = "FILE",
+    .name = "ckpt info", .synopsis = "FILE [--json]",
     .about = "What a checkpoint holds: model kind, format version, writer, config, optimizer state,\n"
              "random state and counters (the whole file is verified). Exit: 0 ok, 1 a bad file.",
-    .max_pos = 1};
+    .opts = info_keys, .n_opts = (int)(sizeof info_keys / sizeof info_keys[0]), .max_pos = 1};
+
+/* `ckpt info --json` */
+static void print_info_json(const char *path, const mcl_ckpt_info *info, mcl_acl *m, mcl_ctx *ctx)
+{
+    mcl_json j;
+    mcl_json_init(&j, stdout);
+    mcl_json_begin_obj(&j, NULL);
+    mcl_json_str(&j, "file", path);
+    mcl_json_str(&j, "model", info->model_kind);
+    mcl_json_int(&j, "format", (long long)info->version);
+    mcl_json_str(&j, "written_by", info->created_by);
+    mcl_json_int(&j, "parameters", (long long)mcl_params_numel(mcl_acl_params(m)));
+    mcl_json_int(&j, "tensors", mcl_params_count(mcl_acl_params(m)));
+    mcl_json_bool(&j, "optimizer_state", info->has_optim);
+    if (info->has_optim) mcl_json_int(&j, "optimizer_steps", (long long)info->optim_steps);
+    mcl_json_begin_obj(&j, "counters");
+    for (int i = 0; i < info->n_counters; i++) mcl_json_u64(&j, info->counters[i].name, info->counters[i].value);
+    mcl_json_end_obj(&j);
+    mcl_cli_json_provenance_begin(&j, ctx); /* of this report: the checkpoint was read on ref */
+    mcl_json_config_obj(&j, "config", info->config);
+    mcl_json_begin_obj(&j, "seeds");
+    mcl_json_u64(&j, "rng_seed", info->rng.seed);
+    mcl_json_u64(&j, "rng_next_stream", info->rng.counter);
+    mcl_json_end_obj(&j);
+    mcl_json_end_obj(&j);
+    mcl_json_end_obj(&j);
+    mcl_json_finish(&j);
+}
 static const mcl_cli_cmd export_cmd = {
     .name = "ckpt export", .synopsis = "IN OUT",
     .about = "The model alone (config + parameters, no optimizer state; counters kept): what\n"
@@ -46,7 +81,8 @@ static int run(int is_export, int argc, char **argv)
 {
     const mcl_cli_cmd *spec = is_export ? &export_cmd : &info_cmd;
     mcl_cli_parsed p;
-    int rc = mcl_cli_parse(spec, argc, argv, NULL, &p); /* no options */
+    info_opts o = {0};
+    int rc = mcl_cli_parse(spec, argc, argv, is_export ? NULL : &o, &p);
     if (rc != MCL_CLI_GO) return rc;
     if (p.n_pos != spec->max_pos)
         return mcl_cli_usage_error(spec, "want %s", spec->synopsis);
@@ -56,7 +92,9 @@ static int run(int is_export, int argc, char **argv)
     mcl_acl *m;
     mcl_ckpt_info info;
     rc = load_ckpt(in, is_export, &ctx, &m, &info, err, sizeof err);
-    if (rc == 0 && !is_export) {
+    if (rc == 0 && !is_export && o.json) {
+        print_info_json(in, &info, m, ctx);
+    } else if (rc == 0 && !is_export) {
         printf("%s: model %s, format %u, written by %s\n", in, info.model_kind, info.version,
                info.created_by);
         printf("parameters: %lld in %d tensors\n", (long long)mcl_params_numel(mcl_acl_params(m)),

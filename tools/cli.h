@@ -3,6 +3,7 @@
 #define MCL_CLI_H
 
 #include "cli_opts.h"
+#include "json_out.h"
 #include "metacl.h"
 
 /* The subcommand tables of `metacl data`, `metacl bench` and `metacl ckpt` (for dispatch and
@@ -44,6 +45,15 @@ int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx);
 #define MCL_CLI_CHECKPOINTS_HELP MCL_PKGDATADIR "/checkpoints"
 const char *mcl_cli_installed_file(const char *given, const char *sub, const char *ext, char *buf,
                                    size_t len);
+/* The OpenCL device name of ctx (NULL for the reference backend or without OpenCL). */
+const char *mcl_cli_device_name(const mcl_ctx *ctx);
+/* --json provenance: opens the object "provenance" and writes metacl_version, git_commit
+ * (null in a build outside git), backend and device (null when none); the caller adds its
+ * own keys (config, seeds, data) and closes it with mcl_json_end_obj. ctx may be NULL. */
+void mcl_cli_json_provenance_begin(mcl_json *j, const mcl_ctx *ctx);
+/* One data set as an array element: {"spec", "dir", "sha256": {file: hex}} for a prepared
+ * set (the sums of its SHA256SUMS), {"spec"} for idx:/pngdir: data. */
+void mcl_cli_json_dataset(mcl_json *j, const char *spec, const char *data_dir);
 /* `metacl data prepare|info|show`: prepared image sets (tools/data_cmd.c). */
 int mcl_cli_data(int argc, char **argv);
 /* `metacl bench data`: images/s of the stroke renderer on one core (tools/bench_data.c). */

@@ -5,7 +5,13 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "config.h"
+#include "dataset_io.h"
+#include "progress.h"
 #include "train.h"
+#ifdef MCL_HAVE_OPENCL
+#include "devices.h"
+#endif
 
 int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind)
 {
@@ -34,7 +40,82 @@ int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx)
                 kind == MCL_BACKEND_REF ? "ref" : "opencl", err);
         return 1;
     }
+#ifdef MCL_HAVE_OPENCL
+    /* The library stays quiet; the CLI says once when the kernels were compiled (a cache
+     * miss: the first run on a device or after a kernel change), and where they are kept. */
+    int from_cache = 1;
+    double secs = mcl_opencl_build_seconds(*ctx, &from_cache);
+    if (secs >= 0.0 && !from_cache && !mcl_progress_quiet()) {
+        const char *nc = getenv("METACL_NO_CACHE"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        char dir[4200];
+        if (nc && *nc && strcmp(nc, "0") != 0)
+            snprintf(dir, sizeof dir, "not cached: METACL_NO_CACHE is set");
+        else if (x && *x)
+            snprintf(dir, sizeof dir, "cached in %s/metacl", x);
+        else if (home && *home)
+            snprintf(dir, sizeof dir, "cached in %s/.cache/metacl", home);
+        else
+            snprintf(dir, sizeof dir, "not cached: no $HOME");
+        fprintf(stderr, "compiled the OpenCL kernels in %.1f s (%s)\n", secs, dir);
+    }
+#endif
     return 0;
+}
+
+const char *mcl_cli_device_name(const mcl_ctx *ctx)
+{
+#ifdef MCL_HAVE_OPENCL
+    return mcl_opencl_device_name(ctx);
+#else
+    (void)ctx;
+    return NULL;
+#endif
+}
+
+void mcl_cli_json_provenance_begin(mcl_json *j, const mcl_ctx *ctx)
+{
+    mcl_json_begin_obj(j, "provenance");
+    mcl_json_str(j, "metacl_version", PACKAGE_VERSION);
+#ifdef MCL_GIT_COMMIT
+    mcl_json_str(j, "git_commit", MCL_GIT_COMMIT);
+#else
+    mcl_json_null(j, "git_commit");
+#endif
+    mcl_json_str(j, "backend", ctx ? mcl_ctx_backend_name(ctx) : NULL);
+    mcl_json_str(j, "device", ctx ? mcl_cli_device_name(ctx) : NULL);
+}
+
+void mcl_cli_json_dataset(mcl_json *j, const char *spec, const char *data_dir)
+{
+    mcl_json_begin_obj(j, NULL);
+    mcl_json_str(j, "spec", spec);
+    char name[256], dir[4096], err[512];
+    size_t n = strcspn(spec, "@");
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), spec);
+    if (!strncmp(name, "idx:", 4) || !strncmp(name, "pngdir:", 7) ||
+        mcl_prepared_dir(data_dir, name, dir, sizeof dir, err, sizeof err) != MCL_OK) {
+        mcl_json_end_obj(j);
+        return;
+    }
+    mcl_json_str(j, "dir", dir);
+    /* the SHA-256 of the prepared files as SHA256SUMS records them (cheap: no hashing here;
+     * `metacl data info NAME` checks the files against it) */
+    char path[4200], line[1024];
+    snprintf(path, sizeof path, "%s/SHA256SUMS", dir);
+    FILE *f = fopen(path, "r");
+    mcl_json_begin_obj(j, "sha256");
+    while (f && fgets(line, sizeof line, f)) {
+        char *sp = strchr(line, ' ');
+        if (!sp || sp - line != 64) continue;
+        *sp = 0;
+        char *file = sp + 1;
+        while (*file == ' ' || *file == '*') file++;
+        file[strcspn(file, "\r\n")] = 0;
+        if (*file) mcl_json_str(j, file, line);
+    }
+    mcl_json_end_obj(j);
+    if (f) fclose(f);
+    mcl_json_end_obj(j);
 }
 
 void mcl_cli_print_families(FILE *f)

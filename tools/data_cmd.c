@@ -11,6 +11,7 @@
 #include "fmnist.h"
 #include "png_io.h"
 #include "prepared.h"
+#include "progress.h"
 #include "rng.h"
 #include "strokes.h"
 
@@ -29,7 +30,21 @@ static int is_user_spec(const char *name)
 
 /* ---- prepare ---- */
 
-#define DATA_DIR_HELP "data directory (default $METACL_DATA, else data/cache)"
+static void prepare_progress(void *arg, int64_t done, int64_t total)
+{
+    static int64_t started_total = -1;
+    if (started_total != total) { /* the first call of a preparation */
+        mcl_progress_start((const char *)arg, total);
+        started_total = total;
+    }
+    mcl_progress_update(done);
+    if (done >= total) { /* rendering done: clear the line before anything is printed */
+        mcl_progress_finish();
+        started_total = -1;
+    }
+}
+
+#define DATA_DIR_HELP "data directory (default $METACL_DATA, else ./data/cache if it exists, else $XDG_DATA_HOME/metacl)"
 
 typedef struct prepare_opts {
     char data_dir[4096];
@@ -65,6 +80,9 @@ static int cmd_prepare(int argc, char **argv)
     const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
     char err[1024] = "";
     mcl_status st;
+    char label[128];
+    snprintf(label, sizeof label, "preparing %s: images", name);
+    mcl_prepare_set_progress(prepare_progress, label);
     if (strcmp(name, "fmnist") == 0) {
         if (inst_s || seed_s)
             fprintf(stderr, "metacl data prepare: --instances/--seed apply to stroke sets; "
@@ -97,6 +115,8 @@ static int cmd_prepare(int argc, char **argv)
                 "hershey)\n", name);
         return 2;
     }
+    mcl_progress_finish();
+    mcl_prepare_set_progress(NULL, NULL);
     if (st != MCL_OK) {
         fprintf(stderr, "metacl data prepare %s: %s\n", name, err[0] ? err : mcl_status_str(st));
         return 1;
@@ -105,20 +125,6 @@ static int cmd_prepare(int argc, char **argv)
 }
 
 /* ---- info ---- */
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
 
 static const char *const split_names[4] = {"all", "train", "val", "test"};
 
@@ -218,49 +224,53 @@ static int cmd_info(int argc, char **argv)
         sp_cls[1] = ds->n_classes;
     }
     if (json) {
-        printf("{\"name\":");
-        json_str(user ? ds->name : name);
-        printf(",\"spec\":");
-        json_str(name);
+        mcl_json j;
+        mcl_json_init(&j, stdout);
+        mcl_json_begin_obj(&j, NULL);
+        mcl_json_str(&j, "name", user ? ds->name : name);
+        mcl_json_str(&j, "spec", name);
         if (!user) {
-            printf(",\"dir\":");
-            json_str(dir);
-            printf(",\"source\":");
-            json_str(meta.source);
-            printf(",\"licence\":");
-            json_str(meta.licence);
-            printf(",\"split_by\":");
-            json_str(sp ? "example" : "class");
-            printf(",\"seed\":%llu,\"instances\":%d", (unsigned long long)meta.seed,
-                   meta.instances);
+            mcl_json_str(&j, "dir", dir);
+            mcl_json_str(&j, "source", meta.source);
+            mcl_json_str(&j, "licence", meta.licence);
+            mcl_json_str(&j, "split_by", sp ? "example" : "class");
+            mcl_json_u64(&j, "seed", (uint64_t)meta.seed);
+            mcl_json_int(&j, "instances", meta.instances);
         }
-        printf(",\"images\":%lld,\"classes\":%d,\"classes_total\":%d", (long long)ds->n,
-               ds->n_classes, ds->n_classes_total);
-        printf(",\"per_class\":{\"min\":%lld,\"max\":%lld,\"mean\":%.3f}", (long long)mn,
-               (long long)mx, avg);
-        printf(",\"splits\":{");
-        for (int s = 1; s <= 3; s++)
-            printf("%s\"%s\":{\"classes\":%d,\"images\":%lld}", s > 1 ? "," : "", split_names[s],
-                   sp_cls[s], (long long)sp_img[s]);
-        printf("},\"mean\":%.6f,\"std\":%.6f", (double)ds->mean, (double)ds->std);
+        mcl_json_int(&j, "images", (long long)ds->n);
+        mcl_json_int(&j, "classes", ds->n_classes);
+        mcl_json_int(&j, "classes_total", ds->n_classes_total);
+        mcl_json_begin_obj(&j, "per_class");
+        mcl_json_int(&j, "min", (long long)mn);
+        mcl_json_int(&j, "max", (long long)mx);
+        mcl_json_num(&j, "mean", avg, 3);
+        mcl_json_end_obj(&j);
+        mcl_json_begin_obj(&j, "splits");
+        for (int s = 1; s <= 3; s++) {
+            mcl_json_begin_obj(&j, split_names[s]);
+            mcl_json_int(&j, "classes", sp_cls[s]);
+            mcl_json_int(&j, "images", (long long)sp_img[s]);
+            mcl_json_end_obj(&j);
+        }
+        mcl_json_end_obj(&j);
+        mcl_json_num(&j, "mean", (double)ds->mean, 6);
+        mcl_json_num(&j, "std", (double)ds->std, 6);
         if (!user) {
-            printf(",\"files\":[");
+            mcl_json_begin_arr(&j, "files");
             for (int i = 0; i < n_sums; i++) {
-                printf("%s{\"file\":", i ? "," : "");
-                json_str(sums[i].file);
-                printf(",\"sha256\":");
-                json_str(sums[i].got);
-                printf(",\"expected\":");
-                json_str(sums[i].want);
-                printf(",\"ok\":%s}", sums[i].ok ? "true" : "false");
+                mcl_json_begin_obj(&j, NULL);
+                mcl_json_str(&j, "file", sums[i].file);
+                mcl_json_str(&j, "sha256", sums[i].got);
+                mcl_json_str(&j, "expected", sums[i].want);
+                mcl_json_bool(&j, "ok", sums[i].ok);
+                mcl_json_end_obj(&j);
             }
-            printf("],\"verified\":%s", vst == MCL_OK ? "true" : "false");
-            if (vst != MCL_OK) {
-                printf(",\"error\":");
-                json_str(verr);
-            }
+            mcl_json_end_arr(&j);
+            mcl_json_bool(&j, "verified", vst == MCL_OK);
+            if (vst != MCL_OK) mcl_json_str(&j, "error", verr);
         }
-        printf("}\n");
+        mcl_json_end_obj(&j);
+        mcl_json_finish(&j);
     } else {
         printf("%s%s%s\n", user ? ds->name : name, user ? "" : ": ", dir);
         if (!user) {

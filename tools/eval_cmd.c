@@ -4,7 +4,8 @@
  *   metacl eval acl --ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil
  *                   --data SPEC... [--tasks T] [--n-way N] [--k-shot K] [--runs R]
  *                   [--episodes E] [--seed S] [--baseline sgd|adam[:LR:EPOCHS]]...
- *                   [--figures DIR] [--json] [--backend ref|opencl] [--device N|NAME]
+ *                   [--figures DIR] [--json] [--json-out FILE] [--backend ref|opencl]
+ *                   [--device N|NAME]
  *
  * SPEC is a data set ("hanzi", "fmnist", "idx:IMG,LAB", "pngdir:DIR") optionally followed by
  * "@" and a class list ("fmnist@0-4", "hershey@1,5,9"). seq / two-task: one SPEC per task
@@ -12,6 +13,11 @@
  * file of fmnist). split-dil / split-cil: one SPEC whose train split gives the context
  * examples and whose test split the queries (doc/acl.md, Evaluation).
  * Output: a Markdown table on stdout (mean ± std over runs, in %), or JSON with --json;
+ * --json-out FILE writes the JSON to FILE (atomically) as well as the table to stdout. The JSON
+ * carries accuracies as fractions in [0, 1] with 6 decimals ("units": "fraction"): the table's
+ * cells are these numbers times 100, rounded to one decimal. It ends with a provenance block
+ * (version, commit, backend, device, the evaluation settings, seed, the data sets' SHA-256).
+ * On a terminal, a progress line on stderr (models and runs done, ETA; tools/progress.h);
  * --figures DIR writes the accuracy matrices and, for the first checkpoint, heat-maps of one
  * SRWM head's four sub-matrices while a demo sequence is consumed.
  * Exit: 0 ok, 1 runtime error, 2 usage.
@@ -29,6 +35,7 @@
 #include "cli.h"
 #include "dataset_io.h"
 #include "plot.h"
+#include "progress.h"
 #include "train.h"
 
 #define MAX_MODELS 8
@@ -57,8 +64,8 @@ typedef struct eval_opts {
     int n_data;
     int protocol; /* index into protocols, -1 = not given */
     int tasks, n_way, k_shot, runs, episodes, seed;
-    int json, select, final_only;
-    char figures[4096], data_dir[4096], backend[64], device[256];
+    int json, select, final_only, quiet;
+    char figures[4096], data_dir[4096], backend[64], device[256], json_out[4096];
 } eval_opts;
 
 #define PROTOCOLS "seq|two-task|split-dil|split-cil"
@@ -94,8 +101,11 @@ static const mcl_key eval_keys[] = {
                  "seq/two-task: choose each baseline's lr and epochs by a grid search\n"
                  "on the same protocol over the meta-validation classes"),
     MCL_OPT_STR("figures", 0, eval_opts, figures, NULL, "DIR", "write PNG figures (accuracy matrices, SRWM heat-maps)"),
-    MCL_OPT_STR("data-dir", 0, eval_opts, data_dir, NULL, "DIR", "prepared data sets (default $METACL_DATA or data/cache)"),
-    MCL_OPT_FLAG("json", 0, eval_opts, json, "print JSON instead of the Markdown table"),
+    MCL_OPT_STR("data-dir", 0, eval_opts, data_dir, NULL, "DIR", "prepared data sets (default $METACL_DATA, else ./data/cache if it exists, else $XDG_DATA_HOME/metacl)"),
+    MCL_OPT_FLAG("json", 0, eval_opts, json, "print JSON instead of the Markdown table (accuracies as fractions)"),
+    MCL_OPT_STR("json-out", 0, eval_opts, json_out, NULL, "FILE",
+                "also write the JSON of --json to FILE (the table still goes to stdout)"),
+    MCL_OPT_FLAG("quiet", 0, eval_opts, quiet, "no progress line on stderr (there is none when stderr is not a terminal)"),
     MCL_OPT_BACKEND(eval_opts, backend),
     MCL_OPT_DEVICE(eval_opts, device),
 };
@@ -104,7 +114,8 @@ static const mcl_key eval_keys[] = {
 static const char eval_synopsis[] =
     "--ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil --data SPEC...\n"
     "... [--tasks T] [--n-way N] [--k-shot K] [--runs R] [--episodes E] [--seed S]\n"
-    "... [--baseline sgd|adam[:LR:EPOCHS]]... [--figures DIR] [--json] [--backend ref|opencl]";
+    "... [--baseline sgd|adam[:LR:EPOCHS]]... [--figures DIR] [--json] [--json-out FILE]\n"
+    "... [--backend ref|opencl]";
 static const char eval_about[] =
     "The evaluation protocols of doc/acl-model.md 5 on trained checkpoints, next to the hand-crafted\n"
     "SGD/Adam baselines on the same data. A table on stdout (mean +- std over runs, in %).";
@@ -193,55 +204,129 @@ static void print_split_table(model_entry *me, int n, int T)
     }
 }
 
-static void json_array(const double *v, int n)
-{
-    printf("[");
-    for (int i = 0; i < n; i++) {
-        if (isnan(v[i]))
-            printf("%snull", i ? "," : "");
-        else
-            printf("%s%.6f", i ? "," : "", v[i]);
-    }
-    printf("]");
-}
+/* What the provenance block of the JSON needs besides the context. */
+typedef struct eval_facts {
+    const char *protocol, *data_dir;
+    int tasks, runs, n_way, k_shot, episodes, seed, final_only, select;
+    const data_entry *de;
+    int n_data;
+} eval_facts;
 
-static void json_num(const char *key, double v, int comma)
+static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl_ctx *ctx)
 {
-    if (isnan(v))
-        printf("\"%s\":null%s", key, comma ? "," : "");
-    else
-        printf("\"%s\":%.6f%s", key, v, comma ? "," : "");
-}
-
-static void print_json(model_entry *me, int n, int T, const char *protocol, int runs)
-{
-    printf("{\"protocol\":\"%s\",\"tasks\":%d,\"runs\":%d,\"models\":[", protocol, T, runs);
+    const int T = x->tasks;
+    mcl_json j;
+    mcl_json_init(&j, f);
+    mcl_json_begin_obj(&j, NULL);
+    mcl_json_str(&j, "protocol", x->protocol);
+    mcl_json_int(&j, "tasks", T);
+    mcl_json_int(&j, "runs", x->runs);
+    mcl_json_str(&j, "units", "fraction"); /* the table: 100 x, one decimal */
+    mcl_json_begin_arr(&j, "models");
     for (int k = 0; k < n; k++) {
         mcl_cl_result *r = &me[k].res;
-        printf("%s{\"name\":\"%s\",\"kind\":\"%s\",", k ? "," : "", me[k].name,
-               me[k].path ? "acl" : me[k].base.optim == MCL_OPTIM_SGD ? "sgd" : "adam");
-        printf("\"acc_mean\":");
-        json_array(r->acc_mean, T * T);
-        printf(",\"acc_std\":");
-        json_array(r->acc_std, T * T);
-        printf(",\"alone_mean\":");
-        json_array(r->alone_mean, T);
-        printf(",\"alone_std\":");
-        json_array(r->alone_std, T);
-        printf(",\"final_mean\":");
-        json_array(r->final_mean, T);
-        printf(",\"final_std\":");
-        json_array(r->final_std, T);
-        printf(",");
-        json_num("acc", r->mean.acc, 1);
-        json_num("acc_std", r->std.acc, 1);
-        json_num("bwt", r->mean.bwt, 1);
-        json_num("bwt_std", r->std.bwt, 1);
-        json_num("forgetting", r->mean.forgetting, 1);
-        json_num("forgetting_std", r->std.forgetting, 0);
-        printf("}");
+        mcl_json_begin_obj(&j, NULL);
+        mcl_json_str(&j, "name", me[k].name);
+        mcl_json_str(&j, "kind", me[k].path ? "acl" : me[k].base.optim == MCL_OPTIM_SGD ? "sgd" : "adam");
+        mcl_json_num_array(&j, "acc_mean", r->acc_mean, T * T, 6);
+        mcl_json_num_array(&j, "acc_std", r->acc_std, T * T, 6);
+        mcl_json_num_array(&j, "alone_mean", r->alone_mean, T, 6);
+        mcl_json_num_array(&j, "alone_std", r->alone_std, T, 6);
+        mcl_json_num_array(&j, "final_mean", r->final_mean, T, 6);
+        mcl_json_num_array(&j, "final_std", r->final_std, T, 6);
+        mcl_json_num(&j, "acc", r->mean.acc, 6);
+        mcl_json_num(&j, "acc_std", r->std.acc, 6);
+        mcl_json_num(&j, "bwt", r->mean.bwt, 6);
+        mcl_json_num(&j, "bwt_std", r->std.bwt, 6);
+        mcl_json_num(&j, "forgetting", r->mean.forgetting, 6);
+        mcl_json_num(&j, "forgetting_std", r->std.forgetting, 6);
+        mcl_json_end_obj(&j);
     }
-    printf("]}\n");
+    mcl_json_end_arr(&j);
+    mcl_cli_json_provenance_begin(&j, ctx);
+    mcl_json_begin_obj(&j, "config");
+    mcl_json_str(&j, "protocol", x->protocol);
+    mcl_json_int(&j, "tasks", T);
+    mcl_json_int(&j, "runs", x->runs);
+    mcl_json_int(&j, "n_way", x->n_way);
+    mcl_json_int(&j, "k_shot", x->k_shot);
+    mcl_json_int(&j, "episodes", x->episodes);
+    mcl_json_bool(&j, "final_only", x->final_only);
+    mcl_json_bool(&j, "select", x->select);
+    mcl_json_begin_arr(&j, "models");
+    for (int k = 0; k < n; k++) {
+        mcl_json_begin_obj(&j, NULL);
+        mcl_json_str(&j, "name", me[k].name);
+        if (me[k].path) {
+            mcl_json_str(&j, "checkpoint", me[k].path);
+        } else {
+            mcl_json_str(&j, "optimizer", me[k].base.optim == MCL_OPTIM_SGD ? "sgd" : "adam");
+            mcl_json_num(&j, "lr", (double)me[k].base.lr, 6);
+            mcl_json_int(&j, "epochs", me[k].base.epochs);
+        }
+        mcl_json_end_obj(&j);
+    }
+    mcl_json_end_arr(&j);
+    mcl_json_end_obj(&j);
+    mcl_json_begin_obj(&j, "seeds");
+    mcl_json_int(&j, "seed", x->seed);
+    mcl_json_end_obj(&j);
+    mcl_json_begin_arr(&j, "data");
+    for (int d = 0; d < x->n_data; d++) {
+        char spec[1100];
+        snprintf(spec, sizeof spec, "%s", x->de[d].spec);
+        mcl_cli_json_dataset(&j, spec, x->data_dir);
+    }
+    mcl_json_end_arr(&j);
+    mcl_json_end_obj(&j);
+    mcl_json_end_obj(&j);
+    mcl_json_finish(&j);
+}
+
+/* --json-out FILE: the JSON written to FILE.tmp, then renamed. 0 ok, 1 after a message. */
+static int write_json_file(const char *path, model_entry *me, int n, const eval_facts *x, mcl_ctx *ctx)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "metacl %s: --json-out %s: %s\n", cmd_name, tmp, strerror(errno));
+        return 1;
+    }
+    print_json(f, me, n, x, ctx);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+        fprintf(stderr, "metacl %s: --json-out %s: %s\n", cmd_name, path, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
+    return 0;
+}
+
+/* Split-X one run at a time (first_run = r, one run per call) so that the progress line can
+ * count runs, the runs gathered into one result: each run is independent (its split and the
+ * learner's reset are keyed by the run number), so the numbers are those of one call. */
+static mcl_status eval_splitx_runs(model_entry *e, mcl_ctx *ctx, const data_entry *d,
+                                   const mcl_splitx_eval_cfg *xc, int64_t *done)
+{
+    const int T = xc->split.n_tasks, R = xc->n_runs;
+    if (mcl_cl_result_init(&e->res, T, R) != MCL_OK)
+        return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "out of memory");
+    mcl_status st = MCL_OK;
+    for (int r = 0; r < R && st == MCL_OK; r++) {
+        mcl_splitx_eval_cfg one = *xc;
+        one.first_run = xc->first_run + r;
+        one.n_runs = 1;
+        mcl_cl_result rr;
+        st = e->path ? mcl_acl_eval_splitx(e->m, ctx, d->train, d->ds, &one, &rr)
+                     : mcl_baseline_eval_splitx(ctx, &e->base, d->train, d->ds, &one, &rr);
+        if (st != MCL_OK) break;
+        memcpy(e->res.acc + (size_t)r * T * T, rr.acc, (size_t)(T * T) * sizeof *rr.acc);
+        memcpy(e->res.alone + (size_t)r * T, rr.alone, (size_t)T * sizeof *rr.alone);
+        mcl_cl_result_free(&rr);
+        mcl_progress_update(++*done);
+    }
+    return mcl_cl_result_finish(&e->res, st);
 }
 
 /* ------------------------------------------------------------------ figures */
@@ -497,6 +582,8 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     const char *protocol = o.protocol >= 0 ? protocol_names[o.protocol] : NULL;
     const char *figures = o.figures[0] ? o.figures : NULL, *backend = o.backend, *device = o.device;
     const char *data_dir = o.data_dir[0] ? o.data_dir : NULL;
+    const char *json_out = o.json_out[0] ? o.json_out : NULL;
+    if (o.quiet) mcl_progress_set_quiet(1);
     for (int i = 0; i < o.n_models; i++) {
         const char *v = o.models[i].value;
         model_entry *e = &me[n_models++];
@@ -655,27 +742,42 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         }
         for (int d = 0; d < n_data; d++) mcl_dataset_free(vds[d]);
     }
+    /* progress: runs done of (models x runs); seq protocols count a model's runs when it ends */
+    int64_t runs_done = 0;
     for (int k = 0; k < n_models && rc == 0; k++) {
         mcl_status st;
-        fprintf(stderr, "evaluating %s (%s, %d run%s)...\n", me[k].name, protocol, runs, runs == 1 ? "" : "s");
+        char label[200];
+        mcl_progress_note("evaluating %s (%s, %d run%s)...", me[k].name, protocol, runs, runs == 1 ? "" : "s");
+        snprintf(label, sizeof label, "model %d/%d %s, runs", k + 1, n_models, me[k].name);
+        if (k == 0)
+            mcl_progress_start(label, (int64_t)n_models * runs);
+        else
+            mcl_progress_label(label);
         if (me[k].path)
             st = seq ? mcl_acl_eval_seq(me[k].m, ctx, pools, &sc, &me[k].res)
-                     : mcl_acl_eval_splitx(me[k].m, ctx, de[0].train, de[0].ds, &xc, &me[k].res);
+                     : eval_splitx_runs(&me[k], ctx, &de[0], &xc, &runs_done);
         else {
             me[k].base.seed = (uint64_t)seed;
             mcl_splitx_eval_cfg bx = xc;
             if (!seq && split_mode == MCL_SPLITX_CLASS) bx.n_outputs = 2 * tasks;
             st = seq ? mcl_baseline_eval_seq(ctx, &me[k].base, pools, &sc, &me[k].res)
-                     : mcl_baseline_eval_splitx(ctx, &me[k].base, de[0].train, de[0].ds, &bx, &me[k].res);
+                     : eval_splitx_runs(&me[k], ctx, &de[0], &bx, &runs_done);
         }
+        runs_done = (int64_t)(k + 1) * runs;
+        mcl_progress_update(runs_done);
         if (st != MCL_OK) {
+            mcl_progress_finish();
             fprintf(stderr, "metacl %s: %s: %s\n", cmd_name, me[k].name, mcl_ctx_error(ctx));
             rc = 1;
         }
     }
+    mcl_progress_finish();
+    eval_facts facts = {protocol, data_dir, tasks, runs, n_way, k_shot, episodes, seed, final_only,
+                        select, de, n_data};
+    if (rc == 0 && json_out) rc = write_json_file(json_out, me, n_models, &facts, ctx);
     if (rc == 0) {
         if (json)
-            print_json(me, n_models, tasks, protocol, runs);
+            print_json(stdout, me, n_models, &facts, ctx);
         else {
             printf("\n%s, %d task%s, ", protocol, tasks, tasks == 1 ? "" : "s");
             if (seq)

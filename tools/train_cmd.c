@@ -18,6 +18,103 @@
 
 #include "train.h"
 #include "cli.h"
+#include "progress.h"
+
+/* The whole of a small text file (config.txt), malloc'd; NULL if unreadable. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    size_t k;
+    while (b && (k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) free(b);
+            b = nb;
+        }
+    }
+    fclose(f);
+    if (b) b[n] = 0;
+    return b;
+}
+
+/* The value of "key = value" in config text, into v (empty when absent). */
+static void cfg_value(const char *text, const char *key, char *v, size_t len)
+{
+    v[0] = 0;
+    size_t kl = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        while (*p == ' ') p++;
+        if (strncmp(p, key, kl) != 0) continue;
+        const char *q = p + kl;
+        while (*q == ' ' || *q == '\t') q++;
+        if (*q != '=') continue;
+        q++;
+        while (*q == ' ' || *q == '\t') q++;
+        size_t n = strcspn(q, "\r\n");
+        while (n > 0 && (q[n - 1] == ' ' || q[n - 1] == '\t')) n--;
+        snprintf(v, len, "%.*s", (int)n, q);
+        return;
+    }
+}
+
+/* `train --json`: the summary and its provenance (config.txt of the run directory). */
+static void print_train_json(const char *run_dir, const mcl_train_result *res, mcl_ctx *ctx)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.txt", run_dir);
+    char *text = read_text(path);
+    mcl_json j;
+    mcl_json_init(&j, stdout);
+    mcl_json_begin_obj(&j, NULL);
+    mcl_json_str(&j, "run_dir", run_dir);
+    mcl_json_int(&j, "steps", (long long)res->steps_done);
+    mcl_json_num(&j, "last_loss", res->last_loss, 6);
+    mcl_json_num(&j, "best_val", res->best_val, 6);
+    mcl_json_int(&j, "chance_step", (long long)res->chance_step);
+    mcl_json_num(&j, "train_seconds", res->train_seconds, 3);
+    mcl_cli_json_provenance_begin(&j, ctx);
+    mcl_json_config_obj(&j, "config", text);
+    /* seeds: every key whose last word is "seed" (model.seed, train.seed, data.seed, ...) */
+    mcl_json_begin_obj(&j, "seeds");
+    for (const char *p = text; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        p = e ? e + 1 : NULL;
+        char *eq = strchr(line, '=');
+        if (!eq || line[0] == '#') continue;
+        char *k = line, *ke = eq;
+        while (*k == ' ') k++;
+        while (ke > k && ke[-1] == ' ') ke--;
+        *ke = 0;
+        size_t kl = strlen(k);
+        if (kl >= 4 && !strcmp(k + kl - 4, "seed") && (kl == 4 || k[kl - 5] == '.' || k[kl - 5] == '_')) {
+            char v[256];
+            cfg_value(text, k, v, sizeof v);
+            mcl_json_str(&j, k, v);
+        }
+    }
+    mcl_json_end_obj(&j);
+    /* data sets: data.domains (comma-separated) in data.dir */
+    char doms[4096], ddir[4096];
+    cfg_value(text, "data.domains", doms, sizeof doms);
+    cfg_value(text, "data.dir", ddir, sizeof ddir);
+    mcl_json_begin_arr(&j, "data");
+    for (char *tok = strtok(doms, ","); tok; tok = strtok(NULL, ",")) {
+        while (*tok == ' ') tok++;
+        if (*tok) mcl_cli_json_dataset(&j, tok, ddir[0] ? ddir : NULL);
+    }
+    mcl_json_end_arr(&j);
+    mcl_json_end_obj(&j);
+    mcl_json_end_obj(&j);
+    mcl_json_finish(&j);
+    free(text);
+}
 
 /* SIGINT / SIGTERM during training: the harness ends the step, writes last.ckpt and returns. */
 static volatile sig_atomic_t stop_signal;
@@ -36,7 +133,7 @@ static void on_stop_signal(int sig)
 typedef struct train_opts {
     char config[4096], out[4096], resume[4096], backend[64], device[256];
     mcl_cli_arg sets[MAX_SETS];
-    int n_sets, quiet;
+    int n_sets, quiet, json;
 } train_opts;
 
 static const mcl_key train_keys[] = {
@@ -49,6 +146,10 @@ static const mcl_key train_keys[] = {
     MCL_OPT_BACKEND(train_opts, backend),
     MCL_OPT_DEVICE(train_opts, device),
     MCL_OPT_FLAG("quiet", 0, train_opts, quiet, "no progress line and no log lines on stdout"),
+    MCL_OPT_FLAG("json", 0, train_opts, json,
+                 "no log lines on stdout; at the end one JSON object (the summary, with\n"
+                 "provenance: version, commit, backend, config, seeds, data) instead of the\n"
+                 "text summary"),
 };
 #define N_TRAIN_KEYS ((int)(sizeof train_keys / sizeof train_keys[0]))
 
@@ -68,7 +169,7 @@ static void print_keys(FILE *f, const void *arg)
     mcl_run_cfg_print_help(f, fam);
 }
 
-static const char train_synopsis[] = "--config FILE [--set key=value]... [--out RUN_DIR] [--backend ref|opencl] [--device N|NAME] [--quiet]\n"
+static const char train_synopsis[] = "--config FILE [--set key=value]... [--out RUN_DIR] [--backend ref|opencl] [--device N|NAME] [--quiet] [--json]\n"
                                      "--resume RUN_DIR [--set key=value]... [--backend ...]";
 static const char train_epilog[] = "A run directory gets config.txt, metrics.csv, log.txt, last.ckpt, best.ckpt.\n"
                                    "Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage,\n"
@@ -119,7 +220,8 @@ int mcl_cli_train(int argc, char **argv)
     const char *config = opt->config[0] ? opt->config : NULL, *out = opt->out[0] ? opt->out : NULL;
     const char *resume = opt->resume[0] ? opt->resume : NULL;
     const char *backend = opt->backend, *device = opt->device;
-    const int quiet = opt->quiet, n_set = opt->n_sets;
+    const int quiet = opt->quiet, n_set = opt->n_sets, json = opt->json;
+    if (quiet) mcl_progress_set_quiet(1);
     for (int i = 0; i < n_set && rc == 0; i++) {
         sets[i] = opt->sets[i].value;
         if (!strchr(sets[i], '=')) {
@@ -175,8 +277,8 @@ int mcl_cli_train(int argc, char **argv)
         memset(&o, 0, sizeof o);
         o.run_dir = resume ? resume : out;
         o.resume = resume != NULL;
-        o.progress = !quiet && isatty(STDERR_FILENO);
-        o.log = quiet ? NULL : stdout;
+        o.progress = mcl_progress_enabled();
+        o.log = quiet || json ? NULL : stdout;
         o.overrides = sets;
         o.n_overrides = resume ? n_set : 0;
         o.stop = &stop_signal;
@@ -193,6 +295,8 @@ int mcl_cli_train(int argc, char **argv)
         if (st != MCL_OK) {
             fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = stop_signal ? 128 + stop_signal : 1; /* the shell's convention for a signal */
+        } else if (json) {
+            print_train_json(o.run_dir, &res, ctx);
         } else if (!quiet) {
             printf("run %s: %lld steps, last loss %.4f, best validation %.4f, left chance at step "
                    "%lld, %.1f s of training\n",

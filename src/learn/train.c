@@ -541,7 +541,10 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
             t_log = now;
             step_log = r->step;
             fprintf(r->csv, "%lld,%.9g", (long long)r->step, loss);
-            for (int i = 0; i < r->fam->n_metrics; i++) fprintf(r->csv, ",%.6f", metrics[i]);
+            for (int i = 0; i < r->fam->n_metrics; i++) { /* NaN = absent: an empty cell */
+                fputc(',', r->csv);
+                if (!isnan(metrics[i])) fprintf(r->csv, "%.6f", metrics[i]);
+            }
             fprintf(r->csv, ",%.9g,%.4f,%.3f,", (double)mcl_optim_last_lr(r->opt), sps,
                     elapsed_ms(r) / 1e3);
             if (!isnan(val)) fprintf(r->csv, "%.6f", val);

@@ -16,6 +16,7 @@
 #include "dataset_io.h"
 #include "idx.h"
 #include "prepared.h"
+#include "strokes.h" /* mcl_prepare_progress */
 
 #define SIDE 28
 
@@ -122,6 +123,7 @@ mcl_status mcl_fmnist_prepare(const char *data_dir, const char *src_dir, mcl_fmn
                                 images + (size_t)j * MCL_IMG * MCL_IMG);
                 labels[j] = lab[part][i];
                 split[j] = part == 0 ? 1 : 3;
+                if ((j + 1) % 5000 == 0 || j + 1 == N) mcl_prepare_progress(j + 1, N);
             }
         if (stats) {
             memset(stats, 0, sizeof *stats);

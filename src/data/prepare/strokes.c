@@ -1343,6 +1343,20 @@ static int default_max_strokes(const char *name)
     return 0;
 }
 
+static mcl_prepare_progress_fn progress_fn;
+static void *progress_arg;
+
+void mcl_prepare_set_progress(mcl_prepare_progress_fn fn, void *arg)
+{
+    progress_fn = fn;
+    progress_arg = arg;
+}
+
+void mcl_prepare_progress(int64_t done, int64_t total)
+{
+    if (progress_fn) progress_fn(progress_arg, done, total);
+}
+
 mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int instances, uint64_t seed,
                                char *err, size_t len)
 {
@@ -1364,14 +1378,21 @@ mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int insta
         st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory for %lld images", (long long)n);
     } else {
         const mcl_strokeset *cs = s;
+        /* in chunks, so that the progress hook is called from this thread between them (each
+         * image is keyed by (seed, class, instance): the chunking changes nothing) */
+        const int64_t chunk = 8192;
+        for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+            const int64_t i1 = n - i0 < chunk ? n : i0 + chunk;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 64)
 #endif
-        for (int64_t i = 0; i < n; i++) {
-            int32_t c = (int32_t)(i / instances);
-            int64_t k = i % instances;
-            mcl_render_glyph(&cs->glyphs[c], seed, c, k, 0, img + i * MCL_IMG * MCL_IMG);
-            lab[i] = c;
+            for (int64_t i = i0; i < i1; i++) {
+                int32_t c = (int32_t)(i / instances);
+                int64_t k = i % instances;
+                mcl_render_glyph(&cs->glyphs[c], seed, c, k, 0, img + i * MCL_IMG * MCL_IMG);
+                lab[i] = c;
+            }
+            mcl_prepare_progress(i1, n);
         }
         for (int c = 0; c < s->n; c++) {
             ci[c].split = s->glyphs[c].split;

@@ -40,6 +40,15 @@ void mcl_strokeset_free(mcl_strokeset *s);
 void mcl_render_glyph(const mcl_glyph *g, uint64_t seed, int32_t cls, int64_t instance, int clean,
                       uint8_t *out);
 
+/* Progress of data preparation (mcl_strokes_prepare: images rendered; mcl_fmnist_prepare:
+ * images converted): fn(arg, done, total), called from the calling thread now and then and
+ * once with done == total. NULL (the default) = none: the preparation code prints nothing
+ * itself; the CLI draws its progress line with it. */
+typedef void (*mcl_prepare_progress_fn)(void *arg, int64_t done, int64_t total);
+void mcl_prepare_set_progress(mcl_prepare_progress_fn fn, void *arg);
+/* The hook set by mcl_prepare_set_progress (no-op when none). */
+void mcl_prepare_progress(int64_t done, int64_t total);
+
 /* Prepare a stroke set: load, render `instances` samples per class (default 20), write the
  * prepared directory (prepared.h). */
 mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int instances,

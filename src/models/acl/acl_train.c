@@ -249,7 +249,7 @@ static double term_acc(const mcl_acl_terms *tm, int kind)
     int n = 0;
     for (int i = 0; i < tm->n; i++)
         if (tm->term[i].kind == kind) s += tm->term[i].accuracy, n++;
-    return n ? s / n : -1.0;
+    return n ? s / n : NAN; /* absent: an empty metrics.csv cell */
 }
 
 static void acl_free_fs(void *p)
