@@ -65,7 +65,7 @@ static void usage(FILE *f)
             "environment:\n"
             "  METACL_BACKEND=ref|opencl       default backend (--backend wins)\n"
             "  METACL_DEVICE=N|NAME            default OpenCL device (--device wins)\n"
-            "  METACL_DATA=DIR                 data directory of prepared sets (default data/cache)\n"
+            "  METACL_DATA=DIR                 data directory of prepared sets (default ./data/cache if it exists, else $XDG_DATA_HOME/metacl)\n"
             "  METACL_KERNEL_DIR=DIR           load kernels/<family>.cl from DIR instead of the embedded copy\n"
             "  METACL_NO_CACHE=1               do not use the on-disk OpenCL program cache\n"
             "  OMP_NUM_THREADS=N               threads of the reference backend\n"
