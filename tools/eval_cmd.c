@@ -303,30 +303,15 @@ static int write_json_file(const char *path, model_entry *me, int n, const eval_
     return 0;
 }
 
-/* Split-X one run at a time (first_run = r, one run per call) so that the progress line can
- * count runs, the runs gathered into one result: each run is independent (its split and the
- * learner's reset are keyed by the run number), so the numbers are those of one call. */
-static mcl_status eval_splitx_runs(model_entry *e, mcl_ctx *ctx, const data_entry *d,
-                                   const mcl_splitx_eval_cfg *xc, int64_t *done)
+/* Progress: the protocols report each finished run; the line counts runs of all models. */
+typedef struct run_progress {
+    int64_t before; /* runs of the models already evaluated */
+} run_progress;
+
+static void on_run(void *arg, int runs_done, int n_runs)
 {
-    const int T = xc->split.n_tasks, R = xc->n_runs;
-    if (mcl_cl_result_init(&e->res, T, R) != MCL_OK)
-        return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "out of memory");
-    mcl_status st = MCL_OK;
-    for (int r = 0; r < R && st == MCL_OK; r++) {
-        mcl_splitx_eval_cfg one = *xc;
-        one.first_run = xc->first_run + r;
-        one.n_runs = 1;
-        mcl_cl_result rr;
-        st = e->path ? mcl_acl_eval_splitx(e->m, ctx, d->train, d->ds, &one, &rr)
-                     : mcl_baseline_eval_splitx(ctx, &e->base, d->train, d->ds, &one, &rr);
-        if (st != MCL_OK) break;
-        memcpy(e->res.acc + (size_t)r * T * T, rr.acc, (size_t)(T * T) * sizeof *rr.acc);
-        memcpy(e->res.alone + (size_t)r * T, rr.alone, (size_t)T * sizeof *rr.alone);
-        mcl_cl_result_free(&rr);
-        mcl_progress_update(++*done);
-    }
-    return mcl_cl_result_finish(&e->res, st);
+    (void)n_runs;
+    mcl_progress_update(((run_progress *)arg)->before + runs_done);
 }
 
 /* ------------------------------------------------------------------ figures */
@@ -742,7 +727,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         }
         for (int d = 0; d < n_data; d++) mcl_dataset_free(vds[d]);
     }
-    /* progress: runs done of (models x runs); seq protocols count a model's runs when it ends */
+    /* progress: runs done of (models x runs), reported by the protocols after each run */
     int64_t runs_done = 0;
     for (int k = 0; k < n_models && rc == 0; k++) {
         mcl_status st;
@@ -753,15 +738,21 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
             mcl_progress_start(label, (int64_t)n_models * runs);
         else
             mcl_progress_label(label);
+        run_progress rp = {runs_done};
+        mcl_seq_eval_cfg sk = sc;
+        sk.on_run = on_run;
+        sk.on_run_arg = &rp;
+        mcl_splitx_eval_cfg xk = xc;
+        xk.on_run = on_run;
+        xk.on_run_arg = &rp;
         if (me[k].path)
-            st = seq ? mcl_acl_eval_seq(me[k].m, ctx, pools, &sc, &me[k].res)
-                     : eval_splitx_runs(&me[k], ctx, &de[0], &xc, &runs_done);
+            st = seq ? mcl_acl_eval_seq(me[k].m, ctx, pools, &sk, &me[k].res)
+                     : mcl_acl_eval_splitx(me[k].m, ctx, de[0].train, de[0].ds, &xk, &me[k].res);
         else {
             me[k].base.seed = (uint64_t)seed;
-            mcl_splitx_eval_cfg bx = xc;
-            if (!seq && split_mode == MCL_SPLITX_CLASS) bx.n_outputs = 2 * tasks;
-            st = seq ? mcl_baseline_eval_seq(ctx, &me[k].base, pools, &sc, &me[k].res)
-                     : eval_splitx_runs(&me[k], ctx, &de[0], &bx, &runs_done);
+            if (!seq && split_mode == MCL_SPLITX_CLASS) xk.n_outputs = 2 * tasks;
+            st = seq ? mcl_baseline_eval_seq(ctx, &me[k].base, pools, &sk, &me[k].res)
+                     : mcl_baseline_eval_splitx(ctx, &me[k].base, de[0].train, de[0].ds, &xk, &me[k].res);
         }
         runs_done = (int64_t)(k + 1) * runs;
         mcl_progress_update(runs_done);

@@ -283,6 +283,7 @@ mcl_status mcl_eval_seq(mcl_learner *L, const mcl_class_pool *pools, const mcl_s
         }
         if (st != MCL_OK) break;
         mcl_cl_result_set_run_hits(res, r, hits, count, !c.skip_alone);
+        if (c.on_run) c.on_run(c.on_run_arg, r + 1, c.n_runs);
     }
     L->ops->end(L);
 
@@ -361,6 +362,7 @@ mcl_status mcl_eval_splitx(mcl_learner *L, const mcl_dataset *train, const mcl_d
             }
         }
         mcl_splitx_free(sx);
+        if (st == MCL_OK && c.on_run) c.on_run(c.on_run_arg, r + 1, c.n_runs);
     }
     free(logits);
     L->ops->end(L);

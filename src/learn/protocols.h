@@ -61,6 +61,9 @@ typedef struct mcl_seq_eval_cfg {
     int normalize;         /* pixels normalized with the dataset mean/std (mcl_batch_rows)  */
     int query_chunk;       /* 0 -> MCL_EVAL_QUERY_CHUNK                                     */
     uint64_t seed;         /* episode draws                                                 */
+    /* Optional: called after each run with the runs done so far (progress lines). */
+    void (*on_run)(void *arg, int runs_done, int n_runs);
+    void *on_run_arg;
 } mcl_seq_eval_cfg;
 
 /* Evaluate learner L on task sequences drawn from pools[0..n_tasks-1]. Problems run
@@ -93,6 +96,8 @@ typedef struct mcl_splitx_eval_cfg {
     int normalize;        /* pixels normalized with the dataset mean/std                      */
     int query_chunk;      /* 0 -> MCL_EVAL_QUERY_CHUNK                                        */
     int ctx_chunk;        /* max context steps per observe call; 0 = a whole task per call  */
+    void (*on_run)(void *arg, int runs_done, int n_runs); /* optional, as in mcl_seq_eval_cfg */
+    void *on_run_arg;
 } mcl_splitx_eval_cfg;
 
 /* Evaluate learner L on Split-X (one problem per run: reset with (run, 0)). *res as for
