@@ -733,7 +733,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         mcl_status st;
         char label[200];
         mcl_progress_note("evaluating %s (%s, %d run%s)...", me[k].name, protocol, runs, runs == 1 ? "" : "s");
-        snprintf(label, sizeof label, "model %d/%d %s, runs", k + 1, n_models, me[k].name);
+        snprintf(label, sizeof label, "model %d/%d %.150s, runs", k + 1, n_models, me[k].name);
         if (k == 0)
             mcl_progress_start(label, (int64_t)n_models * runs);
         else
