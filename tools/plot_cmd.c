@@ -27,7 +27,7 @@ static const mcl_key plot_keys[] = {
     MCL_OPT_STR("out", 'o', plot_opts, out, NULL, "FILE.png", "the figure to write (required)"),
     MCL_OPT_STR("y", 0, plot_opts, y, "acc_main", "COLUMN",
                 "column of metrics.csv: loss, acc_main, acc_acl, acc_first_shot, lr, val_score, ..."),
-    MCL_OPT_FLOAT("chance", 0, plot_opts, chance, -1e30, 1e30, NULL, "P", "a dashed chance level at P"),
+    MCL_OPT_FLOAT("chance", 0, plot_opts, chance, 0, 1, NULL, "P", "a dashed chance level at P (a probability in [0, 1])"),
     MCL_OPT_STR("title", 0, plot_opts, title, NULL, "TEXT", "the title (default: the column)"),
 };
 static const mcl_cli_cmd plot_cmd = {

@@ -563,8 +563,12 @@ static int ci_contains(const char *hay, const char *needle)
 static mcl_status pick_device(mcl_backend *be, const char *want)
 {
     mcl_ocl *o = mcl_ocl_of(be);
+    const char *cache = mcl_opencl_cache_check(); /* before PoCL loads: it needs its cache */
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
+    if ((err != CL_SUCCESS || np == 0) && cache)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED, "OpenCL: no OpenCL platform found (%s); %s",
+                                 err == CL_SUCCESS ? "0 platforms" : mcl_cl_status_str(err), cache);
     if (err != CL_SUCCESS || np == 0)
         return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
                                  "OpenCL: no OpenCL platform found (%s); install a driver, e.g. the "
@@ -602,6 +606,9 @@ static mcl_status pick_device(mcl_backend *be, const char *want)
             }
         }
     }
+    if (idx == 0 && cache)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED, "OpenCL: the platforms report no devices; %s",
+                                 cache);
     if (idx == 0)
         return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
                                  "OpenCL: the platforms report no devices; install a driver, e.g. "
