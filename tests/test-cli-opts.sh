@@ -88,6 +88,20 @@ check "bad enum" 2 "$METACL" eval acl --protocol nope --ckpt x --data hershey
 expect_text "lists the protocols" "seq, two-task, split-dil or split-cil"
 check "bad float" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance half
 expect_text "plot names --chance" "--chance = 'half'"
+check "plot --chance out of [0,1]" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance 5
+expect_text "chance is a probability" "--chance = '5': want a number in [0, 1]"
+check "help with an argument" 2 "$METACL" help bogus
+expect_text "help names the argument" "unexpected argument 'bogus'"
+check "ckpt info --bogus is an option, not a file" 2 "$METACL" ckpt info --bogus
+expect_text "ckpt info names the option" "metacl ckpt info: unknown option '--bogus'"
+check "--device ''" 2 "$METACL" eval acl --device '' --protocol seq --ckpt x --data hershey
+expect_text "says a device is wanted" "option '--device' needs a device"
+check "train --device ''" 2 "$METACL" train acl --resume "$TMP" --device ''
+# --set with --resume: an unknown key or a bad value is a usage error (2), as with --config
+check "--resume with a bad --set key" 2 "$METACL" train acl --resume "$TMP/norun" --set train.stepz=3
+expect_text "names the key" "train.stepz"
+check "--resume with a bad --set value" 2 "$METACL" train acl --resume "$TMP/norun" --set train.batch=0
+expect_text "names the value" "train.batch = '0'"
 
 # integers are decimal: "010" is ten, not eight
 check "selftest --seed 010" 1 "$METACL" selftest --seed 010 --steps 1

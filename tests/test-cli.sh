@@ -38,6 +38,19 @@ check "selftest bad number" 2 "$METACL" selftest --steps abc
 check "selftest steps out of range" 2 "$METACL" selftest --steps 0
 check "selftest runs and learns" 0 "$METACL" selftest --steps 120
 expect_text "selftest reports ok" "selftest: ok"
+# An unwritable OpenCL kernel cache directory (XDG_CACHE_HOME is a file): PoCL would find no
+# device; metacl says what is wrong and runs without a cache (when a device exists at all)
+case "$("$METACL" devices --json 2>/dev/null)" in
+*'"opencl":[{'*)
+    CACHE_FILE=test-cli.cachefile.$$
+    : >"$CACHE_FILE"
+    check "unwritable cache: devices still listed" 0 env XDG_CACHE_HOME="$PWD/$CACHE_FILE" "$METACL" devices --json
+    expect_text "unwritable cache: a device" '"device":"'
+    expect_text "unwritable cache: says what is wrong" "is not writable"
+    expect_text "unwritable cache: falls back" "running without a kernel cache"
+    rm -f "$CACHE_FILE" ;;
+*) echo "no OpenCL device: unwritable-cache check skipped" ;;
+esac
 # The harness itself must be able to fail: a command that exits 1 where 0 is expected.
 saved_fail=$fail
 check "deliberate mismatch (must be counted as a failure)" 0 sh -c 'exit 1' >/dev/null

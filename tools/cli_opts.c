@@ -161,6 +161,9 @@ int mcl_cli_parse(const mcl_cli_cmd *cmd, int argc, char **argv, void *obj, mcl_
                     return mcl_cli_usage_error(cmd, "option '%s' needs a value (%s)", shown, metavar(k));
                 value = argv[++i];
             }
+            if (!*value && k->type == MCL_KEY_TYPE_STR && !strcmp(k->name, "device"))
+                return mcl_cli_usage_error(cmd, "option '%s' needs a device, not '' (N or NAME; "
+                                           "`metacl devices` lists them)", shown);
             if (k->type == MCL_CLI_TYPE_APPEND) {
                 int *n = COUNT(obj, k);
                 if (*n >= k->max) return mcl_cli_usage_error(cmd, "%s: at most %d of these", shown, k->max);

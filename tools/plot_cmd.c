@@ -35,7 +35,7 @@ static const mcl_key plot_keys[] = {
     MCL_OPT_STR("out", 'o', plot_opts, out, NULL, "FILE", "the figure to write (required): .png, .svg or .pdf"),
     MCL_OPT_STR("y", 0, plot_opts, y, "acc_main", "COLUMN",
                 "column of metrics.csv: loss, acc_main, acc_acl, acc_first_shot, lr, val_score, ..."),
-    MCL_OPT_FLOAT("chance", 0, plot_opts, chance, -1e30, 1e30, NULL, "P", "a dashed chance level at P"),
+    MCL_OPT_FLOAT("chance", 0, plot_opts, chance, 0, 1, NULL, "P", "a dashed chance level at P (a probability in [0, 1])"),
     MCL_OPT_STR("title", 0, plot_opts, title, NULL, "TEXT", "the title (default: the column)"),
     MCL_OPT_INT("smooth", 0, plot_opts, smooth, 0, 100000, "0", "N",
                 "also draw the moving average over N points (the raw curve stays, faint)"),

@@ -270,6 +270,13 @@ int mcl_cli_train(int argc, char **argv)
             out = dir;
         }
     }
+    /* --resume: the overrides are applied to the run's config.txt later; an unknown key or a bad
+     * value is a usage error all the same (2), found here before anything runs */
+    for (int i = 0; rc == 0 && resume && i < n_set; i++)
+        if (mcl_run_cfg_parse(&cfg, sets[i], "--set", err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
+            rc = 2;
+        }
     mcl_ctx *ctx = NULL;
     if (rc == 0) rc = mcl_cli_open_ctx(backend, device, &ctx);
     if (rc == 0) {

@@ -72,9 +72,9 @@ void mcl_key_describe(const mcl_key *k, char *out, size_t cap)
         break;
     }
     case MCL_KEY_TYPE_STR: snprintf(out, cap, "a string of at most %zu bytes", k->size - 1); break;
-    case MCL_KEY_TYPE_STRLIST: snprintf(out, cap, "a comma list of 1..%d names", k->max); break;
+    case MCL_KEY_TYPE_STRLIST: snprintf(out, cap, "a list of 1..%d names separated by , or ; (idx:IMAGES,LABELS is one)", k->max); break;
     case MCL_KEY_TYPE_FLOATLIST:
-        snprintf(out, cap, "a comma list of 1..%d numbers in [%g, %g]", k->max, k->lo, k->hi);
+        snprintf(out, cap, "a list of 1..%d numbers in [%g, %g] separated by , or ;", k->max, k->lo, k->hi);
         break;
     case MCL_KEY_TYPE_FLAG: snprintf(out, cap, "no value"); break;
     }
@@ -99,16 +99,31 @@ static int parse_u64(const char *v, uint64_t *out)
     return 0;
 }
 
-/* The next comma-separated item of *p (spaces trimmed) into out[cap]; 0 ok, -1 bad. */
-static int next_item(const char **p, char *out, size_t cap, int *last)
+/* The next item of a list *p (spaces trimmed) into out[cap]; 0 ok, -1 bad. Items are separated
+ * by ',' or ';'. In a name list (names != 0) an item starting with "idx:" is a user data set of
+ * two files, idx:IMAGES,LABELS: it takes the next comma-separated part too, so
+ * "idx:a.idx,b.idx,hershey" is two items (a ';' always ends an item). */
+static int next_item(const char **p, char *out, size_t cap, int *last, int names)
 {
-    const char *s = *p, *q = strchr(s, ',');
-    size_t l = q ? (size_t)(q - s) : strlen(s);
-    while (l && *s == ' ') s++, l--;
+    const char *s = *p;
+    while (*s == ' ') s++;
+    size_t sep = strcspn(s, ",;");
+    if (names && !strncmp(s, "idx:", 4) && s[sep] == ',') sep += 1 + strcspn(s + sep + 1, ",;");
+    const char *q = s[sep] ? s + sep : NULL;
+    size_t l = sep;
     while (l && s[l - 1] == ' ') l--;
     if (l == 0 || l >= cap) return -1;
     memcpy(out, s, l);
     out[l] = 0;
+    char *c = names && !strncmp(out, "idx:", 4) ? strchr(out, ',') : NULL;
+    if (c) { /* "idx:A , B" -> "idx:A,B" */
+        char *a = c, *b = c + 1;
+        while (a > out + 4 && a[-1] == ' ') a--;
+        while (*b == ' ') b++;
+        if (a == out + 4 || !*b) return -1; /* idx: wants both files */
+        *a = ',';
+        memmove(a + 1, b, strlen(b) + 1);
+    }
     *last = !q;
     *p = q ? q + 1 : s + l;
     return 0;
@@ -165,7 +180,7 @@ mcl_status mcl_key_set(const mcl_key *k, void *obj, const char *v, char *err, si
         const char *p = v;
         mcl_status st = MCL_OK;
         while (st == MCL_OK && !last) {
-            if (n == k->max || next_item(&p, tmp + (size_t)n * cap, cap, &last)) st = MCL_ERR_INVALID;
+            if (n == k->max || next_item(&p, tmp + (size_t)n * cap, cap, &last, is_str)) st = MCL_ERR_INVALID;
             else n++;
         }
         float vals[256];

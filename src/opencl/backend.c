@@ -563,8 +563,12 @@ static int ci_contains(const char *hay, const char *needle)
 static mcl_status pick_device(mcl_backend *be, const char *want)
 {
     mcl_ocl *o = mcl_ocl_of(be);
+    const char *cache = mcl_opencl_cache_check(); /* before PoCL loads: it needs its cache */
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
+    if ((err != CL_SUCCESS || np == 0) && cache)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED, "OpenCL: no OpenCL platform found (%s); %s",
+                                 err == CL_SUCCESS ? "0 platforms" : mcl_cl_status_str(err), cache);
     if (err != CL_SUCCESS || np == 0)
         return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
                                  "OpenCL: no OpenCL platform found (%s); install a driver, e.g. the "
@@ -602,6 +606,9 @@ static mcl_status pick_device(mcl_backend *be, const char *want)
             }
         }
     }
+    if (idx == 0 && cache)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED, "OpenCL: the platforms report no devices; %s",
+                                 cache);
     if (idx == 0)
         return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
                                  "OpenCL: the platforms report no devices; install a driver, e.g. "
@@ -667,17 +674,31 @@ static mcl_status ocl_bwd(mcl_backend *be, const mcl_op_args *a)
     return s != MCL_OK ? s : ocl_impl[a->op].bwd(be, a);
 }
 
+/* Tear down in dependency order, on success and on every error path alike. First the queue is
+ * finished: PoCL compiles work-group functions and runs commands on its own threads, and a
+ * context released (or a process exiting) under them crashes inside its compiler. Then
+ * CLBlast's program cache, which holds programs of this context, is emptied; then kernels,
+ * program, buffers, queue and context. */
 static void ocl_destroy(mcl_backend *be)
 {
     if (!be) return;
     mcl_ocl *o = mcl_ocl_of(be);
     if (o) {
+        if (o->queue) clFinish(o->queue);
+        if (o->context) mcl_ocl_clblast_teardown(o);
         for (int i = 0; i < o->n_kernels; i++) clReleaseKernel(o->kernels[i].k);
         free(o->kernels);
-        if (o->scratch) clReleaseMemObject(o->scratch);
-        mcl_ocl_buffers_release(o);
+        o->kernels = NULL;
+        o->n_kernels = 0;
         if (o->program) clReleaseProgram(o->program);
-        if (o->queue) clReleaseCommandQueue(o->queue);
+        o->program = NULL;
+        if (o->scratch) clReleaseMemObject(o->scratch);
+        o->scratch = NULL;
+        mcl_ocl_buffers_release(o);
+        if (o->queue) {
+            clFinish(o->queue); /* the releases above may have queued work of their own */
+            clReleaseCommandQueue(o->queue);
+        }
         if (o->context) clReleaseContext(o->context);
         free(o);
     }

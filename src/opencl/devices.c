@@ -1,8 +1,13 @@
 /* devices.c — enumerate OpenCL platforms and devices through the ICD loader. */
+#define _XOPEN_SOURCE 700 /* nftw, mkdtemp, setenv */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <errno.h>
+#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "devices.h"
 
@@ -42,14 +47,96 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* ---- PoCL's kernel cache: an unwritable one makes PoCL report no device at all ---- */
+
+static char pocl_tmp[4096]; /* the temporary cache of the fallback, removed at exit */
+static char cache_note[4300];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+static void rm_pocl_tmp(void)
+{
+    if (pocl_tmp[0]) nftw(pocl_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* mkdir -p DIR and check that a file can be created in it; 0 ok, else errno. */
+static int writable_dir(const char *dir)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) return ENAMETOOLONG;
+    for (char *p = tmp + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return errno;
+            *p = c;
+            if (!c) break;
+        }
+    }
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.metacl-probe.%ld", dir, (long)getpid());
+    FILE *f = fopen(probe, "wb");
+    if (!f) return errno;
+    fclose(f);
+    remove(probe);
+    return 0;
+}
+
+const char *mcl_opencl_cache_check(void)
+{
+    static int done;
+    if (done) return cache_note[0] ? cache_note : NULL;
+    done = 1;
+    /* PoCL's cache directory, as PoCL chooses it (pocl_cache.c) */
+    const char *env = getenv("POCL_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[4096];
+    if (env && *env)
+        snprintf(dir, sizeof dir, "%s", env);
+    else if (x && *x)
+        snprintf(dir, sizeof dir, "%s/pocl/kcache", x);
+    else if (home && *home)
+        snprintf(dir, sizeof dir, "%s/.cache/pocl/kcache", home);
+    else
+        snprintf(dir, sizeof dir, "/tmp/pocl/kcache");
+    int e = writable_dir(dir);
+    if (e == 0) return NULL;
+    /* fall back to no cache: a private temporary directory, removed at exit */
+    const char *t = getenv("TMPDIR");
+    snprintf(pocl_tmp, sizeof pocl_tmp, "%s/metacl-pocl-XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(pocl_tmp)) {
+        snprintf(cache_note, sizeof cache_note,
+                 "the OpenCL kernel cache directory %s is not writable (%s), and no temporary one "
+                 "could be made in %s (%s); set POCL_CACHE_DIR or XDG_CACHE_HOME to a writable "
+                 "directory", dir, strerror(e), t && *t ? t : "/tmp", strerror(errno));
+        pocl_tmp[0] = '\0';
+        return cache_note;
+    }
+    setenv("POCL_CACHE_DIR", pocl_tmp, 1);
+    setenv("POCL_KERNEL_CACHE", "0", 1);
+    atexit(rm_pocl_tmp);
+    snprintf(cache_note, sizeof cache_note,
+             "the OpenCL kernel cache directory %s is not writable (%s); running without a kernel "
+             "cache (set POCL_CACHE_DIR or XDG_CACHE_HOME to a writable directory to keep one)",
+             dir, strerror(e));
+    fprintf(stderr, "metacl: warning: %s\n", cache_note);
+    return cache_note;
+}
+
 mcl_status mcl_opencl_print_devices(FILE *f, int json, int *n_devices, char *errbuf, size_t len)
 {
     *n_devices = 0;
     if (errbuf && len) errbuf[0] = '\0';
+    const char *cache = mcl_opencl_cache_check();
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     if (err != CL_SUCCESS || np == 0) {
-        if (errbuf)
+        if (errbuf && cache && !pocl_tmp[0])
+            snprintf(errbuf, len, "no OpenCL platform found (%s): %s",
+                     err == CL_SUCCESS ? "0 platforms" : mcl_cl_status_str(err), cache);
+        else if (errbuf)
             snprintf(errbuf, len, "no OpenCL platform found (%s); install an OpenCL driver, e.g. "
                      "the Debian package pocl-opencl-icd for the CPU", err == CL_SUCCESS ? "0 platforms" : mcl_cl_status_str(err));
         if (json) fprintf(f, "[]\n");
@@ -100,6 +187,10 @@ mcl_status mcl_opencl_print_devices(FILE *f, int json, int *n_devices, char *err
     }
     if (json) fprintf(f, "]\n");
     free(plats);
+    if (idx == 0 && errbuf)
+        snprintf(errbuf, len, "%u platform%s but no device%s%s", np, np == 1 ? "" : "s",
+                 cache ? "; " : " (install a driver, e.g. the Debian package pocl-opencl-icd)",
+                 cache ? cache : "");
     *n_devices = idx;
     return MCL_OK;
 }

@@ -23,6 +23,13 @@ mcl_status mcl_opencl_print_devices(FILE *f, int json, int *n_devices, char *err
 /* Readable name of an OpenCL status code (CL_OUT_OF_RESOURCES, ...). */
 const char *mcl_cl_status_str(int code);
 
+/* Before the first OpenCL call: when PoCL's kernel cache directory (POCL_CACHE_DIR, else
+ * $XDG_CACHE_HOME/pocl/kcache, else ~/.cache/pocl/kcache) cannot be written, PoCL reports no
+ * device. Then this points POCL_CACHE_DIR at a private temporary directory (removed at exit)
+ * with POCL_KERNEL_CACHE=0, warns once on stderr, and returns what is wrong; NULL when the cache
+ * is usable. Idempotent. */
+const char *mcl_opencl_cache_check(void);
+
 struct mcl_ctx;
 /* Device name of an OpenCL context (NULL for other backends). */
 const char *mcl_opencl_device_name(const struct mcl_ctx *ctx);

@@ -161,6 +161,12 @@ void mcl_ocl_clblast_setup(mcl_ocl *o)
     }
 }
 
+void mcl_ocl_clblast_teardown(mcl_ocl *o)
+{
+    (void)o;
+    CLBlastClearCache();
+}
+
 /* One operand of a GEMM: a tensor (element offset = the tensor's), its row length and the
  * distance between the matrices of the batch. */
 typedef struct mm_operand {

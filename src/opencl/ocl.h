@@ -144,6 +144,9 @@ cl_mem mcl_ocl_scratch(mcl_backend *be, size_t bytes);
 /* On a CPU device, replace CLBlast's generic GEMM parameters with ones measured there
  * (matmul.c); other devices keep CLBlast's database. Called once when the backend is created. */
 void mcl_ocl_clblast_setup(mcl_ocl *o);
+/* Before the context goes: empty CLBlast's caches of compiled programs (they hold programs of
+ * this context, which CLBlast would otherwise release at process exit, after the context). */
+void mcl_ocl_clblast_teardown(mcl_ocl *o);
 
 /* Work-group size for reduction kernels: the largest power of two <= min(256, wg_max). */
 size_t mcl_ocl_reduce_wg(size_t wg_max);

@@ -30,7 +30,7 @@ static const mcl_key task_keys[] = {
     MCL_KEY_FLOAT("task.scale", C, scale, 0, 1e6, "0.2", "c of the two_task form"),
     MCL_KEY_BOOL("task.class_incremental", C, class_incremental, "0", "labels of task i shifted by N*i"),
     MCL_KEY_STRLIST("data.domains", C, domains, n_domains, MCL_TRAIN_MAX_DOMAINS, "hanzi,hershey",
-                    "data sets (prepared names or idx:/pngdir: specs)"),
+                    "data sets, separated by , or ; (prepared names, pngdir:DIR, idx:IMAGES,LABELS)"),
     MCL_KEY_FLOATLIST("data.domain_scale", C, domain_scale, n_domain_scale, MCL_TRAIN_MAX_DOMAINS, 0,
                       1e6, "1", "loss scale s_d of each domain (one value = all)"),
     MCL_KEY_BOOL("data.alternate", C, alternate, "1", "the domain order alternates every step"),
