@@ -28,8 +28,19 @@ int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind)
     return 2;
 }
 
+/* Library notices (e.g. "compiling the OpenCL kernels ..." before a long build) on stderr,
+ * unless --quiet. */
+static void notice_to_stderr(void *arg, const char *msg)
+{
+    (void)arg;
+    if (mcl_progress_quiet()) return;
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
+}
+
 int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx)
 {
+    mcl_set_notice_sink(notice_to_stderr, NULL);
     mcl_backend_kind kind;
     int rc = mcl_cli_parse_backend(backend, &kind);
     if (rc) return rc;

@@ -95,3 +95,25 @@ int mcl_parse_f32(const char *s, float lo, float hi, float *out)
     *out = x;
     return 0;
 }
+
+/* ------------------------------------------------------------------ notices */
+
+static mcl_notice_fn notice_fn;
+static void *notice_arg;
+
+void mcl_set_notice_sink(mcl_notice_fn fn, void *arg)
+{
+    notice_fn = fn;
+    notice_arg = arg;
+}
+
+void mcl_notice(const char *fmt, ...)
+{
+    if (!notice_fn) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    notice_fn(notice_arg, msg);
+}

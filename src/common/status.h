@@ -49,6 +49,19 @@ typedef mcl_status (*mcl_kv_setter)(void *obj, const char *key, const char *valu
 mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, void *obj,
                         char *err, size_t len);
 
+/* Notices for a person watching (e.g. "compiling the OpenCL kernels ..." before a build that
+ * takes minutes). The library never prints: a program that wants them installs a sink, which
+ * gets each message without a trailing newline. NULL (the default) drops them. Not
+ * thread-safe: set it once at start. */
+typedef void (*mcl_notice_fn)(void *arg, const char *msg);
+void mcl_set_notice_sink(mcl_notice_fn fn, void *arg);
+/* Send a notice to the sink (printf format). */
+void mcl_notice(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 #ifdef __cplusplus
 }
 #endif

@@ -519,6 +519,11 @@ static mcl_status build_program(mcl_backend *be)
         }
     }
     if (!o->from_cache) {
+        if (use_cache)
+            mcl_notice("compiling the OpenCL kernels for %s (once: the program is then cached in %s)",
+                       o->device_name, dir);
+        else
+            mcl_notice("compiling the OpenCL kernels for %s (not cached)", o->device_name);
         const char *sp = src;
         o->program = clCreateProgramWithSource(o->context, 1, &sp, NULL, &err);
         if (err != CL_SUCCESS) {
