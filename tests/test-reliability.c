@@ -370,7 +370,7 @@ static void test_labels(void)
     mcl_dataset_free(ds);
 }
 
-/* `test-reliability set-counter FILE NAME VALUE` (for test-reliability.sh): rewrite the named
+/* `test-reliability set-counter FILE NAME VALUE` (for test-reliability-cli.sh): rewrite the named
  * counter of a checkpoint in place, with a valid CRC. */
 static int set_counter(const char *path, const char *name, const char *value)
 {

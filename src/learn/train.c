@@ -399,14 +399,16 @@ static mcl_status resume_from_ckpt(runner *r)
     } lim[] = {
         {"step", MAX_STEP},             /* train.steps is at most 10^12          */
         {"train_ms", MAX_TRAIN_MS},     /* 10^15 ms: ~31,700 years               */
-        {"best_val_ppm", MAX_VAL_PPM},  /* a score of at most 10^6 (or "none")   */
+        {"best_val_ppm", MAX_VAL_PPM},  /* a score of magnitude <= 10^6, or none */
         {"chance_step", MAX_STEP},
     };
     uint64_t val[4] = {0, 0, UINT64_MAX, 0};
     for (int i = 0; i < 4 && st == MCL_OK; i++) {
         uint64_t v = 0;
         if (!mcl_ckpt_info_counter(&info, lim[i].name, &v)) continue;
-        if (v > lim[i].max && !(i == 2 && v == UINT64_MAX))
+        /* best_val_ppm holds a signed score (two's complement; UINT64_MAX = none) */
+        uint64_t mag = i == 2 && (int64_t)v < 0 ? (uint64_t)0 - v : v;
+        if (mag > lim[i].max && !(i == 2 && v == UINT64_MAX))
             st = fail(r->err, r->err_len, MCL_ERR_FORMAT,
                       "%s: counter %s = %llu is out of range (at most %llu): corrupt checkpoint",
                       path, lim[i].name, (unsigned long long)v, (unsigned long long)lim[i].max);
@@ -424,7 +426,7 @@ static mcl_status resume_from_ckpt(runner *r)
     if (st != MCL_OK) return st;
     r->step = (int64_t)val[0];
     r->train_ms = (double)val[1];
-    if (val[2] != UINT64_MAX) r->best_val = (double)val[2] / 1e6;
+    if (val[2] != UINT64_MAX) r->best_val = (double)(int64_t)val[2] / 1e6; /* may be < 0 */
     r->chance_step = (int64_t)val[3];
     mcl_train_logf(&r->log, "resumed at step %lld (%.1f s of training so far)", (long long)r->step,
                    r->train_ms / 1e3);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-reliability.sh — the command line refuses untrusted input before it costs anything
+# test-reliability-cli.sh — the command line refuses untrusted input before it costs anything
 # (doc/reliability.md): a model config beyond the memory budget (train, ckpt export with
 # --memory-limit), a FIFO given as --config or as a checkpoint (no hang: run under timeout),
 # checkpoint counters out of range on --resume (step 2^63, 2^64 - 1, chance_step after step),
@@ -8,11 +8,11 @@
 # Data: the hershey set prepared into a temporary data dir (Debian hershey-fonts-data).
 METACL=${METACL:-./metacl}
 HELPER=${METACL_BUILDDIR:-.}/tests/test-reliability
-TMP=test-reliability-sh.tmp.$$
+TMP=test-reliability-cli.tmp.$$
 . "${METACL_SRCDIR:-$(dirname "$0")/..}/tests/cli-lib.sh"
 to() { timeout 20 "$@"; } # a hang fails (exit 124) instead of stalling the suite
 
-echo "test-reliability.sh: binary $METACL"
+echo "test-reliability-cli.sh: binary $METACL"
 rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
 if ! "$METACL" data prepare hershey --data-dir "$TMP/data" >"$TMP/prep.log" 2>&1; then
     echo "FAIL: cannot prepare the hershey set (Debian hershey-fonts-data missing?)"
