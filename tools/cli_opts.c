@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "util.h"
+
 #define ARGS(obj, k) ((mcl_cli_arg *)(void *)((char *)(obj) + (k)->off))
 #define COUNT(obj, k) ((int *)(void *)((char *)(obj) + (k)->count_off))
 
@@ -16,6 +18,23 @@ int mcl_cli_usage_error(const mcl_cli_cmd *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\nTry 'metacl %s --help' for more information.\n", cmd->name);
     return 2;
+}
+
+/* --memory-limit SIZE: a row of every train, eval and ckpt command, handled here (it sets the
+ * process-wide budget of src/common/util.h: mcl_set_memory_limit). */
+static const mcl_key memory_limit_row = {
+    .name = "memory-limit", .type = MCL_KEY_TYPE_STR, .metavar = "SIZE",
+    .help = "refuse a model or a run needing more memory than SIZE bytes (K/M/G/T\n"
+            "suffixes; default $METACL_MEMORY_LIMIT, else half the physical memory)"};
+
+static int has_memory_limit(const mcl_cli_cmd *cmd)
+{
+    static const char *const words[] = {"train", "eval", "ckpt"};
+    for (int i = 0; i < 3; i++) {
+        size_t l = strlen(words[i]);
+        if (!strncmp(cmd->name, words[i], l) && (cmd->name[l] == ' ' || !cmd->name[l])) return 1;
+    }
+    return 0;
 }
 
 /* "N", "FILE", "ref|opencl": what goes after the option name ("" for a flag). */
@@ -48,11 +67,12 @@ void mcl_cli_help(FILE *f, const mcl_cli_cmd *cmd)
     }
     if (cmd->about) fprintf(f, "%s%s", cmd->about, cmd->about[strlen(cmd->about) - 1] == '\n' ? "" : "\n");
     fprintf(f, "options:\n");
-    for (int i = 0; i <= cmd->n_opts; i++) {
+    const int ml = has_memory_limit(cmd);
+    for (int i = 0; i <= cmd->n_opts + ml; i++) {
         char head[160];
         const char *help = "print this help and exit", *def = NULL;
-        if (i < cmd->n_opts) {
-            const mcl_key *k = &cmd->opts[i];
+        if (i < cmd->n_opts + ml) {
+            const mcl_key *k = i < cmd->n_opts ? &cmd->opts[i] : &memory_limit_row;
             const char *mv = metavar(k);
             char sh[8] = "    ";
             if (k->short_name) snprintf(sh, sizeof sh, "-%c, ", k->short_name);
@@ -150,6 +170,17 @@ int mcl_cli_parse(const mcl_cli_cmd *cmd, int argc, char **argv, void *obj, mcl_
             for (int j = 0; j < cmd->n_opts && !k; j++)
                 if (cmd->opts[j].short_name == a[1]) k = &cmd->opts[j];
             if (a[2]) value = a + 2;
+        }
+        if (!k && has_memory_limit(cmd) && !strcmp(shown, "--memory-limit")) {
+            if (!value) {
+                if (i + 1 >= argc) return mcl_cli_usage_error(cmd, "option '%s' needs a value (SIZE)", shown);
+                value = argv[++i];
+            }
+            uint64_t bytes = 0;
+            if (mcl_parse_size(value, &bytes) != 0 || bytes == 0)
+                return mcl_cli_usage_error(cmd, "--memory-limit = '%s': not a size (e.g. 512M, 64G)", value);
+            mcl_set_memory_limit(bytes);
+            continue;
         }
         if (!k) return mcl_cli_usage_error(cmd, "unknown option '%s'", shown);
         if (k->type == MCL_KEY_TYPE_FLAG) {

@@ -132,12 +132,13 @@ static int parse_data(const char *arg, data_entry *d)
     const char *p = at + 1;
     while (*p) {
         char *end = NULL;
+        errno = 0;
         long a = strtol(p, &end, 10), b = a;
-        if (end == p || a < 0) return 1;
+        if (end == p || a < 0 || a > INT32_MAX || errno) return 1; /* never wraps */
         p = end;
         if (*p == '-') {
             b = strtol(p + 1, &end, 10);
-            if (end == p + 1 || b < a) return 1;
+            if (end == p + 1 || b < a || b > INT32_MAX || errno) return 1;
             p = end;
         }
         for (long c = a; c <= b; c++) {

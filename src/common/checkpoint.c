@@ -25,6 +25,7 @@
 #include <zlib.h>
 
 #include "metacl.h"
+#include "util.h"
 #include "tensor_impl.h"
 
 #define CK_MAGIC_LEN 8
@@ -615,22 +616,15 @@ static mcl_status file_open(ck_file *cf, ck_err *e, const char *path)
 {
     memset(cf, 0, sizeof *cf);
     if (!path || !path[0]) return fail(e, MCL_ERR_NULL, "no path given");
-    cf->f = fopen(path, "rb");
-    if (!cf->f) return fail(e, MCL_ERR_IO, "cannot open: %s", strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(cf->f), &sb) != 0) {
-        int er = errno;
-        fclose(cf->f);
-        cf->f = NULL;
-        return fail(e, MCL_ERR_IO, "cannot stat: %s", strerror(er));
+    /* a regular file only, checked before anything blocks (a FIFO) or reads without end (a
+     * device); every read below is bounded by the size seen here */
+    char msg[CK_MSG_LEN];
+    mcl_status s = mcl_fopen_regular(path, &cf->f, &cf->size, msg, sizeof msg);
+    if (s != MCL_OK) {
+        const char *why = strncmp(msg, path, strlen(path)) == 0 && msg[strlen(path)] == ':'
+                              ? msg + strlen(path) + 2 : msg;
+        return fail(e, s, "%s", why);
     }
-    if (!S_ISREG(sb.st_mode)) {
-        fclose(cf->f);
-        cf->f = NULL;
-        return fail(e, MCL_ERR_IO, "%s",
-                    S_ISDIR(sb.st_mode) ? "is a directory" : "is not a regular file");
-    }
-    cf->size = (uint64_t)sb.st_size;
     return MCL_OK;
 }
 
@@ -870,8 +864,9 @@ static int parse_optim(ck_cur *c, ck_parse *pr, int partial, ck_optim *o)
     c->at += n;
     if (!c_has(c, 8)) return pr_set(pr, PR_TRUNC, "step count");
     uint64_t steps = c_u64(c);
-    if (steps > (uint64_t)INT64_MAX)
-        return pr_set(pr, PR_BAD, "absurd optimizer step count %llu", (unsigned long long)steps);
+    if (steps > MCL_CKPT_MAX_STEPS)
+        return pr_set(pr, PR_BAD, "optimizer step count %llu is out of range (at most %llu)",
+                      (unsigned long long)steps, (unsigned long long)MCL_CKPT_MAX_STEPS);
     o->steps = (int64_t)steps;
     if (!c_has(c, 4)) return pr_set(pr, PR_TRUNC, "slot count");
     uint32_t slots = c_u32(c);
@@ -899,6 +894,10 @@ static int parse_rng(ck_cur *c, ck_parse *pr, int partial, mcl_ckpt_rng *rng)
     if (!c_has(c, 16)) return pr_set(pr, PR_TRUNC, "seed and counter");
     rng->seed = c_u64(c);
     rng->counter = c_u64(c);
+    if (rng->counter > MCL_CKPT_MAX_RNG_COUNTER)
+        return pr_set(pr, PR_BAD, "rng counter %llu is out of range (at most %llu)",
+                      (unsigned long long)rng->counter,
+                      (unsigned long long)MCL_CKPT_MAX_RNG_COUNTER);
     return parse_trailing(c, pr, partial);
 }
 
@@ -962,6 +961,7 @@ typedef struct ck_parsed {
     mcl_ckpt_counter *counters;
     int n_counters;
     uint32_t end_nsec;
+    uint64_t params_len; /* info_only: the params section's length (0 = not seen) */
     ck_section sec[8]; /* payloads by tag (data NULL = not seen) */
 } ck_parsed;
 
@@ -1102,8 +1102,15 @@ static mcl_status read_all(const char *path, ck_err *e, int info_only, uint32_t 
     s = read_file_header(&cf, e, version);
     const char *prev = NULL;
     for (int k = 0; s == MCL_OK; k++) {
-        if (info_only && p->sec[MCL_CKPT_SEC_HEADER].data && p->sec[MCL_CKPT_SEC_CONFIG].data)
+        if (info_only && p->sec[MCL_CKPT_SEC_HEADER].data && p->sec[MCL_CKPT_SEC_CONFIG].data) {
+            /* the length of the params section that follows, unread: lets a caller compare
+             * it with what the config needs before it builds the model */
+            unsigned char h[CK_SEC_HEADER_LEN];
+            if (cf.size - cf.pos >= CK_SEC_HEADER_LEN && file_read(&cf, e, h, sizeof h) == MCL_OK &&
+                get_u32(h) == MCL_CKPT_SEC_PARAMS)
+                p->params_len = get_u64(h + 4);
             break;
+        }
         ck_section sec;
         s = read_section(&cf, e, k, prev, &sec);
         if (s != MCL_OK) break;
@@ -1221,6 +1228,7 @@ mcl_status mcl_ckpt_read_info(const char *path, mcl_ckpt_info *info, char *errbu
         info->has_optim = 0;
         info->optim_steps = 0;
         memset(&info->rng, 0, sizeof info->rng);
+        info->params_len = p.params_len;
     }
     parsed_free(&p);
     return s;

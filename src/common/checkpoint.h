@@ -101,6 +101,11 @@ extern "C" {
  * printable ASCII (0x21..0x7e: no spaces, no control characters). */
 #define MCL_CKPT_NAME_MAX 63
 
+/* Largest optimizer step count and RNG stream counter a file may hold: larger values are
+ * refused as corrupt (MCL_ERR_FORMAT) rather than resumed from. */
+#define MCL_CKPT_MAX_STEPS UINT64_C(1000000000000)   /* 10^12 */
+#define MCL_CKPT_MAX_RNG_COUNTER (UINT64_C(1) << 62)
+
 /* RNG state: the context's seed (mcl_ctx_seed) and a stream counter the caller keeps
  * (typically the value it next passes as a stream id). */
 typedef struct mcl_ckpt_rng {
@@ -141,6 +146,9 @@ typedef struct mcl_ckpt_info {
     mcl_ckpt_rng rng;
     mcl_ckpt_counter *counters;
     int n_counters;
+    uint64_t params_len;                      /* mcl_ckpt_read_info: payload bytes of the
+                                                 params section after config (unread;
+                                                 0 = none there)                          */
 } mcl_ckpt_info;
 
 /* Write a checkpoint to `path` (atomically, see above). ctx (may be NULL) receives the error

@@ -44,6 +44,41 @@ static char *kv_trim(char *s)
     return s;
 }
 
+typedef struct kv_line {
+    const char *key, *value;
+    int line;
+} kv_line;
+
+static int kv_cmp(const void *a, const void *b)
+{
+    const kv_line *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* Every key at most once: with a duplicate, *first and *second are the lines of the pair whose
+ * second line comes first in the text. 0 none, 1 found, -1 out of memory. */
+static int kv_duplicate(const kv_line *v, int n, int *first, int *second, const char **key)
+{
+    if (n < 2) return 0;
+    kv_line *s = malloc((size_t)n * sizeof *s);
+    if (!s) return -1;
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, kv_cmp);
+    int found = 0;
+    for (int i = 1; i < n; i++)
+        if (!strcmp(s[i - 1].key, s[i].key) && (!found || s[i].line < *second)) {
+            int j = i - 1;
+            while (j > 0 && !strcmp(s[j - 1].key, s[i].key)) j--;
+            *first = s[j].line;
+            *second = s[i].line;
+            *key = s[i].key;
+            found = 1;
+        }
+    free(s);
+    return found;
+}
+
 mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, void *obj,
                         char *err, size_t len)
 {
@@ -52,8 +87,15 @@ mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, v
     if (!copy) return mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
     strcpy(copy, text);
     if (!what) what = "config";
+    /* at most one key per two bytes ("k=" and a newline at least) */
+    size_t cap = strlen(text) / 2 + 1;
+    kv_line *kv = malloc(cap * sizeof *kv);
+    if (!kv) {
+        free(copy);
+        return mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
+    }
     mcl_status st = MCL_OK;
-    int line = 0;
+    int line = 0, n = 0;
     for (char *ln = copy, *next; st == MCL_OK && ln; ln = next) {
         line++;
         char *nl = strchr(ln, '\n');
@@ -67,11 +109,26 @@ mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, v
             break;
         }
         *eq = 0;
+        kv[n].key = kv_trim(t);
+        kv[n].value = kv_trim(eq + 1);
+        kv[n].line = line;
+        n++;
+    }
+    /* a key given twice in one text is a mistake, never "the last one wins" */
+    int l1 = 0, l2 = 0;
+    const char *dk = NULL;
+    int dup = st == MCL_OK ? kv_duplicate(kv, n, &l1, &l2, &dk) : 0;
+    if (dup < 0) st = mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
+    else if (dup > 0)
+        st = mcl_errbuf(err, len, MCL_ERR_INVALID, "%s:%d: key '%s' is set twice (lines %d and %d)",
+                        what, l2, dk, l1, l2);
+    for (int i = 0; st == MCL_OK && i < n; i++) {
         char msg[512];
         msg[0] = 0;
-        st = set(obj, kv_trim(t), kv_trim(eq + 1), msg, sizeof msg);
-        if (st != MCL_OK) mcl_errbuf(err, len, st, "%s:%d: %s", what, line, msg);
+        st = set(obj, kv[i].key, kv[i].value, msg, sizeof msg);
+        if (st != MCL_OK) mcl_errbuf(err, len, st, "%s:%d: %s", what, kv[i].line, msg);
     }
+    free(kv);
     free(copy);
     return st;
 }

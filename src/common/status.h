@@ -46,6 +46,8 @@ int mcl_parse_f32(const char *s, float lo, float hi, float *out);
 
 typedef mcl_status (*mcl_kv_setter)(void *obj, const char *key, const char *value, char *msg,
                                     size_t msg_len);
+/* key = value lines ("#" comments, blank lines); each key at most once per text (a second
+ * one is refused naming both lines); set() is called for each in order. */
 mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, void *obj,
                         char *err, size_t len);
 

@@ -113,8 +113,9 @@ mcl_status mcl_write_file_atomic(const char *path, const void *data, size_t n, c
 mcl_status mcl_read_text_file(const char *path, size_t max, char **out, char *err, size_t len)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = NULL;
+    mcl_status st = mcl_fopen_regular(path, &f, NULL, err, len);
+    if (st != MCL_OK) return st;
     char *buf = malloc(max + 1);
     size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
     int bad = ferror(f);
@@ -133,6 +134,112 @@ mcl_status mcl_read_text_file(const char *path, size_t max, char **out, char *er
     }
     *out = buf;
     return MCL_OK;
+}
+
+mcl_status mcl_open_regular(const char *path, int flags, int *fd, uint64_t *size, char *err,
+                            size_t len)
+{
+    *fd = -1;
+    if (size) *size = 0;
+    if (!path || !path[0]) return mcl_errbuf(err, len, MCL_ERR_NULL, "no path given");
+    int d = open(path, O_RDONLY | O_NONBLOCK | flags);
+    if (d < 0) return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(d, &st) != 0) {
+        int e = errno;
+        close(d);
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(d);
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s: %s", path,
+                          S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
+    }
+    int fl = fcntl(d, F_GETFL);
+    if (fl != -1 && (flags & O_NONBLOCK) == 0) (void)fcntl(d, F_SETFL, fl & ~O_NONBLOCK);
+    *fd = d;
+    if (size) *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    return MCL_OK;
+}
+
+mcl_status mcl_fopen_regular(const char *path, FILE **f, uint64_t *size, char *err, size_t len)
+{
+    int fd;
+    *f = NULL;
+    mcl_status st = mcl_open_regular(path, O_CLOEXEC, &fd, size, err, len);
+    if (st != MCL_OK) return st;
+    *f = fdopen(fd, "rb");
+    if (!*f) {
+        int e = errno;
+        close(fd);
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+    }
+    return MCL_OK;
+}
+
+int mcl_parse_size(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9') return -1;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    int shift = 0;
+    switch (*s) {
+    case 'k': case 'K': shift = 10; s++; break;
+    case 'm': case 'M': shift = 20; s++; break;
+    case 'g': case 'G': shift = 30; s++; break;
+    case 't': case 'T': shift = 40; s++; break;
+    default: break;
+    }
+    if (shift && *s == 'i') s++;
+    if (*s == 'B' || *s == 'b') s++;
+    if (*s) return -1;
+    if (shift && v > (UINT64_MAX >> shift)) return -1;
+    *out = v << shift;
+    return 0;
+}
+
+static _Atomic uint64_t memory_limit;
+
+void mcl_set_memory_limit(uint64_t bytes) { memory_limit = bytes; }
+
+/* Where the budget comes from, for messages. */
+static uint64_t budget_from(const char **src)
+{
+    uint64_t v = memory_limit;
+    if (v) {
+        *src = "--memory-limit";
+        return v;
+    }
+    const char *env = getenv("METACL_MEMORY_LIMIT");
+    if (env && *env && mcl_parse_size(env, &v) == 0 && v > 0) {
+        *src = "METACL_MEMORY_LIMIT";
+        return v;
+    }
+    *src = "half the physical memory";
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || psz <= 0) return (uint64_t)4 << 30; /* unknown: 4 GiB */
+    return (uint64_t)pages / 2 * (uint64_t)psz;
+}
+
+uint64_t mcl_memory_budget(void)
+{
+    const char *src;
+    return budget_from(&src);
+}
+
+mcl_status mcl_check_budget(uint64_t bytes, const char *what, char *err, size_t len)
+{
+    const char *src;
+    uint64_t b = budget_from(&src);
+    if (bytes <= b) return MCL_OK;
+    return mcl_errbuf(err, len, MCL_ERR_OOM,
+                      "%s needs about %.1f MiB, more than the memory budget of %.1f MiB (%s); "
+                      "refused before allocating (raise the budget with --memory-limit SIZE or "
+                      "METACL_MEMORY_LIMIT=SIZE, e.g. 64G)",
+                      what ? what : "this", (double)bytes / 1048576.0, (double)b / 1048576.0, src);
 }
 
 double mcl_now_s(void)

@@ -6,6 +6,8 @@
 #define MCL_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "status.h"
 
@@ -29,6 +31,33 @@ int mcl_fsync_parent_dir(const char *path);
  * larger than max (MCL_ERR_INVALID), one holding a NUL byte (MCL_ERR_INVALID: not text) or an
  * unreadable one (MCL_ERR_IO) is refused with "<path>: ..." in err. */
 mcl_status mcl_read_text_file(const char *path, size_t max, char **out, char *err, size_t len);
+
+/* Open an existing file for reading that must be a regular file: opened with O_NONBLOCK (a
+ * FIFO does not block the open), then fstat'd; a FIFO, socket, device or directory is refused
+ * with "<path>: is not a regular file" (MCL_ERR_IO) before anything is read. flags are added to
+ * O_RDONLY (e.g. O_CLOEXEC); O_NONBLOCK is cleared again once the file is known to be regular.
+ * *fd receives the descriptor (close it), *size (may be NULL) the file's size in bytes. */
+mcl_status mcl_open_regular(const char *path, int flags, int *fd, uint64_t *size, char *err,
+                            size_t len);
+
+/* The same as a stdio stream opened "rb" (*f; fclose it). */
+mcl_status mcl_fopen_regular(const char *path, FILE **f, uint64_t *size, char *err, size_t len);
+
+/* A size in bytes: digits with an optional K, M, G or T suffix (powers of 1024; a trailing
+ * "B"/"iB" is accepted: 512M, 2GiB). 0 on success, -1 if s is not such a size or overflows. */
+int mcl_parse_size(const char *s, uint64_t *out);
+
+/* Memory budget in bytes for what one process may allocate for a model: the limit set with
+ * mcl_set_memory_limit (the CLI's --memory-limit), else $METACL_MEMORY_LIMIT (a size as
+ * mcl_parse_size reads it), else half the physical memory. */
+uint64_t mcl_memory_budget(void);
+
+/* Set (bytes > 0) or clear (0) the process-wide limit that mcl_memory_budget returns first. */
+void mcl_set_memory_limit(uint64_t bytes);
+
+/* MCL_OK when `bytes` fits in mcl_memory_budget(); else MCL_ERR_OOM with a message naming
+ * `what`, both sizes and how to raise the budget. Nothing is allocated. */
+mcl_status mcl_check_budget(uint64_t bytes, const char *what, char *err, size_t len);
 
 /* Seconds on a monotonic clock. */
 double mcl_now_s(void);

@@ -5,6 +5,7 @@
 #endif
 
 #include "dataset.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -26,6 +27,8 @@
 
 #define PIX (MCL_IMG * MCL_IMG)
 #define MAX_SIDE 65536 /* largest user image side accepted (IDX) */
+#define MAX_LABEL ((1 << 24) - 1) /* largest label of a user data set: the class count
+                                     (max label + 1) stays far from INT32_MAX */
 
 /* a message into the caller's error buffer (status.h) */
 #define set_err(err, len, ...) ((void)mcl_errbuf((err), (len), MCL_OK, __VA_ARGS__))
@@ -242,9 +245,10 @@ static mcl_dataset *ds_new(const char *name, int64_t n)
 static mcl_status finish_user(mcl_dataset *ds, mcl_dataset **out, char *err, size_t len)
 {
     for (int64_t i = 0; i < ds->n; i++)
-        if (ds->labels[i] < 0) {
-            set_err(err, len, "%s: label %d of image %lld is negative", ds->name,
-                    (int)ds->labels[i], (long long)i);
+        if (ds->labels[i] < 0 || ds->labels[i] > MAX_LABEL) {
+            set_err(err, len, "%s: label %d of image %lld is %s (labels are 0..%d)", ds->name,
+                    (int)ds->labels[i], (long long)i,
+                    ds->labels[i] < 0 ? "negative" : "out of range", MAX_LABEL);
             mcl_dataset_free(ds);
             return MCL_ERR_FORMAT;
         }
@@ -405,9 +409,9 @@ static mcl_status load_idx_pair(const char *spec, mcl_dataset **out, char *err, 
             for (int64_t i = 0; i < n; i++) {
                 int32_t v = lb.type == MCL_IDX_UBYTE ? ((const uint8_t *)lb.data)[i]
                                                      : ((const int32_t *)lb.data)[i];
-                if (v < 0) {
-                    set_err(err, len, "%s: label %lld is negative (%d)", lpath, (long long)i,
-                            (int)v);
+                if (v < 0 || v > MAX_LABEL) {
+                    set_err(err, len, "%s: label %lld is %s (%d; labels are 0..%d)", lpath,
+                            (long long)i, v < 0 ? "negative" : "out of range", (int)v, MAX_LABEL);
                     st = MCL_ERR_FORMAT;
                     break;
                 }
@@ -627,11 +631,9 @@ static mcl_status read_text(const char *path, size_t max, char **out, size_t *n,
                             size_t len)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, len, "%s: cannot open: %s", path, strerror(errno));
-        return MCL_ERR_IO;
-    }
+    FILE *f = NULL;
+    mcl_status ost = mcl_fopen_regular(path, &f, NULL, err, len);
+    if (ost != MCL_OK) return ost;
     size_t cap = 4096, k = 0;
     char *b = malloc(cap);
     mcl_status st = MCL_OK;

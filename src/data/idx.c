@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "util.h"
+
 /* a message into the caller's error buffer (status.h) */
 #define set_err(err, len, ...) ((void)mcl_errbuf((err), (len), MCL_OK, __VA_ARGS__))
 
@@ -303,17 +305,9 @@ mcl_status mcl_idx_read(const char *path, size_t max_bytes, mcl_idx *out, char *
     }
     /* gzopen cannot tell "no such file" from other failures: open the descriptor
      * ourselves for a clear message */
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        set_err(err, len, "%s: cannot open: %s", path, strerror(errno));
-        return MCL_ERR_IO;
-    }
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        close(fd);
-        set_err(err, len, "%s: is a directory, not an IDX file", path);
-        return MCL_ERR_IO;
-    }
+    int fd = -1;
+    mcl_status ost = mcl_open_regular(path, O_CLOEXEC, &fd, NULL, err, len); /* no FIFO/device */
+    if (ost != MCL_OK) return ost;
     gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
         close(fd);

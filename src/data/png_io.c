@@ -21,6 +21,8 @@
 
 #include <png.h>
 
+#include "util.h"
+
 /* a message into the caller's error buffer (status.h) */
 #define set_err(err, len, ...) ((void)mcl_errbuf((err), (len), MCL_OK, __VA_ARGS__))
 
@@ -237,11 +239,9 @@ mcl_status mcl_png_read(const char *path, size_t max_pixels, uint8_t **gray, int
     }
     *gray = NULL;
     *w = *h = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, len, "%s: cannot open: %s", path, strerror(errno));
-        return MCL_ERR_IO;
-    }
+    FILE *f = NULL;
+    mcl_status ost = mcl_fopen_regular(path, &f, NULL, err, len); /* no FIFO, no device */
+    if (ost != MCL_OK) return ost;
     uint8_t sig[8];
     size_t got = fread(sig, 1, 8, f);
     if (got == 0 && ferror(f)) {

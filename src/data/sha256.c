@@ -1,6 +1,7 @@
 /* sha256.c — SHA-256 as specified in FIPS 180-4 (§4.1.2 functions, §4.2.2 constants,
  * §5.1.1 padding, §6.2 computation). Written from the standard. */
 #include "sha256.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -143,11 +144,9 @@ mcl_status mcl_sha256_file(const char *path, char hex[65], char *err, size_t len
         return MCL_ERR_NULL;
     }
     hex[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (err && len) snprintf(err, len, "%s: cannot open: %s", path, strerror(errno));
-        return MCL_ERR_IO;
-    }
+    FILE *f = NULL;
+    mcl_status ost = mcl_fopen_regular(path, &f, NULL, err, len); /* no FIFO, no device */
+    if (ost != MCL_OK) return ost;
     mcl_sha256_ctx c;
     mcl_sha256_init(&c);
     uint8_t buf[1 << 16];

@@ -16,6 +16,9 @@
 #define CHANCE_WINDOW 100          /* steps in the running accuracy */
 #define CHANCE_MARGIN 0.10         /* "left chance": chance + this  */
 #define MAX_CONFIG_BYTES (1u << 20)
+#define MAX_STEP UINT64_C(1000000000000)        /* the largest train.steps           */
+#define MAX_TRAIN_MS UINT64_C(1000000000000000)
+#define MAX_VAL_PPM UINT64_C(1000000000000)
 
 #define fail mcl_errbuf
 
@@ -261,7 +264,9 @@ static mcl_status truncate_csv(runner *r, const char *path, int64_t upto)
         char *e = strchr(text + at, '\n');
         size_t next = e ? (size_t)(e - text) + 1 : n;
         long long step = -1;
-        if (at == 0 || (sscanf(text + at, "%lld,", &step) == 1 && step <= upto)) {
+        /* a last line without its '\n' was torn by a crash: dropped, or the next row would
+         * be appended to it */
+        if (e && (at == 0 || (sscanf(text + at, "%lld,", &step) == 1 && step >= 0 && step <= upto))) {
             memmove(text + keep, text + at, next - at);
             keep += next - at;
         }
@@ -386,12 +391,43 @@ static mcl_status resume_from_ckpt(runner *r)
     }
     mcl_status st = r->fam->load(r->fs, path, r->opt, &info, e2, sizeof e2);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
-    uint64_t v = 0;
-    if (mcl_ckpt_info_counter(&info, "step", &v)) r->step = (int64_t)v;
-    if (mcl_ckpt_info_counter(&info, "train_ms", &v)) r->train_ms = (double)v;
-    if (mcl_ckpt_info_counter(&info, "best_val_ppm", &v) && v != UINT64_MAX) r->best_val = (double)v / 1e6;
-    if (mcl_ckpt_info_counter(&info, "chance_step", &v)) r->chance_step = (int64_t)v;
+    /* Every counter is checked against the range a run can produce before it is used: a
+     * corrupt or crafted file is refused, never resumed "at step -9223372036854775808". */
+    static const struct {
+        const char *name;
+        uint64_t max;
+    } lim[] = {
+        {"step", MAX_STEP},             /* train.steps is at most 10^12          */
+        {"train_ms", MAX_TRAIN_MS},     /* 10^15 ms: ~31,700 years               */
+        {"best_val_ppm", MAX_VAL_PPM},  /* a score of magnitude <= 10^6, or none */
+        {"chance_step", MAX_STEP},
+    };
+    uint64_t val[4] = {0, 0, UINT64_MAX, 0};
+    for (int i = 0; i < 4 && st == MCL_OK; i++) {
+        uint64_t v = 0;
+        if (!mcl_ckpt_info_counter(&info, lim[i].name, &v)) continue;
+        /* best_val_ppm holds a signed score (two's complement; UINT64_MAX = none) */
+        uint64_t mag = i == 2 && (int64_t)v < 0 ? (uint64_t)0 - v : v;
+        if (mag > lim[i].max && !(i == 2 && v == UINT64_MAX))
+            st = fail(r->err, r->err_len, MCL_ERR_FORMAT,
+                      "%s: counter %s = %llu is out of range (at most %llu): corrupt checkpoint",
+                      path, lim[i].name, (unsigned long long)v, (unsigned long long)lim[i].max);
+        val[i] = v;
+    }
+    if (st == MCL_OK && val[3] > val[0])
+        st = fail(r->err, r->err_len, MCL_ERR_FORMAT,
+                  "%s: counter chance_step = %llu is after step = %llu: corrupt checkpoint", path,
+                  (unsigned long long)val[3], (unsigned long long)val[0]);
+    if (st == MCL_OK && info.has_optim && (uint64_t)info.optim_steps > val[0])
+        st = fail(r->err, r->err_len, MCL_ERR_FORMAT,
+                  "%s: the optimizer has taken %lld steps but counter step = %llu: corrupt "
+                  "checkpoint", path, (long long)info.optim_steps, (unsigned long long)val[0]);
     mcl_ckpt_info_free(&info);
+    if (st != MCL_OK) return st;
+    r->step = (int64_t)val[0];
+    r->train_ms = (double)val[1];
+    if (val[2] != UINT64_MAX) r->best_val = (double)(int64_t)val[2] / 1e6; /* may be < 0 */
+    r->chance_step = (int64_t)val[3];
     mcl_train_logf(&r->log, "resumed at step %lld (%.1f s of training so far)", (long long)r->step,
                    r->train_ms / 1e3);
     return MCL_OK;

@@ -24,6 +24,7 @@
 #include "devices.h"
 #include "ocl.h"
 #include "tape.h"
+#include "util.h"
 
 #define BUILD_OPTIONS_BASE "-cl-std=CL1.2"
 
@@ -290,28 +291,21 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+/* A kernel source or a program-cache entry: a regular file (a FIFO would block, a device
+ * read without end) of at most MAX_READ bytes, else NULL. */
+#define MAX_READ ((uint64_t)256 << 20)
 static char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = (n + 4096 + 1) * 2;
-            char *p = realloc(buf, cap);
-            if (!p) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = p;
-        }
-        size_t r = fread(buf + n, 1, 4096, f);
-        n += r;
-        if (r < 4096) break;
+    FILE *f = NULL;
+    uint64_t size = 0;
+    if (mcl_fopen_regular(path, &f, &size, NULL, 0) != MCL_OK) return NULL;
+    if (size > MAX_READ) {
+        fclose(f);
+        return NULL;
     }
-    int bad = ferror(f);
+    char *buf = malloc((size_t)size + 1);
+    size_t n = buf ? fread(buf, 1, (size_t)size + 1, f) : 0;
+    int bad = !buf || ferror(f) || n != (size_t)size; /* it changed while being read */
     fclose(f);
     if (bad) {
         free(buf);

@@ -2,6 +2,7 @@
 #include <assert.h>
 #include "acl.h"
 #include "tensor_impl.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +34,56 @@ static mcl_tensor *add_param(mcl_acl *m, uint64_t *stream, const char *name, int
     return st == MCL_OK ? t : NULL;
 }
 
+/* Sums in double: every config key is bounded, so this is exact far beyond any budget. */
+static uint64_t to_u64(double x) { return x >= 1.8e19 ? UINT64_MAX : (uint64_t)x; }
+
+static double param_count(const mcl_acl_config *c)
+{
+    const double C = c->conv_channels, Cin = c->in_channels, Hd = c->hidden, H = c->heads;
+    const double D = c->heads > 0 ? (double)c->hidden / c->heads : 0.0, N = c->n_way;
+    const double FF = (double)c->ff_mult * c->hidden, sp = c->image_size / 16;
+    const double F = C * sp * sp;
+    double n = C * Cin * 9 + 3 * C + 3 * (C * C * 9 + 3 * C); /* Conv-4 */
+    n += (F + N + 1) * Hd + Hd;                                 /* input */
+    double layer = 3 * H * D * D + H * D * 4 + 2 * Hd + Hd * Hd + 2 * Hd + Hd * FF + FF + FF * Hd + Hd;
+    n += (c->layers > 0 ? c->layers : 0) * layer;
+    n += Hd * N + N;                                            /* head */
+    if (c->feature_norm == MCL_ACL_FEATNORM_BATCH) n += 2 * F;
+    return n;
+}
+
+uint64_t mcl_acl_param_count(const mcl_acl_config *cfg) { return cfg ? to_u64(param_count(cfg)) : 0; }
+
+uint64_t mcl_acl_param_bytes(const mcl_acl_config *cfg)
+{
+    return cfg ? to_u64(param_count(cfg) * (double)sizeof(float)) : 0;
+}
+
+uint64_t mcl_acl_train_bytes(const mcl_acl_config *cfg, int64_t batch, int64_t rows)
+{
+    if (!cfg) return 0;
+    const mcl_acl_config *c = cfg;
+    const double S = c->image_size, C = c->conv_channels, Hd = c->hidden, H = c->heads;
+    const double D = c->heads > 0 ? (double)c->hidden / c->heads : 0.0;
+    const double FF = (double)c->ff_mult * c->hidden, L = c->layers > 0 ? c->layers : 0;
+    const double R = (double)(batch > 0 ? batch : 1) * (double)(rows > 0 ? rows : 1);
+    /* values, gradients, Adam m and v */
+    double floats = 4 * param_count(c);
+    /* per image: conv output, norm, ReLU at each block's resolution, then the pooled map */
+    double conv = 0;
+    for (int i = 0; i < 4; i++) {
+        double side = S / (double)(1 << i);
+        conv += C * side * side * 3.25 + c->in_channels * (i == 0) * side * side;
+    }
+    /* per row and layer: norms, q/k/v/y, the output and the feed-forward block */
+    double row = conv + 2 * Hd + L * (10 * Hd + 3 * FF) + 4 * c->n_way;
+    /* per sequence and layer: the fast weights and their gradients */
+    double seq = L * 2 * H * (3 * D * D + 4 * D);
+    /* the backward pass holds a gradient next to each kept activation: twice */
+    floats += 2 * (R * row + (double)(batch > 0 ? batch : 1) * seq);
+    return to_u64(floats * (double)sizeof(float));
+}
+
 mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
 {
     if (!ctx) return NULL;
@@ -54,6 +105,16 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
                           c->n_way, c->hidden, c->heads, c->layers, c->ff_mult,
                           (double)c->dropout, c->conv_channels, c->in_channels, c->image_size,
                           c->feature_norm);
+        return NULL;
+    }
+    char budget[512];
+    if (mcl_check_budget(mcl_acl_param_bytes(c), "the model's parameters", budget,
+                         sizeof budget) != MCL_OK) {
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM,
+                          "model (hidden %d, heads %d, layers %d, ff_mult %d, conv_channels %d, "
+                          "image_size %d): %s",
+                          c->hidden, c->heads, c->layers, c->ff_mult, c->conv_channels,
+                          c->image_size, budget);
         return NULL;
     }
     mcl_acl *m = calloc(1, sizeof *m);

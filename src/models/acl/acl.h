@@ -146,7 +146,20 @@ typedef struct mcl_acl_state {
     mcl_tensor **t; /* layers·4 tensors: layer l's {W_y, W_q, W_k, w_b} at 4l..4l+3 */
 } mcl_acl_state;
 
-/* Create and initialize a model on ctx. Returns NULL (error in ctx) on a bad config. */
+/* Memory estimates, computed from the config alone (nothing allocated), saturating at
+ * UINT64_MAX. mcl_acl_param_count: the number of float parameters the config registers;
+ * mcl_acl_param_bytes: their bytes (what loading or exporting a model needs);
+ * mcl_acl_train_bytes: a training step with `batch` sequences of `rows` examples each:
+ * parameters, gradients and Adam's two state slots, plus the activations one step keeps for
+ * its backward pass (a lower estimate: the Conv-4 maps, the per-row layer outputs, the
+ * per-sequence fast weights). */
+uint64_t mcl_acl_param_count(const mcl_acl_config *cfg);
+uint64_t mcl_acl_param_bytes(const mcl_acl_config *cfg);
+uint64_t mcl_acl_train_bytes(const mcl_acl_config *cfg, int64_t batch, int64_t rows);
+
+/* Create and initialize a model on ctx. Returns NULL (error in ctx) on a bad config, or when
+ * mcl_acl_param_bytes(cfg) exceeds the memory budget (mcl_memory_budget, src/common/util.h:
+ * MCL_ERR_OOM, refused before any tensor is allocated). */
 mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg);
 void mcl_acl_free(mcl_acl *m);
 void mcl_acl_set_training(mcl_acl *m, int training);

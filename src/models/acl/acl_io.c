@@ -7,6 +7,7 @@
 
 #include "acl.h"
 #include "keys.h"
+#include "util.h"
 
 #define fail mcl_errbuf
 
@@ -104,7 +105,8 @@ mcl_status mcl_acl_save(mcl_acl *m, const char *path, const mcl_optim *optim,
 }
 
 /* The config a checkpoint was written with (header and config sections only). */
-static mcl_status file_config(const char *path, mcl_acl_config *cfg, char *err, size_t err_len)
+static mcl_status file_config(const char *path, mcl_acl_config *cfg, uint64_t *params_len,
+                              char *err, size_t err_len)
 {
     mcl_ckpt_info info;
     mcl_status st = mcl_ckpt_read_info(path, &info, err, err_len);
@@ -117,6 +119,7 @@ static mcl_status file_config(const char *path, mcl_acl_config *cfg, char *err, 
         st = mcl_acl_config_parse(cfg, info.config, e2, sizeof e2);
         if (st != MCL_OK) fail(err, err_len, st, "checkpoint '%s': config: %s", path, e2);
     }
+    if (params_len) *params_len = info.params_len;
     mcl_ckpt_info_free(&info);
     return st;
 }
@@ -127,7 +130,7 @@ mcl_status mcl_acl_load(mcl_acl *m, const char *path, mcl_optim *optim, int rest
     if (info) memset(info, 0, sizeof *info);
     if (!m || !path) return fail(err, err_len, MCL_ERR_NULL, "mcl_acl_load: NULL argument");
     mcl_acl_config fc;
-    mcl_status st = file_config(path, &fc, err, err_len);
+    mcl_status st = file_config(path, &fc, NULL, err, err_len);
     if (st != MCL_OK) return st;
     const char *diff = config_diff(&fc, &m->cfg);
     if (diff)
@@ -150,8 +153,21 @@ mcl_status mcl_acl_open(mcl_ctx *ctx, const char *path, mcl_acl **out, char *err
     if (out) *out = NULL;
     if (!ctx || !path || !out) return fail(err, err_len, MCL_ERR_NULL, "mcl_acl_open: NULL argument");
     mcl_acl_config cfg;
-    mcl_status st = file_config(path, &cfg, err, err_len);
+    uint64_t params_len = 0;
+    mcl_status st = file_config(path, &cfg, &params_len, err, err_len);
     if (st != MCL_OK) return st;
+    /* The file's own config is untrusted: the parameters it asks for must be in the file
+     * (each float takes 4 bytes of the params section) and fit the memory budget, both
+     * checked before the model is built. */
+    const uint64_t need = mcl_acl_param_bytes(&cfg);
+    if (params_len < need)
+        return fail(err, err_len, MCL_ERR_FORMAT,
+                    "checkpoint '%s': its config needs %" PRIu64 " parameters (%" PRIu64
+                    " bytes) but its params section holds %" PRIu64 " bytes: corrupt file",
+                    path, mcl_acl_param_count(&cfg), need, params_len);
+    char e2[512];
+    if (mcl_check_budget(need, "its model's parameters", e2, sizeof e2) != MCL_OK)
+        return fail(err, err_len, MCL_ERR_OOM, "checkpoint '%s': %s", path, e2);
     mcl_acl *m = mcl_acl_create(ctx, &cfg);
     if (!m) {
         st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_INVALID;

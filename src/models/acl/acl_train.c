@@ -3,6 +3,7 @@
  * resume are the harness's (src/learn/train.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "acl_train.h"
+#include "util.h"
 
 #include "acl_eval.h"
 #include "tensor_impl.h"
@@ -280,6 +281,13 @@ static mcl_status acl_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
     t->seed = tc->seed;
     t->ctx = ctx;
     const mcl_acl_task_cfg *c = &t->cfg;
+    /* parameters + gradients + Adam state + one step's activations, before allocating */
+    const int64_t rows = (int64_t)c->n_tasks * c->n_way * ((int64_t)c->k_shot + 2);
+    char e2[512];
+    mcl_status bst = mcl_check_budget(mcl_acl_train_bytes(&c->model, t->batch, rows),
+                                      "training this config (parameters, optimizer state and "
+                                      "one step's activations)", e2, sizeof e2);
+    if (bst != MCL_OK) return fail(err, err_len, bst, "%s", e2);
     t->m = mcl_acl_create(ctx, &c->model);
     if (!t->m) return fail(err, err_len, MCL_ERR_INVALID, "model: %s", mcl_ctx_error(ctx));
     mcl_episode_cfg ec;
