@@ -45,6 +45,8 @@ check "--memory-limit 1M refuses the tiny run" 1 to "$METACL" train acl --config
 expect_text "names the option" "--memory-limit"
 METACL_MEMORY_LIMIT=1M check "METACL_MEMORY_LIMIT=1M refuses it too" 1 to "$METACL" train acl --config "$CONF" --out "$TMP/lim" --quiet
 expect_text "names the variable" "METACL_MEMORY_LIMIT"
+METACL_MEMORY_LIMIT=lots check "a malformed METACL_MEMORY_LIMIT is a usage error" 2 "$METACL" train acl --config "$CONF" --out "$TMP/lim2" --quiet
+expect_text "says what it wants" "want a size"
 check "--memory-limit takes a size" 2 "$METACL" train acl --config "$CONF" --memory-limit lots --out "$TMP/lim"
 
 # duplicate keys in a file; --set after the file is an override, not a duplicate

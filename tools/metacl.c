@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "config.h"
 #include "metacl.h"
+#include "util.h"
 
 /* The commands: dispatch and the listing of `metacl --help`. Groups (bench, data, ckpt)
  * list their own subcommand tables. */
@@ -275,6 +276,12 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    const char *limit = getenv("METACL_MEMORY_LIMIT");
+    uint64_t lv = 0;
+    if (limit && *limit && (mcl_parse_size(limit, &lv) != 0 || lv == 0)) {
+        fprintf(stderr, "metacl: METACL_MEMORY_LIMIT='%s': want a size such as 512M or 64G\n", limit);
+        return 2;
+    }
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) cmd = "help";
     if (strcmp(cmd, "--version") == 0) cmd = "version";
     for (int i = 0; i < N_COMMANDS; i++)
