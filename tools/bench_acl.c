@@ -1,4 +1,4 @@
-/* bench_acl.c — `metacl bench acl`: the three ACL workloads of the model issue, timed on one
+/* bench_acl.c — `metacl bench acl`: the three ACL workloads (srwm, Conv-4, a meta-training step), timed on one
  * backend. tools/bench-acl-torch.py implements the same workloads with the same shapes in
  * PyTorch, and tools/bench-acl-vs-torch.py runs both back to back and prints the ratios.
  *
