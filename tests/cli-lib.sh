@@ -20,3 +20,36 @@ expect_text() { # expect_text "description" "substring": in the last checked com
     *) fail=$((fail + 1)); echo "FAIL: $1: output lacks '$2'"; echo "$LAST_OUT" | sed 's/^/    /' ;;
     esac
 }
+# prepare_hershey DIR: the hershey set (Debian hershey-fonts-data) prepared into DIR for the
+# training tests; on failure the log is printed and the test exits 1.
+prepare_hershey() {
+    if ! "$METACL" data prepare hershey --data-dir "$1" >"$1.prep.log" 2>&1; then
+        echo "FAIL: cannot prepare the hershey set (Debian hershey-fonts-data missing?)"
+        cat "$1.prep.log"
+        exit 1
+    fi
+}
+# tiny_conf FILE DATA_DIR: the tiny ACL config of the training tests (3-way 2-shot, 2 tasks,
+# hidden 16, 4 conv channels, 6 steps of 2 sequences, validation and checkpoints every 3
+# steps, a metrics row every step; runs in a fraction of a second). Tests vary it with --set.
+tiny_conf() {
+    cat >"$1" <<CONF
+model.n_way = 3
+model.hidden = 16
+model.heads = 2
+model.layers = 1
+model.conv_channels = 4
+model.feature_norm = batch
+task.n_way = 3
+task.k_shot = 2
+task.n_tasks = 2
+data.domains = hershey
+data.dir = $2
+train.steps = 6
+train.batch = 2
+train.val_every = 3
+train.val_batches = 1
+train.ckpt_every = 3
+train.log_every = 1
+CONF
+}

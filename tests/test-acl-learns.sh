@@ -35,10 +35,7 @@ if above 0.5 0.70 || above 0.70 0.70 || ! above 0.71 0.70; then
 else pass=$((pass + 1)); fi
 
 rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
-if ! "$METACL" data prepare hershey --data-dir "$TMP/data" >"$TMP/prep.log" 2>&1; then
-    echo "FAIL: cannot prepare the hershey set (Debian hershey-fonts-data missing?)"
-    cat "$TMP/prep.log"; rm -rf "$TMP"; exit 1
-fi
+prepare_hershey "$TMP/data"
 CONF=$TMP/tiny.conf
 cat >"$CONF" <<CONF
 model.n_way = 2

@@ -18,31 +18,11 @@ case "$("$METACL" devices --json 2>/dev/null)" in
 esac
 rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
 trap 'rm -rf "$TMP"' EXIT
-if ! "$METACL" data prepare hershey --data-dir "$TMP/data" >"$TMP/prep.log" 2>&1; then
-    echo "FAIL: cannot prepare the hershey set"; cat "$TMP/prep.log"; exit 1
-fi
+prepare_hershey "$TMP/data"
 cp -r "$SRCDIR/kernels" "$TMP/kern" && chmod -R u+w "$TMP/kern" &&
     printf '\000' | dd of="$TMP/kern/norm.cl" bs=1 count=1 conv=notrunc 2>/dev/null ||
     { echo "FAIL: cannot make the corrupted kernel directory"; exit 1; }
-cat >"$TMP/tiny.conf" <<CONF
-model.n_way = 3
-model.hidden = 16
-model.heads = 2
-model.layers = 1
-model.conv_channels = 4
-model.feature_norm = batch
-task.n_way = 3
-task.k_shot = 2
-task.n_tasks = 2
-data.domains = hershey
-data.dir = $TMP/data
-train.steps = 6
-train.batch = 2
-train.val_every = 3
-train.val_batches = 1
-train.ckpt_every = 3
-train.log_every = 1
-CONF
+tiny_conf "$TMP/tiny.conf" "$TMP/data"
 for i in 1 2 3 4 5; do
     check "corrupted kernels, run $i: exit 1" 1 env METACL_NO_CACHE=1 METACL_KERNEL_DIR="$TMP/kern" \
         "$METACL" train acl --config "$TMP/tiny.conf" --backend opencl --out "$TMP/run$i" --quiet

@@ -14,10 +14,7 @@ to() { timeout 20 "$@"; } # a hang fails (exit 124) instead of stalling the suit
 
 echo "test-reliability-cli.sh: binary $METACL"
 rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
-if ! "$METACL" data prepare hershey --data-dir "$TMP/data" >"$TMP/prep.log" 2>&1; then
-    echo "FAIL: cannot prepare the hershey set (Debian hershey-fonts-data missing?)"
-    cat "$TMP/prep.log"; rm -rf "$TMP"; exit 1
-fi
+prepare_hershey "$TMP/data"
 CONF=$TMP/tiny.conf
 cat >"$CONF" <<CONF
 model.n_way = 2

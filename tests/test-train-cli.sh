@@ -16,31 +16,9 @@ same_file() { # same_file "description" A B
 
 echo "test-train-cli: binary $METACL (seeds: model.seed 1, train.seed 1 from the config)"
 rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
-if ! "$METACL" data prepare hershey --data-dir "$TMP/data" >"$TMP/prep.log" 2>&1; then
-    echo "FAIL: cannot prepare the hershey set (Debian hershey-fonts-data missing?)"
-    cat "$TMP/prep.log"; rm -rf "$TMP"; exit 1
-fi
+prepare_hershey "$TMP/data"
 CONF=$TMP/tiny.conf
-cat >"$CONF" <<CONF
-# tiny: runs in a fraction of a second
-model.n_way = 3
-model.hidden = 16
-model.heads = 2
-model.layers = 1
-model.conv_channels = 4
-model.feature_norm = batch
-task.n_way = 3
-task.k_shot = 2
-task.n_tasks = 2
-data.domains = hershey
-data.dir = $TMP/data
-train.steps = 6
-train.batch = 2
-train.val_every = 3
-train.val_batches = 1
-train.ckpt_every = 3
-train.log_every = 1
-CONF
+tiny_conf "$CONF" "$TMP/data"
 
 check "no arguments" 2 "$METACL" train
 check "unknown model" 2 "$METACL" train smn --config "$CONF"

@@ -17,10 +17,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 echo "test-train-kill: binary $METACL"
 rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
-if ! "$METACL" data prepare hershey --data-dir "$TMP/data" >"$TMP/prep.log" 2>&1; then
-    echo "FAIL: cannot prepare the hershey set (Debian hershey-fonts-data missing?)"
-    cat "$TMP/prep.log"; rm -rf "$TMP"; exit 1
-fi
+prepare_hershey "$TMP/data"
 STEPS=15
 CONF=$TMP/tiny.conf
 cat >"$CONF" <<CONF
