@@ -1048,15 +1048,30 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
         set_err(err, err_len, "lines: reference level is infinite");
         return MCL_ERR_INVALID;
     }
-    int nm = spec->n_markers;
+    int nm = spec->n_markers, nseg = spec->n_ref_segments;
     if (nm < 0 || nm > MCL_PLOT_MAX_MARKERS || (nm > 0 && !spec->marker_x)) {
         set_err(err, err_len, "lines: %d markers (0..%d, with positions)", nm, MCL_PLOT_MAX_MARKERS);
         return MCL_ERR_INVALID;
     }
+    if (nseg < 0 || nseg > MCL_PLOT_MAX_MARKERS + 1 ||
+        (nseg > 0 && (!spec->ref_seg_x0 || !spec->ref_seg_x1 || !spec->ref_seg_y))) {
+        set_err(err, err_len, "lines: %d reference segments (0..%d, with positions)", nseg,
+                MCL_PLOT_MAX_MARKERS + 1);
+        return MCL_ERR_INVALID;
+    }
+    double ys_extra[MCL_PLOT_MAX_MARKERS + 2];
+    ys_extra[0] = spec->ref_y;
+    for (int i = 0; i < nseg; i++) {
+        if (!isfinite(spec->ref_seg_y[i]) || !isfinite(spec->ref_seg_x0[i]) || !isfinite(spec->ref_seg_x1[i])) {
+            set_err(err, err_len, "lines: reference segment %d is not finite", i);
+            return MCL_ERR_INVALID;
+        }
+        ys_extra[1 + i] = spec->ref_seg_y[i];
+    }
     mcl_plot_axes a;
     memset(&a, 0, sizeof a);
     if (axis_range(series, n_series, 0, spec->marker_x, nm, &a.xmin, &a.xmax) != 0 ||
-        axis_range(series, n_series, 1, &spec->ref_y, 1, &a.ymin, &a.ymax) != 0) {
+        axis_range(series, n_series, 1, ys_extra, 1 + nseg, &a.ymin, &a.ymax) != 0) {
         set_err(err, err_len, "lines: the data span too large a range to plot");
         return MCL_ERR_INVALID;
     }
@@ -1074,7 +1089,7 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
     if (xt.n) xlast = (int)ceil(text_w(m, xt.label[xt.n - 1]));
     /* legend */
     char nb[32];
-    int name_w = 0, has_ref = !isnan(spec->ref_y), smooth = spec->smooth > 1;
+    int name_w = 0, has_ref = !isnan(spec->ref_y) || nseg > 0, smooth = spec->smooth > 1;
     const char *rname = spec->ref_label ? spec->ref_label : "reference";
     for (int s = 0; s < n_series; s++) {
         snprintf(nb, sizeof nb, "series %d", s);
@@ -1170,13 +1185,23 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
         }
     }
     if (has_ref) {
-        double y = mcl_axes_py(&a, spec->ref_y), d[2] = {7, 4};
+        double d[2] = {7, 4};
         cairo_set_source_rgb(cr, MCL_PLOT_REF_GRAY / 255.0, MCL_PLOT_REF_GRAY / 255.0,
                              MCL_PLOT_REF_GRAY / 255.0);
         cairo_set_line_width(cr, 1.5);
         cairo_set_dash(cr, d, 2, 0);
-        cairo_move_to(cr, a.left, y);
-        cairo_line_to(cr, a.right, y);
+        if (!isnan(spec->ref_y)) {
+            double y = mcl_axes_py(&a, spec->ref_y);
+            cairo_move_to(cr, a.left, y);
+            cairo_line_to(cr, a.right, y);
+        }
+        for (int i = 0; i < nseg; i++) { /* a level over a part of the x range */
+            double y = mcl_axes_py(&a, spec->ref_seg_y[i]);
+            double x0 = fmax(a.left, fmin(a.right, mcl_axes_px(&a, spec->ref_seg_x0[i])));
+            double x1 = fmax(a.left, fmin(a.right, mcl_axes_px(&a, spec->ref_seg_x1[i])));
+            cairo_move_to(cr, x0, y);
+            cairo_line_to(cr, x1, y);
+        }
         cairo_stroke(cr);
         cairo_set_dash(cr, NULL, 0, 0);
     }

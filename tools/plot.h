@@ -170,6 +170,11 @@ typedef struct mcl_lines_spec {
     int n_markers;           /* vertical dotted lines at marker_x[i] (0..MCL_PLOT_MAX_MARKERS) */
     const double *marker_x;
     const char *const *marker_labels; /* written at the top of each marker; NULL = none */
+    /* dashed reference levels over parts of the x range (e.g. each curriculum stage's chance
+     * level): segment i at y ref_seg_y[i] from x ref_seg_x0[i] to ref_seg_x1[i], drawn like
+     * ref_y and under its legend entry (0..MCL_PLOT_MAX_MARKERS + 1 segments) */
+    int n_ref_segments;
+    const double *ref_seg_x0, *ref_seg_x1, *ref_seg_y;
 } mcl_lines_spec;
 
 /* Where a line plot maps data: x = xmin at column `left`, xmax at `right`; y = ymin at row

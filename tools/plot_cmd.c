@@ -1,12 +1,13 @@
 /* plot_cmd.c — `metacl plot`: learning curves from run directories.
  *
- *   metacl plot RUN_DIR... --out FILE.png|.svg|.pdf [--y COLUMN] [--chance P] [--title TEXT]
+ *   metacl plot RUN_DIR... --out FILE.png|.svg|.pdf [--y COLUMN] [--chance P]... [--title TEXT]
  *               [--smooth N] [--label NAME]... [--cumulative]
  *
  * Reads RUN_DIR/metrics.csv (written by `metacl train`), plots COLUMN (default acc_main;
  * any column of the header: loss, acc_main, acc_acl, acc_first_shot, lr, val_score, ...)
  * against the step, one line per run (empty cells and -1 accuracies are skipped), with an
- * optional dashed chance level and an optional moving average over N points. Legend labels
+ * optional dashed chance level (with --cumulative one per stage) and an optional moving
+ * average over N points. Legend labels
  * are the run directories' names, or the --label values in order. --cumulative treats the
  * runs as the stages of a curriculum, in the order given: each stage's steps continue where the
  * previous stage ended (unless its own step numbers already do), and dotted lines mark where
@@ -26,16 +27,18 @@
 
 typedef struct plot_opts {
     char out[4096], y[256], title[256];
-    float chance;
-    int smooth, cumulative, n_labels;
+    int smooth, cumulative, n_labels, n_chance;
     mcl_cli_arg labels[MAX_RUNS];
+    mcl_cli_arg chance[MAX_RUNS];
 } plot_opts;
 
 static const mcl_key plot_keys[] = {
     MCL_OPT_STR("out", 'o', plot_opts, out, NULL, "FILE", "the figure to write (required): .png, .svg or .pdf"),
     MCL_OPT_STR("y", 0, plot_opts, y, "acc_main", "COLUMN",
                 "column of metrics.csv: loss, acc_main, acc_acl, acc_first_shot, lr, val_score, ..."),
-    MCL_OPT_FLOAT("chance", 0, plot_opts, chance, 0, 1, NULL, "P", "a dashed chance level at P (a probability in [0, 1])"),
+    MCL_OPT_APPEND("chance", 0, plot_opts, chance, n_chance, "P",
+                   "a dashed chance level at P (a probability in [0, 1]); with --cumulative one\n"
+                   "per stage in order (each drawn over its stage), or one for all"),
     MCL_OPT_STR("title", 0, plot_opts, title, NULL, "TEXT", "the title (default: the column)"),
     MCL_OPT_INT("smooth", 0, plot_opts, smooth, 0, 100000, "0", "N",
                 "also draw the moving average over N points (the raw curve stays, faint)"),
@@ -121,7 +124,6 @@ int mcl_cli_plot(int argc, char **argv)
 {
     plot_opts o;
     memset(&o, 0, sizeof o);
-    o.chance = NAN;
     mcl_cli_parsed p;
     int prc = mcl_cli_parse(&plot_cmd, argc, argv, &o, &p);
     if (prc != MCL_CLI_GO) return prc;
@@ -130,6 +132,16 @@ int mcl_cli_plot(int argc, char **argv)
     char err[512];
     if (mcl_plot_check_path(o.out, err, sizeof err) != MCL_OK) return mcl_cli_usage_error(&plot_cmd, "%s", err);
     if (o.n_labels > p.n_pos) return mcl_cli_usage_error(&plot_cmd, "more --label than run directories");
+    double chance[MAX_RUNS];
+    for (int i = 0; i < o.n_chance; i++) {
+        float v;
+        if (mcl_parse_f32(o.chance[i].value, 0.0f, 1.0f, &v))
+            return mcl_cli_usage_error(&plot_cmd, "--chance '%s': want a probability in [0, 1]", o.chance[i].value);
+        chance[i] = v;
+    }
+    if (o.n_chance > 1 && (!o.cumulative || o.n_chance != p.n_pos))
+        return mcl_cli_usage_error(&plot_cmd, "several --chance values need --cumulative and one per run directory "
+                                              "(%d given for %d)", o.n_chance, p.n_pos);
     const char *out = o.out, *col = o.y, *title = o.title[0] ? o.title : NULL;
     const char *const *dirs = p.pos;
     const int n_dirs = p.n_pos;
@@ -139,6 +151,7 @@ int mcl_cli_plot(int argc, char **argv)
     const char *mark_lab[MAX_RUNS];
     int n_mark = 0, rc = 0;
     double end = 0.0, last_raw = -INFINITY; /* cumulative: where the previous stage ended */
+    double seg_x0[MAX_RUNS], seg_x1[MAX_RUNS];
     memset(s, 0, sizeof s);
     for (int k = 0; k < n_dirs && rc == 0; k++) {
         double *x = NULL, *y = NULL;
@@ -171,7 +184,9 @@ int mcl_cli_plot(int argc, char **argv)
                 mark_lab[n_mark] = mark_txt[n_mark];
                 n_mark++;
             }
+            seg_x0[k] = k > 0 ? fmin(end, x[0]) : x[0];
             end = x[s[k].n - 1];
+            seg_x1[k] = end;
         }
     }
     if (rc == 0) {
@@ -182,8 +197,14 @@ int mcl_cli_plot(int argc, char **argv)
         sp.title = t;
         sp.xlabel = o.cumulative ? "step (cumulative over the stages)" : "step";
         sp.ylabel = col;
-        sp.ref_y = o.chance;
+        sp.ref_y = o.n_chance == 1 ? chance[0] : NAN;
         sp.ref_label = "chance";
+        if (o.n_chance > 1) { /* one level per stage, over the stage */
+            sp.n_ref_segments = o.n_chance;
+            sp.ref_seg_x0 = seg_x0;
+            sp.ref_seg_x1 = seg_x1;
+            sp.ref_seg_y = chance;
+        }
         sp.smooth = o.smooth;
         sp.n_markers = n_mark;
         sp.marker_x = mark_x;
