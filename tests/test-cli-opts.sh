@@ -87,9 +87,15 @@ expect_text "seed wants an unsigned integer" "--seed = '-1': want an unsigned in
 check "bad enum" 2 "$METACL" eval acl --protocol nope --ckpt x --data hershey
 expect_text "lists the protocols" "seq, two-task, split-dil or split-cil"
 check "bad float" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance half
-expect_text "plot names --chance" "--chance = 'half'"
+expect_text "plot names --chance" "'half'"
 check "plot --chance out of [0,1]" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance 5
-expect_text "chance is a probability" "--chance = '5': want a number in [0, 1]"
+expect_text "chance is a probability" "want a probability in [0, 1]"
+# one chance level per curriculum stage (--cumulative), or one for all
+mkdir -p "$TMP/s1" "$TMP/s2"
+for d in s1 s2; do printf 'step,loss,acc_main\n10,1,0.5\n20,0.9,0.6\n' >"$TMP/$d/metrics.csv"; done
+check "plot: a chance level per stage" 0 "$METACL" plot "$TMP/s1" "$TMP/s2" --cumulative --chance 0.5 --chance 0.2 --out "$TMP/stages.png"
+check "plot: per-stage levels need --cumulative" 2 "$METACL" plot "$TMP/s1" "$TMP/s2" --chance 0.5 --chance 0.2 --out "$TMP/stages.png"
+check "plot: one level per stage" 2 "$METACL" plot "$TMP/s1" "$TMP/s2" --cumulative --chance 0.5 --chance 0.2 --chance 0.1 --out "$TMP/stages.png"
 check "help with an argument" 2 "$METACL" help bogus
 expect_text "help names the argument" "unexpected argument 'bogus'"
 check "ckpt info --bogus is an option, not a file" 2 "$METACL" ckpt info --bogus
