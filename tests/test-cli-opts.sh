@@ -90,6 +90,8 @@ check "bad float" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance half
 expect_text "plot names --chance" "'half'"
 check "plot --chance out of [0,1]" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance 5
 expect_text "chance is a probability" "want a probability in [0, 1]"
+check "eval: more --data than tasks" 2 "$METACL" eval acl --ckpt x.ckpt --protocol two-task --data hershey --data hershey --data fmnist
+expect_text "eval says why" "3 --data for 2 tasks"
 # one chance level per curriculum stage (--cumulative), or one for all
 mkdir -p "$TMP/s1" "$TMP/s2"
 for d in s1 s2; do printf 'step,loss,acc_main\n10,1,0.5\n20,0.9,0.6\n' >"$TMP/$d/metrics.csv"; done

@@ -627,6 +627,11 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         fprintf(stderr, "metacl %s: %s takes exactly one --data\n", cmd_name, protocol);
         return 2;
     }
+    if (seq && n_data > tasks) {
+        fprintf(stderr, "metacl %s: %d --data for %d task%s (one per task; fewer: the last one is used for "
+                        "the remaining tasks)\n", cmd_name, n_data, tasks, tasks == 1 ? "" : "s");
+        return 2;
+    }
 
     mcl_ctx *ctx = NULL;
     rc = mcl_cli_open_ctx(backend, device, &ctx);
