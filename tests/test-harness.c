@@ -24,6 +24,7 @@
 #include "metacl.h"
 #include "testutil.h"
 #include "train.h"
+#include "acl_train.h"
 
 #define SEED 20261124u
 #define DIM 4
@@ -294,6 +295,30 @@ static void test_keys(void)
     CHECK(memcmp(c.fcfg, d.fcfg, sizeof(toy_cfg)) != 0, "a changed float is noticed");
     mcl_run_cfg_free(&d);
     mcl_run_cfg_free(&c);
+
+    /* regression (fuzz-config): a name list holding an idx: item without its label file
+     * printed with ',' read back as another list; with ';' it reads back item for item */
+    {
+        static const char *const cases[] = {
+            "data.domains = hershey,idx:  ;= `       ,   nsains =\n",
+            "data.domains = idx:a.idx,b.idx;hershey\n",
+            "data.domains = idx:a.idx;hershey\n",
+        };
+        for (int i = 0; i < 3; i++) {
+            mcl_run_cfg a, b2;
+            mcl_run_cfg_init(&a, &mcl_acl_family, err, sizeof err);
+            mcl_run_cfg_init(&b2, &mcl_acl_family, err, sizeof err);
+            mcl_status pst = mcl_run_cfg_parse(&a, cases[i], "case", err, sizeof err);
+            char *t1 = pst == MCL_OK ? mcl_run_cfg_to_text(&a) : NULL;
+            char *t2 = NULL;
+            if (t1 && mcl_run_cfg_parse(&b2, t1, "printed", err, sizeof err) == MCL_OK) t2 = mcl_run_cfg_to_text(&b2);
+            CHECK(pst != MCL_OK || (t1 && t2 && !strcmp(t1, t2)), "domains case %d reads back as printed: %s", i, err);
+            free(t1);
+            free(t2);
+            mcl_run_cfg_free(&a);
+            mcl_run_cfg_free(&b2);
+        }
+    }
 
     /* lists */
     typedef struct lst {

@@ -40,7 +40,7 @@ if [ "$(ndom "$TMP/b")" = 2 ]; then pass=$((pass + 1)); else fail=$((fail + 1));
 check "two idx: domains, ';'-separated" 0 "$METACL" train acl --config "$TMP/tiny.conf" --out "$TMP/c" --quiet \
     --set "data.domains=idx:$IMG,$LAB;idx:$IMG,$LAB" --set train.steps=2
 if [ "$(ndom "$TMP/c")" = 2 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: ';' list: log.txt:"; sed 's/^/    /' "$TMP/c/log.txt"; fi
-# config.txt joins the items with ',': the resumed run reads the same two domains
+# config.txt joins the items with ';' (a list with idx: items): the resumed run reads the same two domains
 check "resume reads config.txt's idx: domains back" 0 "$METACL" train acl --resume "$TMP/c" --set train.steps=4 --quiet
 if [ "$(ndom "$TMP/c")" = 4 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: resume: log.txt:"; sed 's/^/    /' "$TMP/c/log.txt"; fi
 check "idx: with one file and a trailing comma is a bad value" 2 "$METACL" train acl --config "$TMP/tiny.conf" \

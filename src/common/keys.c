@@ -247,10 +247,15 @@ int mcl_key_format(const mcl_key *k, const void *obj, char *out, size_t cap)
         size_t w = 0;
         if (!out || !cap) return 0; /* lists need a buffer */
         out[0] = 0;
+        /* a name list with an idx: item is joined with ';' so that it reads back item for
+         * item ("idx:A,B" keeps its comma; "idx:" followed by ',' would take the next item) */
+        const char *sep = ",";
+        for (int i = 0; k->type == MCL_KEY_TYPE_STRLIST && i < cnt; i++)
+            if (!strncmp(CFIELD(obj, k, char) + (size_t)i * (k->size / (size_t)k->max), "idx:", 4)) sep = ";";
         for (int i = 0; i < cnt && w < cap; i++) {
             int r;
             if (k->type == MCL_KEY_TYPE_STRLIST)
-                r = snprintf(out + w, cap - w, "%s%s", i ? "," : "",
+                r = snprintf(out + w, cap - w, "%s%s", i ? sep : "",
                              CFIELD(obj, k, char) + (size_t)i * (k->size / (size_t)k->max));
             else
                 r = snprintf(out + w, cap - w, "%s%.9g", i ? "," : "",
