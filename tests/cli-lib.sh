@@ -29,11 +29,13 @@ prepare_hershey() {
         exit 1
     fi
 }
-# tiny_conf FILE DATA_DIR: the tiny ACL config of the training tests (3-way 2-shot, 2 tasks,
-# hidden 16, 4 conv channels, 6 steps of 2 sequences, validation and checkpoints every 3
-# steps, a metrics row every step; runs in a fraction of a second). Tests vary it with --set.
+# tiny_conf FILE DATA_DIR [KEY=VALUE]...: the tiny ACL config of the training tests (3-way
+# 2-shot, 2 tasks, hidden 16, 4 conv channels, 6 steps of 2 sequences, validation and
+# checkpoints every 3 steps, a metrics row every step; runs in a fraction of a second), with
+# each KEY=VALUE replacing that key's line (or added when the key is not there).
 tiny_conf() {
-    cat >"$1" <<CONF
+    _tc_file=$1
+    cat >"$_tc_file" <<CONF
 model.n_way = 3
 model.hidden = 16
 model.heads = 2
@@ -52,4 +54,10 @@ train.val_batches = 1
 train.ckpt_every = 3
 train.log_every = 1
 CONF
+    shift 2
+    for _tc_kv in "$@"; do
+        awk -v k="${_tc_kv%%=*}" -v v="${_tc_kv#*=}" '
+            $1 == k { print k " = " v; done = 1; next } { print } END { if (!done) print k " = " v }
+        ' "$_tc_file" >"$_tc_file.new" && mv "$_tc_file.new" "$_tc_file"
+    done
 }

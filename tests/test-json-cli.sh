@@ -47,26 +47,7 @@ json_ok "ckpt info --json: facts" "$TMP/ckpt.json" \
     'd["model"] == "acl" and d["parameters"] > 0 and d["provenance"]["config"]["n_way"] == "5" and d["provenance"]["backend"] == "ref"'
 
 CONF=$TMP/tiny.conf
-cat >"$CONF" <<CONF
-model.n_way = 3
-model.hidden = 16
-model.heads = 2
-model.layers = 1
-model.conv_channels = 4
-model.feature_norm = batch
-task.n_way = 3
-task.k_shot = 2
-task.n_tasks = 2
-task.acl = 0
-data.domains = hershey
-data.dir = $TMP/data
-train.steps = 4
-train.batch = 2
-train.val_every = 2
-train.val_batches = 1
-train.ckpt_every = 2
-train.log_every = 1
-CONF
+tiny_conf "$CONF" "$TMP/data" task.acl=0 train.steps=4 train.val_every=2 train.ckpt_every=2
 # train --json: one JSON object on stdout, nothing else
 "$METACL" train acl --config "$CONF" --out "$TMP/run" --json >"$TMP/train.json" 2>"$TMP/train.err"
 json_ok "train --json" "$TMP/train.json" "$PROV"

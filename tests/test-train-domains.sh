@@ -12,24 +12,7 @@ rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
 trap 'rm -rf "$TMP"' EXIT
 IMG=$SRCDIR/data/fixtures/tiny-images-idx3-ubyte.gz
 LAB=$SRCDIR/data/fixtures/tiny-labels-idx1-ubyte.gz
-cat >"$TMP/tiny.conf" <<CONF
-model.n_way = 3
-model.hidden = 16
-model.heads = 2
-model.layers = 1
-model.conv_channels = 4
-model.feature_norm = batch
-task.n_way = 3
-task.k_shot = 2
-task.n_tasks = 2
-data.domains = idx:$IMG,$LAB
-train.steps = 4
-train.batch = 2
-train.val_every = 2
-train.val_batches = 1
-train.ckpt_every = 2
-train.log_every = 1
-CONF
+tiny_conf "$TMP/tiny.conf" "" "data.domains=idx:$IMG,$LAB" train.steps=4 train.val_every=2 train.ckpt_every=2
 # (one domain of 3 classes holds one 3-way task: task.n_tasks = 1 there)
 ndom() { grep -c "^data idx:$IMG,$LAB: 36 training images of 3 classes" "$1/log.txt" 2>/dev/null; }
 check "one idx: domain from a config file" 0 "$METACL" train acl --config "$TMP/tiny.conf" --out "$TMP/a" --quiet --set task.n_tasks=1

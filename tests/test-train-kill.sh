@@ -20,25 +20,7 @@ rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
 prepare_hershey "$TMP/data"
 STEPS=15
 CONF=$TMP/tiny.conf
-cat >"$CONF" <<CONF
-model.n_way = 3
-model.hidden = 16
-model.heads = 2
-model.layers = 1
-model.conv_channels = 4
-model.feature_norm = batch
-task.n_way = 3
-task.k_shot = 2
-task.n_tasks = 2
-data.domains = hershey
-data.dir = $TMP/data
-train.steps = $STEPS
-train.batch = 2
-train.val_every = 5
-train.val_batches = 1
-train.ckpt_every = 3
-train.log_every = 1
-CONF
+tiny_conf "$CONF" "$TMP/data" train.steps=$STEPS train.val_every=5
 
 rows() { if [ -f "$1/metrics.csv" ]; then echo $(($(wc -l <"$1/metrics.csv") - 1)); else echo 0; fi; }
 

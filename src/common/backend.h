@@ -152,11 +152,10 @@ struct mcl_backend {
 mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out);
 
 /* src/common/backends.c, the only file that names the backends: open a backend by kind
- * (device: NULL = default; MCL_ERR_UNSUPPORTED when the kind is not built in), whether a
- * kind is built in, and "name" or "name: device" of a backend for titles and logs. */
+ * (device: NULL = default; MCL_ERR_UNSUPPORTED when the kind is not built in), and
+ * "name" or "name: device" of a backend for titles and logs. */
 mcl_status mcl_backend_open(mcl_ctx *ctx, mcl_backend_kind kind, const char *device,
                             mcl_backend **out);
-int mcl_backend_available(mcl_backend_kind kind);
 void mcl_backend_describe(const mcl_backend *be, char *out, size_t n);
 
 /* Test hook (only in a build configured with --enable-test-hooks, which defines

@@ -57,13 +57,6 @@ mcl_status mcl_backend_open(mcl_ctx *ctx, mcl_backend_kind kind, const char *dev
     return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "unknown backend kind %d", (int)kind);
 }
 
-int mcl_backend_available(mcl_backend_kind kind)
-{
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
-        if (backends[i].kind == kind) return backends[i].create != NULL;
-    return 0;
-}
-
 void mcl_backend_describe(const mcl_backend *be, char *out, size_t n)
 {
     if (!n) return;

@@ -270,17 +270,25 @@ int mcl_key_format(const mcl_key *k, const void *obj, char *out, size_t cap)
 
 int mcl_key_differs(const mcl_key *k, const void *a, const void *b)
 {
-    const size_t cap = 1 << 16;
-    char *x = malloc(cap), *y = malloc(cap);
-    int d = 1;
-    if (x && y) {
-        mcl_key_format(k, a, x, cap);
-        mcl_key_format(k, b, y, cap);
-        d = strcmp(x, y) != 0;
+    switch (k->type) {
+    case MCL_KEY_TYPE_I64: return *CFIELD(a, k, int64_t) != *CFIELD(b, k, int64_t);
+    case MCL_KEY_TYPE_U64: return *CFIELD(a, k, uint64_t) != *CFIELD(b, k, uint64_t);
+    case MCL_KEY_TYPE_FLOAT: return memcmp(CFIELD(a, k, float), CFIELD(b, k, float), sizeof(float)) != 0;
+    case MCL_KEY_TYPE_STR: return strcmp(CFIELD(a, k, char), CFIELD(b, k, char)) != 0;
+    case MCL_KEY_TYPE_STRLIST:
+    case MCL_KEY_TYPE_FLOATLIST: {
+        const int na = *(const int *)(const void *)((const char *)a + k->count_off);
+        const int nb = *(const int *)(const void *)((const char *)b + k->count_off);
+        if (na != nb) return 1;
+        const size_t item = k->type == MCL_KEY_TYPE_STRLIST ? k->size / (size_t)k->max : sizeof(float);
+        for (int i = 0; i < na; i++) {
+            const char *x = CFIELD(a, k, char) + (size_t)i * item, *y = CFIELD(b, k, char) + (size_t)i * item;
+            if (k->type == MCL_KEY_TYPE_STRLIST ? strcmp(x, y) != 0 : memcmp(x, y, item) != 0) return 1;
+        }
+        return 0;
     }
-    free(x);
-    free(y);
-    return d;
+    default: return *CFIELD(a, k, int) != *CFIELD(b, k, int); /* int, bool, enum, flag */
+    }
 }
 
 char *mcl_keys_to_text(const mcl_key *keys, int n, const void *obj, const char *prefix)

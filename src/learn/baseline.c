@@ -36,12 +36,6 @@ static uint64_t problem_base(int64_t run, int64_t episode)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-static mcl_status ctx_fail(mcl_ctx *ctx, const char *fn, const char *what)
-{
-    if (mcl_ctx_status(ctx) != MCL_OK) return mcl_ctx_status(ctx);
-    return mcl_ctx_set_error(ctx, MCL_ERR_BACKEND, "%s: %s failed", fn, what);
-}
-
 /* Resolve defaults and check. */
 static mcl_status check_bcfg(mcl_ctx *ctx, const char *fn, const mcl_baseline_config *in,
                              mcl_baseline_config *c)
@@ -94,7 +88,7 @@ static mcl_status learner_create(mcl_ctx *ctx, const mcl_baseline_config *c, int
     const int64_t C = c->conv_channels;
     L->n_feat = C * 4; /* C channels × 2 × 2 after four 2×2 pools of 32×32 */
     L->params = mcl_params_create(ctx);
-    if (!L->params) return ctx_fail(ctx, "baseline", "parameter registry");
+    if (!L->params) return mcl_learner_fail(ctx, "baseline", "parameter registry");
     /* Conv-4 from streams base .. base+15 (conv4.h), the head from base+16 */
     mcl_status st = mcl_conv4_create(&L->conv, ctx, L->params, 1, (int)C, MCL_IMG, c->seed, base);
     const uint64_t k = 16;
@@ -102,7 +96,7 @@ static mcl_status learner_create(mcl_ctx *ctx, const mcl_baseline_config *c, int
     if (st == MCL_OK) {
         L->head_w = mcl_params_add(L->params, "head.w", 2, shw);
         L->head_b = mcl_params_add(L->params, "head.b", 1, shb);
-        if (!L->head_w || !L->head_b) st = ctx_fail(ctx, "baseline", "parameter");
+        if (!L->head_w || !L->head_b) st = mcl_learner_fail(ctx, "baseline", "parameter");
     }
     if (st == MCL_OK)
         st = mcl_tensor_randn(L->head_w, c->seed, base + k, 0.0f,
@@ -159,7 +153,7 @@ static mcl_status learner_train(learner *L, const mcl_dataset *ds, const int64_t
             if (st == MCL_OK) {
                 mcl_optim_zero_grad(L->opt);
                 mcl_tensor *loss = mcl_cross_entropy(ctx, learner_forward(L, img, m), lt);
-                if (!loss) st = ctx_fail(ctx, "baseline", "forward");
+                if (!loss) st = mcl_learner_fail(ctx, "baseline", "forward");
                 if (st == MCL_OK) st = mcl_backward(ctx, loss);
                 if (st == MCL_OK) st = mcl_optim_step(L->opt);
             }
@@ -187,7 +181,7 @@ static mcl_status learner_logits(learner *L, const mcl_dataset *ds, const int64_
         mcl_tensor *img = NULL;
         st = mcl_learner_rows(ctx, "baseline", ds, idx + s0, NULL, m, normalize, &img, NULL);
         mcl_tensor *logits = st == MCL_OK ? learner_forward(L, img, m) : NULL;
-        if (st == MCL_OK && !logits) st = ctx_fail(ctx, "baseline", "forward");
+        if (st == MCL_OK && !logits) st = mcl_learner_fail(ctx, "baseline", "forward");
         if (st == MCL_OK) st = mcl_tensor_read(logits, out + s0 * L->n_out, m * L->n_out);
         mcl_tensor_free(img);
         mcl_ctx_reset(ctx);

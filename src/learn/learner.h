@@ -65,6 +65,10 @@ struct mcl_learner {
 /* Free a learner (NULL is fine). */
 void mcl_learner_free(mcl_learner *L);
 
+/* For learners: the status to return after a call that failed — the context's when it holds
+ * an error (the root cause), else MCL_ERR_BACKEND with "<who>: <what> failed". */
+mcl_status mcl_learner_fail(mcl_ctx *ctx, const char *who, const char *what);
+
 /* For learners: images [rows,1,32,32] (+ labels [rows] when lab_out) from host index/label
  * arrays (mcl_batch_rows); `who` names the caller in messages. */
 mcl_status mcl_learner_rows(mcl_ctx *ctx, const char *who, const mcl_dataset *ds,

@@ -12,8 +12,7 @@ void mcl_learner_free(mcl_learner *L)
     if (L && L->ops && L->ops->destroy) L->ops->destroy(L);
 }
 
-/* The status to return after a call that failed: the context's, or a generic one. */
-static mcl_status ctx_fail(mcl_ctx *ctx, const char *who, const char *what)
+mcl_status mcl_learner_fail(mcl_ctx *ctx, const char *who, const char *what)
 {
     if (mcl_ctx_status(ctx) != MCL_OK) return mcl_ctx_status(ctx);
     return mcl_ctx_set_error(ctx, MCL_ERR_BACKEND, "%s: %s failed", who, what);
@@ -25,9 +24,9 @@ mcl_status mcl_learner_rows(mcl_ctx *ctx, const char *who, const mcl_dataset *ds
 {
     *img = mcl_tensor_new(ctx, rows, 1, MCL_IMG, MCL_IMG);
     if (lab_out) *lab_out = mcl_tensor_new(ctx, rows, 0, 0, 0);
-    if (!*img || (lab_out && !*lab_out)) return ctx_fail(ctx, who, "tensor allocation");
+    if (!*img || (lab_out && !*lab_out)) return mcl_learner_fail(ctx, who, "tensor allocation");
     mcl_status st = mcl_batch_rows(*img, lab_out ? *lab_out : NULL, ds, idx, lab, rows, normalize);
-    return st != MCL_OK ? ctx_fail(ctx, who, "batching") : MCL_OK;
+    return st != MCL_OK ? mcl_learner_fail(ctx, who, "batching") : MCL_OK;
 }
 
 /* ======================================================================= shared helpers */

@@ -99,13 +99,9 @@ mcl_status mcl_run_cfg_set(mcl_run_cfg *c, const char *key, const char *value, c
                 "unknown key '%s' (`metacl train %s --help` lists the keys)", key, fam->kind);
 }
 
-typedef struct setter_ctx {
-    mcl_run_cfg *c;
-} setter_ctx;
-
 static mcl_status set_one(void *obj, const char *key, const char *value, char *msg, size_t n)
 {
-    return mcl_run_cfg_set(((setter_ctx *)obj)->c, key, value, msg, n);
+    return mcl_run_cfg_set(obj, key, value, msg, n);
 }
 
 mcl_status mcl_run_cfg_parse(mcl_run_cfg *c, const char *text, const char *what, char *err,
@@ -114,8 +110,7 @@ mcl_status mcl_run_cfg_parse(mcl_run_cfg *c, const char *text, const char *what,
     if (!c || !c->family || !text) return fail(err, len, MCL_ERR_NULL, "NULL argument");
     mcl_run_cfg t; /* all or nothing */
     if (mcl_run_cfg_copy(&t, c) != MCL_OK) return fail(err, len, MCL_ERR_OOM, "out of memory");
-    setter_ctx sc = {&t};
-    mcl_status st = mcl_kv_parse(text, what, set_one, &sc, err, len);
+    mcl_status st = mcl_kv_parse(text, what, set_one, &t, err, len);
     if (st == MCL_OK) {
         c->train = t.train;
         memcpy(c->fcfg, t.fcfg, c->family->cfg_size);

@@ -67,13 +67,6 @@ static mcl_status fail_oom(mcl_ctx *ctx, const char *fn)
     return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of memory", fn);
 }
 
-/* The status to return after a call that failed: the context's, or a generic one. */
-static mcl_status ctx_fail(mcl_ctx *ctx, const char *fn, const char *what)
-{
-    if (mcl_ctx_status(ctx) != MCL_OK) return mcl_ctx_status(ctx);
-    return mcl_ctx_set_error(ctx, MCL_ERR_BACKEND, "%s: %s failed", fn, what);
-}
-
 /* rows images [rows,1,32,32] (+ labels [rows] when lab_out) from host index/label arrays. */
 
 /* ======================================================================= building blocks */
@@ -144,7 +137,7 @@ static mcl_status state_rows(mcl_ctx *ctx, const mcl_acl_state *s, int64_t b0, i
         const int64_t per = mcl_tensor_numel(t) / t->shape[0];
         const int64_t sh[4] = {bn, t->shape[1], t->shape[2], t->shape[3]};
         out->t[i] = mcl_tensor_view(t, b0 * per, 4, sh);
-        if (!out->t[i]) return ctx_fail(ctx, "eval query", "state view");
+        if (!out->t[i]) return mcl_learner_fail(ctx, "eval query", "state view");
     }
     return MCL_OK;
 }
@@ -198,7 +191,7 @@ static mcl_status query_logits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *st
                     memcpy(out + ((b0 + b) * Q + q0) * NW, lg + b * qk * NW,
                            (size_t)(qk * NW) * sizeof *lg);
             } else {
-                st = ctx_fail(ctx, "eval query", "query");
+                st = mcl_learner_fail(ctx, "eval query", "query");
             }
             state_rows_free(&view);
             mcl_tensor_free(img);

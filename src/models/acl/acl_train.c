@@ -45,12 +45,6 @@ static const mcl_key_group model_group = {"model.", mcl_acl_config_key_table, MC
 static const mcl_key_group task_group = {"", task_keys, (int)(sizeof task_keys / sizeof task_keys[0]), 0};
 static const mcl_key_group *const acl_groups[] = {&model_group, &task_group};
 
-static void acl_cfg_default(void *fcfg, mcl_train_cfg *t)
-{
-    (void)fcfg;
-    (void)t; /* the key rows' defaults are the ACL defaults */
-}
-
 static mcl_status acl_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *err, size_t err_len)
 {
     (void)t;
@@ -404,7 +398,6 @@ const mcl_family mcl_acl_family = {
     .cfg_size = sizeof(mcl_acl_task_cfg),
     .groups = acl_groups,
     .n_groups = 2,
-    .cfg_default = acl_cfg_default,
     .cfg_check = acl_cfg_check,
     .create = acl_create,
     .free = acl_free_fs,
