@@ -11,6 +11,7 @@
 #include "train.h"
 #ifdef MCL_HAVE_OPENCL
 #include "devices.h"
+#include "dist.h"
 #endif
 
 int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind)
@@ -46,6 +47,21 @@ int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx)
     if (rc) return rc;
     char err[512];
     if (device && !*device) device = NULL; /* an option not given: "" */
+#ifdef MCL_HAVE_OPENCL
+    /* MPI: without --device or METACL_DEVICE, the ranks of a host take its devices in turn
+     * (local rank mod the number of devices) */
+    char by_rank[16];
+    const char *env_dev = getenv("METACL_DEVICE");
+    if (kind == MCL_BACKEND_OPENCL && !device && !(env_dev && *env_dev) && mcl_dist_size() > 1) {
+        FILE *nul = fopen("/dev/null", "w");
+        int n = 0;
+        if (nul && mcl_opencl_print_devices(nul, 0, &n, err, sizeof err) == MCL_OK && n > 0) {
+            snprintf(by_rank, sizeof by_rank, "%d", mcl_dist_local_rank() % n);
+            device = by_rank;
+        }
+        if (nul) fclose(nul);
+    }
+#endif
     if (mcl_ctx_create(ctx, kind, device, err, sizeof err) != MCL_OK) {
         fprintf(stderr, "metacl: cannot open the %s backend: %s\n",
                 kind == MCL_BACKEND_REF ? "ref" : "opencl", err);

@@ -33,6 +33,7 @@
 #include "acl_train.h"
 #include "baseline.h"
 #include "cli.h"
+#include "dist.h"
 #include "dataset_io.h"
 #include "plot.h"
 #include "progress.h"
@@ -569,6 +570,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     const char *figures = o.figures[0] ? o.figures : NULL, *backend = o.backend, *device = o.device;
     const char *data_dir = o.data_dir[0] ? o.data_dir : NULL;
     const char *json_out = o.json_out[0] ? o.json_out : NULL;
+    if (mcl_dist_rank() != 0) figures = json_out = NULL; /* MPI: rank 0 writes the files */
     if (o.quiet) mcl_progress_set_quiet(1);
     for (int i = 0; i < o.n_models; i++) {
         const char *v = o.models[i].value;

@@ -8,6 +8,8 @@
 #endif
 
 #include "cli.h"
+#include "dist.h"
+#include "progress.h"
 #include "config.h"
 #include "metacl.h"
 #include "util.h"
@@ -269,6 +271,34 @@ static int cmd_bench(int argc, char **argv)
     return mcl_cli_dispatch("bench", mcl_cli_bench_subs, mcl_cli_n_bench_subs, argc, argv);
 }
 
+/* A command in an MPI job (`mpirun -np N metacl ...`, doc/distributed.md): every rank runs
+ * it; rank 0 alone prints to stdout (the others' stdout goes to /dev/null) and writes files.
+ * A rank that fails on its own stops the whole job (MPI_Abort) after its message; a failure
+ * every rank knows of ends each rank normally. One process: just the command. */
+static int run_command(const command *c, int argc, char **argv)
+{
+    char err[512];
+    if (mcl_dist_init(&argc, &argv, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl: %s\n", err);
+        return 1;
+    }
+    if (mcl_dist_size() > 1 && mcl_dist_rank() != 0) {
+        mcl_progress_set_silent(1);
+        if (!freopen("/dev/null", "w", stdout)) {
+            fprintf(stderr, "metacl: %s: cannot silence stdout\n", mcl_dist_where());
+            mcl_dist_abort(1);
+        }
+    }
+    int rc = c->fn(argc, argv);
+    if (rc != 0 && mcl_dist_size() > 1 && !mcl_dist_failure_is_shared()) {
+        fprintf(stderr, "metacl: %s failed (exit %d): stopping every rank of the job\n",
+                mcl_dist_where(), rc);
+        mcl_dist_abort(rc);
+    }
+    mcl_dist_finalize();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -285,7 +315,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) cmd = "help";
     if (strcmp(cmd, "--version") == 0) cmd = "version";
     for (int i = 0; i < N_COMMANDS; i++)
-        if (strcmp(cmd, commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(cmd, commands[i].name) == 0) return run_command(&commands[i], argc - 1, argv + 1);
     fprintf(stderr, "metacl: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -24,7 +24,13 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void mcl_progress_set_quiet(int q) { quiet = q; }
+static int silent;
+void mcl_progress_set_quiet(int q) { quiet = q || silent; }
+void mcl_progress_set_silent(int s)
+{
+    silent = s;
+    quiet = quiet || s;
+}
 int mcl_progress_quiet(void) { return quiet; }
 
 int mcl_progress_enabled(void)
@@ -94,6 +100,7 @@ void mcl_progress_update(int64_t done)
 
 void mcl_progress_note(const char *fmt, ...)
 {
+    if (silent) return;
     if (cur.active) fputs("\r\033[K", stderr);
     va_list ap;
     va_start(ap, fmt);

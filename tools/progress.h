@@ -15,6 +15,9 @@
 
 void mcl_progress_set_quiet(int quiet);
 int mcl_progress_quiet(void);
+/* 1: this process is not the one that reports (an MPI rank other than 0): no progress line
+ * and no notes either. */
+void mcl_progress_set_silent(int silent);
 /* 1 when a progress line would be shown (stderr is a terminal and not quiet). */
 int mcl_progress_enabled(void);
 /* Begin a line; total <= 0: no count and no ETA, only the label and the elapsed time. */

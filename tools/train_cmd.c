@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "train.h"
+#include "dist.h"
 #include "cli.h"
 #include "progress.h"
 
@@ -300,8 +301,15 @@ int mcl_cli_train(int argc, char **argv)
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
         if (st != MCL_OK) {
-            fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
+            /* MPI: an error of this rank alone names the rank (main then stops the job); one
+             * that every rank saw is printed once, by rank 0 */
+            if (mcl_dist_size() > 1 && res.error_scope == MCL_TRAIN_ERR_LOCAL)
+                fprintf(stderr, "metacl train %s: %s: %s\n", fam->kind, mcl_dist_where(), err);
+            else if (res.error_scope != MCL_TRAIN_ERR_OTHER && mcl_dist_rank() == 0)
+                fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = stop_signal ? 128 + stop_signal : 1; /* the shell's convention for a signal */
+        } else if (mcl_dist_rank() != 0) {
+            /* rank 0 reports */
         } else if (json) {
             print_train_json(o.run_dir, &res, ctx);
         } else if (!quiet) {

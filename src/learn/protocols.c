@@ -1,6 +1,7 @@
 /* protocols.c — task sequences and Split-X over any learner (see protocols.h, learner.h).
  * The loops only arrange rows of host index arrays; the learner does every model call. */
 #include "protocols.h"
+#include "dist.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -221,6 +222,19 @@ static mcl_status fail_oom(mcl_ctx *ctx, const char *fn)
     return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of memory", fn);
 }
 
+/* MPI (dist.h): run r was evaluated by rank r mod N; every rank gets every run's matrix (and
+ * alone column), so the summary is the single-process one, bit for bit. */
+static mcl_status share_runs(mcl_ctx *ctx, mcl_cl_result *res, mcl_status st)
+{
+    if (mcl_dist_size() == 1) return st;
+    char err[256];
+    mcl_status a = mcl_dist_agree(st, err, sizeof err);
+    if (st != MCL_OK) return st; /* the message is in ctx */
+    if (a == MCL_OK) a = mcl_dist_gather_items(res->acc, res->n_runs, (int64_t)res->n_tasks * res->n_tasks, err, sizeof err);
+    if (a == MCL_OK) a = mcl_dist_gather_items(res->alone, res->n_runs, res->n_tasks, err, sizeof err);
+    return a == MCL_OK ? MCL_OK : mcl_ctx_set_error(ctx, a, "evaluation: %s", err);
+}
+
 mcl_status mcl_eval_seq(mcl_learner *L, const mcl_class_pool *pools, const mcl_seq_eval_cfg *cfg,
                         mcl_cl_result *res)
 {
@@ -266,6 +280,7 @@ mcl_status mcl_eval_seq(mcl_learner *L, const mcl_class_pool *pools, const mcl_s
     if (st == MCL_OK) st = L->ops->begin(L);
     const double count = (double)c.n_episodes * (double)N * c.n_query; /* queries per cell */
     for (int r = 0; r < c.n_runs && st == MCL_OK; r++) {
+        if (r % mcl_dist_size() != mcl_dist_rank()) continue; /* another rank's run */
         memset(hits, 0, (size_t)(T * T + T) * sizeof *hits);
         mcl_rng rng;
         mcl_rng_init(&rng, c.seed, (uint64_t)r);
@@ -292,7 +307,7 @@ mcl_status mcl_eval_seq(mcl_learner *L, const mcl_class_pool *pools, const mcl_s
     free(rows.lab);
     free(rows.logits);
     free(hits);
-    return mcl_cl_result_finish(res, st);
+    return mcl_cl_result_finish(res, share_runs(ctx, res, st));
 }
 
 /* ======================================================================= Split-X */
@@ -328,6 +343,7 @@ mcl_status mcl_eval_splitx(mcl_learner *L, const mcl_dataset *train, const mcl_d
     st = L->ops->begin(L);
     float *logits = NULL;
     for (int r = 0; r < c.n_runs && st == MCL_OK; r++) {
+        if (r % mcl_dist_size() != mcl_dist_rank()) continue; /* another rank's run */
         mcl_splitx_cfg sxc = c.split;
         sxc.run = c.first_run + r;
         mcl_splitx *sx = NULL;
@@ -365,5 +381,5 @@ mcl_status mcl_eval_splitx(mcl_learner *L, const mcl_dataset *train, const mcl_d
     }
     free(logits);
     L->ops->end(L);
-    return mcl_cl_result_finish(res, st);
+    return mcl_cl_result_finish(res, share_runs(ctx, res, st));
 }

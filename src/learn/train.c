@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dist.h"
 #include "util.h"
 
 #define CHANCE_WINDOW 100          /* steps in the running accuracy */
@@ -39,6 +40,12 @@ static const mcl_key train_keys[] = {
     MCL_KEY_I64("train.val_batches", T, val_batches, 1, 1e6, "8", "validation batches"),
     MCL_KEY_I64("train.ckpt_every", T, ckpt_every, 1, 1e12, "200", "last.ckpt every n steps (and at the end)"),
     MCL_KEY_STR("train.init", T, init, "", "\"\" or a checkpoint to start from (what fits is copied)"),
+    MCL_KEY_INT("train.parts", T, parts, 0, 4096, "0",
+                "compute the batch in this many parts, gradients added in part order (0 = one "
+                "per MPI rank; N ranks = 1 process with N parts, bit for bit)"),
+    MCL_KEY_I64("train.dist_check", T, dist_check, 0, 1e12, "0",
+                "MPI: every n steps, check that all ranks hold the same parameters (0 = only at "
+                "the start)"),
 };
 #undef T
 #define N_TRAIN_KEYS ((int)(sizeof train_keys / sizeof train_keys[0]))
@@ -137,6 +144,10 @@ mcl_status mcl_run_cfg_check(const mcl_run_cfg *c, char *err, size_t len)
     }
     if (c->train.schedule == 0 && !(c->train.lr > 0.0f))
         return fail(err, len, MCL_ERR_INVALID, "train.lr must be > 0");
+    if (c->train.parts > c->train.batch)
+        return fail(err, len, MCL_ERR_INVALID,
+                    "train.parts %d is more than train.batch %d (a part holds at least one sequence)",
+                    c->train.parts, c->train.batch);
     return MCL_OK;
 }
 
@@ -215,6 +226,13 @@ typedef struct runner {
     int64_t n_window;
     int made_dir;   /* this process created the run directory */
     int no_ckpt;    /* resuming a run that has no checkpoint yet */
+    /* data parallelism (mcl_train_part, dist.h) */
+    int rank, size;   /* this process in the job                                    */
+    int parts;        /* P                                                           */
+    int p0, p1;       /* this rank's parts [p0, p1)                                  */
+    float *gbuf;      /* P > 1: the gradients of this rank's parts, then of all      */
+    int64_t gn;       /* floats in gbuf                                              */
+    int scope;        /* error_scope of a failure                                    */
     char *err;
     size_t err_len;
 } runner;
@@ -341,34 +359,187 @@ static mcl_status setup(runner *r)
     return MCL_OK;
 }
 
-/* One training step: *loss_out = its loss; a status (message in r->err) on failure. */
-static mcl_status train_step(runner *r, double *loss_out, double *metrics)
+/* ---------------------------------------------------------------------- data parallelism */
+
+/* Floats in all the parameters (= their gradients). */
+static int64_t param_floats(runner *r)
+{
+    mcl_params *ps = r->fam->params(r->fs);
+    int64_t n = 0;
+    for (int i = 0; i < mcl_params_count(ps); i++) n += mcl_tensor_numel(mcl_params_get(ps, i));
+    return n;
+}
+
+/* The gradients of every parameter, in parameter order, to buf (add: buf += them) or, with
+ * to_device, from buf back into the gradient tensors. A parameter no gradient reached is 0
+ * (and stays without one). */
+static mcl_status grads_move(runner *r, float *buf, float *tmp, int add, int to_device)
+{
+    mcl_params *ps = r->fam->params(r->fs);
+    int64_t at = 0;
+    mcl_status st = MCL_OK;
+    for (int i = 0; i < mcl_params_count(ps) && st == MCL_OK; i++) {
+        mcl_tensor *t = mcl_params_get(ps, i), *g = mcl_tensor_grad(t);
+        const int64_t n = mcl_tensor_numel(t);
+        if (to_device) {
+            if (g) st = mcl_tensor_write(g, buf + at, n);
+        } else if (!g) {
+            if (!add) memset(buf + at, 0, (size_t)n * sizeof *buf);
+        } else if (!add) {
+            st = mcl_tensor_read(g, buf + at, n);
+        } else {
+            st = mcl_tensor_read(g, tmp, n);
+            for (int64_t k = 0; st == MCL_OK && k < n; k++) buf[at + k] += tmp[k];
+        }
+        at += n;
+    }
+    if (st != MCL_OK) fail(r->err, r->err_len, st, "gradients: %s", mcl_ctx_error(r->ctx));
+    return st;
+}
+
+/* A hash of every parameter's bits (all ranks must agree). */
+static mcl_status params_hash(runner *r, uint64_t *h)
+{
+    mcl_params *ps = r->fam->params(r->fs);
+    float *buf = malloc((size_t)(r->gn > 0 ? r->gn : 1) * sizeof *buf);
+    if (!buf) return fail(r->err, r->err_len, MCL_ERR_OOM, "out of memory");
+    mcl_status st = MCL_OK;
+    *h = MCL_FNV_START;
+    for (int i = 0; i < mcl_params_count(ps) && st == MCL_OK; i++) {
+        mcl_tensor *t = mcl_params_get(ps, i);
+        const int64_t n = mcl_tensor_numel(t);
+        st = mcl_tensor_read(t, buf, n);
+        if (st == MCL_OK) *h = mcl_fnv1a(*h, buf, (size_t)n * sizeof *buf);
+    }
+    free(buf);
+    if (st != MCL_OK) fail(r->err, r->err_len, st, "parameters: %s", mcl_ctx_error(r->ctx));
+    return st;
+}
+
+/* Every rank must hold rank 0's parameters (at the start and every train.dist_check steps). */
+static mcl_status check_params_agree(runner *r)
+{
+    uint64_t h = 0;
+    int diff = -1;
+    mcl_status st = params_hash(r, &h);
+    if (st == MCL_OK) st = mcl_dist_compare_u64(h, &diff, r->err, r->err_len);
+    if (st == MCL_OK && diff >= 0) {
+        r->scope = MCL_TRAIN_ERR_ALL;
+        st = fail(r->err, r->err_len, MCL_ERR_STATE,
+                  "after step %lld the parameters of rank %d differ from rank 0's (hash "
+                  "%016llx on rank %d): the ranks have diverged",
+                  (long long)r->step, diff, (unsigned long long)h, r->rank);
+    }
+    return st;
+}
+
+/* The forward pass's own state (running estimates) of part 0's rank, to every rank. */
+static mcl_status share_buffers(runner *r)
+{
+    mcl_tensor *b[16];
+    const int n = r->fam->buffers ? r->fam->buffers(r->fs, b, 16) : 0;
+    mcl_status st = MCL_OK;
+    for (int i = 0; i < n && st == MCL_OK; i++) {
+        const int64_t k = mcl_tensor_numel(b[i]);
+        float *h = malloc((size_t)k * sizeof *h);
+        if (!h) return fail(r->err, r->err_len, MCL_ERR_OOM, "out of memory");
+        st = r->rank == 0 ? mcl_tensor_read(b[i], h, k) : MCL_OK;
+        if (st == MCL_OK) st = mcl_dist_bcast(h, (size_t)k * sizeof *h, 0, r->err, r->err_len);
+        if (st == MCL_OK && r->rank != 0) st = mcl_tensor_write(b[i], h, k);
+        free(h);
+    }
+    return st;
+}
+
+/* The random stream of part p of step s when the batch is in parts (dropout): a function of
+ * (s, p) alone, so the rank that computes the part does not matter (a part's calls draw the
+ * streams after it, 4096 of them before the next part's). */
+static uint64_t part_stream(int64_t s, int p) { return ((uint64_t)s << 24) | ((uint64_t)p << 12); }
+
+/* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. */
+static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m)
+{
+    const int64_t B = r->cfg.train.batch;
+    const mcl_train_part part = {B * p / r->parts, B * (p + 1) / r->parts, p, r->parts};
+    mcl_tensor *loss = NULL;
+    *lv = NAN;
+    if (r->parts > 1) mcl_ctx_set_stream(r->ctx, part_stream(s, p));
+    mcl_status st = r->fam->step_loss(r->fs, s, &part, &loss, m, r->err, r->err_len);
+    if (st != MCL_OK) return st; /* the family's message */
+    if (r->parts > 1) /* the part's share of the batch mean */
+        loss = mcl_scale(r->ctx, loss, (float)(part.hi - part.lo) / (float)B);
+    st = loss ? mcl_tensor_read(loss, lv, 1)
+              : (mcl_ctx_status(r->ctx) != MCL_OK ? mcl_ctx_status(r->ctx) : MCL_ERR_NULL);
+    if (st == MCL_OK && isfinite(*lv)) st = mcl_backward(r->ctx, loss);
+    if (st != MCL_OK)
+        fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
+    return st;
+}
+
+/* One training step: *loss_out = its loss; *stop_out = the step ends the run (an interrupt
+ * seen by any rank); a status (message in r->err, scope in r->scope) on failure. */
+static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *stop_out)
 {
     const int64_t s = r->step + 1;
-    mcl_tensor *loss = NULL;
-    float lv = NAN;
-    mcl_optim_zero_grad(r->opt);
-    mcl_status st = r->fam->step_loss(r->fs, s, &loss, metrics, r->err, r->err_len);
-    if (st == MCL_OK) {
-        st = mcl_tensor_read(loss, &lv, 1);
-        if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
+    const int nm = r->fam->n_metrics;
+    mcl_status st = MCL_OK;
+    double sc[MCL_TRAIN_MAX_METRICS + 3]; /* loss, metrics, failed, stop: summed over ranks */
+    for (int i = 0; i < nm + 3; i++) sc[i] = 0.0;
+    r->scope = MCL_TRAIN_ERR_LOCAL;
+    if (r->err && r->err_len) r->err[0] = 0;
+    for (int p = r->p0; p < r->p1 && st == MCL_OK; p++) {
+        const double w = (double)(r->cfg.train.batch * (p + 1) / r->parts -
+                                  r->cfg.train.batch * p / r->parts) /
+                         (double)r->cfg.train.batch;
+        double m[MCL_TRAIN_MAX_METRICS];
+        float lv = NAN;
+        for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
+        mcl_optim_zero_grad(r->opt);
+        st = run_part(r, s, p, &lv, m);
+        if (st == MCL_OK && r->parts > 1) st = grads_move(r, r->gbuf, r->gbuf + r->gn, p > r->p0, 0);
+        if (r->fam->step_end) r->fam->step_end(r->fs);
+        if (r->parts > 1) mcl_ctx_reset(r->ctx);
+        sc[0] = p == r->p0 ? (double)lv : sc[0] + (double)lv; /* in part order */
+        for (int i = 0; i < nm; i++) sc[1 + i] = p == r->p0 ? w * m[i] : sc[1 + i] + w * m[i];
     }
+    if (r->size > 1) { /* agreement: losses, metrics, failures and interrupts of every rank */
+        char e2[512];
+        sc[nm + 1] = st != MCL_OK;
+        sc[nm + 2] = r->opts->stop && *r->opts->stop;
+        mcl_status cs = mcl_dist_sum_f64(sc, nm + 3, e2, sizeof e2);
+        if (cs != MCL_OK) return fail(r->err, r->err_len, cs, "%s", e2);
+        if (st != MCL_OK) return st; /* this rank's own error */
+        if (sc[nm + 1] > 0) {
+            r->scope = MCL_TRAIN_ERR_OTHER;
+            return fail(r->err, r->err_len, MCL_ERR_STATE, "step %lld: another rank failed",
+                        (long long)s);
+        }
+        *stop_out = sc[nm + 2] > 0;
+    } else {
+        *stop_out = r->opts->stop && *r->opts->stop;
+    }
+    if (st == MCL_OK && r->parts > 1) {
+        st = mcl_dist_sum_f32(r->gbuf, r->gn, r->err, r->err_len);
+        if (st == MCL_OK) st = grads_move(r, r->gbuf, NULL, 0, 1);
+    }
+    double lv = sc[0];
+    for (int i = 0; i < nm; i++) metrics[i] = sc[1 + i];
 #ifdef MCL_TEST_HOOKS
     /* test hook (tests/test-train-cli.sh): pretend step METACL_TEST_NAN_STEP's loss is NaN */
     const char *nan_step = getenv("METACL_TEST_NAN_STEP");
     if (nan_step && atoll(nan_step) == s) lv = NAN;
 #endif
     if (st == MCL_OK && !isfinite(lv)) {
+        r->scope = MCL_TRAIN_ERR_ALL; /* the same sum on every rank */
         st = fail(r->err, r->err_len, MCL_ERR_INVALID,
                   "step %lld: the loss is %g: training stopped (the last good checkpoint, step "
                   "%lld or earlier, is kept)",
-                  (long long)s, (double)lv, (long long)r->step);
+                  (long long)s, lv, (long long)r->step);
     } else if (st == MCL_OK) {
-        st = mcl_backward(r->ctx, loss);
-        if (st == MCL_OK) st = mcl_optim_step(r->opt);
+        st = mcl_optim_step(r->opt);
         if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     }
-    if (r->fam->step_end) r->fam->step_end(r->fs);
+    if (st == MCL_OK && r->size > 1) st = share_buffers(r);
     mcl_ctx_reset(r->ctx);
     *loss_out = lv;
     return st;
@@ -444,6 +615,7 @@ static void track_chance(runner *r, double acc, double chance)
 
 static void runner_free(runner *r)
 {
+    free(r->gbuf);
     mcl_optim_free(r->opt);
     if (r->fs) r->fam->free(r->fs);
     if (r->csv) fclose(r->csv);
@@ -453,27 +625,51 @@ static void runner_free(runner *r)
 
 /* Read or check the config, open the run directory, build the model, resume or initialize,
  * write config.txt and open metrics.csv. */
+static mcl_status share_config_text(runner *r, const char *path, char **text)
+{
+    int64_t n = -1;
+    char e2[512];
+    mcl_status st = MCL_OK;
+    *text = NULL;
+    if (r->rank == 0) {
+        st = mcl_read_text_file(path, MAX_CONFIG_BYTES, text, r->err, r->err_len);
+        if (st == MCL_OK) n = (int64_t)strlen(*text);
+    }
+    if (r->size == 1) return st;
+    mcl_status cs = mcl_dist_bcast(&n, sizeof n, 0, e2, sizeof e2);
+    if (cs != MCL_OK) return fail(r->err, r->err_len, cs, "%s", e2);
+    if (n < 0) return r->rank == 0 ? st : fail(r->err, r->err_len, MCL_ERR_IO, "rank 0 could not read %s", path);
+    if (r->rank != 0 && !(*text = malloc((size_t)n + 1))) cs = MCL_ERR_OOM; /* then the job aborts */
+    if (cs == MCL_OK) cs = mcl_dist_bcast(*text, (size_t)n + 1, 0, e2, sizeof e2);
+    if (cs != MCL_OK) return fail(r->err, r->err_len, cs, "config.txt from rank 0: %s", e2);
+    return MCL_OK;
+}
+
 static mcl_status start(runner *r, const mcl_run_cfg *cfg)
 {
     const mcl_train_opts *opts = r->opts;
     char path[MCL_TRAIN_PATH_MAX + 32], e2[768];
     mcl_status st;
+    const int writer = r->rank == 0; /* rank 0 alone writes the run directory */
     path_join(path, sizeof path, r->dir, "config.txt");
     if (opts->resume) {
+        char *text = NULL;
         st = mcl_run_cfg_init(&r->cfg, r->fam, r->err, r->err_len);
-        if (st == MCL_OK) st = mcl_run_cfg_load(&r->cfg, path, r->err, r->err_len);
+        if (st == MCL_OK) st = share_config_text(r, path, &text);
+        if (st == MCL_OK) st = mcl_run_cfg_parse(&r->cfg, text, path, r->err, r->err_len);
+        free(text);
         for (int i = 0; st == MCL_OK && i < opts->n_overrides; i++)
             st = mcl_run_cfg_parse(&r->cfg, opts->overrides[i], "--set", r->err, r->err_len);
         if (st != MCL_OK) return st;
     } else {
         if (mcl_run_cfg_copy(&r->cfg, cfg) != MCL_OK) return fail(r->err, r->err_len, MCL_ERR_OOM, "out of memory");
-        if (access(path, F_OK) == 0)
+        if (writer && access(path, F_OK) == 0)
             return fail(r->err, r->err_len, MCL_ERR_INVALID,
                         "%s already holds a run (config.txt): use --resume to continue it or "
                         "choose another --out",
                         r->dir);
     }
-    st = open_run_dir(r);
+    st = writer ? open_run_dir(r) : MCL_OK;
     if (st != MCL_OK) return st;
     mcl_ctx_set_seed(r->ctx, r->cfg.train.seed);
     mcl_train_logf(&r->log, "%s run in %s on backend %s", opts->resume ? "resuming" : "starting", r->dir,
@@ -486,14 +682,56 @@ static mcl_status start(runner *r, const mcl_run_cfg *cfg)
         if (st != MCL_OK) fail(r->err, r->err_len, st, "train.init: %s", e2);
         else mcl_train_logf(&r->log, "%s", note);
     }
-    if (st == MCL_OK) { /* config.txt: the full resolved config */
+    if (st == MCL_OK && writer) { /* config.txt: the full resolved config */
         char *text = mcl_run_cfg_to_text(&r->cfg);
         path_join(path, sizeof path, r->dir, "config.txt");
         st = text ? mcl_write_file_atomic(path, text, strlen(text), e2, sizeof e2) : MCL_ERR_OOM;
         if (st != MCL_OK) fail(r->err, r->err_len, st, "%s", text ? e2 : "out of memory");
         free(text);
     }
-    if (st == MCL_OK) st = open_csv(r, opts->resume && !r->no_ckpt);
+    if (st == MCL_OK && writer) st = open_csv(r, opts->resume && !r->no_ckpt);
+    return st;
+}
+
+/* Data parallelism: the parts, this rank's share, the gradient buffers; then every rank
+ * must have been given the same config and hold the same parameters. */
+static mcl_status start_parts(runner *r)
+{
+    const int64_t B = r->cfg.train.batch;
+    r->parts = r->cfg.train.parts > 0 ? r->cfg.train.parts : r->size;
+    r->scope = MCL_TRAIN_ERR_ALL; /* every failure below is seen alike by every rank */
+    if (r->parts % r->size != 0 || r->parts > B)
+        return fail(r->err, r->err_len, MCL_ERR_INVALID,
+                    "%d ranks cannot share train.parts = %d parts of a batch of %lld sequences "
+                    "(the parts must be a multiple of the ranks and at most train.batch)",
+                    r->size, r->parts, (long long)B);
+    r->p0 = r->parts / r->size * r->rank;
+    r->p1 = r->p0 + r->parts / r->size;
+    r->gn = param_floats(r);
+    if (r->parts > 1) {
+        r->gbuf = malloc((size_t)(2 * r->gn + 1) * sizeof *r->gbuf); /* sums + one read */
+        if (!r->gbuf) {
+            r->scope = MCL_TRAIN_ERR_LOCAL;
+            return fail(r->err, r->err_len, MCL_ERR_OOM, "out of memory (gradient buffer)");
+        }
+    }
+    if (r->size == 1) return MCL_OK;
+    char *text = mcl_run_cfg_to_text(&r->cfg);
+    uint64_t h = text ? mcl_fnv1a(MCL_FNV_START, text, strlen(text)) : 0;
+    free(text);
+    int diff = -1;
+    mcl_status st = mcl_dist_compare_u64(h, &diff, r->err, r->err_len);
+    if (st == MCL_OK && diff >= 0)
+        return fail(r->err, r->err_len, MCL_ERR_INVALID,
+                    "rank %d was given another config than rank 0 (every rank must run the same "
+                    "command: compare their --config, --set and data files)",
+                    diff);
+    if (st == MCL_OK) st = check_params_agree(r);
+    if (st == MCL_OK)
+        mcl_train_logf(&r->log,
+                       "data parallel: %d ranks, the batch of %lld sequences in %d parts, %lld "
+                       "gradient floats (%.2f MB) added per step",
+                       r->size, (long long)B, r->parts, (long long)r->gn, (double)r->gn * 4e-6);
     return st;
 }
 
@@ -512,10 +750,29 @@ static void undo_start(runner *r)
     if (r->made_dir) rmdir(r->dir); /* only when empty */
 }
 
+/* After start on every rank: did any rank fail? Sets r->scope; a rank that did not fail
+ * returns an error naming the first that did. */
+static mcl_status agree_on_start(runner *r, mcl_status st)
+{
+    if (r->size == 1) return st;
+    double failed = st != MCL_OK;
+    char e2[512];
+    mcl_status cs = mcl_dist_sum_f64(&failed, 1, e2, sizeof e2);
+    if (cs != MCL_OK) return fail(r->err, r->err_len, cs, "%s", e2);
+    if (failed == 0) return MCL_OK;
+    if (st != MCL_OK) {
+        r->scope = failed == r->size ? MCL_TRAIN_ERR_ALL : MCL_TRAIN_ERR_LOCAL;
+        return st;
+    }
+    r->scope = MCL_TRAIN_ERR_OTHER;
+    return fail(r->err, r->err_len, MCL_ERR_STATE, "another rank could not start");
+}
+
 mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_cfg *cfg,
                          const mcl_train_opts *opts, mcl_train_result *res, char *err,
                          size_t err_len)
 {
+    if (res) memset(res, 0, sizeof *res);
     if (!ctx || !opts || !opts->run_dir || (!cfg && !opts->resume) || (!family && !cfg))
         return fail(err, err_len, MCL_ERR_NULL, "mcl_train_run: NULL argument");
     runner rn;
@@ -527,14 +784,18 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
     r->err = err;
     r->err_len = err_len;
     r->best_val = NAN;
-    r->log.echo = opts->log;
-    r->log.progress = opts->progress;
+    r->rank = mcl_dist_rank();
+    r->size = mcl_dist_size();
+    r->log.echo = r->rank == 0 ? opts->log : NULL; /* rank 0 alone reports */
+    r->log.progress = r->rank == 0 && opts->progress;
     if (strlen(opts->run_dir) >= sizeof r->dir - 32)
         return fail(err, err_len, MCL_ERR_INVALID, "run directory path too long");
     strcpy(r->dir, opts->run_dir);
     mcl_status st = start(r, cfg);
+    st = agree_on_start(r, st);
+    if (st == MCL_OK) st = start_parts(r);
     if (st != MCL_OK && !opts->resume && r->log.file) {
-        if (opts->log) fprintf(opts->log, "%s: the run could not start; nothing was kept\n", r->dir);
+        if (r->log.echo) fprintf(r->log.echo, "%s: the run could not start; nothing was kept\n", r->dir);
         undo_start(r);
     }
     const mcl_train_cfg *t = &r->cfg.train;
@@ -543,30 +804,36 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
                        (long long)t->steps);
 
     r->t_start = mcl_now_s();
-    double loss = NAN, t_log = mcl_now_s();
-    int64_t step_log = r->step;
+    mcl_dist_take_comm_seconds();
+    double loss = NAN, t_log = mcl_now_s(), comm_s = 0.0;
+    int64_t step_log = r->step, steps_run = 0;
     const double chance = st == MCL_OK && r->fam->chance ? r->fam->chance(r->fs) : 0.0;
     double metrics[MCL_TRAIN_MAX_METRICS];
     while (st == MCL_OK && r->step < t->steps) {
+        int stop = 0;
         for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) metrics[i] = NAN;
-        st = train_step(r, &loss, metrics);
+        st = train_step(r, &loss, metrics, &stop);
+        comm_s += mcl_dist_take_comm_seconds();
         if (st != MCL_OK) break;
         r->step++;
+        steps_run++;
         track_chance(r, metrics[0], chance);
         int last = r->step == t->steps;
         double val = NAN;
+        r->scope = MCL_TRAIN_ERR_LOCAL; /* validation and checkpoints: rank 0's own work */
         if (t->val_every > 0 && (r->step % t->val_every == 0 || last)) {
-            st = r->fam->validate(r->fs, t->val_batches, &val, err, err_len);
+            if (r->rank == 0) st = r->fam->validate(r->fs, t->val_batches, &val, err, err_len);
+            if (st == MCL_OK) st = mcl_dist_bcast(&val, sizeof val, 0, err, err_len);
             if (st != MCL_OK) break;
             mcl_train_logf(&r->log, "step %lld: validation score %.4f (best %.4f)", (long long)r->step,
                            val, r->best_val);
             if (isnan(r->best_val) || val > r->best_val) {
                 r->best_val = val;
-                st = save_ckpt(r, "best.ckpt");
+                if (r->rank == 0) st = save_ckpt(r, "best.ckpt");
                 if (st != MCL_OK) break;
             }
         }
-        if (r->step % t->log_every == 0 || last || !isnan(val)) {
+        if (r->csv && (r->step % t->log_every == 0 || last || !isnan(val))) {
             double now = mcl_now_s();
             double sps = now > t_log ? (double)(r->step - step_log) / (now - t_log) : 0.0;
             t_log = now;
@@ -583,9 +850,11 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
             fflush(r->csv);
             progress(r, loss, metrics[0], sps);
         }
-        const int stop = opts->stop && *opts->stop;
-        if (r->step % t->ckpt_every == 0 || last || stop) st = save_ckpt(r, "last.ckpt");
+        if (r->rank == 0 && (r->step % t->ckpt_every == 0 || last || stop)) st = save_ckpt(r, "last.ckpt");
+        if (st == MCL_OK && r->size > 1 && t->dist_check > 0 && (r->step % t->dist_check == 0 || last))
+            st = check_params_agree(r);
         if (st == MCL_OK && stop && !last) {
+            r->scope = MCL_TRAIN_ERR_ALL;
             st = fail(err, err_len, MCL_ERR_STATE,
                       "interrupted after step %lld; last.ckpt is written: continue with `metacl "
                       "train %s --resume %s`",
@@ -593,7 +862,11 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
             break;
         }
     }
-    if (opts->progress) fputc('\n', stderr);
+    if (r->log.progress) fputc('\n', stderr);
+    if (st == MCL_OK && r->size > 1 && steps_run > 0)
+        mcl_train_logf(&r->log, "data parallel: %.2f ms per step in collectives (%.1f %% of the time)",
+                       1e3 * comm_s / (double)steps_run,
+                       100.0 * comm_s / (mcl_now_s() - r->t_start));
     if (st == MCL_OK && isnan(loss))
         mcl_train_logf(&r->log, "done: step %lld (nothing left to do), best validation %.4f, %.1f s of training",
                        (long long)r->step, r->best_val, elapsed_ms(r) / 1e3);
@@ -608,7 +881,11 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
         res->best_val = r->best_val;
         res->chance_step = r->chance_step;
         res->train_seconds = elapsed_ms(r) / 1e3;
+        res->error_scope = st == MCL_OK ? MCL_TRAIN_ERR_LOCAL : r->scope;
+        res->comm_seconds = comm_s;
+        res->grad_floats = r->parts > 1 ? r->gn : 0;
     }
+    if (st != MCL_OK && r->size > 1 && r->scope != MCL_TRAIN_ERR_LOCAL) mcl_dist_note_shared_failure();
     runner_free(r);
     return st;
 }

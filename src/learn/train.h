@@ -61,6 +61,10 @@ typedef struct mcl_train_cfg {
     uint64_t seed;        /* data draws and dropout (the model's init has its own seed) */
     int64_t log_every, val_every, val_batches, ckpt_every;
     char init[MCL_TRAIN_PATH_MAX]; /* "" or a checkpoint to start from               */
+    int parts;            /* the batch is computed in this many parts whose gradients are
+                             added in part order (0 = one part per MPI rank); see below    */
+    int64_t dist_check;   /* > 0: every n steps, compare a hash of the parameters of all
+                             ranks (a debugging aid; they must be identical)              */
 } mcl_train_cfg;
 
 /* The train.* rows (names include the "train." prefix). */
@@ -74,6 +78,21 @@ typedef struct mcl_key_group {
     int n;
     size_t off;
 } mcl_key_group;
+
+/* Parts of a step (data parallelism, doc/distributed.md). The global batch of step s (B =
+ * train.batch sequences, drawn from (train.seed, s) alone) is cut into P contiguous parts,
+ * part p = sequences [p·B/P, (p+1)·B/P). Each part's loss is the family's mean over its
+ * sequences, weighted by its share (hi − lo)/B, so the parts' gradients add up to the
+ * gradient of the batch mean. An MPI job of N ranks computes parts [r·P/N, (r+1)·P/N) on
+ * rank r; the gradients are added in part order (dist.h), so a job of N ranks and one
+ * process with train.parts = N compute the same bits (same backend, device and threads).
+ * With P > 1 the context's random stream (dropout) of part p is set to a function of
+ * (s, p), so it does not depend on which rank computes it either. */
+typedef struct mcl_train_part {
+    int64_t lo, hi; /* sequences [lo, hi) of the batch                                    */
+    int index;      /* p, 0..count-1                                                       */
+    int count;      /* P (1: the whole batch in one piece, the single-process default)     */
+} mcl_train_part;
 
 /* Log sink handed to the family (the run's log.txt and the caller's stream). */
 typedef struct mcl_train_log mcl_train_log;
@@ -107,9 +126,16 @@ typedef struct mcl_family {
     int n_metrics;
     const char *const *metric_names;
     double (*chance)(void *fs);
-    /* The loss of step s (1-based) on the tape; metrics[n_metrics] filled. */
-    mcl_status (*step_loss)(void *fs, int64_t step, mcl_tensor **loss, double *metrics,
-                            char *err, size_t len);
+    /* The loss of part `part` of step s (1-based) on the tape: the mean over the part's
+     * sequences of the batch drawn for step s; metrics[n_metrics] filled (means over the
+     * part). State that a forward pass changes outside the optimizer (see buffers) changes
+     * only for part->index == 0. */
+    mcl_status (*step_loss)(void *fs, int64_t step, const mcl_train_part *part,
+                            mcl_tensor **loss, double *metrics, char *err, size_t len);
+    /* Tensors that the forward pass changes outside the optimizer (running estimates of a
+     * normalization; may be NULL): with several ranks, part 0's rank computes them and the
+     * harness copies them to every other rank after each step. */
+    int (*buffers)(void *fs, mcl_tensor **out, int max);
     /* After backward and the optimizer step of that step (free its data; may be NULL). */
     void (*step_end)(void *fs);
     /* Validation score (higher is better; NaN if none) over `batches` fixed batches; must put
@@ -166,7 +192,17 @@ typedef struct mcl_train_result {
     double best_val;         /* best validation score, NaN if none                          */
     int64_t chance_step;     /* first step whose running first metric left chance, or 0    */
     double train_seconds;    /* total training wall time, across resumes                   */
+    /* With several MPI ranks, whose error a failed run returns: */
+    int error_scope;         /* MCL_TRAIN_ERR_LOCAL, _ALL or _OTHER                          */
+    double comm_seconds;     /* time in collectives in this process (gradient exchange, ...) */
+    int64_t grad_floats;     /* floats exchanged per step (the gradient)                      */
 } mcl_train_result;
+
+/* error_scope: LOCAL = this rank's own error (the CLI prints it naming the rank and stops the
+ * job with MPI_Abort); ALL = every rank stopped with this same error (a NaN loss, an
+ * interrupt, a config mismatch: rank 0 prints it, every rank exits normally); OTHER = another
+ * rank failed (print nothing: its rank prints and aborts the job). One process: LOCAL. */
+enum { MCL_TRAIN_ERR_LOCAL = 0, MCL_TRAIN_ERR_ALL = 1, MCL_TRAIN_ERR_OTHER = 2 };
 
 typedef struct mcl_train_opts {
     const char *run_dir;  /* required; created if missing                                  */
@@ -181,7 +217,10 @@ typedef struct mcl_train_opts {
     volatile const sig_atomic_t *stop;
 } mcl_train_opts;
 
-/* Run (or resume) training on ctx's backend. cfg is ignored when resuming (then `family`
+/* Run (or resume) training on ctx's backend. Under MPI (dist.h) every rank calls this with
+ * the same config; rank 0 alone writes the run directory (config.txt, log.txt, metrics.csv,
+ * checkpoints) and prints; every rank reads the run directory on --resume and train.init
+ * (so it must be on a file system all ranks see). cfg is ignored when resuming (then `family`
  * names the family whose config.txt is read; otherwise cfg->family is used). A NaN/Inf loss
  * stops the run with MCL_ERR_INVALID, keeping the last good checkpoint. */
 mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_cfg *cfg,

@@ -294,6 +294,7 @@ static mcl_tensor *batch_norm_train(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f, int
 {
     mcl_tensor *ft = mcl_transpose(ctx, f); /* [F,R] */
     mcl_tensor *y = mcl_transpose(ctx, plain_norm(ctx, ft, rows));
+    if (m->hold_running) return y;
     mcl_no_grad_begin(ctx);
     mcl_tensor *mean = mcl_mean_last(ctx, ft);                   /* [F] */
     mcl_tensor *var = mcl_sub(ctx, mcl_mean_last(ctx, mcl_mul(ctx, ft, ft)), mcl_mul(ctx, mean, mean));

@@ -138,6 +138,8 @@ typedef struct mcl_acl {
      * parameters "featnorm.running_mean/var" so checkpoints carry them; they never get a
      * gradient, so the optimizer leaves them alone); NULL otherwise */
     mcl_tensor *run_mean, *run_var;
+    int hold_running; /* 1: training forward passes leave run_mean/var as they are (the
+                         parts after the first of a data-parallel step, train.h) */
 } mcl_acl;
 
 typedef struct mcl_acl_state {

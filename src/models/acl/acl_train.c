@@ -190,9 +190,9 @@ static int domain_of(const mcl_acl_task_cfg *c, int task, int64_t step)
     return c->alternate ? (int)(((int64_t)task + step) % c->n_domains) : task % c->n_domains;
 }
 
-/* Draw the B episodes of one batch and build the task data. */
-static mcl_status make_batch(acl_fs *t, int64_t step, uint64_t stream, int val,
-                             mcl_acl_task_data *td, char *err, size_t err_len)
+/* Draw the B episodes of one batch and build the task data of sequences [lo, hi). */
+static mcl_status make_batch(acl_fs *t, int64_t step, uint64_t stream, int val, int64_t lo,
+                             int64_t hi, mcl_acl_task_data *td, char *err, size_t err_len)
 {
     const mcl_acl_task_cfg *c = &t->cfg;
     mcl_class_pool pools[MCL_ACL_MAX_TASKS];
@@ -210,8 +210,8 @@ static mcl_status make_batch(acl_fs *t, int64_t step, uint64_t stream, int val,
         if (st != MCL_OK) return fail(err, err_len, st, "episodes: %s", e2);
     }
     for (int i = 0; i < c->n_tasks; i++) {
-        mcl_status st = mcl_acl_task_data_from_episodes(t->ctx, (const mcl_episode *const *)t->eps,
-                                                        t->batch, i, c->normalize, &td[i]);
+        mcl_status st = mcl_acl_task_data_from_episodes(t->ctx, (const mcl_episode *const *)t->eps + lo,
+                                                        hi - lo, i, c->normalize, &td[i]);
         if (st != MCL_OK) {
             for (int j = 0; j < i; j++) mcl_acl_task_data_free(&td[j]);
             return fail(err, err_len, st, "batch: %s", mcl_ctx_error(t->ctx));
@@ -302,6 +302,16 @@ static mcl_status acl_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
 
 static mcl_params *acl_params(void *fs) { return mcl_acl_params(((acl_fs *)fs)->m); }
 
+/* feature_norm batch: the running estimates move in training forward passes */
+static int acl_buffers(void *fs, mcl_tensor **out, int max)
+{
+    const mcl_acl *m = ((acl_fs *)fs)->m;
+    if (!m->run_mean || max < 2) return 0;
+    out[0] = m->run_mean;
+    out[1] = m->run_var;
+    return 2;
+}
+
 static void acl_optim_config(void *fs, mcl_optim_config *oc)
 {
     oc->beta1 = 0.9f;
@@ -314,17 +324,22 @@ static const char *const acl_metric_names[] = {"acc_main", "acc_acl", "acc_first
 
 static double acl_chance(void *fs) { return 1.0 / ((acl_fs *)fs)->cfg.model.n_way; }
 
-static mcl_status acl_step_loss(void *fs, int64_t s, mcl_tensor **loss, double *metrics,
-                                char *err, size_t err_len)
+static mcl_status acl_step_loss(void *fs, int64_t s, const mcl_train_part *part,
+                                mcl_tensor **loss, double *metrics, char *err, size_t err_len)
 {
     acl_fs *t = fs;
-    mcl_status st = make_batch(t, s, STREAM_EPISODES + (uint64_t)s, 0, t->td, err, err_len);
+    /* all B episodes are drawn (the draw of one depends on those before it); the part's
+     * sequences are built and run */
+    mcl_status st = make_batch(t, s, STREAM_EPISODES + (uint64_t)s, 0, part->lo, part->hi, t->td,
+                               err, err_len);
     if (st != MCL_OK) return st;
     t->have_td = 1;
     mcl_acl_objective o;
     objective_for(t, s, &o);
     mcl_acl_terms tm;
-    st = mcl_acl_objective_loss(t->m, t->ctx, &o, t->td, t->batch, loss, &tm);
+    t->m->hold_running = part->index != 0; /* part 0 moves the running estimates */
+    st = mcl_acl_objective_loss(t->m, t->ctx, &o, t->td, (int)(part->hi - part->lo), loss, &tm);
+    t->m->hold_running = 0;
     if (st != MCL_OK) return fail(err, err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(t->ctx));
     metrics[0] = term_acc(&tm, MCL_ACL_TERM_MAIN);
     metrics[1] = term_acc(&tm, MCL_ACL_TERM_ACL);
@@ -353,7 +368,7 @@ static mcl_status acl_validate(void *fs, int64_t batches, double *score, char *e
     mcl_status st = MCL_OK;
     for (int64_t v = 0; v < batches && st == MCL_OK; v++) {
         mcl_acl_task_data td[MCL_ACL_MAX_TASKS];
-        st = make_batch(t, v, STREAM_VAL + (uint64_t)v, 1, td, err, err_len);
+        st = make_batch(t, v, STREAM_VAL + (uint64_t)v, 1, 0, t->batch, td, err, err_len);
         if (st != MCL_OK) break;
         mcl_acl_objective o;
         objective_for(t, v, &o);
@@ -408,6 +423,7 @@ const mcl_family mcl_acl_family = {
     .chance = acl_chance,
     .step_loss = acl_step_loss,
     .step_end = acl_step_end,
+    .buffers = acl_buffers,
     .validate = acl_validate,
     .save = acl_save,
     .load = acl_load,
