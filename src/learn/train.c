@@ -496,6 +496,14 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
         for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
         mcl_optim_zero_grad(r->opt);
         st = run_part(r, s, p, &lv, m);
+#ifdef MCL_TEST_HOOKS
+        /* test hook (tests/test-mpi.sh): rank METACL_TEST_FAIL_RANK fails at step
+         * METACL_TEST_FAIL_STEP as a device or data error would */
+        const char *fr = getenv("METACL_TEST_FAIL_RANK"), *fstep = getenv("METACL_TEST_FAIL_STEP");
+        if (st == MCL_OK && fr && fstep && atoi(fr) == r->rank && atoll(fstep) == s)
+            st = fail(r->err, r->err_len, MCL_ERR_BACKEND, "step %lld: test hook: a failure on rank %d",
+                      (long long)s, r->rank);
+#endif
         if (st == MCL_OK && r->parts > 1) st = grads_move(r, r->gbuf, r->gbuf + r->gn, p > r->p0, 0);
         if (r->fam->step_end) r->fam->step_end(r->fs);
         if (r->parts > 1) mcl_ctx_reset(r->ctx);
