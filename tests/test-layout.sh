@@ -16,7 +16,8 @@ allowed() {
     src/nn) echo "src/common" ;;
     src/data) echo "src/common" ;;
     src/data/prepare) echo "src/common src/data" ;;
-    src/learn) echo "src/common src/nn src/data" ;;
+    src/dist) echo "src/common" ;;
+    src/learn) echo "src/common src/nn src/data src/dist" ;;
     src/models|src/models/*) echo "src/common src/nn src/data src/learn src/models src/models/acl" ;;
     *) echo "" ;;
     esac
@@ -24,7 +25,7 @@ allowed() {
 # where(header) -> the directory holding it (empty if none of ours: system or generated)
 where() {
     for d in src/common src/ref src/ref/naive src/opencl src/nn src/data src/data/prepare \
-             src/learn src/models src/models/acl tools; do
+             src/dist src/learn src/models src/models/acl tools; do
         [ -f "$d/$1" ] && { echo "$d"; return; }
     done
 }
@@ -46,8 +47,8 @@ check_dir() { # $1 = directory, $2 = deliberately wrong allowance (for the self-
     done
     return $bad
 }
-for d in src/common src/ref src/ref/naive src/opencl src/nn src/data src/data/prepare src/learn \
-         src/models src/models/acl; do
+for d in src/common src/ref src/ref/naive src/opencl src/nn src/data src/data/prepare src/dist \
+         src/learn src/models src/models/acl; do
     [ -d "$d" ] || continue
     if check_dir "$d" ""; then pass=$((pass + 1)); echo "ok: $d"; else fail=$((fail + 1)); fi
 done
