@@ -25,6 +25,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $STEPS in ''|*[!0-9]*) echo "bench-mpi.sh: --steps wants a number" >&2; exit 2 ;; esac
+# a config NAME: data/configs/NAME.conf of this source tree
+case $CONFIG in */*|*.conf) ;; *) [ -f "$(dirname "$0")/../data/configs/$CONFIG.conf" ] && CONFIG="$(dirname "$0")/../data/configs/$CONFIG.conf" ;; esac
 METACL=${METACL:-./metacl}
 [ -x "$METACL" ] || { echo "bench-mpi.sh: no $METACL here (run from the build directory or set METACL)" >&2; exit 1; }
 MPIRUN=${MPIRUN:-mpirun}
@@ -38,7 +40,7 @@ export OMP_NUM_THREADS=1 METACL_PROGRESS=0
 # run N STEPS DIR: one training run with N ranks (N = 1: no mpirun), validation off
 run() {
     set -- "$1" "$2" "$3"
-    sets="--set train.steps=$2 --set train.val_every=0 --set train.log_every=1 --set train.ckpt_every=1000000"
+    sets="--set train.init= --set train.steps=$2 --set train.val_every=0 --set train.log_every=1 --set train.ckpt_every=1000000"
     if [ "$1" = 1 ]; then
         "$METACL" train acl --config "$CONFIG" --out "$3" $sets --quiet
     else
@@ -51,8 +53,10 @@ rows=
 for n in $RANKS; do
     run "$n" 3 "$TMP/warm$n" >/dev/null 2>&1 || { echo "bench-mpi.sh: the warm-up run with $n ranks failed" >&2; run "$n" 3 "$TMP/warm$n-again" >&2; exit 1; }
     run "$n" "$STEPS" "$TMP/run$n" >"$TMP/out$n" 2>&1 || { cat "$TMP/out$n" >&2; exit 1; }
-    # steps per second over the steps after the first (metrics.csv: train_s is column 7)
-    sps=$(awk -F, 'NR == 3 { t0 = $7; s0 = $1 } END { if ($7 > t0) printf "%.4f", ($1 - s0) / ($7 - t0); else print "nan" }' "$TMP/run$n/metrics.csv")
+    # steps per second over the steps after the first (metrics.csv's train_s column)
+    sps=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "train_s") c = i }
+                   NR == 3 { t0 = $c; s0 = $1 } END { if (c && $c > t0) printf "%.4f", ($1 - s0) / ($c - t0); else print "nan" }' \
+          "$TMP/run$n/metrics.csv")
     comm=$(sed -n 's/.*data parallel: \([0-9.]*\) ms per step in collectives.*/\1/p' "$TMP/run$n/log.txt" | tail -1)
     floats=$(sed -n 's/.*in [0-9]* parts, \([0-9]*\) gradient floats.*/\1/p' "$TMP/run$n/log.txt" | tail -1)
     [ -n "$comm" ] || comm=0
@@ -61,7 +65,7 @@ for n in $RANKS; do
 "
 done
 
-printf '%s' "$rows" | awk -v base="$base_sps" -v json="$JSON" -v cfg="$CONFIG" -v steps="$STEPS" '
+printf '%s' "$rows" | awk -v base="$base_sps" -v json="$JSON" -v cfg="$(basename "$CONFIG" .conf)" -v steps="$STEPS" '
     { n[NR] = $1; sps[NR] = $2; comm[NR] = $3; fl[NR] = $4 }
     END {
         if (json) {
