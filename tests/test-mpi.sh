@@ -10,6 +10,7 @@
 #   - rank 0 alone writes: one "starting run" line in log.txt, no temporary files left;
 #   - --resume with 1 process from a 2-rank checkpoint continues within the tolerance, and
 #     with 2 ranks bit for bit;
+#   - the same on OpenCL when a device exists (bit for bit to 2 parts, 1e-5 to the reference);
 #   - `eval`: the table (stdout) and --json-out of 2 ranks equal 1 process's, byte for byte;
 #   - a rank that fails (test hook) or is killed (kill -9) stops the job with a message naming
 #     it; last.ckpt stays intact (a later --resume works); ranks given different configs are
@@ -70,6 +71,20 @@ if ! close "$TMP/l-bad" "$TMP/l-one" >/dev/null && ! cmp -s "$TMP/l-bad" "$TMP/l
 check "1 process, batch of 3 (a part missing)" 0 "$METACL" train acl --config "$CONF" --out "$TMP/short" --set train.batch=3 --quiet
 losses "$TMP/short" >"$TMP/l-short"
 if ! close "$TMP/l-short" "$TMP/l-one" >/dev/null; then ok; else bad "a batch with a part left out was not detected"; fi
+
+# the same on OpenCL (each rank opens its own context; the device of local rank r is r mod
+# the host's devices): 2 ranks = 1 process with 2 parts, bit for bit; near the reference
+if "$METACL" devices --json 2>/dev/null | grep -q '"opencl":\[{'; then
+    check "OpenCL: 1 process, 2 parts" 0 "$METACL" train acl --config "$CONF" --out "$TMP/ocl-parts" --set train.parts=2 --backend opencl --quiet
+    check "OpenCL: 2 ranks" 0 $MPI -np 2 "$METACL" train acl --config "$CONF" --out "$TMP/ocl-two" --backend opencl --quiet
+    losses "$TMP/ocl-parts" >"$TMP/l-ocl-parts"
+    losses "$TMP/ocl-two" >"$TMP/l-ocl-two"
+    if [ "$(wc -l <"$TMP/l-ocl-two")" = 6 ] && cmp -s "$TMP/l-ocl-two" "$TMP/l-ocl-parts"; then ok; else
+        bad "OpenCL: 2 ranks and 1 process with 2 parts differ:"; paste "$TMP/l-ocl-two" "$TMP/l-ocl-parts"; fi
+    if w=$(close "$TMP/l-ocl-two" "$TMP/l-one"); then ok; else bad "OpenCL 2 ranks vs reference 1 process beyond 1e-5 ($w)"; fi
+else
+    echo "no OpenCL device: the OpenCL runs are left out"
+fi
 
 # rank 0 alone wrote the run directory
 n=$(grep -c "starting run" "$TMP/two/log.txt")

@@ -104,6 +104,7 @@ static int cmd_version(int argc, char **argv)
 #else
     printf("OpenCL backend: no\n");
 #endif
+    printf("MPI: %s\n", mcl_dist_built_with_mpi() ? "yes (mpirun -np N metacl ...)" : "no");
 #ifdef _OPENMP
     printf("OpenMP: yes (%d)\n", (int)_OPENMP);
 #else
