@@ -24,6 +24,7 @@
 #include <metacl/learner.h>
 #include <metacl/protocols.h>
 #include <metacl/conv4.h>
+#include <metacl/dist.h>
 
 #include <cstdio>
 #include <cstring>
@@ -51,6 +52,7 @@ int main()
         reinterpret_cast<const void *>(&mcl_learner_free),     // learner.h
         reinterpret_cast<const void *>(&mcl_eval_seq),         // protocols.h
         reinterpret_cast<const void *>(&mcl_conv4_create),     // conv4.h
+        reinterpret_cast<const void *>(&mcl_dist_sum_f32),     // dist.h
     };
     int n = 0;
     for (const void *f : fns) n += f != nullptr;
