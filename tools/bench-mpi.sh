@@ -39,7 +39,6 @@ export OMP_NUM_THREADS=1 METACL_PROGRESS=0
 
 # run N STEPS DIR: one training run with N ranks (N = 1: no mpirun), validation off
 run() {
-    set -- "$1" "$2" "$3"
     sets="--set train.init= --set train.steps=$2 --set train.val_every=0 --set train.log_every=1 --set train.ckpt_every=1000000"
     if [ "$1" = 1 ]; then
         "$METACL" train acl --config "$CONFIG" --out "$3" $sets --quiet

@@ -308,11 +308,9 @@ int mcl_cli_train(int argc, char **argv)
             else if (res.error_scope != MCL_TRAIN_ERR_OTHER && mcl_dist_rank() == 0)
                 fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = stop_signal ? 128 + stop_signal : 1; /* the shell's convention for a signal */
-        } else if (mcl_dist_rank() != 0) {
-            /* rank 0 reports */
-        } else if (json) {
+        } else if (json && mcl_dist_rank() == 0) { /* MPI: rank 0 reports */
             print_train_json(o.run_dir, &res, ctx);
-        } else if (!quiet) {
+        } else if (!json && !quiet && mcl_dist_rank() == 0) {
             printf("run %s: %lld steps, last loss %.4f, best validation %.4f, left chance at step "
                    "%lld, %.1f s of training\n",
                    o.run_dir, (long long)res.steps_done, res.last_loss, res.best_val,

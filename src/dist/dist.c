@@ -142,8 +142,9 @@ static void chunk(int64_t n, int q, int size, int64_t *lo, int64_t *hi)
 mcl_status mcl_dist_sum_f32(float *x, int64_t n, char *err, size_t len)
 {
     if (D.size == 1 || n == 0) return MCL_OK;
-    if (!x || n < 0 || n / D.size > INT32_MAX)
-        return fail(err, len, MCL_ERR_INVALID, "distributed sum: bad vector (%lld floats)", (long long)n);
+    if (!x || n < 0 || n > INT32_MAX) /* MPI counts and displacements are int */
+        return fail(err, len, MCL_ERR_INVALID, "distributed sum: %lld floats (at most %d)",
+                    (long long)n, INT32_MAX);
     const int N = D.size;
     int64_t lo, hi;
     chunk(n, D.rank, N, &lo, &hi);
@@ -159,16 +160,15 @@ mcl_status mcl_dist_sum_f32(float *x, int64_t n, char *err, size_t len)
     for (int q = 0; q < N; q++) {
         int64_t a, b;
         chunk(n, q, N, &a, &b);
-        scount[q] = (int)(b - a); /* my chunk q goes to rank q          */
-        sdisp[q] = (int)a;        /* (fits: n/N <= INT32_MAX, a < n ... ) */
-        rcount[q] = mine;         /* rank q's copy of my chunk           */
+        scount[q] = (int)(b - a); /* my chunk q goes to rank q */
+        sdisp[q] = (int)a;
+        rcount[q] = mine;         /* rank q's copy of my chunk  */
         rdisp[q] = q * mine;
     }
     const double t0 = mcl_now_s();
     mcl_status st = MCL_OK;
-    int rc = n <= INT32_MAX ? MPI_Alltoallv(x, scount, sdisp, MPI_FLOAT, recv, rcount, rdisp,
-                                            MPI_FLOAT, MPI_COMM_WORLD)
-                            : MPI_ERR_COUNT;
+    int rc = MPI_Alltoallv(x, scount, sdisp, MPI_FLOAT, recv, rcount, rdisp, MPI_FLOAT,
+                           MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS) st = mpi_fail(rc, "gradient exchange (alltoall)", err, len);
     if (st == MCL_OK) {
         /* ((x_0 + x_1) + x_2) + ...: rank order, the same on every run */
@@ -210,25 +210,6 @@ mcl_status mcl_dist_sum_f64(double *x, int n, char *err, size_t len)
         x[i] = s;
     }
     free(all);
-    return MCL_OK;
-}
-
-mcl_status mcl_dist_max_i64(int64_t *v, int *at, char *err, size_t len)
-{
-    if (D.size == 1) {
-        if (at) *at = 0;
-        return MCL_OK;
-    }
-    long long in = (long long)*v, out = 0;
-    const double t0 = mcl_now_s();
-    MPI_CHECK(MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD), "agreement");
-    if (at) {
-        int me = in == out ? D.rank : D.size, low = 0;
-        MPI_CHECK(MPI_Allreduce(&me, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "agreement");
-        *at = low;
-    }
-    D.comm_s += mcl_now_s() - t0;
-    *v = (int64_t)out;
     return MCL_OK;
 }
 
@@ -276,24 +257,27 @@ mcl_status mcl_dist_gather_items(double *x, int64_t n_items, int64_t per_item, c
     return st;
 }
 
-mcl_status mcl_dist_agree(mcl_status st, char *err, size_t len)
+mcl_status mcl_dist_agree(mcl_status st, int *n_failed, char *err, size_t len)
 {
-    if (D.size == 1) return st;
-    int64_t failed = st != MCL_OK;
-    char e2[256];
-    mcl_status cs = mcl_dist_max_i64(&failed, NULL, e2, sizeof e2);
-    if (cs != MCL_OK) return fail(err, len, cs, "%s", e2);
-    if (!failed) return MCL_OK;
-    if (st != MCL_OK) return st;
+    int mine = st != MCL_OK, all = mine;
+    if (D.size > 1) {
+        const double t0 = mcl_now_s();
+        int rc = MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        D.comm_s += mcl_now_s() - t0;
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, "agreement", err, len);
+    }
+    if (n_failed) *n_failed = all;
+    if (!all || mine) return st;
     D.shared = 1;
     return fail(err, len, MCL_ERR_STATE, "another rank failed (its message names it)");
 }
 
 #else /* one process */
 
-mcl_status mcl_dist_agree(mcl_status st, char *err, size_t len)
+mcl_status mcl_dist_agree(mcl_status st, int *n_failed, char *err, size_t len)
 {
     (void)err, (void)len;
+    if (n_failed) *n_failed = st != MCL_OK;
     return st;
 }
 
@@ -327,13 +311,6 @@ mcl_status mcl_dist_sum_f32(float *x, int64_t n, char *err, size_t len)
 mcl_status mcl_dist_sum_f64(double *x, int n, char *err, size_t len)
 {
     (void)x, (void)n, (void)err, (void)len;
-    return MCL_OK;
-}
-
-mcl_status mcl_dist_max_i64(int64_t *v, int *at, char *err, size_t len)
-{
-    (void)v, (void)err, (void)len;
-    if (at) *at = 0;
     return MCL_OK;
 }
 

@@ -13,8 +13,9 @@
  * one rank that owns e's chunk (a reduce-scatter written as MPI_Alltoallv), and the sums are
  * then gathered (MPI_Allgatherv). Every rank gets the same bits, run after run, and the
  * result equals a single process that adds the same N vectors in the same order. Traffic per
- * rank: 2·(N−1)/N of the vector, the same as a ring allreduce. (Small control values — a flag,
- * a status — do use MPI_Allreduce: max and min of integers are exact in any order.)
+ * rank: 2·(N−1)/N of the vector, the same as a ring allreduce. (Small control values — failure
+ * counts, a rank index — do use MPI_Allreduce: sums and minima of integers are exact in any
+ * order.)
  *
  * Every function returns MCL_OK or an error with a message in err (MCL_ERR_IO for an MPI
  * failure); an MPI error handler that returns (MPI_ERRORS_RETURN) is installed, so the library
@@ -58,8 +59,6 @@ mcl_status mcl_dist_sum_f32(float *x, int64_t n, char *err, size_t len);
 /* The same for a few doubles (n <= 64): all ranks' values are gathered and added in rank
  * order. */
 mcl_status mcl_dist_sum_f64(double *x, int n, char *err, size_t len);
-/* *v ← the maximum of every rank's *v; *at (may be NULL) ← the lowest rank holding it. */
-mcl_status mcl_dist_max_i64(int64_t *v, int *at, char *err, size_t len);
 /* Rank `root`'s n bytes to every rank. */
 mcl_status mcl_dist_bcast(void *buf, size_t n, int root, char *err, size_t len);
 /* Every rank's v compared with rank 0's: *first_diff ← the lowest rank whose v differs, or
@@ -72,8 +71,9 @@ mcl_status mcl_dist_gather_items(double *x, int64_t n_items, int64_t per_item, c
 
 /* After a local piece of work that every rank did: MCL_OK when it succeeded on every rank;
  * this rank's st when it failed here; MCL_ERR_STATE ("another rank failed", in err) when it
- * failed only elsewhere. A failure every rank now knows of is noted (below). */
-mcl_status mcl_dist_agree(mcl_status st, char *err, size_t len);
+ * failed only elsewhere (a failure every rank now knows of: noted, below). *n_failed (may be
+ * NULL) ← how many ranks failed. */
+mcl_status mcl_dist_agree(mcl_status st, int *n_failed, char *err, size_t len);
 /* A failure that every rank knows of (all stopped together, or another rank failed and will
  * stop the job): the CLI then exits normally instead of calling mcl_dist_abort. */
 void mcl_dist_note_shared_failure(void);

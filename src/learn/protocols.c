@@ -228,7 +228,7 @@ static mcl_status share_runs(mcl_ctx *ctx, mcl_cl_result *res, mcl_status st)
 {
     if (mcl_dist_size() == 1) return st;
     char err[256];
-    mcl_status a = mcl_dist_agree(st, err, sizeof err);
+    mcl_status a = mcl_dist_agree(st, NULL, err, sizeof err);
     if (st != MCL_OK) return st; /* the message is in ctx */
     if (a == MCL_OK) a = mcl_dist_gather_items(res->acc, res->n_runs, (int64_t)res->n_tasks * res->n_tasks, err, sizeof err);
     if (a == MCL_OK) a = mcl_dist_gather_items(res->alone, res->n_runs, res->n_tasks, err, sizeof err);

@@ -397,12 +397,12 @@ static mcl_status grads_move(runner *r, float *buf, float *tmp, int add, int to_
     return st;
 }
 
-/* A hash of every parameter's bits (all ranks must agree). */
+/* A hash of every parameter's bits (all ranks must agree). Several ranks: between steps,
+ * so gbuf (P >= N > 1) is free to hold one tensor. */
 static mcl_status params_hash(runner *r, uint64_t *h)
 {
     mcl_params *ps = r->fam->params(r->fs);
-    float *buf = malloc((size_t)(r->gn > 0 ? r->gn : 1) * sizeof *buf);
-    if (!buf) return fail(r->err, r->err_len, MCL_ERR_OOM, "out of memory");
+    float *buf = r->gbuf;
     mcl_status st = MCL_OK;
     *h = MCL_FNV_START;
     for (int i = 0; i < mcl_params_count(ps) && st == MCL_OK; i++) {
@@ -411,7 +411,6 @@ static mcl_status params_hash(runner *r, uint64_t *h)
         st = mcl_tensor_read(t, buf, n);
         if (st == MCL_OK) *h = mcl_fnv1a(*h, buf, (size_t)n * sizeof *buf);
     }
-    free(buf);
     if (st != MCL_OK) fail(r->err, r->err_len, st, "parameters: %s", mcl_ctx_error(r->ctx));
     return st;
 }
@@ -433,21 +432,23 @@ static mcl_status check_params_agree(runner *r)
     return st;
 }
 
-/* The forward pass's own state (running estimates) of part 0's rank, to every rank. */
+/* The forward pass's own state (running estimates) of part 0's rank, to every rank. After
+ * the step, so gbuf is free (the buffers are parameters: at most gn floats each). */
 static mcl_status share_buffers(runner *r)
 {
     mcl_tensor *b[16];
     const int n = r->fam->buffers ? r->fam->buffers(r->fs, b, 16) : 0;
+    float *h = r->gbuf;
     mcl_status st = MCL_OK;
     for (int i = 0; i < n && st == MCL_OK; i++) {
         const int64_t k = mcl_tensor_numel(b[i]);
-        float *h = malloc((size_t)k * sizeof *h);
-        if (!h) return fail(r->err, r->err_len, MCL_ERR_OOM, "out of memory");
         st = r->rank == 0 ? mcl_tensor_read(b[i], h, k) : MCL_OK;
-        if (st == MCL_OK) st = mcl_dist_bcast(h, (size_t)k * sizeof *h, 0, r->err, r->err_len);
-        if (st == MCL_OK && r->rank != 0) st = mcl_tensor_write(b[i], h, k);
-        free(h);
+        if (st != MCL_OK) break;
+        st = mcl_dist_bcast(h, (size_t)k * sizeof *h, 0, r->err, r->err_len);
+        if (st != MCL_OK) return st; /* message in err */
+        if (r->rank != 0) st = mcl_tensor_write(b[i], h, k);
     }
+    if (st != MCL_OK) fail(r->err, r->err_len, st, "running estimates: %s", mcl_ctx_error(r->ctx));
     return st;
 }
 
@@ -456,11 +457,19 @@ static mcl_status share_buffers(runner *r)
  * streams after it, 4096 of them before the next part's). */
 static uint64_t part_stream(int64_t s, int p) { return ((uint64_t)s << 24) | ((uint64_t)p << 12); }
 
+/* Part p of the batch (train.h). */
+static mcl_train_part part_of(const runner *r, int p)
+{
+    const int64_t B = r->cfg.train.batch;
+    const mcl_train_part part = {B * p / r->parts, B * (p + 1) / r->parts, p, r->parts};
+    return part;
+}
+
 /* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. */
 static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m)
 {
     const int64_t B = r->cfg.train.batch;
-    const mcl_train_part part = {B * p / r->parts, B * (p + 1) / r->parts, p, r->parts};
+    const mcl_train_part part = part_of(r, p);
     mcl_tensor *loss = NULL;
     *lv = NAN;
     if (r->parts > 1) mcl_ctx_set_stream(r->ctx, part_stream(s, p));
@@ -486,11 +495,9 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
     double sc[MCL_TRAIN_MAX_METRICS + 3]; /* loss, metrics, failed, stop: summed over ranks */
     for (int i = 0; i < nm + 3; i++) sc[i] = 0.0;
     r->scope = MCL_TRAIN_ERR_LOCAL;
-    if (r->err && r->err_len) r->err[0] = 0;
     for (int p = r->p0; p < r->p1 && st == MCL_OK; p++) {
-        const double w = (double)(r->cfg.train.batch * (p + 1) / r->parts -
-                                  r->cfg.train.batch * p / r->parts) /
-                         (double)r->cfg.train.batch;
+        const mcl_train_part part = part_of(r, p);
+        const double w = (double)(part.hi - part.lo) / (double)r->cfg.train.batch;
         double m[MCL_TRAIN_MAX_METRICS];
         float lv = NAN;
         for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
@@ -762,18 +769,12 @@ static void undo_start(runner *r)
  * returns an error naming the first that did. */
 static mcl_status agree_on_start(runner *r, mcl_status st)
 {
-    if (r->size == 1) return st;
-    double failed = st != MCL_OK;
-    char e2[512];
-    mcl_status cs = mcl_dist_sum_f64(&failed, 1, e2, sizeof e2);
-    if (cs != MCL_OK) return fail(r->err, r->err_len, cs, "%s", e2);
-    if (failed == 0) return MCL_OK;
-    if (st != MCL_OK) {
-        r->scope = failed == r->size ? MCL_TRAIN_ERR_ALL : MCL_TRAIN_ERR_LOCAL;
-        return st;
-    }
-    r->scope = MCL_TRAIN_ERR_OTHER;
-    return fail(r->err, r->err_len, MCL_ERR_STATE, "another rank could not start");
+    int failed = 0;
+    mcl_status a = mcl_dist_agree(st, &failed, r->err, r->err_len);
+    if (a == MCL_OK || r->size == 1) return a;
+    r->scope = st == MCL_OK ? MCL_TRAIN_ERR_OTHER
+                            : failed == r->size ? MCL_TRAIN_ERR_ALL : MCL_TRAIN_ERR_LOCAL;
+    return a;
 }
 
 mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_cfg *cfg,
