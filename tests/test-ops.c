@@ -959,6 +959,55 @@ static int gen_srwm(int k, tcase *tc)
     return 1;
 }
 
+
+/* attn_kv: q [S,Hq,Dk], k [S,Hk,Dk], v [S,Hk,Dv] ~ N(0, 1); the ring kbuf, vbuf [C,..] ~ N(0, 1)
+ * (no gradient). Covers: one token and an empty ring; multi-query (Hk = 1), grouped (Hk = 2
+ * of 4) and multi-head (Hk = Hq); rings partly filled, full, wrapped (start + n > C), C = 1,
+ * C < S and C > S; both masks (the pi mask with t = 0 and an empty ring: a zero row);
+ * ALiBi on and off; Dk != Dv; a big case (50 tokens after a full ring of 64). */
+static int gen_attn_kv(int k, tcase *tc)
+{
+    static const int64_t c[][10] = {
+        /* S, Hq, Hk, Dk, Dv, C, n, start, mask, alibi·100 */
+        {1, 1, 1, 4, 4, 1, 0, 0, 0, 0},    {5, 2, 1, 4, 3, 7, 3, 5, 1, 0},
+        {7, 4, 2, 5, 6, 4, 4, 2, 0, 50},   {3, 2, 2, 8, 8, 1, 1, 0, 1, 0},
+        {13, 3, 1, 7, 5, 20, 0, 0, 1, 0},  {1, 2, 1, 4, 4, 5, 5, 3, 1, 0},
+        {1, 1, 1, 3, 3, 1, 0, 0, 1, 0},    {6, 2, 1, 4, 4, 3, 2, 2, 1, 25},
+        {50, 4, 1, 16, 16, 64, 64, 10, 1, 0}};
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    const int64_t S = c[k][0], Hq = c[k][1], Hk = c[k][2], Dk = c[k][3], Dv = c[k][4], C = c[k][5];
+    fill_normal(tc, add_in(tc, S3(S, Hq, Dk)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S3(S, Hk, Dk)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S3(S, Hk, Dv)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S3(C, Hk, Dk)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S3(C, Hk, Dv)), 0.0, 1.0);
+    tc->no_grad[3] = tc->no_grad[4] = 1;
+    tc->p.i[0] = c[k][6];
+    tc->p.i[1] = c[k][7];
+    tc->p.i[2] = c[k][8];
+    tc->p.f[0] = (float)(1.0 / sqrt((double)Dk));
+    tc->p.f[1] = (float)c[k][9] / 100.0f;
+    return 1;
+}
+
+/* kv_push: buf [C,H,D], x [S,H,D]; C < S, C = S, C > S, C = 1, writes that wrap, two calls
+ * (the second writes over the first). */
+static int gen_kv_push(int k, tcase *tc)
+{
+    static const int64_t c[][5] = {/* C, S, H, D, pos */
+                                   {4, 7, 1, 3, 1}, {5, 5, 2, 2, 0}, {9, 4, 1, 5, 7},
+                                   {1, 3, 1, 4, 0}, {6, 2, 3, 1, 5}};
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    fill_normal(tc, add_in(tc, S3(c[k][0], c[k][2], c[k][3])), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S3(c[k][1], c[k][2], c[k][3])), 0.0, 1.0);
+    tc->p.i[0] = c[k][4];
+    tc->calls = k == 2 ? 2 : 1;
+    return 1;
+}
+
 /* ================================================================================== */
 /* Naive host computations, in double: nv_X(tc, want) fills want[k] for each output k    */
 /* (in-place ops: want[k] = input k after the call(s)). The ops with real arithmetic      */
@@ -1296,6 +1345,70 @@ static void nv_srwm(const tcase *tc, harr *w)
     mcl_naive_srwm_fwd(B, H, L, D, tc->x[0], w0, y, st, q, k, beta, dl);
 }
 
+
+/* attn_kv, densely: the scores of every query row against all n + S keys in time order,
+ * masked to -inf above the diagonal, a softmax, then the diagonal weight dropped (mask 1) */
+static void nv_attn_kv(const tcase *tc, harr *w)
+{
+    const int64_t S = tc->shape[0][0], Hq = tc->shape[0][1], Dk = tc->shape[0][2];
+    const int64_t Hk = tc->shape[1][1], Dv = tc->shape[2][2], C = tc->shape[3][0];
+    const int64_t n = tc->p.i[0], start = tc->p.i[1], T = n + S;
+    const double scale = tc->p.f[0], alibi = tc->p.f[1];
+    const int64_t os[3] = {S, Hq, Dv}, ls[2] = {S, Hq};
+    double *o = want_new(&w[0], 3, os), *lse = want_new(&w[1], 2, ls);
+    double *K = malloc((size_t)(T * Hk * Dk) * sizeof *K), *V = malloc((size_t)(T * Hk * Dv) * sizeof *V);
+    double *sc = malloc((size_t)T * sizeof *sc);
+    if (!K || !V || !sc) abort();
+    for (int64_t j = 0; j < T; j++) /* keys and values in time order */
+        for (int64_t kh = 0; kh < Hk; kh++) {
+            for (int64_t c = 0; c < Dk; c++)
+                K[(j * Hk + kh) * Dk + c] = j < n ? tc->x[3][(((start + j) % C) * Hk + kh) * Dk + c]
+                                                  : tc->x[1][((j - n) * Hk + kh) * Dk + c];
+            for (int64_t c = 0; c < Dv; c++)
+                V[(j * Hk + kh) * Dv + c] = j < n ? tc->x[4][(((start + j) % C) * Hk + kh) * Dv + c]
+                                                  : tc->x[2][((j - n) * Hk + kh) * Dv + c];
+        }
+    for (int64_t t = 0; t < S; t++)
+        for (int64_t h = 0; h < Hq; h++) {
+            const int64_t kh = h / (Hq / Hk), qt = n + t;
+            const double slope = alibi == 0 ? 0.0 : alibi * pow(2.0, -8.0 * (double)(h + 1) / (double)Hq);
+            double mx = -INFINITY;
+            for (int64_t j = 0; j < T; j++) {
+                double d = 0.0;
+                for (int64_t c = 0; c < Dk; c++)
+                    d += (double)tc->x[0][(t * Hq + h) * Dk + c] * K[(j * Hk + kh) * Dk + c];
+                sc[j] = j <= qt ? scale * d - slope * (double)(qt - j) : -INFINITY;
+                if (sc[j] > mx) mx = sc[j];
+            }
+            double z = 0.0;
+            for (int64_t j = 0; j < T; j++) z += exp(sc[j] - mx);
+            lse[t * Hq + h] = mx + log(z);
+            for (int64_t c = 0; c < Dv; c++) {
+                double acc = 0.0;
+                for (int64_t j = 0; j < T; j++) {
+                    const double p = exp(sc[j] - mx) / z * (tc->p.i[2] == 1 && j == qt ? 0.0 : 1.0);
+                    acc += p * V[(j * Hk + kh) * Dv + c];
+                }
+                o[(t * Hq + h) * Dv + c] = acc;
+            }
+        }
+    free(K);
+    free(V);
+    free(sc);
+}
+
+/* kv_push: ring rows (pos + r) mod C <- x rows S - m + r, per call */
+static void nv_kv_push(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    const int64_t C = tc->shape[0][0], S = tc->shape[1][0], row = tc->shape[0][1] * tc->shape[0][2];
+    const int64_t m = S < C ? S : C;
+    for (int call = 0; call < tc->calls; call++)
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t e = 0; e < row; e++)
+                w[0].d[((tc->p.i[0] + r) % C) * row + e] = w[1].d[(S - m + r) * row + e];
+}
+
 /* ================================================================================== */
 /* The per-op table.                                                                    */
 
@@ -1363,6 +1476,12 @@ static const opspec SPECS[] = {
      * in other orders, carried over L steps by the state and the backward's weight recovery
      * (observed 1e-6: DT_SUM) */
     {"srwm", gen_srwm, nv_srwm, FT_SUM, 2e-2, GT_SMOOTH, DT_SUM},
+    /* attention: double sums of Dk, Dv <= 16 terms and of n + S <= 114 exponentials (FT_SUM);
+     * smooth (softmax, bilinear), h = 2e-2 as for softmax (GT_SMOOTH); the device sums in
+     * (hi, lo) float pairs in other orders (DT_SUM) */
+    {"attn_kv", gen_attn_kv, nv_attn_kv, FT_SUM, 2e-2, GT_SMOOTH, DT_SUM},
+    /* copies rows (exact); in place, no backward */
+    {"kv_push", gen_kv_push, nv_kv_push, FT_EXACT, 0.0, 0.0, DT_EXACT},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 

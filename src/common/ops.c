@@ -385,6 +385,52 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 11, 4, seq4);/* db */
         return MCL_OK;
     }
+    case MCL_OP_ATTN_KV: {
+        const mcl_tensor *k = a->in[1], *v = a->in[2], *kb = a->in[3], *vb = a->in[4];
+        char s3[64], s4[64], s5[64];
+        if (x->ndim != 3 || k->ndim != 3 || v->ndim != 3 || kb->ndim != 3 || vb->ndim != 3)
+            return SHAPE_ERR("attn_kv: q %s, k %s, v %s, kbuf %s, vbuf %s must all be 3-D "
+                             "([S,H,D], [C,H,D])",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(k, s2, sizeof s2),
+                             mcl_shape_str(v, s3, sizeof s3), mcl_shape_str(kb, s4, sizeof s4),
+                             mcl_shape_str(vb, s5, sizeof s5));
+        const int64_t S = x->shape[0], Hq = x->shape[1], Dk = x->shape[2], Hk = k->shape[1];
+        const int64_t Dv = v->shape[2], C = kb->shape[0];
+        if (k->shape[0] != S || k->shape[2] != Dk || v->shape[0] != S || v->shape[1] != Hk ||
+            Hq % Hk != 0)
+            return SHAPE_ERR("attn_kv: q %s, k %s, v %s must be [S,Hq,Dk], [S,Hk,Dk], [S,Hk,Dv] "
+                             "with Hk dividing Hq",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(k, s2, sizeof s2),
+                             mcl_shape_str(v, s3, sizeof s3));
+        if (kb->shape[1] != Hk || kb->shape[2] != Dk || vb->shape[0] != C || vb->shape[1] != Hk ||
+            vb->shape[2] != Dv)
+            return SHAPE_ERR("attn_kv: kbuf %s and vbuf %s must be [C,%lld,%lld] and [C,%lld,%lld]",
+                             mcl_shape_str(kb, s1, sizeof s1), mcl_shape_str(vb, s2, sizeof s2),
+                             (long long)Hk, (long long)Dk, (long long)Hk, (long long)Dv);
+        if (a->p.i[0] < 0 || a->p.i[0] > C || a->p.i[1] < 0 || a->p.i[1] >= C)
+            return INVALID("attn_kv: ring state n = %lld, start = %lld outside 0 <= n <= C = %lld, "
+                           "0 <= start < C",
+                           (long long)a->p.i[0], (long long)a->p.i[1], (long long)C);
+        if (a->p.i[2] != 0 && a->p.i[2] != 1)
+            return INVALID("attn_kv: mask %lld must be 0 (causal) or 1 (zero diagonal)",
+                           (long long)a->p.i[2]);
+        if (!isfinite(a->p.f[0]) || !isfinite(a->p.f[1]) || a->p.f[1] < 0)
+            return INVALID("attn_kv: scale %g and alibi %g must be finite, alibi >= 0",
+                           (double)a->p.f[0], (double)a->p.f[1]);
+        int64_t os[3] = {S, Hq, Dv}, ls[2] = {S, Hq};
+        set_out(o, 0, 3, os);
+        set_out(o, 1, 2, ls);
+        return MCL_OK;
+    }
+    case MCL_OP_KV_PUSH: {
+        if (x->ndim != 3 || y->ndim != 3 || x->shape[1] != y->shape[1] || x->shape[2] != y->shape[2])
+            return SHAPE_ERR("kv_push: buf %s and x %s must be [C,H,D] and [S,H,D]",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(y, s2, sizeof s2));
+        if (a->p.i[0] < 0 || a->p.i[0] >= x->shape[0])
+            return INVALID("kv_push: position %lld outside the ring's %lld rows",
+                           (long long)a->p.i[0], (long long)x->shape[0]);
+        return MCL_OK;
+    }
     case MCL_OP_SGD_STEP:
         if ((s = need_same(ctx, op, x, y, "param", "grad")) != MCL_OK) return s;
         return need_same(ctx, op, x, a->in[2], "param", "momentum");
@@ -710,6 +756,42 @@ mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mc
     a.in[2] = beta;
     a.p.f[0] = eps;
     return run1(ctx, &a);
+}
+
+mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
+                       mcl_tensor *kbuf, mcl_tensor *vbuf, const mcl_attn_opts *opt,
+                       mcl_tensor **out)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!opt || !out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "attn_kv: NULL options or output");
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_ATTN_KV;
+    a.in[0] = q;
+    a.in[1] = k;
+    a.in[2] = v;
+    a.in[3] = kbuf;
+    a.in[4] = vbuf;
+    a.p.i[0] = opt->n;
+    a.p.i[1] = opt->start;
+    a.p.i[2] = opt->zero_diagonal ? 1 : 0;
+    a.p.f[0] = opt->scale;
+    a.p.f[1] = opt->alibi;
+    mcl_status s = mcl_op_run(ctx, &a);
+    *out = s == MCL_OK ? a.out[0] : NULL;
+    return s;
+}
+
+mcl_status mcl_kv_push(mcl_ctx *ctx, mcl_tensor *buf, mcl_tensor *x, int64_t pos)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_KV_PUSH;
+    a.in[0] = buf;
+    a.in[1] = x;
+    a.p.i[0] = pos;
+    return mcl_op_run(ctx, &a);
 }
 
 mcl_status mcl_srwm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *const state_in[4], mcl_tensor **y,

@@ -73,6 +73,22 @@ mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mc
 
 /* The self-referential weight matrix over a sequence (doc/acl-model.md §1): x [B,H,L,D], state
  * {W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]} -> y [B,H,L,D] and the final state. */
+/* Causal attention of a chunk against a KV ring buffer (ops.def attn_kv; doc/oct-model.md):
+ * q [S,Hq,Dk], k [S,Hk,Dk], v [S,Hk,Dv], kbuf [C,Hk,Dk], vbuf [C,Hk,Dv] -> out [S,Hq,Dv].
+ * Gradients reach q, k and v, never the buffer. */
+typedef struct mcl_attn_opts {
+    int64_t n;         /* ring rows in use (0..C)                                          */
+    int64_t start;     /* ring index of the oldest row                                     */
+    int zero_diagonal; /* 1: pi-transformer mask (the diagonal dropped after the softmax)  */
+    float scale;       /* of the scores, usually 1/sqrt(Dk)                                */
+    float alibi;       /* 0: no positional bias; else the ALiBi slope factor                */
+} mcl_attn_opts;
+mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
+                       mcl_tensor *kbuf, mcl_tensor *vbuf, const mcl_attn_opts *opt,
+                       mcl_tensor **out);
+/* Write the last min(S, C) rows of x [S,H,D] into the ring buf [C,H,D] at rows pos, pos+1, ...
+ * (mod C), in place (no gradient). */
+mcl_status mcl_kv_push(mcl_ctx *ctx, mcl_tensor *buf, mcl_tensor *x, int64_t pos);
 mcl_status mcl_srwm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *const state_in[4], mcl_tensor **y,
                     mcl_tensor *state_out[4]);
 
