@@ -24,6 +24,9 @@
 #include <metacl/learner.h>
 #include <metacl/protocols.h>
 #include <metacl/conv4.h>
+#include <metacl/conv8.h>
+#include <metacl/oct.h>
+#include <metacl/oct_train.h>
 #include <metacl/dist.h>
 
 #include <cstdio>
@@ -52,6 +55,9 @@ int main()
         reinterpret_cast<const void *>(&mcl_learner_free),     // learner.h
         reinterpret_cast<const void *>(&mcl_eval_seq),         // protocols.h
         reinterpret_cast<const void *>(&mcl_conv4_create),     // conv4.h
+        reinterpret_cast<const void *>(&mcl_conv8_create),     // conv8.h
+        reinterpret_cast<const void *>(&mcl_oct_create),       // oct.h
+        reinterpret_cast<const void *>(&mcl_oct_report_load),  // oct_train.h
         reinterpret_cast<const void *>(&mcl_dist_sum_f32),     // dist.h
     };
     int n = 0;

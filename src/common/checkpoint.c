@@ -1240,6 +1240,39 @@ static int rec_is(const ck_trec *r, const char *name)
     return n == r->name_len && memcmp(r->name, name, n) == 0;
 }
 
+mcl_status mcl_ckpt_read_tensor(const char *path, const char *name, int64_t numel, float **out,
+                                mcl_ckpt_info *info, char *errbuf, size_t errbuf_len)
+{
+    ck_err e;
+    err_init(&e, NULL, path, errbuf, errbuf_len);
+    if (info) memset(info, 0, sizeof *info);
+    if (!name || !out) return fail(&e, MCL_ERR_NULL, "read_tensor: NULL argument");
+    *out = NULL;
+    ck_parsed p;
+    memset(&p, 0, sizeof p);
+    uint32_t version = 0;
+    mcl_status s = read_all(path, &e, 0, &version, &p);
+    const ck_trec *r = NULL;
+    for (size_t k = 0; s == MCL_OK && k < p.params.n && !r; k++)
+        if (rec_is(&p.params.v[k], name)) r = &p.params.v[k];
+    if (s == MCL_OK && !r) s = fail(&e, MCL_ERR_INVALID, "no tensor '%s'", name);
+    if (s == MCL_OK && r->numel != numel)
+        s = fail(&e, MCL_ERR_SHAPE, "tensor '%s' has %lld values, %lld expected", name,
+                 (long long)r->numel, (long long)numel);
+    if (s == MCL_OK) {
+        float *v = malloc((size_t)(numel > 0 ? numel : 1) * sizeof *v);
+        if (!v) s = fail(&e, MCL_ERR_OOM, "out of memory");
+        for (int64_t i = 0; s == MCL_OK && i < numel; i++) {
+            uint32_t u = get_u32(r->data + 4 * i);
+            memcpy(&v[i], &u, 4);
+        }
+        if (s == MCL_OK) *out = v;
+    }
+    if (s == MCL_OK && info) fill_info(info, version, &p);
+    parsed_free(&p);
+    return s;
+}
+
 /* Index in P of the tensor named like r, or -1. */
 static int find_param(const mcl_params *P, const ck_trec *r)
 {

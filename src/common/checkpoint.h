@@ -180,6 +180,12 @@ mcl_status mcl_ckpt_load(mcl_ctx *ctx, const char *path, const char *model_kind,
                          mcl_params *params, mcl_optim *optim, mcl_ckpt_info *info,
                          char *errbuf, size_t errbuf_len);
 
+/* One tensor of the params section by name, without a model: the whole file is checked as
+ * mcl_ckpt_load checks it, then *out = a malloc'd copy of its `numel` values (a different
+ * count is MCL_ERR_SHAPE). info (may be NULL) is filled as by mcl_ckpt_load. */
+mcl_status mcl_ckpt_read_tensor(const char *path, const char *name, int64_t numel, float **out,
+                                mcl_ckpt_info *info, char *errbuf, size_t errbuf_len);
+
 /* Release what an mcl_ckpt_info owns and zero it. NULL is ignored. */
 void mcl_ckpt_info_free(mcl_ckpt_info *info);
 

@@ -684,6 +684,8 @@ static mcl_status start(runner *r, const mcl_run_cfg *cfg)
                         "choose another --out",
                         r->dir);
     }
+    if (r->cfg.train.steps == 0 && r->fam->total_steps) /* "the whole stream" */
+        r->cfg.train.steps = r->fam->total_steps(r->cfg.fcfg, &r->cfg.train);
     st = writer ? open_run_dir(r) : MCL_OK;
     if (st != MCL_OK) return st;
     mcl_ctx_set_seed(r->ctx, r->cfg.train.seed);

@@ -113,6 +113,9 @@ typedef struct mcl_family {
     void (*cfg_default)(void *fcfg, mcl_train_cfg *t);
     /* Cross-key checks (may be NULL). */
     mcl_status (*cfg_check)(const void *fcfg, const mcl_train_cfg *t, char *err, size_t len);
+    /* The number of steps of a run whose train.steps is 0 (may be NULL: then 0 is an error
+     * of the config): e.g. the online family's whole stream. */
+    int64_t (*total_steps)(const void *fcfg, const mcl_train_cfg *t);
     /* Build the model and load the data (log what was loaded). */
     mcl_status (*create)(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg *t,
                          mcl_train_log *log, void **fs, char *err, size_t len);

@@ -3,9 +3,10 @@
 #include <string.h>
 
 #include "acl_train.h"
+#include "oct_train.h"
 #include "train.h"
 
-static const mcl_family *const families[] = {&mcl_acl_family, NULL};
+static const mcl_family *const families[] = {&mcl_acl_family, &mcl_oct_family, NULL};
 
 const mcl_family *const *mcl_families(void) { return families; }
 

@@ -1,0 +1,65 @@
+/* oct_train.h — the online transformers as a family on the training harness (train.h):
+ * `metacl online` / `metacl train oct`. One harness step is one gradient step of one reader
+ * (replay stream): step s is reader e = (s-1) mod E of turn (s-1) / E. Reader 0 reads the
+ * stream's next chunk of S = train.batch examples, is scored on it before training on it
+ * (prequential), and its losses are the reported ones; readers 1..E-1 read their own next
+ * chunk of the past, and after each turn each restarts from the beginning (an empty ring)
+ * with probability S / t (t = examples seen), drawn from (train.seed, turn) alone.
+ * Every reader's position and rings, and reader 0's per-example log-loss and hits, are in
+ * the checkpoint, so a resumed run continues bit for bit.
+ */
+#ifndef MCL_MODELS_OCT_TRAIN_H
+#define MCL_MODELS_OCT_TRAIN_H
+
+#include "oct.h"
+#include "train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MCL_OCT_CKPT_KIND "oct"
+#define MCL_OCT_MAX_STREAMS 32
+
+typedef struct mcl_oct_run {
+    mcl_oct_config model;
+    char source[256];   /* data set spec of the stream                                     */
+    char data_dir[1024];
+    int split;          /* 0 all, 1 train, 2 val, 3 test (MCL_SPLIT_*)                      */
+    int normalize;
+    int n_tasks;        /* T tasks                                                         */
+    int64_t per_task;   /* M examples per task                                             */
+    uint64_t data_seed; /* the stream's draw                                               */
+    int streams;        /* E readers (1 = no replay)                                       */
+    int optimizer;      /* 0 adamw, 1 adam, 2 sgd                                          */
+    float weight_decay;
+    float momentum;     /* sgd                                                             */
+} mcl_oct_run;
+
+extern const mcl_family mcl_oct_family;
+
+/* The summary of an online run (from its run directory): the stream is drawn again from
+ * config.txt and the per-example record read from last.ckpt. */
+typedef struct mcl_oct_report {
+    int64_t n;            /* examples scored                                                */
+    int n_tasks, per_task_max;
+    double cum_nll;       /* mean −log p(y_t | x_t, past) over the examples (nats)          */
+    double online_acc;    /* mean accuracy                                                   */
+    double *task_acc;     /* [n_tasks] (NaN for tasks not reached)                           */
+    double *task_nll;     /* [n_tasks]                                                       */
+    double *hit;          /* [n] 0/1 per example                                             */
+    double *nll;          /* [n]                                                             */
+    int32_t *task;        /* [n] task of each example                                        */
+    int64_t *pos;         /* [n] position of each example within its task                   */
+} mcl_oct_report;
+
+mcl_status mcl_oct_report_load(const char *run_dir, mcl_oct_report *rep, char *err, size_t len);
+void mcl_oct_report_free(mcl_oct_report *rep);
+/* Within-task accuracy at position i (0-based) over tasks [t0, t1): the mean hit of the
+ * examples at positions [i - half, i + half] (a window, half >= 0), NaN when none. */
+double mcl_oct_within_acc(const mcl_oct_report *rep, int t0, int t1, int64_t i, int64_t half);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
