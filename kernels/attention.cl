@@ -84,7 +84,7 @@ __kernel void attn_kv_fwd(__global const float *q, long q_off, __global const fl
     ATTN_GEOM_INIT
     q += q_off; k += k_off; v += v_off; kb += kb_off; vb += vb_off; o += o_off; lse += lse_off;
     const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
-    const long t = r / Hq, h = r % Hq, kh = h / g.G, nk = n + t + 1;
+    const long t = r / Hq, h = r % Hq, kh = h / g.G, nk = n + t + (mask == 2 ? 0 : 1);
     const float slope = attn_slope(alibi, h, Hq);
     __global const float *qr = q + r * Dk;
     int isb;
@@ -99,7 +99,8 @@ __kernel void attn_kv_fwd(__global const float *q, long q_off, __global const fl
         const long ko = attn_key_row(&g, j, kh, Dk, &isb);
         acc = mcl_acc_add(acc, exp(attn_score(&g, qr, (isb ? kb : k) + ko, t, j, slope) - m));
     }
-    const float lr = m + mcl_acc_log(mcl_group_sum(acc, red));
+    const float2 z = mcl_group_sum(acc, red);
+    const float lr = nk > 0 ? m + mcl_acc_log(z) : 0.0f; /* no key: o = 0 (mask 2) */
     if (l == 0) lse[r] = lr;
     float2 oc[ATTN_MAXC];
     for (int i = 0; i < ATTN_MAXC; i++) oc[i] = (float2)(0.0f, 0.0f);
@@ -153,7 +154,7 @@ __kernel void attn_kv_bwd_q(__global const float *q, long q_off, __global const 
     q += q_off; k += k_off; v += v_off; kb += kb_off; vb += vb_off; o += o_off; lse += lse_off;
     go += go_off; gq += gq_off;
     const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
-    const long t = r / Hq, h = r % Hq, kh = h / g.G, nk = n + t + 1;
+    const long t = r / Hq, h = r % Hq, kh = h / g.G, nk = n + t + (mask == 2 ? 0 : 1);
     const float slope = attn_slope(alibi, h, Hq);
     __global const float *qr = q + r * Dk, *gr = go + r * Dv;
     const float Dr = attn_row_D(go, o, r, Dv, red), lr = lse[r];
@@ -194,7 +195,8 @@ __kernel void attn_kv_bwd_q(__global const float *q, long q_off, __global const 
 
 /* ------------------------------------------------------------------------------------ */
 /* backward, chunk keys and values (one group per key row (t', kh)), over the queries
- * u = (t - t')·G + g, t = t'..S-1, g = 0..G-1 (head kh·G + g), in that order:
+ * u = (t - t0)·G + g, t = t0..S-1 (t0 = t', or t' + 1 under mask 2), g = 0..G-1 (head
+ * kh·G + g), in that order:
  *   gk += scale Σ_u ds_u q_u,   gv += Σ_u m_u p_u go_u
  * want_k / want_v: 0 when that gradient is not needed (gk / gv then point at any tensor). */
 __kernel void attn_kv_bwd_kv(__global const float *q, long q_off, __global const float *k, long k_off,
@@ -208,7 +210,8 @@ __kernel void attn_kv_bwd_kv(__global const float *q, long q_off, __global const
     q += q_off; k += k_off; v += v_off; o += o_off; lse += lse_off; go += go_off;
     gk += gk_off; gv += gv_off;
     const long W = get_local_size(0), l = get_local_id(0), kr = get_group_id(0);
-    const long tp = kr / Hk, kh = kr % Hk, j = n + tp, U = (S - tp) * g.G;
+    const long t0 = kr / Hk + (mask == 2), tp = kr / Hk, kh = kr % Hk, j = n + tp;
+    const long U = (S - t0) * g.G; /* queries t >= t0 (mask 2: t > t') */
     __global const float *kj = k + kr * Dk, *vj = v + kr * Dv;
     __local float *ps = pt, *pd = pt + W;
     float2 ak[ATTN_MAXC], av[ATTN_MAXC];
@@ -218,7 +221,7 @@ __kernel void attn_kv_bwd_kv(__global const float *q, long q_off, __global const
         const long u = base + l;
         float p = 0.0f, ds = 0.0f;
         if (u < U) {
-            const long t = tp + u / g.G, h = kh * g.G + u % g.G, r = t * Hq + h;
+            const long t = t0 + u / g.G, h = kh * g.G + u % g.G, r = t * Hq + h;
             __global const float *qr = q + r * Dk, *gr = go + r * Dv;
             const float pr = exp(attn_score(&g, qr, kj, t, j, attn_slope(alibi, h, Hq)) - lse[r]);
             const int keep = !(mask == 1 && t == tp);
@@ -232,7 +235,7 @@ __kernel void attn_kv_bwd_kv(__global const float *q, long q_off, __global const
         const long top = U - base < W ? U - base : W;
         for (long uu = 0; uu < top; uu++) {
             const long u2 = base + uu;
-            const long r = (tp + u2 / g.G) * Hq + kh * g.G + u2 % g.G;
+            const long r = (t0 + u2 / g.G) * Hq + kh * g.G + u2 % g.G;
             for (int i = 0; i < ATTN_MAXC; i++) {
                 const long c = l + i * W;
                 if (c < Dk) ak[i] = mcl_acc_add_prod(ak[i], pd[uu], q[r * Dk + c]);

@@ -176,7 +176,10 @@ static const char train_epilog[] = "A run directory gets config.txt, metrics.csv
                                    "Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage,\n"
                                    "130 / 143 stopped by SIGINT / SIGTERM (the step finished, last.ckpt written).";
 
-int mcl_cli_train(int argc, char **argv)
+int mcl_cli_train(int argc, char **argv) { return mcl_cli_train_with(argc, argv, NULL, NULL); }
+
+int mcl_cli_train_with(int argc, char **argv, const char *cmd_name,
+                       int (*after)(const char *run_dir, int quiet, int json))
 {
     mcl_cli_cmd cmd = {.name = "train FAMILY", .synopsis = train_synopsis, .about = "Train a model of a family on the harness.",
                        .opts = train_keys, .n_opts = N_TRAIN_KEYS, .epilog = train_epilog,
@@ -199,7 +202,10 @@ int mcl_cli_train(int argc, char **argv)
         return 2;
     }
     char name[64];
-    snprintf(name, sizeof name, "train %s", fam->kind);
+    if (cmd_name)
+        snprintf(name, sizeof name, "%s", cmd_name);
+    else
+        snprintf(name, sizeof name, "train %s", fam->kind);
     cmd.name = name;
     cmd.more_help = print_keys;
     cmd.more_arg = fam;
@@ -317,6 +323,7 @@ int mcl_cli_train(int argc, char **argv)
                    (long long)res.chance_step, res.train_seconds);
         }
         mcl_ctx_free(ctx);
+        if (rc == 0 && after && mcl_dist_rank() == 0) rc = after(o.run_dir, quiet, json);
     }
     mcl_run_cfg_free(&cfg);
     free(sets);

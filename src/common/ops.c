@@ -411,8 +411,9 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
             return INVALID("attn_kv: ring state n = %lld, start = %lld outside 0 <= n <= C = %lld, "
                            "0 <= start < C",
                            (long long)a->p.i[0], (long long)a->p.i[1], (long long)C);
-        if (a->p.i[2] != 0 && a->p.i[2] != 1)
-            return INVALID("attn_kv: mask %lld must be 0 (causal) or 1 (zero diagonal)",
+        if (a->p.i[2] < 0 || a->p.i[2] > 2)
+            return INVALID("attn_kv: mask %lld must be 0 (causal), 1 (zero diagonal after the "
+                           "softmax) or 2 (strictly causal)",
                            (long long)a->p.i[2]);
         if (!isfinite(a->p.f[0]) || !isfinite(a->p.f[1]) || a->p.f[1] < 0)
             return INVALID("attn_kv: scale %g and alibi %g must be finite, alibi >= 0",
@@ -774,7 +775,7 @@ mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v
     a.in[4] = vbuf;
     a.p.i[0] = opt->n;
     a.p.i[1] = opt->start;
-    a.p.i[2] = opt->zero_diagonal ? 1 : 0;
+    a.p.i[2] = opt->mask;
     a.p.f[0] = opt->scale;
     a.p.f[1] = opt->alibi;
     mcl_status s = mcl_op_run(ctx, &a);

@@ -79,7 +79,8 @@ mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mc
 typedef struct mcl_attn_opts {
     int64_t n;         /* ring rows in use (0..C)                                          */
     int64_t start;     /* ring index of the oldest row                                     */
-    int zero_diagonal; /* 1: pi-transformer mask (the diagonal dropped after the softmax)  */
+    int mask;          /* 0 causal; 1 the diagonal dropped after the softmax (the paper's  
+                          pi mask); 2 strictly causal (dropped before the softmax)         */
     float scale;       /* of the scores, usually 1/sqrt(Dk)                                */
     float alibi;       /* 0: no positional bias; else the ALiBi slope factor                */
 } mcl_attn_opts;

@@ -10,15 +10,19 @@
  *   p.i[0] n      buffer rows in use, 0..C (the oldest at ring index start)
  *   p.i[1] start  ring index of the oldest row, 0..C-1 (0 when n = 0)
  *   p.i[2] mask   0: causal (t' <= t); 1: the pi-transformer's causal mask whose diagonal is
- *                 zero, applied AFTER the softmax (the diagonal is in the normalizer, its
- *                 weight is then dropped: position t never reads its own label)
+ *                 zero, applied AFTER the softmax, as the paper writes it (the diagonal stays
+ *                 in the normalizer and its weight is then dropped: v_t is never read, but
+ *                 the weights of the other keys still depend on k_t); 2: strictly causal
+ *                 (t' < t: the diagonal is left out BEFORE the softmax, so nothing of token
+ *                 t's own key or value reaches its output; a row with no key gives o = 0)
  *   p.f[0] scale  of the scores (usually 1/sqrt(Dk))
  *   p.f[1] alibi  0 = no positional bias; else head h adds -alibi·2^(-8(h+1)/Hq)·distance
  *   out[0] o [S,Hq,Dv]                                              (differentiable)
  *   out[1] lse [S,Hq]: log sum_j exp(s_j) of each row, saved for the backward
  *
  * Keys in time order: buffer row j (j = 0..n-1, ring index (start + j) mod C) is at position
- * j, chunk token t' at n + t'; query t is at n + t and may read positions <= n + t.
+ * j, chunk token t' at n + t'; query t is at n + t and may read positions <= n + t (mask 2:
+ * < n + t).
  *
  *   s_j = scale · q_t,h · k_j − slope_h · (n + t − pos_j)
  *   p_j = exp(s_j − lse_t,h),   lse_t,h = log Σ_j exp(s_j)
@@ -77,6 +81,9 @@ static attn_dims dims_of(const mcl_op_args *a)
     return d;
 }
 
+/* Keys of query row t: positions 0..n+t, or 0..n+t-1 under the strict mask 2. */
+static int64_t n_keys(const attn_dims *d, int64_t t) { return d->n + t + (d->mask == 2 ? 0 : 1); }
+
 /* Key j (0..n+t) of query row t, key head kh: pointers to its key and value. */
 static void key_at(const attn_dims *d, const float *k, const float *v, const float *kb,
                    const float *vb, int64_t j, int64_t kh, const float **kj, const float **vj)
@@ -112,7 +119,7 @@ static void row_probs(const attn_dims *d, const float *q, const float *k, const 
                       const float *kb, const float *vb, int64_t r, double *pr, float *lse_out,
                       double lse_in)
 {
-    const int64_t t = r / d->Hq, h = r % d->Hq, kh = h / d->G, nk = d->n + t + 1;
+    const int64_t t = r / d->Hq, h = r % d->Hq, kh = h / d->G, nk = n_keys(d, t);
     const double slope = alibi_slope(d->alibi, h, d->Hq);
     const float *qr = q + r * d->Dk;
     double mx = -INFINITY;
@@ -123,6 +130,10 @@ static void row_probs(const attn_dims *d, const float *q, const float *k, const 
         if (pr[j] > mx) mx = pr[j];
     }
     double l = lse_in;
+    if (lse_out && nk == 0) { /* no key (mask 2, first token, empty ring): o = 0 */
+        *lse_out = 0.0f;
+        return;
+    }
     if (lse_out) {
         double sum = 0.0;
         for (int64_t j = 0; j < nk; j++) sum += exp(pr[j] - mx);
@@ -147,7 +158,7 @@ mcl_status mcl_ref_attn_kv_fwd(mcl_backend *be, const mcl_op_args *a)
     if (!scratch) return MCL_ERR_OOM;
 #pragma omp parallel for schedule(static) if (rows * nkmax * d.Dk > PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
-        const int64_t t = r / d.Hq, kh = (r % d.Hq) / d.G, nk = d.n + t + 1;
+        const int64_t t = r / d.Hq, kh = (r % d.Hq) / d.G, nk = n_keys(&d, t);
         double *pr = scratch + r * (nkmax + d.Dv), *ac = pr + nkmax;
         row_probs(&d, q, k, v, kb, vb, r, pr, &lse[r], 0.0);
         for (int64_t c = 0; c < d.Dv; c++) ac[c] = 0.0;
@@ -187,7 +198,7 @@ mcl_status mcl_ref_attn_kv_bwd(mcl_backend *be, const mcl_op_args *a)
     if (gq) {
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t r = 0; r < rows; r++) {
-            const int64_t t = r / d.Hq, kh = (r % d.Hq) / d.G, nk = d.n + t + 1;
+            const int64_t t = r / d.Hq, kh = (r % d.Hq) / d.G, nk = n_keys(&d, t);
             double *pr = scratch + r * width, *ac = pr + nkmax;
             row_probs(&d, q, k, v, kb, vb, r, pr, NULL, (double)lse[r]);
             for (int64_t c = 0; c < d.Dk; c++) ac[c] = 0.0;
@@ -210,7 +221,7 @@ mcl_status mcl_ref_attn_kv_bwd(mcl_backend *be, const mcl_op_args *a)
             double *ak = scratch + kr * width, *av = ak + d.Dk;
             for (int64_t c = 0; c < d.Dk; c++) ak[c] = 0.0;
             for (int64_t c = 0; c < d.Dv; c++) av[c] = 0.0;
-            for (int64_t t = tp; t < d.S; t++)
+            for (int64_t t = tp + (d.mask == 2); t < d.S; t++)
                 for (int64_t h = kh * d.G; h < (kh + 1) * d.G; h++) {
                     const int64_t r = t * d.Hq + h;
                     const float *qr = q + r * d.Dk, *gr = go + r * d.Dv;

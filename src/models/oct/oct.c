@@ -200,7 +200,7 @@ static mcl_tensor *block_fwd(mcl_oct *m, int l, mcl_tensor *h, mcl_tensor *lab, 
     memset(&ao, 0, sizeof ao);
     ao.n = c->window > 0 ? ring->n : 0;
     ao.start = c->window > 0 ? ring->start : 0;
-    ao.zero_diagonal = c->arch == MCL_OCT_PI;
+    ao.mask = c->arch == MCL_OCT_PI ? c->pi_mask : 0;
     ao.scale = 1.0f / sqrtf((float)c->head_dim);
     ao.alibi = c->alibi;
     mcl_tensor *a = NULL;

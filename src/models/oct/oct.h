@@ -37,6 +37,8 @@ typedef struct mcl_oct_config {
     int ffw_mult;      /* FFW hidden width = ffw_mult · D                                     */
     int window;        /* C: tokens in each block's ring (0 = no attention to the past)       */
     float alibi;       /* ALiBi slope factor (0 = no positional information)                  */
+    int pi_mask;       /* pi: 2 strictly causal (default); 1 the paper's diagonal zeroed after
+                          the softmax (leaks y_t through the normalizer: doc/oct-model.md)   */
     int n_way;         /* label classes                                                       */
     int no_image;      /* 1: the ablation without the image (labels only)                     */
     int freeze_extractor; /* 1: the extractor keeps its initial weights                        */

@@ -37,6 +37,8 @@ static const mcl_key model_keys[] = {
     MCL_KEY_INT("head_dim", C, head_dim, 1, 256, "32", "query/key/value width per head"),
     MCL_KEY_INT("ffw_mult", C, ffw_mult, 1, 16, "4", "feed-forward width = ffw_mult * width"),
     MCL_KEY_INT("window", C, window, 0, 1 << 20, "500", "C: tokens kept in each block's KV ring (0 = none)"),
+    MCL_KEY_INT("pi_mask", C, pi_mask, 1, 2, "2",
+                "pi attention mask: 2 strictly causal; 1 the paper's diagonal zeroed after the softmax (leaks the label)"),
     MCL_KEY_FLOAT("alibi", C, alibi, 0, 100, "0", "ALiBi slope factor (0 = no positional information)"),
     MCL_KEY_INT("n_way", C, n_way, 2, 1000, "10", "labels"),
     MCL_KEY_BOOL("no_image", C, no_image, "0", "ablation: labels only (the image is not seen)"),
@@ -125,6 +127,7 @@ typedef struct oct_fs {
     float *nll, *hit;                 /* host copies [n]                                  */
     int64_t scored;                   /* examples of reader 0 scored so far               */
     double sum_nll, sum_hit;          /* over the scored examples                         */
+    double last_acc, last_nll;        /* reader 0's latest chunk                          */
     /* the step in flight */
     int64_t step;
     int reader;
@@ -162,6 +165,7 @@ static mcl_status oct_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
     t->S = tc->batch;
     t->seed = tc->seed;
     t->ctx = ctx;
+    t->last_acc = t->last_nll = NAN;
     const mcl_oct_run *c = &t->cfg;
     const int64_t n = stream_len(c), E = c->streams, rows = mcl_oct_ring_rows(&(mcl_oct){.cfg = c->model});
     const uint64_t ring_bytes = (uint64_t)E * (uint64_t)c->model.blocks * 2u * (uint64_t)rows *
@@ -276,12 +280,11 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
         t->scored = hi;
         t->sum_nll += cn;
         t->sum_hit += ch;
-        metrics[0] = ch / (double)S;
-        metrics[1] = cn / (double)S;
-    } else {
-        metrics[0] = NAN;
-        metrics[1] = NAN;
+        t->last_acc = ch / (double)S;
+        t->last_nll = cn / (double)S;
     }
+    metrics[0] = t->last_acc; /* a replay step reports reader 0's latest chunk */
+    metrics[1] = t->last_nll;
     metrics[2] = t->scored ? t->sum_nll / (double)t->scored : NAN;
     metrics[3] = t->scored ? t->sum_hit / (double)t->scored : NAN;
     return MCL_OK;
