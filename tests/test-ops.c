@@ -963,7 +963,8 @@ static int gen_srwm(int k, tcase *tc)
 /* attn_kv: q [S,Hq,Dk], k [S,Hk,Dk], v [S,Hk,Dv] ~ N(0, 1); the ring kbuf, vbuf [C,..] ~ N(0, 1)
  * (no gradient). Covers: one token and an empty ring; multi-query (Hk = 1), grouped (Hk = 2
  * of 4) and multi-head (Hk = Hq); rings partly filled, full, wrapped (start + n > C), C = 1,
- * C < S and C > S; both masks (the pi mask with t = 0 and an empty ring: a zero row);
+ * C < S and C > S; the three masks (the pi mask with t = 0 and an empty ring: a zero row;
+ * the strict mask with an empty ring: a first row with no key at all);
  * ALiBi on and off; Dk != Dv; a big case (50 tokens after a full ring of 64). */
 static int gen_attn_kv(int k, tcase *tc)
 {
@@ -973,6 +974,8 @@ static int gen_attn_kv(int k, tcase *tc)
         {7, 4, 2, 5, 6, 4, 4, 2, 0, 50},   {3, 2, 2, 8, 8, 1, 1, 0, 1, 0},
         {13, 3, 1, 7, 5, 20, 0, 0, 1, 0},  {1, 2, 1, 4, 4, 5, 5, 3, 1, 0},
         {1, 1, 1, 3, 3, 1, 0, 0, 1, 0},    {6, 2, 1, 4, 4, 3, 2, 2, 1, 25},
+        {7, 2, 1, 4, 3, 5, 0, 0, 2, 0},    {5, 4, 2, 5, 4, 6, 6, 4, 2, 50},
+        {1, 1, 1, 3, 3, 2, 0, 0, 2, 0},
         {50, 4, 1, 16, 16, 64, 64, 10, 1, 0}};
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
@@ -1377,11 +1380,17 @@ static void nv_attn_kv(const tcase *tc, harr *w)
                 double d = 0.0;
                 for (int64_t c = 0; c < Dk; c++)
                     d += (double)tc->x[0][(t * Hq + h) * Dk + c] * K[(j * Hk + kh) * Dk + c];
-                sc[j] = j <= qt ? scale * d - slope * (double)(qt - j) : -INFINITY;
+                const int ok = tc->p.i[2] == 2 ? j < qt : j <= qt;
+                sc[j] = ok ? scale * d - slope * (double)(qt - j) : -INFINITY;
                 if (sc[j] > mx) mx = sc[j];
             }
             double z = 0.0;
             for (int64_t j = 0; j < T; j++) z += exp(sc[j] - mx);
+            if (!isfinite(mx)) { /* no key at all (mask 2, first token, empty ring): o = 0 */
+                lse[t * Hq + h] = 0.0;
+                for (int64_t c = 0; c < Dv; c++) o[(t * Hq + h) * Dv + c] = 0.0;
+                continue;
+            }
             lse[t * Hq + h] = mx + log(z);
             for (int64_t c = 0; c < Dv; c++) {
                 double acc = 0.0;

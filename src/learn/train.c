@@ -100,7 +100,18 @@ mcl_status mcl_run_cfg_set(mcl_run_cfg *c, const char *key, const char *value, c
         size_t pl = strlen(gr->prefix);
         if (strncmp(key, gr->prefix, pl) != 0) continue;
         const mcl_key *k = mcl_keys_find(gr->keys, gr->n, key + pl);
-        if (k) return mcl_key_set(k, (char *)c->fcfg + gr->off, value, err, len);
+        if (!k) continue;
+        mcl_status st = mcl_key_set(k, (char *)c->fcfg + gr->off, value, err, len);
+        if (st != MCL_OK && pl > 0 && err && len > pl && strncmp(err, k->name, strlen(k->name)) == 0) {
+            /* the message names the row ("hidden = ..."): give the full key ("model.hidden") */
+            char *m = malloc(len);
+            if (m) {
+                snprintf(m, len, "%s%s", gr->prefix, err);
+                memcpy(err, m, len);
+                free(m);
+            }
+        }
+        return st;
     }
     return fail(err, len, MCL_ERR_INVALID,
                 "unknown key '%s' (`metacl train %s --help` lists the keys)", key, fam->kind);

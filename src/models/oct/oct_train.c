@@ -399,6 +399,13 @@ static mcl_status oct_load(void *fs, const char *path, mcl_optim *opt, mcl_ckpt_
     st = mcl_tensor_read(t->rec_nll, t->nll, n);
     if (st == MCL_OK) st = mcl_tensor_read(t->rec_hit, t->hit, n);
     if (st != MCL_OK) return fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
+    if (t->scored > 0) { /* reader 0's latest chunk, which replay steps report */
+        const int64_t c0 = (t->scored - 1) / t->S * t->S;
+        double cn = 0.0, ch = 0.0;
+        for (int64_t i = c0; i < t->scored; i++) cn += t->nll[i], ch += t->hit[i];
+        t->last_nll = cn / (double)(t->scored - c0);
+        t->last_acc = ch / (double)(t->scored - c0);
+    }
     t->sum_nll = t->sum_hit = 0.0; /* in example order, as the uninterrupted run added them */
     for (int64_t c0 = 0; c0 < t->scored; c0 += t->S) {
         double cn = 0.0, ch = 0.0;
