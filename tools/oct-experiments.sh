@@ -31,25 +31,25 @@ run() { # NAME CONFIG [KEY=VALUE]...
 
 H=data/configs/oct-split-hanzi.conf
 F=data/configs/oct-split-fmnist.conf
+run fmnist-pi-E4 "$F"
+run fmnist-cnn-adam "$F" model.arch=cnn online.streams=1 online.optimizer=adam train.lr=1e-3
+run fmnist-cnn-sgd "$F" model.arch=cnn online.streams=1 online.optimizer=sgd train.lr=3e-2
 run hanzi-pi-E4 "$H"
 run hanzi-pi-E1 "$H" online.streams=1
 run hanzi-pi-E2 "$H" online.streams=2
 run hanzi-pi-E8 "$H" online.streams=8
-run hanzi-pi-lr1e-4 "$H" train.lr=1e-4
-run hanzi-pi-lr1e-3 "$H" train.lr=1e-3
+run hanzi-pi-lr3e-4 "$H" train.lr=3e-4
+run hanzi-pi-lr3e-3 "$H" train.lr=3e-3
 run hanzi-pi-C0 "$H" model.window=0
 run hanzi-pi-noimage "$H" model.no_image=1
 run hanzi-pi-papermask "$H" model.pi_mask=1
 run hanzi-2token-E4 "$H" model.arch=two_token model.alibi=1 model.window=1000
 run hanzi-cnn-adam "$H" model.arch=cnn online.streams=1 online.optimizer=adam train.lr=1e-3
 run hanzi-cnn-sgd "$H" model.arch=cnn online.streams=1 online.optimizer=sgd train.lr=3e-2
-run fmnist-pi-E4 "$F"
-run fmnist-cnn-adam "$F" model.arch=cnn online.streams=1 online.optimizer=adam train.lr=1e-3
-run fmnist-cnn-sgd "$F" model.arch=cnn online.streams=1 online.optimizer=sgd train.lr=3e-2
 
 echo "== Split-hanzi: replay streams E and learning rate"
 "$METACL" online --report "$OUT/hanzi-pi-E1" --report "$OUT/hanzi-pi-E2" --report "$OUT/hanzi-pi-E4" \
-    --report "$OUT/hanzi-pi-E8" --report "$OUT/hanzi-pi-lr1e-4" --report "$OUT/hanzi-pi-lr1e-3" \
+    --report "$OUT/hanzi-pi-E8" --report "$OUT/hanzi-pi-lr3e-4" --report "$OUT/hanzi-pi-lr3e-3" \
     --figures "$OUT/figures-replay-lr"
 echo "== Split-hanzi: ablations, the paper's mask, 2-token, baselines"
 "$METACL" online --report "$OUT/hanzi-pi-E4" --report "$OUT/hanzi-pi-C0" --report "$OUT/hanzi-pi-noimage" \
