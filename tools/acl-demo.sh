@@ -4,6 +4,7 @@
 #   1. two-task, in-domain held-out classes: A = hanzi, B = hershey (5-way 5-shot)
 #   2. two-task, unseen domain: Fashion-MNIST classes 0-4 -> 5-9
 #   3. Split-FashionMNIST, domain-incremental, 5 tasks (and class-incremental, 2 tasks)
+#   4. the online transformers: a short Split-FashionMNIST stream learned online (doc/oct.md)
 # Prepares the data sets it needs first (fmnist, hanzi, hershey; `metacl data prepare`).
 # Besides stdout, OUT/summary.md (the headings and tables, in the order printed) and
 # OUT/summary.json (one object: each section's `metacl eval --json-out` output, with its
@@ -84,5 +85,18 @@ run_eval "$t" --protocol split-cil --data fmnist --tasks 2 --k-shot 5 --runs "$S
 } >"$TMPD/summary.json.new"
 mv "$TMPD/summary.json.new" "$OUT/summary.json"
 cp "$TMPD/summary.md" "$OUT/summary.md.new" && mv "$OUT/summary.md.new" "$OUT/summary.md"
+# 4. The online transformers (doc/oct.md): a short Split-FashionMNIST stream (30 tasks) learned
+# online by the pi-transformer with replay and by the online-Adam baseline, from scratch; the
+# report (table, per-task and within-task figures) goes to $OUT/online/ (not summary.json).
+echo
+echo "## 4. Online transformers: Split-FashionMNIST, 30 tasks of 200 examples, learned online (doc/oct.md)"
+rm -rf "$OUT/online" && mkdir -p "$OUT/online"
+"$METACL" online --config data/configs/oct-split-fmnist.conf --out "$OUT/online/pi-transformer" \
+    --set stream.tasks=30 --quiet "$@" &&
+"$METACL" online --config data/configs/oct-split-fmnist.conf --out "$OUT/online/online-adam" \
+    --set stream.tasks=30 --set model.arch=cnn --set online.streams=1 --set online.optimizer=adam \
+    --quiet "$@" &&
+"$METACL" online --report "$OUT/online/pi-transformer" --report "$OUT/online/online-adam" \
+    --figures "$OUT/online/figures"
 echo
 echo "acl-demo: done in $(( $(date +%s) - start )) s; figures, summary.md and summary.json in $OUT/"
