@@ -19,49 +19,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "acl.h"
+#include "bench_run.h"
 #include "cli.h"
-#include "progress.h"
 
 #define BENCH_SEED 7ULL
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct workload {
-    const char *name, *desc;
-    int default_reps;
-    /* setup returns state (NULL on error); iter runs one timed iteration (0 = ok) */
-    void *(*setup)(mcl_ctx *ctx);
-    int (*iter)(mcl_ctx *ctx, void *st);
-    void (*teardown)(void *st);
-} workload;
 
 static mcl_tensor *rand_tensor(mcl_ctx *ctx, int ndim, const int64_t *shape, uint64_t stream,
                                float std, int requires_grad)
 {
-    mcl_tensor *t = requires_grad ? mcl_param_create(ctx, "x", ndim, shape)
-                                  : mcl_tensor_create(ctx, ndim, shape);
-    if (t && mcl_tensor_randn(t, BENCH_SEED, stream, 0.0f, std) != MCL_OK) {
-        mcl_tensor_free(t);
-        return NULL;
-    }
-    return t;
+    return mcl_bench_rand(ctx, ndim, shape, BENCH_SEED, stream, std, requires_grad);
 }
 
 /* ---------------------------------------------------------------- srwm */
@@ -271,7 +239,7 @@ static int acl_iter(mcl_ctx *ctx, void *p)
     return rc;
 }
 
-static const workload workloads[] = {
+static const mcl_bench_workload workloads[] = {
     {"srwm", "srwm forward+backward B16 H16 D16 L160", 10, srwm_setup, srwm_iter, srwm_teardown},
     {"conv4_28", "Conv-4 forward+backward, 800 images 1x28x28", 10, conv28_setup, conv_iter,
      conv_teardown},
@@ -284,103 +252,10 @@ static const workload workloads[] = {
 };
 #define N_WORKLOADS ((int)(sizeof workloads / sizeof workloads[0]))
 
-typedef struct bacl_opts {
-    char backend[64], device[256], only[16][32]; /* a name may repeat */
-    int n_only, reps, threads, json;
-} bacl_opts;
-
-static const mcl_key bacl_keys[] = {
-    MCL_OPT_BACKEND(bacl_opts, backend),
-    MCL_OPT_DEVICE(bacl_opts, device),
-    MCL_OPT_INT("reps", 0, bacl_opts, reps, 1, 100000, NULL, "N",
-                "timed iterations per workload (default 10; acl_step 5)"),
-    MCL_OPT_INT("threads", 0, bacl_opts, threads, 1, 4096, NULL, "N", "OpenMP threads of the reference backend"),
-    MCL_OPT_STRLIST("only", 0, bacl_opts, only, n_only, "NAME[,NAME...]", "only these workloads"),
-    MCL_OPT_FLAG("json", 0, bacl_opts, json, "print JSON instead of a table"),
-};
-static const mcl_cli_cmd bacl_cmd = {
-    .name = "bench acl",
-    .synopsis = "[--backend ref|opencl] [--device N|NAME] [--reps N] [--threads N] [--only NAME[,NAME...]] [--json]",
-    .about = "Times the ACL model's workloads: srwm, conv4_28, conv4_32, acl_step (see tools/bench_acl.c).",
-    .opts = bacl_keys, .n_opts = (int)(sizeof bacl_keys / sizeof bacl_keys[0]),
-    .epilog = "compare with PyTorch: python3 tools/bench-acl-vs-torch.py"};
-
 int mcl_cli_bench_acl(int argc, char **argv)
 {
-    bacl_opts o = {.reps = 0, .threads = 0};
-    mcl_cli_parsed p;
-    int prc = mcl_cli_parse(&bacl_cmd, argc, argv, &o, &p);
-    if (prc != MCL_CLI_GO) return prc;
-    const char *backend = o.backend, *device = o.device;
-    const int json = o.json, reps = o.reps, threads = o.threads;
-    int selected[N_WORKLOADS];
-    for (int w = 0; w < N_WORKLOADS; w++) selected[w] = o.n_only == 0;
-    for (int i = 0; i < o.n_only; i++) {
-        int found = 0;
-        for (int w = 0; w < N_WORKLOADS; w++)
-            if (!strcmp(o.only[i], workloads[w].name)) selected[w] = found = 1;
-        if (!found) {
-            fprintf(stderr, "metacl bench acl: unknown workload '%s' (srwm, conv4_28, conv4_32, acl_step)\n", o.only[i]);
-            return 2;
-        }
-    }
-#ifdef _OPENMP
-    if (threads > 0) omp_set_num_threads(threads);
-    const int nthreads = omp_get_max_threads();
-#else
-    const int nthreads = 1;
-#endif
-    mcl_ctx *ctx = NULL;
-    int rc = mcl_cli_open_ctx(backend, device, &ctx);
-    if (rc) return rc;
-    mcl_ctx_set_seed(ctx, BENCH_SEED);
-    const char *bname = mcl_ctx_backend_name(ctx);
-    if (json)
-        printf("{\"bench\":\"acl\",\"impl\":\"metacl\",\"backend\":\"%s\",\"threads\":%d,\"workloads\":[",
-               bname, nthreads);
-    else
-        printf("metacl bench acl: backend %s, %d OpenMP thread%s\n%-10s %10s %10s %5s  %s\n", bname,
-               nthreads, nthreads == 1 ? "" : "s", "workload", "best ms", "median ms", "reps",
-               "what");
-    int first = 1;
-    for (int w = 0; w < N_WORKLOADS && rc == 0; w++) {
-        if (!selected[w]) continue;
-        const workload *wl = &workloads[w];
-        int n = reps > 0 ? reps : wl->default_reps;
-        void *st = wl->setup(ctx);
-        double *t = malloc((size_t)n * sizeof *t);
-        if (!st || !t || wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
-            fprintf(stderr, "metacl bench acl: %s failed: %s\n", wl->name, mcl_ctx_error(ctx));
-            rc = 1;
-        }
-        char label[96];
-        snprintf(label, sizeof label, "bench acl: %s, reps", wl->name);
-        mcl_progress_start(label, n);
-        for (int r = 0; r < n && rc == 0; r++) {
-            mcl_progress_update(r);
-            double t0 = now_s();
-            if (wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
-                fprintf(stderr, "metacl bench acl: %s failed: %s\n", wl->name, mcl_ctx_error(ctx));
-                rc = 1;
-            }
-            t[r] = (now_s() - t0) * 1e3;
-        }
-        mcl_progress_finish();
-        if (rc == 0) {
-            qsort(t, (size_t)n, sizeof *t, cmp_d);
-            double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-            if (json)
-                printf("%s{\"name\":\"%s\",\"desc\":\"%s\",\"reps\":%d,\"ms_best\":%.3f,\"ms_median\":%.3f}",
-                       first ? "" : ",", wl->name, wl->desc, n, t[0], med);
-            else
-                printf("%-10s %10.2f %10.2f %5d  %s\n", wl->name, t[0], med, n, wl->desc);
-            fflush(stdout);
-            first = 0;
-        }
-        free(t);
-        if (st) wl->teardown(st);
-    }
-    if (json && rc == 0) printf("]}\n");
-    mcl_ctx_free(ctx);
-    return rc;
+    return mcl_bench_main("acl",
+                          "Times the ACL model's workloads: srwm, conv4_28, conv4_32, acl_step (see tools/bench_acl.c).",
+                          "compare with PyTorch: python3 tools/bench-acl-vs-torch.py", workloads, N_WORKLOADS,
+                          BENCH_SEED, argc, argv);
 }

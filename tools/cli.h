@@ -60,6 +60,8 @@ int mcl_cli_data(int argc, char **argv);
 int mcl_cli_bench_data(int argc, char **argv);
 /* `metacl bench acl`: the ACL model workloads (tools/bench_acl.c). */
 int mcl_cli_bench_acl(int argc, char **argv);
+/* `metacl bench oct` (tools/bench_oct.c). */
+int mcl_cli_bench_oct(int argc, char **argv);
 /* `metacl train acl` (tools/train_cmd.c). */
 int mcl_cli_train(int argc, char **argv);
 /* `metacl train` with argv[1] the family; cmd_name (NULL = "train FAMILY") names the command

@@ -267,6 +267,8 @@ const mcl_cli_sub mcl_cli_bench_subs[] = {
     {"data", "[--json] [--data-dir DIR] [--min-time S]", "images/s of the stroke renderer", mcl_cli_bench_data},
     {"acl", "[--backend ref|opencl] [--only NAME,..] [--reps N] [--json]",
      "srwm, Conv-4 and ACL meta-training step times", mcl_cli_bench_acl},
+    {"oct", "[--backend ref|opencl] [--only NAME,..] [--reps N] [--json]",
+     "online-transformer step and attention times", mcl_cli_bench_oct},
 };
 const int mcl_cli_n_bench_subs = (int)(sizeof mcl_cli_bench_subs / sizeof mcl_cli_bench_subs[0]);
 

@@ -99,10 +99,19 @@ static void key_at(const attn_dims *d, const float *k, const float *v, const flo
     }
 }
 
+/* a · b: 16 float lanes (lane l sums the products l, l+16, ..., in order), the lanes added
+ * in double in lane order — a fixed order whatever the vector width, so the result does not
+ * depend on the compiler's vectorization; the float lanes hold at most n/16 products. */
+#define LANES 16
 static double dot_f(const float *a, const float *b, int64_t n)
 {
+    float lane[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] += a[i + l] * b[i + l];
     double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
+    for (int l = 0; l < LANES; l++) s += (double)lane[l];
+    for (; i < n; i++) s += (double)a[i] * (double)b[i];
     return s;
 }
 

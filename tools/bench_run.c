@@ -1,0 +1,149 @@
+/* bench_run.c — the timing loop of `metacl bench acl` / `metacl bench oct` (bench_run.h).
+ * Timing: one warm-up iteration, then --reps iterations, each ending with mcl_ctx_finish so
+ * queued device work is included; best and median reported. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "bench_run.h"
+#include "cli.h"
+#include "progress.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct bench_opts {
+    char backend[64], device[256], only[16][32]; /* a name may repeat */
+    int n_only, reps, threads, json;
+} bench_opts;
+
+static const mcl_key bench_keys[] = {
+    MCL_OPT_BACKEND(bench_opts, backend),
+    MCL_OPT_DEVICE(bench_opts, device),
+    MCL_OPT_INT("reps", 0, bench_opts, reps, 1, 100000, NULL, "N",
+                "timed iterations per workload (default: each workload's own)"),
+    MCL_OPT_INT("threads", 0, bench_opts, threads, 1, 4096, NULL, "N", "OpenMP threads of the reference backend"),
+    MCL_OPT_STRLIST("only", 0, bench_opts, only, n_only, "NAME[,NAME...]", "only these workloads"),
+    MCL_OPT_FLAG("json", 0, bench_opts, json, "print JSON instead of a table"),
+};
+static mcl_cli_cmd bench_cmd = {
+    .name = "bench",
+    .synopsis = "[--backend ref|opencl] [--device N|NAME] [--reps N] [--threads N] [--only NAME[,NAME...]] [--json]",
+    .opts = bench_keys, .n_opts = (int)(sizeof bench_keys / sizeof bench_keys[0])};
+
+mcl_tensor *mcl_bench_rand(mcl_ctx *ctx, int ndim, const int64_t *shape, uint64_t seed,
+                           uint64_t stream, float std, int requires_grad)
+{
+    mcl_tensor *t = requires_grad ? mcl_param_create(ctx, "x", ndim, shape)
+                                  : mcl_tensor_create(ctx, ndim, shape);
+    if (t && mcl_tensor_randn(t, seed, stream, 0.0f, std) != MCL_OK) {
+        mcl_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int mcl_bench_main(const char *bench, const char *about, const char *epilog,
+                   const mcl_bench_workload *workloads, int n_workloads, uint64_t seed, int argc,
+                   char **argv)
+{
+    char name[64];
+    snprintf(name, sizeof name, "bench %s", bench);
+    bench_cmd.name = name;
+    bench_cmd.about = about;
+    bench_cmd.epilog = epilog;
+    bench_opts o = {.reps = 0, .threads = 0};
+    mcl_cli_parsed p;
+    int prc = mcl_cli_parse(&bench_cmd, argc, argv, &o, &p);
+    if (prc != MCL_CLI_GO) return prc;
+    const char *backend = o.backend, *device = o.device;
+    const int json = o.json, reps = o.reps, threads = o.threads;
+    int selected[MCL_BENCH_MAX_WORKLOADS];
+    if (n_workloads > MCL_BENCH_MAX_WORKLOADS) return 1;
+    for (int w = 0; w < n_workloads; w++) selected[w] = o.n_only == 0;
+    for (int i = 0; i < o.n_only; i++) {
+        int found = 0;
+        for (int w = 0; w < n_workloads; w++)
+            if (!strcmp(o.only[i], workloads[w].name)) selected[w] = found = 1;
+        if (!found) {
+            fprintf(stderr, "metacl bench %s: unknown workload '%s' (", bench, o.only[i]);
+            for (int w = 0; w < n_workloads; w++) fprintf(stderr, "%s%s", w ? ", " : "", workloads[w].name);
+            fprintf(stderr, ")\n");
+            return 2;
+        }
+    }
+#ifdef _OPENMP
+    if (threads > 0) omp_set_num_threads(threads);
+    const int nthreads = omp_get_max_threads();
+#else
+    const int nthreads = 1;
+#endif
+    mcl_ctx *ctx = NULL;
+    int rc = mcl_cli_open_ctx(backend, device, &ctx);
+    if (rc) return rc;
+    mcl_ctx_set_seed(ctx, seed);
+    const char *bname = mcl_ctx_backend_name(ctx);
+    if (json)
+        printf("{\"bench\":\"%s\",\"impl\":\"metacl\",\"backend\":\"%s\",\"threads\":%d,\"workloads\":[",
+               bench, bname, nthreads);
+    else
+        printf("metacl bench %s: backend %s, %d OpenMP thread%s\n%-10s %10s %10s %5s  %s\n", bench, bname,
+               nthreads, nthreads == 1 ? "" : "s", "workload", "best ms", "median ms", "reps",
+               "what");
+    int first = 1;
+    for (int w = 0; w < n_workloads && rc == 0; w++) {
+        if (!selected[w]) continue;
+        const mcl_bench_workload *wl = &workloads[w];
+        int n = reps > 0 ? reps : wl->default_reps;
+        void *st = wl->setup(ctx);
+        double *t = malloc((size_t)n * sizeof *t);
+        if (!st || !t || wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
+            fprintf(stderr, "metacl bench %s: %s failed: %s\n", bench, wl->name, mcl_ctx_error(ctx));
+            rc = 1;
+        }
+        char label[96];
+        snprintf(label, sizeof label, "bench %s: %s, reps", bench, wl->name);
+        mcl_progress_start(label, n);
+        for (int r = 0; r < n && rc == 0; r++) {
+            mcl_progress_update(r);
+            double t0 = now_s();
+            if (wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
+                fprintf(stderr, "metacl bench %s: %s failed: %s\n", bench, wl->name, mcl_ctx_error(ctx));
+                rc = 1;
+            }
+            t[r] = (now_s() - t0) * 1e3;
+        }
+        mcl_progress_finish();
+        if (rc == 0) {
+            qsort(t, (size_t)n, sizeof *t, cmp_d);
+            double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+            if (json)
+                printf("%s{\"name\":\"%s\",\"desc\":\"%s\",\"reps\":%d,\"ms_best\":%.3f,\"ms_median\":%.3f}",
+                       first ? "" : ",", wl->name, wl->desc, n, t[0], med);
+            else
+                printf("%-10s %10.2f %10.2f %5d  %s\n", wl->name, t[0], med, n, wl->desc);
+            fflush(stdout);
+            first = 0;
+        }
+        free(t);
+        if (st) wl->teardown(st);
+    }
+    if (json && rc == 0) printf("]}\n");
+    mcl_ctx_free(ctx);
+    return rc;
+}
