@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""bench-acl-vs-torch.py — compare `metacl bench acl` with the PyTorch CPU baseline.
+"""bench-acl-vs-torch.py — compare `metacl bench acl` (or, with --bench oct, `metacl bench oct`
+against tools/bench-oct-torch.py) with the PyTorch CPU baseline.
 
 Runs, back to back and with the same thread count (OMP_NUM_THREADS is set for both):
   1. <metacl> bench acl --json [--backend B] --threads T [--reps R]
@@ -34,8 +35,13 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-TORCH_SCRIPT = os.path.join(HERE, "bench-acl-torch.py")
-ORDER = ("srwm", "conv4_28", "conv4_32", "acl_step")
+# --bench acl | oct: the metacl benchmark, its PyTorch twin and the workloads' table order
+BENCHES = {
+    "acl": (os.path.join(HERE, "bench-acl-torch.py"), ("srwm", "conv4_28", "conv4_32", "acl_step")),
+    "oct": (os.path.join(HERE, "bench-oct-torch.py"),
+            ("oct_step", "attn_C0", "attn_C250", "attn_C1000", "attn_C4000")),
+}
+TORCH_SCRIPT, ORDER = BENCHES["acl"]
 
 
 def parse_args(argv):
@@ -51,7 +57,11 @@ def parse_args(argv):
     p.add_argument("--python", default=None, help="interpreter for bench-acl-torch.py")
     p.add_argument("--goal", type=float, default=3.0, help="speed-up goal (default 3)")
     p.add_argument("--json", action="store_true", help="print one combined JSON record")
+    p.add_argument("--bench", choices=sorted(BENCHES), default="acl",
+                   help="which benchmark: acl (default) or oct (the online transformers)")
     a = p.parse_args(argv)
+    global TORCH_SCRIPT, ORDER
+    TORCH_SCRIPT, ORDER = BENCHES[a.bench]
     if a.threads < 1:
         p.error("--threads must be >= 1")
     if a.reps is not None and a.reps < 1:
@@ -158,7 +168,7 @@ def main(argv):
     args = parse_args(argv)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
-    ours_cmd = [args.metacl, "bench", "acl", "--json"]
+    ours_cmd = [args.metacl, "bench", args.bench, "--json"]
     if args.backend:
         ours_cmd += ["--backend", args.backend]
     ours_cmd += ["--threads", str(args.threads)]
@@ -180,7 +190,7 @@ def main(argv):
 
     rows = compare(ours, torch_rec, args.only, args.goal)
     if args.json:
-        print(json.dumps({"bench": "acl-vs-torch", "threads": args.threads,
+        print(json.dumps({"bench": args.bench + "-vs-torch", "threads": args.threads,
                           "goal_speedup": args.goal, "ours": ours, "pytorch": torch_rec,
                           "workloads": rows}))
     else:
