@@ -1,8 +1,9 @@
 /* test-oct.c — the online transformers' model (src/models/oct/oct.c) on tiny sizes:
  *   - streaming: a chunk read after another through the KV ring gives the logits that the
  *     two chunks read as one sequence give (pi and 2-token; a ring that holds everything);
- *     with one block (keys depend on the token alone), a ring that evicted and wrapped gives
- *     the logits of the one-sequence forward over exactly the kept tokens; C = 0;
+ *     with one block (keys depend on the token alone), a ring that evicted and wrapped (C = 7
+ *     not a multiple of S = 5; C = 3 < S) gives the logits of the one-sequence forward over
+ *     exactly the kept tokens; C = 0;
  *   - no label leak: with the strict mask the prediction of example t does not move when
  *     y_t changes; with the paper's mask (diagonal zeroed after the softmax) it does — the
  *     leak that doc/oct-model.md describes, and proof that the check can fail;
@@ -164,6 +165,24 @@ static void test_eviction(void)
           "third chunk against a wrapped ring == tokens 3..14 read at once");
     for (int k = 0; k < 3; k++) free(x[k]);
     free(ref);
+    ring_free(&r);
+    ring_free(&r2);
+    /* C = 3 < S = 5: the ring keeps the last 3 tokens of a chunk */
+    mcl_oct_free(m);
+    tiny_cfg(&c, MCL_OCT_PI, 1, 3, 2);
+    m = mcl_oct_create(ctx, &c);
+    ring_init(ctx, m, &r);
+    ring_init(ctx, m, &r2);
+    float *y1 = chunk_logits(m, rows_of(ctx, img, 0, 5), rows_of(ctx, lab, 0, 5), 5, &r);
+    float *y2 = chunk_logits(m, rows_of(ctx, img, 5, 10), rows_of(ctx, lab, 5, 10), 5, &r);
+    float *yr = chunk_logits(m, rows_of(ctx, img, 2, 10), rows_of(ctx, lab, 2, 10), 8, &r2);
+    CHECK(r.n == 3 && r.start == 0, "C = 3 after two chunks of 5 (all 3 rows rewritten): n %lld start %lld", (long long)r.n,
+          (long long)r.start);
+    CHECK(y2 && yr && max_diff_index(y2, yr + 3 * NWAY, 5 * NWAY, STREAM_TOL) < 0,
+          "C < S: the second chunk against the last 3 tokens == tokens 2..9 read at once");
+    free(y1);
+    free(y2);
+    free(yr);
     ring_free(&r);
     ring_free(&r2);
     /* C = 0: each chunk alone, the ring never moves */
