@@ -32,6 +32,12 @@ run() { # NAME CONFIG [KEY=VALUE]...
 H=data/configs/oct-split-hanzi.conf
 F=data/configs/oct-split-fmnist.conf
 run fmnist-pi-E4 "$F"
+# the paper's hyperparameters (Sec. 4: chunks of 50, lr 1e-4, 8 replay streams, 1000 examples
+# per task), 60 tasks
+run fmnist-pi-paper "$F" stream.per_task=1000 stream.tasks=60 train.batch=50 online.streams=8 \
+    train.lr=1e-4 train.log_every=80
+run fmnist-cnn-adam-paper "$F" stream.per_task=1000 stream.tasks=60 train.batch=50 model.arch=cnn \
+    online.streams=1 online.optimizer=adam train.lr=1e-3 train.log_every=10
 run fmnist-cnn-adam "$F" model.arch=cnn online.streams=1 online.optimizer=adam train.lr=1e-3
 run fmnist-cnn-sgd "$F" model.arch=cnn online.streams=1 online.optimizer=sgd train.lr=3e-2
 run hanzi-pi-E4 "$H"
@@ -58,3 +64,7 @@ echo "== Split-hanzi: ablations, the paper's mask, 2-token, baselines"
 echo "== Split-FashionMNIST"
 "$METACL" online --report "$OUT/fmnist-pi-E4" --report "$OUT/fmnist-cnn-adam" --report "$OUT/fmnist-cnn-sgd" \
     --figures "$OUT/figures-fmnist"
+echo "== Split-FashionMNIST, the paper's hyperparameters (1000 examples per task)"
+"$METACL" online --report "$OUT/fmnist-pi-paper" --report "$OUT/fmnist-cnn-adam-paper" \
+    --figures "$OUT/figures-fmnist-paper"
+"$METACL" online --report "$OUT/fmnist-pi-paper" --quiet

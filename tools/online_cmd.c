@@ -166,7 +166,7 @@ static int write_figures(run_summary *rs, int n, const char *fig_dir)
     int ns = 0, P = 0;
     for (int i = 0; i < n; i++)
         if (rs[i].rep.per_task_max > P) P = rs[i].rep.per_task_max;
-    if (P > 60) P = 60;
+    if (P > 2000) P = 2000;
     double *px = malloc((size_t)(P > 0 ? P : 1) * sizeof *px);
     if (!px) rc = 1;
     else buf[nb++] = px;
@@ -196,7 +196,7 @@ static int write_figures(run_summary *rs, int n, const char *fig_dir)
     ls.ylabel = "accuracy";
     ls.ref_y = 0.1;
     ls.ref_label = "chance (10-way)";
-    ls.smooth = 5;
+    ls.smooth = P / 40 > 5 ? P / 40 : 5; /* one point per task and position: noisy */
     snprintf(path, sizeof path, "%s/within-task.png", fig_dir);
     if (ns > 0 && mcl_plot_lines_ex(path, &ls, ns, se, NULL, err, sizeof err) != MCL_OK) {
         fprintf(stderr, "metacl online: %s\n", err);
