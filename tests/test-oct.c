@@ -8,7 +8,9 @@
  *     y_t changes; with the paper's mask (diagonal zeroed after the softmax) it does — the
  *     leak that doc/oct-model.md describes, and proof that the check can fail;
  *   - reference vs OpenCL: the loss and the gradient of every parameter of one chunk read
- *     against a filled ring (skipped only when there is no OpenCL device).
+ *     against a filled ring, over Conv-4 and over Conv-8 (skipped only when there is no
+ *     OpenCL device);
+ *   - a frozen extractor gets no gradient.
  * Seed printed first; tolerances next to each check.
  */
 #include <math.h>
@@ -245,6 +247,8 @@ typedef struct grads {
 } grads;
 
 /* One chunk of 6 against a ring filled by a chunk of 5, loss and parameter gradients. */
+static int g_extractor = MCL_OCT_CONV4; /* of run_grads */
+
 static int run_grads(mcl_backend_kind kind, const mcl_oct *copy_from, grads *o, mcl_oct **m_out, mcl_ctx **ctx_out)
 {
     char err[256];
@@ -257,6 +261,8 @@ static int run_grads(mcl_backend_kind kind, const mcl_oct *copy_from, grads *o, 
     }
     mcl_oct_config c;
     tiny_cfg(&c, MCL_OCT_PI, 2, 8, 2);
+    c.extractor = g_extractor;
+    c.features = 12;
     mcl_oct *m = mcl_oct_create(ctx, &c);
     if (!m) return 1;
     if (copy_from)
@@ -343,6 +349,41 @@ static void test_opencl(void)
     grads_free(&r, mr, cr);
 }
 
+/* The extractor frozen: its tensors get no gradient, the transformer's do. */
+static void test_frozen(void)
+{
+    mcl_ctx *ctx = tu_ctx_ref();
+    mcl_oct_config c;
+    tiny_cfg(&c, MCL_OCT_PI, 1, 4, 2);
+    c.freeze_extractor = 1;
+    mcl_oct *m = mcl_oct_create(ctx, &c);
+    mcl_tensor *img, *lab, *lg, *loss;
+    make_data(ctx, 5, 5, &img, &lab);
+    mcl_oct_ring r;
+    ring_init(ctx, m, &r);
+    mcl_oct_chunk ck;
+    int ok = m && mcl_oct_forward(m, img, lab, 5, &r, &lg, &loss, &ck) == MCL_OK && mcl_backward(ctx, loss) == MCL_OK;
+    CHECK(ok, "frozen extractor: forward and backward");
+    int conv_grads = 0, other_grads = 0;
+    for (int i = 0; ok && i < mcl_params_count(m->params); i++) {
+        mcl_tensor *p = mcl_params_get(m->params, i);
+        float *g = mcl_tensor_grad(p) ? tu_read(mcl_tensor_grad(p)) : NULL; /* NULL: none at all */
+        int nonzero = 0;
+        for (int64_t j = 0; g && j < mcl_tensor_numel(p); j++) nonzero |= g[j] != 0.0f;
+        if (i < 16) conv_grads += nonzero; /* Conv-4's 16 tensors come first */
+        else other_grads += nonzero;
+        free(g);
+    }
+    CHECK(ok && conv_grads == 0 && other_grads > 0, "frozen: %d extractor tensors with a gradient (want 0), %d others (want > 0)",
+          conv_grads, other_grads);
+    mcl_ctx_reset(ctx);
+    ring_free(&r);
+    mcl_tensor_free(img);
+    mcl_tensor_free(lab);
+    mcl_oct_free(m);
+    mcl_ctx_free(ctx);
+}
+
 int main(void)
 {
     tu_begin("test-oct", SEED);
@@ -354,5 +395,8 @@ int main(void)
     CHECK(leaks(1) == 1, "the paper's mask (zeroed after the softmax): it does (the leak is real "
                          "and the check can see it)");
     test_opencl();
+    g_extractor = MCL_OCT_CONV8; /* the same comparison over the Conv-8 extractor */
+    test_opencl();
+    test_frozen();
     return tu_summary();
 }
