@@ -65,10 +65,10 @@ int mcl_cli_bench_oct(int argc, char **argv);
 /* `metacl train acl` (tools/train_cmd.c). */
 int mcl_cli_train(int argc, char **argv);
 /* `metacl train` with argv[1] the family; cmd_name (NULL = "train FAMILY") names the command
- * in messages; after (may be NULL) runs on rank 0 once a run has finished, given its
- * directory: its return is the exit status. */
-int mcl_cli_train_with(int argc, char **argv, const char *cmd_name,
-                       int (*after)(const char *run_dir, int quiet, int json));
+ * in messages, about and epilog (NULL = train's) its --help; after (may be NULL) runs on rank
+ * 0 once a run has finished, given its directory: its return is the exit status. */
+int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *about,
+                       const char *epilog, int (*after)(const char *run_dir, int quiet, int json));
 /* `metacl online`: an online-transformer run (train oct) and its report. */
 int mcl_cli_online(int argc, char **argv);
 /* `metacl eval acl` (tools/eval_cmd.c). */

@@ -262,6 +262,15 @@ static int report(const char *const *dirs, int n, const char *fig_dir, int quiet
     return rc;
 }
 
+static const char online_about[] =
+    "Train a transformer online on a stream (the family oct: every prediction is scored before the "
+    "model trains on it; replay streams), then report the run.";
+static const char online_epilog[] =
+    "A run directory gets config.txt, metrics.csv, log.txt, last.ckpt, summary.json and figures/.\n"
+    "Report runs again, one or several side by side:\n"
+    "  metacl online --report RUN_DIR [--report RUN_DIR]... [--figures DIR] [--json] [--quiet]\n"
+    "Exit: 0 done, 1 runtime error, 2 usage, 130 / 143 stopped by SIGINT / SIGTERM (last.ckpt written).";
+
 static int after_run(const char *run_dir, int quiet, int json)
 {
     return report(&run_dir, 1, NULL, quiet, json);
@@ -279,11 +288,11 @@ int mcl_cli_online(int argc, char **argv)
         av[1] = "oct";
         for (int i = 1; i < argc; i++) av[i + 1] = argv[i];
         int rc = (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
-                     ? mcl_cli_train_with(argc + 1, av, "online", NULL)
+                     ? mcl_cli_train_with(argc + 1, av, "online", online_about, online_epilog, NULL)
                      : argc < 2 ? (fprintf(stderr, "usage: metacl online --config FILE [--set key=value]... "
                                                    "[--out DIR] | --resume DIR | --report DIR...\n"),
                                    2)
-                                : mcl_cli_train_with(argc + 1, av, "online", after_run);
+                                : mcl_cli_train_with(argc + 1, av, "online", online_about, online_epilog, after_run);
         free(av);
         return rc;
     }

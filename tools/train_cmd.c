@@ -176,10 +176,10 @@ static const char train_epilog[] = "A run directory gets config.txt, metrics.csv
                                    "Exit: 0 done, 1 runtime error (data, config file content, NaN loss, I/O), 2 usage,\n"
                                    "130 / 143 stopped by SIGINT / SIGTERM (the step finished, last.ckpt written).";
 
-int mcl_cli_train(int argc, char **argv) { return mcl_cli_train_with(argc, argv, NULL, NULL); }
+int mcl_cli_train(int argc, char **argv) { return mcl_cli_train_with(argc, argv, NULL, NULL, NULL, NULL); }
 
-int mcl_cli_train_with(int argc, char **argv, const char *cmd_name,
-                       int (*after)(const char *run_dir, int quiet, int json))
+int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *about,
+                       const char *epilog, int (*after)(const char *run_dir, int quiet, int json))
 {
     mcl_cli_cmd cmd = {.name = "train FAMILY", .synopsis = train_synopsis, .about = "Train a model of a family on the harness.",
                        .opts = train_keys, .n_opts = N_TRAIN_KEYS, .epilog = train_epilog,
@@ -202,6 +202,8 @@ int mcl_cli_train_with(int argc, char **argv, const char *cmd_name,
         return 2;
     }
     char name[64];
+    if (about) cmd.about = about;
+    if (epilog) cmd.epilog = epilog;
     if (cmd_name)
         snprintf(name, sizeof name, "%s", cmd_name);
     else
