@@ -133,12 +133,21 @@ typedef struct oct_fs {
     int reader;
     mcl_oct_chunk ck;
     int have_ck;
+    mcl_tensor *img, *lab; /* the step's chunk (ours until step_end) */
 } oct_fs;
+
+static void drop_chunk(oct_fs *t)
+{
+    mcl_tensor_free(t->img);
+    mcl_tensor_free(t->lab);
+    t->img = t->lab = NULL;
+}
 
 static void oct_free_fs(void *p)
 {
     oct_fs *t = p;
     if (!t) return;
+    drop_chunk(t);
     mcl_oct_free(t->m);
     mcl_stream_free(t->stream);
     mcl_dataset_free(t->ds);
@@ -249,9 +258,9 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
     const int64_t lo = chunk * t->S, hi = lo + t->S < n ? lo + t->S : n;
     t->step = s;
     t->reader = e;
-    mcl_tensor *img = NULL, *lab = NULL, *logits = NULL;
-    mcl_status st = chunk_data(t, lo, hi, &img, &lab);
-    if (st == MCL_OK) st = mcl_oct_forward(t->m, img, lab, hi - lo, &t->ring[e], &logits, loss, &t->ck);
+    mcl_tensor *logits = NULL;
+    mcl_status st = chunk_data(t, lo, hi, &t->img, &t->lab); /* freed by step_end */
+    if (st == MCL_OK) st = mcl_oct_forward(t->m, t->img, t->lab, hi - lo, &t->ring[e], &logits, loss, &t->ck);
     if (st != MCL_OK) return fail(err, len, st, "step %lld (reader %d, chunk %lld): %s", (long long)s, e,
                                   (long long)chunk, mcl_ctx_error(t->ctx));
     t->have_ck = 1;
@@ -296,6 +305,7 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
 static void oct_step_end(void *fs)
 {
     oct_fs *t = fs;
+    drop_chunk(t);
     if (!t->have_ck) return;
     t->have_ck = 0;
     const int E = t->cfg.streams, e = t->reader;
