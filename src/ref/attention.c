@@ -26,18 +26,23 @@
  *
  *   s_j = scale · q_t,h · k_j − slope_h · (n + t − pos_j)
  *   p_j = exp(s_j − lse_t,h),   lse_t,h = log Σ_j exp(s_j)
+ *   (the exponentials of arguments <= 0 in float (expf), their sums in double)
  *   o_t,h = Σ_j m_j p_j v_j          (m_j = 0 for j = t under mask 1, else 1)
  *
- * Backward (gradients to q, k, v of the chunk; none to the buffer), from the saved lse, with
- * no [S,Hq,n+S] probability tensor kept anywhere (memory O(S·Hq) beyond the inputs):
- *   D_t,h = go_t,h · o_t,h   (= Σ_j p_j dp_j)
- *   dp_j = m_j (go_t,h · v_j),   ds_j = p_j (dp_j − D_t,h)
+ * Backward (gradients to q, k, v of the chunk; none to the buffer), from the saved lse:
+ *   D_t,h = go_t,h · o_t,h   (= Σ_j m_j p_j dp_j, computed so from the same dp)
+ *   dp_j = go_t,h · v_j,   ds_j = p_j (m_j dp_j − D_t,h)
  *   dq_t,h += scale Σ_j ds_j k_j
- *   dk_t' += scale Σ_{t >= t', h in the group} ds_{t,h,t'} q_t,h
- *   dv_t' += Σ_{t >= t', h in the group} m p_{t,h,t'} go_t,h
- * Determinism: rows (t, h) are independent in the forward and in dq; dk and dv are computed
- * per key row (t', kh), looping over t = t'..S-1 and the group's heads in order. Every sum
- * runs in double, in index order, so no value depends on the thread count.
+ *   dk_t' += scale Σ_{t, h in the group} ds_{t,h,t'} q_t,h
+ *   dv_t' += Σ_{t, h in the group} m p_{t,h,t'} go_t,h
+ * How. Per key head, the R = S·G query rows of its group against its T = n + S keys: the
+ * scores are one GEMM (mcl_ref_sgemm, whose summation order depends only on the sizes), the
+ * row softmax runs over the allowed keys (exponentials in float, their sums in double), and
+ * the weighted sums are GEMMs again (O = P·V; dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q, dV = Pᵀ·dO
+ * over the chunk's columns). Memory: nothing is kept between forward and backward but lse
+ * [S,Hq]; during a call the work space of one key head is the [R,T] block of scores (and,
+ * in the backward, of dP) plus copies of the keys, values and queries — freed when the call
+ * ends, never one block per layer or per step. No value depends on the thread count.
  *
  * kv_push. in[0] buf [C,H,D] (updated in place), in[1] x [S,H,D]; p.i[0] = pos: the last
  * m = min(S, C) rows of x go to ring rows (pos + r) mod C, r = 0..m-1. The caller keeps
@@ -45,10 +50,9 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ref.h"
-
-#define PAR_MIN 16384
 
 /* Slope of head h (0 when alibi = 0). */
 static double alibi_slope(float alibi, int64_t h, int64_t Hq)
@@ -57,10 +61,9 @@ static double alibi_slope(float alibi, int64_t h, int64_t Hq)
 }
 
 typedef struct attn_dims {
-    int64_t S, Hq, Hk, Dk, Dv, C, n, start, G;
+    int64_t S, Hq, Hk, Dk, Dv, C, n, start, G, T, R;
     int mask;
-    double scale;
-    float alibi;
+    float scale, alibi;
 } attn_dims;
 
 static attn_dims dims_of(const mcl_op_args *a)
@@ -75,86 +78,118 @@ static attn_dims dims_of(const mcl_op_args *a)
     d.n = a->p.i[0];
     d.start = a->p.i[1];
     d.mask = (int)a->p.i[2];
-    d.scale = (double)a->p.f[0];
+    d.scale = a->p.f[0];
     d.alibi = a->p.f[1];
     d.G = d.Hq / d.Hk;
+    d.T = d.n + d.S; /* keys in time order: the ring's n, then the chunk's S */
+    d.R = d.S * d.G; /* query rows of one key head: u = t·G + g, head h = kh·G + g */
     return d;
 }
 
 /* Keys of query row t: positions 0..n+t, or 0..n+t-1 under the strict mask 2. */
 static int64_t n_keys(const attn_dims *d, int64_t t) { return d->n + t + (d->mask == 2 ? 0 : 1); }
 
-/* Key j (0..n+t) of query row t, key head kh: pointers to its key and value. */
-static void key_at(const attn_dims *d, const float *k, const float *v, const float *kb,
-                   const float *vb, int64_t j, int64_t kh, const float **kj, const float **vj)
+/* The work space of one key head: keys Ka [T,Dk] and values Va [T,Dv] in time order, the
+ * group's queries Qg [R,Dk], the scores / probabilities P [R,T], and (backward) dO, the
+ * product dP [R,T], dQ and the row values D [R]. Allocated once per call. */
+typedef struct attn_ws {
+    float *Ka, *Va, *Qg, *P, *dOg, *dP, *dQg;
+    double *D;
+    float *block;
+} attn_ws;
+
+static int ws_alloc(attn_ws *w, const attn_dims *d, int bwd)
 {
-    if (j < d->n) {
-        const int64_t r = (d->start + j) % d->C;
-        *kj = kb + (r * d->Hk + kh) * d->Dk;
-        *vj = vb + (r * d->Hk + kh) * d->Dv;
-    } else {
-        const int64_t tp = j - d->n;
-        *kj = k + (tp * d->Hk + kh) * d->Dk;
-        *vj = v + (tp * d->Hk + kh) * d->Dv;
+    const int64_t n = d->T * (d->Dk + d->Dv) + d->R * (d->Dk + d->T) +
+                      (bwd ? d->R * (d->Dv + d->T + d->Dk) : 0);
+    memset(w, 0, sizeof *w);
+    w->block = malloc((size_t)(n > 0 ? n : 1) * sizeof *w->block);
+    w->D = bwd ? malloc((size_t)(d->R > 0 ? d->R : 1) * sizeof *w->D) : NULL;
+    if (!w->block || (bwd && !w->D)) {
+        free(w->block);
+        free(w->D);
+        return 0;
+    }
+    float *p = w->block;
+    w->Ka = p, p += d->T * d->Dk;
+    w->Va = p, p += d->T * d->Dv;
+    w->Qg = p, p += d->R * d->Dk;
+    w->P = p, p += d->R * d->T;
+    if (bwd) {
+        w->dOg = p, p += d->R * d->Dv;
+        w->dP = p, p += d->R * d->T;
+        w->dQg = p;
+    }
+    return 1;
+}
+
+static void ws_free(attn_ws *w)
+{
+    free(w->block);
+    free(w->D);
+}
+
+/* Gather key head kh: the ring's rows in time order (ring row (start + j) mod C), then the
+ * chunk's; and the group's query rows (and, with rows_v, rows of [S,Hq,Dv] tensors). */
+static void gather(const attn_dims *d, int64_t kh, const float *q, const float *k, const float *v,
+                   const float *kb, const float *vb, attn_ws *w)
+{
+    for (int64_t j = 0; j < d->T; j++) {
+        const int64_t r = j < d->n ? (d->start + j) % d->C : j - d->n;
+        const float *ks = (j < d->n ? kb : k) + (r * d->Hk + kh) * d->Dk;
+        const float *vs = (j < d->n ? vb : v) + (r * d->Hk + kh) * d->Dv;
+        memcpy(w->Ka + j * d->Dk, ks, (size_t)d->Dk * sizeof(float));
+        memcpy(w->Va + j * d->Dv, vs, (size_t)d->Dv * sizeof(float));
+    }
+    for (int64_t u = 0; u < d->R; u++) {
+        const int64_t t = u / d->G, h = kh * d->G + u % d->G;
+        memcpy(w->Qg + u * d->Dk, q + (t * d->Hq + h) * d->Dk, (size_t)d->Dk * sizeof(float));
     }
 }
 
-/* a · b: 16 float lanes (lane l sums the products l, l+16, ..., in order), the lanes added
- * in double in lane order — a fixed order whatever the vector width, so the result does not
- * depend on the compiler's vectorization; the float lanes hold at most n/16 products. */
-#define LANES 16
-static double dot_f(const float *a, const float *b, int64_t n)
+static void gather_rows(const attn_dims *d, int64_t kh, const float *x, int64_t D, float *out)
 {
-    float lane[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) lane[l] += a[i + l] * b[i + l];
-    double s = 0.0;
-    for (int l = 0; l < LANES; l++) s += (double)lane[l];
-    for (; i < n; i++) s += (double)a[i] * (double)b[i];
-    return s;
+    for (int64_t u = 0; u < d->R; u++) {
+        const int64_t t = u / d->G, h = kh * d->G + u % d->G;
+        memcpy(out + u * D, x + (t * d->Hq + h) * D, (size_t)D * sizeof(float));
+    }
 }
 
-/* s_j of row (t, h) against key j. */
-static double score(const attn_dims *d, const float *qr, const float *kj, int64_t t, int64_t j,
-                    double slope)
+/* P = scores Qg·Kaᵀ·scale (GEMM), then per row u the probabilities in place: the bias
+ * −slope·distance, exp(s − lse) over the allowed keys, 0 elsewhere. lse_out: computed and
+ * stored (forward); else the saved lse is used (backward). Returns nothing: rows are
+ * independent (OpenMP over rows). */
+static void probs(const attn_dims *d, int64_t kh, attn_ws *w, float *lse_out, const float *lse_in)
 {
-    return d->scale * dot_f(qr, kj, d->Dk) - slope * (double)(d->n + t - j);
-}
-
-/* Row (t, h): the probabilities p_j = exp(s_j - lse) of its nk = n + t + 1 keys into pr[]
- * (lse_out: when not NULL, lse is computed here and stored; else the saved *lse is used). */
-static void row_probs(const attn_dims *d, const float *q, const float *k, const float *v,
-                      const float *kb, const float *vb, int64_t r, double *pr, float *lse_out,
-                      double lse_in)
-{
-    const int64_t t = r / d->Hq, h = r % d->Hq, kh = h / d->G, nk = n_keys(d, t);
-    const double slope = alibi_slope(d->alibi, h, d->Hq);
-    const float *qr = q + r * d->Dk;
-    double mx = -INFINITY;
-    for (int64_t j = 0; j < nk; j++) {
-        const float *kj, *vj;
-        key_at(d, k, v, kb, vb, j, kh, &kj, &vj);
-        pr[j] = score(d, qr, kj, t, j, slope);
-        if (pr[j] > mx) mx = pr[j];
+    mcl_ref_sgemm(0, 1, d->R, d->T, d->Dk, d->scale, w->Qg, d->Dk, w->Ka, d->Dk, 0.0f, w->P, d->T);
+#pragma omp parallel for schedule(static) if (d->R * d->T > 32768)
+    for (int64_t u = 0; u < d->R; u++) {
+        const int64_t t = u / d->G, h = kh * d->G + u % d->G, r = t * d->Hq + h, nk = n_keys(d, t);
+        const double slope = alibi_slope(d->alibi, h, d->Hq);
+        float *pr = w->P + u * d->T;
+        if (slope != 0.0)
+            for (int64_t j = 0; j < nk; j++) pr[j] = (float)((double)pr[j] - slope * (double)(d->n + t - j));
+        double l;
+        if (lse_out) {
+            float mx = -INFINITY;
+            for (int64_t j = 0; j < nk; j++) mx = pr[j] > mx ? pr[j] : mx;
+            double sum = 0.0;
+            for (int64_t j = 0; j < nk; j++) sum += (double)expf(pr[j] - mx);
+            l = nk > 0 ? (double)mx + log(sum) : 0.0; /* no key (mask 2, first token): o = 0 */
+            lse_out[r] = (float)l;
+        } else {
+            l = (double)lse_in[r];
+        }
+        for (int64_t j = 0; j < nk; j++) pr[j] = expf((float)((double)pr[j] - l));
+        for (int64_t j = nk; j < d->T; j++) pr[j] = 0.0f;
     }
-    double l = lse_in;
-    if (lse_out && nk == 0) { /* no key (mask 2, first token, empty ring): o = 0 */
-        *lse_out = 0.0f;
-        return;
-    }
-    if (lse_out) {
-        double sum = 0.0;
-        for (int64_t j = 0; j < nk; j++) sum += exp(pr[j] - mx);
-        l = mx + log(sum);
-        *lse_out = (float)l;
-    }
-    for (int64_t j = 0; j < nk; j++) pr[j] = exp(pr[j] - l);
 }
 
 /* ------------------------------------------------------------------------------------ */
 /* forward: o_t,h = Σ_j m_j softmax_j(s) v_j, lse_t,h = log Σ_j exp(s_j)
- *   q [S,Hq,Dk], k [S,Hk,Dk], v [S,Hk,Dv], kbuf [C,Hk,Dk], vbuf [C,Hk,Dv] -> o [S,Hq,Dv], lse [S,Hq] */
+ *   q [S,Hq,Dk], k [S,Hk,Dk], v [S,Hk,Dv], kbuf [C,Hk,Dk], vbuf [C,Hk,Dv] -> o [S,Hq,Dv], lse [S,Hq]
+ * Per key head: the scores of its R = S·G query rows against its T = n + S keys as one GEMM,
+ * the row softmax, then O = P·V as a second GEMM. */
 mcl_status mcl_ref_attn_kv_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
@@ -162,94 +197,97 @@ mcl_status mcl_ref_attn_kv_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *q = mcl_ref_ptr(a->in[0]), *k = mcl_ref_ptr(a->in[1]), *v = mcl_ref_ptr(a->in[2]);
     const float *kb = mcl_ref_ptr(a->in[3]), *vb = mcl_ref_ptr(a->in[4]);
     float *o = mcl_ref_ptr(a->out[0]), *lse = mcl_ref_ptr(a->out[1]);
-    const int64_t rows = d.S * d.Hq, nkmax = d.n + d.S;
-    double *scratch = malloc((size_t)(rows * (nkmax + d.Dv)) * sizeof *scratch);
-    if (!scratch) return MCL_ERR_OOM;
-#pragma omp parallel for schedule(static) if (rows * nkmax * d.Dk > PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const int64_t t = r / d.Hq, kh = (r % d.Hq) / d.G, nk = n_keys(&d, t);
-        double *pr = scratch + r * (nkmax + d.Dv), *ac = pr + nkmax;
-        row_probs(&d, q, k, v, kb, vb, r, pr, &lse[r], 0.0);
-        for (int64_t c = 0; c < d.Dv; c++) ac[c] = 0.0;
-        for (int64_t j = 0; j < nk; j++) {
-            if (d.mask == 1 && j == d.n + t) continue;
-            const float *kj, *vj;
-            key_at(&d, k, v, kb, vb, j, kh, &kj, &vj);
-            for (int64_t c = 0; c < d.Dv; c++) ac[c] += pr[j] * (double)vj[c];
-        }
-        for (int64_t c = 0; c < d.Dv; c++) o[r * d.Dv + c] = (float)ac[c];
+    attn_ws w;
+    if (!ws_alloc(&w, &d, 0)) return MCL_ERR_OOM;
+    float *Og = w.Qg; /* reused once the scores exist (R·Dv <= R·Dk is not guaranteed: see below) */
+    float *obuf = d.Dv <= d.Dk ? Og : malloc((size_t)(d.R * d.Dv) * sizeof *obuf);
+    if (!obuf) {
+        ws_free(&w);
+        return MCL_ERR_OOM;
     }
-    free(scratch);
+    for (int64_t kh = 0; kh < d.Hk; kh++) {
+        gather(&d, kh, q, k, v, kb, vb, &w);
+        probs(&d, kh, &w, lse, NULL);
+        if (d.mask == 1) /* the diagonal's weight is dropped after the softmax */
+            for (int64_t u = 0; u < d.R; u++) w.P[u * d.T + d.n + u / d.G] = 0.0f;
+        mcl_ref_sgemm(0, 0, d.R, d.Dv, d.T, 1.0f, w.P, d.T, w.Va, d.Dv, 0.0f, obuf, d.Dv);
+        for (int64_t u = 0; u < d.R; u++) {
+            const int64_t t = u / d.G, h = kh * d.G + u % d.G;
+            memcpy(o + (t * d.Hq + h) * d.Dv, obuf + u * d.Dv, (size_t)d.Dv * sizeof(float));
+        }
+    }
+    if (obuf != Og) free(obuf);
+    ws_free(&w);
     return MCL_OK;
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* backward: see the header. go [S,Hq,Dv] -> gq [S,Hq,Dk], gk [S,Hk,Dk], gv [S,Hk,Dv] (accumulated) */
+/* backward: see the header. go [S,Hq,Dv] -> gq [S,Hq,Dk], gk [S,Hk,Dk], gv [S,Hk,Dv] (accumulated)
+ * Per key head, from the saved lse: P again (GEMM + exp), dP = dO·Vᵀ (GEMM), then
+ *   dS = P ⊙ (m·dP − D)   (row-wise; D_u = dO_u · O_u)
+ *   dQ = scale·dS·K,  dK_chunk = scale·dS[:, n:]ᵀ·Q,  dV_chunk = (m ⊙ P)[:, n:]ᵀ·dO   (GEMMs) */
 mcl_status mcl_ref_attn_kv_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
     const attn_dims d = dims_of(a);
     const float *q = mcl_ref_ptr(a->in[0]), *k = mcl_ref_ptr(a->in[1]), *v = mcl_ref_ptr(a->in[2]);
     const float *kb = mcl_ref_ptr(a->in[3]), *vb = mcl_ref_ptr(a->in[4]);
-    const float *o = mcl_ref_ptr(a->out[0]), *lse = mcl_ref_ptr(a->out[1]);
+    const float *lse = mcl_ref_ptr(a->out[1]);
     const float *go = mcl_ref_ptr(a->gout[0]);
     float *gq = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
     float *gk = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
     float *gv = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
-    const int64_t rows = d.S * d.Hq, nkmax = d.n + d.S, krows = d.S * d.Hk;
-    const int64_t width = nkmax + d.Dk + d.Dv;
-    double *D = malloc((size_t)(rows + (rows > krows ? rows : krows) * width) * sizeof *D);
-    if (!D) return MCL_ERR_OOM;
-    double *scratch = D + rows;
-    for (int64_t r = 0; r < rows; r++) D[r] = dot_f(go + r * d.Dv, o + r * d.Dv, d.Dv);
-    const int par = rows * nkmax * d.Dk > PAR_MIN;
-    /* dq: per row, over its keys in order: dq = scale Σ_j p_j (dp_j - D) k_j */
-    if (gq) {
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t r = 0; r < rows; r++) {
-            const int64_t t = r / d.Hq, kh = (r % d.Hq) / d.G, nk = n_keys(&d, t);
-            double *pr = scratch + r * width, *ac = pr + nkmax;
-            row_probs(&d, q, k, v, kb, vb, r, pr, NULL, (double)lse[r]);
-            for (int64_t c = 0; c < d.Dk; c++) ac[c] = 0.0;
+    attn_ws w;
+    if (!ws_alloc(&w, &d, 1)) return MCL_ERR_OOM;
+    float *gk_h = malloc((size_t)(d.S * (d.Dk + d.Dv)) * sizeof *gk_h);
+    if (!gk_h) {
+        ws_free(&w);
+        return MCL_ERR_OOM;
+    }
+    float *gv_h = gk_h + d.S * d.Dk;
+    for (int64_t kh = 0; kh < d.Hk; kh++) {
+        gather(&d, kh, q, k, v, kb, vb, &w);
+        gather_rows(&d, kh, go, d.Dv, w.dOg);
+        probs(&d, kh, &w, NULL, lse);
+        mcl_ref_sgemm(0, 1, d.R, d.T, d.Dv, 1.0f, w.dOg, d.Dv, w.Va, d.Dv, 0.0f, w.dP, d.T);
+        /* D_u = dO_u·O_u = Σ_j m_j p_j dP_j (the same identity, from the same float dP, so a
+         * row's dS sums to zero as the softmax's Jacobian says); then dP becomes dS and P
+         * becomes m ⊙ P (the weights that reached O) */
+        for (int64_t u = 0; u < d.R; u++) {
+            const int64_t t = u / d.G, nk = n_keys(&d, t);
+            float *pr = w.P + u * d.T, *dp = w.dP + u * d.T;
+            double Du = 0.0;
+            for (int64_t j = 0; j < nk; j++)
+                if (!(d.mask == 1 && j == d.n + t)) Du += (double)pr[j] * (double)dp[j];
+            w.D[u] = Du;
             for (int64_t j = 0; j < nk; j++) {
-                const float *kj, *vj;
-                key_at(&d, k, v, kb, vb, j, kh, &kj, &vj);
-                const double dp = (d.mask == 1 && j == d.n + t) ? 0.0 : dot_f(go + r * d.Dv, vj, d.Dv);
-                const double ds = pr[j] * (dp - D[r]);
-                for (int64_t c = 0; c < d.Dk; c++) ac[c] += ds * (double)kj[c];
+                const int diag = d.mask == 1 && j == d.n + t;
+                dp[j] = (float)((double)pr[j] * ((diag ? 0.0 : (double)dp[j]) - w.D[u]));
+                if (diag) pr[j] = 0.0f;
             }
-            for (int64_t c = 0; c < d.Dk; c++) gq[r * d.Dk + c] += (float)(d.scale * ac[c]);
+            for (int64_t j = nk; j < d.T; j++) dp[j] = 0.0f;
+        }
+        if (gq) {
+            mcl_ref_sgemm(0, 0, d.R, d.Dk, d.T, d.scale, w.dP, d.T, w.Ka, d.Dk, 0.0f, w.dQg, d.Dk);
+            for (int64_t u = 0; u < d.R; u++) {
+                const int64_t t = u / d.G, h = kh * d.G + u % d.G;
+                float *dst = gq + (t * d.Hq + h) * d.Dk;
+                for (int64_t c = 0; c < d.Dk; c++) dst[c] += w.dQg[u * d.Dk + c];
+            }
+        }
+        if (gk) { /* rows of the chunk: columns n.. of dS, summed over the group's rows in order */
+            mcl_ref_sgemm(1, 0, d.S, d.Dk, d.R, d.scale, w.dP + d.n, d.T, w.Qg, d.Dk, 0.0f, gk_h, d.Dk);
+            for (int64_t tp = 0; tp < d.S; tp++)
+                for (int64_t c = 0; c < d.Dk; c++) gk[(tp * d.Hk + kh) * d.Dk + c] += gk_h[tp * d.Dk + c];
+        }
+        if (gv) {
+            mcl_ref_sgemm(1, 0, d.S, d.Dv, d.R, 1.0f, w.P + d.n, d.T, w.dOg, d.Dv, 0.0f, gv_h, d.Dv);
+            for (int64_t tp = 0; tp < d.S; tp++)
+                for (int64_t c = 0; c < d.Dv; c++) gv[(tp * d.Hk + kh) * d.Dv + c] += gv_h[tp * d.Dv + c];
         }
     }
-    /* dk, dv: per chunk key row (t', kh), over the queries t >= t' and the group's heads */
-    if (gk || gv) {
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t kr = 0; kr < krows; kr++) {
-            const int64_t tp = kr / d.Hk, kh = kr % d.Hk, j = d.n + tp;
-            const float *kj = k + kr * d.Dk, *vj = v + kr * d.Dv;
-            double *ak = scratch + kr * width, *av = ak + d.Dk;
-            for (int64_t c = 0; c < d.Dk; c++) ak[c] = 0.0;
-            for (int64_t c = 0; c < d.Dv; c++) av[c] = 0.0;
-            for (int64_t t = tp + (d.mask == 2); t < d.S; t++)
-                for (int64_t h = kh * d.G; h < (kh + 1) * d.G; h++) {
-                    const int64_t r = t * d.Hq + h;
-                    const float *qr = q + r * d.Dk, *gr = go + r * d.Dv;
-                    const double slope = alibi_slope(d.alibi, h, d.Hq);
-                    const double p = exp(score(&d, qr, kj, t, j, slope) - (double)lse[r]);
-                    const int keep = !(d.mask == 1 && t == tp);
-                    const double dp = keep ? dot_f(gr, vj, d.Dv) : 0.0;
-                    const double ds = p * (dp - D[r]);
-                    for (int64_t c = 0; c < d.Dk; c++) ak[c] += ds * (double)qr[c];
-                    if (keep)
-                        for (int64_t c = 0; c < d.Dv; c++) av[c] += p * (double)gr[c];
-                }
-            if (gk)
-                for (int64_t c = 0; c < d.Dk; c++) gk[kr * d.Dk + c] += (float)(d.scale * ak[c]);
-            if (gv)
-                for (int64_t c = 0; c < d.Dv; c++) gv[kr * d.Dv + c] += (float)av[c];
-        }
-    }
-    free(D);
+    free(gk_h);
+    ws_free(&w);
     return MCL_OK;
 }
 
