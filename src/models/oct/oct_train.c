@@ -249,8 +249,12 @@ static mcl_status chunk_data(oct_fs *t, int64_t lo, int64_t hi, mcl_tensor **img
 static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part, mcl_tensor **loss,
                                 double *metrics, char *err, size_t len)
 {
-    (void)part;
     oct_fs *t = fs;
+    if (part->count > 1) /* several MPI ranks (train.parts = 0) or train.parts > 1 */
+        return fail(err, len, MCL_ERR_INVALID,
+                    "an online run is one sequence and cannot be cut into %d parts: run it in one "
+                    "process with train.parts = 1",
+                    part->count);
     const int E = t->cfg.streams;
     const int64_t turn = (s - 1) / E, n = stream_len(&t->cfg);
     const int e = (int)((s - 1) % E);
