@@ -74,7 +74,7 @@ static mcl_tensor *rows_of(mcl_ctx *ctx, mcl_tensor *x, int64_t lo, int64_t hi)
 static void ring_init(mcl_ctx *ctx, const mcl_oct *m, mcl_oct_ring *r)
 {
     memset(r, 0, sizeof *r);
-    const int64_t s[3] = {mcl_oct_ring_rows(m), m->cfg.kv_heads, m->cfg.head_dim};
+    const int64_t s[3] = {mcl_oct_ring_rows(&m->cfg), m->cfg.kv_heads, m->cfg.head_dim};
     for (int l = 0; l < m->cfg.blocks; l++) {
         r->k[l] = mcl_tensor_create(ctx, 3, s);
         r->v[l] = mcl_tensor_create(ctx, 3, s);

@@ -11,11 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
+#include "bench_run.h"
 #include "cli.h"
 #include "progress.h"
+#include "util.h"
 
 typedef struct op_case {
     const char *op;
@@ -68,18 +69,6 @@ static const op_case cases[] = {
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Host values for one input. */
 static float *make_input(const op_case *c, int k, int64_t n, uint64_t stream)
@@ -108,9 +97,9 @@ static double median_time(mcl_ctx *ctx, mcl_op_args *a, int backward, double min
 {
     double t[512];
     int n = 0;
-    double start = now_s();
+    double start = mcl_now_s();
     for (int rep = -1; rep < 512; rep++) { /* rep -1 = warm-up */
-        double t0 = now_s();
+        double t0 = mcl_now_s();
         mcl_status s;
         if (backward) {
             s = mcl_op_backward(ctx, a);
@@ -123,10 +112,10 @@ static double median_time(mcl_ctx *ctx, mcl_op_args *a, int backward, double min
             *ok = 0;
             return NAN;
         }
-        if (rep >= 0) t[n++] = now_s() - t0;
-        if (n >= 3 && now_s() - start >= min_time) break;
+        if (rep >= 0) t[n++] = mcl_now_s() - t0;
+        if (n >= 3 && mcl_now_s() - start >= min_time) break;
     }
-    qsort(t, (size_t)n, sizeof t[0], cmp_d);
+    mcl_bench_sort(t, n);
     return 1e3 * t[n / 2];
 }
 
@@ -211,9 +200,9 @@ static double mlp_step_ms(mcl_ctx *ctx, double min_time, int *ok)
     }
     double t[256];
     int n = 0;
-    double start = now_s();
+    double start = mcl_now_s();
     for (int rep = -1; rep < 256 && *ok; rep++) {
-        double t0 = now_s();
+        double t0 = mcl_now_s();
         mcl_tensor *h = mcl_relu(ctx, mcl_bias_add(ctx, mcl_matmul(ctx, x, W1, 0, 0), b1));
         h = mcl_relu(ctx, mcl_bias_add(ctx, mcl_matmul(ctx, h, W2, 0, 0), b2));
         mcl_tensor *loss = mcl_cross_entropy(ctx, mcl_bias_add(ctx, mcl_matmul(ctx, h, W3, 0, 0), b3), y);
@@ -221,15 +210,15 @@ static double mlp_step_ms(mcl_ctx *ctx, double min_time, int *ok)
               mcl_ctx_finish(ctx) == MCL_OK;
         mcl_optim_zero_grad(opt);
         mcl_ctx_reset(ctx);
-        if (rep >= 0) t[n++] = now_s() - t0;
-        if (n >= 3 && now_s() - start >= min_time) break;
+        if (rep >= 0) t[n++] = mcl_now_s() - t0;
+        if (n >= 3 && mcl_now_s() - start >= min_time) break;
     }
     mcl_optim_free(opt);
     mcl_params_free(P);
     mcl_tensor_free(x);
     mcl_tensor_free(y);
     if (!*ok || n == 0) return NAN;
-    qsort(t, (size_t)n, sizeof t[0], cmp_d);
+    mcl_bench_sort(t, n);
     return 1e3 * t[n / 2];
 }
 

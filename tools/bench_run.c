@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -13,19 +12,15 @@
 #include "bench_run.h"
 #include "cli.h"
 #include "progress.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "util.h"
 
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+
+void mcl_bench_sort(double *t, int n) { qsort(t, (size_t)n, sizeof *t, cmp_d); }
 
 typedef struct bench_opts {
     char backend[64], device[256], only[16][32]; /* a name may repeat */
@@ -121,16 +116,16 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
         mcl_progress_start(label, n);
         for (int r = 0; r < n && rc == 0; r++) {
             mcl_progress_update(r);
-            double t0 = now_s();
+            double t0 = mcl_now_s();
             if (wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
                 fprintf(stderr, "metacl bench %s: %s failed: %s\n", bench, wl->name, mcl_ctx_error(ctx));
                 rc = 1;
             }
-            t[r] = (now_s() - t0) * 1e3;
+            t[r] = (mcl_now_s() - t0) * 1e3;
         }
         mcl_progress_finish();
         if (rc == 0) {
-            qsort(t, (size_t)n, sizeof *t, cmp_d);
+            mcl_bench_sort(t, n);
             double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
             if (json)
                 printf("%s{\"name\":\"%s\",\"desc\":\"%s\",\"reps\":%d,\"ms_best\":%.3f,\"ms_median\":%.3f}",

@@ -23,6 +23,9 @@ typedef struct mcl_bench_workload {
 int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                    const mcl_bench_workload *wl, int n, uint64_t seed, int argc, char **argv);
 
+/* Sort n timings in place, ascending (best first, median in the middle). */
+void mcl_bench_sort(double *t, int n);
+
 /* A tensor ~ N(0, std²) from Philox (seed, stream); a parameter (requires grad) when asked. */
 mcl_tensor *mcl_bench_rand(mcl_ctx *ctx, int ndim, const int64_t *shape, uint64_t seed,
                            uint64_t stream, float std, int requires_grad);

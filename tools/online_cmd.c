@@ -137,25 +137,32 @@ static int write_figures(run_summary *rs, int n, const char *fig_dir)
     }
     char path[2100], err[512];
     mcl_series se[2 * MAX_RUNS];
-    double *buf[2 * MAX_RUNS + 1];
+    double *buf[2 * MAX_RUNS + 2]; /* task numbers, positions, within-task curves */
     int nb = 0, rc = 0;
     char names[2 * MAX_RUNS][160];
-    for (int i = 0; i < n; i++) { /* per-task accuracy */
-        const mcl_oct_report *p = &rs[i].rep;
-        double *x = malloc((size_t)p->n_tasks * sizeof *x);
-        if (!x) return 1;
-        buf[nb++] = x;
-        for (int t = 0; t < p->n_tasks; t++) x[t] = t + 1;
-        snprintf(names[i], sizeof names[i], "%s", run_name(rs[i].dir));
-        se[i] = (mcl_series){names[i], x, p->task_acc, p->n_tasks};
+    int T = 0, same_way = 1;
+    for (int i = 0; i < n; i++) {
+        if (rs[i].rep.n_tasks > T) T = rs[i].rep.n_tasks;
+        same_way &= rs[i].rep.n_way == rs[0].rep.n_way;
     }
+    double *tx = malloc((size_t)(T > 0 ? T : 1) * sizeof *tx); /* task numbers, shared */
+    if (!tx) return 1;
+    buf[nb++] = tx;
+    for (int t = 0; t < T; t++) tx[t] = t + 1;
+    for (int i = 0; i < n; i++) { /* per-task accuracy */
+        snprintf(names[i], sizeof names[i], "%s", run_name(rs[i].dir));
+        se[i] = (mcl_series){names[i], tx, rs[i].rep.task_acc, rs[i].rep.n_tasks};
+    }
+    char chance_label[64];
+    snprintf(chance_label, sizeof chance_label, "chance (%d-way)", rs[0].rep.n_way);
+    const double chance = same_way && rs[0].rep.n_way > 0 ? 1.0 / rs[0].rep.n_way : NAN;
     mcl_lines_spec ls;
     memset(&ls, 0, sizeof ls);
     ls.title = "Online accuracy per task (predictions before training on each example)";
     ls.xlabel = "task";
     ls.ylabel = "accuracy";
-    ls.ref_y = rs[0].rep.n_tasks > 0 ? 0.1 : NAN;
-    ls.ref_label = "chance (10-way)";
+    ls.ref_y = chance;
+    ls.ref_label = chance_label;
     ls.smooth = rs[0].rep.n_tasks >= 20 ? 5 : 0;
     snprintf(path, sizeof path, "%s/per-task.png", fig_dir);
     if (mcl_plot_lines_ex(path, &ls, n, se, NULL, err, sizeof err) != MCL_OK) {
@@ -194,8 +201,8 @@ static int write_figures(run_summary *rs, int n, const char *fig_dir)
     ls.title = "Within-task accuracy: the i-th example of a task";
     ls.xlabel = "example within the task";
     ls.ylabel = "accuracy";
-    ls.ref_y = 0.1;
-    ls.ref_label = "chance (10-way)";
+    ls.ref_y = chance;
+    ls.ref_label = chance_label;
     ls.smooth = P / 40 > 5 ? P / 40 : 5; /* one point per task and position: noisy */
     snprintf(path, sizeof path, "%s/within-task.png", fig_dir);
     if (ns > 0 && mcl_plot_lines_ex(path, &ls, ns, se, NULL, err, sizeof err) != MCL_OK) {

@@ -90,18 +90,19 @@ static attn_dims dims_of(const mcl_op_args *a)
 static int64_t n_keys(const attn_dims *d, int64_t t) { return d->n + t + (d->mask == 2 ? 0 : 1); }
 
 /* The work space of one key head: keys Ka [T,Dk] and values Va [T,Dv] in time order, the
- * group's queries Qg [R,Dk], the scores / probabilities P [R,T], and (backward) dO, the
- * product dP [R,T], dQ and the row values D [R]. Allocated once per call. */
+ * group's queries Qg [R,Dk], the scores / probabilities P [R,T], the output O [R,Dv]
+ * (forward) or dO, the product dP [R,T], dQ, the chunk's dK [S,Dk], dV [S,Dv] and the row
+ * values D [R] (backward). Allocated once per call. */
 typedef struct attn_ws {
-    float *Ka, *Va, *Qg, *P, *dOg, *dP, *dQg;
+    float *Ka, *Va, *Qg, *P, *Og, *dOg, *dP, *dQg, *dKh, *dVh;
     double *D;
     float *block;
 } attn_ws;
 
 static int ws_alloc(attn_ws *w, const attn_dims *d, int bwd)
 {
-    const int64_t n = d->T * (d->Dk + d->Dv) + d->R * (d->Dk + d->T) +
-                      (bwd ? d->R * (d->Dv + d->T + d->Dk) : 0);
+    const int64_t n = d->T * (d->Dk + d->Dv) + d->R * (d->Dk + d->T + d->Dv) +
+                      (bwd ? d->R * (d->T + d->Dk) + d->S * (d->Dk + d->Dv) : 0);
     memset(w, 0, sizeof *w);
     w->block = malloc((size_t)(n > 0 ? n : 1) * sizeof *w->block);
     w->D = bwd ? malloc((size_t)(d->R > 0 ? d->R : 1) * sizeof *w->D) : NULL;
@@ -115,10 +116,12 @@ static int ws_alloc(attn_ws *w, const attn_dims *d, int bwd)
     w->Va = p, p += d->T * d->Dv;
     w->Qg = p, p += d->R * d->Dk;
     w->P = p, p += d->R * d->T;
+    w->Og = w->dOg = p, p += d->R * d->Dv; /* O in the forward, dO in the backward */
     if (bwd) {
-        w->dOg = p, p += d->R * d->Dv;
         w->dP = p, p += d->R * d->T;
-        w->dQg = p;
+        w->dQg = p, p += d->R * d->Dk;
+        w->dKh = p, p += d->S * d->Dk;
+        w->dVh = p;
     }
     return 1;
 }
@@ -129,8 +132,17 @@ static void ws_free(attn_ws *w)
     free(w->D);
 }
 
+/* Rows of key head kh's query group from a [S,Hq,D] tensor: out [R,D], row u = t·G + g. */
+static void gather_rows(const attn_dims *d, int64_t kh, const float *x, int64_t D, float *out)
+{
+    for (int64_t u = 0; u < d->R; u++) {
+        const int64_t t = u / d->G, h = kh * d->G + u % d->G;
+        memcpy(out + u * D, x + (t * d->Hq + h) * D, (size_t)D * sizeof(float));
+    }
+}
+
 /* Gather key head kh: the ring's rows in time order (ring row (start + j) mod C), then the
- * chunk's; and the group's query rows (and, with rows_v, rows of [S,Hq,Dv] tensors). */
+ * chunk's; and the group's query rows. */
 static void gather(const attn_dims *d, int64_t kh, const float *q, const float *k, const float *v,
                    const float *kb, const float *vb, attn_ws *w)
 {
@@ -141,24 +153,13 @@ static void gather(const attn_dims *d, int64_t kh, const float *q, const float *
         memcpy(w->Ka + j * d->Dk, ks, (size_t)d->Dk * sizeof(float));
         memcpy(w->Va + j * d->Dv, vs, (size_t)d->Dv * sizeof(float));
     }
-    for (int64_t u = 0; u < d->R; u++) {
-        const int64_t t = u / d->G, h = kh * d->G + u % d->G;
-        memcpy(w->Qg + u * d->Dk, q + (t * d->Hq + h) * d->Dk, (size_t)d->Dk * sizeof(float));
-    }
-}
-
-static void gather_rows(const attn_dims *d, int64_t kh, const float *x, int64_t D, float *out)
-{
-    for (int64_t u = 0; u < d->R; u++) {
-        const int64_t t = u / d->G, h = kh * d->G + u % d->G;
-        memcpy(out + u * D, x + (t * d->Hq + h) * D, (size_t)D * sizeof(float));
-    }
+    gather_rows(d, kh, q, d->Dk, w->Qg);
 }
 
 /* P = scores Qg·Kaᵀ·scale (GEMM), then per row u the probabilities in place: the bias
  * −slope·distance, exp(s − lse) over the allowed keys, 0 elsewhere. lse_out: computed and
- * stored (forward); else the saved lse is used (backward). Returns nothing: rows are
- * independent (OpenMP over rows). */
+ * stored (forward); else the saved lse is used (backward). Rows are independent (OpenMP
+ * over rows). */
 static void probs(const attn_dims *d, int64_t kh, attn_ws *w, float *lse_out, const float *lse_in)
 {
     mcl_ref_sgemm(0, 1, d->R, d->T, d->Dk, d->scale, w->Qg, d->Dk, w->Ka, d->Dk, 0.0f, w->P, d->T);
@@ -199,24 +200,17 @@ mcl_status mcl_ref_attn_kv_fwd(mcl_backend *be, const mcl_op_args *a)
     float *o = mcl_ref_ptr(a->out[0]), *lse = mcl_ref_ptr(a->out[1]);
     attn_ws w;
     if (!ws_alloc(&w, &d, 0)) return MCL_ERR_OOM;
-    float *Og = w.Qg; /* reused once the scores exist (R·Dv <= R·Dk is not guaranteed: see below) */
-    float *obuf = d.Dv <= d.Dk ? Og : malloc((size_t)(d.R * d.Dv) * sizeof *obuf);
-    if (!obuf) {
-        ws_free(&w);
-        return MCL_ERR_OOM;
-    }
     for (int64_t kh = 0; kh < d.Hk; kh++) {
         gather(&d, kh, q, k, v, kb, vb, &w);
         probs(&d, kh, &w, lse, NULL);
         if (d.mask == 1) /* the diagonal's weight is dropped after the softmax */
             for (int64_t u = 0; u < d.R; u++) w.P[u * d.T + d.n + u / d.G] = 0.0f;
-        mcl_ref_sgemm(0, 0, d.R, d.Dv, d.T, 1.0f, w.P, d.T, w.Va, d.Dv, 0.0f, obuf, d.Dv);
+        mcl_ref_sgemm(0, 0, d.R, d.Dv, d.T, 1.0f, w.P, d.T, w.Va, d.Dv, 0.0f, w.Og, d.Dv);
         for (int64_t u = 0; u < d.R; u++) {
             const int64_t t = u / d.G, h = kh * d.G + u % d.G;
-            memcpy(o + (t * d.Hq + h) * d.Dv, obuf + u * d.Dv, (size_t)d.Dv * sizeof(float));
+            memcpy(o + (t * d.Hq + h) * d.Dv, w.Og + u * d.Dv, (size_t)d.Dv * sizeof(float));
         }
     }
-    if (obuf != Og) free(obuf);
     ws_free(&w);
     return MCL_OK;
 }
@@ -239,12 +233,6 @@ mcl_status mcl_ref_attn_kv_bwd(mcl_backend *be, const mcl_op_args *a)
     float *gv = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
     attn_ws w;
     if (!ws_alloc(&w, &d, 1)) return MCL_ERR_OOM;
-    float *gk_h = malloc((size_t)(d.S * (d.Dk + d.Dv)) * sizeof *gk_h);
-    if (!gk_h) {
-        ws_free(&w);
-        return MCL_ERR_OOM;
-    }
-    float *gv_h = gk_h + d.S * d.Dk;
     for (int64_t kh = 0; kh < d.Hk; kh++) {
         gather(&d, kh, q, k, v, kb, vb, &w);
         gather_rows(&d, kh, go, d.Dv, w.dOg);
@@ -276,17 +264,16 @@ mcl_status mcl_ref_attn_kv_bwd(mcl_backend *be, const mcl_op_args *a)
             }
         }
         if (gk) { /* rows of the chunk: columns n.. of dS, summed over the group's rows in order */
-            mcl_ref_sgemm(1, 0, d.S, d.Dk, d.R, d.scale, w.dP + d.n, d.T, w.Qg, d.Dk, 0.0f, gk_h, d.Dk);
+            mcl_ref_sgemm(1, 0, d.S, d.Dk, d.R, d.scale, w.dP + d.n, d.T, w.Qg, d.Dk, 0.0f, w.dKh, d.Dk);
             for (int64_t tp = 0; tp < d.S; tp++)
-                for (int64_t c = 0; c < d.Dk; c++) gk[(tp * d.Hk + kh) * d.Dk + c] += gk_h[tp * d.Dk + c];
+                for (int64_t c = 0; c < d.Dk; c++) gk[(tp * d.Hk + kh) * d.Dk + c] += w.dKh[tp * d.Dk + c];
         }
         if (gv) {
-            mcl_ref_sgemm(1, 0, d.S, d.Dv, d.R, 1.0f, w.P + d.n, d.T, w.dOg, d.Dv, 0.0f, gv_h, d.Dv);
+            mcl_ref_sgemm(1, 0, d.S, d.Dv, d.R, 1.0f, w.P + d.n, d.T, w.dOg, d.Dv, 0.0f, w.dVh, d.Dv);
             for (int64_t tp = 0; tp < d.S; tp++)
-                for (int64_t c = 0; c < d.Dv; c++) gv[(tp * d.Hk + kh) * d.Dv + c] += gv_h[tp * d.Dv + c];
+                for (int64_t c = 0; c < d.Dv; c++) gv[(tp * d.Hk + kh) * d.Dv + c] += w.dVh[tp * d.Dv + c];
         }
     }
-    free(gk_h);
     ws_free(&w);
     return MCL_OK;
 }

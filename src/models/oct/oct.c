@@ -45,17 +45,18 @@ mcl_status mcl_oct_config_check(const mcl_oct_config *c, char *err, size_t len)
     return MCL_OK;
 }
 
-int64_t mcl_oct_ring_rows(const mcl_oct *m) { return m->cfg.window > 0 ? m->cfg.window : 1; }
+int64_t mcl_oct_ring_rows(const mcl_oct_config *c) { return c->window > 0 ? c->window : 1; }
 
-/* A weight [rows, cols] ~ N(0, std) (std <= 0: filled with -std), registered as `name`. */
+/* A parameter registered as `name`: [rows, cols] (rows 0: [cols]); std > 0: ~ N(0, std²)
+ * from the next init stream, else every element = fill. */
 static mcl_tensor *weight(mcl_oct *m, const char *name, int64_t rows, int64_t cols, float std,
-                          int *stream)
+                          float fill, int *stream)
 {
     const int64_t s2[2] = {rows, cols}, s1[1] = {cols};
     mcl_tensor *t = rows > 0 ? mcl_params_add(m->params, name, 2, s2) : mcl_params_add(m->params, name, 1, s1);
     if (!t) return NULL;
     mcl_status st = std > 0 ? mcl_tensor_randn(t, m->cfg.seed, STREAM_INIT + (uint64_t)(*stream)++, 0.0f, std)
-                            : mcl_tensor_fill(t, -std);
+                            : mcl_tensor_fill(t, fill);
     return st == MCL_OK ? t : NULL;
 }
 
@@ -77,17 +78,25 @@ static mcl_status build(mcl_oct *m)
     int sid = 0;
     const int64_t D = c->width, F = m->n_feat, N = c->n_way;
     char nm[64];
+/* W: a random [r, cols] weight (r 0: a vector); V: a constant vector */
 #define W(field, name, r, cols, std)                                                             \
     do {                                                                                         \
-        if (!((field) = weight(m, (name), (r), (cols), (std), &sid))) return mcl_ctx_status(m->ctx); \
+        if (!((field) = weight(m, (name), (r), (cols), (std), 0.0f, &sid))) return mcl_ctx_status(m->ctx); \
+    } while (0)
+#define V(field, name, cols, value)                                                              \
+    do {                                                                                         \
+        if (!((field) = weight(m, (name), 0, (cols), 0.0f, (value), &sid))) return mcl_ctx_status(m->ctx); \
     } while (0)
     if (c->arch == MCL_OCT_CNN) {
         W(m->head_w, "head.w", F, N, sqrtf(1.0f / (float)F));
-        W(m->head_b, "head.b", 0, N, -0.0f);
+        V(m->head_b, "head.b", N, 0.0f);
         return MCL_OK;
     }
     if (!c->no_image) W(m->in_w, "in.w", F, D, sqrtf(1.0f / (float)F));
-    W(m->in_b, "in.b", 0, D, c->no_image ? 0.02f : -0.0f);
+    if (c->no_image) /* the constant token must differ from zero to pass LayerNorm */
+        W(m->in_b, "in.b", 0, D, 0.02f);
+    else
+        V(m->in_b, "in.b", D, 0.0f);
     if (c->arch == MCL_OCT_TWO_TOKEN) W(m->y_emb, "y_emb", N, D, 1.0f);
     const int64_t Q = (int64_t)c->heads * c->head_dim, K = (int64_t)c->kv_heads * c->head_dim;
     const int64_t Hf = (int64_t)c->ffw_mult * D;
@@ -99,8 +108,13 @@ static mcl_status build(mcl_oct *m)
         snprintf(nm, sizeof nm, "block%d.%s", l, (suffix));                                      \
         W(b->field, nm, (r), (cols), (std));                                                     \
     } while (0)
-        BW(ln_g, "ln.g", 0, D, -1.0f);
-        BW(ln_b, "ln.b", 0, D, -0.0f);
+#define BV(field, suffix, cols, value)                                                           \
+    do {                                                                                         \
+        snprintf(nm, sizeof nm, "block%d.%s", l, (suffix));                                      \
+        V(b->field, nm, (cols), (value));                                                        \
+    } while (0)
+        BV(ln_g, "ln.g", D, 1.0f);
+        BV(ln_b, "ln.b", D, 0.0f);
         BW(wq, "wq", D, Q, sD);
         BW(wk, "wk", D, K, sD);
         BW(wv, "wv", D, K, sD);
@@ -110,16 +124,18 @@ static mcl_status build(mcl_oct *m)
         }
         BW(wo, "wo", Q, D, sout);
         BW(up_w, "up.w", D, Hf, sD);
-        BW(up_b, "up.b", 0, Hf, -0.0f);
+        BV(up_b, "up.b", Hf, 0.0f);
         BW(down_w, "down.w", Hf, D, sqrtf(1.0f / (float)(2 * c->blocks * Hf)));
-        BW(down_b, "down.b", 0, D, -0.0f);
+        BV(down_b, "down.b", D, 0.0f);
 #undef BW
+#undef BV
     }
-    W(m->lnf_g, "lnf.g", 0, D, -1.0f);
-    W(m->lnf_b, "lnf.b", 0, D, -0.0f);
+    V(m->lnf_g, "lnf.g", D, 1.0f);
+    V(m->lnf_b, "lnf.b", D, 0.0f);
     W(m->head_w, "head.w", D, N, sD);
-    W(m->head_b, "head.b", 0, N, -0.0f);
+    V(m->head_b, "head.b", N, 0.0f);
 #undef W
+#undef V
     return MCL_OK;
 }
 

@@ -81,7 +81,7 @@ mcl_status mcl_oct_config_check(const mcl_oct_config *c, char *err, size_t len);
 mcl_oct *mcl_oct_create(mcl_ctx *ctx, const mcl_oct_config *cfg);
 void mcl_oct_free(mcl_oct *m);
 /* Ring rows of a block (max(C, 1): a ring of 0 rows is a 1-row tensor never used). */
-int64_t mcl_oct_ring_rows(const mcl_oct *m);
+int64_t mcl_oct_ring_rows(const mcl_oct_config *c);
 
 /* Forward of one chunk: img [S,1,H,W] (unused with no_image), lab [S] (labels as floats) →
  * logits [S, n_way] (the prediction of y_t before it is seen) and the mean cross-entropy;

@@ -134,6 +134,8 @@ typedef struct oct_fs {
     mcl_oct_chunk ck;
     int have_ck;
     mcl_tensor *img, *lab; /* the step's chunk (ours until step_end) */
+    mcl_status push_status; /* of the last step's ring update, and its message */
+    char push_err[256];
 } oct_fs;
 
 static void drop_chunk(oct_fs *t)
@@ -176,7 +178,7 @@ static mcl_status oct_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
     t->ctx = ctx;
     t->last_acc = t->last_nll = NAN;
     const mcl_oct_run *c = &t->cfg;
-    const int64_t n = stream_len(c), E = c->streams, rows = mcl_oct_ring_rows(&(mcl_oct){.cfg = c->model});
+    const int64_t n = stream_len(c), E = c->streams, rows = mcl_oct_ring_rows(&c->model);
     const uint64_t ring_bytes = (uint64_t)E * (uint64_t)c->model.blocks * 2u * (uint64_t)rows *
                                 (uint64_t)c->model.kv_heads * (uint64_t)c->model.head_dim * 4u * 3u;
     char e2[768];
@@ -250,6 +252,9 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
                                 double *metrics, char *err, size_t len)
 {
     oct_fs *t = fs;
+    if (t->push_status != MCL_OK)
+        return fail(err, len, t->push_status, "step %lld: the KV ring update of the step before failed: %s",
+                    (long long)s, t->push_err);
     if (part->count > 1) /* several MPI ranks (train.parts = 0) or train.parts > 1 */
         return fail(err, len, MCL_ERR_INVALID,
                     "an online run is one sequence and cannot be cut into %d parts: run it in one "
@@ -313,7 +318,11 @@ static void oct_step_end(void *fs)
     if (!t->have_ck) return;
     t->have_ck = 0;
     const int E = t->cfg.streams, e = t->reader;
-    if (mcl_oct_push(t->m, &t->ring[e], &t->ck) != MCL_OK) return; /* the ctx holds the error */
+    t->push_status = mcl_oct_push(t->m, &t->ring[e], &t->ck);
+    if (t->push_status != MCL_OK) { /* step_end cannot fail: the next step reports it */
+        snprintf(t->push_err, sizeof t->push_err, "%s", mcl_ctx_error(t->ctx));
+        return;
+    }
     t->pos[e]++;
     if (e != E - 1) return;
     const int64_t turn = (t->step - 1) / E;
@@ -519,6 +528,7 @@ mcl_status mcl_oct_report_load(const char *run_dir, mcl_oct_report *rep, char *e
     if (st == MCL_OK) {
         rep->n = (int64_t)sc;
         rep->n_tasks = c->n_tasks;
+        rep->n_way = c->model.n_way;
         rep->per_task_max = 0;
         rep->task_acc = calloc((size_t)c->n_tasks, sizeof *rep->task_acc);
         rep->task_nll = calloc((size_t)c->n_tasks, sizeof *rep->task_nll);

@@ -43,6 +43,7 @@ extern const mcl_family mcl_oct_family;
 typedef struct mcl_oct_report {
     int64_t n;            /* examples scored                                                */
     int n_tasks, per_task_max;
+    int n_way;            /* labels: chance is 1/n_way                                      */
     double cum_nll;       /* mean −log p(y_t | x_t, past) over the examples (nats)          */
     double online_acc;    /* mean accuracy                                                   */
     double *task_acc;     /* [n_tasks] (NaN for tasks not reached)                           */
