@@ -3,8 +3,10 @@
  * Scripted agents with known behaviour check the rule semantics: an oracle (peeks at the
  * hidden rule) must solve every rule in exactly 3 episodes; the switch must come 1..50 episodes
  * after the solve, to a different rule; a perseverating agent's errors must all be counted as
- * perseveration errors; a random agent must never trigger a switch. Statistical bounds are
- * loose (failure probability of a correct environment far below 1e-6).
+ * perseveration errors; a random agent must never trigger a switch; an environment restored
+ * from a snapshot must continue exactly as the original (bit for bit), and bad snapshots must
+ * be refused without changing anything. Statistical bounds are loose (failure probability of
+ * a correct environment far below 1e-6).
  */
 #include <math.h>
 #include <stdio.h>
@@ -347,6 +349,247 @@ static void test_determinism_feedback(void)
     mcl_wcst_free(c);
 }
 
+/* Snapshot / restore. The policy: mostly the right answer, sometimes the old rule's
+ * (perseveration) or a random pile, so rules are solved, switched and erred on. */
+static int snap_policy(mcl_wcst *env, mcl_rng *pol)
+{
+    int card[3], rule, old;
+    mcl_wcst_peek(env, card, &rule, &old, NULL);
+    uint32_t u = mcl_rng_next_below(pol, 100);
+    if (u < 2 && old >= 0) return card[old];
+    if (u < 5) return (int)mcl_rng_next_below(pol, 4);
+    return card[rule];
+}
+
+static int info_eq(const mcl_wcst_info *a, const mcl_wcst_info *b)
+{
+    return a->card[0] == b->card[0] && a->card[1] == b->card[1] && a->card[2] == b->card[2] &&
+           a->rule == b->rule && a->old_rule == b->old_rule && a->target == b->target &&
+           a->target_old == b->target_old && a->correct == b->correct &&
+           a->persev_error == b->persev_error && a->task == b->task &&
+           a->card_index == b->card_index && a->episode == b->episode && a->step == b->step &&
+           a->episode_end == b->episode_end && a->solved_now == b->solved_now &&
+           a->rule_switched == b->rule_switched;
+}
+
+static int stats_eq(const mcl_wcst_task_stats *a, const mcl_wcst_task_stats *b)
+{
+    return a && b && a->rule == b->rule && a->old_rule == b->old_rule &&
+           a->start_card == b->start_card && a->start_episode == b->start_episode &&
+           a->cards == b->cards && a->errors == b->errors && a->persev_errors == b->persev_errors &&
+           a->cards_to_solve == b->cards_to_solve && a->episodes_to_solve == b->episodes_to_solve;
+}
+
+/* Step a and b n times with the policy's actions (from a's hidden state); at step flip_at
+ * (-1: never) b gets another pile. Returns the steps at which anything differs: status,
+ * reward bits, observation bits, info, hidden state. *switches counts a's rule switches. */
+static int64_t replay(mcl_wcst *a, mcl_wcst *b, mcl_rng *pol, int64_t n, int64_t flip_at,
+                      int64_t *switches)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int act = snap_policy(a, pol);
+        float ra, rb, oa[17], ob[17];
+        mcl_wcst_info ia, ib;
+        mcl_status sa = mcl_wcst_step(a, act, &ra, oa, &ia);
+        mcl_status sb = mcl_wcst_step(b, i == flip_at ? (act + 1) % 4 : act, &rb, ob, &ib);
+        int ca[3], cb[3], rla, rlb, ola, olb, sva, svb;
+        mcl_wcst_peek(a, ca, &rla, &ola, &sva);
+        mcl_wcst_peek(b, cb, &rlb, &olb, &svb);
+        bad += sa != MCL_OK || sb != MCL_OK || memcmp(&ra, &rb, sizeof ra) != 0 ||
+               memcmp(oa, ob, sizeof oa) != 0 || !info_eq(&ia, &ib) ||
+               memcmp(ca, cb, sizeof ca) != 0 || rla != rlb || ola != olb || sva != svb;
+        if (switches) *switches += ia.rule_switched;
+    }
+    return bad;
+}
+
+/* Snapshot of env into a fresh malloc'd buffer (*n values). */
+static int64_t *take_snapshot(const mcl_wcst *env, int64_t *n)
+{
+    *n = mcl_wcst_snapshot(env, NULL, 0);
+    int64_t *buf = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *buf);
+    if (buf && mcl_wcst_snapshot(env, buf, *n) != *n) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+/* 1 when env's snapshot equals want[0..n). */
+static int same_snapshot(const mcl_wcst *env, const int64_t *want, int64_t n)
+{
+    int64_t m;
+    int64_t *got = take_snapshot(env, &m);
+    int same = got && m == n && !memcmp(got, want, (size_t)n * sizeof *got);
+    free(got);
+    return same;
+}
+
+/* Layout of snapshot format 1 (wcst.c), for the corruption checks: the test first checks that
+ * these slots hold what they should, so a layout change is noticed rather than silently
+ * testing other fields. */
+enum { SNAP_RULE = 17, SNAP_N_CARDS = 20, SNAP_N_TASKS = 29 };
+
+static void test_snapshot(void)
+{
+    mcl_wcst_cfg cfg;
+    mcl_wcst_cfg_default(&cfg);
+    cfg.seed = SEED + 6;
+    cfg.obs_feedback = 1;
+    cfg.reward_correct = 0.1f; /* not exact in binary: the feedback entry must round-trip */
+    cfg.reward_wrong = -0.3f;
+    mcl_wcst *a = NULL, *b = NULL, *other = NULL, *longer = NULL;
+    mcl_wcst_create(&cfg, &a);
+    mcl_wcst_create(&cfg, &b);
+    mcl_wcst_create(&cfg, &longer);
+    mcl_wcst_cfg ocfg = cfg;
+    ocfg.seed = SEED + 7;
+    mcl_wcst_create(&ocfg, &other);
+    int64_t *mid = NULL, *s0 = NULL, *bad = NULL;
+    if (!a || !b || !other || !longer) {
+        CHECK(0, "wcst_create for the snapshot test");
+        goto done;
+    }
+
+    /* sizing: cap 0 / NULL only counts; a short cap writes no more than cap values */
+    int64_t n0 = mcl_wcst_snapshot(a, NULL, 0);
+    CHECK(n0 > 0 && mcl_wcst_snapshot(a, NULL, 100) == n0, "sizing call: %lld values", (long long)n0);
+    int64_t small[8];
+    for (int i = 0; i < 8; i++) small[i] = -12345;
+    CHECK(mcl_wcst_snapshot(a, small, 5) == n0 && small[4] != -12345 && small[5] == -12345,
+          "a snapshot into 5 slots writes 5 and returns the full size");
+    CHECK(mcl_wcst_snapshot(NULL, NULL, 0) == 0, "NULL env -> size 0");
+
+    /* a snapshot of a fresh env restores (no feedback yet) */
+    int64_t ns0;
+    s0 = take_snapshot(a, &ns0);
+    CHECK(s0 && mcl_wcst_restore(b, s0, ns0) == MCL_OK && same_snapshot(b, s0, ns0),
+          "snapshot at reset round-trips");
+
+    /* run A with the policy to card 2500 or later, until a switch is pending mid-episode */
+    mcl_rng pol;
+    mcl_rng_init(&pol, SEED, 101);
+    int64_t steps = 0, pre_switches = 0;
+    for (;;) {
+        int solved;
+        int card[3];
+        mcl_wcst_peek(a, card, NULL, NULL, &solved);
+        if (steps >= 2500 && solved && steps % 16 != 0) break;
+        if (steps >= 20000) break;
+        mcl_wcst_info in;
+        mcl_wcst_step(a, snap_policy(a, &pol), NULL, NULL, &in);
+        pre_switches += in.rule_switched;
+        steps++;
+    }
+    int solved_mid;
+    mcl_wcst_peek(a, NULL, NULL, NULL, &solved_mid);
+    int tasks_mid = mcl_wcst_num_tasks(a);
+    CHECK(solved_mid && steps < 20000 && pre_switches >= 3,
+          "snapshot at card %lld: switch pending, %lld switches before, %d tasks", (long long)steps,
+          (long long)pre_switches, tasks_mid);
+    int64_t nmid;
+    mid = take_snapshot(a, &nmid);
+    if (!mid) {
+        CHECK(0, "snapshot");
+        goto done;
+    }
+    CHECK(nmid == mcl_wcst_snapshot(a, NULL, 0) && nmid > n0, "the snapshot grows with the tasks");
+
+    /* restore into B, continue both with the same actions: everything identical */
+    CHECK(mcl_wcst_restore(b, mid, nmid) == MCL_OK, "restore into a fresh env");
+    CHECK(same_snapshot(b, mid, nmid), "B's snapshot after the restore = A's");
+    int ca[3], cb[3], ra, rb, oa, ob, sa, sb;
+    mcl_wcst_peek(a, ca, &ra, &oa, &sa);
+    mcl_wcst_peek(b, cb, &rb, &ob, &sb);
+    CHECK(!memcmp(ca, cb, sizeof ca) && ra == rb && oa == ob && sa == sb && mcl_wcst_num_tasks(b) == tasks_mid,
+          "restored hidden state: card, rule, old rule, solved, %d tasks", tasks_mid);
+    mcl_rng pol_mid = pol;
+    int64_t post_switches = 0;
+    int64_t rest = 5000 - steps;
+    int64_t diff = replay(a, b, &pol, rest, -1, &post_switches);
+    CHECK(diff == 0 && post_switches >= 2,
+          "A and B continue identically for %lld steps (%lld differ; %lld switches after the snapshot)",
+          (long long)rest, (long long)diff, (long long)post_switches);
+    int nt = mcl_wcst_num_tasks(a), st_ok = nt == mcl_wcst_num_tasks(b) && nt > tasks_mid;
+    for (int t = 0; t < nt && st_ok; t++) st_ok &= stats_eq(mcl_wcst_task(a, t), mcl_wcst_task(b, t));
+    int64_t nend;
+    int64_t *end = take_snapshot(a, &nend);
+    CHECK(st_ok && end && same_snapshot(b, end, nend), "per-task stats (%d tasks) and the final snapshots are equal", nt);
+    free(end);
+
+    /* the comparison can fail: one different action after a restore shows */
+    mcl_rng_init(&pol, SEED, 102);
+    run_agent(longer, 0, 0, 20000, NULL, NULL); /* more tasks than the snapshot */
+    CHECK(mcl_wcst_num_tasks(longer) > tasks_mid, "the env restored into holds more tasks (%d)", mcl_wcst_num_tasks(longer));
+    CHECK(mcl_wcst_restore(a, mid, nmid) == MCL_OK && mcl_wcst_restore(longer, mid, nmid) == MCL_OK &&
+              mcl_wcst_num_tasks(longer) == tasks_mid && same_snapshot(longer, mid, nmid),
+          "restore into used envs (one shrinks to %d tasks)", tasks_mid);
+    pol = pol_mid;
+    diff = replay(a, longer, &pol, 500, 10, NULL);
+    CHECK(diff > 0, "one different action at step 10 after the restore is detected (%lld steps differ)", (long long)diff);
+    mcl_wcst_restore(a, mid, nmid);
+    mcl_wcst_restore(longer, mid, nmid);
+    pol = pol_mid;
+    diff = replay(a, longer, &pol, 500, -1, NULL);
+    CHECK(diff == 0, "restored twice, the same actions: identical again");
+
+    /* refused snapshots leave the env as it was */
+    int64_t nb;
+    int64_t *before = take_snapshot(b, &nb);
+    CHECK(mcl_wcst_restore(other, mid, nmid) == MCL_ERR_FORMAT, "a snapshot from another seed -> FORMAT");
+    mcl_wcst_cfg lcfg = cfg;
+    lcfg.episode_len = 17;
+    mcl_wcst *e17 = NULL;
+    mcl_wcst_create(&lcfg, &e17);
+    CHECK(e17 && mcl_wcst_restore(e17, mid, nmid) == MCL_ERR_FORMAT, "a snapshot from another episode_len -> FORMAT");
+    mcl_wcst_free(e17);
+    CHECK(mcl_wcst_restore(b, mid, nmid - 1) == MCL_ERR_FORMAT && mcl_wcst_restore(b, mid, 10) == MCL_ERR_FORMAT &&
+              mcl_wcst_restore(b, mid, 0) == MCL_ERR_FORMAT,
+          "truncated snapshots -> FORMAT");
+    CHECK(before && same_snapshot(b, before, nb), "B unchanged by the refused restores");
+    bad = malloc((size_t)nmid * sizeof *bad);
+    if (!bad) goto done_before;
+    CHECK(mid[SNAP_RULE] == ra && mid[SNAP_N_CARDS] == steps && mid[SNAP_N_TASKS] == tasks_mid,
+          "the test's layout indices hold the rule, the card count, the task count");
+    struct { int at; int64_t v; const char *what; } corrupt[] = {
+        {0, 0, "format tag 0"},
+        {SNAP_RULE, 7, "rule 7"},
+        {SNAP_RULE, -1, "rule -1"},
+        {SNAP_N_CARDS, -1, "negative n_cards"},
+        {SNAP_N_CARDS, 0, "n_cards 0 (inconsistent)"},
+        {SNAP_N_TASKS, (int64_t)tasks_mid + 1, "task count beyond the data"},
+        {SNAP_N_TASKS, INT64_MAX, "task count INT64_MAX"},
+        {SNAP_N_TASKS, 0, "task count 0"},
+        {-1, -5, "last task's errors negative"},
+    };
+    int nc = (int)(sizeof corrupt / sizeof corrupt[0]);
+    for (int i = 0; i < nc; i++) {
+        memcpy(bad, mid, (size_t)nmid * sizeof *bad);
+        int at = corrupt[i].at >= 0 ? corrupt[i].at : (int)(nmid - 4); /* errors of the last task */
+        bad[at] = corrupt[i].v;
+        mcl_status st = mcl_wcst_restore(b, bad, nmid);
+        CHECK(st == MCL_ERR_FORMAT && same_snapshot(b, before, nb), "corrupted snapshot (%s) -> FORMAT (%s), env unchanged",
+              corrupt[i].what, mcl_status_str(st));
+    }
+    /* deliberately: the unchanged-check itself detects a changed env */
+    memcpy(bad, mid, (size_t)nmid * sizeof *bad);
+    CHECK(mcl_wcst_restore(b, bad, nmid) == MCL_OK && !same_snapshot(b, before, nb),
+          "a successful restore of another state is seen as a change");
+    CHECK(mcl_wcst_restore(NULL, mid, nmid) == MCL_ERR_NULL && mcl_wcst_restore(b, NULL, nmid) == MCL_ERR_NULL,
+          "NULL env / buffer -> NULL");
+done_before:
+    free(before);
+done:
+    free(bad);
+    free(mid);
+    free(s0);
+    mcl_wcst_free(a);
+    mcl_wcst_free(b);
+    mcl_wcst_free(other);
+    mcl_wcst_free(longer);
+}
+
 int main(void)
 {
     tu_begin("test-wcst", SEED);
@@ -355,5 +598,6 @@ int main(void)
     test_solve_rules();
     test_perseveration();
     test_determinism_feedback();
+    test_snapshot();
     return tu_summary();
 }

@@ -122,6 +122,25 @@ void mcl_wcst_peek(const mcl_wcst *env, int card[MCL_WCST_ATTRS], int *rule, int
 int mcl_wcst_num_tasks(const mcl_wcst *env);
 const mcl_wcst_task_stats *mcl_wcst_task(const mcl_wcst *env, int i);
 
+/* Checkpoints. The whole state as integers: the card and rule random streams (seed, stream,
+ * index), the current card, rules, task, card / episode / step counters, the solve streak
+ * and pending switch, the feedback (the previous reward as its float bits) and every task's
+ * statistics, so that an environment restored from it continues exactly as the original
+ * would (same cards, rules, switch delays, streaks and statistics for the same actions).
+ * The layout is private but versioned: the first value is a format tag.
+ * mcl_wcst_snapshot writes the first min(cap, needed) values into buf and returns the number
+ * needed (cap 0 / buf NULL: only sizes it; 0 for a NULL env). The config is recorded in the
+ * snapshot but is not restored from it.
+ * mcl_wcst_restore loads a snapshot of n values taken from an environment with the same
+ * config. It checks everything first and leaves env unchanged on any error: a snapshot of
+ * another format or length, from another config (seed, episode_len, solve_episodes,
+ * switch_within, rewards, obs_feedback), with values out of range (a rule not 0..2, negative
+ * counters, a task count beyond the data, ...) or inconsistent with each other ->
+ * MCL_ERR_FORMAT; NULL env or buf -> MCL_ERR_NULL; no memory for the task records ->
+ * MCL_ERR_OOM. */
+int64_t mcl_wcst_snapshot(const mcl_wcst *env, int64_t *buf, int64_t cap);
+mcl_status mcl_wcst_restore(mcl_wcst *env, const int64_t *buf, int64_t n);
+
 /* The 12-entry code of a card (values in 0..3), and of reference card k. */
 void mcl_wcst_encode_card(const int card[MCL_WCST_ATTRS], float *obs12);
 void mcl_wcst_reference_card(int k, float *obs12);
