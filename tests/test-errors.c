@@ -317,6 +317,95 @@ static void test_values(void)
     mcl_tensor_free(t3);
 }
 
+/* ---- Sparse Meta Networks: grad_preproc and smn_write ---- */
+static void test_smn(mcl_tensor *x23)
+{
+    const unsigned S = TU_ST(MCL_ERR_SHAPE), I = TU_ST(MCL_ERR_INVALID), N = TU_ST(MCL_ERR_NULL);
+    /* grad_preproc: P must be in (0, 87]; z must leave room for the appended dim */
+    EXPECT_NULL(mcl_grad_preproc(g_ctx, x23, 0.0f), I, "grad_preproc");
+    EXPECT_NULL(mcl_grad_preproc(g_ctx, x23, -10.0f), I, "grad_preproc");
+    EXPECT_NULL(mcl_grad_preproc(g_ctx, x23, NAN), I, "grad_preproc");
+    EXPECT_NULL(mcl_grad_preproc(g_ctx, x23, INFINITY), I, "grad_preproc");
+    EXPECT_NULL(mcl_grad_preproc(g_ctx, x23, 88.0f), I, "grad_preproc");
+    EXPECT_NULL(mcl_grad_preproc(g_ctx, NULL, 10.0f), N, "grad_preproc");
+    {
+        mcl_tensor *z4 = mk(4, 1, 2, 1, 3, NULL);
+        EXPECT_NULL(mcl_grad_preproc(g_ctx, z4, 10.0f), S, "at most 4 dims");
+        mcl_tensor *r = mcl_grad_preproc(g_ctx, x23, 10.0f);
+        CHECK(r && mcl_tensor_ndim(r) == 3 && mcl_tensor_dim(r, 2) == 2,
+              "valid grad_preproc [2,3] -> [2,3,2]: %s", mcl_ctx_error(g_ctx));
+        mcl_ctx_reset(g_ctx);
+        mcl_tensor_free(z4);
+    }
+
+    /* smn_write: M0 [2,3] (x23, a trainable leaf), H = 2 */
+    const float iv[2] = {4, 1};
+    mcl_tensor *idx = mk(1, 2, 0, 0, 0, iv), *zs = mk(2, 2, 2, 0, 0, NULL);
+    mcl_tensor *W1 = mk(2, 2, 2, 0, 0, NULL), *b1 = mk(1, 2, 0, 0, 0, NULL);
+    mcl_tensor *W2 = mk(2, 2, 2, 0, 0, NULL), *b2 = mk(1, 2, 0, 0, 0, NULL);
+    mcl_tensor *W3 = mk(2, 1, 2, 0, 0, NULL), *b3 = mk(1, 1, 0, 0, 0, NULL);
+    mcl_tensor *v3 = mk(1, 3, 0, 0, 0, NULL), *m32 = mk(2, 3, 2, 0, 0, NULL);
+    mcl_tensor *i2d = mk(2, 2, 1, 0, 0, iv), *i7 = mk(1, 7, 0, 0, 0, NULL), *z72 = mk(2, 7, 2, 0, 0, NULL);
+    mcl_tensor *const phi[6] = {W1, b1, W2, b2, W3, b3};
+    mcl_tensor *bad[6][6];
+    for (int k = 0; k < 6; k++)
+        for (int j = 0; j < 6; j++) bad[k][j] = phi[j];
+    bad[0][0] = m32; /* W1 [3,2]: H 3 against b1 [2] */
+    bad[1][1] = v3;  /* b1 [3] */
+    bad[2][2] = m32; /* W2 [3,2] */
+    bad[3][3] = v3;  /* b2 [3] */
+    bad[4][4] = b2;  /* W3 [2], not [1,2] */
+    bad[5][5] = b2;  /* b3 [2] */
+    for (int k = 0; k < 6; k++) {
+        EXPECT_NULL(mcl_smn_write(g_ctx, x23, idx, zs, bad[k], 0.01f), S, "phi must be");
+        EXPECT_NULL(mcl_smn_write(g_ctx, x23, NULL, NULL, bad[k], 0.01f), S, "phi must be");
+    }
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, i2d, zs, phi, 0.01f), S, "smn_write");   /* idx [2,1] */
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, idx, m32, phi, 0.01f), S, "smn_write");  /* zs [3,2] */
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, idx, W3, phi, 0.01f), S, "smn_write");   /* zs [1,2] */
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, i7, z72, phi, 0.01f), S, "smn_write");   /* m 7 > n 6 */
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, idx, zs, phi, NAN), I, "smn_write");
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, idx, zs, phi, INFINITY), I, "smn_write");
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, NULL, NULL, phi, NAN), I, "smn_write");
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, idx, zs, NULL, 0.01f), N, "smn_write");
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, idx, NULL, phi, 0.01f), N, "smn_write");
+    EXPECT_NULL(mcl_smn_write(g_ctx, x23, NULL, zs, phi, 0.01f), N, "smn_write");
+    EXPECT_NULL(mcl_smn_write(g_ctx, NULL, idx, zs, phi, 0.01f), N, "smn_write");
+    EXPECT_NULL(mcl_smn_write(g_ctx, NULL, NULL, NULL, phi, 0.01f), N, "smn_write");
+    {
+        mcl_tensor *const nul[6] = {W1, b1, NULL, b2, W3, b3};
+        EXPECT_NULL(mcl_smn_write(g_ctx, x23, NULL, NULL, nul, 0.01f), N, "W2");
+        EXPECT_NULL(mcl_smn_write(g_ctx, x23, idx, zs, nul, 0.01f), N, "smn_write");
+    }
+    {
+        /* M0 with 2^24 elements: an index up to n - 1 would not be exact as a float */
+        mcl_tensor *big = mk(2, 4096, 4096, 0, 0, NULL);
+        EXPECT_NULL(mcl_smn_write(g_ctx, big, idx, zs, phi, 0.01f), S, "2^24");
+        EXPECT_NULL(mcl_smn_write(g_ctx, big, NULL, NULL, phi, 0.01f), S, "2^24");
+        mcl_tensor_free(big);
+    }
+    {
+        /* with an error held, NULL idx and zs are an earlier op's failed results: they propagate */
+        (void)mcl_matmul(g_ctx, x23, x23, 0, 0);
+        CHECK(mcl_smn_write(g_ctx, x23, NULL, NULL, phi, 0.01f) == NULL,
+              "smn_write with NULL idx/zs and an error held returns NULL");
+        CHECK_ERR("the held error stays", g_ctx, S, "matmul");
+        still_works(__FILE__, __LINE__, "smn_write propagation");
+    }
+    {
+        /* valid calls work: a write and a copy (no write) */
+        mcl_tensor *r = mcl_smn_write(g_ctx, x23, idx, zs, phi, 0.01f);
+        mcl_tensor *c = mcl_smn_write(g_ctx, x23, NULL, NULL, phi, 0.01f);
+        const double want[6] = {1, 0, 3, 4, 0, 6}, same[6] = {1, 2, 3, 4, 5, 6};
+        CHECK(r && c, "valid smn_write calls work: %s", mcl_ctx_error(g_ctx));
+        CHECK_TENSOR("smn_write with phi = 0 writes b3 = 0 at elements 4 and 1", r, want, 6, 0, 0);
+        CHECK_TENSOR("smn_write with no write copies M0", c, same, 6, 0, 0);
+        mcl_ctx_reset(g_ctx);
+    }
+    mcl_tensor *owned[] = {idx, zs, W1, b1, W2, b2, W3, b3, v3, m32, i2d, i7, z72};
+    for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) mcl_tensor_free(owned[k]);
+}
+
 /* ---- tensor creation, views, host copies ---- */
 static void test_tensors(mcl_tensor *x23)
 {
@@ -550,6 +639,7 @@ int main(void)
     test_null_inputs(x23, v3);
     test_shapes(x23, x32, x24, v3, v2);
     test_values();
+    test_smn(x23);
     test_tensors(x23);
     test_misc(x23);
 

@@ -1,9 +1,11 @@
 #!/bin/sh
 # test-ops-break.sh -- proves that the op test runner can fail.
 #
-# METACL_TEST_BREAK=add perturbs add's output: the reference forward's (by the runner) with
+# METACL_TEST_BREAK=OP perturbs OP's output: the reference forward's (by the runner) with
 # --backend ref, the OpenCL backend's own (by the backend) with --backend opencl. Each run must
-# exit 1 and report the op as FAIL in the right column. Exit 0 when both do, 1 otherwise.
+# exit 1 and report the op as FAIL in the right column. Checked for add (the simplest op) and
+# for grad_preproc and smn_write (the Sparse Meta Networks ops, whose written set and gradient
+# oracle checks run besides the table's). Exit 0 when all do, 1 otherwise.
 # TEST_OPS overrides the binary. Otherwise: $METACL_BUILDDIR/tests/test-ops when the test
 # harness exports METACL_BUILDDIR, else ./tests/test-ops (automake runs tests from the build
 # directory), else the binary next to this script (run by hand from elsewhere).
@@ -27,24 +29,24 @@ if [ -z "${TEST_OPS:-}" ]; then
     fi
 fi
 
-# expect_break MODE COLUMN: the broken op must make the run exit 1 with a FAIL in COLUMN.
+# expect_break OP MODE COLUMN: the broken op must make the run exit 1 with a FAIL in COLUMN.
 expect_break() {
-    out=$(METACL_TEST_BREAK=add "$TEST_OPS" --backend "$1" -o add 2>&1)
+    out=$(METACL_TEST_BREAK=$1 "$TEST_OPS" --backend "$2" -o "$1" 2>&1)
     rc=$?
     printf '%s\n' "$out"
-    if [ "$1" = opencl ] && [ "$rc" -eq 77 ]; then
+    if [ "$2" = opencl ] && [ "$rc" -eq 77 ]; then
         echo "test-ops-break: no OpenCL device: the OpenCL part is not checked"
         return 0
     fi
     if [ "$rc" -ne 1 ]; then
-        echo "test-ops-break: FAILED: --backend $1 with METACL_TEST_BREAK=add exited $rc, want 1"
+        echo "test-ops-break: FAILED: --backend $2 with METACL_TEST_BREAK=$1 exited $rc, want 1"
         return 1
     fi
-    if ! printf '%s\n' "$out" | grep -q "^FAIL add .*\[$2\]"; then
-        echo "test-ops-break: FAILED: --backend $1 with METACL_TEST_BREAK=add printed no FAIL in [$2]"
+    if ! printf '%s\n' "$out" | grep -q "^FAIL $1 .*\[$3\]"; then
+        echo "test-ops-break: FAILED: --backend $2 with METACL_TEST_BREAK=$1 printed no FAIL in [$3]"
         return 1
     fi
-    echo "test-ops-break: --backend $1: the broken op was reported in [$2]"
+    echo "test-ops-break: $1, --backend $2: the broken op was reported in [$3]"
 }
 
 # expect_fresh_break: a copy of the kernels whose relu backward, when it stores into a fresh
@@ -78,10 +80,12 @@ expect_fresh_break() {
 }
 
 status=0
-# reference only: the runner perturbs the reference forward output
-expect_break ref "ref fwd" || status=1
-# with OpenCL: the OpenCL backend perturbs its own output, the differential check must see it
-expect_break opencl "diff" || status=1
+for op in add grad_preproc smn_write; do
+    # reference only: the runner perturbs the reference forward output
+    expect_break "$op" ref "ref fwd" || status=1
+    # with OpenCL: the OpenCL backend perturbs its own output, the differential check must see it
+    expect_break "$op" opencl "diff" || status=1
+done
 # the fresh-buffer check of the lazy zeroing
 expect_fresh_break || status=1
 [ "$status" -eq 0 ] && echo "test-ops-break: ok"

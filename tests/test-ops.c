@@ -22,6 +22,11 @@
  *               extrapolated from steps h and 2h) of L = sum_k sum_i gout_k[i] * out_k[i]
  *               (accumulated in double), perturbing every input element, or, for big
  *               inputs, a fixed sample (half the largest analytic gradients, half random);
+ *   (EXTRAS)    some ops also have a gradient oracle in double, checked against the reference
+ *               backward in "ref bwd", and/or checks the table cannot express, run after their
+ *               cases and reported in the columns they concern (smn_write: the written set on
+ *               both backends, bad indices refused by the reference and skipped by OpenCL, the
+ *               public wrapper);
  *   opencl fwd / opencl bwd / diff
  *               the same forward on the OpenCL backend, its backward against the reference
  *               one, and the reference and OpenCL outputs on identical inputs against each
@@ -114,6 +119,15 @@
 /* gradcheck, layer_norm, h = 1e-2: rows of 5 values can have a std of ~0.3, so the
  * curvature scales by 1/std^2 and the noise by sqrt(N) * rstd; observed 1.8e-4 */
 #define GT_NORM 1e-3
+/* gradcheck, smn_write: piecewise linear with its kinks kept 20h away (gen_smn_write), so only
+ * the float32 rounding of the m outputs a phi element moves is left, ~eps·|out|·sqrt(2m) / 2h
+ * absolute, measured against the floor 0.01·sqrt(m) where a sum such as b3's gradient cancels;
+ * observed 5.7e-4 over 300 seeds (h = 1e-2, m <= 40; h = 2e-3, m ~ 1843) */
+#define GT_SMN 2e-3
+/* backward against a gradient oracle in double (opextra.naive_bwd), for ops whose gradients
+ * are sums over many terms: the reference's float32 activations move each term by ~1e-7 and
+ * the sums cancel (gradients far below their terms); observed 1.7e-6 over 300 seeds */
+#define BT_SUM 1e-5
 /* backward accumulation check: (base + g) is one float32 rounding away from base + g */
 #define ACC_TOL 1e-6
 /* Differential mode: root of the normalized MSE, sqrt(sum (ocl-ref)^2 / sum ref^2), of the
@@ -1011,6 +1025,166 @@ static int gen_kv_push(int k, tcase *tc)
     return 1;
 }
 
+/* grad_preproc: z on both branches of thr = e^-P. Finite differences must not cross the
+ * threshold (a jump) and, on the log branch, must stay far from 0 (log|z| has a pole there,
+ * its derivatives grow like 1/z^k): small-branch values have |z| <= thr/2, log-branch values
+ * |z| >= max(4 thr, 40 h) (the step h is at most thr/10 in the cases with both branches, so
+ * z ± 2h never reaches thr, and (h/|z|)^4, the Richardson truncation, is < 1e-5). One exact 0
+ * (the linear branch is smooth through it). The finite-difference step is the absolute h of
+ * each case, tc->h_scale (the table's h is 1). */
+static int gen_grad_preproc(int k, tcase *tc)
+{
+    static const struct {
+        int64_t s[5];
+        float P;
+        int mode; /* 0: both branches, 1: small branch only, 2: log branch only */
+        double h; /* absolute finite-difference step; 0: thr / 10 */
+    } c[] = {
+        {{1, 1}, 10.0f, 1, 0.0},       {{1, 1}, 10.0f, 2, 2e-3},       {{1, 7}, 3.0f, 0, 0.0},
+        {{2, 13, 5}, 3.0f, 0, 0.0},    {{1, 7}, 10.0f, 0, 0.0},        {{2, 13, 5}, 10.0f, 2, 2e-3},
+        {{3, 2, 3, 5}, 1.0f, 0, 0.0},  {{2, BIG_R, BIG_C}, 10.0f, 0, 0.0},
+    };
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    const int j = add_in(tc, c[k].s);
+    const double thr = (double)expf(-c[k].P);
+    const double h = c[k].h > 0.0 ? c[k].h : thr / 10.0;
+    const double lo = fmax(4.0 * thr, 40.0 * h), hi = 10.0;
+    /* off the threshold (a jump) and, on the log branch, off 0 (log's pole): each finite
+     * difference stays on one smooth piece */
+    for (int64_t i = 0; i < tc_n(tc, j); i++) {
+        const int small = c[k].mode == 1 || (c[k].mode == 0 && (i == 0 || (i != 1 && trng_unit(&tc->rng) < 0.5)));
+        const double sign = trng_unit(&tc->rng) < 0.5 ? -1.0 : 1.0;
+        double v = small ? thr * (0.05 + 0.45 * trng_unit(&tc->rng))
+                         : exp(log(lo) + (log(hi) - log(lo)) * trng_unit(&tc->rng));
+        if (c[k].mode == 0 && i == 2) v = 0.0;
+        tc->x[j][i] = (float)(sign * v);
+    }
+    tc->p.f[0] = c[k].P;
+    tc->h_scale = h;
+    return 1;
+}
+
+/* smn_write. The write set idx is drawn with mcl_rng_bernoulli_indices keyed by the case's
+ * (seed, stream) (the runner prints the seed): for a case that wants exactly `want` entries,
+ * counter = t·n for t = 0, 1, ... until a draw has that many; want = 0 takes the first
+ * non-empty draw. Some cases shuffle the entries (nothing may depend on their order).
+ * phi: W1 ~ U(-1, 1), W2 and W3 ~ U(-a, a) with a = sqrt(3/H) (variance 1/H), biases U(-1/2, 1/2).
+ * The op is piecewise linear in zs and phi, with kinks where a pre-activation a1 or a2 is 0; a
+ * finite difference across a kink is wrong by the change of slope. So each entry's zs (N(0, 1)
+ * values with |z| <= 2) is drawn again until every |a1_k| and |a2_j| (computed in double) is
+ * at least SMN_MARGIN·h, h the case's finite-difference step (tc->h_scale, absolute; the
+ * table's h is 1). A finite difference moves one input by at most 2h, hence a pre-activation
+ * by at most 2h times max(2|zs|, |h1|, a·|zs|·2, Σ_k |W2_jk| |W1_kc|) <= 2h · max(4, 4.5, 7,
+ * sqrt(3H)) <= 15.5h for H <= 20 (|zs| <= 2, |W1| <= 1, |b1| <= 1/2, |slope| <= 1): less than
+ * the margin, so no kink is crossed. The step is as large as the margin lets the draws succeed
+ * (1e-2; 2e-3 for H = 20): the float32 noise of the outputs, eps·|out| / 2h, then stays small
+ * next to gradients scaled down by a slope of 0.01. */
+#define SMN_MARGIN 20.0
+#define SMN_HMAX 32
+
+/* g_phi of entry e of a smn_write case in double; a1, h1, a2, h2 [H] (when not NULL). */
+static double smn_mlp_d(const tcase *tc, int64_t e, double *a1, double *h1, double *a2, double *h2)
+{
+    const int64_t H = tc->shape[3][0];
+    const float *zs = tc->x[2] + 2 * e, *W1 = tc->x[3], *b1 = tc->x[4], *W2 = tc->x[5];
+    const float *b2 = tc->x[6], *W3 = tc->x[7], *b3 = tc->x[8];
+    const double sl = tc->p.f[0];
+    double A1[SMN_HMAX], H1[SMN_HMAX], A2[SMN_HMAX], H2[SMN_HMAX], out = b3[0];
+    for (int64_t k = 0; k < H; k++) {
+        A1[k] = (double)W1[2 * k] * zs[0] + (double)W1[2 * k + 1] * zs[1] + b1[k];
+        H1[k] = A1[k] > 0 ? A1[k] : sl * A1[k];
+    }
+    for (int64_t j = 0; j < H; j++) {
+        A2[j] = b2[j];
+        for (int64_t k = 0; k < H; k++) A2[j] += (double)W2[j * H + k] * H1[k];
+        H2[j] = A2[j] > 0 ? A2[j] : sl * A2[j];
+        out += (double)W3[j] * H2[j];
+    }
+    for (int64_t k = 0; k < H; k++) {
+        if (a1) a1[k] = A1[k];
+        if (h1) h1[k] = H1[k];
+        if (a2) a2[k] = A2[k];
+        if (h2) h2[k] = H2[k];
+    }
+    return out;
+}
+
+static int gen_smn_write(int k, tcase *tc)
+{
+    static const struct {
+        int64_t s[5]; /* M0 */
+        int64_t H, want;
+        float p, slope;
+        int shuffle;
+        double h;
+    } c[] = {
+        {{1, 1}, 1, 1, 1.0f, 0.01f, 0, 1e-2},
+        {{1, 7}, 3, 3, 3.0f / 7.0f, 0.1f, 1, 1e-2},
+        {{2, 13, 9}, 5, 40, 40.0f / 117.0f, 0.01f, 1, 1e-2},
+        {{3, 2, 3, 5}, 4, 0, 0.2f, 0.0f, 0, 1e-2},        /* slope 0: ReLU */
+        {{4, 2, 1, 3, 4}, 2, 24, 1.0f, 0.2f, 1, 1e-2},   /* every element written: gM0 = 0 */
+        {{2, 64, 96}, 20, 0, 0.3f, 0.01f, 0, 2e-3},      /* big: ~1843 entries of H = 20 */
+        {{2, BIG_R, BIG_C}, 3, 0, 0.01f, 0.01f, 1, 1e-2}, /* big M0 (the elementwise loops'
+                                                            threads), ~683 entries */
+    };
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    const int64_t n = shape_numel((int)c[k].s[0], c[k].s + 1), H = c[k].H;
+    if (n > 1000) mark_big(tc);
+    int64_t *buf = xcalloc((size_t)n, sizeof *buf), m = 0;
+    for (uint64_t t = 0; t < 100000 && (c[k].want ? m != c[k].want : m == 0); t++)
+        m = mcl_rng_bernoulli_indices(tc->rng.seed, tc->rng.stream, t * (uint64_t)n, n, c[k].p, buf);
+    if (c[k].want ? m != c[k].want : m == 0) {
+        fprintf(stderr, "test-ops: gen_smn_write: no draw of %" PRId64 " entries\n", c[k].want);
+        exit(1);
+    }
+    if (c[k].shuffle)
+        for (int64_t i = m - 1; i > 0; i--) { /* Fisher-Yates */
+            int64_t j = trng_int(&tc->rng, 0, i), t = buf[i];
+            buf[i] = buf[j];
+            buf[j] = t;
+        }
+    const int jm = fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    const int ji = add_in(tc, S1(m)), jz = add_in(tc, S2(m, 2));
+    const double a = sqrt(3.0 / (double)H);
+    fill_uniform(tc, add_in(tc, S2(H, 2)), -1.0, 1.0);  /* W1 */
+    fill_uniform(tc, add_in(tc, S1(H)), -0.5, 0.5);     /* b1 */
+    fill_uniform(tc, add_in(tc, S2(H, H)), -a, a);      /* W2 */
+    fill_uniform(tc, add_in(tc, S1(H)), -0.5, 0.5);     /* b2 */
+    fill_uniform(tc, add_in(tc, S2(1, H)), -a, a);      /* W3 */
+    fill_uniform(tc, add_in(tc, S1(1)), -0.5, 0.5);     /* b3 */
+    tc->p.f[0] = c[k].slope;
+    for (int64_t e = 0; e < m; e++) {
+        tc->x[ji][e] = (float)buf[e];
+        for (int tries = 0;; tries++) {
+            for (int cc = 0; cc < 2; cc++) {
+                double v;
+                do v = trng_normal(&tc->rng);
+                while (fabs(v) > 2.0);
+                tc->x[jz][2 * e + cc] = (float)v;
+            }
+            double a1[SMN_HMAX], a2[SMN_HMAX], mn = INFINITY;
+            smn_mlp_d(tc, e, a1, NULL, a2, NULL);
+            for (int64_t q = 0; q < H; q++) mn = fmin(mn, fmin(fabs(a1[q]), fabs(a2[q])));
+            if (mn >= SMN_MARGIN * c[k].h) break;
+            if (tries == 10000) {
+                fprintf(stderr, "test-ops: gen_smn_write: no zs away from the kinks\n");
+                exit(1);
+            }
+        }
+    }
+    (void)jm;
+    tc->h_scale = c[k].h;
+    /* phi's gradients are sums over the m entries, and a finite difference of one phi element
+     * moves all m outputs: both their size and the float32 noise of L grow like sqrt(m) */
+    tc->gscale = sqrt((double)m);
+    tc->no_grad[1] = 1; /* idx: integer-valued, no gradient */
+    free(buf);
+    return 1;
+}
+
 /* ================================================================================== */
 /* Naive host computations, in double: nv_X(tc, want) fills want[k] for each output k    */
 /* (in-place ops: want[k] = input k after the call(s)). The ops with real arithmetic      */
@@ -1418,9 +1592,104 @@ static void nv_kv_push(const tcase *tc, harr *w)
                 w[0].d[((tc->p.i[0] + r) % C) * row + e] = w[1].d[(S - m + r) * row + e];
 }
 
+/* grad_preproc: thr = e^-P, ep = e^P as the floats the backends use (backend.h); the rest in
+ * double */
+static void nv_grad_preproc(const tcase *tc, harr *w)
+{
+    const int nd = tc->ndim[0];
+    int64_t so[4] = {tc->shape[0][0], tc->shape[0][1], tc->shape[0][2], 1};
+    so[nd] = 2;
+    double *o = want_new(&w[0], nd + 1, so);
+    const double P = tc->p.f[0];
+    float thr, ep;
+    mcl_grad_preproc_consts(tc->p.f[0], &thr, &ep);
+    for (int64_t i = 0; i < tc_n(tc, 0); i++) {
+        const double z = tc->x[0][i];
+        const int big = fabs(z) >= (double)thr;
+        o[2 * i] = big ? log(fabs(z)) / P : -1.0;
+        o[2 * i + 1] = big ? (z > 0 ? 1.0 : -1.0) : (double)ep * z;
+    }
+}
+
+/* gz = |z| >= thr ? g0 / (P z) : g1 ep */
+static void nvb_grad_preproc(const tcase *tc, const harr *gout, harr *w)
+{
+    double *gz = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    const double P = tc->p.f[0];
+    float thr, ep;
+    mcl_grad_preproc_consts(tc->p.f[0], &thr, &ep);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const double z = tc->x[0][i];
+        gz[i] = fabs(z) >= (double)thr ? gout[0].f[2 * i] / (P * z) : gout[0].f[2 * i + 1] * (double)ep;
+    }
+}
+
+/* smn_write, densely: every element of M0 looks for an entry that writes it (a scan of idx, no
+ * scatter) and takes g_phi of that entry's zs, or keeps M0's value */
+static int64_t smn_entry_of(const tcase *tc, int64_t i)
+{
+    int64_t e = -1;
+    for (int64_t t = 0; t < tc->shape[1][0]; t++)
+        if (tc->x[1][t] == (float)i) e = t;
+    return e;
+}
+
+static void nv_smn_write(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const int64_t e = smn_entry_of(tc, i);
+        o[i] = e < 0 ? (double)tc->x[0][i] : smn_mlp_d(tc, e, NULL, NULL, NULL, NULL);
+    }
+}
+
+/* Its gradients in double by plain backpropagation through g_phi at each written element:
+ * gM0 = gM where nothing is written (0 where written); with g = gM at the element,
+ * d(out)/d(b3) = 1, d/d(W3_j) = h2_j, d2_j = g W3_j lrelu'(a2_j), d1_k = Σ_j W2_jk d2_j lrelu'(a1_k),
+ * gW2 += d2 h1ᵀ, gW1 += d1 zsᵀ, gzs = W1ᵀ d1. idx: no gradient. */
+static void nvb_smn_write(const tcase *tc, const harr *gout, harr *w)
+{
+    const int64_t H = tc->shape[3][0];
+    const double sl = tc->p.f[0];
+    double *gM0 = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    double *g[9] = {0};
+    for (int k = 2; k < 9; k++) g[k] = want_new(&w[k], tc->ndim[k], tc->shape[k]);
+    double *gzs = g[2], *gW1 = g[3], *gb1 = g[4], *gW2 = g[5], *gb2 = g[6], *gW3 = g[7], *gb3 = g[8];
+    const float *W1 = tc->x[3], *W2 = tc->x[5], *W3 = tc->x[7];
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const int64_t e = smn_entry_of(tc, i);
+        const double gi = gout[0].f[i];
+        if (e < 0) {
+            gM0[i] = gi;
+            continue;
+        }
+        double a1[SMN_HMAX], h1[SMN_HMAX], a2[SMN_HMAX], h2[SMN_HMAX], d1[SMN_HMAX], d2[SMN_HMAX];
+        smn_mlp_d(tc, e, a1, h1, a2, h2);
+        const float *zs = tc->x[2] + 2 * e;
+        gb3[0] += gi;
+        for (int64_t j = 0; j < H; j++) {
+            gW3[j] += gi * h2[j];
+            d2[j] = gi * W3[j] * (a2[j] > 0 ? 1.0 : sl);
+            gb2[j] += d2[j];
+            for (int64_t q = 0; q < H; q++) gW2[j * H + q] += d2[j] * h1[q];
+        }
+        for (int64_t q = 0; q < H; q++) {
+            d1[q] = 0.0;
+            for (int64_t j = 0; j < H; j++) d1[q] += (double)W2[j * H + q] * d2[j];
+            d1[q] *= a1[q] > 0 ? 1.0 : sl;
+            gb1[q] += d1[q];
+            gW1[2 * q] += d1[q] * zs[0];
+            gW1[2 * q + 1] += d1[q] * zs[1];
+            gzs[2 * e] += (double)W1[2 * q] * d1[q];
+            gzs[2 * e + 1] += (double)W1[2 * q + 1] * d1[q];
+        }
+    }
+}
+
 /* ================================================================================== */
 /* The per-op table.                                                                    */
 
+struct runner;
 typedef struct opspec {
     const char *name;
     int (*gen)(int k, tcase *tc);
@@ -1430,6 +1699,20 @@ typedef struct opspec {
     double grad_tol;/* gradcheck tolerance, see GT_*; unused for ops without backward */
     double diff_tol;/* differential limit (OpenCL vs reference), see DT_* */
 } opspec;
+
+/* Optional checks of some ops (EXTRAS[] below the op table, looked up by name).
+ * naive_bwd: the input gradients in double for the case's gout (want[k] for every input that
+ * gets one), checked against the reference backward in column "ref bwd" with tolerance bwd_tol
+ * (normalized like gradcheck). extra: checks the table cannot express, run once after the op's
+ * cases; they report in the columns they concern. Either may be NULL. */
+typedef struct opextra {
+    const char *name;
+    void (*naive_bwd)(const tcase *tc, const harr *gout, harr *want);
+    double bwd_tol;
+    void (*extra)(struct runner *r, mcl_op op);
+} opextra;
+
+static void smn_write_extra(struct runner *r, mcl_op op);
 
 /* One row per op: name, case generator, naive forward, forward tolerance, finite-difference
  * step h (absolute; inputs are O(1)), gradcheck tolerance. The tolerances are the named
@@ -1491,8 +1774,37 @@ static const opspec SPECS[] = {
     {"attn_kv", gen_attn_kv, nv_attn_kv, FT_SUM, 2e-2, GT_SMOOTH, DT_SUM},
     /* copies rows (exact); in place, no backward */
     {"kv_push", gen_kv_push, nv_kv_push, FT_EXACT, 0.0, 0.0, DT_EXACT},
+    /* grad_preproc: logf and one division (FT_LIBM); piecewise smooth, every case kept off the
+     * threshold and off 0 on the log branch with its own absolute step h = tc->h_scale
+     * (gen_grad_preproc; the table's h is 1): GT_SMOOTH; OpenCL's log (3 ulp) and division
+     * (DT_LIBM). (EXTRAS: its backward against the formula.) */
+    {"grad_preproc", gen_grad_preproc, nv_grad_preproc, FT_LIBM, 1.0, GT_SMOOTH, DT_LIBM},
+    /* smn_write: the written values are float32 activations of dot products of <= 20 terms
+     * summed in double (FT_SUM against the oracle's all-double values). Piecewise linear, its
+     * kinks kept 20h away from every finite difference (gen_smn_write; h per case, the
+     * table's is 1): what is left is the float32 rounding of the m written outputs (GT_SMN). The
+     * device's (hi, lo) float sums and deltas against the reference's double ones: DT_SUM
+     * (observed 8e-10 over 40 seeds; the forward's bits agree). (EXTRAS: its gradient oracle
+     * and the checks beyond the table.) */
+    {"smn_write", gen_smn_write, nv_smn_write, FT_SUM, 1.0, GT_SMN, DT_SUM},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
+
+static const opextra EXTRAS[] = {
+    /* the formula in double: two float32 roundings (g0 / (P·z)) */
+    {"grad_preproc", nvb_grad_preproc, FT_ROUND, NULL},
+    /* the dense oracle in double: float32 activations, sums of m terms that cancel (BT_SUM);
+     * the written set on both backends, refused and skipped bad indices, the public wrapper */
+    {"smn_write", nvb_smn_write, BT_SUM, smn_write_extra},
+};
+#define N_EXTRAS ((int)(sizeof EXTRAS / sizeof EXTRAS[0]))
+
+static const opextra *extra_find(const char *name)
+{
+    for (int s = 0; s < N_EXTRAS; s++)
+        if (strcmp(EXTRAS[s].name, name) == 0) return &EXTRAS[s];
+    return NULL;
+}
 
 static const opspec *spec_find(const char *name)
 {
@@ -2035,11 +2347,293 @@ static void fail_line(const char *op, const tcase *tc, int col, const char *msg)
     printf("FAIL %s %s [%s]: %s\n", op, tc ? tc->desc : "-", COL_NAME[col], msg);
 }
 
+/* ================================================================================== */
+/* smn_write: the checks its table row cannot express (opspec.extra).                   */
+
+#define SMN_SENTINEL 1e30f
+
+/* Output 0 of op on ctx for case tc with the host inputs xs, into guarded outputs (the guards
+ * are checked); got: the values. */
+static int smn_run(mcl_ctx *ctx, mcl_op op, const tcase *tc, float *const *xs, harr *got,
+                   char *msg, size_t len)
+{
+    mcl_tensor *in[MCL_MAX_IN] = {0};
+    mcl_op_args a;
+    int ok = inputs_create(ctx, tc, xs, in, msg, len) && op_call(ctx, op, tc, in, &a, 1, msg, len) &&
+             harr_read(ctx, got, a.out[0], msg, len) && guards_check(ctx, msg, len);
+    tensors_free(in, tc->n_in);
+    guards_release();
+    mcl_ctx_reset(ctx);
+    return ok;
+}
+
+/* Copies of the case's inputs (free with xs_free). */
+static void xs_copy(const tcase *tc, float **xs)
+{
+    for (int k = 0; k < tc->n_in; k++) {
+        xs[k] = xcalloc((size_t)tc_n(tc, k), sizeof(float));
+        memcpy(xs[k], tc->x[k], (size_t)tc_n(tc, k) * sizeof(float));
+    }
+}
+static void xs_free(const tcase *tc, float **xs)
+{
+    for (int k = 0; k < tc->n_in; k++) free(xs[k]);
+}
+
+/* The written set is the index set, the same on both backends: M0 filled with SMN_SENTINEL,
+ * the elements that changed must be exactly those of idx (reference: "ref fwd"), and the
+ * OpenCL backend must change exactly the same elements (position by position: "diff"). */
+static void smn_written_set(runner *r, mcl_op op, const tcase *tc)
+{
+    const char *name = mcl_op_table[op].name;
+    int *res = r->res[op];
+    char msg[512];
+    float *xs[MCL_MAX_IN] = {0};
+    harr gr = {0}, go = {0};
+    xs_copy(tc, xs);
+    const int64_t n = tc_n(tc, 0);
+    for (int64_t i = 0; i < n; i++) xs[0][i] = SMN_SENTINEL;
+    unsigned char *want = xcalloc((size_t)n, 1);
+    for (int64_t e = 0; e < tc->shape[1][0]; e++) want[(int64_t)tc->x[1][e]] = 1;
+    int ok = smn_run(r->ref, op, tc, xs, &gr, msg, sizeof msg);
+    for (int64_t i = 0; ok && i < n; i++)
+        if ((gr.f[i] != SMN_SENTINEL) != want[i]) {
+            ok = 0;
+            snprintf(msg, sizeof msg, "written set: element %" PRId64 " %s on the reference", i,
+                     want[i] ? "is in idx but was not written" : "was written but is not in idx");
+        }
+    if (!ok) fail_line(name, tc, COL_REF_FWD, msg);
+    set_res(&res[COL_REF_FWD], ok);
+    if (r->ocl && !r->ocl_missing[op]) {
+        int ook = ok && smn_run(r->ocl, op, tc, xs, &go, msg, sizeof msg);
+        if (!ok) snprintf(msg, sizeof msg, "written set: no reference result to compare with");
+        for (int64_t i = 0; ook && i < n; i++)
+            if ((go.f[i] != SMN_SENTINEL) != (gr.f[i] != SMN_SENTINEL)) {
+                ook = 0;
+                snprintf(msg, sizeof msg, "written set: element %" PRId64 " changed on %s only", i,
+                         go.f[i] != SMN_SENTINEL ? "OpenCL" : "the reference");
+            }
+        if (!ook) fail_line(name, tc, COL_DIFF, msg);
+        set_res(&res[COL_DIFF], ook);
+    }
+    if (g_verbose)
+        printf("  %-13s %-40s written set (sentinel %g): %s\n", name, tc->desc,
+               (double)SMN_SENTINEL, ok ? "as idx" : "WRONG");
+    harr_free(&gr);
+    harr_free(&go);
+    free(want);
+    xs_free(tc, xs);
+}
+
+/* A bad index (a repeat, out of range either way, not an integer, NaN) is refused by the
+ * reference backend with MCL_ERR_INVALID and a message naming smn_write and idx: in the forward,
+ * and in the backward when idx has changed since ("ref fwd"). */
+static void smn_refusals(runner *r, mcl_op op, const tcase *tc)
+{
+    const char *name = mcl_op_table[op].name;
+    mcl_ctx *ctx = r->ref;
+    const int64_t n = tc_n(tc, 0);
+    const float first = tc->x[1][0];
+    static const char *const what[5] = {"a repeated index", "index n", "index -1",
+                                        "a fractional index", "a NaN index"};
+    const float bad[5] = {tc->x[1][1], (float)n, -1.0f, first + 0.5f, NAN};
+    int ok = 1;
+    char msg[512];
+    for (int v = 0; v < 5 && ok; v++)
+        for (int pass = 0; pass < 2 && ok; pass++) { /* 0: forward, 1: backward */
+            float *xs[MCL_MAX_IN] = {0};
+            mcl_tensor *in[MCL_MAX_IN] = {0}, *go = NULL, *gi = NULL;
+            xs_copy(tc, xs);
+            if (pass == 0) xs[1][0] = bad[v];
+            mcl_op_args a;
+            mcl_status st = MCL_ERR_INVALID;
+            ok = inputs_create(ctx, tc, xs, in, msg, sizeof msg);
+            if (ok) {
+                memset(&a, 0, sizeof a);
+                a.op = op;
+                a.p = tc->p;
+                for (int k = 0; k < tc->n_in; k++) a.in[k] = in[k];
+                mcl_no_grad_begin(ctx);
+                st = mcl_op_run(ctx, &a);
+                mcl_no_grad_end(ctx);
+            }
+            if (ok && pass == 1) { /* a good forward, then idx changed under the backward */
+                xs[1][0] = bad[v];
+                go = tensor_from(ctx, tc->ndim[0], tc->shape[0], NULL, msg, sizeof msg);
+                gi = tensor_from(ctx, tc->ndim[0], tc->shape[0], NULL, msg, sizeof msg);
+                ok = st == MCL_OK && go && gi && mcl_tensor_write(in[1], xs[1], tc_n(tc, 1)) == MCL_OK;
+                if (!ok) snprintf(msg, sizeof msg, "the good forward before the backward failed: %s",
+                                  mcl_ctx_error(ctx));
+                if (ok) {
+                    a.gout[0] = go;
+                    a.gin[0] = gi;
+                    st = mcl_op_backward(ctx, &a);
+                }
+            }
+            const char *err = mcl_ctx_error(ctx);
+            if (ok && !(st == MCL_ERR_INVALID && mcl_ctx_status(ctx) == MCL_ERR_INVALID &&
+                        strstr(err, "smn_write") && strstr(err, "idx"))) {
+                ok = 0;
+                snprintf(msg, sizeof msg, "%s in the %s: status %s, message '%s' (want %s naming "
+                         "smn_write and idx)", what[v], pass ? "backward" : "forward",
+                         mcl_status_str(st), err, mcl_status_str(MCL_ERR_INVALID));
+            } else if (ok && g_verbose) {
+                printf("  %-13s %-40s %s refused in the %s: %s\n", name, tc->desc, what[v],
+                       pass ? "backward" : "forward", err);
+            }
+            mcl_ctx_clear_error(ctx);
+            mcl_tensor_free(go);
+            mcl_tensor_free(gi);
+            tensors_free(in, tc->n_in);
+            guards_release();
+            mcl_ctx_reset(ctx);
+            xs_free(tc, xs);
+        }
+    if (!ok) fail_line(name, tc, COL_REF_FWD, msg);
+    set_res(&r->res[op][COL_REF_FWD], ok);
+}
+
+/* The OpenCL kernels skip an entry whose index is out of range or not an integer: nothing is
+ * written outside the tensors (guard regions), the other entries are written as usual (the
+ * same bits as with a good idx), every other element keeps M0's value; the backward runs, stays
+ * inside its tensors and gives finite gradients ("opencl fwd"). */
+static void smn_ocl_bad_index(runner *r, mcl_op op, const tcase *tc)
+{
+    const char *name = mcl_op_table[op].name;
+    mcl_ctx *ctx = r->ocl;
+    const int64_t n = tc_n(tc, 0), m = tc->shape[1][0];
+    float *xs[MCL_MAX_IN] = {0};
+    harr good = {0}, got = {0};
+    char msg[512];
+    xs_copy(tc, xs);
+    xs[1][0] = (float)(n + 3);
+    xs[1][1] = -1.0f;
+    xs[1][2] += 0.5f;
+    int ok = smn_run(ctx, op, tc, tc->x, &good, msg, sizeof msg) &&
+             smn_run(ctx, op, tc, xs, &got, msg, sizeof msg);
+    for (int64_t i = 0; ok && i < n; i++) {
+        int64_t e = smn_entry_of(tc, i);
+        float want = e >= 3 ? good.f[i] : tc->x[0][i]; /* entries 0..2 are skipped */
+        if (!(got.f[i] == want)) {
+            ok = 0;
+            snprintf(msg, sizeof msg, "bad indices: element %" PRId64 " is %.9g, want %.9g (%s)", i,
+                     (double)got.f[i], (double)want, e >= 3 ? "written" : "M0's value");
+        }
+    }
+    if (ok) { /* the backward, into guarded gradients */
+        mcl_tensor *in[MCL_MAX_IN] = {0}, *go = NULL, *gi[MCL_MAX_IN] = {0};
+        mcl_op_args a;
+        ok = inputs_create(ctx, tc, xs, in, msg, sizeof msg) &&
+             op_call(ctx, op, tc, in, &a, 1, msg, sizeof msg);
+        float *ones = xcalloc((size_t)n, sizeof(float));
+        for (int64_t i = 0; i < n; i++) ones[i] = 1.0f;
+        if (ok) ok = (go = tensor_from(ctx, tc->ndim[0], tc->shape[0], ones, msg, sizeof msg)) != NULL;
+        for (int k = 0; ok && k < tc->n_in; k++) {
+            if (k == 1) continue;
+            ok = (gi[k] = tensor_from(ctx, tc->ndim[k], tc->shape[k], NULL, msg, sizeof msg)) != NULL;
+        }
+        if (ok) {
+            a.gout[0] = go;
+            for (int k = 0; k < tc->n_in; k++) a.gin[k] = gi[k];
+            mcl_status st = mcl_op_backward(ctx, &a);
+            if (st != MCL_OK) {
+                ok = 0;
+                ctx_msg(ctx, st, "bad indices: mcl_op_backward", msg, sizeof msg);
+            }
+        }
+        for (int k = 0; ok && k < tc->n_in; k++) {
+            if (!gi[k]) continue;
+            harr h = {0};
+            ok = harr_read(ctx, &h, gi[k], msg, sizeof msg);
+            if (ok && !all_finite(h.f, h.n)) {
+                ok = 0;
+                snprintf(msg, sizeof msg, "bad indices: gradient of input %d is not finite", k);
+            }
+            harr_free(&h);
+        }
+        if (ok) ok = guards_check(ctx, msg, sizeof msg);
+        free(ones);
+        mcl_tensor_free(go);
+        tensors_free(gi, MCL_MAX_IN);
+        tensors_free(in, tc->n_in);
+        guards_release();
+        mcl_ctx_reset(ctx);
+    }
+    (void)m;
+    if (!ok) fail_line(name, tc, COL_OCL_FWD, msg);
+    else if (g_verbose)
+        printf("  %-13s %-40s OpenCL skips indices n+3, -1, x.5: nothing outside, the rest written\n",
+               name, tc->desc);
+    set_res(&r->res[op][COL_OCL_FWD], ok);
+    harr_free(&good);
+    harr_free(&got);
+    xs_free(tc, xs);
+}
+
+/* The public front end mcl_smn_write: the op's result bit for bit, and with idx = zs = NULL
+ * ("no write") a copy of M0 (column "ref fwd" or "opencl fwd"). */
+static void smn_public_api(runner *r, mcl_op op, const tcase *tc, mcl_ctx *ctx, int col)
+{
+    const char *name = mcl_op_table[op].name;
+    mcl_tensor *in[MCL_MAX_IN] = {0};
+    harr want = {0}, h1 = {0}, h2 = {0};
+    char msg[512];
+    int ok = smn_run(ctx, op, tc, tc->x, &want, msg, sizeof msg) &&
+             inputs_create(ctx, tc, tc->x, in, msg, sizeof msg);
+    if (ok) {
+        mcl_tensor *const phi[6] = {in[3], in[4], in[5], in[6], in[7], in[8]};
+        mcl_tensor *w = mcl_smn_write(ctx, in[0], in[1], in[2], phi, tc->p.f[0]);
+        mcl_tensor *c = mcl_smn_write(ctx, in[0], NULL, NULL, phi, tc->p.f[0]);
+        ok = w && c && harr_read(ctx, &h1, w, msg, sizeof msg) && harr_read(ctx, &h2, c, msg, sizeof msg);
+        if (!w || !c) ctx_msg(ctx, mcl_ctx_status(ctx), "mcl_smn_write", msg, sizeof msg);
+        for (int64_t i = 0; ok && i < want.n; i++)
+            if (!(h1.f[i] == want.f[i] && h2.f[i] == tc->x[0][i])) {
+                ok = 0;
+                snprintf(msg, sizeof msg, "mcl_smn_write: element %" PRId64 " is %.9g / %.9g (no "
+                         "write), want %.9g / %.9g", i, (double)h1.f[i], (double)h2.f[i],
+                         (double)want.f[i], (double)tc->x[0][i]);
+            }
+    }
+    tensors_free(in, tc->n_in);
+    guards_release();
+    mcl_ctx_reset(ctx);
+    if (!ok) fail_line(name, tc, col, msg);
+    set_res(&r->res[op][col], ok);
+    harr_free(&want);
+    harr_free(&h1);
+    harr_free(&h2);
+}
+
+static void smn_write_extra(runner *r, mcl_op op)
+{
+    const char *name = mcl_op_table[op].name;
+    for (int k = 0; k < MAX_CASES; k++) {
+        tcase tc;
+        tc_init(&tc, r->seed, fnv1a(name) + (uint64_t)k);
+        if (!gen_smn_write(k, &tc)) {
+            tc_free(&tc);
+            break;
+        }
+        tc_describe(&tc);
+        smn_written_set(r, op, &tc);
+        if (k == 2) { /* [13,9], 40 entries */
+            smn_refusals(r, op, &tc);
+            smn_public_api(r, op, &tc, r->ref, COL_REF_FWD);
+            if (r->ocl && !r->ocl_missing[op]) {
+                smn_ocl_bad_index(r, op, &tc);
+                smn_public_api(r, op, &tc, r->ocl, COL_OCL_FWD);
+            }
+        }
+        tc_free(&tc);
+    }
+}
+
 /* Run every case of one op; fill r->res[op][]. */
 static void run_op(runner *r, mcl_op op)
 {
     const mcl_op_info *info = &mcl_op_table[op];
     const opspec *sp = spec_find(info->name);
+    const opextra *ex = extra_find(info->name);
     int *res = r->res[op];
     int has_bwd = info->n_diff_out > 0;
     char msg[512];
@@ -2098,6 +2692,28 @@ static void run_op(runner *r, mcl_op op)
             bwd_ok = run_bwd(r->ref, op, &tc, grng, gout, gin, msg, sizeof msg);
             if (!bwd_ok) fail_line(info->name, &tc, COL_REF_BWD, msg);
             set_res(&res[COL_REF_BWD], bwd_ok);
+            if (bwd_ok && ex && ex->naive_bwd) { /* against the op's gradient oracle in double */
+                harr wg[MCL_MAX_IN] = {{0}};
+                double e = 0.0;
+                int bad = -1;
+                ex->naive_bwd(&tc, gout, wg);
+                for (int j = 0; j < tc.n_in; j++) {
+                    if (!gin[j].f) continue;
+                    double ej = wg[j].n != gin[j].n ? INFINITY
+                                                    : cmp_err(gin[j].f, wg[j].d, gin[j].n, GRAD_FLOOR * tc.gscale);
+                    if (!within(ej, e)) e = ej, bad = j;
+                }
+                for (int j = 0; j < MCL_MAX_IN; j++) harr_free(&wg[j]);
+                if (g_verbose)
+                    printf("  %-13s %-40s bwd vs oracle err %.3g (tol %.3g)\n", info->name, tc.desc, e,
+                           ex->bwd_tol);
+                if (!within(e, ex->bwd_tol)) {
+                    snprintf(msg, sizeof msg, "gradients against the double oracle: gin[%d] error %.3g > tol %.3g",
+                             bad, e, ex->bwd_tol);
+                    fail_line(info->name, &tc, COL_REF_BWD, msg);
+                    set_res(&res[COL_REF_BWD], 0);
+                }
+            }
             int gc_ok = bwd_ok && gradcheck(r->ref, op, sp, &tc, gout, gin, &err, msg, sizeof msg);
             if (!bwd_ok) snprintf(msg, sizeof msg, "no analytic gradient (ref bwd failed)");
             if (!gc_ok) fail_line(info->name, &tc, COL_GRADCHECK, msg);
@@ -2185,6 +2801,7 @@ static void run_op(runner *r, mcl_op op)
         }
         tc_free(&tc);
     }
+    if (ex && ex->extra && ncases > 0) ex->extra(r, op);
     if (ncases == 0) {
         fail_line(info->name, NULL, COL_REF_FWD, "no test cases");
         res[COL_REF_FWD] = RES_FAIL;

@@ -205,6 +205,104 @@ static void test_bernoulli(void)
     CHECK(k1 == 10000, "Bernoulli(1) always fires (%ld)", k1);
 }
 
+/* mcl_rng_bernoulli_indices against its definition (element i chosen iff
+ * mcl_rng_uniform(seed, stream, counter + i) < p, increasing order): run lengths around the
+ * 64-index chunks (1, 5, 63, 64, 65, 1000) and ones long enough for the parallel path (70001,
+ * 200003: several segments), counters that are not multiples of 4, one whose run crosses 2^32
+ * in the block number's low word and one that wraps past 2^64; p = 0 (none), p = 1 (all),
+ * out-of-range p. Then: the chosen set is exactly the set dropout drops with the same key. */
+static int bi_matches(uint64_t stream, uint64_t counter, int64_t n, float p, int64_t *got, int64_t *want)
+{
+    int64_t k = mcl_rng_bernoulli_indices(SEED, stream, counter, n, p, got), w = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (mcl_rng_uniform(SEED, stream, counter + (uint64_t)i) < p) want[w++] = i;
+    if (k != w) {
+        printf("  bernoulli_indices(n %lld, counter %llu, p %g): %lld indices, want %lld\n",
+               (long long)n, (unsigned long long)counter, (double)p, (long long)k, (long long)w);
+        return 0;
+    }
+    for (int64_t j = 0; j < w; j++)
+        if (got[j] != want[j]) {
+            printf("  bernoulli_indices(n %lld, counter %llu, p %g): idx[%lld] = %lld, want %lld\n",
+                   (long long)n, (unsigned long long)counter, (double)p, (long long)j,
+                   (long long)got[j], (long long)want[j]);
+            return 0;
+        }
+    return 1;
+}
+
+static void test_bernoulli_indices(void)
+{
+    static const int64_t ns[] = {1, 5, 63, 64, 65, 1000, 70001, 200003};
+    static const uint64_t ctrs[] = {0, 1, 2, 3, 7, 1001, 0x3fffffffdull, UINT64_MAX - 9};
+    static const float ps[] = {0.3f, 0.05f, 0.9f};
+    const int64_t nmax = 200003;
+    int64_t *got = malloc((size_t)nmax * sizeof *got), *want = malloc((size_t)nmax * sizeof *want);
+    if (!CHECK(got && want, "memory")) {
+        free(got);
+        free(want);
+        return;
+    }
+    int ok = 1, runs = 0;
+    for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+        for (size_t b = 0; b < sizeof ctrs / sizeof ctrs[0]; b++)
+            for (size_t c = 0; c < sizeof ps / sizeof ps[0]; c++, runs++)
+                ok &= bi_matches(40 + c, ctrs[b], ns[a], ps[c], got, want);
+    CHECK(ok, "mcl_rng_bernoulli_indices = its definition over %d runs (n 1..200003, odd counters, "
+          "a counter wrapping past 2^64)", runs);
+    /* p = 0 chooses none, p = 1 all; p < 0 or NaN none, p > 1 all */
+    int64_t k0 = mcl_rng_bernoulli_indices(SEED, 41, 3, 1000, 0.0f, got);
+    CHECK(k0 == 0, "p = 0: no index (%lld)", (long long)k0);
+    int64_t k1 = mcl_rng_bernoulli_indices(SEED, 41, 3, 1000, 1.0f, got), in_order = 1;
+    for (int64_t i = 0; i < k1; i++) in_order &= got[i] == i;
+    CHECK(k1 == 1000 && in_order, "p = 1: every index, in order (%lld)", (long long)k1);
+    CHECK(mcl_rng_bernoulli_indices(SEED, 41, 3, 1000, -0.5f, got) == 0 &&
+              mcl_rng_bernoulli_indices(SEED, 41, 3, 1000, NAN, got) == 0 &&
+              mcl_rng_bernoulli_indices(SEED, 41, 3, 1000, 2.0f, got) == 1000,
+          "p < 0 or NaN: none, p > 1: all");
+    CHECK(mcl_rng_bernoulli_indices(SEED, 41, 3, 0, 0.5f, got) == 0 &&
+              mcl_rng_bernoulli_indices(SEED, 41, 3, -5, 0.5f, got) == 0 &&
+              mcl_rng_bernoulli_indices(SEED, 41, 3, 10, 0.5f, NULL) == 0,
+          "n <= 0 or no array: 0 indices");
+    /* a wrong list is told apart (the comparison can fail) */
+    (void)mcl_rng_bernoulli_indices(SEED, 42, 5, 65, 0.3f, got);
+    int64_t kw = 0;
+    for (int64_t i = 0; i < 65; i++)
+        if (mcl_rng_uniform(SEED, 42, 5 + (uint64_t)i) < 0.3f) want[kw++] = i;
+    if (kw > 0) want[kw / 2] += 1;
+    CHECK(kw > 0 && memcmp(got, want, (size_t)kw * sizeof *got) != 0,
+          "a list with one index moved differs from the function's");
+
+    /* the chosen set = dropout's dropped set with the same (seed, stream, counter) and p */
+    mcl_ctx *ctx = tu_ctx_ref();
+    const int64_t n = 5003, shape[1] = {n};
+    const float p = 0.3f;
+    const uint64_t stream = 43, counter = 6;
+    mcl_tensor *x = mcl_tensor_create(ctx, 1, shape);
+    float *vd = NULL;
+    if (CHECK(x && mcl_tensor_fill(x, 1.0f) == MCL_OK, "fixture: %s", mcl_ctx_error(ctx))) {
+        mcl_tensor *d = mcl_dropout_keyed(ctx, x, p, SEED, stream, counter);
+        vd = d ? tu_read(d) : NULL;
+        if (CHECK(vd != NULL, "dropout: %s", mcl_ctx_error(ctx))) {
+            int64_t k = mcl_rng_bernoulli_indices(SEED, stream, counter, n, p, got), j = 0;
+            int same = 1;
+            for (int64_t i = 0; i < n; i++) {
+                const int chosen = j < k && got[j] == i;
+                j += chosen;
+                same &= chosen == (vd[i] == 0.0f);
+            }
+            CHECK(same && j == k, "the chosen indices are exactly the elements dropout drops "
+                  "(%lld of %lld)", (long long)k, (long long)n);
+        }
+    }
+    free(vd);
+    mcl_ctx_reset(ctx);
+    mcl_tensor_free(x);
+    mcl_ctx_free(ctx);
+    free(got);
+    free(want);
+}
+
 static void test_below(void)
 {
     mcl_rng r;
@@ -368,6 +466,7 @@ int main(void)
     test_uniform();
     test_normal();
     test_bernoulli();
+    test_bernoulli_indices();
     test_below();
     test_shuffle();
     test_tensor_fill();

@@ -9,6 +9,7 @@
 #ifndef MCL_BACKEND_H
 #define MCL_BACKEND_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,7 +27,7 @@ typedef enum mcl_op {
     MCL_OP_COUNT
 } mcl_op;
 
-#define MCL_MAX_IN 6
+#define MCL_MAX_IN 9
 #define MCL_MAX_OUT 12
 
 /* Static facts about an op, generated from ops.def. */
@@ -97,6 +98,15 @@ static inline void mcl_mm_dims_get(const mcl_op_args *a, mcl_mm_dims *d)
     for (int i = 0; i < nd - 2; i++) d->batch *= C->shape[i];
     d->lda = d->ta ? d->M : d->K;
     d->ldb = d->tb ? d->K : d->N;
+}
+
+/* The two constants of grad_preproc (ops.def) from P = p.f[0]: the threshold thr = e^-P and the
+ * scale ep = e^P, computed once per call on the host in float by both backends' host code, so
+ * the reference loop and the OpenCL kernels use the very same two floats. */
+static inline void mcl_grad_preproc_consts(float P, float *thr, float *ep)
+{
+    *thr = expf(-P);
+    *ep = expf(P);
 }
 
 /* Run one op by id on the context backend (the front end of ops.c; used by the test runner).

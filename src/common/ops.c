@@ -106,6 +106,42 @@ static mcl_status check_indices(mcl_ctx *ctx, const char *op, const mcl_tensor *
     return s;
 }
 
+/* smn_write (ops.def): M0 has fewer than 2^24 elements (every index is exact as a float). */
+#define SMN_MAX_N ((int64_t)1 << 24)
+
+/* smn_write's meta-learner phi = {W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1]}, H >= 1
+ * (a tensor's dims are >= 1 already); *H = its width. */
+static mcl_status smn_phi_check(mcl_ctx *ctx, mcl_tensor *const *phi, int64_t *H)
+{
+    const mcl_tensor *W1 = phi[0], *b1 = phi[1], *W2 = phi[2], *b2 = phi[3], *W3 = phi[4];
+    const mcl_tensor *b3 = phi[5];
+    const int64_t h = W1->shape[0];
+    *H = h;
+    if (W1->ndim == 2 && W1->shape[1] == 2 && b1->ndim == 1 && b1->shape[0] == h &&
+        W2->ndim == 2 && W2->shape[0] == h && W2->shape[1] == h && b2->ndim == 1 &&
+        b2->shape[0] == h && W3->ndim == 2 && W3->shape[0] == 1 && W3->shape[1] == h &&
+        b3->ndim == 1 && b3->shape[0] == 1)
+        return MCL_OK;
+    char s[6][64];
+    for (int k = 0; k < 6; k++) mcl_shape_str(phi[k], s[k], sizeof s[k]);
+    return SHAPE_ERR("smn_write: phi must be W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1]; "
+                     "got W1 %s, b1 %s, W2 %s, b2 %s, W3 %s, b3 %s",
+                     s[0], s[1], s[2], s[3], s[4], s[5]);
+}
+
+/* smn_write's M0 and slope, the checks that do not involve idx and zs. */
+static mcl_status smn_m0_check(mcl_ctx *ctx, const mcl_tensor *m0, float slope)
+{
+    char s1[64];
+    if (mcl_tensor_numel(m0) >= SMN_MAX_N)
+        return SHAPE_ERR("smn_write: M0 %s has %lld elements; at most 2^24 - 1 (indices are "
+                         "stored as floats, exact below 2^24)",
+                         mcl_shape_str(m0, s1, sizeof s1), (long long)mcl_tensor_numel(m0));
+    if (!isfinite(slope))
+        return INVALID("smn_write: LeakyReLU slope %g must be finite", (double)slope);
+    return MCL_OK;
+}
+
 static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
 {
     const char *op = mcl_op_table[a->op].name;
@@ -432,6 +468,43 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
                            (long long)a->p.i[0], (long long)x->shape[0]);
         return MCL_OK;
     }
+    case MCL_OP_GRAD_PREPROC: {
+        const float P = a->p.f[0];
+        if (!(P > 0.0f && P <= 87.0f))
+            return INVALID("grad_preproc: P = %g must be in (0, 87] (finite and > 0; at most 87 so "
+                           "that e^P and e^-P are normal floats)",
+                           (double)P);
+        if (x->ndim >= MCL_MAX_DIMS)
+            return SHAPE_ERR("grad_preproc: z %s has %d dims already; the output appends a dim "
+                             "of 2 and tensors have at most %d dims",
+                             mcl_shape_str(x, s1, sizeof s1), x->ndim, MCL_MAX_DIMS);
+        int64_t sh[4];
+        memcpy(sh, x->shape, sizeof sh);
+        sh[x->ndim] = 2;
+        if ((s = mcl_shape_check(ctx, op, x->ndim + 1, sh)) != MCL_OK) return s;
+        set_out(o, 0, x->ndim + 1, sh);
+        return MCL_OK;
+    }
+    case MCL_OP_SMN_WRITE: {
+        const mcl_tensor *idx = y, *zs = a->in[2];
+        int64_t H;
+        if ((s = smn_m0_check(ctx, x, a->p.f[0])) != MCL_OK) return s;
+        if ((s = smn_phi_check(ctx, a->in + 3, &H)) != MCL_OK) return s;
+        if (idx->ndim != 1)
+            return SHAPE_ERR("smn_write: idx %s must be [m] (a list of flat indices into M0)",
+                             mcl_shape_str(idx, s1, sizeof s1));
+        const int64_t m = idx->shape[0];
+        if (zs->ndim != 2 || zs->shape[0] != m || zs->shape[1] != 2)
+            return SHAPE_ERR("smn_write: zs %s must be [%lld,2] for idx %s",
+                             mcl_shape_str(zs, s1, sizeof s1), (long long)m,
+                             mcl_shape_str(idx, s2, sizeof s2));
+        if (m > mcl_tensor_numel(x))
+            return SHAPE_ERR("smn_write: idx %s has more entries than M0 %s has elements (the "
+                             "indices must be distinct)",
+                             mcl_shape_str(idx, s1, sizeof s1), mcl_shape_str(x, s2, sizeof s2));
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
+    }
     case MCL_OP_SGD_STEP:
         if ((s = need_same(ctx, op, x, y, "param", "grad")) != MCL_OK) return s;
         return need_same(ctx, op, x, a->in[2], "param", "momentum");
@@ -718,6 +791,53 @@ mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
         return mcl_copy(ctx, a);
     }
     return mcl_dropout_keyed(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
+}
+
+mcl_tensor *mcl_grad_preproc(mcl_ctx *ctx, mcl_tensor *z, float p)
+{
+    return unary(ctx, MCL_OP_GRAD_PREPROC, z, p);
+}
+
+mcl_tensor *mcl_smn_write(mcl_ctx *ctx, mcl_tensor *m0, mcl_tensor *idx, mcl_tensor *zs,
+                          mcl_tensor *const phi[6], float slope)
+{
+    if (!ctx) return NULL;
+    if (!phi) {
+        mcl_ctx_set_error(ctx, MCL_ERR_NULL, "smn_write: phi is NULL");
+        return NULL;
+    }
+    if (!idx && !zs) {
+        /* No write (a tensor has no zero-size dims, so m = 0 has no idx): a copy of M0, after
+         * the same checks of M0, phi and slope. With an error held, the NULLs are taken as an
+         * earlier op's failed results and propagate (tensor.h). */
+        if (ctx->status != MCL_OK) return NULL;
+        static const char *const names[7] = {"M0", "W1", "b1", "W2", "b2", "W3", "b3"};
+        for (int k = 0; k < 7; k++) {
+            const mcl_tensor *t = k == 0 ? m0 : phi[k - 1];
+            if (!t) {
+                mcl_ctx_set_error(ctx, MCL_ERR_NULL, "smn_write: %s is NULL", names[k]);
+                return NULL;
+            }
+            if (t->ctx != ctx) {
+                mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "smn_write: %s belongs to another context",
+                                  names[k]);
+                return NULL;
+            }
+        }
+        int64_t H;
+        if (smn_m0_check(ctx, m0, slope) != MCL_OK || smn_phi_check(ctx, phi, &H) != MCL_OK)
+            return NULL;
+        return mcl_copy(ctx, m0);
+    }
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_SMN_WRITE;
+    a.in[0] = m0;
+    a.in[1] = idx;
+    a.in[2] = zs;
+    for (int k = 0; k < 6; k++) a.in[3 + k] = phi[k];
+    a.p.f[0] = slope;
+    return run1(ctx, &a);
 }
 
 mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n)

@@ -104,6 +104,28 @@ mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training);
 mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,
                               uint64_t stream, uint64_t counter);
 
+/* ---- Sparse Meta Networks (Munkhdalai 2019; the ops of family smn in ops.def) ---- */
+
+/* The gradient preprocessing of Andrychowicz et al. 2016, 0 < p <= 87 (the paper uses 10):
+ * z [..] (at most 3 dims) -> [.., 2], (log|z| / p, sign z) where |z| >= e^-p, else (-1, e^p z).
+ * p <= 0, p > 87 or not finite: an error (NULL). */
+mcl_tensor *mcl_grad_preproc(mcl_ctx *ctx, mcl_tensor *z, float p);
+
+/* Sparse-MetaNet's fast-weight write: M = m0, then M[idx_e] = g_phi(zs_e) for every entry e,
+ * g_phi the coordinate-wise MLP 2 -> H -> H -> 1 with LeakyReLU of negative slope `slope`,
+ * phi = {W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1]} (H >= 1).
+ *   m0 [any] with fewer than 2^24 elements; idx [m], m <= numel(m0): flat element indices into
+ *   m0 stored as floats; zs [m,2]: the meta-learner's input at those elements.
+ * Caller's contract: the indices are integers in [0, numel(m0)), all distinct (as
+ * mcl_rng_bernoulli_indices, rng.h, gives them). Their values live on the device, so they are
+ * not checked here: the reference backend refuses a bad index (MCL_ERR_INVALID, with a message);
+ * the OpenCL backend skips an entry whose index is not in range (it never writes out of bounds)
+ * and leaves duplicates undefined. idx == NULL and zs == NULL mean "no write" (m = 0: a tensor
+ * has no empty dims) and give a copy of m0; with an error already held such NULLs propagate it.
+ * Gradients reach m0 (zero at the written elements), zs and phi; idx gets none. */
+mcl_tensor *mcl_smn_write(mcl_ctx *ctx, mcl_tensor *m0, mcl_tensor *idx, mcl_tensor *zs,
+                          mcl_tensor *const phi[6], float slope);
+
 /* ---- autograd ---- */
 
 /* Gradient recording is on by default; no-grad scopes nest. */

@@ -1,7 +1,11 @@
 /* rng.c — derived draws over Philox4x32-10 (see rng.h). */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "hot.h"
 #include "rng.h"
+#include "rng_draw.h"
 
 /* Box–Muller: z = sqrt(-2 ln u1) · cos(2π u2), with u1 in (0, 1] so the log is finite.
  * Uses 32-bit words 2i and 2i+1 of the stream, computed in double and rounded once. */
@@ -53,4 +57,111 @@ void mcl_rng_shuffle_int(mcl_rng *r, int *v, int64_t n)
         v[i] = v[j];
         v[j] = t;
     }
+}
+
+/* ---- chunks of blocks (rng_draw.h) ---- */
+
+/* u[e] = mcl_rng_u32(seed, stream, j0 + e), e < MCL_DRAW_CHUNK, j0 % 4 == 0: the
+ * MCL_DRAW_LANES blocks j0 / 4 + l side by side, each round as mcl_philox4x32_r does it
+ * (counter = (block low, block high, stream low, stream high), key = seed). Integer
+ * arithmetic only: vectorized or not, the words are the same. */
+MCL_HOT void mcl_rng_draw_chunk(uint64_t seed, uint64_t stream, uint64_t j0,
+                                uint32_t u[MCL_DRAW_CHUNK])
+{
+    uint32_t c0[MCL_DRAW_LANES], c1[MCL_DRAW_LANES], c2[MCL_DRAW_LANES], c3[MCL_DRAW_LANES];
+    const uint64_t blk0 = j0 >> 2;
+    MCL_SIMD for (int l = 0; l < MCL_DRAW_LANES; l++) {
+        const uint64_t blk = blk0 + (uint64_t)l;
+        c0[l] = (uint32_t)blk;
+        c1[l] = (uint32_t)(blk >> 32);
+        c2[l] = (uint32_t)stream;
+        c3[l] = (uint32_t)(stream >> 32);
+    }
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        MCL_SIMD for (int l = 0; l < MCL_DRAW_LANES; l++) {
+            const uint64_t p0 = (uint64_t)MCL_PHILOX_M0 * c0[l];
+            const uint64_t p1 = (uint64_t)MCL_PHILOX_M1 * c2[l];
+            const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0;
+            const uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
+            c0[l] = n0;
+            c1[l] = (uint32_t)p1;
+            c2[l] = n2;
+            c3[l] = (uint32_t)p0;
+        }
+        k0 += MCL_PHILOX_W0;
+        k1 += MCL_PHILOX_W1;
+    }
+    for (int l = 0; l < MCL_DRAW_LANES; l++) {
+        u[4 * l + 0] = c0[l];
+        u[4 * l + 1] = c1[l];
+        u[4 * l + 2] = c2[l];
+        u[4 * l + 3] = c3[l];
+    }
+}
+
+/* ---- Bernoulli index sets ---- */
+
+/* Elements per segment of the parallel path (a multiple of MCL_DRAW_CHUNK), and the run
+ * length from which it is used. */
+#define BI_SEG ((int64_t)1 << 14)
+#define BI_PAR_MIN ((int64_t)1 << 16)
+
+/* The chosen i in [i0, i1) (u_i < p, u_i = mcl_rng_uniform(seed, stream, counter + i)) in
+ * increasing order into out; returns their count. i0 - head is a multiple of MCL_DRAW_CHUNK
+ * for every i0 >= head, so whole chunks start at block boundaries; the rest is drawn one
+ * index at a time. */
+MCL_HOT static int64_t bi_range(uint64_t seed, uint64_t stream, uint64_t counter, int64_t head,
+                                int64_t nchunks, int64_t i0, int64_t i1, float p, int64_t *out)
+{
+    const int64_t c_end = head + nchunks * MCL_DRAW_CHUNK; /* end of the whole chunks */
+    int64_t k = 0, i = i0;
+    for (; i < i1 && (i < head || i >= c_end); i++) /* head (or the tail, below) */
+        if (mcl_rng_uniform(seed, stream, counter + (uint64_t)i) < p) out[k++] = i;
+    for (; i + MCL_DRAW_CHUNK <= i1 && i + MCL_DRAW_CHUNK <= c_end; i += MCL_DRAW_CHUNK) {
+        uint32_t u[MCL_DRAW_CHUNK];
+        mcl_rng_draw_chunk(seed, stream, counter + (uint64_t)i, u);
+        for (int e = 0; e < MCL_DRAW_CHUNK; e++) {
+            out[k] = i + e;                   /* written always, kept when chosen: no branch */
+            k += mcl_u32_to_unit(u[e]) < p;
+        }
+    }
+    for (; i < i1; i++)
+        if (mcl_rng_uniform(seed, stream, counter + (uint64_t)i) < p) out[k++] = i;
+    return k;
+}
+
+/* Element i of [0, n) is chosen iff mcl_rng_uniform(seed, stream, counter + i) < p (see
+ * rng.h). Serial below BI_PAR_MIN elements. Above, segments of BI_SEG elements (after the
+ * head) run in parallel, segment s writing its chosen indices into idx at its own first
+ * element (a segment chooses at most as many as it has, so no segment reaches the next
+ * one's), and are then moved down in segment order: the result is the increasing list,
+ * whatever the threads did. */
+int64_t mcl_rng_bernoulli_indices(uint64_t seed, uint64_t stream, uint64_t counter, int64_t n,
+                                  float p, int64_t *idx)
+{
+    if (n <= 0 || !idx || !(p > 0.0f)) return 0; /* p <= 0 (or NaN): u < p never holds */
+    if (p >= 1.0f) {                              /* u < 1 always */
+        for (int64_t i = 0; i < n; i++) idx[i] = i;
+        return n;
+    }
+    int64_t head, nchunks;
+    mcl_rng_draw_split(counter, n, &head, &nchunks);
+    const int64_t nseg = n >= BI_PAR_MIN ? (n - head + BI_SEG - 1) / BI_SEG : 0;
+    int64_t *cnt = nseg > 0 ? malloc((size_t)nseg * sizeof *cnt) : NULL;
+    if (!cnt) /* small, or no memory for the counts: one pass */
+        return bi_range(seed, stream, counter, head, nchunks, 0, n, p, idx);
+    int64_t k = bi_range(seed, stream, counter, head, nchunks, 0, head, p, idx);
+#pragma omp parallel for schedule(static)
+    for (int64_t s = 0; s < nseg; s++) {
+        const int64_t i0 = head + s * BI_SEG, i1 = i0 + BI_SEG < n ? i0 + BI_SEG : n;
+        cnt[s] = bi_range(seed, stream, counter, head, nchunks, i0, i1, p, idx + i0);
+    }
+    for (int64_t s = 0; s < nseg; s++) {
+        const int64_t i0 = head + s * BI_SEG;
+        if (k != i0) memmove(idx + k, idx + i0, (size_t)cnt[s] * sizeof *idx);
+        k += cnt[s];
+    }
+    free(cnt);
+    return k;
 }

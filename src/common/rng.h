@@ -81,6 +81,17 @@ static inline int mcl_rng_bernoulli(uint64_t seed, uint64_t stream, uint64_t ind
     return mcl_rng_uniform(seed, stream, index) < p;
 }
 
+/* The chosen elements of a Bernoulli(p) mask over n elements, as an index list: element i
+ * (0 <= i < n) is chosen iff mcl_rng_uniform(seed, stream, counter + i) < p (so p <= 0 chooses
+ * none, p >= 1 all). The same uniform as dropout's: dropout with drop probability p and the
+ * same (seed, stream, counter) KEEPS u >= p, so the chosen set is exactly the set dropout
+ * drops. Writes the chosen indices in increasing order into idx (capacity n) and returns their
+ * count (0 when n <= 0 or idx is NULL). Fast: whole chunks of Philox blocks at a time, in
+ * parallel for long runs; the result does not depend on the thread count. This is how
+ * Sparse-MetaNet draws the elements its fast-weight write touches (mcl_smn_write, ops.h). */
+int64_t mcl_rng_bernoulli_indices(uint64_t seed, uint64_t stream, uint64_t counter, int64_t n,
+                                  float p, int64_t *idx);
+
 /* Host-side sequential generator over one stream (for samplers, shuffles, init). */
 typedef struct mcl_rng {
     uint64_t seed, stream, index;

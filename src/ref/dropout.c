@@ -14,8 +14,8 @@
  * Draws come in blocks: one Philox4x32-10 block gives the 32-bit words of four consecutive
  * indices (index j is word j % 4 of block j / 4, rng.h). mcl_rng_uniform computes the whole
  * block for each index and keeps one word; here the elements are taken in chunks of
- * DRAW_CHUNK indices that start at a block boundary, and the DRAW_LANES blocks of a chunk
- * are computed side by side (one lane per block, which the compiler vectorizes), so every
+ * DRAW_CHUNK indices that start at a block boundary, whose blocks mcl_rng_draw_chunk computes
+ * side by side (src/common/rng_draw.h, shared with mcl_rng_bernoulli_indices), so every
  * block is computed once. The words are the same, so is the mask. The few elements before
  * the first block boundary and after the last whole chunk use mcl_rng_uniform directly.
  */
@@ -23,65 +23,16 @@
 
 #include "ref.h"
 #include "rng.h"
+#include "rng_draw.h"
 
 /* Work (in elements) below which a loop stays serial. */
 #define DROPOUT_PAR_MIN ((int64_t)1 << 13)
-/* Philox blocks computed side by side, and the indices (4 per block) they cover. */
-#define DRAW_LANES 16
-#define DRAW_CHUNK (4 * DRAW_LANES)
+/* The chunks of Philox blocks drawn side by side (mcl_rng_draw_chunk, shared with rng.c). */
+#define DRAW_CHUNK MCL_DRAW_CHUNK
 
 /* See conv.c: MCL_HOT compiles a helper at -O3 (vectorized lanes), MCL_SIMD marks a loop
  * over independent lanes. Neither changes any result (integer arithmetic, exact selects). */
-/* MCL_HOT and MCL_SIMD: ref.h. */
-
-/* The words of indices j0 .. j0 + DRAW_CHUNK - 1 of stream (seed, stream), j0 % 4 == 0:
- *   u[e] = mcl_rng_u32(seed, stream, j0 + e)
- * i.e. word e % 4 of Philox4x32-10 block (j0 / 4 + e / 4), exactly as mcl_philox4x32_r
- * computes it (counter = (block low, block high, stream low, stream high), key = seed). */
-MCL_HOT static void draw_chunk(uint64_t seed, uint64_t stream, uint64_t j0,
-                               uint32_t u[DRAW_CHUNK])
-{
-    uint32_t c0[DRAW_LANES], c1[DRAW_LANES], c2[DRAW_LANES], c3[DRAW_LANES];
-    const uint64_t blk0 = j0 >> 2;
-    MCL_SIMD for (int l = 0; l < DRAW_LANES; l++) {
-        const uint64_t blk = blk0 + (uint64_t)l;
-        c0[l] = (uint32_t)blk;
-        c1[l] = (uint32_t)(blk >> 32);
-        c2[l] = (uint32_t)stream;
-        c3[l] = (uint32_t)(stream >> 32);
-    }
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int r = 0; r < 10; r++) {
-        MCL_SIMD for (int l = 0; l < DRAW_LANES; l++) {
-            const uint64_t p0 = (uint64_t)MCL_PHILOX_M0 * c0[l];
-            const uint64_t p1 = (uint64_t)MCL_PHILOX_M1 * c2[l];
-            const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0;
-            const uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-            c0[l] = n0;
-            c1[l] = (uint32_t)p1;
-            c2[l] = n2;
-            c3[l] = (uint32_t)p0;
-        }
-        k0 += MCL_PHILOX_W0;
-        k1 += MCL_PHILOX_W1;
-    }
-    for (int l = 0; l < DRAW_LANES; l++) {
-        u[4 * l + 0] = c0[l];
-        u[4 * l + 1] = c1[l];
-        u[4 * l + 2] = c2[l];
-        u[4 * l + 3] = c3[l];
-    }
-}
-
-/* Elements [0, n) of one call split as: head [0, h) before the first block boundary,
- * whole chunks [h, h + nchunks * DRAW_CHUNK), tail up to n. */
-static void split(uint64_t ctr, int64_t n, int64_t *h, int64_t *nchunks)
-{
-    int64_t head = (int64_t)((4 - (ctr & 3)) & 3);
-    if (head > n) head = n;
-    *h = head;
-    *nchunks = (n - head) / DRAW_CHUNK;
-}
+/* MCL_HOT and MCL_SIMD: hot.h (through ref.h). */
 
 /* keep_i, the slow way (a whole block for one word): for the head and the tail */
 static int keep_one(const mcl_op_args *a, int64_t i)
@@ -145,12 +96,12 @@ mcl_status mcl_ref_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
     }
     float scale = 1.0f / (1.0f - p);
     int64_t h, nchunks;
-    split(ctr, n, &h, &nchunks);
+    mcl_rng_draw_split(ctr, n, &h, &nchunks); /* head [0, h), chunks, tail (rng_draw.h) */
 #pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
     for (int64_t c = 0; c < nchunks; c++) {
         const int64_t i0 = h + c * DRAW_CHUNK;
         uint32_t u[DRAW_CHUNK];
-        draw_chunk(seed, stream, ctr + (uint64_t)i0, u);
+        mcl_rng_draw_chunk(seed, stream, ctr + (uint64_t)i0, u);
         fwd_chunk(u, A + i0, O + i0, p, scale);
     }
     fwd_slow(a, 0, h, scale);
@@ -178,12 +129,12 @@ mcl_status mcl_ref_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
     }
     float scale = 1.0f / (1.0f - p);
     int64_t h, nchunks;
-    split(ctr, n, &h, &nchunks);
+    mcl_rng_draw_split(ctr, n, &h, &nchunks); /* head [0, h), chunks, tail (rng_draw.h) */
 #pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
     for (int64_t c = 0; c < nchunks; c++) {
         const int64_t i0 = h + c * DRAW_CHUNK;
         uint32_t u[DRAW_CHUNK];
-        draw_chunk(seed, stream, ctr + (uint64_t)i0, u);
+        mcl_rng_draw_chunk(seed, stream, ctr + (uint64_t)i0, u);
         bwd_chunk(u, G + i0, GA + i0, p, scale, fresh);
     }
     bwd_slow(a, 0, h, scale, fresh);

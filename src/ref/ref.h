@@ -10,6 +10,7 @@
 #define MCL_REF_H
 
 #include "backend.h"
+#include "hot.h" /* MCL_HOT, MCL_SIMD: compiler help for hot loops, no effect on results */
 
 /* Pointer to the first element of t (reference backend buffers are host float arrays). */
 static inline float *mcl_ref_ptr(const mcl_tensor *t)
@@ -52,21 +53,6 @@ int mcl_ref_grad_fresh(const mcl_tensor *t);
     MCL_IF_##has_bwd(mcl_status mcl_ref_##name##_bwd(mcl_backend *be, const mcl_op_args *a);)
 #include "ops.def"
 
-/* Compiler help for hot loops, with no effect on any result: MCL_HOT compiles a function at
- * -O3 (unrolled fixed-size loops keep their sums in registers); MCL_SIMD (#pragma omp simd)
- * names the loop to vectorize (left to its cost model, GCC 12 sometimes picks the wrong one
- * and runs 5-30x slower). Every lane does its own exactly rounded operation, so vectorizing
- * changes no bit (the reference is built without fast-math and without FP contraction). */
-#if defined(__GNUC__) && !defined(__clang__)
-#define MCL_HOT __attribute__((optimize("O3")))
-#else
-#define MCL_HOT
-#endif
-#ifdef _OPENMP
-#define MCL_SIMD _Pragma("omp simd")
-#else
-#define MCL_SIMD
-#endif
 #undef MCL_OP
 
 #endif

@@ -1,0 +1,241 @@
+/* smn.cl — Sparse Meta Networks: grad_preproc and smn_write, forward and backward. Equations,
+ * shapes and parameters: src/ref/smn.c (and the rows of ops.def).
+ *
+ * grad_preproc: one work-item per element of z; thr = e^-P and ep = e^P come from the host,
+ * computed there in float as the reference computes them (the same two floats).
+ *
+ * smn_write: the host copies M0 into M (copy_fwd), then smn_write_fwd runs one work-item per
+ * entry e and stores g_phi(zs_e) at idx_e. An index that is not an integer in [0, n) makes its
+ * entry a no-op (nothing is written, nothing read out of bounds; its gradients are zero); the
+ * reference refuses such an index instead (the caller's contract forbids it, ops.def). The
+ * work-items keep no arrays: g_phi's hidden values are recomputed where they are needed (a1 is
+ * two products), so the forward costs O(H^2) per entry like the matrix product it stands for.
+ * Dot products are (hi, lo) float pairs (common.cl), close to the reference's double sums.
+ *
+ * Backward, in launches on the in-order queue (src/opencl/smn.c):
+ *   1. smn_write_bwd_entry, one item per entry: a row of the scratch buffer,
+ *        [g, saved, h2 (H), d2 (2H), h1 (H), d1 (2H)]   (SMN_ROW(H) floats)
+ *      g = gM[idx_e], saved = gM0[idx_e] before the next step, h1, h2 recomputed, and the deltas
+ *      d2 = g W3 ⊙ lrelu'(a2), d1 = W2ᵀ d2 ⊙ lrelu'(a1) as (hi, lo) float pairs (hi values,
+ *      then lo values: the product g W3 kept exactly, the sum kept with its rounding errors),
+ *      as the reference keeps them in double; a skipped entry's row is all zeros;
+ *   2. gM0 += gM (copy_bwd over all of M), then smn_write_bwd_restore puts the saved values
+ *      back at the written elements (exactly: no subtraction);
+ *   3. smn_write_bwd_zs, one item per entry: gzs_e += W1ᵀ d1_e;
+ *   4. smn_write_bwd_phi, one work-group per element of one phi tensor: item l sums the entries
+ *      e = l, l + W, l + 2W, ... in order, then a fixed tree over the group (mcl_group_sum), so
+ *      the result depends only on m and the group size W, never on scheduling.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* ------------------------------------------------------------------------------------ */
+/* grad_preproc */
+
+/* out[i,0] = |z_i| >= thr ? log|z_i| / P : -1;  out[i,1] = |z_i| >= thr ? sign z_i : ep·z_i */
+__kernel void grad_preproc_fwd(__global const float *z, long z_off, __global float *out,
+                               long out_off, float P, float thr, float ep, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const float x = z[z_off + i];
+    if (fabs(x) >= thr) {
+        out[out_off + 2 * i] = log(fabs(x)) / P;
+        out[out_off + 2 * i + 1] = x > 0.0f ? 1.0f : -1.0f;
+    } else {
+        out[out_off + 2 * i] = -1.0f;
+        out[out_off + 2 * i + 1] = ep * x;
+    }
+}
+
+/* gz_i += |z_i| >= thr ? g_i,0 / (P·z_i) : g_i,1·ep */
+__kernel void grad_preproc_bwd(__global const float *z, long z_off, __global const float *g,
+                               long g_off, __global float *gz, long gz_off, float P, float thr,
+                               float ep, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const float x = z[z_off + i];
+    gz[gz_off + i] += fabs(x) >= thr ? g[g_off + 2 * i] / (P * x) : g[g_off + 2 * i + 1] * ep;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_write */
+
+/* Floats per entry in the backward's scratch rows, and where each part of a row starts (the
+ * deltas: H hi values, then their H lo values). */
+#define SMN_ROW(H) (6 * (H) + 2)
+#define SMN_G 0
+#define SMN_SAVED 1
+#define SMN_H2(H) 2
+#define SMN_D2(H) (2 + (H))
+#define SMN_H1(H) (2 + 3 * (H))
+#define SMN_D1(H) (2 + 4 * (H))
+
+/* The meta-learner's six tensors, each as buffer + element offset, as kernel arguments; and
+ * the same pointers, offsets applied, as arguments of the helpers. */
+#define SMN_PHI_ARGS                                                                             \
+    __global const float *W1, long W1_off, __global const float *b1, long b1_off,                \
+        __global const float *W2, long W2_off, __global const float *b2, long b2_off,            \
+        __global const float *W3, long W3_off, __global const float *b3, long b3_off
+#define SMN_PHI_INIT W1 += W1_off; b1 += b1_off; W2 += W2_off; b2 += b2_off; W3 += W3_off; b3 += b3_off;
+#define SMN_PHI_PARAMS                                                                           \
+    __global const float *W1, __global const float *b1, __global const float *W2,                \
+        __global const float *b2, __global const float *W3, __global const float *b3
+#define SMN_PHI W1, b1, W2, b2, W3, b3
+
+/* Element of M written by an entry whose index is v: v when it is an integer in [0, n), else
+ * -1 (the entry is skipped). */
+long smn_index(float v, long n)
+{
+    return (v >= 0.0f && v < (float)n && v == floor(v)) ? (long)v : -1;
+}
+
+float smn_lrelu(float x, float slope) { return x > 0.0f ? x : slope * x; }
+
+/* The pair x = (hi, lo) times f, as a pair: hi·f exactly (mcl_two_prod) plus lo·f (rounded:
+ * ~2^-48 of the value). f == 1 gives x itself. */
+float2 smn_pair_scale(float2 x, float f)
+{
+    if (f == 1.0f) return x;
+    const float2 p = mcl_two_prod(x.x, f);
+    return (float2)(p.x, p.y + x.y * f);
+}
+
+/* acc += a·(d.hi + d.lo) */
+float2 smn_acc_add_prod_pair(float2 acc, float a, float dhi, float dlo)
+{
+    return mcl_acc_add_prod(mcl_acc_add_prod(acc, a, dhi), a, dlo);
+}
+
+/* a1_k = W1[k,0] z0 + W1[k,1] z1 + b1[k] */
+float smn_a1(SMN_PHI_PARAMS, float z0, float z1, long k)
+{
+    float2 acc = (float2)(0.0f, 0.0f);
+    acc = mcl_acc_add_prod(acc, W1[2 * k], z0);
+    acc = mcl_acc_add_prod(acc, W1[2 * k + 1], z1);
+    return mcl_acc_value(mcl_acc_add(acc, b1[k]));
+}
+
+/* a2_j = Σ_k W2[j,k] lrelu(a1_k) + b2[j] */
+float smn_a2(SMN_PHI_PARAMS, long H, float slope, float z0, float z1, long j)
+{
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long k = 0; k < H; k++)
+        acc = mcl_acc_add_prod(acc, W2[j * H + k], smn_lrelu(smn_a1(SMN_PHI, z0, z1, k), slope));
+    return mcl_acc_value(mcl_acc_add(acc, b2[j]));
+}
+
+/* forward, one item per entry: M[idx_e] = Σ_j W3[j] lrelu(a2_j) + b3 (M holds M0's copy) */
+__kernel void smn_write_fwd(__global const float *idx, long idx_off, __global const float *zs,
+                            long zs_off, SMN_PHI_ARGS, __global float *M, long M_off, long n,
+                            long m, long H, float slope)
+{
+    const long e = get_global_id(0);
+    if (e >= m) return;
+    SMN_PHI_INIT
+    const long i = smn_index(idx[idx_off + e], n);
+    if (i < 0) return;
+    const float z0 = zs[zs_off + 2 * e], z1 = zs[zs_off + 2 * e + 1];
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = 0; j < H; j++)
+        acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
+    M[M_off + i] = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+}
+
+/* backward 1, one item per entry: row e of the scratch = [g, saved, h2, d2, h1, d1] (see the
+ * top). want_saved: gM0 is wanted (saved = gM0[idx_e]); want_mlp: zs or phi gradients are
+ * wanted (else h2, d2, h1, d1 are left alone). */
+__kernel void smn_write_bwd_entry(__global const float *idx, long idx_off, __global const float *zs,
+                                  long zs_off, SMN_PHI_ARGS, __global const float *gM, long gM_off,
+                                  __global const float *gM0, long gM0_off, __global float *rows,
+                                  long n, long m, long H, float slope, int want_saved,
+                                  int want_mlp)
+{
+    const long e = get_global_id(0);
+    if (e >= m) return;
+    SMN_PHI_INIT
+    __global float *row = rows + e * SMN_ROW(H);
+    const long i = smn_index(idx[idx_off + e], n);
+    if (i < 0) { /* skipped: contributes nothing */
+        for (long t = 0; t < SMN_ROW(H); t++) row[t] = 0.0f;
+        return;
+    }
+    const float g = gM[gM_off + i];
+    row[SMN_G] = g;
+    row[SMN_SAVED] = want_saved ? gM0[gM0_off + i] : 0.0f;
+    if (!want_mlp) return;
+    const float z0 = zs[zs_off + 2 * e], z1 = zs[zs_off + 2 * e + 1];
+    __global float *h2 = row + SMN_H2(H), *d2 = row + SMN_D2(H);
+    __global float *h1 = row + SMN_H1(H), *d1 = row + SMN_D1(H);
+    for (long k = 0; k < H; k++) h1[k] = smn_lrelu(smn_a1(SMN_PHI, z0, z1, k), slope);
+    for (long j = 0; j < H; j++) {
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long k = 0; k < H; k++) acc = mcl_acc_add_prod(acc, W2[j * H + k], h1[k]);
+        const float a2 = mcl_acc_value(mcl_acc_add(acc, b2[j]));
+        h2[j] = smn_lrelu(a2, slope);
+        const float2 d = smn_pair_scale(mcl_two_prod(g, W3[j]), a2 > 0.0f ? 1.0f : slope);
+        d2[j] = d.x;
+        d2[H + j] = d.y;
+    }
+    for (long k = 0; k < H; k++) {
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long j = 0; j < H; j++) acc = smn_acc_add_prod_pair(acc, W2[j * H + k], d2[j], d2[H + j]);
+        const float2 d = smn_pair_scale(mcl_two_sum(acc.x, acc.y),
+                                        smn_a1(SMN_PHI, z0, z1, k) > 0.0f ? 1.0f : slope);
+        d1[k] = d.x;
+        d1[H + k] = d.y;
+    }
+}
+
+/* backward 2 (after gM0 += gM over all of M): gM0[idx_e] = saved_e, the value before the add */
+__kernel void smn_write_bwd_restore(__global const float *idx, long idx_off,
+                                    __global const float *rows, __global float *gM0, long gM0_off,
+                                    long n, long m, long H)
+{
+    const long e = get_global_id(0);
+    if (e >= m) return;
+    const long i = smn_index(idx[idx_off + e], n);
+    if (i >= 0) gM0[gM0_off + i] = rows[e * SMN_ROW(H) + SMN_SAVED];
+}
+
+/* backward 3, one item per entry: gzs[e,c] += Σ_k W1[k,c] d1_e[k] */
+__kernel void smn_write_bwd_zs(__global const float *W1, long W1_off, __global const float *rows,
+                               __global float *gzs, long gzs_off, long m, long H)
+{
+    const long e = get_global_id(0);
+    if (e >= m) return;
+    W1 += W1_off;
+    __global const float *d1 = rows + e * SMN_ROW(H) + SMN_D1(H);
+    for (int c = 0; c < 2; c++) {
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long k = 0; k < H; k++) acc = smn_acc_add_prod_pair(acc, W1[2 * k + c], d1[k], d1[H + k]);
+        gzs[gzs_off + 2 * e + c] += mcl_acc_value(acc);
+    }
+}
+
+/* backward 4, one work-group per element t of phi tensor `kind` (0 W1, 1 b1, 2 W2, 3 b2, 4 W3,
+ * 5 b3): gp[t] += Σ_e v_e with (a delta d = its hi + lo)
+ *   W1[k,c]: d1_e[k] zs_e[c]   b1[k]: d1_e[k]   W2[j,k]: d2_e[j] h1_e[k]   b2[j]: d2_e[j]
+ *   W3[j]: g_e h2_e[j]         b3: g_e */
+__kernel void smn_write_bwd_phi(__global const float *rows, __global const float *zs, long zs_off,
+                                __global float *gp, long gp_off, long m, long H, int kind,
+                                __local float2 *red)
+{
+    const long t = get_group_id(0), W = get_local_size(0);
+    const long R = SMN_ROW(H);
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long e = get_local_id(0); e < m; e += W) {
+        __global const float *row = rows + e * R;
+        __global const float *d1 = row + SMN_D1(H), *d2 = row + SMN_D2(H);
+        switch (kind) {
+        case 0: acc = smn_acc_add_prod_pair(acc, zs[zs_off + 2 * e + t % 2], d1[t / 2], d1[H + t / 2]); break;
+        case 1: acc = mcl_acc_add(mcl_acc_add(acc, d1[t]), d1[H + t]); break;
+        case 2: acc = smn_acc_add_prod_pair(acc, row[SMN_H1(H) + t % H], d2[t / H], d2[H + t / H]); break;
+        case 3: acc = mcl_acc_add(mcl_acc_add(acc, d2[t]), d2[H + t]); break;
+        case 4: acc = mcl_acc_add_prod(acc, row[SMN_G], row[SMN_H2(H) + t]); break;
+        default: acc = mcl_acc_add(acc, row[SMN_G]); break;
+        }
+    }
+    const float2 total = mcl_group_sum(acc, red);
+    if (get_local_id(0) == 0) gp[gp_off + t] += mcl_acc_value(total);
+}

@@ -1,0 +1,172 @@
+/* smn.c — OpenCL host glue of the Sparse Meta Networks ops: grad_preproc and smn_write.
+ * Kernels: kernels/smn.cl; equations and semantics: src/ref/smn.c.
+ *
+ * grad_preproc: one launch, one work-item per element; thr = e^-P and ep = e^P are computed
+ * here once in float with the reference's helper (mcl_grad_preproc_consts, backend.h), so the
+ * kernels use the same two floats as the reference.
+ *
+ * smn_write forward: M = M0 (copy_fwd), then one work-item per entry writes g_phi(zs_e) at
+ * idx_e. Backward: per-entry rows of h1, h2 and the deltas (float pairs) in the backend's
+ * scratch buffer (m · (6H + 2) floats), then one work-group per phi element reduces over the
+ * entries in a fixed order (kernels/smn.cl). Entries whose index is not an integer in [0, n) are skipped by
+ * every kernel: nothing is read or written out of bounds whatever idx holds.
+ */
+#include "ocl.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* grad_preproc */
+
+/* kname over the elements of z: (z, [gout,] dst, P, thr, ep, n) */
+static mcl_status gp_launch(mcl_backend *be, const mcl_op_args *a, const char *kname,
+                            const mcl_tensor *g, const mcl_tensor *dst, const char *dir)
+{
+    const float P = a->p.f[0];
+    float thr, ep;
+    mcl_grad_preproc_consts(P, &thr, &ep);
+    const int64_t n = mcl_tensor_numel(a->in[0]);
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    if (g) i = mcl_ocl_arg_tensor(be, k, i, g);
+    i = mcl_ocl_arg_tensor(be, k, i, dst);
+    i = mcl_ocl_arg_float(be, k, i, P);
+    i = mcl_ocl_arg_float(be, k, i, thr);
+    i = mcl_ocl_arg_float(be, k, i, ep);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    char wb[160];
+    mcl_ocl_what_op(wb, sizeof wb, "grad_preproc", dir, kname, "z", a->in[0]);
+    return mcl_ocl_launch(be, k, i, n, wb);
+}
+
+/* forward: out[..,0] = |z| >= thr ? log|z| / P : -1;  out[..,1] = |z| >= thr ? sign z : ep·z
+ * z [any] -> out [shape of z, 2] */
+mcl_status mcl_ocl_grad_preproc_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return gp_launch(be, a, "grad_preproc_fwd", NULL, a->out[0], "forward");
+}
+
+/* backward: gz += |z| >= thr ? g0 / (P·z) : g1·ep
+ * gout [shape of z, 2];  gin[0] [shape of z] (or NULL) */
+mcl_status mcl_ocl_grad_preproc_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0]) return MCL_OK;
+    return gp_launch(be, a, "grad_preproc_bwd", a->gout[0], a->gin[0], "backward");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_write */
+
+/* The six phi tensors in[3..8] as kernel arguments (SMN_PHI_ARGS in the .cl file). */
+static int phi_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a)
+{
+    for (int j = 3; j < 9; j++) i = mcl_ocl_arg_tensor(be, k, i, a->in[j]);
+    return i;
+}
+
+/* forward: M = M0;  M[idx_e] = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3
+ * M0 [any], idx [m], zs [m,2], W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1] -> M [shape of M0] */
+mcl_status mcl_ocl_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = a->in[3]->shape[0];
+    char wb[160];
+    mcl_status s = mcl_ocl_launch_unary(
+        be, "copy_fwd", a->in[0], a->out[0],
+        mcl_ocl_what_op(wb, sizeof wb, "smn_write", "forward", "copy_fwd", "M0", a->in[0]));
+    if (s != MCL_OK) return s;
+    cl_kernel k = mcl_ocl_kernel(be, "smn_write_fwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = phi_args(be, k, i, a);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_long(be, k, i, m);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    mcl_ocl_what_op(wb, sizeof wb, "smn_write", "forward", "smn_write_fwd", "idx", a->in[1]);
+    return mcl_ocl_launch(be, k, i, m, wb);
+}
+
+/* backward: gM0 += gM except at the written elements; gzs_e += W1ᵀ d1_e; the phi gradients as
+ * sums over the entries (src/ref/smn.c). gout[0] [shape of M0]; gin[0] [shape of M0], gin[2]
+ * [m,2], gin[3..8] like phi (each may be NULL; gin[1] is never written). */
+mcl_status mcl_ocl_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = a->in[3]->shape[0];
+    int want_mlp = a->gin[2] != NULL;
+    for (int j = 3; j < 9; j++) want_mlp |= a->gin[j] != NULL;
+    if (!a->gin[0] && !want_mlp) return MCL_OK;
+    char wb[160];
+    mcl_status s;
+    const size_t row = (size_t)(6 * H + 2); /* SMN_ROW in kernels/smn.cl */
+    cl_mem rows = mcl_ocl_scratch(be, (size_t)m * row * sizeof(float));
+    if (!rows) return mcl_ocl_recorded(be);
+
+    /* 1. the rows: g, gM0's value at the element, h2, d2 (pairs), h1, d1 (pairs) */
+    cl_kernel k = mcl_ocl_kernel(be, "smn_write_bwd_entry", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = phi_args(be, k, i, a);
+    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0] ? a->gin[0] : a->gout[0]);
+    i = mcl_ocl_arg_mem(be, k, i, rows);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_long(be, k, i, m);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_int(be, k, i, a->gin[0] != NULL);
+    i = mcl_ocl_arg_int(be, k, i, want_mlp);
+    mcl_ocl_what_op(wb, sizeof wb, "smn_write", "backward", "smn_write_bwd_entry", "idx", a->in[1]);
+    if ((s = mcl_ocl_launch(be, k, i, m, wb)) != MCL_OK) return s;
+
+    /* 2. gM0 += gM everywhere, then the written elements back to what they were */
+    if (a->gin[0]) {
+        mcl_ocl_what_op(wb, sizeof wb, "smn_write", "backward", "copy_bwd", "M0", a->in[0]);
+        if ((s = mcl_ocl_launch_unary(be, "copy_bwd", a->gout[0], a->gin[0], wb)) != MCL_OK) return s;
+        k = mcl_ocl_kernel(be, "smn_write_bwd_restore", NULL);
+        i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+        i = mcl_ocl_arg_mem(be, k, i, rows);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        i = mcl_ocl_arg_long(be, k, i, m);
+        i = mcl_ocl_arg_long(be, k, i, H);
+        mcl_ocl_what_op(wb, sizeof wb, "smn_write", "backward", "smn_write_bwd_restore", "idx", a->in[1]);
+        if ((s = mcl_ocl_launch(be, k, i, m, wb)) != MCL_OK) return s;
+    }
+
+    /* 3. gzs_e += W1ᵀ d1_e */
+    if (a->gin[2]) {
+        k = mcl_ocl_kernel(be, "smn_write_bwd_zs", NULL);
+        i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[3]);
+        i = mcl_ocl_arg_mem(be, k, i, rows);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[2]);
+        i = mcl_ocl_arg_long(be, k, i, m);
+        i = mcl_ocl_arg_long(be, k, i, H);
+        mcl_ocl_what_op(wb, sizeof wb, "smn_write", "backward", "smn_write_bwd_zs", "zs", a->in[2]);
+        if ((s = mcl_ocl_launch(be, k, i, m, wb)) != MCL_OK) return s;
+    }
+
+    /* 4. each wanted phi tensor: one work-group per element, a fixed reduction over entries */
+    for (int kind = 0; kind < 6; kind++) {
+        const mcl_tensor *gp = a->gin[3 + kind];
+        if (!gp) continue;
+        size_t wg_max = 1;
+        k = mcl_ocl_kernel(be, "smn_write_bwd_phi", &wg_max);
+        const size_t W = mcl_ocl_row_wg(wg_max, m);
+        i = k ? 0 : -1;
+        i = mcl_ocl_arg_mem(be, k, i, rows);
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, gp);
+        i = mcl_ocl_arg_long(be, k, i, m);
+        i = mcl_ocl_arg_long(be, k, i, H);
+        i = mcl_ocl_arg_int(be, k, i, kind);
+        i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
+        mcl_ocl_what_op(wb, sizeof wb, "smn_write", "backward", "smn_write_bwd_phi", "phi", a->in[3 + kind]);
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)mcl_tensor_numel(gp), W, wb);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
