@@ -34,7 +34,8 @@ __kernel void sgd_step(__global float *param, long param_off, __global const flo
     param[param_off + i] = p - step;
 }
 
-/* Adam (decoupled = 0, L2 weight decay in the gradient) or AdamW (decoupled = 1). The host
+/* Adam (decoupled = 0, L2 weight decay in the gradient) or AdamW (decoupled = 1); RMSProp is
+ * Adam with b1 = 0 and c1 = c2 = 1 (no bias correction), chosen by the host. The host
  * computes, once per call and exactly as the reference:
  *   c1 = (float)(1 / (1 - b1^t)), c2 = (float)(1 / (1 - b2^t))   (in double, on the host)
  *   omb1 = 1 - b1, omb2 = 1 - b2, lrwd = lr * wd, l2 = decoupled ? 0 : wd   (float)

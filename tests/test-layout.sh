@@ -18,7 +18,7 @@ allowed() {
     src/data/prepare) echo "src/common src/data" ;;
     src/dist) echo "src/common" ;;
     src/learn) echo "src/common src/nn src/data src/dist" ;;
-    src/models) echo "src/common src/nn src/data src/learn src/models/acl src/models/oct" ;;
+    src/models) echo "src/common src/nn src/data src/learn src/models/acl src/models/oct src/models/smn" ;;
     src/models/*) echo "src/common src/nn src/data src/learn" ;; # a family never includes another
     *) echo "" ;;
     esac
@@ -26,7 +26,7 @@ allowed() {
 # where(header) -> the directory holding it (empty if none of ours: system or generated)
 where() {
     for d in src/common src/ref src/ref/naive src/opencl src/nn src/data src/data/prepare \
-             src/dist src/learn src/models src/models/acl src/models/oct tools; do
+             src/dist src/learn src/models src/models/acl src/models/oct src/models/smn tools; do
         [ -f "$d/$1" ] && { echo "$d"; return; }
     done
 }
@@ -49,7 +49,7 @@ check_dir() { # $1 = directory, $2 = deliberately wrong allowance (for the self-
     return $bad
 }
 for d in src/common src/ref src/ref/naive src/opencl src/nn src/data src/data/prepare src/dist \
-         src/learn src/models src/models/acl src/models/oct; do
+         src/learn src/models src/models/acl src/models/oct src/models/smn; do
     [ -d "$d" ] || continue
     if check_dir "$d" ""; then pass=$((pass + 1)); echo "ok: $d"; else fail=$((fail + 1)); fi
 done

@@ -72,7 +72,11 @@ static void hand_step(const mcl_optim_config *cfg, hand_state *h, const double *
     }
     double lr = hand_lr(&cfg->sched, t), wd = (double)cfg->weight_decay;
     double b1 = (double)cfg->beta1, b2 = (double)cfg->beta2, eps = (double)cfg->eps;
-    if (cfg->beta1 == 0 && cfg->beta2 == 0) { /* documented defaults */
+    const int rms = cfg->kind == MCL_OPTIM_RMSPROP;
+    if (rms) { /* RMSProp: no first moment, alpha = beta2 (default 0.99), no bias correction */
+        b1 = 0.0;
+        if (cfg->beta2 == 0) b2 = (double)0.99f;
+    } else if (cfg->beta1 == 0 && cfg->beta2 == 0) { /* documented defaults */
         b1 = (double)0.9f;
         b2 = (double)0.999f;
     }
@@ -87,7 +91,8 @@ static void hand_step(const mcl_optim_config *cfg, hand_state *h, const double *
             double d = decoupled ? g[i] : g[i] + wd * h->p[i];
             h->m[i] = b1 * h->m[i] + (1 - b1) * d;
             h->v[i] = b2 * h->v[i] + (1 - b2) * d * d;
-            double mh = h->m[i] / (1 - pow(b1, t)), vh = h->v[i] / (1 - pow(b2, t));
+            double mh = rms ? h->m[i] : h->m[i] / (1 - pow(b1, t));
+            double vh = rms ? h->v[i] : h->v[i] / (1 - pow(b2, t));
             double p_old = h->p[i];
             h->p[i] = p_old - lr * mh / (sqrt(vh) + eps) - (decoupled ? lr * wd * p_old : 0.0);
         }
@@ -287,6 +292,19 @@ static void test_optimizers(mcl_ctx *ctx)
     c.eps = 1e-8f;
     c.weight_decay = 0.5f;
     run_case(ctx, "adamw", &c, init, grads);
+
+    /* RMSProp (PyTorch's, no momentum): default alpha 0.99, then alpha 0.9 with L2 */
+    memset(&c, 0, sizeof c);
+    c.kind = MCL_OPTIM_RMSPROP;
+    c.sched = constant_lr(0.01f);
+    run_case(ctx, "rmsprop(defaults)", &c, init, grads);
+    memset(&c, 0, sizeof c);
+    c.kind = MCL_OPTIM_RMSPROP;
+    c.sched = constant_lr(0.003f);
+    c.beta2 = 0.9f;
+    c.eps = 1e-6f;
+    c.weight_decay = 0.1f;
+    run_case(ctx, "rmsprop+l2", &c, init, grads);
 
     /* SGD driven by a Noam schedule: each step uses lr(t) */
     memset(&c, 0, sizeof c);

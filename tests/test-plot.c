@@ -207,7 +207,7 @@ static void test_formats(void)
               strstr(err, "unknown figure format"),
           "heatmap to .svgz refused: %s", err);
     double x[3] = {0, 1, 2}, y[3] = {1, 2, 3};
-    mcl_series s = {"a", x, y, 3};
+    mcl_series s = {"a", x, y, 3, NULL};
     CHECK(mcl_plot_lines(bad, "t", "x", "y", 1, &s, err, sizeof err) == MCL_ERR_INVALID,
           "lines to .svgz refused: %s", err);
     CHECK(!file_exists(bad), "nothing written for an unknown extension");
@@ -390,7 +390,7 @@ static void test_lines(void)
         y2[i] = 0.3 + 0.001 * i;
     }
     y[100] = NAN; /* breaks the line */
-    mcl_series s[2] = {{"run a", x, y, N}, {NULL, x, y2, N}};
+    mcl_series s[2] = {{"run a", x, y, N, NULL}, {NULL, x, y2, N, NULL}};
     double mx[1] = {1000};
     const char *ml[1] = {"stage 2"};
     mcl_lines_spec sp;
@@ -450,7 +450,7 @@ static void test_lines(void)
 
     /* bad input */
     CHECK(mcl_plot_lines(tmp_path("x.png"), "t", "x", "y", 0, s, err, sizeof err) == MCL_ERR_INVALID, "0 series: %s", err);
-    mcl_series bad = {"b", NULL, y, 3};
+    mcl_series bad = {"b", NULL, y, 3, NULL};
     CHECK(mcl_plot_lines(tmp_path("x.png"), "t", "x", "y", 1, &bad, err, sizeof err) == MCL_ERR_NULL, "null x: %s", err);
     CHECK(mcl_plot_lines_ref(tmp_path("x.png"), "t", "x", "y", 1, s, INFINITY, NULL, NULL, err, sizeof err) ==
               MCL_ERR_INVALID,

@@ -5,6 +5,7 @@
 #include "cli_opts.h"
 #include "json_out.h"
 #include "metacl.h"
+#include "train.h"
 
 /* The subcommand tables of `metacl data`, `metacl bench` and `metacl ckpt` (for dispatch and
  * for the listing of `metacl --help`). */
@@ -73,6 +74,8 @@ int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *
 int mcl_cli_online(int argc, char **argv);
 /* `metacl eval acl` (tools/eval_cmd.c). */
 int mcl_cli_eval(int argc, char **argv);
+/* `metacl eval smn` (eval_smn.c); argv[0] is the family word */
+int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv);
 /* `metacl ckpt info|export` (tools/ckpt_cmd.c). */
 int mcl_cli_ckpt(int argc, char **argv);
 /* `metacl plot` (tools/plot_cmd.c). */

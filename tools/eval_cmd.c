@@ -37,6 +37,7 @@
 #include "dataset_io.h"
 #include "plot.h"
 #include "progress.h"
+#include "smn_train.h"
 #include "train.h"
 
 #define MAX_MODELS 8
@@ -509,7 +510,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv);
 static const struct evaluator {
     const mcl_family *fam;
     int (*run)(const mcl_family *fam, int argc, char **argv);
-} evaluators[] = {{&mcl_acl_family, eval_acl}};
+} evaluators[] = {{&mcl_acl_family, eval_acl}, {&mcl_smn_family, mcl_cli_eval_smn}};
 #define N_EVALUATORS ((int)(sizeof evaluators / sizeof evaluators[0]))
 
 /* "acl, ...": the families of mcl_families() that have an evaluator. */

@@ -151,7 +151,7 @@ static int write_figures(run_summary *rs, int n, const char *fig_dir)
     for (int t = 0; t < T; t++) tx[t] = t + 1;
     for (int i = 0; i < n; i++) { /* per-task accuracy */
         snprintf(names[i], sizeof names[i], "%s", run_name(rs[i].dir));
-        se[i] = (mcl_series){names[i], tx, rs[i].rep.task_acc, rs[i].rep.n_tasks};
+        se[i] = (mcl_series){names[i], tx, rs[i].rep.task_acc, rs[i].rep.n_tasks, NULL};
     }
     char chance_label[64];
     snprintf(chance_label, sizeof chance_label, "chance (%d-way)", rs[0].rep.n_way);
@@ -193,7 +193,7 @@ static int write_figures(run_summary *rs, int n, const char *fig_dir)
                          g == 0 ? early : rs[i].late_from + 1, rs[i].rep.n_tasks);
             else
                 snprintf(names[ns], sizeof names[ns], "%s (last tasks)", run_name(rs[i].dir));
-            se[ns] = (mcl_series){names[ns], px, y, P};
+            se[ns] = (mcl_series){names[ns], px, y, P, NULL};
             ns++;
         }
     }

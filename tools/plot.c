@@ -941,9 +941,10 @@ static int axis_range(const mcl_series *series, int n_series, int use_y, const d
         for (int i = 0; i < series[s].n; i++) {
             double x = series[s].x[i], y = series[s].y[i];
             if (!isfinite(x) || !isfinite(y)) continue;
+            double b = use_y && series[s].band && isfinite(series[s].band[i]) ? fabs(series[s].band[i]) : 0.0;
             double v = use_y ? y : x;
-            if (v < lo) lo = v;
-            if (v > hi) hi = v;
+            if (v - b < lo) lo = v - b;
+            if (v + b > hi) hi = v + b;
         }
     for (int i = 0; i < n_extra; i++)
         if (isfinite(extra[i])) {
@@ -1030,6 +1031,30 @@ static void legend_sample(cairo_t *cr, double x, double y, rgbf col, int dashed,
     cairo_line_to(cr, x + 28, y);
     cairo_stroke(cr);
     cairo_set_dash(cr, NULL, 0, 0);
+}
+
+/* The band y ± band of a series, one filled polygon per run of finite points. */
+static void draw_band(cairo_t *cr, const mcl_plot_axes *a, const mcl_series *se, rgbf col)
+{
+    cairo_set_source_rgba(cr, col.r, col.g, col.b, 0.18);
+    int i = 0;
+    while (i < se->n) {
+        while (i < se->n && !(isfinite(se->x[i]) && isfinite(se->y[i]) && isfinite(se->band[i]))) i++;
+        int j = i;
+        while (j < se->n && isfinite(se->x[j]) && isfinite(se->y[j]) && isfinite(se->band[j])) j++;
+        if (j - i >= 2) {
+            for (int k = i; k < j; k++) {
+                double px = mcl_axes_px(a, se->x[k]), py = mcl_axes_py(a, se->y[k] + fabs(se->band[k]));
+                if (k == i) cairo_move_to(cr, px, py);
+                else cairo_line_to(cr, px, py);
+            }
+            for (int k = j - 1; k >= i; k--)
+                cairo_line_to(cr, mcl_axes_px(a, se->x[k]), mcl_axes_py(a, se->y[k] - fabs(se->band[k])));
+            cairo_close_path(cr);
+            cairo_fill(cr);
+        }
+        i = j;
+    }
 }
 
 mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n_series,
@@ -1204,6 +1229,10 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
         }
         cairo_stroke(cr);
         cairo_set_dash(cr, NULL, 0, 0);
+    }
+    for (int s = 0; s < n_series; s++) { /* the bands first, under every line */
+        const mcl_series *se = &series[s];
+        if (se->band) draw_band(cr, &a, se, to_f(mcl_plot_series_color(s)));
     }
     for (int s = 0; s < n_series; s++) {
         rgbf col = to_f(mcl_plot_series_color(s));

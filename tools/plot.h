@@ -159,6 +159,9 @@ typedef struct mcl_series {
     const double *x;
     const double *y;
     int n;
+    /* optional: a shaded band from y[i] - band[i] to y[i] + band[i] (e.g. one standard
+     * deviation) in the series' colour, under the line; NULL = none */
+    const double *band;
 } mcl_series;
 
 typedef struct mcl_lines_spec {

@@ -146,6 +146,7 @@ int mcl_cli_plot(int argc, char **argv)
     const char *const *dirs = p.pos;
     const int n_dirs = p.n_pos;
     mcl_series s[MAX_RUNS];
+    memset(s, 0, sizeof s);
     double mark_x[MAX_RUNS];
     char mark_txt[MAX_RUNS][48];
     const char *mark_lab[MAX_RUNS];

@@ -55,7 +55,7 @@ void mcl_key_describe(const mcl_key *k, char *out, size_t cap)
     case MCL_KEY_TYPE_I64: snprintf(out, cap, "an integer in [%.0f, %.0f]", k->lo, k->hi); break;
     case MCL_KEY_TYPE_U64: snprintf(out, cap, "an unsigned integer"); break;
     case MCL_KEY_TYPE_FLOAT:
-        snprintf(out, cap, "a number in [%g, %g%c", k->lo, k->hi, k->hi_open ? ')' : ']');
+        snprintf(out, cap, "a number in %c%g, %g%c", k->lo_open ? '(' : '[', k->lo, k->hi, k->hi_open ? ')' : ']');
         break;
     case MCL_KEY_TYPE_BOOL: snprintf(out, cap, "0 or 1"); break;
     case MCL_KEY_TYPE_ENUM: { /* "a, b or c" */
@@ -148,7 +148,8 @@ mcl_status mcl_key_set(const mcl_key *k, void *obj, const char *v, char *err, si
         return MCL_OK;
     }
     case MCL_KEY_TYPE_FLOAT:
-        if (mcl_parse_f32(v, (float)k->lo, (float)k->hi, &f) || (k->hi_open && !(f < k->hi)))
+        if (mcl_parse_f32(v, (float)k->lo, (float)k->hi, &f) || (k->hi_open && !(f < k->hi)) ||
+            (k->lo_open && !(f > k->lo)))
             return bad(k, v, err, len);
         *FIELD(obj, k, float) = f;
         return MCL_OK;

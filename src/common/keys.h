@@ -37,7 +37,7 @@ typedef enum mcl_key_type {
     MCL_KEY_TYPE_INT,     /* int                                                        */
     MCL_KEY_TYPE_I64,     /* int64_t                                                    */
     MCL_KEY_TYPE_U64,     /* uint64_t (seeds): 0 .. 2^64-1                              */
-    MCL_KEY_TYPE_FLOAT,   /* float in [lo, hi] (hi_open: [lo, hi))                      */
+    MCL_KEY_TYPE_FLOAT,   /* float in [lo, hi] (hi_open: [lo, hi); lo_open: (lo, hi])   */
     MCL_KEY_TYPE_BOOL,    /* int 0 / 1                                                  */
     MCL_KEY_TYPE_ENUM,    /* int index into choices "a|b|c"                             */
     MCL_KEY_TYPE_STR,     /* char[size]                                                 */
@@ -55,6 +55,7 @@ typedef struct mcl_key {
     size_t count_off;    /* lists: offset of the int item count                         */
     double lo, hi;       /* numeric range, inclusive (FLOAT with hi_open: hi excluded)  */
     int hi_open;
+    int lo_open;         /* FLOAT: lo excluded                                          */
     const char *choices; /* ENUM: "none|batch|image"                                    */
     const char *def;     /* default, as text ("" for an empty string / list)            */
     const char *help;    /* one line                                                    */
@@ -73,6 +74,9 @@ typedef struct mcl_key {
     {.name = n, .type = MCL_KEY_TYPE_FLOAT, .off = offsetof(st, f), .lo = lo_, .hi = hi_, .def = d, .help = h}
 #define MCL_KEY_FLOAT_OPEN(n, st, f, lo_, hi_, d, h)                                               \
     {.name = n, .type = MCL_KEY_TYPE_FLOAT, .off = offsetof(st, f), .lo = lo_, .hi = hi_, .hi_open = 1, \
+     .def = d, .help = h}
+#define MCL_KEY_FLOAT_LO_OPEN(n, st, f, lo_, hi_, d, h)                                           \
+    {.name = n, .type = MCL_KEY_TYPE_FLOAT, .off = offsetof(st, f), .lo = lo_, .hi = hi_, .lo_open = 1, \
      .def = d, .help = h}
 #define MCL_KEY_BOOL(n, st, f, d, h) \
     {.name = n, .type = MCL_KEY_TYPE_BOOL, .off = offsetof(st, f), .lo = 0, .hi = 1, .def = d, .help = h}

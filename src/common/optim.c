@@ -114,7 +114,8 @@ mcl_status mcl_optim_create(mcl_ctx *ctx, const mcl_optim_config *cfg, mcl_param
     char eb[128];
     if (mcl_schedule_check(&cfg->sched, eb, sizeof eb) != MCL_OK)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "optim_create: %s", eb);
-    if (cfg->kind != MCL_OPTIM_SGD && cfg->kind != MCL_OPTIM_ADAM && cfg->kind != MCL_OPTIM_ADAMW)
+    if (cfg->kind != MCL_OPTIM_SGD && cfg->kind != MCL_OPTIM_ADAM && cfg->kind != MCL_OPTIM_ADAMW &&
+        cfg->kind != MCL_OPTIM_RMSPROP)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "optim_create: unknown optimizer %d", (int)cfg->kind);
     if (!(cfg->momentum >= 0.0f && cfg->momentum < 1.0f) || !(cfg->weight_decay >= 0.0f) ||
         !(cfg->clip_norm >= 0.0f))
@@ -124,7 +125,10 @@ mcl_status mcl_optim_create(mcl_ctx *ctx, const mcl_optim_config *cfg, mcl_param
     if (!o) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "optim_create: out of memory");
     o->ctx = ctx;
     o->cfg = *cfg;
-    if (o->cfg.beta1 == 0.0f && o->cfg.beta2 == 0.0f) {
+    if (o->cfg.kind == MCL_OPTIM_RMSPROP) { /* no first moment; the squares' decay alpha */
+        o->cfg.beta1 = 0.0f;
+        if (o->cfg.beta2 == 0.0f) o->cfg.beta2 = 0.99f;
+    } else if (o->cfg.beta1 == 0.0f && o->cfg.beta2 == 0.0f) {
         o->cfg.beta1 = 0.9f;
         o->cfg.beta2 = 0.999f;
     }
@@ -199,7 +203,7 @@ mcl_status mcl_optim_step(mcl_optim *o)
         } else {
             a.op = MCL_OP_ADAM_STEP;
             a.in[3] = o->state[2 * i + 1];
-            a.p.i[0] = o->cfg.kind == MCL_OPTIM_ADAMW;
+            a.p.i[0] = o->cfg.kind == MCL_OPTIM_ADAMW ? 1 : o->cfg.kind == MCL_OPTIM_RMSPROP ? 2 : 0;
             a.p.i[1] = t;
             a.p.f[0] = lr;
             a.p.f[1] = o->cfg.beta1;

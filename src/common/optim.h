@@ -34,7 +34,9 @@ float mcl_schedule_lr(const mcl_schedule *s, int64_t step);
 /* MCL_OK or MCL_ERR_INVALID (message in errbuf) for a schedule that makes no sense. */
 mcl_status mcl_schedule_check(const mcl_schedule *s, char *errbuf, size_t len);
 
-typedef enum mcl_optim_kind { MCL_OPTIM_SGD = 0, MCL_OPTIM_ADAM, MCL_OPTIM_ADAMW } mcl_optim_kind;
+/* RMSPROP: v = a·v + (1 − a)·g², param −= lr·g / (sqrt(v) + eps), a = beta2 (default 0.99),
+ * no bias correction, L2 weight decay in the gradient (PyTorch's RMSprop without momentum). */
+typedef enum mcl_optim_kind { MCL_OPTIM_SGD = 0, MCL_OPTIM_ADAM, MCL_OPTIM_ADAMW, MCL_OPTIM_RMSPROP } mcl_optim_kind;
 
 typedef struct mcl_optim_config {
     mcl_optim_kind kind;

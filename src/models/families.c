@@ -4,9 +4,10 @@
 
 #include "acl_train.h"
 #include "oct_train.h"
+#include "smn_train.h"
 #include "train.h"
 
-static const mcl_family *const families[] = {&mcl_acl_family, &mcl_oct_family, NULL};
+static const mcl_family *const families[] = {&mcl_acl_family, &mcl_oct_family, &mcl_smn_family, NULL};
 
 const mcl_family *const *mcl_families(void) { return families; }
 

@@ -49,7 +49,7 @@ mcl_status mcl_ocl_adam_step_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *p = a->in[0];
     const int64_t n = mcl_tensor_numel(p);
-    const int decoupled = a->p.i[0] != 0;
+    const int decoupled = a->p.i[0] == 1, rmsprop = a->p.i[0] == 2;
     const int64_t t = a->p.i[1];
     const float lr = a->p.f[0], b1 = a->p.f[1], b2 = a->p.f[2], eps = a->p.f[3];
     const float wd = a->p.f[4];
@@ -58,8 +58,8 @@ mcl_status mcl_ocl_adam_step_fwd(mcl_backend *be, const mcl_op_args *a)
                                  (long long)t);
 
     /* the same expressions as src/ref/optim.c */
-    const float c1 = (float)(1.0 / (1.0 - pow((double)b1, (double)t)));
-    const float c2 = (float)(1.0 / (1.0 - pow((double)b2, (double)t)));
+    const float c1 = rmsprop ? 1.0f : (float)(1.0 / (1.0 - pow((double)b1, (double)t)));
+    const float c2 = rmsprop ? 1.0f : (float)(1.0 / (1.0 - pow((double)b2, (double)t)));
     const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
     const float lrwd = lr * wd;
     const float l2 = decoupled ? 0.0f : wd;

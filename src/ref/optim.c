@@ -89,14 +89,16 @@ mcl_status mcl_ref_adam_step_fwd(mcl_backend *be, const mcl_op_args *a)
     float *M = mcl_ref_ptr(a->in[2]);
     float *Vv = mcl_ref_ptr(a->in[3]);
     int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
-    const int decoupled = a->p.i[0] != 0;
+    const int decoupled = a->p.i[0] == 1, rmsprop = a->p.i[0] == 2;
     const int64_t t = a->p.i[1];
     const float lr = a->p.f[0], b1 = a->p.f[1], b2 = a->p.f[2], eps = a->p.f[3];
     const float wd = a->p.f[4];
     if (t < 1) return MCL_ERR_INVALID;
 
-    const float c1 = (float)(1.0 / (1.0 - pow((double)b1, (double)t)));
-    const float c2 = (float)(1.0 / (1.0 - pow((double)b2, (double)t)));
+    /* RMSProp (i0 = 2): no bias correction, c1 = c2 = 1 (with b1 = 0, m = g and the step is
+     * lr g / (sqrt(v) + eps), Tieleman & Hinton; PyTorch's RMSprop with eps outside the root) */
+    const float c1 = rmsprop ? 1.0f : (float)(1.0 / (1.0 - pow((double)b1, (double)t)));
+    const float c2 = rmsprop ? 1.0f : (float)(1.0 / (1.0 - pow((double)b2, (double)t)));
     const float omb1 = 1.0f - b1, omb2 = 1.0f - b2;
     const float lrwd = lr * wd;             /* AdamW: decoupled decay factor */
     const float l2 = decoupled ? 0.0f : wd; /* Adam: L2 term in the gradient */

@@ -1,0 +1,407 @@
+/* metanet.c — MetaNet fast-weight layers with sparse gradient-driven writes (see metanet.h;
+ * doc/smn-model.md §2-3 gives the equations next to the paper's words). */
+#include "metanet.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "params.h"
+#include "rng.h"
+
+/* One augmented weight. */
+typedef struct fastw {
+    char name[64];
+    mcl_tensor *w;      /* slow weight (the model's parameter)                      */
+    mcl_tensor *m;      /* state: fast weight M_t, w's shape                         */
+    mcl_tensor *avg;    /* state: gradient average I_t, w's shape                    */
+    mcl_tensor *phi[6]; /* g_φ: w1 [H,2], b1 [H], w2 [H,H], b2 [H], w3 [1,H], b3 [1] */
+    mcl_tensor *m0;     /* M at the window's start (ours), NULL outside a window     */
+    mcl_tensor *eff;    /* the effective weight of the current forward (a temporary) */
+    int64_t n;          /* elements                                                  */
+    /* the window's writes, in step order */
+    int n_log;
+    int64_t *log_idx[MCL_METANET_MAX_K];
+    int64_t log_m[MCL_METANET_MAX_K];
+    mcl_tensor *log_zs[MCL_METANET_MAX_K]; /* [m, 2] (references we hold) */
+    int64_t last_writes;
+} fastw;
+
+struct mcl_metanet {
+    mcl_ctx *ctx;
+    mcl_params *params;
+    mcl_metanet_cfg cfg;
+    int n;
+    fastw f[MCL_METANET_MAX_LAYERS];
+    uint64_t steps;   /* fast steps taken (the masks' counter) */
+    int64_t *idx;     /* scratch [largest n]: a mask's indices  */
+    int64_t *row;     /* scratch [largest n]: survivor rows, -1 */
+    float *fbuf;      /* scratch [2 · largest n]                */
+    int64_t cap;
+};
+
+void mcl_metanet_cfg_default(mcl_metanet_cfg *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->meta_hidden = 20;
+    cfg->slope = 0.01f;
+    cfg->preproc_p = 10.0f;
+    cfg->reset = 0;
+    cfg->mask_seed = 1;
+    cfg->init_seed = 1;
+}
+
+mcl_status mcl_metanet_create(mcl_ctx *ctx, mcl_params *params, const mcl_metanet_cfg *cfg,
+                              mcl_metanet **out)
+{
+    if (!out) return MCL_ERR_NULL;
+    *out = NULL;
+    if (!ctx || !params || !cfg) return MCL_ERR_NULL;
+    if (cfg->meta_hidden < 1 || cfg->meta_hidden > 4096 || !(cfg->preproc_p > 0.0f) ||
+        !isfinite(cfg->slope))
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                 "metanet: meta_hidden %d (1..4096), preprocessing P %g (> 0), slope %g",
+                                 cfg->meta_hidden, (double)cfg->preproc_p, (double)cfg->slope);
+    mcl_metanet *mn = calloc(1, sizeof *mn);
+    if (!mn) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "metanet: out of memory");
+    mn->ctx = ctx;
+    mn->params = params;
+    mn->cfg = *cfg;
+    *out = mn;
+    return MCL_OK;
+}
+
+static void log_clear(fastw *f)
+{
+    for (int j = 0; j < f->n_log; j++) {
+        free(f->log_idx[j]);
+        mcl_tensor_free(f->log_zs[j]);
+        f->log_idx[j] = NULL;
+        f->log_zs[j] = NULL;
+    }
+    f->n_log = 0;
+}
+
+void mcl_metanet_free(mcl_metanet *mn)
+{
+    if (!mn) return;
+    for (int i = 0; i < mn->n; i++) {
+        log_clear(&mn->f[i]);
+        mcl_tensor_free(mn->f[i].m0);
+    }
+    free(mn->idx);
+    free(mn->row);
+    free(mn->fbuf);
+    free(mn);
+}
+
+/* A registered tensor that is saved but never trained. */
+static mcl_tensor *state_tensor(mcl_metanet *mn, const char *name, const mcl_tensor *like)
+{
+    mcl_tensor *x = mcl_params_add(mn->params, name, mcl_tensor_ndim(like), mcl_tensor_shape(like));
+    if (x) mcl_tensor_requires_grad(x, 0);
+    return x;
+}
+
+int mcl_metanet_add(mcl_metanet *mn, mcl_tensor *w, const char *name)
+{
+    if (!mn || !w || !name) return -1;
+    mcl_ctx *ctx = mn->ctx;
+    const int64_t n = mcl_tensor_numel(w);
+    if (mn->n >= MCL_METANET_MAX_LAYERS) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "metanet: more than %d augmented weights", MCL_METANET_MAX_LAYERS);
+        return -1;
+    }
+    if (n >= ((int64_t)1 << 24)) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                          "metanet: weight '%s' has %lld elements; fast weights need < 2^24 (indices are exact floats)",
+                          name, (long long)n);
+        return -1;
+    }
+    if (strlen(name) + 16 > sizeof mn->f[0].name) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "metanet: name '%s' too long", name);
+        return -1;
+    }
+    const int i = mn->n;
+    fastw *f = &mn->f[i];
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->w = w;
+    f->n = n;
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s.fast", name);
+    f->m = state_tensor(mn, nm, w);
+    snprintf(nm, sizeof nm, "%s.avg", name);
+    f->avg = state_tensor(mn, nm, w);
+    if (!f->m || !f->avg) return -1;
+    /* g_φ: 2 → H → H → 1. Normal init with variance 1/fan_in for the hidden layers; the output
+     * layer and every bias 0, so that g_φ ≡ 0 at first: the network starts as its plain
+     * self (random fast weights as large as W's entries drowned the signal: a WCST agent with
+     * a 10x smaller random output layer learned nothing in 3000 episodes) and the gradient
+     * of the output layer, Σ g·h2, moves it from there. */
+    const int64_t H = mn->cfg.meta_hidden;
+    static const char *const pn[6] = {"w1", "b1", "w2", "b2", "w3", "b3"};
+    const int64_t sh[6][2] = {{H, 2}, {H, 0}, {H, H}, {H, 0}, {1, H}, {1, 0}};
+    const float sd[6] = {sqrtf(1.0f / 2.0f), 0.0f, sqrtf(1.0f / (float)H), 0.0f, 0.0f, 0.0f};
+    for (int j = 0; j < 6; j++) {
+        snprintf(nm, sizeof nm, "%s.meta.%s", name, pn[j]);
+        f->phi[j] = mcl_params_add(mn->params, nm, sh[j][1] ? 2 : 1, sh[j]);
+        if (!f->phi[j]) return -1;
+        mcl_status st = sd[j] > 0.0f ? mcl_tensor_randn(f->phi[j], mn->cfg.init_seed,
+                                                        0x4d455441ULL * 64u + (uint64_t)(8 * i + j), 0.0f, sd[j])
+                                     : mcl_tensor_fill(f->phi[j], 0.0f);
+        if (st != MCL_OK) return -1;
+    }
+    if (n > mn->cap) {
+        int64_t *a = realloc(mn->idx, (size_t)n * sizeof *a);
+        if (a) mn->idx = a;
+        int64_t *b = a ? realloc(mn->row, (size_t)n * sizeof *b) : NULL;
+        if (b) mn->row = b;
+        float *c = b ? realloc(mn->fbuf, (size_t)(2 * n) * sizeof *c) : NULL;
+        if (c) mn->fbuf = c;
+        if (!c) {
+            mcl_ctx_set_error(ctx, MCL_ERR_OOM, "metanet: out of memory");
+            return -1;
+        }
+        for (int64_t e = mn->cap; e < n; e++) mn->row[e] = -1;
+        mn->cap = n;
+    }
+    mn->n++;
+    return i;
+}
+
+int mcl_metanet_count(const mcl_metanet *mn) { return mn ? mn->n : 0; }
+mcl_tensor *mcl_metanet_slow(const mcl_metanet *mn, int i) { return mn && i >= 0 && i < mn->n ? mn->f[i].w : NULL; }
+mcl_tensor *mcl_metanet_fast(const mcl_metanet *mn, int i) { return mn && i >= 0 && i < mn->n ? mn->f[i].m : NULL; }
+mcl_tensor *mcl_metanet_effective(const mcl_metanet *mn, int i) { return mn && i >= 0 && i < mn->n ? mn->f[i].eff : NULL; }
+mcl_tensor *const *mcl_metanet_phi(const mcl_metanet *mn, int i) { return mn && i >= 0 && i < mn->n ? mn->f[i].phi : NULL; }
+mcl_tensor *mcl_metanet_avg(const mcl_metanet *mn, int i) { return mn && i >= 0 && i < mn->n ? mn->f[i].avg : NULL; }
+const mcl_metanet_cfg *mcl_metanet_config(const mcl_metanet *mn) { return mn ? &mn->cfg : NULL; }
+uint64_t mcl_metanet_steps(const mcl_metanet *mn) { return mn ? mn->steps : 0; }
+void mcl_metanet_set_steps(mcl_metanet *mn, uint64_t steps)
+{
+    if (mn) mn->steps = steps;
+}
+
+int64_t mcl_metanet_last_writes(const mcl_metanet *mn)
+{
+    int64_t s = 0;
+    for (int i = 0; mn && i < mn->n; i++) s += mn->f[i].last_writes;
+    return s;
+}
+
+/* A [n] float tensor holding integer values (indices or rows). */
+static mcl_tensor *index_tensor(mcl_metanet *mn, const int64_t *v, int64_t n)
+{
+    const int64_t sh[1] = {n};
+    mcl_tensor *t = mcl_tensor_create(mn->ctx, 1, sh);
+    if (!t) return NULL;
+    float *buf = mn->fbuf;
+    for (int64_t e = 0; e < n; e++) buf[e] = (float)v[e];
+    if (mcl_tensor_write(t, buf, n) != MCL_OK) {
+        mcl_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* M_{k-1} on the tape: smn_write(M_0, surviving writes of the window, φ). The survivor of
+ * element e is the last logged write to e; its row in the concatenated log is row[e]. */
+static mcl_tensor *rebuild_fast(mcl_metanet *mn, fastw *f)
+{
+    mcl_ctx *ctx = mn->ctx;
+    mcl_tensor *m0 = f->m0 ? f->m0 : f->m;
+    if (f->n_log == 0) return m0;
+    int64_t base = 0, ms = 0;
+    for (int j = 0; j < f->n_log; j++) { /* later writes override earlier ones */
+        for (int64_t e = 0; e < f->log_m[j]; e++) mn->row[f->log_idx[j][e]] = base + e;
+        base += f->log_m[j];
+    }
+    int64_t *rows = malloc((size_t)base * sizeof *rows);
+    if (!rows) {
+        for (int64_t el = 0; el < f->n; el++) mn->row[el] = -1;
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM, "metanet: out of memory");
+        return NULL;
+    }
+    for (int64_t el = 0; el < f->n; el++) /* survivors in increasing element order */
+        if (mn->row[el] >= 0) {
+            mn->idx[ms] = el;
+            rows[ms++] = mn->row[el];
+            mn->row[el] = -1;
+        }
+    mcl_tensor *sidx = index_tensor(mn, mn->idx, ms);
+    mcl_tensor *srow = sidx ? index_tensor(mn, rows, ms) : NULL;
+    free(rows);
+    mcl_tensor *zs_all = f->log_zs[0];
+    for (int j = 1; j < f->n_log && zs_all; j++) zs_all = mcl_concat(ctx, zs_all, f->log_zs[j], 0);
+    mcl_tensor *zs = srow && zs_all ? mcl_embedding(ctx, zs_all, srow) : NULL; /* [ms, 2] */
+    mcl_tensor *mw = zs ? mcl_smn_write(ctx, m0, sidx, zs, f->phi, mn->cfg.slope) : NULL;
+    mcl_tensor_free(sidx);
+    mcl_tensor_free(srow);
+    return mw;
+}
+
+mcl_status mcl_metanet_weights(mcl_metanet *mn, mcl_fast_mode mode, mcl_tensor **eff)
+{
+    if (!mn || !eff) return MCL_ERR_NULL;
+    for (int i = 0; i < mn->n; i++) {
+        fastw *f = &mn->f[i];
+        mcl_tensor *m = mode == MCL_FAST_WINDOW_END ? rebuild_fast(mn, f) : f->m;
+        f->eff = m ? mcl_add(mn->ctx, f->w, m) : NULL;
+        if (!f->eff) return mcl_ctx_status(mn->ctx) != MCL_OK ? mcl_ctx_status(mn->ctx) : MCL_ERR_BACKEND;
+        eff[i] = f->eff;
+    }
+    return MCL_OK;
+}
+
+static mcl_status check_hyper(mcl_metanet *mn, const mcl_metanet_hyper *h)
+{
+    if (!(h->p > 0.0f && h->p <= 1.0f) || !(h->gamma >= 0.0f && h->gamma < 1.0f) || !isfinite(h->beta1) ||
+        !isfinite(h->beta2))
+        return mcl_ctx_set_error(mn->ctx, MCL_ERR_INVALID,
+                                 "metanet: p = %g must be in (0, 1], gamma = %g in [0, 1), betas finite",
+                                 (double)h->p, (double)h->gamma);
+    return MCL_OK;
+}
+
+/* I := γ I + β1 G (no gradient). */
+static mcl_status update_avg(mcl_metanet *mn, fastw *f, mcl_tensor *g, const mcl_metanet_hyper *h,
+                             mcl_tensor **inew)
+{
+    mcl_ctx *ctx = mn->ctx;
+    mcl_tensor *a = mcl_scale(ctx, f->avg, h->gamma);
+    mcl_tensor *b = g ? mcl_scale(ctx, g, h->beta1) : NULL;
+    mcl_tensor *s = a && b ? mcl_add(ctx, a, b) : a;
+    if (!s || (g && !b)) return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_BACKEND;
+    mcl_status st = mcl_tensor_copy_into(f->avg, s);
+    if (inew) *inew = s;
+    return st;
+}
+
+/* The write of one layer from its gradient g. */
+static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_metanet_hyper *h, int keep_log)
+{
+    mcl_ctx *ctx = mn->ctx;
+    fastw *f = &mn->f[i];
+    mcl_tensor *inew = NULL;
+    mcl_status st = update_avg(mn, f, g, h, &inew);
+    if (st != MCL_OK) return st;
+    mcl_tensor *b2 = mcl_scale(ctx, g, h->beta2);
+    mcl_tensor *z = b2 ? mcl_add(ctx, inew, b2) : NULL; /* z = I_t + β2 G_t */
+    if (!z) return mcl_ctx_status(ctx);
+    const int64_t m = mcl_rng_bernoulli_indices(mn->cfg.mask_seed, MCL_METANET_MASK_STREAM + (uint64_t)i,
+                                                mn->steps * (uint64_t)f->n, f->n, h->p, mn->idx);
+    f->last_writes = m;
+    if (m == 0) return MCL_OK;
+    mcl_tensor *idx = index_tensor(mn, mn->idx, m);
+    if (!idx) return mcl_ctx_status(ctx);
+    const int64_t col[2] = {f->n, 1}, flat[1] = {m};
+    mcl_tensor *zc = mcl_reshape(ctx, z, 2, col);
+    mcl_tensor *zg = zc ? mcl_embedding(ctx, zc, idx) : NULL; /* [m, 1] */
+    mcl_tensor *zf = zg ? mcl_reshape(ctx, zg, 1, flat) : NULL;
+    mcl_tensor *zs = zf ? mcl_grad_preproc(ctx, zf, mn->cfg.preproc_p) : NULL; /* [m, 2] */
+    mcl_tensor *mnew = zs ? mcl_smn_write(ctx, f->m, idx, zs, f->phi, mn->cfg.slope) : NULL;
+    st = mnew ? mcl_tensor_copy_into(f->m, mnew) : mcl_ctx_status(ctx);
+    if (st == MCL_OK && keep_log) {
+        if (f->n_log >= MCL_METANET_MAX_K) {
+            st = mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "metanet: more than %d fast steps in a window",
+                                   MCL_METANET_MAX_K);
+        } else {
+            int64_t *cp = malloc((size_t)m * sizeof *cp);
+            if (!cp) {
+                st = mcl_ctx_set_error(ctx, MCL_ERR_OOM, "metanet: out of memory");
+            } else {
+                memcpy(cp, mn->idx, (size_t)m * sizeof *cp);
+                f->log_idx[f->n_log] = cp;
+                f->log_m[f->n_log] = m;
+                f->log_zs[f->n_log] = mcl_tensor_keep(zs);
+                f->n_log++;
+            }
+        }
+    }
+    mcl_tensor_free(idx);
+    return st;
+}
+
+mcl_status mcl_metanet_write(mcl_metanet *mn, mcl_tensor *loss, size_t mark, const mcl_metanet_hyper *h,
+                             int keep_log)
+{
+    if (!mn || !loss || !h) return MCL_ERR_NULL;
+    mcl_status st = check_hyper(mn, h);
+    if (st != MCL_OK || mn->n == 0) return st;
+    mcl_tensor *wrt[MCL_METANET_MAX_LAYERS], *g[MCL_METANET_MAX_LAYERS];
+    for (int i = 0; i < mn->n; i++) {
+        wrt[i] = mn->f[i].eff;
+        if (!wrt[i])
+            return mcl_ctx_set_error(mn->ctx, MCL_ERR_STATE, "metanet: write before mcl_metanet_weights");
+    }
+    st = mcl_grad_partial(mn->ctx, loss, mark, mn->n, wrt, g); /* G_t: data */
+    if (st != MCL_OK) return st;
+    mcl_no_grad_begin(mn->ctx);
+    for (int i = 0; i < mn->n && st == MCL_OK; i++) st = write_layer(mn, i, g[i], h, keep_log);
+    mcl_no_grad_end(mn->ctx);
+    for (int i = 0; i < mn->n; i++) mcl_tensor_free(g[i]);
+    if (st == MCL_OK) mn->steps++;
+    return st;
+}
+
+mcl_status mcl_metanet_window_begin(mcl_metanet *mn)
+{
+    if (!mn) return MCL_ERR_NULL;
+    for (int i = 0; i < mn->n; i++) {
+        fastw *f = &mn->f[i];
+        log_clear(f);
+        if (!f->m0) {
+            f->m0 = mcl_tensor_create(mn->ctx, mcl_tensor_ndim(f->m), mcl_tensor_shape(f->m));
+            if (!f->m0) return mcl_ctx_status(mn->ctx);
+        }
+        mcl_status st = mcl_tensor_copy_into(f->m0, f->m);
+        if (st != MCL_OK) return st;
+    }
+    return MCL_OK;
+}
+
+mcl_status mcl_metanet_window_end(mcl_metanet *mn, const mcl_metanet_hyper *h)
+{
+    if (!mn || !h) return MCL_ERR_NULL;
+    mcl_status st = check_hyper(mn, h);
+    mcl_no_grad_begin(mn->ctx);
+    for (int i = 0; i < mn->n && st == MCL_OK; i++) {
+        fastw *f = &mn->f[i];
+        st = update_avg(mn, f, mcl_tensor_grad(f->w), h, NULL); /* I_k from G_k */
+        if (st == MCL_OK && mn->cfg.reset) st = mcl_tensor_fill(f->m, 0.0f);
+        log_clear(f);
+    }
+    mcl_no_grad_end(mn->ctx);
+    return st;
+}
+
+mcl_status mcl_metanet_clear(mcl_metanet *mn)
+{
+    if (!mn) return MCL_ERR_NULL;
+    mcl_status st = MCL_OK;
+    for (int i = 0; i < mn->n && st == MCL_OK; i++) {
+        log_clear(&mn->f[i]);
+        st = mcl_tensor_fill(mn->f[i].m, 0.0f);
+        if (st == MCL_OK) st = mcl_tensor_fill(mn->f[i].avg, 0.0f);
+    }
+    return st;
+}
+
+void mcl_metanet_log_bytes(const mcl_metanet *mn, uint64_t *sparse, uint64_t *dense)
+{
+    uint64_t s = 0, d = 0;
+    const uint64_t H = mn ? (uint64_t)mn->cfg.meta_hidden : 0;
+    for (int i = 0; mn && i < mn->n; i++) {
+        const fastw *f = &mn->f[i];
+        for (int j = 0; j < f->n_log; j++) s += (uint64_t)f->log_m[j] * (8u + 2u * 4u);
+        s += (uint64_t)f->n * 4u; /* M_0 */
+        /* dense: per step M_t, z (2 floats), the mask, and g_φ's saved activations (2H + 2H + 1
+         * pre- and post-activations) on every element */
+        d += (uint64_t)f->n_log * (uint64_t)f->n * 4u * (1u + 2u + 1u + 4u * H + 1u) + (uint64_t)f->n * 4u;
+    }
+    if (sparse) *sparse = s;
+    if (dense) *dense = d;
+}

@@ -1,0 +1,128 @@
+#!/bin/sh
+# test-smn-cli.sh — `metacl train smn` and `metacl eval smn` end to end on tiny sizes: bad
+# config values (p outside (0, 1], k = 0, gamma outside [0, 1)) refused with file:line; a WCST
+# run and an Online-X run on hershey; exact resume (the metrics of a run stopped halfway and
+# resumed equal an uninterrupted run's); a truncated checkpoint refused; the WCST protocol
+# with a baseline and its figures; the online protocol with the fine-tuning baselines; usage
+# errors (exit 2). On the reference backend, and OpenCL when a device exists (its first loss
+# agrees with the reference's to 4 digits).
+METACL=${METACL:-./metacl}
+TMP=test-smn-cli.tmp.$$
+. "${METACL_SRCDIR:-$(dirname "$0")/..}/tests/cli-lib.sh"
+echo "test-smn-cli: binary $METACL (seeds: model.seed 1, train.seed 1, wcst.seed 1, stream.seed 1)"
+rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
+prepare_hershey "$TMP/data"
+W=$TMP/wcst.conf
+cat >"$W" <<CONF
+task = wcst
+model.hidden = 16
+model.meta_hidden = 4
+train.steps = 8
+train.ckpt_every = 2
+train.log_every = 1
+CONF
+X=$TMP/onlinex.conf
+cat >"$X" <<CONF
+task = onlinex
+model.arch = resnet
+model.width = 2
+model.n_out = 5
+model.value_head = 0
+model.meta_hidden = 4
+data.source = hershey
+data.dir = $TMP/data
+stream.tasks = 6
+stream.len_min = 2
+stream.len_max = 3
+train.batch = 4
+train.ckpt_every = 2
+CONF
+
+check "no arguments" 2 "$METACL" eval smn
+check "unknown option" 2 "$METACL" train smn --config "$W" --bogus
+printf 'task = wcst\nmodel.p = 0\n' >"$TMP/p0.conf"
+check "p = 0" 1 "$METACL" train smn --config "$TMP/p0.conf" --out "$TMP/u"
+expect_text "names file, line and range" "p0.conf:2: model.p = '0'"
+printf 'task = wcst\n\nmodel.p = 1.5\n' >"$TMP/p15.conf"
+check "p = 1.5" 1 "$METACL" train smn --config "$TMP/p15.conf" --out "$TMP/u"
+expect_text "names file and line" "p15.conf:3: model.p"
+printf 'task = wcst\nmodel.k = 0\n' >"$TMP/k0.conf"
+check "k = 0" 1 "$METACL" train smn --config "$TMP/k0.conf" --out "$TMP/u"
+expect_text "names file and line" "k0.conf:2: model.k"
+printf 'task = wcst\nmodel.gamma = 1\n' >"$TMP/g1.conf"
+check "gamma = 1" 1 "$METACL" train smn --config "$TMP/g1.conf" --out "$TMP/u"
+expect_text "names file and line" "g1.conf:2: model.gamma"
+printf 'task = wcst\nmodel.eval_gamma = -0.1\n' >"$TMP/g2.conf"
+check "eval_gamma < 0" 1 "$METACL" train smn --config "$TMP/g2.conf" --out "$TMP/u"
+expect_text "names file and line" "g2.conf:2: model.eval_gamma"
+check "k = 1 with fast weights" 1 "$METACL" train smn --config "$W" --set model.k=1 --out "$TMP/u"
+expect_text "says why" "k >= 2"
+check "wcst with a resnet" 1 "$METACL" train smn --config "$W" --set model.arch=resnet --out "$TMP/u"
+check "classes with fast weights" 1 "$METACL" train smn --config "$X" --set task=classes --set train.steps=2 --out "$TMP/u"
+[ ! -e "$TMP/u/config.txt" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a refused run left files"; }
+
+if "$METACL" devices 2>/dev/null | grep -q "^  opencl [0-9]"; then backends="ref opencl"; else
+    echo "no OpenCL device: OpenCL runs skipped"; backends=ref; fi
+for b in $backends; do
+    for t in wcst onlinex; do
+        C=$W; [ $t = onlinex ] && C=$X
+        check "$b $t: a whole run" 0 "$METACL" train smn --config "$C" --out "$TMP/$b-$t-whole" --backend "$b" --quiet
+        for f in config.txt metrics.csv log.txt last.ckpt; do
+            [ -s "$TMP/$b-$t-whole/$f" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: $b $t: $f missing"; }
+        done
+        n=$(($(wc -l <"$TMP/$b-$t-whole/metrics.csv") - 1))
+        [ "$n" -ge 4 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: $b $t: $n metric rows"; }
+        half=$((n / 2))
+        check "$b $t: $half steps" 0 "$METACL" train smn --config "$C" --out "$TMP/$b-$t-split" --backend "$b" --quiet \
+            --set train.steps=$half
+        check "$b $t: resume to the end" 0 "$METACL" train smn --resume "$TMP/$b-$t-split" --backend "$b" --quiet \
+            --set train.steps=$n
+        cut -d, -f1-7 "$TMP/$b-$t-whole/metrics.csv" >"$TMP/a"
+        cut -d, -f1-7 "$TMP/$b-$t-split/metrics.csv" >"$TMP/b"
+        if cmp -s "$TMP/a" "$TMP/b"; then pass=$((pass + 1)); else
+            fail=$((fail + 1)); echo "FAIL: $b $t: resumed run differs"; diff "$TMP/a" "$TMP/b" | head; fi
+    done
+done
+# a different run is seen to differ (the comparison can fail)
+check "another seed" 0 "$METACL" train smn --config "$W" --out "$TMP/other" --quiet --set model.seed=2
+cut -d, -f1-7 "$TMP/other/metrics.csv" >"$TMP/c"
+cut -d, -f1-7 "$TMP/ref-wcst-whole/metrics.csv" >"$TMP/a"
+cmp -s "$TMP/a" "$TMP/c" && { fail=$((fail + 1)); echo "FAIL: two seeds gave the same metrics"; } || pass=$((pass + 1))
+
+cp "$TMP/ref-wcst-whole/last.ckpt" "$TMP/w.ckpt"
+check "wcst protocol" 0 "$METACL" eval smn --protocol wcst --ckpt "$TMP/w.ckpt" --baseline adam:0.001 \
+    --baseline offline-rmsprop:0.001 --runs 2 --tasks 2 --max-steps 12 --figures "$TMP/fig" --quiet
+expect_text "a table per task" "Updates to solve each rule"
+expect_text "the baseline's column" "offline-rmsprop"
+for f in wcst-updates.png wcst-persev.png; do
+    [ -s "$TMP/fig/$f" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: $f missing"; }
+done
+check "wcst protocol --json" 0 "$METACL" eval smn --protocol wcst --ckpt "$TMP/w.ckpt" --runs 1 --tasks 1 --max-steps 6 --json --quiet
+expect_text "json" '"updates_to_solve"'
+check "wcst: an online baseline with a checkpoint" 2 "$METACL" eval smn --protocol wcst --baseline online:"$TMP/w.ckpt"
+check "wcst: unknown baseline" 2 "$METACL" eval smn --protocol wcst --baseline bogus
+check "lengths malformed" 2 "$METACL" eval smn --protocol online --ckpt "$TMP/w.ckpt" --lengths 5-2
+check "online protocol with a wcst agent" 2 "$METACL" eval smn --protocol online --ckpt "$TMP/w.ckpt" --data hershey \
+    --data-dir "$TMP/data"
+
+cp "$TMP/ref-onlinex-whole/last.ckpt" "$TMP/x.ckpt"
+check "plain model for the baselines" 0 "$METACL" train smn --config "$X" --out "$TMP/ft" --quiet --set model.fast=0 --set model.k=1
+check "online protocol" 0 "$METACL" eval smn --protocol online --ckpt "$TMP/x.ckpt" --baseline online:"$TMP/ft/last.ckpt":0.001 \
+    --baseline pretrain-reset:"$TMP/ft/last.ckpt":0.001 --data hershey --data-dir "$TMP/data" --lengths 1-2,3-4 \
+    --tasks 3 --runs 2 --round 4 --figures "$TMP/fig" --quiet
+expect_text "accuracy table" "Average task accuracy"
+expect_text "perseveration table" "Perseveration error rate"
+expect_text "interference table" "Interference error rate"
+[ -s "$TMP/fig/online-accuracy.png" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: online figure missing"; }
+head -c 300 "$TMP/x.ckpt" >"$TMP/trunc.ckpt"
+check "a truncated checkpoint" 1 "$METACL" eval smn --protocol online --ckpt "$TMP/trunc.ckpt" --data hershey --data-dir "$TMP/data"
+head -c 300 "$TMP/ref-wcst-whole/last.ckpt" >"$TMP/t.ckpt" && cp "$TMP/t.ckpt" "$TMP/ref-wcst-whole/last.ckpt"
+check "resume from a truncated checkpoint" 1 "$METACL" train smn --resume "$TMP/ref-wcst-whole" --quiet
+if [ "$backends" = "ref opencl" ]; then
+    l_ref=$(sed -n 2p "$TMP/ref-wcst-split/metrics.csv" | cut -d, -f2); l_ocl=$(sed -n 2p "$TMP/opencl-wcst-split/metrics.csv" | cut -d, -f2)
+    if awk -v a="$l_ref" -v b="$l_ocl" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-4*(a<0?-a:a)+1e-5)}'; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: step-1 loss ref $l_ref vs OpenCL $l_ocl"; fi
+fi
+rm -rf "$TMP"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
