@@ -814,14 +814,14 @@ static int gen_sgd_step(int k, tcase *tc)
     return 1;
 }
 
-/* adam_step: param, grad, m, v; Adam (i0 = 0) and AdamW (i0 = 1), from zero state and from a
- * random one; two calls with step i1 = 1, 2 (bias corrections differ). */
+/* adam_step: param, grad, m, v; Adam (i0 = 0), AdamW (i0 = 1) and RMSProp (i0 = 2), from zero
+ * state and from a random one; two calls with step i1 = 1, 2 (bias corrections differ). */
 static int gen_adam_step(int k, tcase *tc)
 {
-    static const int64_t s[][5] = {{1, 1}, {1, 7}, {2, 5, 13}, {3, 2, 3, 5}, {2, BIG_R, BIG_C}};
-    static const int mode[] = {0, 1, 0, 1, 1};
-    static const int fresh[] = {1, 1, 0, 0, 0};
-    static const float wd[] = {0.0f, 0.01f, 0.1f, 0.1f, 0.01f};
+    static const int64_t s[][5] = {{1, 1}, {1, 7}, {2, 5, 13}, {3, 2, 3, 5}, {2, BIG_R, BIG_C}, {1, 7}, {2, 5, 13}};
+    static const int mode[] = {0, 1, 0, 1, 1, 2, 2};
+    static const int fresh[] = {1, 1, 0, 0, 0, 1, 0};
+    static const float wd[] = {0.0f, 0.01f, 0.1f, 0.1f, 0.01f, 0.0f, 0.1f};
     if (k >= (int)(sizeof s / sizeof s[0])) return 0;
     fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
     fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
@@ -831,8 +831,8 @@ static int gen_adam_step(int k, tcase *tc)
         fill_uniform(tc, v, 0.01, 0.5);
     }
     tc->p.f[0] = 1e-2f;
-    tc->p.f[1] = 0.9f;
-    tc->p.f[2] = 0.999f;
+    tc->p.f[1] = mode[k] == 2 ? 0.0f : 0.9f; /* RMSProp: no first moment */
+    tc->p.f[2] = mode[k] == 2 ? 0.99f : 0.999f;
     tc->p.f[3] = 1e-8f;
     tc->p.f[4] = wd[k];
     tc->p.i[0] = mode[k];
@@ -1436,7 +1436,8 @@ static void nv_sgd_step(const tcase *tc, harr *w)
         }
 }
 
-/* Adam (i0 = 0: g += wd*param) / AdamW (i0 = 1: param -= lr*wd*param), step t = 1, 2, ...:
+/* Adam (i0 = 0: g += wd*param) / AdamW (i0 = 1: param -= lr*wd*param) / RMSProp (i0 = 2: as
+ * Adam with b1 = 0 and no bias correction), step t = 1, 2, ...:
  * m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  param -= lr (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) */
 static void nv_adam_step(const tcase *tc, harr *w)
 {
@@ -1446,10 +1447,11 @@ static void nv_adam_step(const tcase *tc, harr *w)
     for (int c = 0; c < tc->calls; c++) {
         double t = tc->step_i >= 0 ? c + 1 : (double)tc->p.i[1];
         for (int64_t i = 0; i < w[0].n; i++) {
-            double g = gr[i] + (tc->p.i[0] == 0 ? wd * pa[i] : 0.0);
+            double g = gr[i] + (tc->p.i[0] != 1 ? wd * pa[i] : 0.0); /* L2 for Adam and RMSProp */
             m[i] = b1 * m[i] + (1 - b1) * g;
             v[i] = b2 * v[i] + (1 - b2) * g * g;
-            double upd = (m[i] / (1 - pow(b1, t))) / (sqrt(v[i] / (1 - pow(b2, t))) + eps);
+            const int rms = tc->p.i[0] == 2; /* RMSProp: no bias correction */
+            double upd = (m[i] / (rms ? 1.0 : 1 - pow(b1, t))) / (sqrt(v[i] / (rms ? 1.0 : 1 - pow(b2, t))) + eps);
             pa[i] -= lr * (upd + (tc->p.i[0] == 1 ? wd * pa[i] : 0.0));
         }
     }
