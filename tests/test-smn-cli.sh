@@ -36,6 +36,7 @@ stream.len_min = 2
 stream.len_max = 3
 train.batch = 4
 train.ckpt_every = 2
+train.log_every = 1
 CONF
 
 check "no arguments" 2 "$METACL" eval smn

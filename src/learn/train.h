@@ -139,7 +139,9 @@ typedef struct mcl_family {
      * normalization; may be NULL): with several ranks, part 0's rank computes them and the
      * harness copies them to every other rank after each step. */
     int (*buffers)(void *fs, mcl_tensor **out, int max);
-    /* After backward and the optimizer step of that step (free its data; may be NULL). */
+    /* After the backward of the step's loss and BEFORE its optimizer step: the gradients are
+     * readable (Sparse Meta Networks read the last weight gradient there); free the step's
+     * data (may be NULL). */
     void (*step_end)(void *fs);
     /* Validation score (higher is better; NaN if none) over `batches` fixed batches; must put
      * back any random state it draws from. */

@@ -631,7 +631,14 @@ static mcl_status smn_save(void *fs, const char *path, const mcl_optim *opt, con
                     (long long)nsnap);
     mcl_ckpt_counter *all = calloc((size_t)(n_cn + 4 + nsnap), sizeof *all);
     int64_t *snap = calloc((size_t)(nsnap + 1), sizeof *snap);
-    char *text = mcl_keys_to_text(model_keys, N_MODEL_KEYS, &t->cfg.model, "model.");
+    /* the whole family config (model.* and the task, data and stream keys): evaluation
+     * protocols rebuild the run from it (mcl_smn_run_from_ckpt) */
+    char *mt = mcl_keys_to_text(model_keys, N_MODEL_KEYS, &t->cfg.model, "model.");
+    char *rt = mcl_keys_to_text(run_keys, (int)(sizeof run_keys / sizeof run_keys[0]), &t->cfg, "");
+    char *text = mt && rt ? malloc(strlen(mt) + strlen(rt) + 1) : NULL;
+    if (text) strcat(strcpy(text, mt), rt);
+    free(mt);
+    free(rt);
     mcl_status st = all && snap && text ? MCL_OK : fail(err, len, MCL_ERR_OOM, "out of memory");
     if (st == MCL_OK && record_io(t, 1) != MCL_OK) st = fail(err, len, MCL_ERR_BACKEND, "record: %s", mcl_ctx_error(t->ctx));
     if (st == MCL_OK && nsnap) mcl_wcst_snapshot(t->env, snap, nsnap);
@@ -722,6 +729,11 @@ static mcl_status copy_matching(smn_fs *t, const char *path, int skip_head, int 
     if (st != MCL_OK) return st;
     mcl_smn *src = mcl_smn_create(t->ctx, &src_cfg.model);
     if (!src) return fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s': %s", path, mcl_ctx_error(t->ctx));
+    if (src_cfg.task == MCL_SMN_TASK_ONLINEX) { /* the family's record, as fs_create adds it */
+        const int64_t rs[2] = {src_cfg.n_tasks, REC_FIELDS};
+        mcl_tensor *r = mcl_params_add(src->params, "state.record", 2, rs);
+        if (r) mcl_tensor_requires_grad(r, 0);
+    }
     st = mcl_ckpt_load(t->ctx, path, MCL_SMN_CKPT_KIND, src->params, NULL, NULL, err, len);
     *copied = 0;
     for (int i = 0; st == MCL_OK && i < mcl_params_count(t->m->params); i++) {
