@@ -33,6 +33,14 @@ check "bench acl missing value" 2 "$METACL" bench acl --reps
 check "bench acl unknown backend" 2 "$METACL" bench acl --backend cuda
 check "bench acl srwm runs" 0 "$METACL" bench acl --backend ref --only srwm --reps 1 --json
 expect_text "bench acl json" '"name":"srwm"'
+check "bench smn unknown workload" 2 "$METACL" bench smn --only smn_wcst_window,nosuch
+expect_text "names the workload" "nosuch"
+check "bench smn wcst window runs" 0 "$METACL" bench smn --backend ref --only smn_wcst_window --reps 1 --json
+expect_text "bench smn json" '"name":"smn_wcst_window"'
+expect_text "bench smn json has the window memory" '"log_bytes_sparse":'
+expect_text "bench smn json has the dense figure" '"log_bytes_dense":'
+check "bench smn table" 0 "$METACL" bench smn --backend ref --only smn_wcst_window --reps 1
+expect_text "bench smn prints the memory under the table" "smn_wcst_window: window log before the gradient step:"
 check "selftest bad flag" 2 "$METACL" selftest --wat
 check "selftest bad number" 2 "$METACL" selftest --steps abc
 check "selftest steps out of range" 2 "$METACL" selftest --steps 0

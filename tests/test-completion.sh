@@ -28,6 +28,8 @@ expect "eval options" --protocol eval acl --prot
 expect "data subcommands" prepare data pre
 expect "data sets" hershey data prepare her
 expect "backends" opencl train acl --backend o
+expect "bench subcommands" smn bench s
+expect "bench smn options" --only bench smn --on
 # the check can fail: a word that is not an option
 got=$(complete_words train acl --nosuchopt)
 if [ -z "$got" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --nosuchopt completed to '$got'"; fi

@@ -5,6 +5,7 @@
 #     git_commit, backend, device, config, seeds; data sets with their SHA-256);
 #   - eval --json-out leaves stdout (the table) exactly as without it; names with quotes and
 #     backslashes are escaped;
+#   - `bench smn --json` is valid JSON with the window's memory figures;
 #   - metrics.csv has an empty cell where a metric is absent (task.acl = 0: no ACL term);
 #   - no progress line when stderr is not a terminal (no \r in stderr of train, eval, data
 #     prepare).
@@ -88,6 +89,13 @@ if [ "$acc_tab" = "$acc_json" ]; then pass=$((pass + 1)); else
     fail=$((fail + 1)); echo "FAIL: ACC in the table ($acc_tab) is not 100 x the JSON's ($acc_json)"; fi
 "$METACL" eval acl --ckpt 'we"ird\na	me'="$TMP/run/last.ckpt" $EV --json >"$TMP/weird.json" 2>/dev/null
 json_ok "eval --json escapes names" "$TMP/weird.json" 'd["models"][0]["name"] == "we\"ird\\na\tme"'
+# bench smn --json: a window's entry carries its note and memory figures beside the timings
+"$METACL" bench smn --backend ref --only smn_wcst_window --reps 1 --json >"$TMP/bench.json" 2>"$TMP/bench.err"
+json_ok "bench smn --json" "$TMP/bench.json" \
+    'd["bench"] == "smn" and [w["name"] for w in d["workloads"]] == ["smn_wcst_window"] and d["workloads"][0]["ms_median"] > 0'
+json_ok "bench smn --json: window memory" "$TMP/bench.json" \
+    '0 < d["workloads"][0]["log_bytes_sparse"] < d["workloads"][0]["log_bytes_dense"] and "KiB sparse" in d["workloads"][0]["note"]'
+no_cr "bench smn" "$TMP/bench.err"
 
 rm -rf "$TMP"
 echo "$pass passed, $fail failed"

@@ -240,15 +240,15 @@ static int acl_iter(mcl_ctx *ctx, void *p)
 }
 
 static const mcl_bench_workload workloads[] = {
-    {"srwm", "srwm forward+backward B16 H16 D16 L160", 10, srwm_setup, srwm_iter, srwm_teardown},
+    {"srwm", "srwm forward+backward B16 H16 D16 L160", 10, srwm_setup, srwm_iter, srwm_teardown, NULL},
     {"conv4_28", "Conv-4 forward+backward, 800 images 1x28x28", 10, conv28_setup, conv_iter,
-     conv_teardown},
+     conv_teardown, NULL},
     {"conv4_32", "Conv-4 forward+backward, 800 images 1x32x32", 10, conv32_setup, conv_iter,
-     conv_teardown},
+     conv_teardown, NULL},
     {"acl_step",
      "2-task ACL meta-training step, 5-way 5-shot, batch 16, hidden 128, 8 heads, 2 layers, "
      "1x32x32, Adam",
-     5, acl_setup, acl_iter, acl_teardown},
+     5, acl_setup, acl_iter, acl_teardown, NULL},
 };
 #define N_WORKLOADS ((int)(sizeof workloads / sizeof workloads[0]))
 

@@ -168,11 +168,11 @@ static int attn_iter(mcl_ctx *ctx, void *p)
 static const mcl_bench_workload workloads[] = {
     {"oct_step",
      "online pi-transformer step: S 50, Conv-4 32 ch, 4 blocks width 256, 4 heads MQA dk 64, C 1000, AdamW",
-     5, step_setup, step_iter, step_teardown},
-    {"attn_C0", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 0", 20, attn0_setup, attn_iter, attn_teardown},
-    {"attn_C250", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 250", 20, attn250_setup, attn_iter, attn_teardown},
-    {"attn_C1000", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 1000", 10, attn1000_setup, attn_iter, attn_teardown},
-    {"attn_C4000", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 4000", 5, attn4000_setup, attn_iter, attn_teardown},
+     5, step_setup, step_iter, step_teardown, NULL},
+    {"attn_C0", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 0", 20, attn0_setup, attn_iter, attn_teardown, NULL},
+    {"attn_C250", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 250", 20, attn250_setup, attn_iter, attn_teardown, NULL},
+    {"attn_C1000", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 1000", 10, attn1000_setup, attn_iter, attn_teardown, NULL},
+    {"attn_C4000", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 4000", 5, attn4000_setup, attn_iter, attn_teardown, NULL},
 };
 
 int mcl_cli_bench_oct(int argc, char **argv)

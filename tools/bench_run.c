@@ -1,7 +1,8 @@
-/* bench_run.c — the timing loop of `metacl bench acl` / `metacl bench oct` (bench_run.h).
+/* bench_run.c — the timing loop of `metacl bench acl` / `oct` / `smn` (bench_run.h).
  * Timing: one warm-up iteration, then --reps iterations, each ending with mcl_ctx_finish so
  * queued device work is included; best and median reported. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,21 @@ static int cmp_d(const void *a, const void *b)
 }
 
 void mcl_bench_sort(double *t, int n) { qsort(t, (size_t)n, sizeof *t, cmp_d); }
+
+/* s as a JSON string (quotes, backslashes and control characters escaped). */
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+#define NOTE_LINE 352 /* "<name>: <text>" under the table */
 
 typedef struct bench_opts {
     char backend[64], device[256], only[16][32]; /* a name may repeat */
@@ -93,14 +109,23 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
     if (rc) return rc;
     mcl_ctx_set_seed(ctx, seed);
     const char *bname = mcl_ctx_backend_name(ctx);
+    int namew = 10; /* the name column: 10 wide, or the longest selected name */
+    for (int w = 0; w < n_workloads; w++)
+        if (selected[w] && (int)strlen(workloads[w].name) > namew) namew = (int)strlen(workloads[w].name);
     if (json)
         printf("{\"bench\":\"%s\",\"impl\":\"metacl\",\"backend\":\"%s\",\"threads\":%d,\"workloads\":[",
                bench, bname, nthreads);
     else
-        printf("metacl bench %s: backend %s, %d OpenMP thread%s\n%-10s %10s %10s %5s  %s\n", bench, bname,
-               nthreads, nthreads == 1 ? "" : "s", "workload", "best ms", "median ms", "reps",
+        printf("metacl bench %s: backend %s, %d OpenMP thread%s\n%-*s %10s %10s %5s  %s\n", bench, bname,
+               nthreads, nthreads == 1 ? "" : "s", namew, "workload", "best ms", "median ms", "reps",
                "what");
     int first = 1;
+    /* the notes, printed under the table */
+    char (*notes)[NOTE_LINE] = calloc((size_t)n_workloads, sizeof *notes);
+    if (!notes) {
+        mcl_ctx_free(ctx);
+        return 1;
+    }
     for (int w = 0; w < n_workloads && rc == 0; w++) {
         if (!selected[w]) continue;
         const mcl_bench_workload *wl = &workloads[w];
@@ -127,11 +152,28 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
         if (rc == 0) {
             mcl_bench_sort(t, n);
             double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-            if (json)
-                printf("%s{\"name\":\"%s\",\"desc\":\"%s\",\"reps\":%d,\"ms_best\":%.3f,\"ms_median\":%.3f}",
+            mcl_bench_note note;
+            memset(&note, 0, sizeof note);
+            if (wl->note) wl->note(st, &note);
+            if (note.n > MCL_BENCH_MAX_EXTRAS) note.n = MCL_BENCH_MAX_EXTRAS;
+            if (json) {
+                printf("%s{\"name\":\"%s\",\"desc\":\"%s\",\"reps\":%d,\"ms_best\":%.3f,\"ms_median\":%.3f",
                        first ? "" : ",", wl->name, wl->desc, n, t[0], med);
-            else
-                printf("%-10s %10.2f %10.2f %5d  %s\n", wl->name, t[0], med, n, wl->desc);
+                if (note.text[0]) {
+                    printf(",\"note\":");
+                    json_string(note.text);
+                }
+                for (int e = 0; e < note.n; e++) {
+                    printf(",");
+                    json_string(note.key[e]);
+                    if (isfinite(note.value[e])) printf(":%.17g", note.value[e]);
+                    else printf(":null");
+                }
+                printf("}");
+            } else {
+                printf("%-*s %10.2f %10.2f %5d  %s\n", namew, wl->name, t[0], med, n, wl->desc);
+                if (note.text[0]) snprintf(notes[w], sizeof notes[w], "%s: %s", wl->name, note.text);
+            }
             fflush(stdout);
             first = 0;
         }
@@ -139,6 +181,9 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
         if (st) wl->teardown(st);
     }
     if (json && rc == 0) printf("]}\n");
+    for (int w = 0; w < n_workloads && !json && rc == 0; w++)
+        if (notes[w][0]) printf("%s\n", notes[w]);
+    free(notes);
     mcl_ctx_free(ctx);
     return rc;
 }

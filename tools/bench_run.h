@@ -1,12 +1,23 @@
-/* bench_run.h — the timing loop shared by `metacl bench acl` and `metacl bench oct`: a table
- * of workloads (setup, one timed iteration, teardown), --only / --reps / --threads /
- * --backend / --json, one warm-up iteration, best and median milliseconds. */
+/* bench_run.h — the timing loop shared by `metacl bench acl`, `metacl bench oct` and `metacl
+ * bench smn`: a table of workloads (setup, one timed iteration, teardown, optionally a note),
+ * --only / --reps / --threads / --backend / --json, one warm-up iteration, best and median
+ * milliseconds. */
 #ifndef MCL_TOOLS_BENCH_RUN_H
 #define MCL_TOOLS_BENCH_RUN_H
 
 #include "metacl.h"
 
 #define MCL_BENCH_MAX_WORKLOADS 16
+#define MCL_BENCH_MAX_EXTRAS 8
+
+/* What a workload measured besides time (a memory figure, say), filled after its timed
+ * iterations: a line of text and up to MCL_BENCH_MAX_EXTRAS named numbers. */
+typedef struct mcl_bench_note {
+    char text[256];                        /* "" = none                                  */
+    int n;                                 /* named numbers in key[] / value[]           */
+    const char *key[MCL_BENCH_MAX_EXTRAS]; /* JSON field names (static strings)          */
+    double value[MCL_BENCH_MAX_EXTRAS];
+} mcl_bench_note;
 
 typedef struct mcl_bench_workload {
     const char *name, *desc;
@@ -15,11 +26,15 @@ typedef struct mcl_bench_workload {
     void *(*setup)(mcl_ctx *ctx);
     int (*iter)(mcl_ctx *ctx, void *st);
     void (*teardown)(void *st);
+    /* optional (NULL: no note): called once after the timed iterations, note zeroed */
+    void (*note)(void *st, mcl_bench_note *note);
 } mcl_bench_workload;
 
 /* `metacl bench <bench>` over the n workloads (about: the --help line; epilog: below the
  * options). JSON: {"bench":..., "impl":"metacl", "backend", "threads", "workloads":[{"name",
- * "desc", "reps", "ms_best", "ms_median"}]}. Returns the exit status. */
+ * "desc", "reps", "ms_best", "ms_median"}]}; a workload with a note adds "note" (its text,
+ * when not empty) and its named numbers as fields of its entry. The text output lists the
+ * notes under the table ("<name>: <text>"). Returns the exit status. */
 int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                    const mcl_bench_workload *wl, int n, uint64_t seed, int argc, char **argv);
 

@@ -269,6 +269,8 @@ const mcl_cli_sub mcl_cli_bench_subs[] = {
      "srwm, Conv-4 and ACL meta-training step times", mcl_cli_bench_acl},
     {"oct", "[--backend ref|opencl] [--only NAME,..] [--reps N] [--json]",
      "online-transformer step and attention times", mcl_cli_bench_oct},
+    {"smn", "[--backend ref|opencl] [--only NAME,..] [--reps N] [--json]",
+     "Sparse-MetaNet window and plain-step times, window memory", mcl_cli_bench_smn},
 };
 const int mcl_cli_n_bench_subs = (int)(sizeof mcl_cli_bench_subs / sizeof mcl_cli_bench_subs[0]);
 
