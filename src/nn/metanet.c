@@ -219,6 +219,13 @@ static mcl_tensor *rebuild_fast(mcl_metanet *mn, fastw *f)
         for (int64_t e = 0; e < f->log_m[j]; e++) mn->row[f->log_idx[j][e]] = base + e;
         base += f->log_m[j];
     }
+    if (base >= ((int64_t)1 << 24)) { /* rows are gathered by float indices: exact below 2^24 */
+        for (int64_t el = 0; el < f->n; el++) mn->row[el] = -1;
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                          "metanet: weight '%s' logged %lld writes in one window; at most 2^24 (a smaller k or p)",
+                          f->name, (long long)base);
+        return NULL;
+    }
     int64_t *rows = malloc((size_t)base * sizeof *rows);
     if (!rows) {
         for (int64_t el = 0; el < f->n; el++) mn->row[el] = -1;
