@@ -281,7 +281,8 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
     static const char *const what[2] = {"Updates to solve each rule", "Perseveration errors per rule"};
     for (int w = 0; w < 2; w++) {
         fprintf(f, "\n### %s (mean +- std over %d runs%s)\n\n| task |", what[w], runs,
-                w == 0 ? "; unsolved runs left out, their count in brackets" : "");
+                w == 0 ? "; [k]: k runs reached the rule without solving it, counted with the updates "
+                         "they spent on it (a lower bound); - : no run reached it" : "");
         for (int k = 0; k < na; k++) fprintf(f, " %s |", ag[k].name);
         fprintf(f, "\n|---|");
         for (int k = 0; k < na; k++) fprintf(f, "---|");
@@ -292,7 +293,9 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
                 double sd, m = mean_of((w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, &sd);
                 if (isfinite(m)) fprintf(f, " %.1f +- %.1f", m, sd);
                 else fprintf(f, " -");
-                if (w == 0 && ag[k].solved[i] < runs) fprintf(f, " [%d]", runs - ag[k].solved[i]);
+                int reached = 0;
+                for (int r = 0; r < runs; r++) reached += isfinite(ag[k].upd[r * T + i]);
+                if (w == 0 && ag[k].solved[i] < reached) fprintf(f, " [%d]", reached - ag[k].solved[i]);
                 fprintf(f, " |");
             }
             fprintf(f, "\n");
@@ -400,7 +403,7 @@ static void json_out(FILE *fp, mcl_ctx *ctx, agent *ag, int na, int online, int 
 static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
 {
     static const char *const file[2] = {"wcst-updates.png", "wcst-persev.png"};
-    static const char *const ylab[2] = {"updates to solve", "perseveration errors"};
+    static const char *const ylab[2] = {"updates to solve (unsolved: spent)", "perseveration errors"};
     double *x = malloc((size_t)T * sizeof *x), *y = malloc((size_t)(na * T) * sizeof *y),
            *b = malloc((size_t)(na * T) * sizeof *b);
     int rc = x && y && b ? 0 : 1;
@@ -598,7 +601,10 @@ int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv)
                 } else {
                     for (int i = 0; i < T; i++) {
                         const int ok = i < res.n_tasks && res.task[i].updates_to_solve >= 0;
-                        a->upd[r * T + i] = ok ? (double)res.task[i].updates_to_solve : NAN;
+                        /* a rule reached but not solved when the run ended: the updates spent
+                         * on it, a lower bound (counted in the table's brackets) */
+                        a->upd[r * T + i] = ok ? (double)res.task[i].updates_to_solve
+                                            : i < res.n_tasks ? (double)res.task[i].steps : NAN;
                         a->per[r * T + i] = i < res.n_tasks ? (double)res.task[i].persev_errors : NAN;
                         a->solved[i] += ok;
                     }
