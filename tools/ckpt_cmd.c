@@ -13,19 +13,35 @@
 
 #include "acl.h"
 #include "cli.h"
+#include "smn_train.h"
+
+/* A checkpoint's model, of any family that can be opened without its data: ACL or Sparse
+ * Meta Networks (the kind in the file's header decides). */
+typedef struct loaded {
+    mcl_acl *acl;
+    mcl_smn *smn;
+} loaded;
+
+static mcl_params *loaded_params(const loaded *l) { return l->acl ? mcl_acl_params(l->acl) : l->smn->params; }
 
 /* Reads the whole checkpoint at path into the model it describes (a full load checks every
  * section) on a reference context; restore_rng: also its random state, which export keeps.
  * 0 on success; 1 after printing the error. Either way *ctx, *m and *info are to be freed. */
-static int load_ckpt(const char *path, int restore_rng, mcl_ctx **ctx, mcl_acl **m,
-                     mcl_ckpt_info *info, char *err, size_t len)
+static int load_ckpt(const char *path, int restore_rng, mcl_ctx **ctx, loaded *m, mcl_ckpt_info *info, char *err,
+                     size_t len)
 {
     *ctx = NULL;
-    *m = NULL;
+    memset(m, 0, sizeof *m);
     memset(info, 0, sizeof *info);
+    mcl_ckpt_info head;
+    memset(&head, 0, sizeof head);
+    int smn = 0;
+    if (mcl_ckpt_read_info(path, &head, err, len) == MCL_OK) smn = !strcmp(head.model_kind, MCL_SMN_CKPT_KIND);
+    mcl_ckpt_info_free(&head);
     if (mcl_ctx_create(ctx, MCL_BACKEND_REF, NULL, err, len) != MCL_OK ||
-        mcl_acl_open(*ctx, path, m, err, len) != MCL_OK ||
-        mcl_acl_load(*m, path, NULL, restore_rng, info, err, len) != MCL_OK) {
+        (smn ? mcl_smn_open(*ctx, path, &m->smn, info, err, len) != MCL_OK
+             : (mcl_acl_open(*ctx, path, &m->acl, err, len) != MCL_OK ||
+                mcl_acl_load(m->acl, path, NULL, restore_rng, info, err, len) != MCL_OK))) {
         fprintf(stderr, "metacl ckpt: %s\n", err);
         return 1;
     }
@@ -45,7 +61,7 @@ static const mcl_cli_cmd info_cmd = {
     .opts = info_keys, .n_opts = (int)(sizeof info_keys / sizeof info_keys[0]), .max_pos = 1};
 
 /* `ckpt info --json` */
-static void print_info_json(const char *path, const mcl_ckpt_info *info, mcl_acl *m, mcl_ctx *ctx)
+static void print_info_json(const char *path, const mcl_ckpt_info *info, const loaded *m, mcl_ctx *ctx)
 {
     mcl_json j;
     mcl_json_init(&j, stdout);
@@ -54,8 +70,8 @@ static void print_info_json(const char *path, const mcl_ckpt_info *info, mcl_acl
     mcl_json_str(&j, "model", info->model_kind);
     mcl_json_int(&j, "format", (long long)info->version);
     mcl_json_str(&j, "written_by", info->created_by);
-    mcl_json_int(&j, "parameters", (long long)mcl_params_numel(mcl_acl_params(m)));
-    mcl_json_int(&j, "tensors", mcl_params_count(mcl_acl_params(m)));
+    mcl_json_int(&j, "parameters", (long long)mcl_params_numel(loaded_params(m)));
+    mcl_json_int(&j, "tensors", mcl_params_count(loaded_params(m)));
     mcl_json_bool(&j, "optimizer_state", info->has_optim);
     if (info->has_optim) mcl_json_int(&j, "optimizer_steps", (long long)info->optim_steps);
     mcl_json_begin_obj(&j, "counters");
@@ -89,16 +105,17 @@ static int run(int is_export, int argc, char **argv)
     const char *in = p.pos[0], *outp = is_export ? p.pos[1] : NULL;
     char err[1024];
     mcl_ctx *ctx;
-    mcl_acl *m;
+    loaded lm;
+    const loaded *m = &lm;
     mcl_ckpt_info info;
-    rc = load_ckpt(in, is_export, &ctx, &m, &info, err, sizeof err);
+    rc = load_ckpt(in, is_export, &ctx, &lm, &info, err, sizeof err);
     if (rc == 0 && !is_export && o.json) {
         print_info_json(in, &info, m, ctx);
     } else if (rc == 0 && !is_export) {
         printf("%s: model %s, format %u, written by %s\n", in, info.model_kind, info.version,
                info.created_by);
-        printf("parameters: %lld in %d tensors\n", (long long)mcl_params_numel(mcl_acl_params(m)),
-               mcl_params_count(mcl_acl_params(m)));
+        printf("parameters: %lld in %d tensors\n", (long long)mcl_params_numel(loaded_params(m)),
+               mcl_params_count(loaded_params(m)));
         printf("optimizer state: %s", info.has_optim ? "yes" : "no");
         if (info.has_optim) printf(" (%" PRId64 " steps)", info.optim_steps);
         printf("\nrandom state: seed %" PRIu64 ", next stream %" PRIu64 "\n", info.rng.seed,
@@ -107,8 +124,8 @@ static int run(int is_export, int argc, char **argv)
             printf("counter %s = %" PRIu64 "\n", info.counters[i].name, info.counters[i].value);
         printf("config:\n%s", info.config);
     } else if (rc == 0) {
-        if (mcl_acl_save(m, outp, NULL, info.counters, info.n_counters, err, sizeof err) !=
-            MCL_OK) {
+        if ((lm.acl ? mcl_acl_save(lm.acl, outp, NULL, info.counters, info.n_counters, err, sizeof err)
+                    : mcl_smn_export(lm.smn, outp, &info, err, sizeof err)) != MCL_OK) {
             fprintf(stderr, "metacl ckpt: %s\n", err);
             rc = 1;
         } else {
@@ -116,7 +133,8 @@ static int run(int is_export, int argc, char **argv)
         }
     }
     mcl_ckpt_info_free(&info);
-    mcl_acl_free(m);
+    mcl_acl_free(lm.acl);
+    mcl_smn_free(lm.smn);
     mcl_ctx_free(ctx);
     return rc;
 }

@@ -721,6 +721,8 @@ static mcl_status smn_load(void *fs, const char *path, mcl_optim *opt, mcl_ckpt_
     return MCL_OK;
 }
 
+static mcl_status add_family_state(mcl_smn *m, const mcl_smn_run *cfg);
+
 /* Copy the tensors of another smn checkpoint that have the same name and shape. */
 static mcl_status copy_matching(smn_fs *t, const char *path, int skip_head, int *copied, char *err, size_t len)
 {
@@ -729,12 +731,9 @@ static mcl_status copy_matching(smn_fs *t, const char *path, int skip_head, int 
     if (st != MCL_OK) return st;
     mcl_smn *src = mcl_smn_create(t->ctx, &src_cfg.model);
     if (!src) return fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s': %s", path, mcl_ctx_error(t->ctx));
-    if (src_cfg.task == MCL_SMN_TASK_ONLINEX) { /* the family's record, as fs_create adds it */
-        const int64_t rs[2] = {src_cfg.n_tasks, REC_FIELDS};
-        mcl_tensor *r = mcl_params_add(src->params, "state.record", 2, rs);
-        if (r) mcl_tensor_requires_grad(r, 0);
-    }
-    st = mcl_ckpt_load(t->ctx, path, MCL_SMN_CKPT_KIND, src->params, NULL, NULL, err, len);
+    st = add_family_state(src, &src_cfg); /* the family's record, as fs_create adds it */
+    if (st != MCL_OK) fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
+    if (st == MCL_OK) st = mcl_ckpt_load(t->ctx, path, MCL_SMN_CKPT_KIND, src->params, NULL, NULL, err, len);
     *copied = 0;
     for (int i = 0; st == MCL_OK && i < mcl_params_count(t->m->params); i++) {
         mcl_tensor *d = mcl_params_get(t->m->params, i);
@@ -808,6 +807,50 @@ mcl_status mcl_smn_run_from_ckpt(const char *path, mcl_smn_run *cfg, char *err, 
     }
     mcl_ckpt_info_free(&info);
     return st;
+}
+
+/* The family's state tensors that a model of cfg carries in its checkpoints besides the
+ * model's own (the Online-X record). */
+static mcl_status add_family_state(mcl_smn *m, const mcl_smn_run *cfg)
+{
+    if (cfg->task != MCL_SMN_TASK_ONLINEX) return MCL_OK;
+    const int64_t rs[2] = {cfg->n_tasks, REC_FIELDS};
+    mcl_tensor *r = mcl_params_add(m->params, "state.record", 2, rs);
+    if (!r) return mcl_ctx_status(m->ctx);
+    mcl_tensor_requires_grad(r, 0);
+    return MCL_OK;
+}
+
+mcl_status mcl_smn_open(mcl_ctx *ctx, const char *path, mcl_smn **out, mcl_ckpt_info *info, char *err, size_t len)
+{
+    *out = NULL;
+    mcl_smn_run cfg;
+    mcl_status st = mcl_smn_run_from_ckpt(path, &cfg, err, len);
+    if (st != MCL_OK) return st;
+    mcl_smn *m = mcl_smn_create(ctx, &cfg.model);
+    if (!m) return fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s': %s", path, mcl_ctx_error(ctx));
+    st = add_family_state(m, &cfg);
+    if (st != MCL_OK) fail(err, len, st, "%s", mcl_ctx_error(ctx));
+    if (st == MCL_OK) st = mcl_ckpt_load(ctx, path, MCL_SMN_CKPT_KIND, m->params, NULL, info, err, len);
+    if (st != MCL_OK) {
+        mcl_smn_free(m);
+        return st;
+    }
+    *out = m;
+    return MCL_OK;
+}
+
+mcl_status mcl_smn_export(mcl_smn *m, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_ckpt_save_desc d;
+    memset(&d, 0, sizeof d);
+    d.model_kind = MCL_SMN_CKPT_KIND;
+    d.config = info->config ? info->config : "";
+    d.params = m->params;
+    d.rng = info->rng;
+    d.counters = info->counters;
+    d.n_counters = info->n_counters;
+    return mcl_ckpt_save(m->ctx, path, &d, err, len);
 }
 
 void mcl_smn_online_result_free(mcl_smn_online_result *r)

@@ -15,6 +15,7 @@
 #ifndef MCL_MODELS_SMN_TRAIN_H
 #define MCL_MODELS_SMN_TRAIN_H
 
+#include "checkpoint.h"
 #include "smn.h"
 #include "train.h"
 
@@ -90,6 +91,14 @@ void mcl_smn_online_result_free(mcl_smn_online_result *r);
 /* Run one agent on a fresh environment or stream described by cfg (with opts->seed). */
 mcl_status mcl_smn_online_run(mcl_ctx *ctx, const mcl_smn_run *cfg, const mcl_smn_online_opts *opts,
                               mcl_smn_online_result *out, char *err, size_t len);
+
+/* The model of a checkpoint on ctx, every tensor loaded (the whole file is verified); info
+ * (may be NULL) receives what the file says about itself (free with mcl_ckpt_info_free). */
+mcl_status mcl_smn_open(mcl_ctx *ctx, const char *path, mcl_smn **out, mcl_ckpt_info *info, char *err,
+                        size_t len);
+/* Write m with the config text, random state and counters of info, without optimizer state
+ * (what data/checkpoints/ ships); atomically. */
+mcl_status mcl_smn_export(mcl_smn *m, const char *path, const mcl_ckpt_info *info, char *err, size_t len);
 
 /* A run config from a checkpoint's config text. */
 mcl_status mcl_smn_run_from_ckpt(const char *path, mcl_smn_run *cfg, char *err, size_t len);
