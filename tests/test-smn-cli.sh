@@ -90,7 +90,11 @@ cut -d, -f1-7 "$TMP/other/metrics.csv" >"$TMP/c"
 cut -d, -f1-7 "$TMP/ref-wcst-whole/metrics.csv" >"$TMP/a"
 cmp -s "$TMP/a" "$TMP/c" && { fail=$((fail + 1)); echo "FAIL: two seeds gave the same metrics"; } || pass=$((pass + 1))
 
-cp "$TMP/ref-wcst-whole/last.ckpt" "$TMP/w.ckpt"
+check "ckpt export" 0 "$METACL" ckpt export "$TMP/ref-wcst-whole/last.ckpt" "$TMP/w.ckpt"
+check "ckpt info" 0 "$METACL" ckpt info "$TMP/w.ckpt"
+expect_text "the kind" "model smn"
+expect_text "no optimizer state" "optimizer state: no"
+expect_text "the whole config" "task = wcst"
 check "wcst protocol" 0 "$METACL" eval smn --protocol wcst --ckpt "$TMP/w.ckpt" --baseline adam:0.001 \
     --baseline offline-rmsprop:0.001 --runs 2 --tasks 2 --max-steps 12 --figures "$TMP/fig" --quiet
 expect_text "a table per task" "Updates to solve each rule"
