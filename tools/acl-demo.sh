@@ -5,6 +5,8 @@
 #   2. two-task, unseen domain: Fashion-MNIST classes 0-4 -> 5-9
 #   3. Split-FashionMNIST, domain-incremental, 5 tasks (and class-incremental, 2 tasks)
 #   4. the online transformers: a short Split-FashionMNIST stream learned online (doc/oct.md)
+#   5. Sparse Meta Networks: the shipped WCST agent and the shipped Online-hanzi model next to
+#      their gradient baselines (doc/smn.md)
 # Prepares the data sets it needs first (fmnist, hanzi, hershey; `metacl data prepare`).
 # Besides stdout, OUT/summary.md (the headings and tables, in the order printed) and
 # OUT/summary.json (one object: each section's `metacl eval --json-out` output, with its
@@ -21,7 +23,7 @@ CK=data/checkpoints
 for set in fmnist hanzi hershey; do
     "$METACL" data info "$set" >/dev/null 2>&1 || "$METACL" data prepare "$set"
 done
-for f in acl-2task noacl-2task acl-split5; do
+for f in acl-2task noacl-2task acl-split5 smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi; do
     [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
@@ -98,5 +100,22 @@ rm -rf "$OUT/online" && mkdir -p "$OUT/online"
     --quiet "$@" &&
 "$METACL" online --report "$OUT/online/pi-transformer" --report "$OUT/online/online-adam" \
     --figures "$OUT/online/figures"
+echo
+# 5. Sparse Meta Networks (doc/smn.md): the shipped WCST agent (Algorithm 1 goes on from it) against
+# the online and offline Adam agents from scratch, 3 runs of 5 rules; then the shipped
+# Online-hanzi model (fast weights only) against the three fine-tuning baselines on test streams
+# of held-out hanzi classes (5 tasks of 1-15 and of 20-35 rounds). The baselines' learning rates
+# are the ones their grid searches chose (doc/smn.md). Tables on stdout, figures in $OUT/smn/.
+echo
+echo "## 5. Sparse Meta Networks: WCST, 3 runs of 5 rules (doc/smn.md)"
+"$METACL" eval smn --protocol wcst --ckpt Sparse-MetaNet="$CK/smn-wcst.ckpt" --baseline adam:SMN_LR_ADAM \
+    --baseline offline-adam:SMN_LR_OFFLINE --runs 3 --tasks 5 --max-steps 750 --figures "$OUT/smn/wcst" --quiet "$@"
+echo
+echo "## 5b. Sparse Meta Networks: Online-hanzi test streams (held-out classes), 5 tasks per stream"
+"$METACL" eval smn --protocol online --ckpt Sparse-MetaNet="$CK/smn-online-hanzi.ckpt" \
+    --baseline online:"$CK/smn-online-hanzi-ft.ckpt":SMN_LR_FT \
+    --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt":SMN_LR_PO \
+    --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt":SMN_LR_PR \
+    --data hanzi --lengths 1-15,20-35 --tasks 5 --runs 1 --round 16 --figures "$OUT/smn/online" --quiet "$@"
 echo
 echo "acl-demo: done in $(( $(date +%s) - start )) s; figures, summary.md and summary.json in $OUT/"

@@ -23,8 +23,8 @@ OUT=${OUT:-results/smn-experiments}
 FIG=${FIG:-doc/figures}
 WCST_RUNS=${WCST_RUNS:-5}
 WCST_TASKS=${WCST_TASKS:-12}
-ONLINE_TASKS=${ONLINE_TASKS:-15}
-ONLINE_RUNS=${ONLINE_RUNS:-2}
+ONLINE_TASKS=${ONLINE_TASKS:-10}
+ONLINE_RUNS=${ONLINE_RUNS:-1}
 what=${1:-all}
 mkdir -p "$RUNS" "$OUT" "$FIG"
 CK=data/checkpoints
@@ -59,18 +59,27 @@ if [ "$what" = all ] || [ "$what" = wcst ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = online ]; then
+    # hanzi (the training domain's test classes): every length range, the baselines' learning
+    # rates by the grid search on hanzi's validation classes; hershey and kanji (never trained
+    # on): two ranges, the learning rates chosen on hanzi (a grid per domain is 3x the time)
+    lr_ft= lr_po= lr_pr=
     for dom in hanzi hershey kanji; do
         lengths=1-15,20-35,40-55,60-75 runs=$ONLINE_RUNS
         [ "$dom" = hanzi ] || { lengths=1-15,40-55; runs=1; }
         "$METACL" eval smn --protocol online --ckpt Sparse-MetaNet="$CK/smn-online-hanzi.ckpt" \
-            --baseline online:"$CK/smn-online-hanzi-ft.ckpt" \
-            --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt" \
-            --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt" \
-            --data "$dom" --lengths "$lengths" --tasks "$ONLINE_TASKS" --runs "$runs" --round 16 \
+            --baseline online:"$CK/smn-online-hanzi-ft.ckpt$lr_ft" \
+            --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt$lr_po" \
+            --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt$lr_pr" \
+            --data "$dom" --lengths "$lengths" --tasks "$ONLINE_TASKS" --runs "$runs" --round 16 --val-runs 2 \
             --figures "$OUT/online-$dom" --json-out "$OUT/online-$dom.json" --quiet >"$OUT/online-$dom.md"
         for f in accuracy persev interference; do
             cp "$OUT/online-$dom/online-$f.png" "$FIG/smn-online-$dom-$f.png"
         done
+        if [ "$dom" = hanzi ]; then # the chosen learning rates, as ":LR" suffixes
+            lrs=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["agents"]; print(" ".join(":%g" % x["lr"] for x in a[1:4]))' "$OUT/online-hanzi.json")
+            set -- $lrs
+            lr_ft=$1 lr_po=$2 lr_pr=$3
+        fi
     done
 fi
 echo "smn-experiments: tables in $OUT, figures in $FIG/smn-*"

@@ -334,6 +334,15 @@ static mcl_tensor *host_tensor(mcl_ctx *ctx, const float *v, int64_t r, int64_t 
     return x;
 }
 
+/* The first index of the largest of n logits (the prediction). */
+static int argmax(const float *row, int64_t n)
+{
+    int best = 0;
+    for (int64_t j = 1; j < n; j++)
+        if (row[j] > row[best]) best = (int)j;
+    return best;
+}
+
 /* Sample an action from logits (4) with the uniform u. */
 static int sample_action(const float *lg, int n, float u)
 {
@@ -424,10 +433,7 @@ static mcl_status onlinex_round(smn_fs *t, mcl_smn_mode mode, mcl_tensor **loss)
     float *h = st == MCL_OK ? read_host(lg, B * N) : NULL;
     if (st == MCL_OK && !h) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
     for (int64_t i = 0; st == MCL_OK && i < B; i++) {
-        const float *row = h + i * N;
-        int best = 0;
-        for (int64_t j = 1; j < N; j++)
-            if (row[j] > row[best]) best = (int)j;
+        const int best = argmax(h + i * N, N);
         const int64_t e = lo + i;
         mcl_smn_task_rec *r = &t->rec[s->task[e]];
         r->n++;
@@ -474,10 +480,7 @@ static mcl_status class_batch(smn_fs *t, mcl_tensor **loss)
     if (st == MCL_OK) st = mcl_smn_forward(t->m, MCL_SMN_FAST_STEP, img, B, &lg, NULL);
     float *h = st == MCL_OK ? read_host(lg, B * N) : NULL;
     for (int64_t i = 0; h && i < B; i++) {
-        int best = 0;
-        for (int64_t j = 1; j < N; j++)
-            if (h[i * N + j] > h[i * N + best]) best = (int)j;
-        t->win_hits += best == lab[i];
+        t->win_hits += argmax(h + i * N, N) == lab[i];
         t->win_n += 1;
     }
     if (st == MCL_OK) {
