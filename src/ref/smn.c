@@ -34,11 +34,14 @@
  *
  * Arithmetic. The forward's dot products are summed in double in index order and rounded once
  * (a1, a2, the output); the activations are floats, as stored values would be. The backward
- * recomputes the same floats and carries its deltas and sums in double. The sums over the
- * entries are split into parts, a fixed function of m (at most SMN_PARTS of at least
- * SMN_PART_MIN entries each): OpenMP runs the parts in parallel, each summing its entries in
- * order, then the parts are added in part order. So no value depends on the thread count or
- * the schedule.
+ * recomputes the same floats and carries its deltas and sums in double. Both run on blocks of
+ * NL entries, one entry per lane, each layer a loop over the lanes that the compiler vectorizes
+ * (instead of H-term dependency chains one entry at a time); every lane does the arithmetic
+ * above in the same order, so an entry's values do not depend on its block, its lane or the
+ * thread count. The sums over the entries are split into parts, a fixed function of m (at most
+ * SMN_PARTS of at least SMN_PART_BLOCKS blocks each): OpenMP runs the parts in parallel; in a
+ * part each lane sums its entries in order and the lanes are then added in lane order; the
+ * parts are added in part order. So no value depends on the thread count or the schedule.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -48,11 +51,12 @@
 
 /* Elements below which grad_preproc and the gradient copy of smn_write stay serial. */
 #define SMN_ELEM_PAR_MIN ((int64_t)1 << 16)
-/* Entries × H² below which smn_write's loops over entries stay serial. */
-#define SMN_WORK_PAR_MIN ((int64_t)1 << 15)
-/* The entries are summed in at most SMN_PARTS parts of at least SMN_PART_MIN entries. */
+/* Entries × H² below which smn_write's loops over entries stay serial (vectorized, an entry of
+ * H = 20 costs ~40 ns: 2^17 is ~330 entries, ~13 us). */
+#define SMN_WORK_PAR_MIN ((int64_t)1 << 17)
+/* The entries are summed in at most SMN_PARTS parts of at least SMN_PART_BLOCKS blocks. */
 #define SMN_PARTS 64
-#define SMN_PART_MIN 32
+#define SMN_PART_BLOCKS 4
 
 /* ------------------------------------------------------------------------------------ */
 /* grad_preproc */
@@ -128,28 +132,6 @@ static smn_phi phi_of(const mcl_op_args *a)
 
 static float lrelu(float x, float slope) { return x > 0.0f ? x : slope * x; }
 
-/* g_phi at one entry, as the forward computes it (activations in float, dot products in double
- * in index order, rounded once):
- *   a1 = W1 zs + b1,  h1 = lrelu(a1),  a2 = W2 h1 + b2,  h2 = lrelu(a2);  returns W3 h2 + b3
- * zs [2];  a1, h1, a2, h2 [H] (outputs) */
-static float mlp(const smn_phi *f, const float *zs, float *a1, float *h1, float *a2, float *h2)
-{
-    const int64_t H = f->H;
-    for (int64_t k = 0; k < H; k++) {
-        a1[k] = (float)((double)f->W1[2 * k] * zs[0] + (double)f->W1[2 * k + 1] * zs[1] + f->b1[k]);
-        h1[k] = lrelu(a1[k], f->slope);
-    }
-    for (int64_t j = 0; j < H; j++) {
-        double s = 0.0;
-        for (int64_t k = 0; k < H; k++) s += (double)f->W2[j * H + k] * h1[k];
-        a2[j] = (float)(s + f->b2[j]);
-        h2[j] = lrelu(a2[j], f->slope);
-    }
-    double s = 0.0;
-    for (int64_t j = 0; j < H; j++) s += (double)f->W3[j] * h2[j];
-    return (float)(s + f->b3[0]);
-}
-
 /* The index contract (ops.def): every idx_e an integer in [0, n), none twice. Marks
  * written[i] = 1 for each (written [n], zeroed by the caller). MCL_ERR_INVALID with a message
  * naming the first bad entry. */
@@ -192,21 +174,142 @@ static unsigned char *written_map(mcl_backend *be, const mcl_op_args *a, mcl_sta
     return w;
 }
 
-/* Entries [e0, e1) of part q of m (parts: a fixed function of m, see the header). */
-static int64_t n_parts(int64_t m)
+/* Blocks. smn_write evaluates g_phi on NL entries at once, entry e0 + l in lane l: each
+ * activation is an array [H][NL] (lane fastest) and each layer a loop over the lanes, which GCC
+ * vectorizes (MCL_SIMD; 16 doubles are two AVX-512 or four AVX2 registers, so each sum over k
+ * runs as that many independent chains). Every lane does the one-entry arithmetic of the header
+ * in the same order (no fast-math, no FP contraction: src/common/hot.h), and nothing mixes
+ * lanes, so an entry's values do not depend on its block, its lane, the other lanes (a short
+ * last block fills its lanes with zs = 0 and drops their results) or the thread count. */
+#define NL 16
+/* The backward keeps the h1 and d2 of SMN_CHUNK blocks, so that its H x H sum (sW2, below)
+ * loads and stores each of its per-lane accumulators once per chunk instead of once per block. */
+#define SMN_CHUNK 4
+
+/* s + a·b for floats a, b (converted to double) and a double s: the product is exact in double
+ * (at most 24 + 24 = 48 significant bits of double's 53, and |a·b| within [2^-298, 2^256], far
+ * inside double's normal range), so a fused multiply-add rounds exactly where the separate
+ * multiply and add do: the same bits, with half the instructions where the CPU has FMA. */
+#if defined(__FMA__)
+#define MADD_EXACT(a, b, s) fma(a, b, s)
+#else
+#define MADD_EXACT(a, b, s) ((a) * (b) + (s))
+#endif
+
+/* One thread's work space: the activations of a block (a1, a2, h2 in float, as stored values
+ * would be; h1 in double: exact, and the H x H layer reads each value H times), the backward's
+ * d1 and its chunk of h1 and d2 ([SMN_CHUNK][H][NL]; the forward's chunk is one block), the
+ * per-lane sums S of one part ([NP][NL], NP = number of phi elements; backward), zs's two
+ * columns, the block's outputs and its entries' gM values. */
+typedef struct smn_ws {
+    float *a1, *a2, *h2; /* [H][NL] */
+    double *d1;           /* [H][NL] */
+    double *h1, *d2;      /* [chunk][H][NL] */
+    double *S;            /* [NP][NL] */
+    float z0[NL], z1[NL], out[NL];
+    double g[NL];
+} smn_ws;
+
+/* chunk: blocks kept (1 for the forward, SMN_CHUNK for the backward); NP: 0 for the forward */
+static int ws_alloc(smn_ws *w, int64_t H, int64_t chunk, int64_t NP)
 {
-    const int64_t p = (m + SMN_PART_MIN - 1) / SMN_PART_MIN;
+    const int64_t HL = H * NL;
+    w->a1 = malloc((size_t)(3 * HL) * sizeof(float));
+    w->d1 = malloc((size_t)(HL + 2 * chunk * HL + NP * NL) * sizeof(double));
+    if (!w->a1 || !w->d1) {
+        free(w->a1);
+        free(w->d1);
+        return 0;
+    }
+    w->a2 = w->a1 + HL;
+    w->h2 = w->a2 + HL;
+    w->h1 = w->d1 + HL;
+    w->d2 = w->h1 + chunk * HL;
+    w->S = w->d2 + chunk * HL;
+    return 1;
+}
+
+static void ws_free(smn_ws *w)
+{
+    free(w->a1);
+    free(w->d1);
+}
+
+/* The lanes of block [e0, e0 + nl), nl <= NL: zs's two columns, zs = 0 past nl. */
+static void load_zs(smn_ws *w, const float *zs, int64_t e0, int nl)
+{
+    for (int l = 0; l < NL; l++) {
+        w->z0[l] = l < nl ? zs[2 * (e0 + l)] : 0.0f;
+        w->z1[l] = l < nl ? zs[2 * (e0 + l) + 1] : 0.0f;
+    }
+}
+
+/* g_phi on a block, lane by lane (activations in float, dot products in double in index order,
+ * each rounded once):
+ *   a1[k] = W1[k,0] zs0 + W1[k,1] zs1 + b1[k],    h1 = lrelu(a1)
+ *   a2[j] = Σ_k W2[j,k] h1[k] + b2[j],             h2 = lrelu(a2)
+ *   out   = Σ_j W3[j] h2[j] + b3
+ * w->z0, z1 -> w->a1, a2, h2 [H][NL], h1 [H][NL] (a slot of the chunk), w->out [NL] */
+MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
+{
+    const int64_t H = f->H;
+    const float slope = f->slope;
+    for (int64_t k = 0; k < H; k++) {
+        const double w0 = f->W1[2 * k], w1 = f->W1[2 * k + 1], b = f->b1[k];
+        float *a1 = w->a1 + k * NL;
+        MCL_SIMD
+        for (int l = 0; l < NL; l++) {
+            a1[l] = (float)(w0 * w->z0[l] + w1 * w->z1[l] + b);
+            h1[k * NL + l] = lrelu(a1[l], slope);
+        }
+    }
+    for (int64_t j = 0; j < H; j++) {
+        double s[NL];
+        for (int l = 0; l < NL; l++) s[l] = 0.0;
+        for (int64_t k = 0; k < H; k++) {
+            const double w2 = f->W2[j * H + k];
+            MCL_SIMD
+            for (int l = 0; l < NL; l++) s[l] = MADD_EXACT(w2, h1[k * NL + l], s[l]);
+        }
+        const double b = f->b2[j];
+        float *a2 = w->a2 + j * NL, *h2 = w->h2 + j * NL;
+        MCL_SIMD
+        for (int l = 0; l < NL; l++) {
+            a2[l] = (float)(s[l] + b);
+            h2[l] = lrelu(a2[l], slope);
+        }
+    }
+    double s[NL];
+    for (int l = 0; l < NL; l++) s[l] = 0.0;
+    for (int64_t j = 0; j < H; j++) {
+        const double w3 = f->W3[j];
+        const float *h2 = w->h2 + j * NL;
+        MCL_SIMD
+        for (int l = 0; l < NL; l++) s[l] = MADD_EXACT(w3, (double)h2[l], s[l]);
+    }
+    const double b = f->b3[0];
+    MCL_SIMD
+    for (int l = 0; l < NL; l++) w->out[l] = (float)(s[l] + b);
+}
+
+/* Blocks of a call: block b holds entries [b·NL, min(b·NL + NL, m)); nl of them. */
+static int block_len(int64_t m, int64_t b) { return (int)(m - b * NL < NL ? m - b * NL : NL); }
+
+/* The backward's parts: blocks [b0, b1) of part q of the nb blocks, a fixed function of m. */
+static int64_t n_parts(int64_t nb)
+{
+    const int64_t p = (nb + SMN_PART_BLOCKS - 1) / SMN_PART_BLOCKS;
     return p < SMN_PARTS ? p : SMN_PARTS;
 }
-static void part_range(int64_t m, int64_t parts, int64_t q, int64_t *e0, int64_t *e1)
+static void part_range(int64_t nb, int64_t parts, int64_t q, int64_t *b0, int64_t *b1)
 {
-    *e0 = m * q / parts;
-    *e1 = m * (q + 1) / parts;
+    *b0 = nb * q / parts;
+    *b1 = nb * (q + 1) / parts;
 }
 
 /* forward: M = M0;  M[idx_e] = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3,  e = 0..m-1
  *   M0 [any, numel n], idx [m], zs [m,2], W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1]
- *   -> M [shape of M0]. The entries are independent (distinct indices): parts in parallel. */
+ *   -> M [shape of M0]. The entries are independent (distinct indices): blocks in parallel. */
 mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const smn_phi f = phi_of(a);
@@ -217,27 +320,120 @@ mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
     unsigned char *written = written_map(be, a, &s);
     if (!written) return s;
     free(written);
-    const int64_t parts = n_parts(m);
-    float *ws = malloc((size_t)(parts * 4 * H) * sizeof *ws); /* a1, h1, a2, h2 per part */
-    if (!ws)
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write: out of host memory (work space)");
     memcpy(M, M0, (size_t)n * sizeof *M);
-#pragma omp parallel for schedule(static) if (m * H * H >= SMN_WORK_PAR_MIN)
-    for (int64_t q = 0; q < parts; q++) {
-        float *a1 = ws + q * 4 * H, *h1 = a1 + H, *a2 = h1 + H, *h2 = a2 + H;
-        int64_t e0, e1;
-        part_range(m, parts, q, &e0, &e1);
-        for (int64_t e = e0; e < e1; e++) M[(int64_t)idx[e]] = mlp(&f, zs + 2 * e, a1, h1, a2, h2);
+    const int64_t nb = (m + NL - 1) / NL;
+    int oom = 0;
+#pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
+    {
+        smn_ws w;
+        const int ok = ws_alloc(&w, H, 1, 0);
+        if (!ok) {
+#pragma omp atomic write
+            oom = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < nb; b++) {
+            if (!ok) continue;
+            const int64_t e0 = b * NL;
+            const int nl = block_len(m, b);
+            load_zs(&w, zs, e0, nl);
+            mlp_block(&f, &w, w.h1);
+            for (int l = 0; l < nl; l++) M[(int64_t)idx[e0 + l]] = w.out[l];
+        }
+        if (ok) ws_free(&w);
     }
-    free(ws);
+    if (oom)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write: out of host memory (work space)");
     return MCL_OK;
+}
+
+/* The backward of one block, after mlp_block, with w->g [NL] the lanes' g_e (0 past the
+ * block's end). Lane by lane, in double, into the per-lane sums S (phi's six tensors in the
+ * layout off[], element t at S[t·NL + l]):
+ *   sb3 += g                            sW3[j] += g h2[j]
+ *   d2[j] = g W3[j] lrelu'(a2[j])       sb2[j] += d2[j]       (sW2: sum_w2, per chunk)
+ *   d1[k] = (Σ_j W2[j,k] d2[j]) lrelu'(a1[k])    (j in order)
+ *   sb1[k] += d1[k]                     sW1[k,c] += d1[k] zs_c
+ * -> d2 [H][NL] (a slot of the chunk), w->d1 [H][NL] */
+MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int64_t *off)
+{
+    const int64_t H = f->H;
+    const double slope = f->slope;
+    double *sW1 = w->S + off[0] * NL, *sb1 = w->S + off[1] * NL, *sb2 = w->S + off[3] * NL;
+    double *sW3 = w->S + off[4] * NL, *sb3 = w->S + off[5] * NL;
+    MCL_SIMD
+    for (int l = 0; l < NL; l++) sb3[l] += w->g[l];
+    for (int64_t j = 0; j < H; j++) {
+        const double w3 = f->W3[j];
+        const float *a2 = w->a2 + j * NL, *h2 = w->h2 + j * NL;
+        MCL_SIMD
+        for (int l = 0; l < NL; l++) {
+            sW3[j * NL + l] += w->g[l] * h2[l];
+            d2[j * NL + l] = w->g[l] * w3 * (a2[l] > 0.0f ? 1.0 : slope);
+            sb2[j * NL + l] += d2[j * NL + l];
+        }
+    }
+    for (int64_t k = 0; k < H; k++) {
+        double t[NL];
+        for (int l = 0; l < NL; l++) t[l] = 0.0;
+        for (int64_t j = 0; j < H; j++) {
+            const double w2 = f->W2[j * H + k];
+            MCL_SIMD
+            for (int l = 0; l < NL; l++) t[l] += w2 * d2[j * NL + l];
+        }
+        const float *a1 = w->a1 + k * NL;
+        double *d1 = w->d1 + k * NL;
+        MCL_SIMD
+        for (int l = 0; l < NL; l++) {
+            d1[l] = t[l] * (a1[l] > 0.0f ? 1.0 : slope);
+            sb1[k * NL + l] += d1[l];
+            sW1[2 * k * NL + l] += d1[l] * w->z0[l];
+            sW1[(2 * k + 1) * NL + l] += d1[l] * w->z1[l];
+        }
+    }
+}
+
+/* sW2[j,k] += d2[j] h1[k] for the chunk's nc blocks in order, lane by lane (the same additions
+ * as block by block; each accumulator is loaded and stored once per chunk).
+ *   h1, d2 [nc][H][NL] -> sW2 [H·H][NL] */
+MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc, double *sW2)
+{
+    const int64_t HL = H * NL;
+    for (int64_t j = 0; j < H; j++)
+        for (int64_t k = 0; k < H; k++) {
+            double *s = sW2 + (j * H + k) * NL, acc[NL];
+            for (int l = 0; l < NL; l++) acc[l] = s[l];
+            for (int i = 0; i < nc; i++) {
+                const double *dj = d2 + i * HL + j * NL, *hk = h1 + i * HL + k * NL;
+                MCL_SIMD
+                for (int l = 0; l < NL; l++) acc[l] += dj[l] * hk[l];
+            }
+            for (int l = 0; l < NL; l++) s[l] = acc[l];
+        }
+}
+
+/* gzs[e0 + l, c] += Σ_k W1[k,c] d1[k]   (double, k in order, rounded once), l < nl */
+MCL_HOT static void gzs_block(const smn_phi *f, const smn_ws *w, float *gzs, int64_t e0, int nl)
+{
+    for (int c = 0; c < 2; c++) {
+        double t[NL];
+        for (int l = 0; l < NL; l++) t[l] = 0.0;
+        for (int64_t k = 0; k < f->H; k++) {
+            const double w1 = f->W1[2 * k + c];
+            const double *d1 = w->d1 + k * NL;
+            MCL_SIMD
+            for (int l = 0; l < NL; l++) t[l] += w1 * d1[l];
+        }
+        for (int l = 0; l < nl; l++) gzs[2 * (e0 + l) + c] += (float)t[l];
+    }
 }
 
 /* backward: see the header. gout[0] gM [shape of M0] -> gin[0] gM0 [shape of M0], gin[2] gzs
  * [m,2], gin[3..8] gW1 [H,2], gb1 [H], gW2 [H,H], gb2 [H], gW3 [1,H], gb3 [1] (each accumulated,
  * any may be NULL; gin[1], idx's, is never written). The phi gradients are sums over the
- * entries: each part sums its entries in order in double (the partial sums P[q] below), then
- * the parts are added in order, rounded once and added to gin. */
+ * entries: each part sums its blocks in order into per-lane sums and adds its lanes in order
+ * (the partial sums P[q] below), then the parts are added in order, rounded once and added to
+ * gin; all in double. */
 mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const smn_phi f = phi_of(a);
@@ -262,52 +458,48 @@ mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
     /* one part's sums, laid out as the six phi tensors in order */
     const int64_t off[7] = {0, 2 * H, 3 * H, 3 * H + H * H, 4 * H + H * H, 5 * H + H * H,
                             5 * H + H * H + 1};
-    const int64_t NP = off[6], parts = n_parts(m);
-    double *P = malloc((size_t)(parts * (NP + 2 * H)) * sizeof *P); /* sums, then d1, d2 */
-    float *ws = malloc((size_t)(parts * 4 * H) * sizeof *ws);       /* a1, h1, a2, h2 */
-    if (!P || !ws) {
-        free(P);
-        free(ws);
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write backward: out of host memory");
-    }
-#pragma omp parallel for schedule(static) if (m * H * H >= SMN_WORK_PAR_MIN)
-    for (int64_t q = 0; q < parts; q++) {
-        double *S = P + q * NP, *d1 = P + parts * NP + q * 2 * H, *d2 = d1 + H;
-        double *sW1 = S + off[0], *sb1 = S + off[1], *sW2 = S + off[2], *sb2 = S + off[3];
-        double *sW3 = S + off[4], *sb3 = S + off[5];
-        float *a1 = ws + q * 4 * H, *h1 = a1 + H, *a2 = h1 + H, *h2 = a2 + H;
-        for (int64_t t = 0; t < NP; t++) S[t] = 0.0;
-        int64_t e0, e1;
-        part_range(m, parts, q, &e0, &e1);
-        for (int64_t e = e0; e < e1; e++) {
-            const float *z = zs + 2 * e;
-            const double g = gM[(int64_t)idx[e]];
-            (void)mlp(&f, z, a1, h1, a2, h2);
-            /* out = W3 h2 + b3 */
-            sb3[0] += g;
-            for (int64_t j = 0; j < H; j++) sW3[j] += g * h2[j];
-            /* h2 = lrelu(a2), a2 = W2 h1 + b2 */
-            for (int64_t j = 0; j < H; j++) {
-                d2[j] = g * f.W3[j] * (a2[j] > 0.0f ? 1.0 : (double)f.slope);
-                sb2[j] += d2[j];
-                for (int64_t k = 0; k < H; k++) sW2[j * H + k] += d2[j] * h1[k];
-            }
-            /* h1 = lrelu(a1), a1 = W1 zs + b1 */
-            for (int64_t k = 0; k < H; k++) {
-                double t = 0.0;
-                for (int64_t j = 0; j < H; j++) t += (double)f.W2[j * H + k] * d2[j];
-                d1[k] = t * (a1[k] > 0.0f ? 1.0 : (double)f.slope);
-                sb1[k] += d1[k];
-                sW1[2 * k] += d1[k] * z[0];
-                sW1[2 * k + 1] += d1[k] * z[1];
-            }
-            if (gzs)
-                for (int c = 0; c < 2; c++) {
-                    double t = 0.0;
-                    for (int64_t k = 0; k < H; k++) t += (double)f.W1[2 * k + c] * d1[k];
-                    gzs[2 * e + c] += (float)t;
-                }
+    const int64_t NP = off[6], HL = H * NL, nb = (m + NL - 1) / NL, parts = n_parts(nb);
+    double *P = malloc((size_t)(parts * NP) * sizeof *P);
+    if (!P) return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write backward: out of host memory");
+    int oom = 0;
+#pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
+    {
+        smn_ws w;
+        const int ok = ws_alloc(&w, H, SMN_CHUNK, NP);
+        if (!ok) {
+#pragma omp atomic write
+            oom = 1;
         }
+#pragma omp for schedule(static)
+        for (int64_t q = 0; q < parts; q++) {
+            if (!ok) continue;
+            int64_t b0, b1;
+            part_range(nb, parts, q, &b0, &b1);
+            memset(w.S, 0, (size_t)(NP * NL) * sizeof *w.S);
+            for (int64_t c0 = b0; c0 < b1; c0 += SMN_CHUNK) {
+                const int nc = (int)(b1 - c0 < SMN_CHUNK ? b1 - c0 : SMN_CHUNK);
+                for (int i = 0; i < nc; i++) {
+                    const int64_t e0 = (c0 + i) * NL;
+                    const int nl = block_len(m, c0 + i);
+                    load_zs(&w, zs, e0, nl);
+                    for (int l = 0; l < NL; l++) w.g[l] = l < nl ? gM[(int64_t)idx[e0 + l]] : 0.0;
+                    mlp_block(&f, &w, w.h1 + i * HL);
+                    bwd_block(&f, &w, w.d2 + i * HL, off);
+                    if (gzs) gzs_block(&f, &w, gzs, e0, nl);
+                }
+                sum_w2(H, w.h1, w.d2, nc, w.S + off[2] * NL);
+            }
+            for (int64_t t = 0; t < NP; t++) { /* the lanes in order */
+                double sum = 0.0;
+                for (int l = 0; l < NL; l++) sum += w.S[t * NL + l];
+                P[q * NP + t] = sum;
+            }
+        }
+        if (ok) ws_free(&w);
+    }
+    if (oom) {
+        free(P);
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write backward: out of host memory");
     }
     for (int k = 0; k < 6; k++) { /* the parts in order */
         if (!a->gin[3 + k]) continue;
@@ -319,6 +511,5 @@ mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
         }
     }
     free(P);
-    free(ws);
     return MCL_OK;
 }
