@@ -21,8 +21,8 @@ CONF=$TMP/tiny.conf
 tiny_conf "$CONF" "$TMP/data"
 
 check "no arguments" 2 "$METACL" train
-check "unknown model" 2 "$METACL" train smn --config "$CONF"
-expect_text "names the model" "smn"
+check "unknown model" 2 "$METACL" train nosuch --config "$CONF"
+expect_text "names the model" "nosuch"
 check "unknown option" 2 "$METACL" train acl --config "$CONF" --bogus
 expect_text "names the option" "--bogus"
 check "neither --config nor --resume" 2 "$METACL" train acl
