@@ -101,21 +101,22 @@ rm -rf "$OUT/online" && mkdir -p "$OUT/online"
 "$METACL" online --report "$OUT/online/pi-transformer" --report "$OUT/online/online-adam" \
     --figures "$OUT/online/figures"
 echo
-# 5. Sparse Meta Networks (doc/smn.md): the shipped WCST agent (Algorithm 1 goes on from it) against
-# the online and offline Adam agents from scratch, 3 runs of 5 rules; then the shipped
+# 5. Sparse Meta Networks (doc/smn.md): the shipped WCST agent (Algorithm 1 goes on from it) and
+# the same agent from scratch against
+# the online and offline Adam agents from scratch, 5 runs of 8 rules; then the shipped
 # Online-hanzi model (fast weights only) against the three fine-tuning baselines on test streams
-# of held-out hanzi classes (5 tasks of 1-15 and of 20-35 rounds). The baselines' learning rates
+# of held-out hanzi classes (10 tasks of 1-15 and of 20-35 rounds). The baselines' learning rates
 # are the ones their grid searches chose (doc/smn.md). Tables on stdout, figures in $OUT/smn/.
 echo
-echo "## 5. Sparse Meta Networks: WCST, 3 runs of 5 rules (doc/smn.md)"
-"$METACL" eval smn --protocol wcst --ckpt Sparse-MetaNet="$CK/smn-wcst.ckpt" --baseline adam:SMN_LR_ADAM \
-    --baseline offline-adam:SMN_LR_OFFLINE --runs 3 --tasks 5 --max-steps 750 --figures "$OUT/smn/wcst" --quiet "$@"
+echo "## 5. Sparse Meta Networks: WCST, 5 runs of 8 rules (doc/smn.md)"
+"$METACL" eval smn --protocol wcst --ckpt Sparse-MetaNet="$CK/smn-wcst.ckpt" --baseline smn-scratch --baseline adam:0.003 \
+    --baseline offline-adam:0.003 --runs 5 --tasks 8 --max-steps 1000 --figures "$OUT/smn/wcst" --quiet "$@"
 echo
-echo "## 5b. Sparse Meta Networks: Online-hanzi test streams (held-out classes), 5 tasks per stream"
+echo "## 5b. Sparse Meta Networks: Online-hanzi test streams (held-out classes), 10 tasks per stream"
 "$METACL" eval smn --protocol online --ckpt Sparse-MetaNet="$CK/smn-online-hanzi.ckpt" \
-    --baseline online:"$CK/smn-online-hanzi-ft.ckpt":SMN_LR_FT \
-    --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt":SMN_LR_PO \
-    --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt":SMN_LR_PR \
-    --data hanzi --lengths 1-15,20-35 --tasks 5 --runs 1 --round 16 --figures "$OUT/smn/online" --quiet "$@"
+    --baseline online:"$CK/smn-online-hanzi-ft.ckpt":0.003 \
+    --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt":0.003 \
+    --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt":0.003 \
+    --data hanzi --lengths 1-15,20-35 --tasks 10 --runs 1 --round 16 --figures "$OUT/smn/online" --quiet "$@"
 echo
 echo "acl-demo: done in $(( $(date +%s) - start )) s; figures, summary.md and summary.json in $OUT/"
