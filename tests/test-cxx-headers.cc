@@ -28,6 +28,9 @@
 #include <metacl/oct.h>
 #include <metacl/oct_train.h>
 #include <metacl/dist.h>
+#include <metacl/metanet.h>
+#include <metacl/smn.h>
+#include <metacl/smn_train.h>
 
 #include <cstdio>
 #include <cstring>
@@ -59,6 +62,9 @@ int main()
         reinterpret_cast<const void *>(&mcl_oct_create),       // oct.h
         reinterpret_cast<const void *>(&mcl_oct_report_load),  // oct_train.h
         reinterpret_cast<const void *>(&mcl_dist_sum_f32),     // dist.h
+        reinterpret_cast<const void *>(&mcl_metanet_create),   // metanet.h
+        reinterpret_cast<const void *>(&mcl_smn_create),       // smn.h
+        reinterpret_cast<const void *>(&mcl_smn_online_run),   // smn_train.h
     };
     int n = 0;
     for (const void *f : fns) n += f != nullptr;
