@@ -1,5 +1,6 @@
 /* attention.cl — attn_kv (causal attention of a chunk against a KV ring buffer, forward and
- * backward) and kv_push (the ring's write). Equations, shapes and parameters: src/ref/attention.c.
+ * backward), kv_push (the ring's write) and rel_attn (Transformer-XL's relative-position
+ * attention, at the end). Equations, shapes and parameters: src/ref/attention.c.
  *
  * Layout: one work-group per row, W = get_local_size(0) items (a power of two, 32..64, chosen
  * by the host). Keys (forward, dq) or queries (dk, dv) are walked in tiles of W: item l
@@ -260,4 +261,246 @@ __kernel void kv_push(__global float *buf, long buf_off, __global const float *x
     if (i >= total) return;
     const long m = S < C ? S : C, r = i / row, e = i % row;
     buf[buf_off + ((pos + r) % C) * row + e] = x[x_off + (S - m + r) * row + e];
+}
+
+/* ==================================================================================== */
+/* rel_attn: Transformer-XL relative-position attention over [memory ‖ segment]. Equations,
+ * shapes and parameters: src/ref/attention.c (rel_attn). Same layout as attn_kv: one
+ * work-group per row (query row (b, i, h) for the forward and for dqc, dqp; key row (b, j, h)
+ * for dk, dv; distance row (d, h) for dr), the other side walked in tiles of the group size W
+ * through __local memory, every item owning the output columns l, l + W, ... (D, Dv <=
+ * ATTN_MAXC·W, checked by the host). Each output element is summed by one item in a fixed
+ * order, in (hi, lo) float pairs: deterministic, close to the reference. Backward kernels
+ * ACCUMULATE. Scores are recomputed wherever they are needed (s_ij as one paired sum of the
+ * 2·D products qc_i·k_j and qp_i·r_d); nothing but lse is saved by the forward. */
+
+typedef struct rel_geom {
+    long B, S, H, D, Dv, T, M, win;
+    float scale;
+} rel_geom;
+
+#define REL_GEOM_ARGS long B, long S, long H, long D, long Dv, long T, long win, float scale
+#define REL_GEOM_INIT                                                                           \
+    rel_geom g;                                                                                 \
+    g.B = B; g.S = S; g.H = H; g.D = D; g.Dv = Dv; g.T = T; g.M = T - S; g.win = win;           \
+    g.scale = scale;
+
+/* First allowed key of query i (the last is M + i). */
+long rel_lo(const rel_geom *g, long i)
+{
+    const long lo = g->win > 0 ? g->M + i - g->win : 0;
+    return lo > 0 ? lo : 0;
+}
+
+/* s_ij = scale·(qc_i·k_j + qp_i·r_{M+i−j}) of query row (b, i, h) against key j */
+float rel_score(const rel_geom *g, __global const float *qc, __global const float *qp,
+                __global const float *k, __global const float *r, long b, long i, long h, long j)
+{
+    const long qo = ((b * g->S + i) * g->H + h) * g->D;
+    __global const float *kj = k + ((b * g->T + j) * g->H + h) * g->D;
+    __global const float *rd = r + ((g->M + i - j) * g->H + h) * g->D;
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long c = 0; c < g->D; c++) acc = mcl_acc_add_prod(acc, qc[qo + c], kj[c]);
+    for (long c = 0; c < g->D; c++) acc = mcl_acc_add_prod(acc, qp[qo + c], rd[c]);
+    return g->scale * mcl_acc_value(acc);
+}
+
+#define REL_IN_ARGS                                                                             \
+    __global const float *qc, long qc_off, __global const float *qp, long qp_off,               \
+        __global const float *k, long k_off, __global const float *v, long v_off,               \
+        __global const float *r, long r_off
+#define REL_IN_INIT qc += qc_off; qp += qp_off; k += k_off; v += v_off; r += r_off;
+
+/* ------------------------------------------------------------------------------------ */
+/* forward: lse = log Σ_j exp(s_ij);  o = Σ_j exp(s_ij − lse) v_j  (one group per query row) */
+__kernel void rel_attn_fwd(REL_IN_ARGS, __global float *o, long o_off, __global float *lse,
+                           long lse_off, REL_GEOM_ARGS, __local float2 *red, __local float *pt)
+{
+    REL_GEOM_INIT
+    REL_IN_INIT
+    o += o_off; lse += lse_off;
+    const long W = get_local_size(0), l = get_local_id(0), row = get_group_id(0);
+    const long b = row / (S * H), i = (row / H) % S, h = row % H;
+    const long lo = rel_lo(&g, i), nk = g.M + i - lo + 1;
+    float m = -INFINITY;
+    for (long j = lo + l; j < lo + nk; j += W) m = fmax(m, rel_score(&g, qc, qp, k, r, b, i, h, j));
+    m = attn_group_max(m, red);
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = lo + l; j < lo + nk; j += W)
+        acc = mcl_acc_add(acc, exp(rel_score(&g, qc, qp, k, r, b, i, h, j) - m));
+    const float lr = m + mcl_acc_log(mcl_group_sum(acc, red));
+    if (l == 0) lse[row] = lr;
+    float2 oc[ATTN_MAXC];
+    for (int c2 = 0; c2 < ATTN_MAXC; c2++) oc[c2] = (float2)(0.0f, 0.0f);
+    for (long base = 0; base < nk; base += W) {
+        const long j = lo + base + l;
+        pt[l] = base + l < nk ? exp(rel_score(&g, qc, qp, k, r, b, i, h, j) - lr) : 0.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const long top = nk - base < W ? nk - base : W;
+        for (long jj = 0; jj < top; jj++) {
+            __global const float *vj = v + ((b * T + lo + base + jj) * H + h) * Dv;
+            for (int c2 = 0; c2 < ATTN_MAXC; c2++) {
+                const long c = l + c2 * W;
+                if (c < Dv) oc[c2] = mcl_acc_add_prod(oc[c2], pt[jj], vj[c]);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int c2 = 0; c2 < ATTN_MAXC; c2++) {
+        const long c = l + c2 * W;
+        if (c < Dv) o[row * Dv + c] = mcl_acc_value(oc[c2]);
+    }
+}
+
+/* ds_ij of query row `row` = (b, i, h) against key j: p (go_i·v_j − Dr), Dr = go_i·o_i;
+ * *p_out = p_ij */
+float rel_ds(const rel_geom *g, __global const float *qc, __global const float *qp,
+             __global const float *k, __global const float *v, __global const float *r,
+             __global const float *lse, __global const float *go, long b, long i, long h, long j,
+             float Dr, float *p_out)
+{
+    const long row = (b * g->S + i) * g->H + h;
+    const float p = exp(rel_score(g, qc, qp, k, r, b, i, h, j) - lse[row]);
+    const float dp = attn_dot(go + row * g->Dv, v + ((b * g->T + j) * g->H + h) * g->Dv, g->Dv);
+    *p_out = p;
+    return p * (dp - Dr);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* backward, queries (one group per query row (b, i, h)), over its keys j = lo..M+i in order:
+ *   gqc += scale Σ_j ds_ij k_j,   gqp += scale Σ_j ds_ij r_{M+i−j}
+ * want_qc / want_qp: 0 when that gradient is not needed (the pointer is then any tensor). */
+__kernel void rel_attn_bwd_q(REL_IN_ARGS, __global const float *o, long o_off,
+                             __global const float *lse, long lse_off, __global const float *go,
+                             long go_off, __global float *gqc, long gqc_off, __global float *gqp,
+                             long gqp_off, int want_qc, int want_qp, REL_GEOM_ARGS,
+                             __local float2 *red, __local float *pt)
+{
+    REL_GEOM_INIT
+    REL_IN_INIT
+    o += o_off; lse += lse_off; go += go_off; gqc += gqc_off; gqp += gqp_off;
+    const long W = get_local_size(0), l = get_local_id(0), row = get_group_id(0);
+    const long b = row / (S * H), i = (row / H) % S, h = row % H;
+    const long lo = rel_lo(&g, i), nk = g.M + i - lo + 1;
+    const float Dr = attn_row_D(go, o, row, Dv, red);
+    float2 ac[ATTN_MAXC], ap[ATTN_MAXC];
+    for (int c2 = 0; c2 < ATTN_MAXC; c2++) ac[c2] = ap[c2] = (float2)(0.0f, 0.0f);
+    for (long base = 0; base < nk; base += W) {
+        float p;
+        pt[l] = base + l < nk ? rel_ds(&g, qc, qp, k, v, r, lse, go, b, i, h, lo + base + l, Dr, &p) : 0.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const long top = nk - base < W ? nk - base : W;
+        for (long jj = 0; jj < top; jj++) {
+            const long j = lo + base + jj;
+            __global const float *kj = k + ((b * T + j) * H + h) * D;
+            __global const float *rd = r + ((g.M + i - j) * H + h) * D;
+            for (int c2 = 0; c2 < ATTN_MAXC; c2++) {
+                const long c = l + c2 * W;
+                if (c < D) {
+                    ac[c2] = mcl_acc_add_prod(ac[c2], pt[jj], kj[c]);
+                    ap[c2] = mcl_acc_add_prod(ap[c2], pt[jj], rd[c]);
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int c2 = 0; c2 < ATTN_MAXC; c2++) {
+        const long c = l + c2 * W;
+        if (want_qc && c < D) gqc[row * D + c] += scale * mcl_acc_value(ac[c2]);
+        if (want_qp && c < D) gqp[row * D + c] += scale * mcl_acc_value(ap[c2]);
+    }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* backward, keys and values (one group per key row (b, j, h)), over the queries that see key
+ * j, i = max(0, j − M) .. S-1 (with a window: up to j − M + W), in order:
+ *   gk += scale Σ_i ds_ij qc_i,   gv += Σ_i p_ij go_i */
+__kernel void rel_attn_bwd_kv(REL_IN_ARGS, __global const float *o, long o_off,
+                              __global const float *lse, long lse_off, __global const float *go,
+                              long go_off, __global float *gk, long gk_off, __global float *gv,
+                              long gv_off, int want_k, int want_v, REL_GEOM_ARGS,
+                              __local float2 *red, __local float *pt)
+{
+    REL_GEOM_INIT
+    REL_IN_INIT
+    o += o_off; lse += lse_off; go += go_off; gk += gk_off; gv += gv_off;
+    (void)red;
+    const long W = get_local_size(0), l = get_local_id(0), kr = get_group_id(0);
+    const long b = kr / (T * H), j = (kr / H) % T, h = kr % H;
+    const long i0 = j - g.M > 0 ? j - g.M : 0;
+    const long i1 = win > 0 && j - g.M + win < S - 1 ? j - g.M + win : S - 1;
+    const long U = i1 - i0 + 1; /* may be <= 0: no query sees this key */
+    __local float *ps = pt, *pd = pt + W;
+    float2 ak[ATTN_MAXC], av[ATTN_MAXC];
+    for (int c2 = 0; c2 < ATTN_MAXC; c2++) ak[c2] = av[c2] = (float2)(0.0f, 0.0f);
+    for (long base = 0; base < U; base += W) {
+        float p = 0.0f, ds = 0.0f;
+        if (base + l < U) {
+            const long i = i0 + base + l, row = (b * S + i) * H + h;
+            ds = rel_ds(&g, qc, qp, k, v, r, lse, go, b, i, h, j, attn_dot(go + row * Dv, o + row * Dv, Dv), &p);
+        }
+        ps[l] = p;
+        pd[l] = ds;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const long top = U - base < W ? U - base : W;
+        for (long uu = 0; uu < top; uu++) {
+            const long row = (b * S + i0 + base + uu) * H + h;
+            for (int c2 = 0; c2 < ATTN_MAXC; c2++) {
+                const long c = l + c2 * W;
+                if (c < D) ak[c2] = mcl_acc_add_prod(ak[c2], pd[uu], qc[row * D + c]);
+                if (c < Dv) av[c2] = mcl_acc_add_prod(av[c2], ps[uu], go[row * Dv + c]);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int c2 = 0; c2 < ATTN_MAXC; c2++) {
+        const long c = l + c2 * W;
+        if (want_k && c < D) gk[kr * D + c] += scale * mcl_acc_value(ak[c2]);
+        if (want_v && c < Dv) gv[kr * Dv + c] += mcl_acc_value(av[c2]);
+    }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* backward, relative encodings (one group per distance row (d, h)), over the pairs at
+ * distance d: b = 0..B-1, then i = max(0, d − M) .. S-1 (key j = M + i − d); none when
+ * d > W under a window:
+ *   gr_d += scale Σ_b Σ_i ds_{i, M+i−d} qp_i */
+__kernel void rel_attn_bwd_r(REL_IN_ARGS, __global const float *o, long o_off,
+                             __global const float *lse, long lse_off, __global const float *go,
+                             long go_off, __global float *gr, long gr_off, REL_GEOM_ARGS,
+                             __local float2 *red, __local float *pt)
+{
+    REL_GEOM_INIT
+    REL_IN_INIT
+    o += o_off; lse += lse_off; go += go_off; gr += gr_off;
+    (void)red;
+    const long W = get_local_size(0), l = get_local_id(0), dr = get_group_id(0);
+    const long d = dr / H, h = dr % H;
+    const long i0 = d - g.M > 0 ? d - g.M : 0, ni = S - i0;
+    const long U = (win > 0 && d > win) ? 0 : B * ni;
+    float2 ar[ATTN_MAXC];
+    for (int c2 = 0; c2 < ATTN_MAXC; c2++) ar[c2] = (float2)(0.0f, 0.0f);
+    for (long base = 0; base < U; base += W) {
+        float ds = 0.0f, p;
+        if (base + l < U) {
+            const long b = (base + l) / ni, i = i0 + (base + l) % ni, row = (b * S + i) * H + h;
+            ds = rel_ds(&g, qc, qp, k, v, r, lse, go, b, i, h, g.M + i - d,
+                        attn_dot(go + row * Dv, o + row * Dv, Dv), &p);
+        }
+        pt[l] = ds;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const long top = U - base < W ? U - base : W;
+        for (long uu = 0; uu < top; uu++) {
+            const long u = base + uu, row = ((u / ni) * S + i0 + u % ni) * H + h;
+            for (int c2 = 0; c2 < ATTN_MAXC; c2++) {
+                const long c = l + c2 * W;
+                if (c < D) ar[c2] = mcl_acc_add_prod(ar[c2], pt[uu], qp[row * D + c]);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int c2 = 0; c2 < ATTN_MAXC; c2++) {
+        const long c = l + c2 * W;
+        if (c < D) gr[dr * D + c] += scale * mcl_acc_value(ar[c2]);
+    }
 }

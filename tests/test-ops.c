@@ -63,6 +63,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1025,6 +1026,37 @@ static int gen_kv_push(int k, tcase *tc)
     return 1;
 }
 
+/* rel_attn: qc, qp [B,S,H,D], k [B,T,H,D], v [B,T,H,Dv], r [T,H,D] ~ N(0, 1), T = M + S,
+ * scale 1/sqrt(D) (scores ~ N(0, 2)). Covers: a single key (S = 1, M = 0); no memory (M = 0:
+ * plain causal self-attention with relative positions); M = S (Transformer-XL's usual
+ * memory of one segment) and M > S; Dv != D; windows of 1 and 3 keys back, and one wider than
+ * T (then it changes nothing); inputs without a gradient (qp and r: the backward skips the
+ * position GEMMs; qc, k and v: only the position gradients); a mid-sized windowed case and a
+ * big one, both above the reference's REL_PAR_MIN (the (b, h) loop runs in parallel). */
+static int gen_rel_attn(int k, tcase *tc)
+{
+    static const int64_t c[][8] = {
+        /* B, S, H, D, Dv, M, window, inputs without a gradient (bit j: input j) */
+        {1, 1, 1, 4, 4, 0, 0, 0},     {2, 5, 2, 4, 3, 3, 0, 0},     {1, 7, 3, 5, 6, 0, 0, 0},
+        {2, 13, 1, 7, 5, 13, 0, 0},   {1, 5, 2, 3, 3, 20, 0, 0},    {2, 7, 2, 4, 4, 5, 3, 0},
+        {1, 5, 1, 4, 4, 0, 1, 0},     {1, 4, 2, 4, 4, 2, 100, 0},   {2, 5, 2, 4, 4, 6, 0, 0x12},
+        {1, 6, 2, 5, 3, 4, 2, 0x0d},  {2, 16, 4, 8, 8, 24, 10, 0},
+        {2, 24, 4, 16, 8, 40, 0, 0}};
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    const int64_t B = c[k][0], S = c[k][1], H = c[k][2], D = c[k][3], Dv = c[k][4], T = c[k][5] + S;
+    fill_normal(tc, add_in(tc, S4(B, S, H, D)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S4(B, S, H, D)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S4(B, T, H, D)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S4(B, T, H, Dv)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S3(T, H, D)), 0.0, 1.0);
+    for (int j = 0; j < 5; j++) tc->no_grad[j] = (int)((c[k][7] >> j) & 1);
+    tc->p.f[0] = (float)(1.0 / sqrt((double)D));
+    tc->p.i[0] = c[k][6];
+    return 1;
+}
+
 /* grad_preproc: z on both branches of thr = e^-P. Finite differences must not cross the
  * threshold (a jump) and, on the log branch, must stay far from 0 (log|z| has a pole there,
  * its derivatives grow like 1/z^k): small-branch values have |z| <= thr/2, log-branch values
@@ -1594,6 +1626,113 @@ static void nv_kv_push(const tcase *tc, harr *w)
                 w[0].d[((tc->p.i[0] + r) % C) * row + e] = w[1].d[(S - m + r) * row + e];
 }
 
+/* rel_attn, straight from the equations (no GEMM, no relative shift): per (b, h, i), the
+ * scores of the allowed keys j (lo_i <= j <= M + i) as two dot products in double with the
+ * distance's row of r, the softmax, o = Σ p v. probs: the row's lo and p_j (j = lo..M+i) in
+ * double, for the gradient oracle below. */
+typedef struct rel_case {
+    int64_t B, S, H, D, Dv, T, M, win;
+    double scale;
+} rel_case;
+
+static rel_case rel_case_of(const tcase *tc)
+{
+    rel_case c;
+    c.B = tc->shape[0][0];
+    c.S = tc->shape[0][1];
+    c.H = tc->shape[0][2];
+    c.D = tc->shape[0][3];
+    c.T = tc->shape[2][1];
+    c.Dv = tc->shape[3][3];
+    c.M = c.T - c.S;
+    c.win = tc->p.i[0];
+    c.scale = tc->p.f[0];
+    return c;
+}
+
+/* Row (b, i, h): lo, and p[j - lo] for j = lo..M+i; returns lse. */
+static double rel_row_probs(const tcase *tc, const rel_case *c, int64_t b, int64_t i, int64_t h,
+                            int64_t *lo_out, double *p)
+{
+    const int64_t hi = c->M + i, lo = c->win > 0 && hi - c->win > 0 ? hi - c->win : 0;
+    const float *qc = tc->x[0] + ((b * c->S + i) * c->H + h) * c->D;
+    const float *qp = tc->x[1] + ((b * c->S + i) * c->H + h) * c->D;
+    double mx = -INFINITY, z = 0.0;
+    for (int64_t j = lo; j <= hi; j++) {
+        const float *kj = tc->x[2] + ((b * c->T + j) * c->H + h) * c->D;
+        const float *rd = tc->x[4] + ((hi - j) * c->H + h) * c->D;
+        double ac = 0.0, bd = 0.0;
+        for (int64_t e = 0; e < c->D; e++) {
+            ac += (double)qc[e] * kj[e];
+            bd += (double)qp[e] * rd[e];
+        }
+        p[j - lo] = c->scale * (ac + bd);
+        if (p[j - lo] > mx) mx = p[j - lo];
+    }
+    for (int64_t j = lo; j <= hi; j++) z += exp(p[j - lo] - mx);
+    for (int64_t j = lo; j <= hi; j++) p[j - lo] = exp(p[j - lo] - mx) / z;
+    *lo_out = lo;
+    return mx + log(z);
+}
+
+static void nv_rel_attn(const tcase *tc, harr *w)
+{
+    const rel_case c = rel_case_of(tc);
+    const int64_t os[4] = {c.B, c.S, c.H, c.Dv}, ls[3] = {c.B, c.S, c.H};
+    double *o = want_new(&w[0], 4, os), *lse = want_new(&w[1], 3, ls);
+    double *p = xcalloc((size_t)c.T, sizeof *p);
+    for (int64_t b = 0; b < c.B; b++)
+        for (int64_t i = 0; i < c.S; i++)
+            for (int64_t h = 0; h < c.H; h++) {
+                const int64_t row = (b * c.S + i) * c.H + h;
+                int64_t lo;
+                lse[row] = rel_row_probs(tc, &c, b, i, h, &lo, p);
+                for (int64_t j = lo; j <= c.M + i; j++)
+                    for (int64_t e = 0; e < c.Dv; e++)
+                        o[row * c.Dv + e] += p[j - lo] * tc->x[3][((b * c.T + j) * c.H + h) * c.Dv + e];
+            }
+    free(p);
+}
+
+/* Its gradients in double, pair by pair: dp_j = go_i·v_j, D_i = Σ_j p_j dp_j,
+ * ds_j = p_j (dp_j − D_i); gqc_i += scale ds k_j, gqp_i += scale ds r_d, gk_j += scale ds qc_i,
+ * gv_j += p_j go_i, gr_d += scale ds qp_i (d = M + i − j). */
+static void nvb_rel_attn(const tcase *tc, const harr *gout, harr *w)
+{
+    const rel_case c = rel_case_of(tc);
+    double *g[5];
+    for (int k = 0; k < 5; k++) g[k] = want_new(&w[k], tc->ndim[k], tc->shape[k]);
+    double *p = xcalloc((size_t)c.T, sizeof *p), *dp = xcalloc((size_t)c.T, sizeof *dp);
+    for (int64_t b = 0; b < c.B; b++)
+        for (int64_t i = 0; i < c.S; i++)
+            for (int64_t h = 0; h < c.H; h++) {
+                const int64_t row = (b * c.S + i) * c.H + h, hi = c.M + i;
+                const float *go = gout[0].f + row * c.Dv;
+                int64_t lo;
+                (void)rel_row_probs(tc, &c, b, i, h, &lo, p);
+                double Di = 0.0;
+                for (int64_t j = lo; j <= hi; j++) {
+                    const float *vj = tc->x[3] + ((b * c.T + j) * c.H + h) * c.Dv;
+                    dp[j - lo] = 0.0;
+                    for (int64_t e = 0; e < c.Dv; e++) dp[j - lo] += (double)go[e] * vj[e];
+                    Di += p[j - lo] * dp[j - lo];
+                }
+                for (int64_t j = lo; j <= hi; j++) {
+                    const double pj = p[j - lo], ds = pj * (dp[j - lo] - Di) * c.scale;
+                    const int64_t ko = ((b * c.T + j) * c.H + h), ro = ((hi - j) * c.H + h) * c.D;
+                    for (int64_t e = 0; e < c.D; e++) {
+                        g[0][row * c.D + e] += ds * tc->x[2][ko * c.D + e];
+                        g[1][row * c.D + e] += ds * tc->x[4][ro + e];
+                        g[2][ko * c.D + e] += ds * tc->x[0][row * c.D + e];
+                        g[4][ro + e] += ds * tc->x[1][row * c.D + e];
+                    }
+                    for (int64_t e = 0; e < c.Dv; e++) g[3][ko * c.Dv + e] += pj * go[e];
+                }
+            }
+    free(p);
+    free(dp);
+}
+
 /* grad_preproc: thr = e^-P, ep = e^P as the floats the backends use (backend.h); the rest in
  * double */
 static void nv_grad_preproc(const tcase *tc, harr *w)
@@ -1715,6 +1854,7 @@ typedef struct opextra {
 } opextra;
 
 static void smn_write_extra(struct runner *r, mcl_op op);
+static void rel_attn_extra(struct runner *r, mcl_op op);
 
 /* One row per op: name, case generator, naive forward, forward tolerance, finite-difference
  * step h (absolute; inputs are O(1)), gradcheck tolerance. The tolerances are the named
@@ -1776,6 +1916,12 @@ static const opspec SPECS[] = {
     {"attn_kv", gen_attn_kv, nv_attn_kv, FT_SUM, 2e-2, GT_SMOOTH, DT_SUM},
     /* copies rows (exact); in place, no backward */
     {"kv_push", gen_kv_push, nv_kv_push, FT_EXACT, 0.0, 0.0, DT_EXACT},
+    /* rel_attn: float32 GEMM dot products of 2 x D <= 32 terms, the probabilities in float, O a
+     * float32 GEMM over T <= 64 keys, against the all-double oracle (FT_SUM, as attn_kv); smooth
+     * (softmax, bilinear), h = 2e-2 as for softmax (GT_SMOOTH); the device sums in (hi, lo)
+     * float pairs in other orders (DT_SUM). (EXTRAS: its gradients against a double oracle,
+     * the same bits with 1 and 3 threads, the public wrappers.) */
+    {"rel_attn", gen_rel_attn, nv_rel_attn, FT_SUM, 2e-2, GT_SMOOTH, DT_SUM},
     /* grad_preproc: logf and one division (FT_LIBM); piecewise smooth, every case kept off the
      * threshold and off 0 on the log branch with its own absolute step h = tc->h_scale
      * (gen_grad_preproc; the table's h is 1): GT_SMOOTH; OpenCL's log (3 ulp) and division
@@ -1798,6 +1944,10 @@ static const opextra EXTRAS[] = {
     /* the dense oracle in double: float32 activations, sums of m terms that cancel (BT_SUM);
      * the written set on both backends, refused and skipped bad indices, the public wrapper */
     {"smn_write", nvb_smn_write, BT_SUM, smn_write_extra},
+    /* the pairs' gradients in double: float32 GEMMs and probabilities, dr summed over B·S
+     * queries where the terms cancel (BT_SUM); the same bits with 1 and 3 OpenMP threads; the
+     * public wrappers mcl_rel_attn and mcl_rel_attn_window */
+    {"rel_attn", nvb_rel_attn, BT_SUM, rel_attn_extra},
 };
 #define N_EXTRAS ((int)(sizeof EXTRAS / sizeof EXTRAS[0]))
 
@@ -2625,6 +2775,111 @@ static void smn_write_extra(runner *r, mcl_op op)
                 smn_ocl_bad_index(r, op, &tc);
                 smn_public_api(r, op, &tc, r->ocl, COL_OCL_FWD);
             }
+        }
+        tc_free(&tc);
+    }
+}
+
+/* ================================================================================== */
+/* rel_attn: the checks its table row cannot express (opextra.extra).                   */
+
+/* The reference forward and backward give the same bits with 1 and with 3 OpenMP threads
+ * (columns "ref fwd" and "ref bwd"); run on the cases above REL_PAR_MIN, where the (b, h)
+ * loop is parallel. */
+static void rel_attn_threads(runner *r, mcl_op op, const tcase *tc)
+{
+    const char *name = mcl_op_table[op].name;
+    const int saved = omp_get_max_threads();
+    harr got[2][MAX_IO] = {{{0}}}, gout[2][MCL_MAX_OUT] = {{{0}}}, gin[2][MCL_MAX_IN] = {{{0}}};
+    char msg[512];
+    const trng grng = {r->seed, tc->rng.stream ^ 0x5a5a5a5a00000000ull, 0};
+    int fok = 1, bok = 1;
+    for (int t = 0; t < 2 && fok && bok; t++) {
+        omp_set_num_threads(t == 0 ? 1 : 3);
+        fok = run_fwd(r->ref, op, tc, 0, got[t], msg, sizeof msg);
+        bok = fok && run_bwd(r->ref, op, tc, grng, gout[t], gin[t], msg, sizeof msg);
+    }
+    omp_set_num_threads(saved);
+    for (int k = 0; fok && bok && k < 2; k++)
+        if (got[0][k].n != got[1][k].n ||
+            memcmp(got[0][k].f, got[1][k].f, (size_t)got[0][k].n * sizeof(float)) != 0) {
+            fok = 0;
+            snprintf(msg, sizeof msg, "output %d differs between 1 and 3 threads", k);
+        }
+    for (int k = 0; fok && bok && k < tc->n_in; k++)
+        if (gin[0][k].f && (gin[0][k].n != gin[1][k].n ||
+                            memcmp(gin[0][k].f, gin[1][k].f, (size_t)gin[0][k].n * sizeof(float)) != 0)) {
+            bok = 0;
+            snprintf(msg, sizeof msg, "the gradient of input %d differs between 1 and 3 threads", k);
+        }
+    if (!fok) fail_line(name, tc, COL_REF_FWD, msg);
+    else if (!bok) fail_line(name, tc, COL_REF_BWD, msg);
+    set_res(&r->res[op][COL_REF_FWD], fok);
+    set_res(&r->res[op][COL_REF_BWD], bok);
+    if (g_verbose && fok && bok)
+        printf("  %-13s %-40s 1 and 3 threads: the same bits (forward and backward)\n", name, tc->desc);
+    for (int t = 0; t < 2; t++) {
+        for (int k = 0; k < MAX_IO; k++) harr_free(&got[t][k]);
+        for (int k = 0; k < MCL_MAX_OUT; k++) harr_free(&gout[t][k]);
+        for (int k = 0; k < MCL_MAX_IN; k++) harr_free(&gin[t][k]);
+    }
+}
+
+/* The public front end: mcl_rel_attn (window 0) or mcl_rel_attn_window gives the op's output
+ * bit for bit (column "ref fwd" or "opencl fwd"). */
+static void rel_attn_public_api(runner *r, mcl_op op, const tcase *tc, mcl_ctx *ctx, int col)
+{
+    const char *name = mcl_op_table[op].name;
+    mcl_tensor *in[MCL_MAX_IN] = {0};
+    harr want = {0}, h = {0};
+    char msg[512];
+    int ok = smn_run(ctx, op, tc, tc->x, &want, msg, sizeof msg) &&
+             inputs_create(ctx, tc, tc->x, in, msg, sizeof msg);
+    if (ok) {
+        mcl_tensor *o = NULL;
+        const char *fn = tc->p.i[0] == 0 ? "mcl_rel_attn" : "mcl_rel_attn_window";
+        mcl_status st = tc->p.i[0] == 0
+                            ? mcl_rel_attn(ctx, in[0], in[1], in[2], in[3], in[4], tc->p.f[0], &o)
+                            : mcl_rel_attn_window(ctx, in[0], in[1], in[2], in[3], in[4], tc->p.f[0],
+                                                  tc->p.i[0], &o);
+        if (st != MCL_OK || !o) {
+            ok = 0;
+            ctx_msg(ctx, st, fn, msg, sizeof msg);
+        }
+        ok = ok && harr_read(ctx, &h, o, msg, sizeof msg);
+        for (int64_t i = 0; ok && i < want.n; i++)
+            if (!(h.f[i] == want.f[i])) {
+                ok = 0;
+                snprintf(msg, sizeof msg, "%s: element %" PRId64 " is %.9g, the op gives %.9g", fn, i,
+                         (double)h.f[i], (double)want.f[i]);
+            }
+        if (ok && g_verbose)
+            printf("  %-13s %-40s %s: the op's bits (%s)\n", name, tc->desc, fn, COL_NAME[col]);
+    }
+    tensors_free(in, tc->n_in);
+    guards_release();
+    mcl_ctx_reset(ctx);
+    if (!ok) fail_line(name, tc, col, msg);
+    set_res(&r->res[op][col], ok);
+    harr_free(&want);
+    harr_free(&h);
+}
+
+static void rel_attn_extra(runner *r, mcl_op op)
+{
+    const char *name = mcl_op_table[op].name;
+    for (int k = 0; k < MAX_CASES; k++) {
+        tcase tc;
+        tc_init(&tc, r->seed, fnv1a(name) + (uint64_t)k);
+        if (!gen_rel_attn(k, &tc)) {
+            tc_free(&tc);
+            break;
+        }
+        tc_describe(&tc);
+        if (k >= 10) rel_attn_threads(r, op, &tc); /* the two cases above REL_PAR_MIN */
+        if (k == 2 || k == 5) { /* window 0 and 3 */
+            rel_attn_public_api(r, op, &tc, r->ref, COL_REF_FWD);
+            if (r->ocl && !r->ocl_missing[op]) rel_attn_public_api(r, op, &tc, r->ocl, COL_OCL_FWD);
         }
         tc_free(&tc);
     }

@@ -459,6 +459,48 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 1, 2, ls);
         return MCL_OK;
     }
+    case MCL_OP_REL_ATTN: {
+        const mcl_tensor *qp = a->in[1], *k = a->in[2], *v = a->in[3], *r = a->in[4];
+        char s3[64], s4[64], s5[64];
+        if (x->ndim != 4 || qp->ndim != 4 || k->ndim != 4 || v->ndim != 4 || r->ndim != 3)
+            return SHAPE_ERR("rel_attn: qc %s, qp %s, k %s, v %s must be 4-D ([B,S,H,D], "
+                             "[B,T,H,D], [B,T,H,Dv]) and r %s 3-D ([T,H,D])",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(qp, s2, sizeof s2),
+                             mcl_shape_str(k, s3, sizeof s3), mcl_shape_str(v, s4, sizeof s4),
+                             mcl_shape_str(r, s5, sizeof s5));
+        const int64_t B = x->shape[0], S = x->shape[1], H = x->shape[2], D = x->shape[3];
+        const int64_t T = k->shape[1], Dv = v->shape[3];
+        if (!mcl_tensor_same_shape(x, qp))
+            return SHAPE_ERR("rel_attn: qc %s and qp %s must have the same shape [B,S,H,D]",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(qp, s2, sizeof s2));
+        if (k->shape[0] != B || k->shape[2] != H || k->shape[3] != D)
+            return SHAPE_ERR("rel_attn: k %s must be [B,T,H,D] = [%lld,T,%lld,%lld] (qc %s)",
+                             mcl_shape_str(k, s1, sizeof s1), (long long)B, (long long)H,
+                             (long long)D, mcl_shape_str(x, s2, sizeof s2));
+        if (v->shape[0] != B || v->shape[1] != T || v->shape[2] != H)
+            return SHAPE_ERR("rel_attn: v %s must be [B,T,H,Dv] = [%lld,%lld,%lld,Dv] (k %s)",
+                             mcl_shape_str(v, s1, sizeof s1), (long long)B, (long long)T,
+                             (long long)H, mcl_shape_str(k, s2, sizeof s2));
+        if (T < S)
+            return SHAPE_ERR("rel_attn: k %s has T = %lld rows, fewer than the S = %lld queries "
+                             "of qc %s (T = M + S with M >= 0 memory rows)",
+                             mcl_shape_str(k, s1, sizeof s1), (long long)T, (long long)S,
+                             mcl_shape_str(x, s2, sizeof s2));
+        if (r->shape[0] != T || r->shape[1] != H || r->shape[2] != D)
+            return SHAPE_ERR("rel_attn: r %s must be [T,H,D] = [%lld,%lld,%lld], one row per "
+                             "distance 0..T-1",
+                             mcl_shape_str(r, s1, sizeof s1), (long long)T, (long long)H,
+                             (long long)D);
+        if (!isfinite(a->p.f[0]))
+            return INVALID("rel_attn: scale %g must be finite", (double)a->p.f[0]);
+        if (a->p.i[0] < 0)
+            return INVALID("rel_attn: window %lld must be >= 0 (0 = unlimited)",
+                           (long long)a->p.i[0]);
+        int64_t os[4] = {B, S, H, Dv}, ls[3] = {B, S, H};
+        set_out(o, 0, 4, os);
+        set_out(o, 1, 3, ls);
+        return MCL_OK;
+    }
     case MCL_OP_KV_PUSH: {
         if (x->ndim != 3 || y->ndim != 3 || x->shape[1] != y->shape[1] || x->shape[2] != y->shape[2])
             return SHAPE_ERR("kv_push: buf %s and x %s must be [C,H,D] and [S,H,D]",
@@ -901,6 +943,33 @@ mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v
     mcl_status s = mcl_op_run(ctx, &a);
     *out = s == MCL_OK ? a.out[0] : NULL;
     return s;
+}
+
+mcl_status mcl_rel_attn_window(mcl_ctx *ctx, mcl_tensor *qc, mcl_tensor *qp, mcl_tensor *k,
+                               mcl_tensor *v, mcl_tensor *r, float scale, int64_t window,
+                               mcl_tensor **out)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "rel_attn: NULL output");
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_REL_ATTN;
+    a.in[0] = qc;
+    a.in[1] = qp;
+    a.in[2] = k;
+    a.in[3] = v;
+    a.in[4] = r;
+    a.p.f[0] = scale;
+    a.p.i[0] = window;
+    mcl_status s = mcl_op_run(ctx, &a);
+    *out = s == MCL_OK ? a.out[0] : NULL;
+    return s;
+}
+
+mcl_status mcl_rel_attn(mcl_ctx *ctx, mcl_tensor *qc, mcl_tensor *qp, mcl_tensor *k, mcl_tensor *v,
+                        mcl_tensor *r, float scale, mcl_tensor **out)
+{
+    return mcl_rel_attn_window(ctx, qc, qp, k, v, r, scale, 0, out);
 }
 
 mcl_status mcl_kv_push(mcl_ctx *ctx, mcl_tensor *buf, mcl_tensor *x, int64_t pos)

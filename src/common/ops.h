@@ -87,6 +87,18 @@ typedef struct mcl_attn_opts {
 mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
                        mcl_tensor *kbuf, mcl_tensor *vbuf, const mcl_attn_opts *opt,
                        mcl_tensor **out);
+/* Transformer-XL relative-position causal attention over [memory ‖ segment] (ops.def rel_attn;
+ * Dai et al. 2019, Sec. 3.3): qc = query + u [B,S,H,D], qp = query + v [B,S,H,D], k [B,T,H,D],
+ * v [B,T,H,Dv] (T = M + S: M memory rows, then the segment), r [T,H,D] (relative encodings,
+ * row d = distance d) -> out [B,S,H,Dv]. Query i attends to keys j <= M + i with the scores
+ * scale·(qc_i·k_j + qp_i·r_{M+i-j}). Gradients reach all five inputs (the memory rows of k
+ * and v included: build them from detached memory to stop the gradient there). */
+mcl_status mcl_rel_attn(mcl_ctx *ctx, mcl_tensor *qc, mcl_tensor *qp, mcl_tensor *k, mcl_tensor *v,
+                        mcl_tensor *r, float scale, mcl_tensor **out);
+/* The same with a window: key j only if the distance M + i - j <= window (0 = unlimited). */
+mcl_status mcl_rel_attn_window(mcl_ctx *ctx, mcl_tensor *qc, mcl_tensor *qp, mcl_tensor *k,
+                               mcl_tensor *v, mcl_tensor *r, float scale, int64_t window,
+                               mcl_tensor **out);
 /* Write the last min(S, C) rows of x [S,H,D] into the ring buf [C,H,D] at rows pos, pos+1, ...
  * (mod C), in place (no gradient). */
 mcl_status mcl_kv_push(mcl_ctx *ctx, mcl_tensor *buf, mcl_tensor *x, int64_t pos);

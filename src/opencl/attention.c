@@ -1,10 +1,12 @@
-/* attention.c — OpenCL host glue of attn_kv (forward, backward) and kv_push.
+/* attention.c — OpenCL host glue of attn_kv (forward, backward), kv_push and rel_attn
+ * (forward, backward).
  * Kernels: kernels/attention.cl; equations and semantics: src/ref/attention.c.
  *
  * attn_kv runs one work-group per row: per query row (t, h) in the forward and for dq, per
  * chunk key row (t', kh) for dk and dv. The group size W is the largest power of two <= 64
  * that the kernel allows; an item owns the output columns l, l + W, ... (at most
- * ATTN_MAXC = 8 of them), so head sizes above 8·W are refused with a clear error.
+ * ATTN_MAXC = 8 of them), so head sizes above 8·W are refused with a clear error. rel_attn
+ * has the same layout and limit, with a third backward kernel per distance row (dr).
  */
 #include "ocl.h"
 
@@ -132,4 +134,117 @@ mcl_status mcl_ocl_kv_push_fwd(mcl_backend *be, const mcl_op_args *a)
     char wb[160];
     mcl_ocl_what_op(wb, sizeof wb, "kv_push", "forward", "kv_push", "x", x);
     return mcl_ocl_launch(be, k, i, m * row, wb);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* rel_attn (Transformer-XL relative-position attention): one work-group per query row
+ * (forward; dqc and dqp), per key row (dk, dv) and per distance row (dr); group size and the
+ * head-size limit as attn_kv's. */
+
+/* The geometry arguments of the rel_attn kernels (REL_GEOM_ARGS in the .cl file). */
+static int rel_geom_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a)
+{
+    const mcl_tensor *qc = a->in[0], *kk = a->in[2], *v = a->in[3];
+    i = mcl_ocl_arg_long(be, k, i, qc->shape[0]);
+    i = mcl_ocl_arg_long(be, k, i, qc->shape[1]);
+    i = mcl_ocl_arg_long(be, k, i, qc->shape[2]);
+    i = mcl_ocl_arg_long(be, k, i, qc->shape[3]);
+    i = mcl_ocl_arg_long(be, k, i, v->shape[3]);
+    i = mcl_ocl_arg_long(be, k, i, kk->shape[1]);
+    i = mcl_ocl_arg_long(be, k, i, a->p.i[0]);
+    return mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+}
+
+/* Look up a rel_attn kernel and its group size; an error when the heads are too wide. */
+static cl_kernel rel_kernel(mcl_backend *be, const mcl_op_args *a, const char *name, size_t *W)
+{
+    size_t wg_max;
+    cl_kernel k = mcl_ocl_kernel(be, name, &wg_max);
+    if (!k) return NULL;
+    const int64_t D = a->in[0]->shape[3] > a->in[3]->shape[3] ? a->in[0]->shape[3] : a->in[3]->shape[3];
+    *W = attn_wg(wg_max, D);
+    if (*W == 0) {
+        mcl_ocl_fail(be, CL_INVALID_WORK_GROUP_SIZE, "rel_attn: head size too large for this device's work-group limit");
+        return NULL;
+    }
+    return k;
+}
+
+/* The five inputs, o, lse and gout: the first arguments of every backward kernel. */
+static int rel_bwd_head(mcl_backend *be, cl_kernel k, const mcl_op_args *a)
+{
+    int i = 0;
+    for (int j = 0; j < 5; j++) i = mcl_ocl_arg_tensor(be, k, i, a->in[j]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    return mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+}
+
+/* forward: lse = log Σ exp(s), o = Σ p v (src/ref/attention.c, rel_attn) */
+mcl_status mcl_ocl_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    size_t W;
+    cl_kernel k = rel_kernel(be, a, "rel_attn_fwd", &W);
+    if (!k) return mcl_ocl_recorded(be);
+    int i = 0;
+    for (int j = 0; j < 5; j++) i = mcl_ocl_arg_tensor(be, k, i, a->in[j]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = rel_geom_args(be, k, i, a);
+    i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
+    i = mcl_ocl_arg_local(be, k, i, W * sizeof(float));
+    char wb[160];
+    mcl_ocl_what_op(wb, sizeof wb, "rel_attn", "forward", "rel_attn_fwd", "qc", a->in[0]);
+    const size_t rows = (size_t)mcl_ocl_rows(a->in[0]);
+    return mcl_ocl_launch_groups(be, k, i, rows, W, wb);
+}
+
+/* backward: gqc and gqp (per query row), gk and gv (per key row), gr (per distance row) */
+mcl_status mcl_ocl_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    char wb[160];
+    size_t W;
+    mcl_status s = MCL_OK;
+    if (a->gin[0] || a->gin[1]) {
+        cl_kernel k = rel_kernel(be, a, "rel_attn_bwd_q", &W);
+        if (!k) return mcl_ocl_recorded(be);
+        int i = rel_bwd_head(be, k, a);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0] ? a->gin[0] : a->in[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[1] ? a->gin[1] : a->in[1]);
+        i = mcl_ocl_arg_int(be, k, i, a->gin[0] != NULL);
+        i = mcl_ocl_arg_int(be, k, i, a->gin[1] != NULL);
+        i = rel_geom_args(be, k, i, a);
+        i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
+        i = mcl_ocl_arg_local(be, k, i, W * sizeof(float));
+        mcl_ocl_what_op(wb, sizeof wb, "rel_attn", "backward", "rel_attn_bwd_q", "qc", a->in[0]);
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)mcl_ocl_rows(a->in[0]), W, wb);
+        if (s != MCL_OK) return s;
+    }
+    if (a->gin[2] || a->gin[3]) {
+        cl_kernel k = rel_kernel(be, a, "rel_attn_bwd_kv", &W);
+        if (!k) return mcl_ocl_recorded(be);
+        int i = rel_bwd_head(be, k, a);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[2] ? a->gin[2] : a->in[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[3] ? a->gin[3] : a->in[3]);
+        i = mcl_ocl_arg_int(be, k, i, a->gin[2] != NULL);
+        i = mcl_ocl_arg_int(be, k, i, a->gin[3] != NULL);
+        i = rel_geom_args(be, k, i, a);
+        i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
+        i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
+        mcl_ocl_what_op(wb, sizeof wb, "rel_attn", "backward", "rel_attn_bwd_kv", "k", a->in[2]);
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)mcl_ocl_rows(a->in[2]), W, wb);
+        if (s != MCL_OK) return s;
+    }
+    if (a->gin[4]) {
+        cl_kernel k = rel_kernel(be, a, "rel_attn_bwd_r", &W);
+        if (!k) return mcl_ocl_recorded(be);
+        int i = rel_bwd_head(be, k, a);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[4]);
+        i = rel_geom_args(be, k, i, a);
+        i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
+        i = mcl_ocl_arg_local(be, k, i, W * sizeof(float));
+        mcl_ocl_what_op(wb, sizeof wb, "rel_attn", "backward", "rel_attn_bwd_r", "r", a->in[4]);
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)mcl_ocl_rows(a->in[4]), W, wb);
+    }
+    return s;
 }

@@ -1,5 +1,6 @@
 /* attention.c — reference causal attention of a chunk against a KV ring buffer, and the
- * ring buffer's write (doc/oct-model.md §2; paper 003_* Sec. 2 and App. B).
+ * ring buffer's write (doc/oct-model.md §2; paper 003_* Sec. 2 and App. B); Transformer-XL's
+ * relative-position attention over [memory ‖ segment] (rel_attn, at the end of this file).
  *
  * attn_kv. A chunk of S tokens attends to [the C-row ring buffer's n filled rows ‖ its own
  * keys and values], causally. Heads: Hq query heads share Hk key/value heads (Hk = 1:
@@ -49,6 +50,7 @@
  * (start, n) and moves them (oct/kvcache.c). No backward: the buffer is detached state.
  */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,5 +296,234 @@ mcl_status mcl_ref_kv_push_fwd(mcl_backend *be, const mcl_op_args *a)
         const float *src = x + (S - m + r) * row;
         for (int64_t i = 0; i < row; i++) dst[i] = src[i];
     }
+    return MCL_OK;
+}
+
+/* ==================================================================================== */
+/* rel_attn — Transformer-XL's relative-position attention (Dai et al. 2019, Sec. 3.3 and
+ * App. B) over [memory ‖ segment], causal, with an optional distance window.
+ *   in[0] qc [B,S,H,D]   query + u (the content bias, added by the caller)
+ *   in[1] qp [B,S,H,D]   query + v (the position bias, added by the caller)
+ *   in[2] k  [B,T,H,D]   keys of [memory ‖ segment], T = M + S (M >= 0 memory rows first)
+ *   in[3] v  [B,T,H,Dv]  values, same rows
+ *   in[4] r  [T,H,D]     projected relative encodings, row d = distance d (shared by the batch)
+ *   p.f[0] scale         of the scores (usually 1/sqrt(D))
+ *   p.i[0] window W      0: unlimited; else key j only if the distance M + i − j <= W
+ *   out[0] o [B,S,H,Dv]  (differentiable);  out[1] lse [B,S,H] (saved for the backward)
+ *
+ * Query i (0..S-1) is at position M + i, key j (0..T-1) at position j; key j is allowed iff
+ * lo_i <= j <= M + i, lo_i = max(0, M + i − W) (W > 0) or 0. Per batch b and head h, with the
+ * distance d = M + i − j (0..T-1):
+ *   s_ij = scale · (qc_i · k_j + qp_i · r_d)                 (the paper's terms (a)+(c), (b)+(d))
+ *   p_ij = exp(s_ij − lse_i),  lse_i = log Σ_j exp(s_ij)      (allowed j only)
+ *   o_i  = Σ_j p_ij v_j
+ * Backward, from the saved lse (nothing else is kept between the passes):
+ *   dp_ij = do_i · v_j,  D_i = Σ_j p_ij dp_ij (= do_i · o_i),  ds_ij = p_ij (dp_ij − D_i)
+ *   dqc_i += scale Σ_j ds_ij k_j          dk_j += scale Σ_i ds_ij qc_i     dv_j += Σ_i p_ij do_i
+ *   dqp_i += scale Σ_d dB_id r_d          dr_d += scale Σ_b Σ_i dB_id qp_i
+ * where dB_id = ds_{i, M+i−d} (0 where that key is not allowed): ds scattered by distance.
+ * How. Per (b, h), the [S,T] content scores AC = Qc·Kᵀ and the [S,T] position scores
+ * BD = Qp·Rᵀ (BD[i][d] = qp_i · r_d for every distance) are two GEMMs on strided views of the
+ * inputs (no copies); the "relative shift" gathers s_ij = scale·(AC[i][j] + BD[i][M+i−j]);
+ * the row softmax runs over the allowed keys (exponentials of arguments <= 0 in float, their
+ * sums in double); O = P·V is a GEMM. The backward recomputes P the same way, dP = dO·Vᵀ,
+ * and the GEMMs dQc = scale·dS·K, dK = scale·dSᵀ·Qc, dV = Pᵀ·dO; dS is scattered by distance
+ * into dB, stored for every (b, h) as [H][B·S][T], and per head one GEMM each gives
+ * dQp = scale·dB·R and dR = scale·dBᵀ·Qp (the sum over the batch and the queries as the GEMM's
+ * K = B·S). Threads: the (b, h) blocks in parallel (GEMMs inside a parallel region run on the
+ * calling thread), each with its own work space; every value is a GEMM element or a row loop
+ * in a fixed order, so no result depends on the thread count or the schedule. Work space:
+ * two [S,T] floats per thread, plus dB (B·H·S·T floats) in the backward when qp or r needs a
+ * gradient; freed when the call returns.
+ */
+
+#define REL_PAR_MIN 65536 /* B·H·S·T·D below this: the (b, h) loop on one thread */
+
+typedef struct rel_dims {
+    int64_t B, S, H, D, Dv, T, M, win;
+    float scale;
+} rel_dims;
+
+static rel_dims rel_dims_of(const mcl_op_args *a)
+{
+    rel_dims d;
+    d.B = a->in[0]->shape[0];
+    d.S = a->in[0]->shape[1];
+    d.H = a->in[0]->shape[2];
+    d.D = a->in[0]->shape[3];
+    d.T = a->in[2]->shape[1];
+    d.Dv = a->in[3]->shape[3];
+    d.M = d.T - d.S;
+    d.win = a->p.i[0];
+    d.scale = a->p.f[0];
+    return d;
+}
+
+/* The first allowed key of query i (the last is M + i). */
+static int64_t rel_lo(const rel_dims *d, int64_t i)
+{
+    const int64_t lo = d->win > 0 ? d->M + i - d->win : 0;
+    return lo > 0 ? lo : 0;
+}
+
+/* Distances any query can use: 0..nd-1 (all T, or W + 1 with a window). */
+static int64_t rel_ndist(const rel_dims *d)
+{
+    return d->win > 0 && d->win + 1 < d->T ? d->win + 1 : d->T;
+}
+
+/* Probabilities of head (b, h) into P [S,T] (0 at keys not allowed), with BD [S,T] as work
+ * space:
+ *   P = Qc·Kᵀ (columns lo_0..T-1),  BD = Qp·Rᵀ (distances 0..nd-1)   (GEMMs on strided views)
+ *   s_ij = scale·(P[i][j] + BD[i][M+i−j]),  p_ij = exp(s_ij − lse_i)   (allowed j)
+ * lse_out: computed and stored at lse_out[(b·S + i)·H + h] (forward); else lse_in is read. */
+static void rel_probs(const rel_dims *d, int64_t b, int64_t h, const float *qc, const float *qp,
+                      const float *k, const float *r, float *P, float *BD, float *lse_out,
+                      const float *lse_in)
+{
+    const int64_t S = d->S, T = d->T, M = d->M, ld = d->H * d->D;
+    const int64_t j0 = rel_lo(d, 0), nd = rel_ndist(d);
+    const float *qcb = qc + (b * S * d->H + h) * d->D, *qpb = qp + (b * S * d->H + h) * d->D;
+    const float *kb = k + (b * T * d->H + h) * d->D, *rh = r + h * d->D;
+    mcl_ref_sgemm(0, 1, S, T - j0, d->D, 1.0f, qcb, ld, kb + j0 * ld, ld, 0.0f, P + j0, T);
+    mcl_ref_sgemm(0, 1, S, nd, d->D, 1.0f, qpb, ld, rh, ld, 0.0f, BD, T);
+    for (int64_t i = 0; i < S; i++) {
+        const int64_t lo = rel_lo(d, i), hi = M + i, row = (b * S + i) * d->H + h;
+        float *pr = P + i * T;
+        const float *br = BD + i * T;
+        float mx = -INFINITY;
+        for (int64_t j = lo; j <= hi; j++) {
+            pr[j] = d->scale * (pr[j] + br[hi - j]);
+            mx = pr[j] > mx ? pr[j] : mx;
+        }
+        double l;
+        if (lse_out) {
+            double sum = 0.0;
+            for (int64_t j = lo; j <= hi; j++) sum += (double)expf(pr[j] - mx);
+            l = (double)mx + log(sum);
+            lse_out[row] = (float)l;
+        } else {
+            l = (double)lse_in[row];
+        }
+        for (int64_t j = 0; j < lo; j++) pr[j] = 0.0f;
+        for (int64_t j = lo; j <= hi; j++) pr[j] = expf((float)((double)pr[j] - l));
+        for (int64_t j = hi + 1; j < T; j++) pr[j] = 0.0f;
+    }
+}
+
+/* Per-thread work space: two [S,T] blocks per thread (P and BD / dP). */
+static float *rel_ws(const rel_dims *d, int *nthr)
+{
+    *nthr = omp_get_max_threads();
+    const int64_t n = (int64_t)*nthr * 2 * d->S * d->T;
+    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
+
+static int rel_par(const rel_dims *d)
+{
+    return d->B * d->H > 1 && d->B * d->H * d->S * d->T * (d->D + d->Dv) > REL_PAR_MIN;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* forward: s_ij = scale·(qc_i·k_j + qp_i·r_{M+i−j}), o_i = Σ_j softmax_j(s_i) v_j
+ *   qc [B,S,H,D], qp [B,S,H,D], k [B,T,H,D], v [B,T,H,Dv], r [T,H,D] -> o [B,S,H,Dv], lse [B,S,H]
+ * Per (b, h): P by rel_probs, then O = P·V (GEMM, written in place into o's strided rows). */
+mcl_status mcl_ref_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const rel_dims d = rel_dims_of(a);
+    const float *qc = mcl_ref_ptr(a->in[0]), *qp = mcl_ref_ptr(a->in[1]);
+    const float *k = mcl_ref_ptr(a->in[2]), *v = mcl_ref_ptr(a->in[3]), *r = mcl_ref_ptr(a->in[4]);
+    float *o = mcl_ref_ptr(a->out[0]), *lse = mcl_ref_ptr(a->out[1]);
+    int nthr;
+    float *ws = rel_ws(&d, &nthr);
+    if (!ws) return MCL_ERR_OOM;
+    const int64_t BH = d.B * d.H, ldv = d.H * d.Dv;
+#pragma omp parallel for schedule(dynamic) if (rel_par(&d))
+    for (int64_t bh = 0; bh < BH; bh++) {
+        const int64_t b = bh / d.H, h = bh % d.H;
+        float *P = ws + (int64_t)omp_get_thread_num() * 2 * d.S * d.T, *BD = P + d.S * d.T;
+        rel_probs(&d, b, h, qc, qp, k, r, P, BD, lse, NULL);
+        mcl_ref_sgemm(0, 0, d.S, d.Dv, d.T, 1.0f, P, d.T, v + (b * d.T * d.H + h) * d.Dv, ldv, 0.0f,
+                      o + (b * d.S * d.H + h) * d.Dv, ldv);
+    }
+    free(ws);
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* backward: see the section's header.
+ *   go [B,S,H,Dv] -> gqc [B,S,H,D], gqp [B,S,H,D], gk [B,T,H,D], gv [B,T,H,Dv], gr [T,H,D]
+ *   (accumulated; any may be NULL)
+ * Per (b, h), from the saved lse: P again, dP = dO·Vᵀ, dS = P ⊙ (dP − D) (row-wise,
+ * D_i = Σ_j p_ij dP_ij from the same float dP, so each row of dS sums to ~0 as the softmax's
+ * Jacobian says), then the GEMMs gqc += scale·dS·K, gk += scale·dSᵀ·Qc, gv += Pᵀ·dO, and dB
+ * (dS by distance). Then per head: gqp += scale·dB·R, gr += scale·dBᵀ·Qp over all B·S rows. */
+mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const rel_dims d = rel_dims_of(a);
+    const float *qc = mcl_ref_ptr(a->in[0]), *qp = mcl_ref_ptr(a->in[1]);
+    const float *k = mcl_ref_ptr(a->in[2]), *v = mcl_ref_ptr(a->in[3]), *r = mcl_ref_ptr(a->in[4]);
+    const float *lse = mcl_ref_ptr(a->out[1]), *go = mcl_ref_ptr(a->gout[0]);
+    float *gqc = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
+    float *gqp = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
+    float *gk = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
+    float *gv = a->gin[3] ? mcl_ref_ptr(a->gin[3]) : NULL;
+    float *gr = a->gin[4] ? mcl_ref_ptr(a->gin[4]) : NULL;
+    const int want_pos = gqp || gr;
+    const int64_t S = d.S, T = d.T, M = d.M, BH = d.B * d.H, ld = d.H * d.D, ldv = d.H * d.Dv;
+    int nthr;
+    float *ws = rel_ws(&d, &nthr);
+    float *dB = want_pos ? malloc((size_t)(BH * S * T) * sizeof *dB) : NULL;
+    if (!ws || (want_pos && !dB)) {
+        free(ws);
+        free(dB);
+        return MCL_ERR_OOM;
+    }
+#pragma omp parallel for schedule(dynamic) if (rel_par(&d))
+    for (int64_t bh = 0; bh < BH; bh++) {
+        const int64_t b = bh / d.H, h = bh % d.H;
+        const int64_t qo = (b * S * d.H + h) * d.D, ko = (b * T * d.H + h) * d.D;
+        const int64_t gvo = (b * S * d.H + h) * d.Dv, vo = (b * T * d.H + h) * d.Dv;
+        float *P = ws + (int64_t)omp_get_thread_num() * 2 * S * T, *dS = P + S * T;
+        rel_probs(&d, b, h, qc, qp, k, r, P, dS, NULL, lse);
+        mcl_ref_sgemm(0, 1, S, T, d.Dv, 1.0f, go + gvo, ldv, v + vo, ldv, 0.0f, dS, T);
+        for (int64_t i = 0; i < S; i++) {
+            const int64_t lo = rel_lo(&d, i), hi = M + i;
+            const float *pr = P + i * T;
+            float *sr = dS + i * T;
+            double Di = 0.0;
+            for (int64_t j = lo; j <= hi; j++) Di += (double)pr[j] * (double)sr[j];
+            for (int64_t j = 0; j < lo; j++) sr[j] = 0.0f;
+            for (int64_t j = lo; j <= hi; j++) sr[j] = (float)((double)pr[j] * ((double)sr[j] - Di));
+            for (int64_t j = hi + 1; j < T; j++) sr[j] = 0.0f;
+        }
+        if (gqc) mcl_ref_sgemm(0, 0, S, d.D, T, d.scale, dS, T, k + ko, ld, 1.0f, gqc + qo, ld);
+        if (gk) mcl_ref_sgemm(1, 0, T, d.D, S, d.scale, dS, T, qc + qo, ld, 1.0f, gk + ko, ld);
+        if (gv) mcl_ref_sgemm(1, 0, T, d.Dv, S, 1.0f, P, T, go + gvo, ldv, 1.0f, gv + vo, ldv);
+        if (want_pos) { /* dB[i][d] = dS[i][M+i−d]: the relative shift, backwards */
+            float *db = dB + (h * d.B + b) * S * T;
+            for (int64_t i = 0; i < S; i++) {
+                const int64_t lo = rel_lo(&d, i), hi = M + i;
+                const float *sr = dS + i * T;
+                float *dr = db + i * T;
+                for (int64_t j = lo; j <= hi; j++) dr[hi - j] = sr[j];
+                for (int64_t dd = hi - lo + 1; dd < T; dd++) dr[dd] = 0.0f;
+            }
+        }
+    }
+    /* per head, over the B·S query rows of the batch: row (b, i) of dB_h at (b·S + i)·T, of qp
+     * and gqp at (b·S + i)·H·D + h·D (one stride) */
+    if (want_pos) {
+        const int64_t nd = rel_ndist(&d), BS = d.B * S;
+        for (int64_t h = 0; h < d.H; h++) {
+            const float *db = dB + h * BS * T;
+            if (gqp) mcl_ref_sgemm(0, 0, BS, d.D, nd, d.scale, db, T, r + h * d.D, ld, 1.0f, gqp + h * d.D, ld);
+            if (gr) mcl_ref_sgemm(1, 0, nd, d.D, BS, d.scale, db, T, qp + h * d.D, ld, 1.0f, gr + h * d.D, ld);
+        }
+    }
+    free(ws);
+    free(dB);
     return MCL_OK;
 }
