@@ -31,6 +31,8 @@
 #include <metacl/metanet.h>
 #include <metacl/smn.h>
 #include <metacl/smn_train.h>
+#include <metacl/lm.h>
+#include <metacl/lm_train.h>
 
 #include <cstdio>
 #include <cstring>
@@ -65,6 +67,8 @@ int main()
         reinterpret_cast<const void *>(&mcl_metanet_create),   // metanet.h
         reinterpret_cast<const void *>(&mcl_smn_create),       // smn.h
         reinterpret_cast<const void *>(&mcl_smn_online_run),   // smn_train.h
+        reinterpret_cast<const void *>(&mcl_lm_create),        // lm.h
+        reinterpret_cast<const void *>(&mcl_lm_evaluate),      // lm_train.h
     };
     int n = 0;
     for (const void *f : fns) n += f != nullptr;

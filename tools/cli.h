@@ -78,6 +78,9 @@ int mcl_cli_online(int argc, char **argv);
 int mcl_cli_eval(int argc, char **argv);
 /* `metacl eval smn` (eval_smn.c); argv[0] is the family word */
 int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv);
+/* `metacl eval lm` and `metacl sample lm` (tools/eval_lm.c). */
+int mcl_cli_eval_lm(const mcl_family *fam, int argc, char **argv);
+int mcl_cli_sample_lm(int argc, char **argv);
 /* `metacl ckpt info|export` (tools/ckpt_cmd.c). */
 int mcl_cli_ckpt(int argc, char **argv);
 /* `metacl plot` (tools/plot_cmd.c). */

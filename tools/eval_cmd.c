@@ -34,6 +34,7 @@
 #include "baseline.h"
 #include "cli.h"
 #include "dist.h"
+#include "lm_train.h"
 #include "dataset_io.h"
 #include "plot.h"
 #include "progress.h"
@@ -510,7 +511,8 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv);
 static const struct evaluator {
     const mcl_family *fam;
     int (*run)(const mcl_family *fam, int argc, char **argv);
-} evaluators[] = {{&mcl_acl_family, eval_acl}, {&mcl_smn_family, mcl_cli_eval_smn}};
+} evaluators[] = {{&mcl_acl_family, eval_acl}, {&mcl_smn_family, mcl_cli_eval_smn},
+                   {&mcl_lm_family, mcl_cli_eval_lm}};
 #define N_EVALUATORS ((int)(sizeof evaluators / sizeof evaluators[0]))
 
 /* "acl, ...": the families of mcl_families() that have an evaluator. */

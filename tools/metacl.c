@@ -30,6 +30,7 @@ static int cmd_selftest(int argc, char **argv);
 static int cmd_bench(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
+static int cmd_sample(int argc, char **argv);
 
 static const command commands[] = {
     {"devices", "[--json]", "list the backends and OpenCL devices", cmd_devices, NULL, NULL},
@@ -45,6 +46,8 @@ static const command commands[] = {
      mcl_cli_online, NULL, NULL},
     {"eval", "FAMILY --ckpt F.. --protocol seq|two-task|split-dil|split-cil --data SPEC..",
      "evaluate checkpoints and baselines (tables, --json, --figures)", mcl_cli_eval, NULL, NULL},
+    {"sample", "lm --ckpt FILE [--prompt TEXT] [-n N] [-t T]", "text from a language model (doc/lm.md)", cmd_sample,
+     NULL, NULL},
     {"ckpt", "", "checkpoints", mcl_cli_ckpt, mcl_cli_ckpt_subs, &mcl_cli_n_ckpt_subs},
     {"plot", "RUN_DIR.. --out F.png [--y COLUMN] [--chance P]", "learning curves from run directories",
      mcl_cli_plot, NULL, NULL},
@@ -326,5 +329,18 @@ int main(int argc, char **argv)
         if (strcmp(cmd, commands[i].name) == 0) return run_command(&commands[i], argc - 1, argv + 1);
     fprintf(stderr, "metacl: unknown command '%s'\n", cmd);
     usage(stderr);
+    return 2;
+}
+
+/* `metacl sample lm ...` (the language models are the one family that generates). */
+static int cmd_sample(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "lm")) return mcl_cli_sample_lm(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: metacl sample lm --ckpt FILE [--prompt TEXT] [-n N] [-t T] [--seed S]\n"
+               "  (metacl sample lm --help for the options)\n");
+        return 0;
+    }
+    fprintf(stderr, "metacl sample: which family? (lm: metacl sample lm --ckpt FILE)\n");
     return 2;
 }

@@ -3,11 +3,12 @@
 #include <string.h>
 
 #include "acl_train.h"
+#include "lm_train.h"
 #include "oct_train.h"
 #include "smn_train.h"
 #include "train.h"
 
-static const mcl_family *const families[] = {&mcl_acl_family, &mcl_oct_family, &mcl_smn_family, NULL};
+static const mcl_family *const families[] = {&mcl_acl_family, &mcl_oct_family, &mcl_smn_family, &mcl_lm_family, NULL};
 
 const mcl_family *const *mcl_families(void) { return families; }
 
