@@ -14,6 +14,8 @@
 #include "progress.h"
 #include "rng.h"
 #include "strokes.h"
+#include "text.h"
+#include "textprep.h"
 
 #define PIX (MCL_IMG * MCL_IMG)
 
@@ -26,6 +28,15 @@ static int is_stroke_set(const char *name)
 static int is_user_spec(const char *name)
 {
     return strncmp(name, "idx:", 4) == 0 || strncmp(name, "pngdir:", 7) == 0;
+}
+
+/* Library notices (the text corpus's progress) on stderr, unless --quiet. */
+static void notice_to_stderr(void *arg, const char *msg)
+{
+    (void)arg;
+    if (mcl_progress_quiet()) return;
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
 }
 
 /* ---- prepare ---- */
@@ -50,6 +61,12 @@ typedef struct prepare_opts {
     char data_dir[4096];
     int instances;
     uint64_t seed;
+    int cap_mb;
+    char domains[MCL_TEXT_MAX_DOMAINS][MCL_TEXT_MAX_NAME + 1];
+    int n_domains;
+    char name[64];
+    int per_file;
+    char debs[4096];
 } prepare_opts;
 
 static const mcl_key prepare_keys[] = {
@@ -57,11 +74,127 @@ static const mcl_key prepare_keys[] = {
     MCL_OPT_INT("instances", 0, prepare_opts, instances, 1, 100000, "20", "N",
                 "rendered samples per class of a stroke set"),
     MCL_OPT_U64("seed", 0, prepare_opts, seed, "1", "N", "seed of the renderings of a stroke set"),
+    MCL_OPT_INT("cap-mb", 0, prepare_opts, cap_mb, 0, 1024, "5", "N",
+                "text: at most N MiB per domain, evenly spaced pieces of it (0 = no cap)"),
+    MCL_OPT_STRLIST("domains", 0, prepare_opts, domains, n_domains, "D[,D...]",
+                    "text: only these domains (dictionary, lore, rst, python, fortunes-de,\n"
+                    "fortunes-ru, kjv, spanish, commentary, fiction; default all)"),
+    MCL_OPT_STR("name", 0, prepare_opts, name, NULL, "NAME",
+                "text: the corpus directory DIR/NAME (default text, or user for txt:)"),
+    MCL_OPT_FLAG("per-file", 0, prepare_opts, per_file,
+                 "txt:: one domain per file (named after it) instead of one for all"),
+    MCL_OPT_STR("debs", 0, prepare_opts, debs, NULL, "DIR",
+                "text: take PKG_*.deb from DIR when there (else apt-get download)"),
 };
 static const mcl_cli_cmd prepare_cmd = {
-    .name = "data prepare", .synopsis = "NAME [--data-dir DIR] [--instances N] [--seed N]",
-    .about = "Build the prepared set NAME (fmnist, hanzi, kanji, hershey) in DIR/NAME.",
+    .name = "data prepare",
+    .synopsis = "NAME [--data-dir DIR] [--instances N] [--seed N]\n"
+                "text [--domains D,...] [--cap-mb N] [--name NAME] [--debs DIR] [--data-dir DIR]\n"
+                "txt:FILE[,FILE...] [--name NAME] [--per-file] [--cap-mb N] [--data-dir DIR]",
+    .about = "Build the prepared set NAME (fmnist, hanzi, kanji, hershey) in DIR/NAME; `text`: the\n"
+             "multi-domain text corpus from Debian packages (apt-get download, dpkg-deb -x) in\n"
+             "DIR/text; `txt:FILE,...`: a corpus of the same layout from UTF-8 files (doc/data.md).",
     .opts = prepare_keys, .n_opts = (int)(sizeof prepare_keys / sizeof prepare_keys[0]), .max_pos = 1};
+
+static const char *const text_only_opts[] = {"cap-mb", "domains", "name", "per-file", "debs", NULL};
+
+/* The sizes of a prepared corpus, after `data prepare text|txt:`. */
+static int print_text_summary(const char *dd, const char *name)
+{
+    char dir[4096], err[1024] = "";
+    mcl_text_corpus *c = NULL;
+    if (mcl_text_dir(dd, name, dir, sizeof dir, err, sizeof err) != MCL_OK ||
+        mcl_text_open(dir, MCL_TEXT_VERIFY, &c, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl data prepare: the corpus just written does not check: %s\n", err);
+        return 1;
+    }
+    long long tot[4] = {0};
+    printf("%s: %d domains in %s\n", mcl_text_name(c), mcl_text_domains(c), dir);
+    printf("  %-14s %10s %10s %10s %10s\n", "domain", "train", "valid", "test", "bytes");
+    for (int d = 0; d < mcl_text_domains(c); d++) {
+        int64_t n[4];
+        const uint8_t *b;
+        mcl_text_split(c, d, "train", &b, &n[0]);
+        mcl_text_split(c, d, "valid", &b, &n[1]);
+        mcl_text_split(c, d, "test", &b, &n[2]);
+        n[3] = n[0] + n[1] + n[2];
+        for (int k = 0; k < 4; k++) tot[k] += n[k];
+        printf("  %-14s %10lld %10lld %10lld %10lld\n", mcl_text_domain_name(c, d), (long long)n[0],
+               (long long)n[1], (long long)n[2], (long long)n[3]);
+    }
+    printf("  %-14s %10lld %10lld %10lld %10lld\n", "total", tot[0], tot[1], tot[2], tot[3]);
+    mcl_text_close(c);
+    return 0;
+}
+
+static int cmd_prepare_text(const prepare_opts *o, const mcl_cli_parsed *p, const char *name,
+                            const char *dd)
+{
+    int user = strncmp(name, "txt:", 4) == 0;
+    if (mcl_cli_given(&prepare_cmd, p, "instances") || mcl_cli_given(&prepare_cmd, p, "seed"))
+        fprintf(stderr, "metacl data prepare: --instances/--seed apply to stroke sets; ignored "
+                "for %s\n", user ? "txt:" : "text");
+    if (user && (mcl_cli_given(&prepare_cmd, p, "domains") || mcl_cli_given(&prepare_cmd, p, "debs")))
+        return mcl_cli_usage_error(&prepare_cmd, "--domains and --debs are for `text`, not txt:");
+    if (!user && mcl_cli_given(&prepare_cmd, p, "per-file"))
+        return mcl_cli_usage_error(&prepare_cmd, "--per-file is for txt:FILE,...");
+    const char *domains[MCL_TEXT_MAX_DOMAINS];
+    for (int i = 0; i < o->n_domains; i++) {
+        int known = 0;
+        for (int j = 0; mcl_text_domain_names[j]; j++) known |= strcmp(o->domains[i], mcl_text_domain_names[j]) == 0;
+        if (!known)
+            return mcl_cli_usage_error(&prepare_cmd,
+                                       "unknown text domain '%s' (dictionary, lore, rst, python, "
+                                       "fortunes-de, fortunes-ru, kjv, spanish, commentary, fiction)",
+                                       o->domains[i]);
+        domains[i] = o->domains[i];
+    }
+    const char *cname = o->name[0] ? o->name : user ? "user" : MCL_TEXT_DEFAULT_NAME;
+    char dir[4096], err[2048] = "";
+    if (mcl_text_dir(dd, cname, dir, sizeof dir, err, sizeof err) != MCL_OK)
+        return mcl_cli_usage_error(&prepare_cmd, "%s", err);
+    mcl_text_prepare_opts to = {0};
+    to.data_dir = dd;
+    to.name = cname;
+    to.cap_bytes = (int64_t)o->cap_mb << 20;
+    to.domains = domains;
+    to.n_domains = o->n_domains;
+    to.debs_dir = o->debs[0] ? o->debs : NULL;
+    to.per_file = o->per_file;
+    mcl_set_notice_sink(notice_to_stderr, NULL);
+    mcl_status st;
+    if (user) {
+        /* txt:FILE[,FILE...] */
+        char *list = strdup(name + 4);
+        const char *files[MCL_TEXT_MAX_DOMAINS];
+        int nf = 0, too_many = 0, empty = 0;
+        if (!list) {
+            fprintf(stderr, "metacl data prepare: out of memory\n");
+            return 1;
+        }
+        for (char *q = list, *next; q; q = next) {
+            next = strchr(q, ',');
+            if (next) *next++ = 0;
+            if (!*q) empty = 1;
+            else if (nf == MCL_TEXT_MAX_DOMAINS) too_many = 1;
+            else files[nf++] = q;
+        }
+        if (nf == 0 || empty || too_many) {
+            free(list);
+            return mcl_cli_usage_error(&prepare_cmd, "txt: wants 1 to %d files separated by ',' "
+                                       "(txt:a.txt,b.txt)", MCL_TEXT_MAX_DOMAINS);
+        }
+        st = mcl_text_prepare_user(&to, files, nf, err, sizeof err);
+        free(list);
+    } else
+        st = mcl_text_prepare(&to, err, sizeof err);
+    if (st != MCL_OK) {
+        fprintf(stderr, "metacl data prepare %s: %s\n", user ? "txt:" : "text",
+                err[0] ? err : mcl_status_str(st));
+        return 1;
+    }
+    return print_text_summary(dd, cname);
+}
 
 static int cmd_prepare(int argc, char **argv)
 {
@@ -70,7 +203,8 @@ static int cmd_prepare(int argc, char **argv)
     int prc = mcl_cli_parse(&prepare_cmd, argc, argv, &o, &p);
     if (prc != MCL_CLI_GO) return prc;
     if (p.n_pos == 0) {
-        fprintf(stderr, "metacl data prepare: which set? (fmnist, hanzi, kanji, hershey)\n");
+        fprintf(stderr, "metacl data prepare: which set? (fmnist, hanzi, kanji, hershey, text, "
+                "txt:FILE)\n");
         return 2;
     }
     const char *name = p.pos[0], *data_dir = o.data_dir;
@@ -78,6 +212,12 @@ static int cmd_prepare(int argc, char **argv)
     const uint64_t seed = o.seed;
     const int inst_s = mcl_cli_given(&prepare_cmd, &p, "instances"), seed_s = mcl_cli_given(&prepare_cmd, &p, "seed");
     const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
+    if (strcmp(name, "text") == 0 || strncmp(name, "txt:", 4) == 0)
+        return cmd_prepare_text(&o, &p, name, dd);
+    for (int i = 0; text_only_opts[i]; i++)
+        if (mcl_cli_given(&prepare_cmd, &p, text_only_opts[i]))
+            return mcl_cli_usage_error(&prepare_cmd, "--%s is for the text corpus (text, txt:FILE)",
+                                       text_only_opts[i]);
     char err[1024] = "";
     mcl_status st;
     char label[128];
@@ -112,7 +252,7 @@ static int cmd_prepare(int argc, char **argv)
         }
     } else {
         fprintf(stderr, "metacl data prepare: unknown set '%s' (available: fmnist, hanzi, kanji, "
-                "hershey)\n", name);
+                "hershey, text, txt:FILE[,FILE...])\n", name);
         return 2;
     }
     mcl_progress_finish();
@@ -462,8 +602,8 @@ done:
 }
 
 const mcl_cli_sub mcl_cli_data_subs[] = {
-    {"prepare", "NAME [--data-dir DIR] [--instances N] [--seed N]",
-     "build a prepared image set (fmnist, hanzi, kanji, hershey)", cmd_prepare},
+    {"prepare", "NAME [--data-dir DIR] [--instances N] [--seed N] [--cap-mb N] [--domains D,...]",
+     "build a prepared set (fmnist, hanzi, kanji, hershey; text, txt:FILE,...)", cmd_prepare},
     {"info", "NAME [--data-dir DIR] [--json]", "classes, split sizes, mean/std, SHA-256 (verified)", cmd_info},
     {"show", "NAME --out FILE.png [--classes N] [--samples M] [--seed N]",
      "contact sheet of a set (NAME may be idx:IMG,LAB or pngdir:DIR)", cmd_show},
