@@ -280,8 +280,120 @@ static const mcl_key info_keys[] = {
 static const mcl_cli_cmd info_cmd = {
     .name = "data info", .synopsis = "NAME [--data-dir DIR] [--json]",
     .about = "Classes, images per class, split sizes, mean/std, SHA-256 of the files (checked against\n"
-             "SHA256SUMS: a mismatch exits 1). NAME: a prepared set, idx:IMAGES,LABELS or pngdir:DIR.",
+             "SHA256SUMS: a mismatch exits 1). NAME: a prepared set, idx:IMAGES,LABELS or pngdir:DIR;\n"
+             "for a text corpus (text, or the NAME of a txt: corpus) its domains and part sizes.",
     .opts = info_keys, .n_opts = (int)(sizeof info_keys / sizeof info_keys[0]), .max_pos = 1};
+
+/* `data info` of a text corpus: per domain the part sizes and whether their files match
+ * SHA256SUMS; every file checked. Exit 1 on any mismatch. */
+static int cmd_info_text(const char *name, const char *dir, int json)
+{
+    char err[1024] = "", verr[1024] = "";
+    mcl_text_check *ch = NULL;
+    int nch = 0, rc = 1;
+    mcl_status vst = mcl_text_verify(dir, &ch, &nch, verr, sizeof verr);
+    mcl_text_corpus *c = NULL;
+    mcl_status st = mcl_text_open(dir, 0, &c, err, sizeof err);
+    if (st != MCL_OK) {
+        for (int i = 0; i < nch; i++)
+            if (!ch[i].ok)
+                fprintf(stderr, "metacl data info: %s/%s: %s\n", dir, ch[i].file,
+                        ch[i].got[0] ? "SHA-256 differs from SHA256SUMS" : "unreadable");
+        fprintf(stderr, "metacl data info: %s\n", err);
+        free(ch);
+        return 1;
+    }
+    int nd = mcl_text_domains(c);
+    const char *cap = mcl_text_meta(c, "cap_bytes"), *src = mcl_text_meta(c, "source");
+    /* a domain is ok when its three part files are listed and match */
+    int dom_ok[MCL_TEXT_MAX_DOMAINS];
+    for (int d = 0; d < nd; d++) {
+        int good = 0;
+        static const char *const parts[3] = {"train", "valid", "test"};
+        for (int p = 0; p < 3; p++) {
+            char fn[64];
+            snprintf(fn, sizeof fn, "%s.%s", mcl_text_domain_name(c, d), parts[p]);
+            for (int i = 0; i < nch; i++)
+                if (strcmp(ch[i].file, fn) == 0 && ch[i].ok) good++;
+        }
+        dom_ok[d] = good == 3;
+    }
+    int64_t tot[3] = {0};
+    if (json) {
+        mcl_json j;
+        mcl_json_init(&j, stdout);
+        mcl_json_begin_obj(&j, NULL);
+        mcl_json_str(&j, "name", name);
+        mcl_json_str(&j, "kind", "text");
+        mcl_json_str(&j, "dir", dir);
+        mcl_json_str(&j, "source", src ? src : "");
+        mcl_json_int(&j, "cap_bytes", cap ? atoll(cap) : 0);
+        mcl_json_begin_arr(&j, "domains");
+        for (int d = 0; d < nd; d++) {
+            const uint8_t *b;
+            int64_t n[3];
+            mcl_text_split(c, d, "train", &b, &n[0]);
+            mcl_text_split(c, d, "valid", &b, &n[1]);
+            mcl_text_split(c, d, "test", &b, &n[2]);
+            mcl_json_begin_obj(&j, NULL);
+            mcl_json_str(&j, "name", mcl_text_domain_name(c, d));
+            mcl_json_int(&j, "train", (long long)n[0]);
+            mcl_json_int(&j, "valid", (long long)n[1]);
+            mcl_json_int(&j, "test", (long long)n[2]);
+            mcl_json_str(&j, "packages", mcl_text_domain_source(c, d));
+            mcl_json_bool(&j, "ok", dom_ok[d]);
+            mcl_json_end_obj(&j);
+        }
+        mcl_json_end_arr(&j);
+        mcl_json_begin_arr(&j, "files");
+        for (int i = 0; i < nch; i++) {
+            mcl_json_begin_obj(&j, NULL);
+            mcl_json_str(&j, "file", ch[i].file);
+            mcl_json_str(&j, "sha256", ch[i].got);
+            mcl_json_str(&j, "expected", ch[i].want);
+            mcl_json_bool(&j, "ok", ch[i].ok);
+            mcl_json_end_obj(&j);
+        }
+        mcl_json_end_arr(&j);
+        mcl_json_bool(&j, "verified", vst == MCL_OK);
+        if (vst != MCL_OK) mcl_json_str(&j, "error", verr);
+        mcl_json_end_obj(&j);
+        mcl_json_finish(&j);
+    } else {
+        printf("%s: %s\n", name, dir);
+        printf("  kind       text corpus, %d domains\n", nd);
+        if (src) printf("  source     %s\n", src);
+        if (cap) printf("  cap        %s bytes per domain%s\n", cap, strcmp(cap, "0") ? "" : " (none)");
+        printf("  split      train / valid / test: the first 90 %%, next 5 %%, last 5 %% of each domain\n");
+        printf("  %-14s %10s %10s %10s  %-8s %s\n", "domain", "train", "valid", "test", "SHA-256",
+               "source");
+        for (int d = 0; d < nd; d++) {
+            const uint8_t *b;
+            int64_t n[3];
+            mcl_text_split(c, d, "train", &b, &n[0]);
+            mcl_text_split(c, d, "valid", &b, &n[1]);
+            mcl_text_split(c, d, "test", &b, &n[2]);
+            for (int k = 0; k < 3; k++) tot[k] += n[k];
+            printf("  %-14s %10lld %10lld %10lld  %-8s %s\n", mcl_text_domain_name(c, d),
+                   (long long)n[0], (long long)n[1], (long long)n[2], dom_ok[d] ? "ok" : "CORRUPT",
+                   mcl_text_domain_source(c, d));
+        }
+        printf("  %-14s %10lld %10lld %10lld\n", "total", (long long)tot[0], (long long)tot[1],
+               (long long)tot[2]);
+        printf("  files      %d checked against SHA256SUMS: %s\n", nch,
+               vst == MCL_OK ? "all ok" : "NOT ok");
+        for (int i = 0; i < nch; i++)
+            if (!ch[i].ok)
+                printf("    %-24s %s\n", ch[i].file, ch[i].got[0] ? "MISMATCH" : "UNREADABLE");
+    }
+    if (vst != MCL_OK)
+        fprintf(stderr, "metacl data info: %s: verification failed: %s\n", name, verr);
+    else
+        rc = 0;
+    free(ch);
+    mcl_text_close(c);
+    return rc;
+}
 
 static int cmd_info(int argc, char **argv)
 {
@@ -312,6 +424,12 @@ static int cmd_info(int argc, char **argv)
      * it also keeps the set from loading */
     if (!user) {
         st = mcl_prepared_dir(data_dir, name, dir, sizeof dir, err, sizeof err);
+        if (st == MCL_OK && mcl_text_is_corpus(dir)) return cmd_info_text(name, dir, json);
+        if (st == MCL_OK && strcmp(name, "text") == 0) {
+            fprintf(stderr, "metacl data info: no text corpus in %s; run: metacl data prepare text%s%s\n",
+                    dir, data_dir ? " --data-dir " : "", data_dir ? data_dir : "");
+            return 1;
+        }
         if (st == MCL_OK && mcl_prepared_exists(dir))
             vst = mcl_prepared_verify(dir, &sums, &n_sums, verr, sizeof verr);
     }
