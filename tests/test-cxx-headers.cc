@@ -14,6 +14,7 @@
 #include <metacl/checkpoint.h>
 #include <metacl/dataset.h>
 #include <metacl/sampler.h>
+#include <metacl/text.h>
 #include <metacl/wcst.h>
 #include <metacl/acl.h>
 #include <metacl/metrics.h>
@@ -51,6 +52,7 @@ int main()
         reinterpret_cast<const void *>(&mcl_dataset_load),     // dataset.h
         reinterpret_cast<const void *>(&mcl_episode_create),   // sampler.h
         reinterpret_cast<const void *>(&mcl_wcst_create),      // wcst.h
+        reinterpret_cast<const void *>(&mcl_text_open),        // text.h
         reinterpret_cast<const void *>(&mcl_acl_open),         // acl.h
         reinterpret_cast<const void *>(&mcl_cl_result_free),   // metrics.h
         reinterpret_cast<const void *>(&mcl_acl_learner_open), // acl_eval.h

@@ -14,6 +14,8 @@
 #include "progress.h"
 #include "rng.h"
 #include "strokes.h"
+#include "text.h"
+#include "textprep.h"
 
 #define PIX (MCL_IMG * MCL_IMG)
 
@@ -26,6 +28,15 @@ static int is_stroke_set(const char *name)
 static int is_user_spec(const char *name)
 {
     return strncmp(name, "idx:", 4) == 0 || strncmp(name, "pngdir:", 7) == 0;
+}
+
+/* Library notices (the text corpus's progress) on stderr, unless --quiet. */
+static void notice_to_stderr(void *arg, const char *msg)
+{
+    (void)arg;
+    if (mcl_progress_quiet()) return;
+    fprintf(stderr, "%s\n", msg);
+    fflush(stderr);
 }
 
 /* ---- prepare ---- */
@@ -50,6 +61,12 @@ typedef struct prepare_opts {
     char data_dir[4096];
     int instances;
     uint64_t seed;
+    int cap_mb;
+    char domains[MCL_TEXT_MAX_DOMAINS][MCL_TEXT_MAX_NAME + 1];
+    int n_domains;
+    char name[64];
+    int per_file;
+    char debs[4096];
 } prepare_opts;
 
 static const mcl_key prepare_keys[] = {
@@ -57,11 +74,127 @@ static const mcl_key prepare_keys[] = {
     MCL_OPT_INT("instances", 0, prepare_opts, instances, 1, 100000, "20", "N",
                 "rendered samples per class of a stroke set"),
     MCL_OPT_U64("seed", 0, prepare_opts, seed, "1", "N", "seed of the renderings of a stroke set"),
+    MCL_OPT_INT("cap-mb", 0, prepare_opts, cap_mb, 0, 1024, "5", "N",
+                "text: at most N MiB per domain, evenly spaced pieces of it (0 = no cap)"),
+    MCL_OPT_STRLIST("domains", 0, prepare_opts, domains, n_domains, "D[,D...]",
+                    "text: only these domains (dictionary, lore, rst, python, fortunes-de,\n"
+                    "fortunes-ru, kjv, spanish, commentary, fiction; default all)"),
+    MCL_OPT_STR("name", 0, prepare_opts, name, NULL, "NAME",
+                "text: the corpus directory DIR/NAME (default text, or user for txt:)"),
+    MCL_OPT_FLAG("per-file", 0, prepare_opts, per_file,
+                 "txt:: one domain per file (named after it) instead of one for all"),
+    MCL_OPT_STR("debs", 0, prepare_opts, debs, NULL, "DIR",
+                "text: take PKG_*.deb from DIR when there (else apt-get download)"),
 };
 static const mcl_cli_cmd prepare_cmd = {
-    .name = "data prepare", .synopsis = "NAME [--data-dir DIR] [--instances N] [--seed N]",
-    .about = "Build the prepared set NAME (fmnist, hanzi, kanji, hershey) in DIR/NAME.",
+    .name = "data prepare",
+    .synopsis = "NAME [--data-dir DIR] [--instances N] [--seed N]\n"
+                "text [--domains D,...] [--cap-mb N] [--name NAME] [--debs DIR] [--data-dir DIR]\n"
+                "txt:FILE[,FILE...] [--name NAME] [--per-file] [--cap-mb N] [--data-dir DIR]",
+    .about = "Build the prepared set NAME (fmnist, hanzi, kanji, hershey) in DIR/NAME; `text`: the\n"
+             "multi-domain text corpus from Debian packages (apt-get download, dpkg-deb -x) in\n"
+             "DIR/text; `txt:FILE,...`: a corpus of the same layout from UTF-8 files (doc/data.md).",
     .opts = prepare_keys, .n_opts = (int)(sizeof prepare_keys / sizeof prepare_keys[0]), .max_pos = 1};
+
+static const char *const text_only_opts[] = {"cap-mb", "domains", "name", "per-file", "debs", NULL};
+
+/* The sizes of a prepared corpus, after `data prepare text|txt:`. */
+static int print_text_summary(const char *dd, const char *name)
+{
+    char dir[4096], err[1024] = "";
+    mcl_text_corpus *c = NULL;
+    if (mcl_text_dir(dd, name, dir, sizeof dir, err, sizeof err) != MCL_OK ||
+        mcl_text_open(dir, MCL_TEXT_VERIFY, &c, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl data prepare: the corpus just written does not check: %s\n", err);
+        return 1;
+    }
+    long long tot[4] = {0};
+    printf("%s: %d domains in %s\n", mcl_text_name(c), mcl_text_domains(c), dir);
+    printf("  %-14s %10s %10s %10s %10s\n", "domain", "train", "valid", "test", "bytes");
+    for (int d = 0; d < mcl_text_domains(c); d++) {
+        int64_t n[4];
+        const uint8_t *b;
+        mcl_text_split(c, d, "train", &b, &n[0]);
+        mcl_text_split(c, d, "valid", &b, &n[1]);
+        mcl_text_split(c, d, "test", &b, &n[2]);
+        n[3] = n[0] + n[1] + n[2];
+        for (int k = 0; k < 4; k++) tot[k] += n[k];
+        printf("  %-14s %10lld %10lld %10lld %10lld\n", mcl_text_domain_name(c, d), (long long)n[0],
+               (long long)n[1], (long long)n[2], (long long)n[3]);
+    }
+    printf("  %-14s %10lld %10lld %10lld %10lld\n", "total", tot[0], tot[1], tot[2], tot[3]);
+    mcl_text_close(c);
+    return 0;
+}
+
+static int cmd_prepare_text(const prepare_opts *o, const mcl_cli_parsed *p, const char *name,
+                            const char *dd)
+{
+    int user = strncmp(name, "txt:", 4) == 0;
+    if (mcl_cli_given(&prepare_cmd, p, "instances") || mcl_cli_given(&prepare_cmd, p, "seed"))
+        fprintf(stderr, "metacl data prepare: --instances/--seed apply to stroke sets; ignored "
+                "for %s\n", user ? "txt:" : "text");
+    if (user && (mcl_cli_given(&prepare_cmd, p, "domains") || mcl_cli_given(&prepare_cmd, p, "debs")))
+        return mcl_cli_usage_error(&prepare_cmd, "--domains and --debs are for `text`, not txt:");
+    if (!user && mcl_cli_given(&prepare_cmd, p, "per-file"))
+        return mcl_cli_usage_error(&prepare_cmd, "--per-file is for txt:FILE,...");
+    const char *domains[MCL_TEXT_MAX_DOMAINS];
+    for (int i = 0; i < o->n_domains; i++) {
+        int known = 0;
+        for (int j = 0; mcl_text_domain_names[j]; j++) known |= strcmp(o->domains[i], mcl_text_domain_names[j]) == 0;
+        if (!known)
+            return mcl_cli_usage_error(&prepare_cmd,
+                                       "unknown text domain '%s' (dictionary, lore, rst, python, "
+                                       "fortunes-de, fortunes-ru, kjv, spanish, commentary, fiction)",
+                                       o->domains[i]);
+        domains[i] = o->domains[i];
+    }
+    const char *cname = o->name[0] ? o->name : user ? "user" : MCL_TEXT_DEFAULT_NAME;
+    char dir[4096], err[2048] = "";
+    if (mcl_text_dir(dd, cname, dir, sizeof dir, err, sizeof err) != MCL_OK)
+        return mcl_cli_usage_error(&prepare_cmd, "%s", err);
+    mcl_text_prepare_opts to = {0};
+    to.data_dir = dd;
+    to.name = cname;
+    to.cap_bytes = (int64_t)o->cap_mb << 20;
+    to.domains = domains;
+    to.n_domains = o->n_domains;
+    to.debs_dir = o->debs[0] ? o->debs : NULL;
+    to.per_file = o->per_file;
+    mcl_set_notice_sink(notice_to_stderr, NULL);
+    mcl_status st;
+    if (user) {
+        /* txt:FILE[,FILE...] */
+        char *list = strdup(name + 4);
+        const char *files[MCL_TEXT_MAX_DOMAINS];
+        int nf = 0, too_many = 0, empty = 0;
+        if (!list) {
+            fprintf(stderr, "metacl data prepare: out of memory\n");
+            return 1;
+        }
+        for (char *q = list, *next; q; q = next) {
+            next = strchr(q, ',');
+            if (next) *next++ = 0;
+            if (!*q) empty = 1;
+            else if (nf == MCL_TEXT_MAX_DOMAINS) too_many = 1;
+            else files[nf++] = q;
+        }
+        if (nf == 0 || empty || too_many) {
+            free(list);
+            return mcl_cli_usage_error(&prepare_cmd, "txt: wants 1 to %d files separated by ',' "
+                                       "(txt:a.txt,b.txt)", MCL_TEXT_MAX_DOMAINS);
+        }
+        st = mcl_text_prepare_user(&to, files, nf, err, sizeof err);
+        free(list);
+    } else
+        st = mcl_text_prepare(&to, err, sizeof err);
+    if (st != MCL_OK) {
+        fprintf(stderr, "metacl data prepare %s: %s\n", user ? "txt:" : "text",
+                err[0] ? err : mcl_status_str(st));
+        return 1;
+    }
+    return print_text_summary(dd, cname);
+}
 
 static int cmd_prepare(int argc, char **argv)
 {
@@ -70,7 +203,8 @@ static int cmd_prepare(int argc, char **argv)
     int prc = mcl_cli_parse(&prepare_cmd, argc, argv, &o, &p);
     if (prc != MCL_CLI_GO) return prc;
     if (p.n_pos == 0) {
-        fprintf(stderr, "metacl data prepare: which set? (fmnist, hanzi, kanji, hershey)\n");
+        fprintf(stderr, "metacl data prepare: which set? (fmnist, hanzi, kanji, hershey, text, "
+                "txt:FILE)\n");
         return 2;
     }
     const char *name = p.pos[0], *data_dir = o.data_dir;
@@ -78,6 +212,12 @@ static int cmd_prepare(int argc, char **argv)
     const uint64_t seed = o.seed;
     const int inst_s = mcl_cli_given(&prepare_cmd, &p, "instances"), seed_s = mcl_cli_given(&prepare_cmd, &p, "seed");
     const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
+    if (strcmp(name, "text") == 0 || strncmp(name, "txt:", 4) == 0)
+        return cmd_prepare_text(&o, &p, name, dd);
+    for (int i = 0; text_only_opts[i]; i++)
+        if (mcl_cli_given(&prepare_cmd, &p, text_only_opts[i]))
+            return mcl_cli_usage_error(&prepare_cmd, "--%s is for the text corpus (text, txt:FILE)",
+                                       text_only_opts[i]);
     char err[1024] = "";
     mcl_status st;
     char label[128];
@@ -112,7 +252,7 @@ static int cmd_prepare(int argc, char **argv)
         }
     } else {
         fprintf(stderr, "metacl data prepare: unknown set '%s' (available: fmnist, hanzi, kanji, "
-                "hershey)\n", name);
+                "hershey, text, txt:FILE[,FILE...])\n", name);
         return 2;
     }
     mcl_progress_finish();
@@ -140,8 +280,120 @@ static const mcl_key info_keys[] = {
 static const mcl_cli_cmd info_cmd = {
     .name = "data info", .synopsis = "NAME [--data-dir DIR] [--json]",
     .about = "Classes, images per class, split sizes, mean/std, SHA-256 of the files (checked against\n"
-             "SHA256SUMS: a mismatch exits 1). NAME: a prepared set, idx:IMAGES,LABELS or pngdir:DIR.",
+             "SHA256SUMS: a mismatch exits 1). NAME: a prepared set, idx:IMAGES,LABELS or pngdir:DIR;\n"
+             "for a text corpus (text, or the NAME of a txt: corpus) its domains and part sizes.",
     .opts = info_keys, .n_opts = (int)(sizeof info_keys / sizeof info_keys[0]), .max_pos = 1};
+
+/* `data info` of a text corpus: per domain the part sizes and whether their files match
+ * SHA256SUMS; every file checked. Exit 1 on any mismatch. */
+static int cmd_info_text(const char *name, const char *dir, int json)
+{
+    char err[1024] = "", verr[1024] = "";
+    mcl_text_check *ch = NULL;
+    int nch = 0, rc = 1;
+    mcl_status vst = mcl_text_verify(dir, &ch, &nch, verr, sizeof verr);
+    mcl_text_corpus *c = NULL;
+    mcl_status st = mcl_text_open(dir, 0, &c, err, sizeof err);
+    if (st != MCL_OK) {
+        for (int i = 0; i < nch; i++)
+            if (!ch[i].ok)
+                fprintf(stderr, "metacl data info: %s/%s: %s\n", dir, ch[i].file,
+                        ch[i].got[0] ? "SHA-256 differs from SHA256SUMS" : "unreadable");
+        fprintf(stderr, "metacl data info: %s\n", err);
+        free(ch);
+        return 1;
+    }
+    int nd = mcl_text_domains(c);
+    const char *cap = mcl_text_meta(c, "cap_bytes"), *src = mcl_text_meta(c, "source");
+    /* a domain is ok when its three part files are listed and match */
+    int dom_ok[MCL_TEXT_MAX_DOMAINS];
+    for (int d = 0; d < nd; d++) {
+        int good = 0;
+        static const char *const parts[3] = {"train", "valid", "test"};
+        for (int p = 0; p < 3; p++) {
+            char fn[64];
+            snprintf(fn, sizeof fn, "%s.%s", mcl_text_domain_name(c, d), parts[p]);
+            for (int i = 0; i < nch; i++)
+                if (strcmp(ch[i].file, fn) == 0 && ch[i].ok) good++;
+        }
+        dom_ok[d] = good == 3;
+    }
+    int64_t tot[3] = {0};
+    if (json) {
+        mcl_json j;
+        mcl_json_init(&j, stdout);
+        mcl_json_begin_obj(&j, NULL);
+        mcl_json_str(&j, "name", name);
+        mcl_json_str(&j, "kind", "text");
+        mcl_json_str(&j, "dir", dir);
+        mcl_json_str(&j, "source", src ? src : "");
+        mcl_json_int(&j, "cap_bytes", cap ? atoll(cap) : 0);
+        mcl_json_begin_arr(&j, "domains");
+        for (int d = 0; d < nd; d++) {
+            const uint8_t *b;
+            int64_t n[3];
+            mcl_text_split(c, d, "train", &b, &n[0]);
+            mcl_text_split(c, d, "valid", &b, &n[1]);
+            mcl_text_split(c, d, "test", &b, &n[2]);
+            mcl_json_begin_obj(&j, NULL);
+            mcl_json_str(&j, "name", mcl_text_domain_name(c, d));
+            mcl_json_int(&j, "train", (long long)n[0]);
+            mcl_json_int(&j, "valid", (long long)n[1]);
+            mcl_json_int(&j, "test", (long long)n[2]);
+            mcl_json_str(&j, "packages", mcl_text_domain_source(c, d));
+            mcl_json_bool(&j, "ok", dom_ok[d]);
+            mcl_json_end_obj(&j);
+        }
+        mcl_json_end_arr(&j);
+        mcl_json_begin_arr(&j, "files");
+        for (int i = 0; i < nch; i++) {
+            mcl_json_begin_obj(&j, NULL);
+            mcl_json_str(&j, "file", ch[i].file);
+            mcl_json_str(&j, "sha256", ch[i].got);
+            mcl_json_str(&j, "expected", ch[i].want);
+            mcl_json_bool(&j, "ok", ch[i].ok);
+            mcl_json_end_obj(&j);
+        }
+        mcl_json_end_arr(&j);
+        mcl_json_bool(&j, "verified", vst == MCL_OK);
+        if (vst != MCL_OK) mcl_json_str(&j, "error", verr);
+        mcl_json_end_obj(&j);
+        mcl_json_finish(&j);
+    } else {
+        printf("%s: %s\n", name, dir);
+        printf("  kind       text corpus, %d domains\n", nd);
+        if (src) printf("  source     %s\n", src);
+        if (cap) printf("  cap        %s bytes per domain%s\n", cap, strcmp(cap, "0") ? "" : " (none)");
+        printf("  split      train / valid / test: the first 90 %%, next 5 %%, last 5 %% of each domain\n");
+        printf("  %-14s %10s %10s %10s  %-8s %s\n", "domain", "train", "valid", "test", "SHA-256",
+               "source");
+        for (int d = 0; d < nd; d++) {
+            const uint8_t *b;
+            int64_t n[3];
+            mcl_text_split(c, d, "train", &b, &n[0]);
+            mcl_text_split(c, d, "valid", &b, &n[1]);
+            mcl_text_split(c, d, "test", &b, &n[2]);
+            for (int k = 0; k < 3; k++) tot[k] += n[k];
+            printf("  %-14s %10lld %10lld %10lld  %-8s %s\n", mcl_text_domain_name(c, d),
+                   (long long)n[0], (long long)n[1], (long long)n[2], dom_ok[d] ? "ok" : "CORRUPT",
+                   mcl_text_domain_source(c, d));
+        }
+        printf("  %-14s %10lld %10lld %10lld\n", "total", (long long)tot[0], (long long)tot[1],
+               (long long)tot[2]);
+        printf("  files      %d checked against SHA256SUMS: %s\n", nch,
+               vst == MCL_OK ? "all ok" : "NOT ok");
+        for (int i = 0; i < nch; i++)
+            if (!ch[i].ok)
+                printf("    %-24s %s\n", ch[i].file, ch[i].got[0] ? "MISMATCH" : "UNREADABLE");
+    }
+    if (vst != MCL_OK)
+        fprintf(stderr, "metacl data info: %s: verification failed: %s\n", name, verr);
+    else
+        rc = 0;
+    free(ch);
+    mcl_text_close(c);
+    return rc;
+}
 
 static int cmd_info(int argc, char **argv)
 {
@@ -172,6 +424,12 @@ static int cmd_info(int argc, char **argv)
      * it also keeps the set from loading */
     if (!user) {
         st = mcl_prepared_dir(data_dir, name, dir, sizeof dir, err, sizeof err);
+        if (st == MCL_OK && mcl_text_is_corpus(dir)) return cmd_info_text(name, dir, json);
+        if (st == MCL_OK && strcmp(name, "text") == 0) {
+            fprintf(stderr, "metacl data info: no text corpus in %s; run: metacl data prepare text%s%s\n",
+                    dir, data_dir ? " --data-dir " : "", data_dir ? data_dir : "");
+            return 1;
+        }
         if (st == MCL_OK && mcl_prepared_exists(dir))
             vst = mcl_prepared_verify(dir, &sums, &n_sums, verr, sizeof verr);
     }
@@ -462,8 +720,8 @@ done:
 }
 
 const mcl_cli_sub mcl_cli_data_subs[] = {
-    {"prepare", "NAME [--data-dir DIR] [--instances N] [--seed N]",
-     "build a prepared image set (fmnist, hanzi, kanji, hershey)", cmd_prepare},
+    {"prepare", "NAME [--data-dir DIR] [--instances N] [--seed N] [--cap-mb N] [--domains D,...]",
+     "build a prepared set (fmnist, hanzi, kanji, hershey; text, txt:FILE,...)", cmd_prepare},
     {"info", "NAME [--data-dir DIR] [--json]", "classes, split sizes, mean/std, SHA-256 (verified)", cmd_info},
     {"show", "NAME --out FILE.png [--classes N] [--samples M] [--seed N]",
      "contact sheet of a set (NAME may be idx:IMG,LAB or pngdir:DIR)", cmd_show},
