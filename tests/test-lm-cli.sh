@@ -71,7 +71,12 @@ check "another seed" 0 "$METACL" train lm --config "$C" --out "$TMP/other" --qui
 cut -d, -f1-4 "$TMP/other/metrics.csv" >"$TMP/c"
 cmp -s "$TMP/a" "$TMP/c" && { fail=$((fail + 1)); echo "FAIL: two seeds gave the same metrics"; } || pass=$((pass + 1))
 
-check "eval: three modes" 0 "$METACL" eval lm --ckpt "$TMP/whole/last.ckpt" --lr 0.001 --decay 0 --p 0.3 \
+check "ckpt export" 0 "$METACL" ckpt export "$TMP/whole/last.ckpt" "$TMP/x.ckpt"
+check "ckpt info" 0 "$METACL" ckpt info "$TMP/x.ckpt"
+expect_text "the kind" "model lm"
+expect_text "no optimizer state" "optimizer state: no"
+expect_text "the whole config" "smn.fast_len = 8"
+check "eval: three modes" 0 "$METACL" eval lm --ckpt "$TMP/x.ckpt" --lr 0.001 --decay 0 --p 0.3 \
     --max-chars 400 --figures "$TMP/fig" --quiet
 expect_text "the table" "| static |"
 expect_text "dynamic's row" "| dynamic |"

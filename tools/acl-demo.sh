@@ -7,6 +7,8 @@
 #   4. the online transformers: a short Split-FashionMNIST stream learned online (doc/oct.md)
 #   5. Sparse Meta Networks: the shipped WCST agent and the shipped Online-hanzi model next to
 #      their gradient baselines (doc/smn.md)
+#   6. the adaptive character language model: static, dynamic and Sparse-MetaNet evaluation of
+#      the shipped model on a stream of test text whose domain switches (doc/lm.md)
 # Prepares the data sets it needs first (fmnist, hanzi, hershey; `metacl data prepare`).
 # Besides stdout, OUT/summary.md (the headings and tables, in the order printed) and
 # OUT/summary.json (one object: each section's `metacl eval --json-out` output, with its
@@ -23,7 +25,13 @@ CK=data/checkpoints
 for set in fmnist hanzi hershey; do
     "$METACL" data info "$set" >/dev/null 2>&1 || "$METACL" data prepare "$set"
 done
-for f in acl-2task noacl-2task acl-split5 smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi; do
+# the text corpus comes from Debian packages (apt-get download); a machine whose package lists
+# were never fetched needs `apt-get update` first (as root)
+if ! "$METACL" data info text >/dev/null 2>&1; then
+    "$METACL" data prepare text || { [ "$(id -u)" = 0 ] && apt-get update >/dev/null && "$METACL" data prepare text; } ||
+        { echo "acl-demo: the text corpus could not be prepared (see above)" >&2; exit 1; }
+fi
+for f in acl-2task noacl-2task acl-split5 smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi lm-text; do
     [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
@@ -118,5 +126,14 @@ echo "## 5b. Sparse Meta Networks: Online-hanzi test streams (held-out classes),
     --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt":0.003 \
     --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt":0.003 \
     --data hanzi --lengths 1-15,20-35 --tasks 10 --runs 1 --round 16 --figures "$OUT/smn/online" --quiet "$@"
+echo
+# 6. The adaptive character language model (doc/lm.md): the shipped model read three ways on the
+# first LM_CHARS bytes of the shifting test stream (the ten domains' test parts in blocks of
+# 20 000 bytes); the dynamic learning rate and decay and the write probability are the ones the
+# grid searches on the valid stream chose (doc/lm.md). Table on stdout, figure in $OUT/lm/.
+LM_CHARS=${LM_CHARS:-60000}
+echo "## 6. Adaptive character language model: bits per byte on a stream that switches domain every 20 000 bytes"
+"$METACL" eval lm --ckpt "$CK/lm-text.ckpt" --max-chars "$LM_CHARS" --lr LM_DYN_LR --decay LM_DYN_DECAY --p LM_SMN_P \
+    --figures "$OUT/lm" --quiet "$@"
 echo
 echo "acl-demo: done in $(( $(date +%s) - start )) s; figures, summary.md and summary.json in $OUT/"

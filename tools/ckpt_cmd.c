@@ -13,16 +13,21 @@
 
 #include "acl.h"
 #include "cli.h"
+#include "lm_train.h"
 #include "smn_train.h"
 
-/* A checkpoint's model, of any family that can be opened without its data: ACL or Sparse
- * Meta Networks (the kind in the file's header decides). */
+/* A checkpoint's model, of any family that can be opened without its data: ACL, Sparse Meta
+ * Networks or the language model (the kind in the file's header decides). */
 typedef struct loaded {
     mcl_acl *acl;
     mcl_smn *smn;
+    mcl_lm *lm;
 } loaded;
 
-static mcl_params *loaded_params(const loaded *l) { return l->acl ? mcl_acl_params(l->acl) : l->smn->params; }
+static mcl_params *loaded_params(const loaded *l)
+{
+    return l->acl ? mcl_acl_params(l->acl) : l->smn ? l->smn->params : l->lm->params;
+}
 
 /* Reads the whole checkpoint at path into the model it describes (a full load checks every
  * section) on a reference context; restore_rng: also its random state, which export keeps.
@@ -35,13 +40,18 @@ static int load_ckpt(const char *path, int restore_rng, mcl_ctx **ctx, loaded *m
     memset(info, 0, sizeof *info);
     mcl_ckpt_info head;
     memset(&head, 0, sizeof head);
-    int smn = 0;
-    if (mcl_ckpt_read_info(path, &head, err, len) == MCL_OK) smn = !strcmp(head.model_kind, MCL_SMN_CKPT_KIND);
+    int smn = 0, lm = 0;
+    if (mcl_ckpt_read_info(path, &head, err, len) == MCL_OK) {
+        smn = !strcmp(head.model_kind, MCL_SMN_CKPT_KIND);
+        lm = !strcmp(head.model_kind, MCL_LM_CKPT_KIND);
+    }
     mcl_ckpt_info_free(&head);
+    mcl_lm_run lcfg;
     if (mcl_ctx_create(ctx, MCL_BACKEND_REF, NULL, err, len) != MCL_OK ||
-        (smn ? mcl_smn_open(*ctx, path, &m->smn, info, err, len) != MCL_OK
-             : (mcl_acl_open(*ctx, path, &m->acl, err, len) != MCL_OK ||
-                mcl_acl_load(m->acl, path, NULL, restore_rng, info, err, len) != MCL_OK))) {
+        (smn  ? mcl_smn_open(*ctx, path, &m->smn, info, err, len) != MCL_OK
+         : lm ? mcl_lm_open(*ctx, path, &m->lm, &lcfg, info, err, len) != MCL_OK
+              : (mcl_acl_open(*ctx, path, &m->acl, err, len) != MCL_OK ||
+                 mcl_acl_load(m->acl, path, NULL, restore_rng, info, err, len) != MCL_OK))) {
         fprintf(stderr, "metacl ckpt: %s\n", err);
         return 1;
     }
@@ -124,8 +134,9 @@ static int run(int is_export, int argc, char **argv)
             printf("counter %s = %" PRIu64 "\n", info.counters[i].name, info.counters[i].value);
         printf("config:\n%s", info.config);
     } else if (rc == 0) {
-        if ((lm.acl ? mcl_acl_save(lm.acl, outp, NULL, info.counters, info.n_counters, err, sizeof err)
-                    : mcl_smn_export(lm.smn, outp, &info, err, sizeof err)) != MCL_OK) {
+        if ((lm.acl   ? mcl_acl_save(lm.acl, outp, NULL, info.counters, info.n_counters, err, sizeof err)
+             : lm.smn ? mcl_smn_export(lm.smn, outp, &info, err, sizeof err)
+                      : mcl_lm_export(lm.lm, outp, &info, err, sizeof err)) != MCL_OK) {
             fprintf(stderr, "metacl ckpt: %s\n", err);
             rc = 1;
         } else {
@@ -135,6 +146,7 @@ static int run(int is_export, int argc, char **argv)
     mcl_ckpt_info_free(&info);
     mcl_acl_free(lm.acl);
     mcl_smn_free(lm.smn);
+    mcl_lm_free(lm.lm);
     mcl_ctx_free(ctx);
     return rc;
 }

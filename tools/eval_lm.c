@@ -298,7 +298,7 @@ int mcl_cli_eval_lm(const mcl_family *fam, int argc, char **argv)
     memset(&corpus, 0, sizeof corpus);
     memset(&test, 0, sizeof test);
     memset(&valid, 0, sizeof valid);
-    mcl_status st = mcl_lm_open(ctx, ck, &m, &cfg, err, sizeof err);
+    mcl_status st = mcl_lm_open(ctx, ck, &m, &cfg, NULL, err, sizeof err);
     if (st == MCL_OK && mr[MCL_LM_SMN].on && !m->mn) {
         if (mcl_cli_given(&cmd, &p, "mode")) {
             fprintf(stderr, "metacl eval lm: %s has no fast weights: mode smn is not possible\n", ck);
@@ -440,7 +440,7 @@ int mcl_cli_sample_lm(int argc, char **argv)
     memset(&mem, 0, sizeof mem);
     float *lg = malloc(sizeof o.prompt * MCL_LM_VOCAB * sizeof *lg), *tok = malloc(sizeof o.prompt * sizeof *tok);
     err[0] = 0;
-    mcl_status st = lg && tok ? mcl_lm_open(ctx, ck, &m, &cfg, err, sizeof err) : MCL_ERR_OOM;
+    mcl_status st = lg && tok ? mcl_lm_open(ctx, ck, &m, &cfg, NULL, err, sizeof err) : MCL_ERR_OOM;
     if (st == MCL_OK) st = mcl_lm_memory_create(m, 1, m->cfg.mem_len, &mem);
     if (st == MCL_OK && m->mn) st = mcl_metanet_clear(m->mn);
     fputs(o.prompt, stdout);

@@ -423,7 +423,6 @@ mcl_status mcl_lm_run_from_ckpt(const char *path, mcl_lm_run *cfg, char *err, si
     memset(&info, 0, sizeof info);
     mcl_status st = mcl_ckpt_read_info(path, &info, err, len);
     if (st != MCL_OK) return st;
-    int lanes = 0;
     if (strcmp(info.model_kind, MCL_LM_CKPT_KIND) != 0) {
         st = fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s' holds a '%s' model, not lm", path, info.model_kind);
     } else {
@@ -431,12 +430,11 @@ mcl_status mcl_lm_run_from_ckpt(const char *path, mcl_lm_run *cfg, char *err, si
         st = mcl_run_cfg_init(&rc, &mcl_lm_family, err, len);
         if (st == MCL_OK) {
             st = mcl_run_cfg_parse(&rc, info.config ? info.config : "", path, err, len);
-            if (st == MCL_OK) *cfg = *(const mcl_lm_run *)rc.fcfg, lanes = rc.train.batch;
+            if (st == MCL_OK) *cfg = *(const mcl_lm_run *)rc.fcfg;
             mcl_run_cfg_free(&rc);
         }
     }
     mcl_ckpt_info_free(&info);
-    (void)lanes;
     return st;
 }
 
@@ -458,7 +456,8 @@ static mcl_status ckpt_lanes(const char *path, int *lanes, char *err, size_t len
     return st;
 }
 
-mcl_status mcl_lm_open(mcl_ctx *ctx, const char *path, mcl_lm **out, mcl_lm_run *cfg, char *err, size_t len)
+mcl_status mcl_lm_open(mcl_ctx *ctx, const char *path, mcl_lm **out, mcl_lm_run *cfg, mcl_ckpt_info *info, char *err,
+                       size_t len)
 {
     *out = NULL;
     int lanes = 1;
@@ -469,7 +468,7 @@ mcl_status mcl_lm_open(mcl_ctx *ctx, const char *path, mcl_lm **out, mcl_lm_run 
     mcl_lm_memory mem;
     st = make_model(ctx, cfg, lanes, &m, &mem);
     if (st != MCL_OK) return fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s': %s", path, mcl_ctx_error(ctx));
-    st = mcl_ckpt_load(ctx, path, MCL_LM_CKPT_KIND, m->params, NULL, NULL, err, len);
+    st = mcl_ckpt_load(ctx, path, MCL_LM_CKPT_KIND, m->params, NULL, info, err, len);
     if (st != MCL_OK) {
         mcl_lm_free(m);
         return st;
@@ -478,13 +477,26 @@ mcl_status mcl_lm_open(mcl_ctx *ctx, const char *path, mcl_lm **out, mcl_lm_run 
     return MCL_OK;
 }
 
+mcl_status mcl_lm_export(mcl_lm *m, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_ckpt_save_desc d;
+    memset(&d, 0, sizeof d);
+    d.model_kind = MCL_LM_CKPT_KIND;
+    d.config = info->config ? info->config : "";
+    d.params = m->params;
+    d.rng = info->rng;
+    d.counters = info->counters;
+    d.n_counters = info->n_counters;
+    return mcl_ckpt_save(m->ctx, path, &d, err, len);
+}
+
 /* train.init: the tensors of another lm checkpoint with the same name and shape. */
 static mcl_status lm_init_from(void *fs, const char *path, char *note, size_t note_len, char *err, size_t len)
 {
     lm_fs *t = fs;
     mcl_lm_run src_cfg;
     mcl_lm *src = NULL;
-    mcl_status st = mcl_lm_open(t->ctx, path, &src, &src_cfg, err, len);
+    mcl_status st = mcl_lm_open(t->ctx, path, &src, &src_cfg, NULL, err, len);
     if (st != MCL_OK) return st;
     int copied = 0;
     for (int i = 0; st == MCL_OK && i < mcl_params_count(t->m->params); i++) {

@@ -46,8 +46,13 @@ extern const mcl_family mcl_lm_family;
 
 /* The run's config from a checkpoint's saved text (defaults for keys it lacks). */
 mcl_status mcl_lm_run_from_ckpt(const char *path, mcl_lm_run *cfg, char *err, size_t len);
-/* A trained model from a checkpoint (any lm checkpoint: a run's or an exported one). */
-mcl_status mcl_lm_open(mcl_ctx *ctx, const char *path, mcl_lm **out, mcl_lm_run *cfg, char *err, size_t len);
+/* A trained model from a checkpoint (any lm checkpoint: a run's or an exported one); info
+ * (may be NULL) receives what the file says (free with mcl_ckpt_info_free). */
+mcl_status mcl_lm_open(mcl_ctx *ctx, const char *path, mcl_lm **out, mcl_lm_run *cfg, mcl_ckpt_info *info, char *err,
+                       size_t len);
+/* The model alone (config, parameters and the lanes' memory; no optimizer state) to path,
+ * atomically: what `metacl ckpt export` writes and data/checkpoints/ ships. */
+mcl_status mcl_lm_export(mcl_lm *m, const char *path, const mcl_ckpt_info *info, char *err, size_t len);
 
 /* ---- evaluation on a stream (lm_eval.c) ---- */
 
