@@ -27,6 +27,9 @@ expect "train options" --config train acl --con
 expect "eval options" --protocol eval acl --prot
 expect "data subcommands" prepare data pre
 expect "data sets" hershey data prepare her
+expect "the text corpus" text data prepare te
+expect "text domains" commentary data prepare text --domains comm
+expect "text options" --cap-mb data prepare --cap
 expect "backends" opencl train acl --backend o
 expect "bench subcommands" smn bench s
 expect "bench smn options" --only bench smn --on

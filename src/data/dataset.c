@@ -24,6 +24,7 @@
 #include "png_io.h"
 #include "prepared.h"
 #include "sha256.h"
+#include "text.h"
 
 #define PIX (MCL_IMG * MCL_IMG)
 #define MAX_SIDE 65536 /* largest user image side accepted (IDX) */
@@ -915,6 +916,11 @@ static mcl_status load_prepared(const char *name, const char *data_dir, mcl_spli
     mcl_status st = mcl_prepared_dir(data_dir, name, dir, sizeof dir, err, len);
     if (st != MCL_OK) return st;
     if (!mcl_prepared_exists(dir)) return not_prepared(name, data_dir, dir, err, len);
+    if (mcl_text_is_corpus(dir)) {
+        set_err(err, len, "%s is a text corpus, not an image set (text.h; metacl data info %s)",
+                dir, name);
+        return MCL_ERR_INVALID;
+    }
     mcl_prepared_meta m;
     st = mcl_prepared_read_meta(dir, &m, err, len);
     if (st != MCL_OK) return st;

@@ -381,7 +381,7 @@ mcl_status mcl_text_split(const mcl_text_corpus *c, int domain, const char *spli
     if (domain < 0 || domain >= c->n || p < 0) return MCL_ERR_INVALID;
     const text_domain *d = &c->d[domain];
     int64_t off = 0;
-    for (int i = 0; i < p && i < PARTS; i++) off += d->part[i];
+    for (int i = 0; i < p && p < PARTS; i++) off += d->part[i]; /* "all" starts at 0 */
     *bytes = d->bytes + off;
     *n = p == 3 ? d->part[0] + d->part[1] + d->part[2] : d->part[p];
     return MCL_OK;

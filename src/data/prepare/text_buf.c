@@ -141,8 +141,10 @@ mcl_status mcl_text_cap(const uint8_t *s, size_t n, size_t cap, int chunks, mcl_
     }
     size_t prev = 0;
     for (int j = 0; j < chunks; j++) {
-        /* n <= MCL_TEXT_MAX_SOURCE (2^30) and j < 2^20: no overflow */
-        size_t nominal = (size_t)((uint64_t)n * (uint64_t)j / (uint64_t)chunks);
+        /* the first piece starts the text, the last one ends it (n <= MCL_TEXT_MAX_SOURCE,
+         * 2^30, and j < 2^20: no overflow) */
+        size_t nominal =
+            chunks > 1 ? (size_t)((uint64_t)(n - piece) * (uint64_t)j / (uint64_t)(chunks - 1)) : 0;
         if (nominal < prev) nominal = prev;
         size_t a = line_start_after(s, n, nominal, piece);
         if (a == (size_t)-1) a = mcl_utf8_floor(s, n, nominal);

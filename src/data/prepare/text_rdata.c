@@ -259,6 +259,12 @@ mcl_status mcl_rdb_strings(const uint8_t *rdb, size_t n, const char *what, mcl_b
                               "%s: object %d claims %u bytes: more than accepted", what, objs, ulen);
         size_t data = pos + 4;
         uint8_t t = q[4];
+        /* deflate expands at most 1032:1 (stored: 1:1); more is a lie, refused before
+         * allocating */
+        if ((uint64_t)ulen > (uint64_t)(n - pos) * 1032 + 64)
+            return mcl_errbuf(err, len, MCL_ERR_FORMAT,
+                              "%s: object %d claims %u bytes from the %zu bytes left", what, objs,
+                              ulen, n - pos);
         if (t == '2' && n - pos >= 8 && memcmp(q + 5, "BZh", 3) == 0)
             return mcl_errbuf(err, len, MCL_ERR_UNSUPPORTED,
                               "%s: object %d is bzip2-compressed (only zlib is read)", what, objs);

@@ -51,6 +51,11 @@ mcl_status mcl_sword_blocks(const uint8_t *idx, size_t idx_n, const uint8_t *dat
                               "%s: block %zu (offset %u, %u bytes) lies past the end of the "
                               "data (%zu bytes)",
                               what, e, off, csize, dat_n);
+        /* deflate expands at most 1032:1; more is a lie, refused before allocating */
+        if ((uint64_t)usize > (uint64_t)csize * 1032 + 64)
+            return mcl_errbuf(err, len, MCL_ERR_FORMAT,
+                              "%s: block %zu claims %u bytes from %u compressed bytes", what, e,
+                              usize, csize);
         if (usize > MCL_TEXT_MAX_SOURCE || out->n + usize > MCL_TEXT_MAX_SOURCE)
             return mcl_errbuf(err, len, MCL_ERR_INVALID,
                               "%s: block %zu claims %u bytes: more text than accepted (%zu MiB)",

@@ -47,9 +47,10 @@ void mcl_buf_free(mcl_buf *b);
  * repaired may be NULL. */
 mcl_status mcl_text_clean(const uint8_t *s, size_t n, mcl_buf *out, int64_t *repaired);
 
-/* The cap: when n <= cap, all of s. Otherwise `chunks` pieces (chunks >= 1) spread evenly
- * over s: piece j starts at the first line start at or after j·n/chunks (and after the
- * previous piece) and runs to the last line start at or before its start + cap/chunks; a
+/* The cap: when n <= cap, all of s. Otherwise `chunks` pieces (chunks >= 1) of about
+ * L = cap/chunks bytes spread evenly over s: piece j starts at the first line start at or
+ * after j·(n − L)/(chunks − 1) (and after the previous piece; the first piece starts s, the
+ * last one ends near its end) and runs to the last line start at or before its start + L; a
  * piece in which no line ends there is cut at a character boundary instead. The pieces are
  * appended to out in order, at most cap bytes in all. */
 mcl_status mcl_text_cap(const uint8_t *s, size_t n, size_t cap, int chunks, mcl_buf *out);
