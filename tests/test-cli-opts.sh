@@ -24,7 +24,7 @@ rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
 IDX="idx:$FIX/tiny-images-idx3-ubyte.gz,$FIX/tiny-labels-idx1-ubyte.gz"
 
 # -h and --help on every command and subcommand: exit 0, the usage on stdout, nothing on stderr
-for cmd in devices selftest bench "bench gemm" "bench ops" "bench data" "bench acl" "bench smn" data \
+for cmd in devices selftest bench "bench gemm" "bench ops" "bench data" "bench acl" "bench smn" "bench lm" data \
     "data prepare" "data info" "data show" train "train acl" eval "eval acl" ckpt "ckpt info" \
     "ckpt export" plot version help; do
     for h in --help -h; do
@@ -50,7 +50,7 @@ expect_text "default shown" "(default 10)"
 check "train --help" 0 "$METACL" train --help
 expect_text "train --help lists the families" "acl "
 check "top-level --help" 0 "$METACL" --help
-for c in devices selftest "bench gemm" "bench ops" "bench data" "bench acl" "bench smn" "data prepare" "data info" \
+for c in devices selftest "bench gemm" "bench ops" "bench data" "bench acl" "bench smn" "bench lm" "data prepare" "data info" \
     "data show" "train FAMILY" "eval FAMILY" "ckpt info" "ckpt export" plot version help; do
     expect_text "metacl --help lists '$c'" "  $c"
 done

@@ -41,6 +41,13 @@ expect_text "bench smn json has the window memory" '"log_bytes_sparse":'
 expect_text "bench smn json has the dense figure" '"log_bytes_dense":'
 check "bench smn table" 0 "$METACL" bench smn --backend ref --only smn_wcst_window --reps 1
 expect_text "bench smn prints the memory under the table" "smn_wcst_window: window log before the gradient step:"
+check "bench lm unknown workload" 2 "$METACL" bench lm --only lm_eval_static,nosuch
+expect_text "names the workload" "nosuch"
+check "bench lm static evaluation runs" 0 "$METACL" bench lm --backend ref --only lm_eval_static --reps 1 --json
+expect_text "bench lm json" '"name":"lm_eval_static"'
+expect_text "bench lm json has the throughput" '"bytes_per_s":'
+check "bench lm table" 0 "$METACL" bench lm --backend ref --only lm_eval_static --reps 1
+expect_text "bench lm prints the throughput under the table" "lm_eval_static: 128 bytes per iteration:"
 check "selftest bad flag" 2 "$METACL" selftest --wat
 check "selftest bad number" 2 "$METACL" selftest --steps abc
 check "selftest steps out of range" 2 "$METACL" selftest --steps 0

@@ -33,6 +33,8 @@ expect "text options" --cap-mb data prepare --cap
 expect "backends" opencl train acl --backend o
 expect "bench subcommands" smn bench s
 expect "bench smn options" --only bench smn --on
+expect "bench subcommands: lm" lm bench l
+expect "bench lm options" --only bench lm --on
 # the check can fail: a word that is not an option
 got=$(complete_words train acl --nosuchopt)
 if [ -z "$got" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --nosuchopt completed to '$got'"; fi

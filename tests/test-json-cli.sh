@@ -5,7 +5,8 @@
 #     git_commit, backend, device, config, seeds; data sets with their SHA-256);
 #   - eval --json-out leaves stdout (the table) exactly as without it; names with quotes and
 #     backslashes are escaped;
-#   - `bench smn --json` is valid JSON with the window's memory figures;
+#   - `bench smn --json` is valid JSON with the window's memory figures, `bench lm --json`
+#     with the bytes per second;
 #   - metrics.csv has an empty cell where a metric is absent (task.acl = 0: no ACL term);
 #   - no progress line when stderr is not a terminal (no \r in stderr of train, eval, data
 #     prepare).
@@ -96,6 +97,13 @@ json_ok "bench smn --json" "$TMP/bench.json" \
 json_ok "bench smn --json: window memory" "$TMP/bench.json" \
     '0 < d["workloads"][0]["log_bytes_sparse"] < d["workloads"][0]["log_bytes_dense"] and "KiB sparse" in d["workloads"][0]["note"]'
 no_cr "bench smn" "$TMP/bench.err"
+# bench lm --json: an evaluation's entry carries its throughput (bytes per second at the median)
+"$METACL" bench lm --backend ref --only lm_eval_static --reps 1 --json >"$TMP/bench-lm.json" 2>"$TMP/bench-lm.err"
+json_ok "bench lm --json" "$TMP/bench-lm.json" \
+    'd["bench"] == "lm" and [w["name"] for w in d["workloads"]] == ["lm_eval_static"] and d["workloads"][0]["ms_median"] > 0'
+json_ok "bench lm --json: bytes per second" "$TMP/bench-lm.json" \
+    'abs(d["workloads"][0]["bytes_per_s"] - 128e3 / d["workloads"][0]["ms_median"]) < 1e-3 * d["workloads"][0]["bytes_per_s"] and "bytes/s" in d["workloads"][0]["note"]'
+no_cr "bench lm" "$TMP/bench-lm.err"
 
 rm -rf "$TMP"
 echo "$pass passed, $fail failed"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench-acl-vs-torch.py — compare `metacl bench acl` (or, with --bench oct, `metacl bench oct`
 against tools/bench-oct-torch.py; with --bench smn, `metacl bench smn` against
-tools/bench-smn-torch.py) with the PyTorch CPU baseline.
+tools/bench-smn-torch.py; with --bench lm, `metacl bench lm` against tools/bench-lm-torch.py)
+with the PyTorch CPU baseline.
 
 Runs, back to back and with the same thread count (OMP_NUM_THREADS is set for both):
   1. <metacl> bench acl --json [--backend B] --threads T [--reps R]
@@ -10,7 +11,8 @@ and prints a Markdown table per workload (srwm, conv4_28, conv4_32, acl_step —
 described in tools/bench-acl-torch.py): our ms (best / median), PyTorch ms (best / median),
 the ratio PyTorch/ours of the medians, and whether the goal "ours >= 3x faster" is met.
 A workload that only one side reports is shown as missing on the other side. The notes of our
-workloads (metacl bench smn's window memory) are listed under the table.
+workloads (metacl bench smn's window memory, metacl bench lm's bytes/s) are listed under the
+table.
 
 Usage:
   python3 tools/bench-acl-vs-torch.py                       # ./metacl at the repo root, 2 threads
@@ -37,13 +39,15 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-# --bench acl | oct | smn: the metacl benchmark, its PyTorch twin and the workloads' table order
+# --bench acl | oct | smn | lm: the metacl benchmark, its PyTorch twin and the workloads' table order
 BENCHES = {
     "acl": (os.path.join(HERE, "bench-acl-torch.py"), ("srwm", "conv4_28", "conv4_32", "acl_step")),
     "oct": (os.path.join(HERE, "bench-oct-torch.py"),
             ("oct_step", "attn_C0", "attn_C250", "attn_C1000", "attn_C4000")),
     "smn": (os.path.join(HERE, "bench-smn-torch.py"),
             ("smn_wcst_window", "smn_resnet_window", "smn_resnet_plain")),
+    "lm": (os.path.join(HERE, "bench-lm-torch.py"),
+           ("lm_train_window", "lm_train_plain", "lm_eval_static", "lm_eval_dynamic", "lm_eval_smn")),
 }
 TORCH_SCRIPT, ORDER = BENCHES["acl"]
 
@@ -62,8 +66,8 @@ def parse_args(argv):
     p.add_argument("--goal", type=float, default=3.0, help="speed-up goal (default 3)")
     p.add_argument("--json", action="store_true", help="print one combined JSON record")
     p.add_argument("--bench", choices=sorted(BENCHES), default="acl",
-                   help="which benchmark: acl (default), oct (the online transformers) or smn "
-                        "(the Sparse Meta Networks)")
+                   help="which benchmark: acl (default), oct (the online transformers), smn "
+                        "(the Sparse Meta Networks) or lm (the adaptive character language model)")
     a = p.parse_args(argv)
     global TORCH_SCRIPT, ORDER
     TORCH_SCRIPT, ORDER = BENCHES[a.bench]

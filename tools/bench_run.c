@@ -1,4 +1,4 @@
-/* bench_run.c — the timing loop of `metacl bench acl` / `oct` / `smn` (bench_run.h).
+/* bench_run.c — the timing loop of `metacl bench acl` / `oct` / `smn` / `lm` (bench_run.h).
  * Timing: one warm-up iteration, then --reps iterations, each ending with mcl_ctx_finish so
  * queued device work is included; best and median reported. */
 #define _POSIX_C_SOURCE 200809L
@@ -154,6 +154,8 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
             double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
             mcl_bench_note note;
             memset(&note, 0, sizeof note);
+            note.ms_best = t[0];
+            note.ms_median = med;
             if (wl->note) wl->note(st, &note);
             if (note.n > MCL_BENCH_MAX_EXTRAS) note.n = MCL_BENCH_MAX_EXTRAS;
             if (json) {

@@ -1,7 +1,7 @@
-/* bench_run.h — the timing loop shared by `metacl bench acl`, `metacl bench oct` and `metacl
- * bench smn`: a table of workloads (setup, one timed iteration, teardown, optionally a note),
- * --only / --reps / --threads / --backend / --json, one warm-up iteration, best and median
- * milliseconds. */
+/* bench_run.h — the timing loop shared by `metacl bench acl`, `metacl bench oct`, `metacl
+ * bench smn` and `metacl bench lm`: a table of workloads (setup, one timed iteration,
+ * teardown, optionally a note), --only / --reps / --threads / --backend / --json, one warm-up
+ * iteration, best and median milliseconds. */
 #ifndef MCL_TOOLS_BENCH_RUN_H
 #define MCL_TOOLS_BENCH_RUN_H
 
@@ -10,9 +10,11 @@
 #define MCL_BENCH_MAX_WORKLOADS 16
 #define MCL_BENCH_MAX_EXTRAS 8
 
-/* What a workload measured besides time (a memory figure, say), filled after its timed
- * iterations: a line of text and up to MCL_BENCH_MAX_EXTRAS named numbers. */
+/* What a workload measured besides time (a memory figure, a throughput), filled after its
+ * timed iterations: a line of text and up to MCL_BENCH_MAX_EXTRAS named numbers. ms_best and
+ * ms_median are inputs: the workload's timings, set before the call (bytes/s from them, say). */
 typedef struct mcl_bench_note {
+    double ms_best, ms_median;             /* in: this workload's timings                */
     char text[256];                        /* "" = none                                  */
     int n;                                 /* named numbers in key[] / value[]           */
     const char *key[MCL_BENCH_MAX_EXTRAS]; /* JSON field names (static strings)          */
@@ -26,7 +28,8 @@ typedef struct mcl_bench_workload {
     void *(*setup)(mcl_ctx *ctx);
     int (*iter)(mcl_ctx *ctx, void *st);
     void (*teardown)(void *st);
-    /* optional (NULL: no note): called once after the timed iterations, note zeroed */
+    /* optional (NULL: no note): called once after the timed iterations, note zeroed but for
+     * the timings */
     void (*note)(void *st, mcl_bench_note *note);
 } mcl_bench_workload;
 

@@ -65,6 +65,8 @@ int mcl_cli_bench_acl(int argc, char **argv);
 int mcl_cli_bench_oct(int argc, char **argv);
 /* `metacl bench smn` (tools/bench_smn.c). */
 int mcl_cli_bench_smn(int argc, char **argv);
+/* `metacl bench lm` (tools/bench_lm.c). */
+int mcl_cli_bench_lm(int argc, char **argv);
 /* `metacl train acl` (tools/train_cmd.c). */
 int mcl_cli_train(int argc, char **argv);
 /* `metacl train` with argv[1] the family; cmd_name (NULL = "train FAMILY") names the command

@@ -274,6 +274,8 @@ const mcl_cli_sub mcl_cli_bench_subs[] = {
      "online-transformer step and attention times", mcl_cli_bench_oct},
     {"smn", "[--backend ref|opencl] [--only NAME,..] [--reps N] [--json]",
      "Sparse-MetaNet window and plain-step times, window memory", mcl_cli_bench_smn},
+    {"lm", "[--backend ref|opencl] [--only NAME,..] [--reps N] [--json]",
+     "language-model training window, plain step and evaluation times, bytes/s", mcl_cli_bench_lm},
 };
 const int mcl_cli_n_bench_subs = (int)(sizeof mcl_cli_bench_subs / sizeof mcl_cli_bench_subs[0]);
 
