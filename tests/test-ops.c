@@ -26,7 +26,8 @@
  *               backward in "ref bwd", and/or checks the table cannot express, run after their
  *               cases and reported in the columns they concern (smn_write: the written set on
  *               both backends, bad indices refused by the reference and skipped by OpenCL, the
- *               public wrapper);
+ *               public wrapper; rel_attn: the same bits with 1 and 3 OpenMP threads, the
+ *               public wrappers);
  *   opencl fwd / opencl bwd / diff
  *               the same forward on the OpenCL backend, its backward against the reference
  *               one, and the reference and OpenCL outputs on identical inputs against each
