@@ -337,7 +337,7 @@ mcl_status mcl_ref_kv_push_fwd(mcl_backend *be, const mcl_op_args *a)
  * gradient; freed when the call returns.
  */
 
-#define REL_PAR_MIN 65536 /* B·H·S·T·D below this: the (b, h) loop on one thread */
+#define REL_PAR_MIN 65536 /* B·H·S·T·(D + Dv) below this: the (b, h) loop on one thread */
 
 typedef struct rel_dims {
     int64_t B, S, H, D, Dv, T, M, win;
