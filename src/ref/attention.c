@@ -328,13 +328,13 @@ mcl_status mcl_ref_kv_push_fwd(mcl_backend *be, const mcl_op_args *a)
  * the row softmax runs over the allowed keys (exponentials of arguments <= 0 in float, their
  * sums in double); O = P·V is a GEMM. The backward recomputes P the same way, dP = dO·Vᵀ,
  * and the GEMMs dQc = scale·dS·K, dK = scale·dSᵀ·Qc, dV = Pᵀ·dO; dS is scattered by distance
- * into dB, stored for every (b, h) as [H][B·S][T], and per head one GEMM each gives
- * dQp = scale·dB·R and dR = scale·dBᵀ·Qp (the sum over the batch and the queries as the GEMM's
- * K = B·S). Threads: the (b, h) blocks in parallel (GEMMs inside a parallel region run on the
- * calling thread), each with its own work space; every value is a GEMM element or a row loop
- * in a fixed order, so no result depends on the thread count or the schedule. Work space:
- * two [S,T] floats per thread, plus dB (B·H·S·T floats) in the backward when qp or r needs a
- * gradient; freed when the call returns.
+ * into dB [S,T], then dQp = scale·dB·R and the block's part of dR, scale·dBᵀ·Qp, are GEMMs too.
+ * The parts of dR ([B,H,nd,D], nd = the distances in use) are added over the batch at the
+ * end, in double and in batch order. Threads: the (b, h) blocks in parallel (GEMMs inside a
+ * parallel region run on the calling thread), each with its own work space; every value is a
+ * GEMM element or a loop in a fixed order, so no result depends on the thread count or the
+ * schedule. Work space: two [S,T] floats per thread (three in the backward), plus the parts of
+ * dR (B·H·nd·D floats) when r needs a gradient; freed when the call returns.
  */
 
 #define REL_PAR_MIN 65536 /* B·H·S·T·(D + Dv) below this: the (b, h) loop on one thread */
@@ -411,11 +411,10 @@ static void rel_probs(const rel_dims *d, int64_t b, int64_t h, const float *qc, 
     }
 }
 
-/* Per-thread work space: two [S,T] blocks per thread (P and BD / dP). */
-static float *rel_ws(const rel_dims *d, int *nthr)
+/* Per-thread work space: nblk [S,T] blocks per thread (P, BD / dP, and dB in the backward). */
+static float *rel_ws(const rel_dims *d, int nblk)
 {
-    *nthr = omp_get_max_threads();
-    const int64_t n = (int64_t)*nthr * 2 * d->S * d->T;
+    const int64_t n = (int64_t)omp_get_max_threads() * nblk * d->S * d->T;
     return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
 }
 
@@ -435,8 +434,7 @@ mcl_status mcl_ref_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *qc = mcl_ref_ptr(a->in[0]), *qp = mcl_ref_ptr(a->in[1]);
     const float *k = mcl_ref_ptr(a->in[2]), *v = mcl_ref_ptr(a->in[3]), *r = mcl_ref_ptr(a->in[4]);
     float *o = mcl_ref_ptr(a->out[0]), *lse = mcl_ref_ptr(a->out[1]);
-    int nthr;
-    float *ws = rel_ws(&d, &nthr);
+    float *ws = rel_ws(&d, 2);
     if (!ws) return MCL_ERR_OOM;
     const int64_t BH = d.B * d.H, ldv = d.H * d.Dv;
 #pragma omp parallel for schedule(dynamic) if (rel_par(&d))
@@ -457,8 +455,8 @@ mcl_status mcl_ref_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
  *   (accumulated; any may be NULL)
  * Per (b, h), from the saved lse: P again, dP = dO·Vᵀ, dS = P ⊙ (dP − D) (row-wise,
  * D_i = Σ_j p_ij dP_ij from the same float dP, so each row of dS sums to ~0 as the softmax's
- * Jacobian says), then the GEMMs gqc += scale·dS·K, gk += scale·dSᵀ·Qc, gv += Pᵀ·dO, and dB
- * (dS by distance). Then per head: gqp += scale·dB·R, gr += scale·dBᵀ·Qp over all B·S rows. */
+ * Jacobian says), then the GEMMs gqc += scale·dS·K, gk += scale·dSᵀ·Qc, gv += Pᵀ·dO; dB (dS by
+ * distance), gqp += scale·dB·R and the part scale·dBᵀ·Qp of gr. Then gr += Σ_b parts (double). */
 mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
@@ -471,14 +469,13 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
     float *gk = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
     float *gv = a->gin[3] ? mcl_ref_ptr(a->gin[3]) : NULL;
     float *gr = a->gin[4] ? mcl_ref_ptr(a->gin[4]) : NULL;
-    const int want_pos = gqp || gr;
     const int64_t S = d.S, T = d.T, M = d.M, BH = d.B * d.H, ld = d.H * d.D, ldv = d.H * d.Dv;
-    int nthr;
-    float *ws = rel_ws(&d, &nthr);
-    float *dB = want_pos ? malloc((size_t)(BH * S * T) * sizeof *dB) : NULL;
-    if (!ws || (want_pos && !dB)) {
+    const int64_t nd = rel_ndist(&d);
+    float *ws = rel_ws(&d, 3);
+    float *dRp = gr ? malloc((size_t)(BH * nd * d.D) * sizeof *dRp) : NULL; /* [B,H,nd,D] */
+    if (!ws || (gr && !dRp)) {
         free(ws);
-        free(dB);
+        free(dRp);
         return MCL_ERR_OOM;
     }
 #pragma omp parallel for schedule(dynamic) if (rel_par(&d))
@@ -486,7 +483,7 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
         const int64_t b = bh / d.H, h = bh % d.H;
         const int64_t qo = (b * S * d.H + h) * d.D, ko = (b * T * d.H + h) * d.D;
         const int64_t gvo = (b * S * d.H + h) * d.Dv, vo = (b * T * d.H + h) * d.Dv;
-        float *P = ws + (int64_t)omp_get_thread_num() * 2 * S * T, *dS = P + S * T;
+        float *P = ws + (int64_t)omp_get_thread_num() * 3 * S * T, *dS = P + S * T, *dB = dS + S * T;
         rel_probs(&d, b, h, qc, qp, k, r, P, dS, NULL, lse);
         mcl_ref_sgemm(0, 1, S, T, d.Dv, 1.0f, go + gvo, ldv, v + vo, ldv, 0.0f, dS, T);
         for (int64_t i = 0; i < S; i++) {
@@ -502,28 +499,29 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
         if (gqc) mcl_ref_sgemm(0, 0, S, d.D, T, d.scale, dS, T, k + ko, ld, 1.0f, gqc + qo, ld);
         if (gk) mcl_ref_sgemm(1, 0, T, d.D, S, d.scale, dS, T, qc + qo, ld, 1.0f, gk + ko, ld);
         if (gv) mcl_ref_sgemm(1, 0, T, d.Dv, S, 1.0f, P, T, go + gvo, ldv, 1.0f, gv + vo, ldv);
-        if (want_pos) { /* dB[i][d] = dS[i][M+i−d]: the relative shift, backwards */
-            float *db = dB + (h * d.B + b) * S * T;
-            for (int64_t i = 0; i < S; i++) {
-                const int64_t lo = rel_lo(&d, i), hi = M + i;
-                const float *sr = dS + i * T;
-                float *dr = db + i * T;
-                for (int64_t j = lo; j <= hi; j++) dr[hi - j] = sr[j];
-                for (int64_t dd = hi - lo + 1; dd < T; dd++) dr[dd] = 0.0f;
+        if (!gqp && !gr) continue;
+        for (int64_t i = 0; i < S; i++) { /* dB[i][dd] = dS[i][M+i−dd]: the shift, backwards */
+            const int64_t lo = rel_lo(&d, i), hi = M + i;
+            const float *sr = dS + i * T;
+            float *br = dB + i * T;
+            for (int64_t j = lo; j <= hi; j++) br[hi - j] = sr[j];
+            for (int64_t dd = hi - lo + 1; dd < nd; dd++) br[dd] = 0.0f;
+        }
+        if (gqp) mcl_ref_sgemm(0, 0, S, d.D, nd, d.scale, dB, T, r + h * d.D, ld, 1.0f, gqp + qo, ld);
+        if (gr) mcl_ref_sgemm(1, 0, nd, d.D, S, d.scale, dB, T, qp + qo, ld, 0.0f, dRp + bh * nd * d.D, d.D);
+    }
+    if (gr) { /* gr[dd,h] += Σ_b part[b,h,dd] in double, in batch order */
+#pragma omp parallel for schedule(static) if (nd * d.H * d.D * d.B > REL_PAR_MIN)
+        for (int64_t row = 0; row < nd * d.H; row++) {
+            const int64_t dd = row / d.H, h = row % d.H;
+            for (int64_t c = 0; c < d.D; c++) {
+                double acc = 0.0;
+                for (int64_t b = 0; b < d.B; b++) acc += (double)dRp[((b * d.H + h) * nd + dd) * d.D + c];
+                gr[row * d.D + c] += (float)acc;
             }
         }
     }
-    /* per head, over the B·S query rows of the batch: row (b, i) of dB_h at (b·S + i)·T, of qp
-     * and gqp at (b·S + i)·H·D + h·D (one stride) */
-    if (want_pos) {
-        const int64_t nd = rel_ndist(&d), BS = d.B * S;
-        for (int64_t h = 0; h < d.H; h++) {
-            const float *db = dB + h * BS * T;
-            if (gqp) mcl_ref_sgemm(0, 0, BS, d.D, nd, d.scale, db, T, r + h * d.D, ld, 1.0f, gqp + h * d.D, ld);
-            if (gr) mcl_ref_sgemm(1, 0, nd, d.D, BS, d.scale, db, T, qp + h * d.D, ld, 1.0f, gr + h * d.D, ld);
-        }
-    }
     free(ws);
-    free(dB);
+    free(dRp);
     return MCL_OK;
 }
