@@ -327,11 +327,13 @@ mcl_status mcl_ref_kv_push_fwd(mcl_backend *be, const mcl_op_args *a)
  * BD = Qp·Rᵀ (BD[i][d] = qp_i · r_d for every distance) are two GEMMs on strided views of the
  * inputs (no copies); the "relative shift" gathers s_ij = scale·(AC[i][j] + BD[i][M+i−j]);
  * the row softmax runs over the allowed keys (exponentials of arguments <= 0 in float by
- * mcl_exp_nonpos, vectorized, within 1 ulp; their sums in double, in order); O = P·V is a GEMM. The backward recomputes P the same way, dP = dO·Vᵀ,
- * and the GEMMs dQc = scale·dS·K, dK = scale·dSᵀ·Qc, dV = Pᵀ·dO; dS is scattered by distance
- * into dB [S,T], then dQp = scale·dB·R and the block's part of dR, scale·dBᵀ·Qp, are GEMMs too.
- * The parts of dR ([B,H,nd,D], nd = the distances in use) are added over the batch at the
- * end, in double and in batch order. Threads: the (b, h) blocks in parallel (GEMMs inside a
+ * mcl_exp_nonpos, vectorized, within 1 ulp; their sums in double, in order); O = P·V is a
+ * GEMM. The backward recomputes P the same way, dP = dO·Vᵀ, and the GEMMs dQc = scale·dS·K,
+ * dK = scale·dSᵀ·Qc, dV = Pᵀ·dO; dS is scattered by distance into dB [S,T], then
+ * dQp = scale·dB·R and the block's part of dR, scale·dBᵀ·Qp, are GEMMs too. The parts of dR
+ * ([B,H,nd,D], nd = the distances in use) are added over the batch at the end, in double and
+ * in batch order. Every GEMM runs per block of rows (rel_blk) on the band the block reaches
+ * (the allowed pairs leave a triangle of the [S,T] block empty). Threads: the (b, h) blocks in parallel (GEMMs inside a
  * parallel region run on the calling thread), each with its own work space; every value is a
  * GEMM element or a loop in a fixed order, so no result depends on the thread count or the
  * schedule. Work space: two [S,T] floats per thread (three in the backward), plus the parts of
