@@ -406,6 +406,62 @@ static void test_smn(mcl_tensor *x23)
     for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++) mcl_tensor_free(owned[k]);
 }
 
+/* ---- rel_attn (Transformer-XL relative attention): the front end's checks ---- */
+static void test_rel_attn(void)
+{
+    const unsigned S = TU_ST(MCL_ERR_SHAPE), I = TU_ST(MCL_ERR_INVALID), N = TU_ST(MCL_ERR_NULL);
+    /* B = 1, S = 2 queries, H = 1, D = Dv = 2, T = 3 keys (M = 1 memory row) */
+    const float vv[6] = {1, 2, 3, 4, 5, 6};
+    mcl_tensor *qc = mk(4, 1, 2, 1, 2, NULL), *qp = mk(4, 1, 2, 1, 2, NULL);
+    mcl_tensor *k = mk(4, 1, 3, 1, 2, NULL), *v = mk(4, 1, 3, 1, 2, vv), *r = mk(3, 3, 1, 2, 0, NULL);
+    mcl_tensor *q3 = mk(3, 2, 1, 2, 0, NULL);  /* qc 3-D */
+    mcl_tensor *qpD = mk(4, 1, 2, 1, 3, NULL); /* qp [1,2,1,3] != qc */
+    mcl_tensor *kD = mk(4, 1, 3, 1, 3, NULL);  /* k's D 3 */
+    mcl_tensor *kB = mk(4, 2, 3, 1, 2, NULL);  /* k's B 2 */
+    mcl_tensor *kH = mk(4, 1, 3, 2, 2, NULL);  /* k's H 2 */
+    mcl_tensor *vT = mk(4, 1, 2, 1, 2, NULL);  /* v's T 2, k's 3 */
+    mcl_tensor *k1 = mk(4, 1, 1, 1, 2, NULL), *v1 = mk(4, 1, 1, 1, 2, NULL);
+    mcl_tensor *r1 = mk(3, 1, 1, 2, 0, NULL);  /* T 1 < S 2 */
+    mcl_tensor *rT = mk(3, 2, 1, 2, 0, NULL);  /* r's T 2 */
+    mcl_tensor *rD = mk(3, 3, 1, 3, 0, NULL);  /* r's D 3 */
+    mcl_tensor *r4 = mk(4, 1, 3, 1, 2, NULL);  /* r 4-D */
+    mcl_tensor *o = NULL;
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, q3, qp, k, v, r, 1.0f, &o), S, "rel_attn");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qpD, k, v, r, 1.0f, &o), S, "same shape");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, kD, v, r, 1.0f, &o), S, "rel_attn: k");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, kB, v, r, 1.0f, &o), S, "rel_attn: k");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, kH, v, r, 1.0f, &o), S, "rel_attn: k");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k, vT, r, 1.0f, &o), S, "rel_attn: v");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k1, v1, r1, 1.0f, &o), S, "fewer than");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k, v, rT, 1.0f, &o), S, "rel_attn: r");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k, v, rD, 1.0f, &o), S, "rel_attn: r");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k, v, r4, 1.0f, &o), S, "rel_attn");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k, v, r, NAN, &o), I, "rel_attn: scale");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k, v, r, INFINITY, &o), I, "rel_attn: scale");
+    EXPECT_STATUS(mcl_rel_attn_window(g_ctx, qc, qp, k, v, r, 1.0f, -1, &o), I, "rel_attn: window");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, NULL, qp, k, v, r, 1.0f, &o), N, "rel_attn");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k, v, NULL, 1.0f, &o), N, "rel_attn");
+    EXPECT_STATUS(mcl_rel_attn(g_ctx, qc, qp, k, v, r, 1.0f, NULL), N, "rel_attn");
+    CHECK(o == NULL, "refused rel_attn calls leave *out NULL");
+    CHECK(mcl_rel_attn(NULL, qc, qp, k, v, r, 1.0f, &o) == MCL_ERR_NULL, "rel_attn without a context");
+    {
+        /* valid calls: scale 0 makes every allowed key equally likely, so o_i is the mean of
+         * the values of keys 0..M+i (no window) or M+i-1..M+i (window 1) */
+        const double all[4] = {2, 3, 3, 4}, win1[4] = {2, 3, 4, 5};
+        mcl_tensor *o1 = NULL;
+        CHECK(mcl_rel_attn(g_ctx, qc, qp, k, v, r, 0.0f, &o) == MCL_OK &&
+                  mcl_rel_attn_window(g_ctx, qc, qp, k, v, r, 0.0f, 1, &o1) == MCL_OK,
+              "valid rel_attn calls work: %s", mcl_ctx_error(g_ctx));
+        CHECK(o && mcl_tensor_ndim(o) == 4 && mcl_tensor_dim(o, 1) == 2 && mcl_tensor_dim(o, 3) == 2,
+              "rel_attn output [1,2,1,2]");
+        CHECK_TENSOR("rel_attn, scale 0: the mean of the allowed values", o, all, 4, 1e-6, 0);
+        CHECK_TENSOR("rel_attn, scale 0, window 1: the mean of the last two", o1, win1, 4, 1e-6, 0);
+        mcl_ctx_reset(g_ctx);
+    }
+    mcl_tensor *owned[] = {qc, qp, k, v, r, q3, qpD, kD, kB, kH, vT, k1, v1, r1, rT, rD, r4};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) mcl_tensor_free(owned[i]);
+}
+
 /* ---- tensor creation, views, host copies ---- */
 static void test_tensors(mcl_tensor *x23)
 {
@@ -640,6 +696,7 @@ int main(void)
     test_shapes(x23, x32, x24, v3, v2);
     test_values();
     test_smn(x23);
+    test_rel_attn();
     test_tensors(x23);
     test_misc(x23);
 

@@ -3,9 +3,13 @@
 #
 # METACL_TEST_BREAK=OP perturbs OP's output: the reference forward's (by the runner) with
 # --backend ref, the OpenCL backend's own (by the backend) with --backend opencl. Each run must
-# exit 1 and report the op as FAIL in the right column. Checked for add (the simplest op) and
-# for grad_preproc and smn_write (the Sparse Meta Networks ops, whose written set and gradient
-# oracle checks run besides the table's). Exit 0 when all do, 1 otherwise.
+# exit 1 and report the op as FAIL in the right column. Checked for add (the simplest op), for
+# grad_preproc and smn_write (the Sparse Meta Networks ops, whose written set and gradient
+# oracle checks run besides the table's) and for rel_attn (Transformer-XL attention: its
+# gradient oracle, thread and public-wrapper checks run besides the table's). Two copies of the
+# kernels with one deliberate bug each must fail too: a relu backward that leaves fresh
+# gradient elements unwritten, and a rel_attn backward with a wrong dr. Exit 0 when all do, 1
+# otherwise.
 # TEST_OPS overrides the binary. Otherwise: $METACL_BUILDDIR/tests/test-ops when the test
 # harness exports METACL_BUILDDIR, else ./tests/test-ops (automake runs tests from the build
 # directory), else the binary next to this script (run by hand from elsewhere).
@@ -49,38 +53,56 @@ expect_break() {
     echo "test-ops-break: $1, --backend $2: the broken op was reported in [$3]"
 }
 
-# expect_fresh_break: a copy of the kernels whose relu backward, when it stores into a fresh
-# gradient buffer, skips the elements with a <= 0 (the lazy zeroing then leaves them unwritten,
-# NaN under the runner's METACL_DEBUG_POISON) must make the fresh-buffer check FAIL relu in
-# [opencl bwd].
-expect_fresh_break() {
+# expect_kernel_break FILE SED OP PATTERN WHAT: a copy of the kernels with the sed script SED
+# applied to kernels/FILE (it must change the file) must make `test-ops --backend opencl -o OP`
+# exit 1 with an output line matching PATTERN (grep). WHAT names the broken code.
+expect_kernel_break() {
     src=${METACL_SRCDIR:-$(dirname "$0")/..}/kernels
     tmp=$(mktemp -d) || return 1
     cp "$src"/*.cl "$tmp"/ || { rm -rf "$tmp"; return 1; }
-    sed 's/ga\[ga_off + i\] = a\[a_off + i\] > 0.0f ? g\[g_off + i\] : 0.0f;/if (a[a_off + i] > 0.0f) ga[ga_off + i] = g[g_off + i];/' \
-        "$src/activation.cl" >"$tmp/activation.cl"
-    if cmp -s "$src/activation.cl" "$tmp/activation.cl"; then
-        echo "test-ops-break: FAILED: could not break relu_bwd's fresh store (kernel text changed?)"
+    sed "$2" "$src/$1" >"$tmp/$1"
+    if cmp -s "$src/$1" "$tmp/$1"; then
+        echo "test-ops-break: FAILED: could not make $5 (kernel text changed?)"
         rm -rf "$tmp"
         return 1
     fi
-    out=$(METACL_KERNEL_DIR=$tmp METACL_NO_CACHE=1 "$TEST_OPS" --backend opencl -o relu 2>&1)
+    out=$(METACL_KERNEL_DIR=$tmp METACL_NO_CACHE=1 "$TEST_OPS" --backend opencl -o "$3" 2>&1)
     rc=$?
     rm -rf "$tmp"
     printf '%s\n' "$out"
     if [ "$rc" -eq 77 ]; then
-        echo "test-ops-break: no OpenCL device: the fresh-buffer check is not checked"
+        echo "test-ops-break: no OpenCL device: $5 is not checked"
         return 0
     fi
-    if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q "^FAIL relu .*\[opencl bwd\]: .*fresh buffers"; then
-        echo "test-ops-break: FAILED: a relu_bwd that leaves fresh elements unwritten was not caught (exit $rc)"
+    if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q "$4"; then
+        echo "test-ops-break: FAILED: $5 was not caught (exit $rc)"
         return 1
     fi
-    echo "test-ops-break: the unwritten fresh gradient elements were reported in [opencl bwd]"
+    echo "test-ops-break: $5 was caught"
+}
+
+# The fresh-buffer check of the lazy zeroing: a relu backward that, when it stores into a fresh
+# gradient buffer, skips the elements with a <= 0 (the lazy zeroing then leaves them unwritten,
+# NaN under the runner's METACL_DEBUG_POISON) must FAIL relu in [opencl bwd].
+expect_fresh_break() {
+    expect_kernel_break activation.cl \
+        's/ga\[ga_off + i\] = a\[a_off + i\] > 0.0f ? g\[g_off + i\] : 0.0f;/if (a[a_off + i] > 0.0f) ga[ga_off + i] = g[g_off + i];/' \
+        relu "^FAIL relu .*\[opencl bwd\]: .*fresh buffers" \
+        "a relu_bwd that leaves fresh elements unwritten"
+}
+
+# A wrong gradient the forward cannot show: rel_attn's dr kernel starting one query late at
+# each distance d >= M (it drops the pairs with key 0) must FAIL rel_attn in [opencl bwd] on
+# the gradient of r (gin[4]), against the reference backward.
+expect_rel_attn_dr_break() {
+    expect_kernel_break attention.cl \
+        's/const long i0 = d - g\.M > 0 ? d - g\.M : 0, ni = S - i0;/const long i0 = d - g.M + 1 > 0 ? d - g.M + 1 : 0, ni = S - i0;/' \
+        rel_attn "^FAIL rel_attn .*\[opencl bwd\]: gin\[4\]" \
+        "a rel_attn dr kernel that skips the first query at each distance"
 }
 
 status=0
-for op in add grad_preproc smn_write; do
+for op in add grad_preproc smn_write rel_attn; do
     # reference only: the runner perturbs the reference forward output
     expect_break "$op" ref "ref fwd" || status=1
     # with OpenCL: the OpenCL backend perturbs its own output, the differential check must see it
@@ -88,5 +110,7 @@ for op in add grad_preproc smn_write; do
 done
 # the fresh-buffer check of the lazy zeroing
 expect_fresh_break || status=1
+# a wrong backward kernel, caught by the OpenCL backward against the reference's
+expect_rel_attn_dr_break || status=1
 [ "$status" -eq 0 ] && echo "test-ops-break: ok"
 exit "$status"

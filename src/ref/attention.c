@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exp_nonpos.h" /* mcl_exp_nonpos (rel_attn) */
 #include "ref.h"
 
 /* Slope of head h (0 when alibi = 0). */
@@ -325,19 +326,21 @@ mcl_status mcl_ref_kv_push_fwd(mcl_backend *be, const mcl_op_args *a)
  * How. Per (b, h), the [S,T] content scores AC = Qc·Kᵀ and the [S,T] position scores
  * BD = Qp·Rᵀ (BD[i][d] = qp_i · r_d for every distance) are two GEMMs on strided views of the
  * inputs (no copies); the "relative shift" gathers s_ij = scale·(AC[i][j] + BD[i][M+i−j]);
- * the row softmax runs over the allowed keys (exponentials of arguments <= 0 in float, their
- * sums in double); O = P·V is a GEMM. The backward recomputes P the same way, dP = dO·Vᵀ,
- * and the GEMMs dQc = scale·dS·K, dK = scale·dSᵀ·Qc, dV = Pᵀ·dO; dS is scattered by distance
- * into dB, stored for every (b, h) as [H][B·S][T], and per head one GEMM each gives
- * dQp = scale·dB·R and dR = scale·dBᵀ·Qp (the sum over the batch and the queries as the GEMM's
- * K = B·S). Threads: the (b, h) blocks in parallel (GEMMs inside a parallel region run on the
- * calling thread), each with its own work space; every value is a GEMM element or a row loop
- * in a fixed order, so no result depends on the thread count or the schedule. Work space:
- * two [S,T] floats per thread, plus dB (B·H·S·T floats) in the backward when qp or r needs a
- * gradient; freed when the call returns.
+ * the row softmax runs over the allowed keys (exponentials of arguments <= 0 in float by
+ * mcl_exp_nonpos, vectorized, within 1 ulp; their sums in double, in order); O = P·V is a
+ * GEMM. The backward recomputes P the same way, dP = dO·Vᵀ, and the GEMMs dQc = scale·dS·K,
+ * dK = scale·dSᵀ·Qc, dV = Pᵀ·dO; dS is scattered by distance into dB [S,T], then
+ * dQp = scale·dB·R and the block's part of dR, scale·dBᵀ·Qp, are GEMMs too. The parts of dR
+ * ([B,H,nd,D], nd = the distances in use) are added over the batch at the end, in double and
+ * in batch order. Every GEMM runs per block of rows (rel_blk) on the band the block reaches
+ * (the allowed pairs leave a triangle of the [S,T] block empty). Threads: the (b, h) blocks in parallel (GEMMs inside a
+ * parallel region run on the calling thread), each with its own work space; every value is a
+ * GEMM element or a loop in a fixed order, so no result depends on the thread count or the
+ * schedule. Work space: two [S,T] floats per thread (three in the backward), plus the parts of
+ * dR (B·H·nd·D floats) when r needs a gradient; freed when the call returns.
  */
 
-#define REL_PAR_MIN 65536 /* B·H·S·T·D below this: the (b, h) loop on one thread */
+#define REL_PAR_MIN 65536 /* B·H·S·T·(D + Dv) below this: the (b, h) loop on one thread */
 
 typedef struct rel_dims {
     int64_t B, S, H, D, Dv, T, M, win;
@@ -372,50 +375,76 @@ static int64_t rel_ndist(const rel_dims *d)
     return d->win > 0 && d->win + 1 < d->T ? d->win + 1 : d->T;
 }
 
+/* Blocks. The allowed (i, j) pairs fill a band of the [S,T] block (a triangle's worth is
+ * empty: a quarter of it when M = S), so every GEMM runs per block of rel_blk rows (queries,
+ * keys or distances) on the part of the other side that block reaches; what lies outside is
+ * exactly zero in P, dS and dB. The blocks depend only on the shapes. */
+static int64_t rel_blk(const rel_dims *d)
+{
+    const int64_t q = (d->S + 3) / 4;
+    return q > 16 ? q : 16;
+}
+static int64_t rel_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Query rows [i0, i1) reach the keys [rel_lo(i0), M + i1) and the distances
+ * [0, min(nd, M + i1)). Keys [j0, j1) are reached by the query rows [*r0, *r1) (empty when
+ * *r1 <= *r0): i >= j0 − M, and i <= j1 − 1 − M + W with a window. */
+static void rel_rows_of_keys(const rel_dims *d, int64_t j0, int64_t j1, int64_t *r0, int64_t *r1)
+{
+    *r0 = j0 - d->M > 0 ? j0 - d->M : 0;
+    *r1 = d->win > 0 ? rel_min(d->S, j1 - d->M + d->win) : d->S;
+}
+
 /* Probabilities of head (b, h) into P [S,T] (0 at keys not allowed), with BD [S,T] as work
- * space:
- *   P = Qc·Kᵀ (columns lo_0..T-1),  BD = Qp·Rᵀ (distances 0..nd-1)   (GEMMs on strided views)
- *   s_ij = scale·(P[i][j] + BD[i][M+i−j]),  p_ij = exp(s_ij − lse_i)   (allowed j)
+ * space; per block of query rows [i0, i1):
+ *   P = Qc·Kᵀ (keys rel_lo(i0)..M+i1-1),  BD = Qp·Rᵀ (distances 0..min(nd, M+i1)-1)   (GEMMs)
+ * then per row s_ij = scale·(P[i][j] + BD[i][M+i−j]),  p_ij = exp(s_ij − lse_i) (allowed j).
  * lse_out: computed and stored at lse_out[(b·S + i)·H + h] (forward); else lse_in is read. */
 static void rel_probs(const rel_dims *d, int64_t b, int64_t h, const float *qc, const float *qp,
                       const float *k, const float *r, float *P, float *BD, float *lse_out,
                       const float *lse_in)
 {
     const int64_t S = d->S, T = d->T, M = d->M, ld = d->H * d->D;
-    const int64_t j0 = rel_lo(d, 0), nd = rel_ndist(d);
+    const int64_t nd = rel_ndist(d), QB = rel_blk(d);
     const float *qcb = qc + (b * S * d->H + h) * d->D, *qpb = qp + (b * S * d->H + h) * d->D;
     const float *kb = k + (b * T * d->H + h) * d->D, *rh = r + h * d->D;
-    mcl_ref_sgemm(0, 1, S, T - j0, d->D, 1.0f, qcb, ld, kb + j0 * ld, ld, 0.0f, P + j0, T);
-    mcl_ref_sgemm(0, 1, S, nd, d->D, 1.0f, qpb, ld, rh, ld, 0.0f, BD, T);
+    for (int64_t i0 = 0; i0 < S; i0 += QB) {
+        const int64_t i1 = rel_min(i0 + QB, S), jlo = rel_lo(d, i0), jhi = M + i1;
+        mcl_ref_sgemm(0, 1, i1 - i0, jhi - jlo, d->D, 1.0f, qcb + i0 * ld, ld, kb + jlo * ld, ld,
+                      0.0f, P + i0 * T + jlo, T);
+        mcl_ref_sgemm(0, 1, i1 - i0, rel_min(nd, M + i1), d->D, 1.0f, qpb + i0 * ld, ld, rh, ld,
+                      0.0f, BD + i0 * T, T);
+    }
     for (int64_t i = 0; i < S; i++) {
         const int64_t lo = rel_lo(d, i), hi = M + i, row = (b * S + i) * d->H + h;
         float *pr = P + i * T;
         const float *br = BD + i * T;
         float mx = -INFINITY;
-        for (int64_t j = lo; j <= hi; j++) {
-            pr[j] = d->scale * (pr[j] + br[hi - j]);
-            mx = pr[j] > mx ? pr[j] : mx;
-        }
+        for (int64_t j = lo; j <= hi; j++) pr[j] = d->scale * (pr[j] + br[hi - j]);
+        for (int64_t j = lo; j <= hi; j++) mx = pr[j] > mx ? pr[j] : mx;
         double l;
         if (lse_out) {
+            float *e = BD + i * T; /* this row of BD has been read: the exponentials go there */
+            MCL_SIMD
+            for (int64_t j = lo; j <= hi; j++) e[j] = mcl_exp_nonpos(pr[j] - mx);
             double sum = 0.0;
-            for (int64_t j = lo; j <= hi; j++) sum += (double)expf(pr[j] - mx);
+            for (int64_t j = lo; j <= hi; j++) sum += (double)e[j];
             l = (double)mx + log(sum);
             lse_out[row] = (float)l;
         } else {
             l = (double)lse_in[row];
         }
         for (int64_t j = 0; j < lo; j++) pr[j] = 0.0f;
-        for (int64_t j = lo; j <= hi; j++) pr[j] = expf((float)((double)pr[j] - l));
+        MCL_SIMD
+        for (int64_t j = lo; j <= hi; j++) pr[j] = mcl_exp_nonpos((float)((double)pr[j] - l));
         for (int64_t j = hi + 1; j < T; j++) pr[j] = 0.0f;
     }
 }
 
-/* Per-thread work space: two [S,T] blocks per thread (P and BD / dP). */
-static float *rel_ws(const rel_dims *d, int *nthr)
+/* Per-thread work space: nblk [S,T] blocks per thread (P, BD / dP, and dB in the backward). */
+static float *rel_ws(const rel_dims *d, int nblk)
 {
-    *nthr = omp_get_max_threads();
-    const int64_t n = (int64_t)*nthr * 2 * d->S * d->T;
+    const int64_t n = (int64_t)omp_get_max_threads() * nblk * d->S * d->T;
     return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
 }
 
@@ -435,17 +464,21 @@ mcl_status mcl_ref_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *qc = mcl_ref_ptr(a->in[0]), *qp = mcl_ref_ptr(a->in[1]);
     const float *k = mcl_ref_ptr(a->in[2]), *v = mcl_ref_ptr(a->in[3]), *r = mcl_ref_ptr(a->in[4]);
     float *o = mcl_ref_ptr(a->out[0]), *lse = mcl_ref_ptr(a->out[1]);
-    int nthr;
-    float *ws = rel_ws(&d, &nthr);
+    float *ws = rel_ws(&d, 2);
     if (!ws) return MCL_ERR_OOM;
-    const int64_t BH = d.B * d.H, ldv = d.H * d.Dv;
+    const int64_t BH = d.B * d.H, ldv = d.H * d.Dv, QB = rel_blk(&d);
 #pragma omp parallel for schedule(dynamic) if (rel_par(&d))
     for (int64_t bh = 0; bh < BH; bh++) {
         const int64_t b = bh / d.H, h = bh % d.H;
         float *P = ws + (int64_t)omp_get_thread_num() * 2 * d.S * d.T, *BD = P + d.S * d.T;
+        const float *vb = v + (b * d.T * d.H + h) * d.Dv;
+        float *ob = o + (b * d.S * d.H + h) * d.Dv;
         rel_probs(&d, b, h, qc, qp, k, r, P, BD, lse, NULL);
-        mcl_ref_sgemm(0, 0, d.S, d.Dv, d.T, 1.0f, P, d.T, v + (b * d.T * d.H + h) * d.Dv, ldv, 0.0f,
-                      o + (b * d.S * d.H + h) * d.Dv, ldv);
+        for (int64_t i0 = 0; i0 < d.S; i0 += QB) { /* O = P·V over the keys the rows reach */
+            const int64_t i1 = rel_min(i0 + QB, d.S), jlo = rel_lo(&d, i0), jhi = d.M + i1;
+            mcl_ref_sgemm(0, 0, i1 - i0, d.Dv, jhi - jlo, 1.0f, P + i0 * d.T + jlo, d.T,
+                          vb + jlo * ldv, ldv, 0.0f, ob + i0 * ldv, ldv);
+        }
     }
     free(ws);
     return MCL_OK;
@@ -457,8 +490,8 @@ mcl_status mcl_ref_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
  *   (accumulated; any may be NULL)
  * Per (b, h), from the saved lse: P again, dP = dO·Vᵀ, dS = P ⊙ (dP − D) (row-wise,
  * D_i = Σ_j p_ij dP_ij from the same float dP, so each row of dS sums to ~0 as the softmax's
- * Jacobian says), then the GEMMs gqc += scale·dS·K, gk += scale·dSᵀ·Qc, gv += Pᵀ·dO, and dB
- * (dS by distance). Then per head: gqp += scale·dB·R, gr += scale·dBᵀ·Qp over all B·S rows. */
+ * Jacobian says), then the GEMMs gqc += scale·dS·K, gk += scale·dSᵀ·Qc, gv += Pᵀ·dO; dB (dS by
+ * distance), gqp += scale·dB·R and the part scale·dBᵀ·Qp of gr. Then gr += Σ_b parts (double). */
 mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
@@ -471,14 +504,13 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
     float *gk = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
     float *gv = a->gin[3] ? mcl_ref_ptr(a->gin[3]) : NULL;
     float *gr = a->gin[4] ? mcl_ref_ptr(a->gin[4]) : NULL;
-    const int want_pos = gqp || gr;
     const int64_t S = d.S, T = d.T, M = d.M, BH = d.B * d.H, ld = d.H * d.D, ldv = d.H * d.Dv;
-    int nthr;
-    float *ws = rel_ws(&d, &nthr);
-    float *dB = want_pos ? malloc((size_t)(BH * S * T) * sizeof *dB) : NULL;
-    if (!ws || (want_pos && !dB)) {
+    const int64_t nd = rel_ndist(&d), QB = rel_blk(&d);
+    float *ws = rel_ws(&d, 3);
+    float *dRp = gr ? malloc((size_t)(BH * nd * d.D) * sizeof *dRp) : NULL; /* [B,H,nd,D] */
+    if (!ws || (gr && !dRp)) {
         free(ws);
-        free(dB);
+        free(dRp);
         return MCL_ERR_OOM;
     }
 #pragma omp parallel for schedule(dynamic) if (rel_par(&d))
@@ -486,9 +518,13 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
         const int64_t b = bh / d.H, h = bh % d.H;
         const int64_t qo = (b * S * d.H + h) * d.D, ko = (b * T * d.H + h) * d.D;
         const int64_t gvo = (b * S * d.H + h) * d.Dv, vo = (b * T * d.H + h) * d.Dv;
-        float *P = ws + (int64_t)omp_get_thread_num() * 2 * S * T, *dS = P + S * T;
+        float *P = ws + (int64_t)omp_get_thread_num() * 3 * S * T, *dS = P + S * T, *dB = dS + S * T;
         rel_probs(&d, b, h, qc, qp, k, r, P, dS, NULL, lse);
-        mcl_ref_sgemm(0, 1, S, T, d.Dv, 1.0f, go + gvo, ldv, v + vo, ldv, 0.0f, dS, T);
+        for (int64_t i0 = 0; i0 < S; i0 += QB) { /* dP = dO·Vᵀ over the keys the rows reach */
+            const int64_t i1 = rel_min(i0 + QB, S), jlo = rel_lo(&d, i0), jhi = M + i1;
+            mcl_ref_sgemm(0, 1, i1 - i0, jhi - jlo, d.Dv, 1.0f, go + gvo + i0 * ldv, ldv,
+                          v + vo + jlo * ldv, ldv, 0.0f, dS + i0 * T + jlo, T);
+        }
         for (int64_t i = 0; i < S; i++) {
             const int64_t lo = rel_lo(&d, i), hi = M + i;
             const float *pr = P + i * T;
@@ -499,31 +535,55 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
             for (int64_t j = lo; j <= hi; j++) sr[j] = (float)((double)pr[j] * ((double)sr[j] - Di));
             for (int64_t j = hi + 1; j < T; j++) sr[j] = 0.0f;
         }
-        if (gqc) mcl_ref_sgemm(0, 0, S, d.D, T, d.scale, dS, T, k + ko, ld, 1.0f, gqc + qo, ld);
-        if (gk) mcl_ref_sgemm(1, 0, T, d.D, S, d.scale, dS, T, qc + qo, ld, 1.0f, gk + ko, ld);
-        if (gv) mcl_ref_sgemm(1, 0, T, d.Dv, S, 1.0f, P, T, go + gvo, ldv, 1.0f, gv + vo, ldv);
-        if (want_pos) { /* dB[i][d] = dS[i][M+i−d]: the relative shift, backwards */
-            float *db = dB + (h * d.B + b) * S * T;
-            for (int64_t i = 0; i < S; i++) {
-                const int64_t lo = rel_lo(&d, i), hi = M + i;
-                const float *sr = dS + i * T;
-                float *dr = db + i * T;
-                for (int64_t j = lo; j <= hi; j++) dr[hi - j] = sr[j];
-                for (int64_t dd = hi - lo + 1; dd < T; dd++) dr[dd] = 0.0f;
+        for (int64_t i0 = 0; gqc && i0 < S; i0 += QB) { /* dQc = scale·dS·K, per row block */
+            const int64_t i1 = rel_min(i0 + QB, S), jlo = rel_lo(&d, i0), jhi = M + i1;
+            mcl_ref_sgemm(0, 0, i1 - i0, d.D, jhi - jlo, d.scale, dS + i0 * T + jlo, T,
+                          k + ko + jlo * ld, ld, 1.0f, gqc + qo + i0 * ld, ld);
+        }
+        for (int64_t j0 = 0; (gk || gv) && j0 < T; j0 += QB) { /* dK, dV per key block */
+            const int64_t j1 = rel_min(j0 + QB, T);
+            int64_t r0, r1;
+            rel_rows_of_keys(&d, j0, j1, &r0, &r1);
+            if (r1 <= r0) continue; /* no query reaches these keys (a window) */
+            if (gk)
+                mcl_ref_sgemm(1, 0, j1 - j0, d.D, r1 - r0, d.scale, dS + r0 * T + j0, T,
+                              qc + qo + r0 * ld, ld, 1.0f, gk + ko + j0 * ld, ld);
+            if (gv)
+                mcl_ref_sgemm(1, 0, j1 - j0, d.Dv, r1 - r0, 1.0f, P + r0 * T + j0, T,
+                              go + gvo + r0 * ldv, ldv, 1.0f, gv + vo + j0 * ldv, ldv);
+        }
+        if (!gqp && !gr) continue;
+        for (int64_t i = 0; i < S; i++) { /* dB[i][dd] = dS[i][M+i−dd]: the shift, backwards */
+            const int64_t lo = rel_lo(&d, i), hi = M + i;
+            const float *sr = dS + i * T;
+            float *br = dB + i * T;
+            for (int64_t j = lo; j <= hi; j++) br[hi - j] = sr[j];
+            for (int64_t dd = hi - lo + 1; dd < nd; dd++) br[dd] = 0.0f;
+        }
+        for (int64_t i0 = 0; gqp && i0 < S; i0 += QB) { /* dQp = scale·dB·R, per row block */
+            const int64_t i1 = rel_min(i0 + QB, S);
+            mcl_ref_sgemm(0, 0, i1 - i0, d.D, rel_min(nd, M + i1), d.scale, dB + i0 * T, T,
+                          r + h * d.D, ld, 1.0f, gqp + qo + i0 * ld, ld);
+        }
+        for (int64_t d0 = 0; gr && d0 < nd; d0 += QB) { /* the part scale·dBᵀ·Qp of dR, per
+                                                         * distance block: rows i >= d0 − M */
+            const int64_t d1 = rel_min(d0 + QB, nd), r0 = d0 - M > 0 ? d0 - M : 0;
+            mcl_ref_sgemm(1, 0, d1 - d0, d.D, S - r0, d.scale, dB + r0 * T + d0, T,
+                          qp + qo + r0 * ld, ld, 0.0f, dRp + (bh * nd + d0) * d.D, d.D);
+        }
+    }
+    if (gr) { /* gr[dd,h] += Σ_b part[b,h,dd] in double, in batch order */
+#pragma omp parallel for schedule(static) if (nd * d.H * d.D * d.B > REL_PAR_MIN)
+        for (int64_t row = 0; row < nd * d.H; row++) {
+            const int64_t dd = row / d.H, h = row % d.H;
+            for (int64_t c = 0; c < d.D; c++) {
+                double acc = 0.0;
+                for (int64_t b = 0; b < d.B; b++) acc += (double)dRp[((b * d.H + h) * nd + dd) * d.D + c];
+                gr[row * d.D + c] += (float)acc;
             }
         }
     }
-    /* per head, over the B·S query rows of the batch: row (b, i) of dB_h at (b·S + i)·T, of qp
-     * and gqp at (b·S + i)·H·D + h·D (one stride) */
-    if (want_pos) {
-        const int64_t nd = rel_ndist(&d), BS = d.B * S;
-        for (int64_t h = 0; h < d.H; h++) {
-            const float *db = dB + h * BS * T;
-            if (gqp) mcl_ref_sgemm(0, 0, BS, d.D, nd, d.scale, db, T, r + h * d.D, ld, 1.0f, gqp + h * d.D, ld);
-            if (gr) mcl_ref_sgemm(1, 0, nd, d.D, BS, d.scale, db, T, qp + h * d.D, ld, 1.0f, gr + h * d.D, ld);
-        }
-    }
     free(ws);
-    free(dB);
+    free(dRp);
     return MCL_OK;
 }

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exp_nonpos.h" /* mcl_exp_nonpos: exp(x <= 0), vectorizable, within 1 ulp */
 #include "ref.h"
 
 /* Lanes of the fixed-order partial sums; the scratch rows are padded to a multiple of it
@@ -116,41 +117,11 @@ MCL_BODY void axpy3(const float *v, float *const M[3], int64_t D, int64_t LD, fl
     }
 }
 
-/* exp(x) for x <= 0 (the max-shifted softmax argument) within 1 ulp (0.91 ulp measured on
- * every 7th float of [-87, 0]), as plain float operations that GCC vectorizes (libm's expf is
- * one call per element; this is ~10x faster for the softmax of a step):
- *   x = n ln2 + r,  n = round(x log2(e)) (adding and subtracting 1.5*2^23 rounds to nearest),
- *   r by Cody-Waite (ln2 = hi + lo, hi with 15 significant bits: x - n hi is exact),
- *   exp(r) by its degree-7 Taylor polynomial (|r| <= ln2/2: truncation < 5e-9 relative),
- *   times 2^n built from its exponent bits.
- * Below -87 (exp < 1.7e-38, next to the smallest normal float) the result is 0; NaN stays NaN
- * (n is clamped before the conversion to int, so no conversion is undefined). */
-MCL_BODY float exp_nonpos(float x)
-{
-    const float big = 12582912.0f; /* 1.5 * 2^23 */
-    float n = (x * 1.44269504088896341f + big) - big;
-    n = n > -127.0f ? n : -127.0f;
-    float r = fmaf(n, -0.693145751953125f, x);
-    r = fmaf(n, -1.42860682030941723212e-6f, r);
-    float p = 1.98412698412698413e-4f;       /* 1/7! */
-    p = fmaf(p, r, 1.38888888888888889e-3f); /* 1/6! */
-    p = fmaf(p, r, 8.33333333333333333e-3f); /* 1/5! */
-    p = fmaf(p, r, 4.16666666666666667e-2f); /* 1/4! */
-    p = fmaf(p, r, 1.66666666666666667e-1f); /* 1/3! */
-    p = fmaf(p, r, 0.5f);
-    p = fmaf(p, r, 1.0f);
-    p = fmaf(p, r, 1.0f);
-    const int32_t bits = ((int32_t)n + 127) * (1 << 23);
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return x < -87.0f ? 0.0f : p * scale;
-}
-
 /* doc/acl-model.md §1 step 2: β = sigmoid(b̃) = 1 / (1 + exp(-b̃)), in the form without overflow:
  * with e = exp(-|z|), 1 / (1 + e) for z >= 0 and e / (1 + e) below. */
 MCL_BODY float sigmoid_(float z)
 {
-    const float e = exp_nonpos(z >= 0.0f ? -z : z);
+    const float e = mcl_exp_nonpos(z >= 0.0f ? -z : z);
     return (z >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
@@ -162,7 +133,7 @@ MCL_BODY void softmax_inplace(float *v, int64_t D)
     for (int64_t j = 1; j < D; j++)
         if (v[j] > mx) mx = v[j];
     MCL_SIMD
-    for (int64_t j = 0; j < D; j++) v[j] = exp_nonpos(v[j] - mx);
+    for (int64_t j = 0; j < D; j++) v[j] = mcl_exp_nonpos(v[j] - mx);
     double s = 0.0;
     for (int64_t j = 0; j < D; j++) s += (double)v[j];
     MCL_SIMD
