@@ -146,6 +146,33 @@ mcl_status mcl_run_cfg_load(mcl_run_cfg *c, const char *path, char *err, size_t 
     return st;
 }
 
+mcl_status mcl_family_cfg_from_ckpt(const mcl_family *fam, const char *path, void *fcfg, mcl_train_cfg *t, char *err,
+                                    size_t len)
+{
+    if (!fam || !path || !fcfg) return fail(err, len, MCL_ERR_NULL, "NULL argument");
+    mcl_ckpt_info info;
+    memset(&info, 0, sizeof info);
+    mcl_status st = mcl_ckpt_read_info(path, &info, err, len);
+    if (st != MCL_OK) return st;
+    if (strcmp(info.model_kind, fam->kind) != 0) {
+        st = fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s' holds a '%s' model, not %s", path, info.model_kind,
+                  fam->kind);
+    } else {
+        mcl_run_cfg rc;
+        st = mcl_run_cfg_init(&rc, fam, err, len);
+        if (st == MCL_OK) {
+            st = mcl_run_cfg_parse(&rc, info.config ? info.config : "", path, err, len);
+            if (st == MCL_OK) {
+                memcpy(fcfg, rc.fcfg, fam->cfg_size);
+                if (t) *t = rc.train;
+            }
+            mcl_run_cfg_free(&rc);
+        }
+    }
+    mcl_ckpt_info_free(&info);
+    return st;
+}
+
 mcl_status mcl_run_cfg_check(const mcl_run_cfg *c, char *err, size_t len)
 {
     if (!c || !c->family) return fail(err, len, MCL_ERR_NULL, "NULL argument");

@@ -186,6 +186,11 @@ mcl_status mcl_run_cfg_parse(mcl_run_cfg *c, const char *text, const char *what,
                              size_t len);
 mcl_status mcl_run_cfg_load(mcl_run_cfg *c, const char *path, char *err, size_t len);
 mcl_status mcl_run_cfg_check(const mcl_run_cfg *c, char *err, size_t len);
+/* The config a checkpoint of family fam was saved with (its config text parsed over the
+ * defaults): the family's struct into fcfg (fam->cfg_size bytes) and, when t is not NULL, the
+ * train.* keys. MCL_ERR_FORMAT when the file holds another kind of model. */
+mcl_status mcl_family_cfg_from_ckpt(const mcl_family *fam, const char *path, void *fcfg, mcl_train_cfg *t, char *err,
+                                    size_t len);
 /* Every key as "key = value" lines (malloc'd), family groups first, then train.*. */
 char *mcl_run_cfg_to_text(const mcl_run_cfg *c);
 /* Every key with its default, range and help (`metacl train FAMILY --help`). */

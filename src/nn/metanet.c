@@ -53,6 +53,15 @@ void mcl_metanet_cfg_default(mcl_metanet_cfg *cfg)
     cfg->init_seed = 1;
 }
 
+void mcl_metanet_cfg_model(mcl_metanet_cfg *cfg, int meta_hidden, int reset, uint64_t seed)
+{
+    mcl_metanet_cfg_default(cfg);
+    cfg->meta_hidden = meta_hidden;
+    cfg->reset = reset;
+    cfg->mask_seed = seed;
+    cfg->init_seed = seed;
+}
+
 mcl_status mcl_metanet_create(mcl_ctx *ctx, mcl_params *params, const mcl_metanet_cfg *cfg,
                               mcl_metanet **out)
 {

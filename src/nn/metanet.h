@@ -63,6 +63,9 @@ typedef struct mcl_metanet_cfg {
 } mcl_metanet_cfg;
 
 void mcl_metanet_cfg_default(mcl_metanet_cfg *cfg);
+/* The defaults with a model's choices: g_φ's width, reset at truncation, one seed for the
+ * masks and φ's initialization. */
+void mcl_metanet_cfg_model(mcl_metanet_cfg *cfg, int meta_hidden, int reset, uint64_t seed);
 
 /* How mcl_metanet_weights builds the effective weights. */
 typedef enum mcl_fast_mode {

@@ -419,51 +419,17 @@ static mcl_status lm_load(void *fs, const char *path, mcl_optim *opt, mcl_ckpt_i
 
 mcl_status mcl_lm_run_from_ckpt(const char *path, mcl_lm_run *cfg, char *err, size_t len)
 {
-    mcl_ckpt_info info;
-    memset(&info, 0, sizeof info);
-    mcl_status st = mcl_ckpt_read_info(path, &info, err, len);
-    if (st != MCL_OK) return st;
-    if (strcmp(info.model_kind, MCL_LM_CKPT_KIND) != 0) {
-        st = fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s' holds a '%s' model, not lm", path, info.model_kind);
-    } else {
-        mcl_run_cfg rc;
-        st = mcl_run_cfg_init(&rc, &mcl_lm_family, err, len);
-        if (st == MCL_OK) {
-            st = mcl_run_cfg_parse(&rc, info.config ? info.config : "", path, err, len);
-            if (st == MCL_OK) *cfg = *(const mcl_lm_run *)rc.fcfg;
-            mcl_run_cfg_free(&rc);
-        }
-    }
-    mcl_ckpt_info_free(&info);
-    return st;
-}
-
-/* The lanes of the memory a checkpoint holds (train.batch of its config text). */
-static mcl_status ckpt_lanes(const char *path, int *lanes, char *err, size_t len)
-{
-    mcl_ckpt_info info;
-    memset(&info, 0, sizeof info);
-    mcl_status st = mcl_ckpt_read_info(path, &info, err, len);
-    if (st != MCL_OK) return st;
-    mcl_run_cfg rc;
-    st = mcl_run_cfg_init(&rc, &mcl_lm_family, err, len);
-    if (st == MCL_OK) {
-        st = mcl_run_cfg_parse(&rc, info.config ? info.config : "", path, err, len);
-        *lanes = rc.train.batch;
-        mcl_run_cfg_free(&rc);
-    }
-    mcl_ckpt_info_free(&info);
-    return st;
+    return mcl_family_cfg_from_ckpt(&mcl_lm_family, path, cfg, NULL, err, len);
 }
 
 mcl_status mcl_lm_open(mcl_ctx *ctx, const char *path, mcl_lm **out, mcl_lm_run *cfg, mcl_ckpt_info *info, char *err,
                        size_t len)
 {
     *out = NULL;
-    int lanes = 1;
-    mcl_status st = mcl_lm_run_from_ckpt(path, cfg, err, len);
-    if (st == MCL_OK) st = ckpt_lanes(path, &lanes, err, len);
+    mcl_train_cfg t; /* train.batch: the lanes of the memory the checkpoint holds */
+    mcl_status st = mcl_family_cfg_from_ckpt(&mcl_lm_family, path, cfg, &t, err, len);
     if (st != MCL_OK) return st;
+    const int lanes = t.batch;
     mcl_lm *m = NULL;
     mcl_lm_memory mem;
     st = make_model(ctx, cfg, lanes, &m, &mem);

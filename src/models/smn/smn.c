@@ -172,11 +172,7 @@ mcl_smn *mcl_smn_create(mcl_ctx *ctx, const mcl_smn_config *cfg)
     mcl_status st = m->params ? MCL_OK : MCL_ERR_OOM;
     if (st == MCL_OK && cfg->fast) {
         mcl_metanet_cfg mc;
-        mcl_metanet_cfg_default(&mc);
-        mc.meta_hidden = cfg->meta_hidden;
-        mc.reset = cfg->reset;
-        mc.mask_seed = cfg->seed;
-        mc.init_seed = cfg->seed;
+        mcl_metanet_cfg_model(&mc, cfg->meta_hidden, cfg->reset, cfg->seed);
         st = mcl_metanet_create(ctx, m->params, &mc, &m->mn);
     }
     if (st == MCL_OK) st = cfg->arch == MCL_SMN_MLP ? build_mlp(m) : build_resnet(m);

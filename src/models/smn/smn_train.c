@@ -793,23 +793,7 @@ const mcl_family mcl_smn_family = {
 
 mcl_status mcl_smn_run_from_ckpt(const char *path, mcl_smn_run *cfg, char *err, size_t len)
 {
-    mcl_ckpt_info info;
-    memset(&info, 0, sizeof info);
-    mcl_status st = mcl_ckpt_read_info(path, &info, err, len);
-    if (st != MCL_OK) return st;
-    if (strcmp(info.model_kind, MCL_SMN_CKPT_KIND) != 0) {
-        st = fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s' holds a '%s' model, not smn", path, info.model_kind);
-    } else {
-        mcl_run_cfg rc;
-        st = mcl_run_cfg_init(&rc, &mcl_smn_family, err, len);
-        if (st == MCL_OK) {
-            st = mcl_run_cfg_parse(&rc, info.config ? info.config : "", path, err, len);
-            if (st == MCL_OK) *cfg = *(const mcl_smn_run *)rc.fcfg;
-            mcl_run_cfg_free(&rc);
-        }
-    }
-    mcl_ckpt_info_free(&info);
-    return st;
+    return mcl_family_cfg_from_ckpt(&mcl_smn_family, path, cfg, NULL, err, len);
 }
 
 /* The family's state tensors that a model of cfg carries in its checkpoints besides the
