@@ -56,7 +56,8 @@ static const mcl_key run_keys[] = {
     MCL_KEY_STR("data.dir", R, data_dir, "", "the text corpus (\"\" = <data dir>/text, metacl data prepare text)"),
     MCL_KEY_STR("data.domains", R, domains, "", "comma-separated domains to train on (\"\" = all)"),
     MCL_KEY_I64("data.block", R, block, 1, (int64_t)1 << 40, "20000", "bytes a lane reads from one domain before it jumps"),
-    MCL_KEY_I64("data.val_chars", R, val_chars, 1, (int64_t)1 << 40, "20000", "validation: bytes of the valid stream (static bpc)"),
+    MCL_KEY_I64("data.val_chars", R, val_chars, 1, (int64_t)1 << 40, "20000",
+                "validation: static bpc over this many bytes of the valid stream, every domain in turn"),
     MCL_KEY_I64("data.eval_block", R, eval_block, 1, (int64_t)1 << 40, "20000", "evaluation streams: bytes per domain visit"),
     MCL_KEY_U64("data.seed", R, data_seed, "1", "the lanes' positions and the streams' domain order"),
 };
@@ -166,7 +167,9 @@ static mcl_status lm_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg 
         if (t->corpus.train_n[d] < c->block + 1)
             return fail(err, len, MCL_ERR_INVALID, "domain %s: its train split (%lld bytes) is shorter than data.block",
                         t->corpus.name[d], (long long)t->corpus.train_n[d]);
-    st = lm_corpus_stream(&t->corpus, "valid", c->eval_block, c->data_seed, &t->valid, err, len);
+    /* validation reads every domain: val_chars bytes in blocks of val_chars / domains */
+    int64_t vb = c->val_chars / t->corpus.n;
+    st = lm_corpus_stream(&t->corpus, "valid", vb > 64 ? vb : 64, c->data_seed, &t->valid, err, len);
     if (st != MCL_OK) return st;
     int64_t tot = 0;
     for (int d = 0; d < t->corpus.n; d++) tot += t->corpus.train_n[d];

@@ -37,7 +37,8 @@ typedef struct mcl_lm_run {
     char domains[512];         /* comma-separated subset of the corpus's domains ("" = all)*/
     int64_t block;             /* bytes a lane reads from one domain before it jumps       */
     int64_t val_chars;         /* validation: static bpc over this many bytes of the valid
-                                  stream (score = −bpc)                                     */
+                                  stream in blocks of val_chars / domains, so that every
+                                  domain takes part (score = −bpc)                          */
     int64_t eval_block;        /* the evaluation streams' block (bytes per domain visit)   */
     uint64_t data_seed;        /* lanes' reading positions, the streams' domain order      */
 } mcl_lm_run;
