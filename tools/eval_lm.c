@@ -26,8 +26,8 @@ typedef struct lm_eval_opts {
     char ckpt[4096], modes[128], split[16], figures[4096], data_dir[4096], domains[512], json_out[4096];
     char backend[64], device[256];
     int64_t block, max_chars, seg, mem, tune_chars;
-    float lr, decay, p;
-    int seed, json, quiet;
+    float lr, decay, p, gamma, beta1, beta2;
+    int seed, json, quiet, reset_every;
 } lm_eval_opts;
 
 static const mcl_key lm_eval_keys[] = {
@@ -44,6 +44,14 @@ static const mcl_key lm_eval_keys[] = {
     MCL_OPT_FLOAT("decay", 0, lm_eval_opts, decay, -1, 1, "-1", "D",
                   "dynamic: pull toward the trained weights per segment (-1 = grid search)"),
     MCL_OPT_FLOAT("p", 0, lm_eval_opts, p, 0, 1, "0", "P", "smn: write probability (0 = grid search on valid)"),
+    MCL_OPT_FLOAT("gamma", 0, lm_eval_opts, gamma, -1, 0.999999, "-1", "G",
+                  "smn: decay of the gradient average (-1: the checkpoint's smn.eval_gamma)"),
+    MCL_OPT_FLOAT("beta1", 0, lm_eval_opts, beta1, -1000, 100, "-1000", "B",
+                  "smn: weight of G in the average (-1000: the checkpoint's smn.eval_beta1)"),
+    MCL_OPT_FLOAT("beta2", 0, lm_eval_opts, beta2, -1000, 100, "-1000", "B",
+                  "smn: weight of G beside the average (-1000: the checkpoint's smn.eval_beta2)"),
+    MCL_OPT_INT("reset-every", 0, lm_eval_opts, reset_every, 0, 1000000000, "0", "K",
+                "smn: fast weights to 0 every K segments, as in training (0 = they accumulate)"),
     MCL_OPT_INT("tune-chars", 0, lm_eval_opts, tune_chars, 1000, 1000000000, "20000", "N",
                 "bytes of the valid stream per grid point"),
     MCL_OPT_INT("seed", 0, lm_eval_opts, seed, -1, 2000000000, "-1", "S",
@@ -97,18 +105,24 @@ static mcl_status run_one(mcl_lm *m, const mcl_lm_stream *s, mcl_lm_eval_opts *o
 
 /* Grid search of one mode's hyperparameters on the valid stream (lowest bpc). */
 static mcl_status tune(mcl_lm *m, const mcl_lm_stream *valid, mode_run *mr, int tune_lr, int tune_decay, int tune_p,
-                       int64_t chars, FILE *log, char *err, size_t len)
+                       const mcl_metanet_hyper *alt_write, int64_t chars, FILE *log, char *err, size_t len)
 {
-    static const float lrs[] = {3e-5f, 1e-4f, 3e-4f, 1e-3f}, decays[] = {0.0f, 1e-3f}, ps[] = {0.1f, 0.3f, 0.5f};
-    const int nl = tune_lr ? 4 : 1, nd = tune_decay ? 2 : 1, np = tune_p ? 3 : 1;
+    static const float lrs[] = {1e-4f, 1e-3f, 3e-3f, 1e-2f, 3e-2f, 1e-1f}, decays[] = {0.0f, 1e-3f},
+                       ps[] = {0.01f, 0.02f, 0.05f, 0.1f, 0.3f, 0.5f};
+    const int nl = tune_lr ? 6 : 1, nd = tune_decay ? 2 : 1, np = tune_p ? 6 : 1, nw = alt_write ? 2 : 1;
     double best = INFINITY;
     mcl_lm_eval_opts keep = mr->o;
     for (int a = 0; a < nl; a++)
-        for (int b = 0; b < nd; b++)
+        for (int b = 0; b < nd * nw; b++)
             for (int c = 0; c < np; c++) {
                 mcl_lm_eval_opts o = mr->o;
                 if (tune_lr) o.lr = lrs[a];
-                if (tune_decay) o.decay = decays[b];
+                if (tune_decay) o.decay = decays[b % nd];
+                if (b / nd == 1) {
+                    o.h.gamma = alt_write->gamma;
+                    o.h.beta1 = alt_write->beta1;
+                    o.h.beta2 = alt_write->beta2;
+                }
                 if (tune_p) o.h.p = ps[c];
                 o.max_chars = chars;
                 mcl_lm_eval_result r;
@@ -121,7 +135,8 @@ static mcl_status tune(mcl_lm *m, const mcl_lm_stream *valid, mode_run *mr, int 
                     fprintf(log, "grid %s: lr %g decay %g -> valid %.4f bpc\n", mode_names[o.mode], (double)o.lr,
                             (double)o.decay, bpc);
                 else
-                    fprintf(log, "grid %s: p %g -> valid %.4f bpc\n", mode_names[o.mode], (double)o.h.p, bpc);
+                    fprintf(log, "grid %s: p %g, gamma %g, beta %g/%g -> valid %.4f bpc\n", mode_names[o.mode],
+                            (double)o.h.p, (double)o.h.gamma, (double)o.h.beta1, (double)o.h.beta2, bpc);
                 if (bpc < best) best = bpc, keep = o;
                 mcl_lm_eval_result_free(&r);
             }
@@ -130,9 +145,12 @@ static mcl_status tune(mcl_lm *m, const mcl_lm_stream *valid, mode_run *mr, int 
     if (mr->o.mode == MCL_LM_DYNAMIC)
         snprintf(mr->note, sizeof mr->note, "lr %g, decay %g%s", (double)mr->o.lr, (double)mr->o.decay,
                  tune_lr || tune_decay ? " (chosen on valid)" : "");
-    else
-        snprintf(mr->note, sizeof mr->note, "p %g, gamma %g, beta %g/%g%s", (double)mr->o.h.p, (double)mr->o.h.gamma,
-                 (double)mr->o.h.beta1, (double)mr->o.h.beta2, tune_p ? " (p chosen on valid)" : "");
+    else {
+        char rs[64] = "";
+        if (mr->o.reset_every) snprintf(rs, sizeof rs, ", reset every %d segments", mr->o.reset_every);
+        snprintf(mr->note, sizeof mr->note, "p %g, gamma %g, beta %g/%g%s%s", (double)mr->o.h.p, (double)mr->o.h.gamma,
+                 (double)mr->o.h.beta1, (double)mr->o.h.beta2, rs, tune_p || alt_write ? " (chosen on valid)" : "");
+    }
     return MCL_OK;
 }
 
@@ -334,10 +352,18 @@ int mcl_cli_eval_lm(const mcl_family *fam, int argc, char **argv)
         if (i == MCL_LM_DYNAMIC) {
             mr[i].o.lr = o.lr;
             mr[i].o.decay = o.decay >= 0 ? o.decay : 0;
-            st = tune(m, &valid.s, &mr[i], o.lr == 0, o.decay < 0, 0, o.tune_chars, log, err, sizeof err);
+            st = tune(m, &valid.s, &mr[i], o.lr == 0, o.decay < 0, 0, NULL, o.tune_chars, log, err, sizeof err);
         } else if (i == MCL_LM_SMN) {
             if (o.p > 0) mr[i].o.h.p = o.p;
-            st = tune(m, &valid.s, &mr[i], 0, 0, o.p == 0, o.tune_chars, log, err, sizeof err);
+            if (o.gamma >= 0) mr[i].o.h.gamma = o.gamma;
+            if (o.beta1 > -1000) mr[i].o.h.beta1 = o.beta1;
+            if (o.beta2 > -1000) mr[i].o.h.beta2 = o.beta2;
+            mr[i].o.reset_every = o.reset_every;
+            /* without --gamma/--beta1/--beta2 the grid also tries training's write (the
+             * meta-learner's own input distribution) beside the checkpoint's evaluation write */
+            const int w_given = o.gamma >= 0 || o.beta1 > -1000 || o.beta2 > -1000;
+            st = tune(m, &valid.s, &mr[i], 0, 0, o.p == 0, w_given ? NULL : &cfg.train_h, o.tune_chars, log, err,
+                      sizeof err);
         } else {
             snprintf(mr[i].note, sizeof mr[i].note, "frozen weights");
         }

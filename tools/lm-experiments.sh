@@ -17,9 +17,9 @@ METACL=${METACL:-./metacl}
 RUNS=${RUNS:-runs/lm}
 OUT=${OUT:-results/lm-experiments}
 FIG=${FIG:-doc/figures}
-EVAL_CHARS=${EVAL_CHARS:-60000}
+EVAL_CHARS=${EVAL_CHARS:-100000}
 BLOCK=${BLOCK:-10000}
-TUNE_CHARS=${TUNE_CHARS:-6000}
+TUNE_CHARS=${TUNE_CHARS:-10000}
 what=${1:-all}
 mkdir -p "$RUNS" "$OUT" "$FIG"
 CK=data/checkpoints

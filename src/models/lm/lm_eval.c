@@ -147,6 +147,10 @@ mcl_status mcl_lm_evaluate(mcl_lm *m, const mcl_lm_stream *s, const mcl_lm_eval_
     mcl_status st = r->dom_bits && r->dom_chars && host && tok ? MCL_OK : MCL_ERR_OOM;
     if (st == MCL_OK) st = mcl_lm_memory_create(m, 1, o->mem_rows > 0 ? o->mem_rows : m->cfg.mem_len, &mem);
     if (st == MCL_OK && o->mode == MCL_LM_DYNAMIC) st = dyn_init(m, &dyn);
+    /* the masks of every evaluation start from the same counter (reproducible, whatever ran
+     * before); the caller's counter is put back at the end */
+    const uint64_t steps0 = m->mn ? mcl_metanet_steps(m->mn) : 0;
+    if (m->mn) mcl_metanet_set_steps(m->mn, 0);
     if (st == MCL_OK && m->mn) st = mcl_metanet_clear(m->mn);
     if (st != MCL_OK) {
         fail(err, len, st, "lm eval: %s", mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_error(ctx) : "out of memory");
@@ -155,8 +159,10 @@ mcl_status mcl_lm_evaluate(mcl_lm *m, const mcl_lm_stream *s, const mcl_lm_eval_
     const int64_t total = o->max_chars > 0 && o->max_chars < s->n - 1 ? o->max_chars : s->n - 1;
     const double t0 = now_s();
     int blk = 0;
-    for (int64_t pos = 0; pos < total && st == MCL_OK; pos += S) {
+    for (int64_t pos = 0, seg = 0; pos < total && st == MCL_OK; pos += S, seg++) {
         const int64_t n = total - pos < S ? total - pos : S;
+        if (o->mode == MCL_LM_SMN && o->reset_every > 0 && seg > 0 && seg % o->reset_every == 0)
+            st = mcl_metanet_clear(m->mn);
         for (int64_t i = 0; i < n; i++) {
             tok[i] = (float)s->bytes[pos + i];
             tok[S + i] = (float)s->bytes[pos + 1 + i];
@@ -164,7 +170,7 @@ mcl_status mcl_lm_evaluate(mcl_lm *m, const mcl_lm_stream *s, const mcl_lm_eval_
         mcl_tensor *x = mcl_tensor_new(ctx, 1, n, 0, 0), *y = mcl_tensor_new(ctx, n, 0, 0, 0);
         mcl_tensor *logits = NULL, *loss = NULL;
         mcl_lm_pending pend;
-        st = x && y ? mcl_tensor_write(x, tok, n) : mcl_ctx_status(ctx);
+        if (st == MCL_OK) st = x && y ? mcl_tensor_write(x, tok, n) : mcl_ctx_status(ctx);
         if (st == MCL_OK) st = mcl_tensor_write(y, tok + S, n);
         const int learn = o->mode != MCL_LM_STATIC;
         if (!learn) mcl_no_grad_begin(ctx);
@@ -209,7 +215,10 @@ done:
         mcl_status s2 = dyn_restore(&dyn);
         if (st == MCL_OK && s2 != MCL_OK) st = fail(err, len, s2, "lm eval: restoring the weights failed");
     }
-    if (m->mn) mcl_metanet_clear(m->mn);
+    if (m->mn) {
+        mcl_metanet_clear(m->mn);
+        mcl_metanet_set_steps(m->mn, steps0);
+    }
     mcl_params_zero_grad(m->params);
     dyn_free(&dyn);
     mcl_lm_memory_free(&mem);

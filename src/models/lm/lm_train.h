@@ -72,6 +72,8 @@ typedef struct mcl_lm_eval_opts {
     int64_t mem_rows;       /* memory capacity (0 = the model's mem_len)                    */
     float lr, decay;        /* dynamic                                                      */
     mcl_metanet_hyper h;    /* smn                                                          */
+    int reset_every;        /* smn: fast weights (M and I) to 0 every this many segments, as
+                               training's truncation does (0 = never: they accumulate)      */
     int64_t max_chars;      /* stop after this many predicted bytes (0 = the whole stream)  */
     void (*progress)(void *arg, int64_t done, int64_t total);
     void *progress_arg;
