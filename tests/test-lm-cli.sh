@@ -75,6 +75,7 @@ check "ckpt export" 0 "$METACL" ckpt export "$TMP/whole/last.ckpt" "$TMP/x.ckpt"
 check "ckpt info" 0 "$METACL" ckpt info "$TMP/x.ckpt"
 expect_text "the kind" "model lm"
 expect_text "no optimizer state" "optimizer state: no"
+expect_text "the best score, signed" "best_val_ppm = -"
 expect_text "the whole config" "smn.fast_len = 8"
 check "eval: three modes" 0 "$METACL" eval lm --ckpt "$TMP/x.ckpt" --lr 0.001 --decay 0 --p 0.3 \
     --max-chars 400 --figures "$TMP/fig" --quiet
@@ -88,6 +89,11 @@ check "eval: grid search on valid, JSON" 0 "$METACL" eval lm --ckpt "$TMP/whole/
     --max-chars 200 --tune-chars 1000 --json --quiet
 expect_text "json" '"bpc"'
 expect_text "the grid's choice" '"lr"'
+check "eval: smn with an explicit write and reset period" 0 "$METACL" eval lm --ckpt "$TMP/whole/last.ckpt" \
+    --mode smn --p 0.3 --gamma 0 --beta1 0 --beta2 1 --reset-every 2 --max-chars 200 --quiet
+expect_text "smn's row" "| smn |"
+check "eval: gamma out of range" 2 "$METACL" eval lm --ckpt "$TMP/whole/last.ckpt" --mode smn --gamma 1.5
+check "eval: negative reset period" 2 "$METACL" eval lm --ckpt "$TMP/whole/last.ckpt" --mode smn --reset-every -1
 check "eval: unknown mode" 2 "$METACL" eval lm --ckpt "$TMP/whole/last.ckpt" --mode bogus
 check "eval: bad split" 2 "$METACL" eval lm --ckpt "$TMP/whole/last.ckpt" --split train
 check "plain model" 0 "$METACL" train lm --config "$C" --out "$TMP/plain" --quiet --set model.fast=0 --set train.steps=2

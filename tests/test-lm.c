@@ -371,6 +371,30 @@ static void test_eval(void)
     CHECK(!tu_near(sm.bits, st.bits, 1e-3, 0), "smn writes change the predictions (%.6g vs %.6g bits)", sm.bits,
           st.bits);
     CHECK(tu_is_zero_or_null(mcl_metanet_fast(m->mn, 0)), "no fast weights left after smn evaluation");
+    /* p < 1 draws masks: a second evaluation draws the same ones (the counter restarts per
+     * evaluation and the caller's counter comes back) */
+    mcl_lm_eval_result s1, s2, s3;
+    o.h.p = 0.5f;
+    mcl_metanet_set_steps(m->mn, 17);
+    CHECK(mcl_lm_evaluate(m, &s, &o, &s1, err, sizeof err) == MCL_OK, "smn p 0.5: %s", err);
+    CHECK(mcl_lm_evaluate(m, &s, &o, &s2, err, sizeof err) == MCL_OK, "smn p 0.5 again: %s", err);
+    CHECK(s1.bits == s2.bits, "two smn evaluations agree bit for bit (%.9g, %.9g)", s1.bits, s2.bits);
+    CHECK(mcl_metanet_steps(m->mn) == 17, "the caller's mask counter is put back (%llu)",
+          (unsigned long long)mcl_metanet_steps(m->mn));
+    /* reset_every 1: the fast weights go to 0 before every segment but the first, so with
+     * segments of the whole stream nothing changes, and with short segments it does */
+    o.reset_every = 1;
+    CHECK(mcl_lm_evaluate(m, &s, &o, &s3, err, sizeof err) == MCL_OK, "smn reset every segment: %s", err);
+    CHECK(!tu_near(s3.bits, s1.bits, 1e-4, 0), "resetting every segment changes the result (%.6g vs %.6g)",
+          s3.bits, s1.bits);
+    mcl_lm_eval_result_free(&s3);
+    o.reset_every = 1000;
+    CHECK(mcl_lm_evaluate(m, &s, &o, &s3, err, sizeof err) == MCL_OK, "smn reset every 1000: %s", err);
+    CHECK(s3.bits == s1.bits, "a reset period longer than the stream = no reset (%.9g, %.9g)", s3.bits, s1.bits);
+    o.reset_every = 0;
+    mcl_lm_eval_result_free(&s1);
+    mcl_lm_eval_result_free(&s2);
+    mcl_lm_eval_result_free(&s3);
     /* bad input */
     o.seg_len = 0;
     CHECK(mcl_lm_evaluate(m, &s, &o, &dy, err, sizeof err) == MCL_ERR_INVALID, "segment 0 refused: %s", err);

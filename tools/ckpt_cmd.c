@@ -130,8 +130,17 @@ static int run(int is_export, int argc, char **argv)
         if (info.has_optim) printf(" (%" PRId64 " steps)", info.optim_steps);
         printf("\nrandom state: seed %" PRIu64 ", next stream %" PRIu64 "\n", info.rng.seed,
                info.rng.counter);
-        for (int i = 0; i < info.n_counters; i++)
-            printf("counter %s = %" PRIu64 "\n", info.counters[i].name, info.counters[i].value);
+        for (int i = 0; i < info.n_counters; i++) {
+            const uint64_t v = info.counters[i].value;
+            /* the training harness stores the best validation score, a signed number
+             * (bits per byte are negated: higher is better), as two's complement; none = all ones */
+            if (!strcmp(info.counters[i].name, "best_val_ppm") && v == UINT64_MAX)
+                printf("counter best_val_ppm = none\n");
+            else if (!strcmp(info.counters[i].name, "best_val_ppm"))
+                printf("counter best_val_ppm = %" PRId64 " (score %.6f)\n", (int64_t)v, (double)(int64_t)v * 1e-6);
+            else
+                printf("counter %s = %" PRIu64 "\n", info.counters[i].name, v);
+        }
         printf("config:\n%s", info.config);
     } else if (rc == 0) {
         if ((lm.acl   ? mcl_acl_save(lm.acl, outp, NULL, info.counters, info.n_counters, err, sizeof err)

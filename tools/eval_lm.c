@@ -107,12 +107,13 @@ static mcl_status run_one(mcl_lm *m, const mcl_lm_stream *s, mcl_lm_eval_opts *o
 static mcl_status tune(mcl_lm *m, const mcl_lm_stream *valid, mode_run *mr, int tune_lr, int tune_decay, int tune_p,
                        const mcl_metanet_hyper *alt_write, int64_t chars, FILE *log, char *err, size_t len)
 {
-    static const float lrs[] = {1e-4f, 1e-3f, 3e-3f, 1e-2f, 3e-2f, 1e-1f}, decays[] = {0.0f, 1e-3f},
+    static const float lrs[] = {1e-4f, 1e-3f, 3e-3f, 1e-2f, 3e-2f, 1e-1f, 3e-1f}, decays[] = {0.0f, 1e-3f},
                        ps[] = {0.01f, 0.02f, 0.05f, 0.1f, 0.3f, 0.5f};
-    const int nl = tune_lr ? 6 : 1, nd = tune_decay ? 2 : 1, np = tune_p ? 6 : 1, nw = alt_write ? 2 : 1;
+    const int nl = tune_lr ? 7 : 1, nd = tune_decay ? 2 : 1, np = tune_p ? 6 : 1, nw = alt_write ? 2 : 1;
+    const int grid = nl * nd * np * nw > 1; /* everything given: no valid pass at all */
     double best = INFINITY;
     mcl_lm_eval_opts keep = mr->o;
-    for (int a = 0; a < nl; a++)
+    for (int a = 0; a < nl && grid; a++)
         for (int b = 0; b < nd * nw; b++)
             for (int c = 0; c < np; c++) {
                 mcl_lm_eval_opts o = mr->o;
@@ -156,7 +157,16 @@ static mcl_status tune(mcl_lm *m, const mcl_lm_stream *valid, mode_run *mr, int 
 
 static double ratio(double a, int64_t n) { return n > 0 ? a / (double)n : NAN; }
 
-static void print_tables(FILE *f, const mode_run *mr, const lm_corpus *c, const lm_stream *s)
+/* The blocks an evaluation of max_chars predicted bytes reaches (0 = the whole stream). */
+static int blocks_read(const mcl_lm_stream *s, int64_t max_chars)
+{
+    const int64_t total = max_chars > 0 && max_chars < s->n - 1 ? max_chars : s->n - 1;
+    int b = 0;
+    while (b < s->n_blocks && s->block_start[b] <= total) b++;
+    return b;
+}
+
+static void print_tables(FILE *f, const mode_run *mr, const lm_corpus *c, const lm_stream *s, int64_t max_chars)
 {
     fprintf(f, "| mode | bits per byte | bytes/s | settings |\n|---|---:|---:|---|\n");
     for (int i = 0; i < MAX_MODES; i++)
@@ -181,7 +191,7 @@ static void print_tables(FILE *f, const mode_run *mr, const lm_corpus *c, const 
         fprintf(f, "\n");
     }
     fprintf(f, "\nAgainst the bytes since the last domain switch (%d blocks):\n\n| bytes since the switch | bytes |",
-            s->s.n_blocks);
+            blocks_read(&s->s, max_chars));
     for (int i = 0; i < MAX_MODES; i++)
         if (mr[i].on) fprintf(f, " %s |", mode_names[i]);
     fprintf(f, "\n|---|---:|");
@@ -210,6 +220,7 @@ static void write_json(FILE *f, const mode_run *mr, const lm_corpus *c, const lm
     mcl_json_str(&j, "split", o->split);
     mcl_json_int(&j, "stream_bytes", (long long)s->s.n);
     mcl_json_int(&j, "blocks", s->s.n_blocks);
+    mcl_json_int(&j, "blocks_read", blocks_read(&s->s, o->max_chars));
     mcl_json_end_obj(&j);
     mcl_json_begin_arr(&j, "domains");
     for (int d = 0; d < c->n; d++) mcl_json_str(&j, NULL, c->name[d]);
@@ -268,9 +279,17 @@ static int write_figure(const char *dir, const mode_run *mr, char *err, size_t l
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/lm-switch-curve.png", dir);
-    if (mcl_plot_lines(path, "Bits per byte after a domain switch", "log10(bytes since the switch)",
-                       "bits per byte", ns, sr, err, len) != MCL_OK)
-        return 1;
+    /* the x axis is log10(bytes); dotted lines at 100 B and 1 kB say so in bytes */
+    static const double marks[] = {2.0, 3.0};
+    static const char *const mark_labels[] = {"100 B", "1 kB"};
+    mcl_lines_spec spec = {.title = "Bits per byte after a domain switch",
+                           .xlabel = "bytes since the switch (log10; each point = one bin of the table)",
+                           .ylabel = "bits per byte",
+                           .ref_y = NAN,
+                           .n_markers = 2,
+                           .marker_x = marks,
+                           .marker_labels = mark_labels};
+    if (mcl_plot_lines_ex(path, &spec, ns, sr, NULL, err, len) != MCL_OK) return 1;
     fprintf(stderr, "metacl eval lm: wrote %s\n", path);
     return 0;
 }
@@ -338,9 +357,11 @@ int mcl_cli_eval_lm(const mcl_family *fam, int argc, char **argv)
         goto out;
     }
     FILE *log = o.json ? stderr : stdout;
-    fprintf(log, "stream: the %s parts of %d domains, blocks of %lld bytes, %lld bytes in %d blocks%s\n", o.split,
-            corpus.n, (long long)block, (long long)test.s.n, test.s.n_blocks,
-            o.max_chars ? " (cut by --max-chars)" : "");
+    fprintf(log, "stream: the %s parts of %d domains, blocks of %lld bytes, %lld bytes in %d blocks", o.split,
+            corpus.n, (long long)block, (long long)test.s.n, test.s.n_blocks);
+    if (o.max_chars) fprintf(log, "; --max-chars %lld reads %d of them", (long long)o.max_chars,
+                             blocks_read(&test.s, o.max_chars));
+    fprintf(log, "\n");
     for (int i = 0; i < MAX_MODES && st == MCL_OK; i++) {
         if (!mr[i].on) continue;
         mcl_lm_eval_opts_default(&mr[i].o);
@@ -379,7 +400,7 @@ int mcl_cli_eval_lm(const mcl_family *fam, int argc, char **argv)
         goto out;
     }
     if (o.json) write_json(stdout, mr, &corpus, &test, &o, ctx);
-    else print_tables(stdout, mr, &corpus, &test);
+    else print_tables(stdout, mr, &corpus, &test, o.max_chars);
     if (o.json_out[0]) {
         char *buf = NULL;
         size_t n = 0;

@@ -104,6 +104,41 @@ static mcl_status dyn_restore(dyn_state *d)
     return st;
 }
 
+/* Sparse-MetaNet evaluation differentiates the loss only against the effective weights of the
+ * augmented layers (G = d loss / d (W + M)). Every other trainable tensor (the feed-forward
+ * layers, the norms, the output layer, the meta-learners) stops requiring a gradient for the
+ * evaluation, so the backward skips their weight gradients; the flags come back afterwards.
+ * The result is the same bit for bit: those gradients were computed and never read. */
+typedef struct frozen_set {
+    int n;
+    mcl_tensor **t;
+} frozen_set;
+
+static mcl_status freeze_unwritten(mcl_lm *m, frozen_set *f)
+{
+    memset(f, 0, sizeof *f);
+    const int np = mcl_params_count(m->params);
+    f->t = calloc((size_t)np, sizeof *f->t);
+    if (!f->t) return MCL_ERR_OOM;
+    for (int i = 0; i < np; i++) {
+        mcl_tensor *t = mcl_params_get(m->params, i);
+        if (!(t->flags & MCL_TF_REQUIRES_GRAD)) continue;
+        int written = 0;
+        for (int k = 0; k < mcl_metanet_count(m->mn) && !written; k++) written = mcl_metanet_slow(m->mn, k) == t;
+        if (written) continue;
+        mcl_tensor_requires_grad(t, 0);
+        f->t[f->n++] = t;
+    }
+    return MCL_OK;
+}
+
+static void thaw(frozen_set *f)
+{
+    for (int i = 0; i < f->n; i++) mcl_tensor_requires_grad(f->t[i], 1);
+    free(f->t);
+    memset(f, 0, sizeof *f);
+}
+
 static void curve_edges(int64_t *e)
 {
     e[0] = 0;
@@ -144,9 +179,12 @@ mcl_status mcl_lm_evaluate(mcl_lm *m, const mcl_lm_stream *s, const mcl_lm_eval_
     memset(&mem, 0, sizeof mem);
     dyn_state dyn;
     memset(&dyn, 0, sizeof dyn);
+    frozen_set frozen;
+    memset(&frozen, 0, sizeof frozen);
     mcl_status st = r->dom_bits && r->dom_chars && host && tok ? MCL_OK : MCL_ERR_OOM;
     if (st == MCL_OK) st = mcl_lm_memory_create(m, 1, o->mem_rows > 0 ? o->mem_rows : m->cfg.mem_len, &mem);
     if (st == MCL_OK && o->mode == MCL_LM_DYNAMIC) st = dyn_init(m, &dyn);
+    if (st == MCL_OK && o->mode == MCL_LM_SMN) st = freeze_unwritten(m, &frozen);
     /* the masks of every evaluation start from the same counter (reproducible, whatever ran
      * before); the caller's counter is put back at the end */
     const uint64_t steps0 = m->mn ? mcl_metanet_steps(m->mn) : 0;
@@ -221,6 +259,7 @@ done:
     }
     mcl_params_zero_grad(m->params);
     dyn_free(&dyn);
+    thaw(&frozen);
     mcl_lm_memory_free(&mem);
     free(host);
     free(tok);
