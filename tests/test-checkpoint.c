@@ -1198,6 +1198,87 @@ done:
     mcl_ctx_free(ctx);
 }
 
+/* ------------------------------------------------- mcl_ckpt_export, mcl_params_copy_matching */
+
+static int same_values(mcl_tensor *x, mcl_tensor *y)
+{
+    const int64_t n = mcl_tensor_numel(x);
+    if (n != mcl_tensor_numel(y)) return 0;
+    float *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    int ok = a && b && mcl_tensor_read(x, a, n) == MCL_OK && mcl_tensor_read(y, b, n) == MCL_OK &&
+             memcmp(a, b, (size_t)n * sizeof *a) == 0;
+    free(a);
+    free(b);
+    return ok;
+}
+
+static void test_export_and_copy(void)
+{
+    printf("export (no optimizer) and copy_matching\n");
+    char path[128], path2[128], eb[1024];
+    fname(path, sizeof path, "exp-src.ckpt");
+    fname(path2, sizeof path2, "exp-dst.ckpt");
+    mcl_ctx *a = tu_ctx_ref();
+    mcl_ctx_set_seed(a, SEED);
+    mcl_params *PA = make_params(a, BASE, NBASE, SEED + 21), *PB = make_params(a, BASE, NBASE, SEED + 22);
+    mcl_optim *OA = PA ? make_optim(a, PA, MCL_OPTIM_ADAM) : NULL;
+    mcl_ckpt_info info;
+    memset(&info, 0, sizeof info);
+    if (!OA || !PB) goto done;
+    mcl_status st = save_model(a, path, KIND, PA, OA, 77, eb, sizeof eb);
+    if (!CHECK(st == MCL_OK, "save: %s", eb)) goto done;
+    st = mcl_ckpt_load(a, path, KIND, PB, NULL, &info, eb, sizeof eb);
+    if (!CHECK(st == MCL_OK, "load: %s", eb)) goto done;
+    st = mcl_ckpt_export(a, path2, KIND, PB, &info, eb, sizeof eb);
+    if (!CHECK(st == MCL_OK, "export: %s", eb)) goto done;
+    mcl_ckpt_info_free(&info);
+    mcl_params *PC = make_params(a, BASE, NBASE, SEED + 23);
+    st = PC ? mcl_ckpt_load(a, path2, KIND, PC, NULL, &info, eb, sizeof eb) : MCL_ERR_OOM;
+    if (CHECK(st == MCL_OK, "load the export: %s", eb)) {
+        check_info(&info, SEED, 77, -1, "export");
+        int eq = 1;
+        for (int i = 0; i < NBASE; i++)
+            eq &= same_values(mcl_params_find(PA, BASE[i].name), mcl_params_find(PC, BASE[i].name));
+        CHECK(eq, "the export holds the same values, without optimizer state");
+    }
+    /* copy_matching: same name and shape only, a skipped prefix left alone */
+    static const tspec OTHER[] = {
+        {"layer0.W", 2, {4, 4, 0, 0}}, /* copied */
+        {"layer0.b", 1, {5, 0, 0, 0}}, /* another shape: kept */
+        {"head.W", 2, {3, 4, 0, 0}},   /* skipped by prefix */
+        {"extra", 1, {2, 0, 0, 0}},    /* not in the source */
+    };
+    mcl_params *PD = make_params(a, OTHER, 4, SEED + 24);
+    if (PD) {
+        float before[16];
+        mcl_tensor_read(mcl_params_find(PD, "head.W"), before, 12);
+        const char *const skip[] = {"head."};
+        int copied = -1;
+        st = mcl_params_copy_matching(PD, PA, skip, 1, &copied);
+        float after[16];
+        mcl_tensor_read(mcl_params_find(PD, "head.W"), after, 12);
+        CHECK(st == MCL_OK && copied == 1, "copy_matching copied %d tensor(s) (1)", copied);
+        CHECK(same_values(mcl_params_find(PD, "layer0.W"), mcl_params_find(PA, "layer0.W")),
+              "the matching tensor has the source's values");
+        CHECK(memcmp(before, after, sizeof(float) * 12) == 0, "the skipped prefix is left alone");
+        copied = -1;
+        st = mcl_params_copy_matching(PD, PA, NULL, 0, &copied);
+        CHECK(st == MCL_OK && copied == 2, "without the skip list head.W is copied too (%d)", copied);
+        CHECK(mcl_params_copy_matching(NULL, PA, NULL, 0, &copied) == MCL_ERR_NULL && copied == 0,
+              "a NULL registry is refused");
+        mcl_params_free(PD);
+    }
+    mcl_params_free(PC);
+done:
+    mcl_ckpt_info_free(&info);
+    remove(path);
+    remove(path2);
+    mcl_optim_free(OA);
+    mcl_params_free(PA);
+    mcl_params_free(PB);
+    mcl_ctx_free(a);
+}
+
 int main(void)
 {
     tu_begin("test-checkpoint", SEED);
@@ -1206,5 +1287,6 @@ int main(void)
     test_cross_backend();
     test_corruption();
     test_atomic();
+    test_export_and_copy();
     return tu_summary();
 }

@@ -71,6 +71,12 @@ check "another seed" 0 "$METACL" train lm --config "$C" --out "$TMP/other" --qui
 cut -d, -f1-4 "$TMP/other/metrics.csv" >"$TMP/c"
 cmp -s "$TMP/a" "$TMP/c" && { fail=$((fail + 1)); echo "FAIL: two seeds gave the same metrics"; } || pass=$((pass + 1))
 
+check "train.init: a warm start from another lm checkpoint" 0 "$METACL" train lm --config "$C" --out "$TMP/init" \
+    --quiet --set train.steps=1 --set train.init="$TMP/whole/last.ckpt"
+grep -Eq "[1-9][0-9]* tensors of the same name and shape copied from" "$TMP/init/log.txt" &&
+    pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: train.init copied nothing (log.txt)"; }
+check "train.init: a missing checkpoint" 1 "$METACL" train lm --config "$C" --out "$TMP/init2" --quiet \
+    --set train.steps=1 --set train.init="$TMP/no-such.ckpt"
 check "ckpt export" 0 "$METACL" ckpt export "$TMP/whole/last.ckpt" "$TMP/x.ckpt"
 check "ckpt info" 0 "$METACL" ckpt info "$TMP/x.ckpt"
 expect_text "the kind" "model lm"

@@ -1171,6 +1171,21 @@ static mcl_status read_all(const char *path, ck_err *e, int info_only, uint32_t 
 
 /* ------------------------------------------------------------------ public: reading */
 
+mcl_status mcl_ckpt_export(mcl_ctx *ctx, const char *path, const char *model_kind, const mcl_params *params,
+                           const mcl_ckpt_info *info, char *errbuf, size_t errbuf_len)
+{
+    if (!info) return MCL_ERR_NULL;
+    mcl_ckpt_save_desc d;
+    memset(&d, 0, sizeof d);
+    d.model_kind = model_kind;
+    d.config = info->config ? info->config : "";
+    d.params = params;
+    d.rng = info->rng;
+    d.counters = info->counters;
+    d.n_counters = info->n_counters;
+    return mcl_ckpt_save(ctx, path, &d, errbuf, errbuf_len);
+}
+
 void mcl_ckpt_info_free(mcl_ckpt_info *info)
 {
     if (!info) return;

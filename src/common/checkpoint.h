@@ -186,6 +186,11 @@ mcl_status mcl_ckpt_load(mcl_ctx *ctx, const char *path, const char *model_kind,
 mcl_status mcl_ckpt_read_tensor(const char *path, const char *name, int64_t numel, float **out,
                                 mcl_ckpt_info *info, char *errbuf, size_t errbuf_len);
 
+/* Save `params` under `model_kind` with the config, RNG state and counters of `info` (as
+ * mcl_ckpt_load filled it) and no optimizer state: `metacl ckpt export`'s write. */
+mcl_status mcl_ckpt_export(mcl_ctx *ctx, const char *path, const char *model_kind, const mcl_params *params,
+                           const mcl_ckpt_info *info, char *errbuf, size_t errbuf_len);
+
 /* Release what an mcl_ckpt_info owns and zero it. NULL is ignored. */
 void mcl_ckpt_info_free(mcl_ckpt_info *info);
 

@@ -75,6 +75,24 @@ mcl_tensor *mcl_params_find(const mcl_params *p, const char *name)
     return NULL;
 }
 
+mcl_status mcl_params_copy_matching(mcl_params *dst, const mcl_params *src, const char *const *skip, int n_skip,
+                                    int *copied)
+{
+    if (copied) *copied = 0;
+    if (!dst || !src) return MCL_ERR_NULL;
+    for (int i = 0; i < dst->n; i++) {
+        mcl_tensor *d = dst->t[i];
+        int skipped = 0;
+        for (int k = 0; k < n_skip && !skipped; k++) skipped = !strncmp(d->name, skip[k], strlen(skip[k]));
+        mcl_tensor *s = skipped ? NULL : mcl_params_find(src, d->name);
+        if (!s || !mcl_tensor_same_shape(d, s)) continue;
+        mcl_status st = mcl_tensor_copy_into(d, s);
+        if (st != MCL_OK) return st;
+        if (copied) (*copied)++;
+    }
+    return MCL_OK;
+}
+
 int64_t mcl_params_numel(const mcl_params *p)
 {
     int64_t n = 0;

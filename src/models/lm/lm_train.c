@@ -448,15 +448,7 @@ mcl_status mcl_lm_open(mcl_ctx *ctx, const char *path, mcl_lm **out, mcl_lm_run 
 
 mcl_status mcl_lm_export(mcl_lm *m, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
 {
-    mcl_ckpt_save_desc d;
-    memset(&d, 0, sizeof d);
-    d.model_kind = MCL_LM_CKPT_KIND;
-    d.config = info->config ? info->config : "";
-    d.params = m->params;
-    d.rng = info->rng;
-    d.counters = info->counters;
-    d.n_counters = info->n_counters;
-    return mcl_ckpt_save(m->ctx, path, &d, err, len);
+    return mcl_ckpt_export(m->ctx, path, MCL_LM_CKPT_KIND, m->params, info, err, len);
 }
 
 /* train.init: the tensors of another lm checkpoint with the same name and shape. */
@@ -468,16 +460,9 @@ static mcl_status lm_init_from(void *fs, const char *path, char *note, size_t no
     mcl_status st = mcl_lm_open(t->ctx, path, &src, &src_cfg, NULL, err, len);
     if (st != MCL_OK) return st;
     int copied = 0;
-    for (int i = 0; st == MCL_OK && i < mcl_params_count(t->m->params); i++) {
-        mcl_tensor *d = mcl_params_get(t->m->params, i);
-        const char *name = mcl_tensor_name(d);
-        if (!strncmp(name, "state.", 6)) continue;
-        mcl_tensor *s = mcl_params_find(src->params, name);
-        if (!s || !mcl_tensor_same_shape(d, s)) continue;
-        st = mcl_tensor_copy_into(d, s);
-        if (st != MCL_OK) fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
-        copied++;
-    }
+    static const char *const skip[] = {"state."};
+    st = mcl_params_copy_matching(t->m->params, src->params, skip, 1, &copied);
+    if (st != MCL_OK) fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
     mcl_lm_free(src);
     if (st == MCL_OK && t->m->mn) st = mcl_metanet_clear(t->m->mn);
     if (st == MCL_OK) snprintf(note, note_len, "%d tensors of the same name and shape copied from %s", copied, path);

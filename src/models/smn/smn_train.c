@@ -737,17 +737,11 @@ static mcl_status copy_matching(smn_fs *t, const char *path, int skip_head, int 
     st = add_family_state(src, &src_cfg); /* the family's record, as fs_create adds it */
     if (st != MCL_OK) fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
     if (st == MCL_OK) st = mcl_ckpt_load(t->ctx, path, MCL_SMN_CKPT_KIND, src->params, NULL, NULL, err, len);
+    static const char *const heads[] = {"head.", "policy.", "value."};
     *copied = 0;
-    for (int i = 0; st == MCL_OK && i < mcl_params_count(t->m->params); i++) {
-        mcl_tensor *d = mcl_params_get(t->m->params, i);
-        const char *name = mcl_tensor_name(d);
-        if (skip_head && (!strncmp(name, "head.", 5) || !strncmp(name, "policy.", 7) || !strncmp(name, "value.", 6)))
-            continue;
-        mcl_tensor *s = mcl_params_find(src->params, name);
-        if (!s || !mcl_tensor_same_shape(d, s)) continue;
-        st = mcl_tensor_copy_into(d, s);
+    if (st == MCL_OK) {
+        st = mcl_params_copy_matching(t->m->params, src->params, heads, skip_head ? 3 : 0, copied);
         if (st != MCL_OK) fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
-        (*copied)++;
     }
     mcl_smn_free(src);
     return st;
@@ -829,15 +823,7 @@ mcl_status mcl_smn_open(mcl_ctx *ctx, const char *path, mcl_smn **out, mcl_ckpt_
 
 mcl_status mcl_smn_export(mcl_smn *m, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
 {
-    mcl_ckpt_save_desc d;
-    memset(&d, 0, sizeof d);
-    d.model_kind = MCL_SMN_CKPT_KIND;
-    d.config = info->config ? info->config : "";
-    d.params = m->params;
-    d.rng = info->rng;
-    d.counters = info->counters;
-    d.n_counters = info->n_counters;
-    return mcl_ckpt_save(m->ctx, path, &d, err, len);
+    return mcl_ckpt_export(m->ctx, path, MCL_SMN_CKPT_KIND, m->params, info, err, len);
 }
 
 void mcl_smn_online_result_free(mcl_smn_online_result *r)
