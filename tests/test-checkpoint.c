@@ -1266,6 +1266,13 @@ static void test_export_and_copy(void)
         CHECK(st == MCL_OK && copied == 2, "without the skip list head.W is copied too (%d)", copied);
         CHECK(mcl_params_copy_matching(NULL, PA, NULL, 0, &copied) == MCL_ERR_NULL && copied == 0,
               "a NULL registry is refused");
+        /* 16 + 5 + 12 + 2 elements, all trainable; then head.W (12) as a state tensor */
+        CHECK(mcl_params_numel_trainable(PD) == 35, "trainable elements: %lld (35)",
+              (long long)mcl_params_numel_trainable(PD));
+        mcl_tensor_requires_grad(mcl_params_find(PD, "head.W"), 0);
+        CHECK(mcl_params_numel_trainable(PD) == 23 && mcl_params_numel(PD) == 35,
+              "a tensor without grad is not counted as trainable: %lld of %lld (23 of 35)",
+              (long long)mcl_params_numel_trainable(PD), (long long)mcl_params_numel(PD));
         mcl_params_free(PD);
     }
     mcl_params_free(PC);

@@ -93,6 +93,14 @@ mcl_status mcl_params_copy_matching(mcl_params *dst, const mcl_params *src, cons
     return MCL_OK;
 }
 
+int64_t mcl_params_numel_trainable(const mcl_params *p)
+{
+    int64_t n = 0;
+    for (int i = 0; p && i < p->n; i++)
+        if (p->t[i]->flags & MCL_TF_REQUIRES_GRAD) n += mcl_tensor_numel(p->t[i]);
+    return n;
+}
+
 int64_t mcl_params_numel(const mcl_params *p)
 {
     int64_t n = 0;

@@ -28,6 +28,8 @@ mcl_tensor *mcl_params_get(const mcl_params *p, int i);
 mcl_tensor *mcl_params_find(const mcl_params *p, const char *name);
 /* Total number of scalar parameters. */
 int64_t mcl_params_numel(const mcl_params *p);
+/* Of those, the ones that require grad (trained; state tensors registered beside them not). */
+int64_t mcl_params_numel_trainable(const mcl_params *p);
 /* Copy into dst every tensor of src with the same name and shape (a warm start from another
  * model), skipping names that begin with one of skip[0..n_skip). *copied = how many. */
 mcl_status mcl_params_copy_matching(mcl_params *dst, const mcl_params *src, const char *const *skip, int n_skip,

@@ -171,15 +171,7 @@ void mcl_lm_free(mcl_lm *m)
     free(m);
 }
 
-int64_t mcl_lm_trainable(const mcl_lm *m)
-{
-    int64_t s = 0;
-    for (int i = 0; i < mcl_params_count(m->params); i++) {
-        mcl_tensor *t = mcl_params_get(m->params, i);
-        if (t->flags & MCL_TF_REQUIRES_GRAD) s += mcl_tensor_numel(t);
-    }
-    return s;
-}
+int64_t mcl_lm_trainable(const mcl_lm *m) { return mcl_params_numel_trainable(m->params); }
 
 /* ------------------------------------------------------------------ memory */
 

@@ -192,15 +192,7 @@ void mcl_smn_free(mcl_smn *m)
     free(m);
 }
 
-int64_t mcl_smn_trainable(const mcl_smn *m)
-{
-    int64_t s = 0;
-    for (int i = 0; i < mcl_params_count(m->params); i++) {
-        mcl_tensor *t = mcl_params_get(m->params, i);
-        if (t->flags & MCL_TF_REQUIRES_GRAD) s += mcl_tensor_numel(t);
-    }
-    return s;
-}
+int64_t mcl_smn_trainable(const mcl_smn *m) { return mcl_params_numel_trainable(m->params); }
 
 /* y = x Wᵀ + b: x [R, in], W [out, in], b [out] → [R, out] */
 static mcl_tensor *linear(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b)
