@@ -395,7 +395,8 @@ static void test_eval(void)
     mcl_lm_eval_result_free(&s1);
     mcl_lm_eval_result_free(&s2);
     mcl_lm_eval_result_free(&s3);
-    /* bad input */
+    /* bad input (dy is reused: free its result first) */
+    mcl_lm_eval_result_free(&dy);
     o.seg_len = 0;
     CHECK(mcl_lm_evaluate(m, &s, &o, &dy, err, sizeof err) == MCL_ERR_INVALID, "segment 0 refused: %s", err);
     free(before);
