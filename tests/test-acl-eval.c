@@ -293,8 +293,8 @@ static void test_seq_manual(mcl_ctx *ctx, const mcl_dataset *ds)
     mcl_acl_set_training(m, 0);
     mcl_no_grad_begin(ctx);
     mcl_acl_task_data td[2];
-    mcl_acl_task_data_from_episodes(ctx, (const mcl_episode *const *)eps, 3, 0, 1, &td[0]);
-    mcl_acl_task_data_from_episodes(ctx, (const mcl_episode *const *)eps, 3, 1, 1, &td[1]);
+    mcl_acl_task_data_from_episodes(ctx, (const mcl_episode *const *)eps, 3, 0, 1, MCL_IMG, &td[0]);
+    mcl_acl_task_data_from_episodes(ctx, (const mcl_episode *const *)eps, 3, 1, 1, MCL_IMG, &td[1]);
     mcl_tensor *lg = NULL;
     mcl_acl_state *sa = NULL, *sb = NULL;
     int64_t h00 = -1, h10 = -1, h11 = -1, alone1 = -1;

@@ -1,6 +1,8 @@
 /* test-acl-model.c — the ACL model (doc/acl-model.md §2–4): shapes, parameter count, the stateful
  * call (chunking invariance), a central-difference gradient check of the whole tiny model,
- * OpenCL vs reference, bit-reproducibility, and that wrong values are detected. */
+ * OpenCL vs reference, bit-reproducibility, and that wrong values are detected; the gradient
+ * check and the OpenCL comparison again at image size 28 (odd maps 7 → 3 → 1: floor pooling),
+ * and the image-size rules of the config. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,9 @@
 #define OCL_ATOL 2e-4
 #define OCL_RTOL 2e-3
 
+static int g_side = 32; /* image side of the tiny model and its inputs (28: the paper's) */
+#define PIX ((int64_t)g_side * g_side)
+
 static void tiny_cfg(mcl_acl_config *c, int layers)
 {
     mcl_acl_config_default(c);
@@ -35,13 +40,14 @@ static void tiny_cfg(mcl_acl_config *c, int layers)
     c->ff_mult = 2;
     c->dropout = 0.0f;
     c->conv_channels = 4;
+    c->image_size = g_side;
     c->seed = SEED;
 }
 
 static void make_inputs(mcl_ctx *ctx, mcl_tensor **img, mcl_tensor **lab, int64_t rows,
                         uint64_t stream)
 {
-    *img = mcl_tensor_new(ctx, rows, 1, 32, 32);
+    *img = mcl_tensor_new(ctx, rows, 1, g_side, g_side);
     *lab = mcl_tensor_new(ctx, rows, 0, 0, 0);
     mcl_tensor_randn(*img, SEED, stream, 0.0f, 1.0f);
     float *lv = malloc((size_t)rows * sizeof *lv);
@@ -55,16 +61,16 @@ static void sub_seq(mcl_ctx *ctx, mcl_tensor *img, mcl_tensor *lab, int start, i
                     mcl_tensor **oi, mcl_tensor **ol)
 {
     float *iv = tu_read(img), *lv = tu_read(lab);
-    *oi = mcl_tensor_new(ctx, B * len, 1, 32, 32);
+    *oi = mcl_tensor_new(ctx, B * len, 1, g_side, g_side);
     *ol = mcl_tensor_new(ctx, B * len, 0, 0, 0);
-    float *ni = malloc((size_t)B * len * 1024 * sizeof *ni), *nl = malloc((size_t)B * len * sizeof *nl);
+    float *ni = malloc((size_t)(B * len * PIX) * sizeof *ni), *nl = malloc((size_t)B * len * sizeof *nl);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < len; t++) {
-            memcpy(ni + (size_t)(b * len + t) * 1024, iv + (size_t)(b * L + start + t) * 1024,
-                   1024 * sizeof *ni);
+            memcpy(ni + (size_t)(b * len + t) * (size_t)PIX, iv + (size_t)(b * L + start + t) * (size_t)PIX,
+                   (size_t)PIX * sizeof *ni);
             nl[b * len + t] = lv[b * L + start + t];
         }
-    mcl_tensor_write(*oi, ni, (int64_t)B * len * 1024);
+    mcl_tensor_write(*oi, ni, (int64_t)B * len * PIX);
     mcl_tensor_write(*ol, nl, (int64_t)B * len);
     free(iv); free(lv); free(ni); free(nl);
 }
@@ -404,6 +410,67 @@ static void test_opencl(void)
     if (rr >= 0) run_free(&r, cr, mr);
 }
 
+/* Image sizes: any side >= 16 (four floor halvings leave s >= 1), features C · s². The
+ * feature counts are written out from the halving chains, not from the code's formula. */
+static void test_image_sizes(void)
+{
+    mcl_ctx *ctx = tu_ctx_ref();
+    static const struct { int side, s; } chain[] = {
+        {32, 2}, /* 32 16 8 4 2 */
+        {28, 1}, /* 28 14 7 3 1 */
+        {16, 1}, /* 16 8 4 2 1  */
+        {17, 1}, /* 17 8 4 2 1  */
+        {47, 2}, /* 47 23 11 5 2 */
+        {48, 3}, /* 48 24 12 6 3 */
+    };
+    for (size_t k = 0; k < sizeof chain / sizeof chain[0]; k++) {
+        CHECK(mcl_conv4_out_side(chain[k].side) == chain[k].s, "side %d -> s %d (got %d)",
+              chain[k].side, chain[k].s, mcl_conv4_out_side(chain[k].side));
+        mcl_acl_config c;
+        g_side = chain[k].side;
+        tiny_cfg(&c, 1);
+        mcl_acl *m = mcl_acl_create(ctx, &c);
+        CHECK(m != NULL, "image_size %d accepted: %s", chain[k].side, mcl_ctx_error(ctx));
+        if (m) {
+            CHECK(m->n_features == c.conv_channels * chain[k].s * chain[k].s,
+                  "image_size %d: %lld features, want %d", chain[k].side,
+                  (long long)m->n_features, c.conv_channels * chain[k].s * chain[k].s);
+            CHECK((uint64_t)mcl_params_numel(m->params) == mcl_acl_param_count(&c),
+                  "image_size %d: parameter count %lld == mcl_acl_param_count %llu", chain[k].side,
+                  (long long)mcl_params_numel(m->params),
+                  (unsigned long long)mcl_acl_param_count(&c));
+            mcl_tensor *img, *lab, *lg = NULL;
+            make_inputs(ctx, &img, &lab, B * 2, 3);
+            CHECK(mcl_acl_forward(m, ctx, img, lab, B, 2, NULL, &lg, NULL) == MCL_OK && lg &&
+                      lg->shape[1] == NWAY,
+                  "image_size %d: forward: %s", chain[k].side, mcl_ctx_error(ctx));
+            mcl_ctx_reset(ctx);
+            mcl_tensor_free(img);
+            mcl_tensor_free(lab);
+            /* images of another side are refused, naming the wanted shape */
+            g_side = chain[k].side == 32 ? 28 : 32;
+            make_inputs(ctx, &img, &lab, B * 2, 3);
+            lg = NULL;
+            CHECK(mcl_acl_forward(m, ctx, img, lab, B, 2, NULL, &lg, NULL) == MCL_ERR_SHAPE && !lg,
+                  "image_size %d: %d-pixel images refused", chain[k].side, g_side);
+            mcl_ctx_clear_error(ctx);
+            mcl_ctx_reset(ctx);
+            mcl_tensor_free(img);
+            mcl_tensor_free(lab);
+        }
+        mcl_acl_free(m);
+    }
+    /* below 2^4 the last map would be empty: refused with the side in the message */
+    mcl_acl_config c;
+    g_side = 15;
+    tiny_cfg(&c, 1);
+    CHECK(mcl_acl_create(ctx, &c) == NULL, "image_size 15 refused");
+    CHECK_ERR("image_size 15", ctx, TU_ST(MCL_ERR_INVALID), "image 15");
+    mcl_ctx_clear_error(ctx);
+    g_side = 32;
+    mcl_ctx_free(ctx);
+}
+
 int main(void)
 {
     tu_begin("test-acl-model", SEED);
@@ -411,6 +478,11 @@ int main(void)
     test_chunking();
     test_gradcheck();
     test_reproducible();
+    test_opencl();
+    test_image_sizes();
+    printf("image size 28 (the paper's Omniglot side; feature maps 28 14 7 3 1):\n");
+    g_side = 28;
+    test_gradcheck();
     test_opencl();
     return tu_summary();
 }

@@ -423,7 +423,9 @@ static int cmd_info(int argc, char **argv)
     /* a prepared set: check the hashes first, so that damage is reported as such even when
      * it also keeps the set from loading */
     if (!user) {
-        st = mcl_prepared_dir(data_dir, name, dir, sizeof dir, err, sizeof err);
+        /* a view (fmnist-val) is described from the prepared set it reads */
+        st = mcl_prepared_dir(data_dir, mcl_dataset_prepared_name(name), dir, sizeof dir, err,
+                              sizeof err);
         if (st == MCL_OK && mcl_text_is_corpus(dir)) return cmd_info_text(name, dir, json);
         if (st == MCL_OK && strcmp(name, "text") == 0) {
             fprintf(stderr, "metacl data info: no text corpus in %s; run: metacl data prepare text%s%s\n",
@@ -438,6 +440,8 @@ static int cmd_info(int argc, char **argv)
         st = mcl_prepared_read_meta(dir, &meta, err, sizeof err);
         if (st == MCL_OK) st = mcl_prepared_read_classes(dir, meta.classes, &ci, err, sizeof err);
         if (st == MCL_OK) st = mcl_prepared_read_split(dir, meta.n, &sp, err, sizeof err);
+        if (st == MCL_OK)
+            st = mcl_dataset_view_splits(name, ds->labels, sp, meta.n, meta.classes, err, sizeof err);
     }
     if (st != MCL_OK) {
         for (int i = 0; i < n_sums; i++)

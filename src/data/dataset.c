@@ -155,6 +155,71 @@ void mcl_image_fit32(const uint8_t *src, int h, int w, uint8_t *out)
         memcpy(out + (size_t)(oy + y) * MCL_IMG + ox, img + (size_t)y * (size_t)iw, (size_t)iw);
 }
 
+void mcl_image_to_side(const uint8_t *canvas, int content, int side, uint8_t *out)
+{
+    if (!canvas || !out || side < 1 || side > MCL_IMG) return;
+    if (side == MCL_IMG) {
+        memcpy(out, canvas, PIX);
+        return;
+    }
+    const int c = content < 1 || content > MCL_IMG ? MCL_IMG : content, o = (MCL_IMG - c) / 2;
+    uint8_t box[PIX];
+    for (int y = 0; y < c; y++) memcpy(box + y * c, canvas + (o + y) * MCL_IMG + o, (size_t)c);
+    if (c <= side) {
+        const int d = (side - c) / 2;
+        memset(out, 0, (size_t)side * (size_t)side);
+        for (int y = 0; y < c; y++) memcpy(out + (d + y) * side + d, box + y * c, (size_t)c);
+    } else {
+        area_resize(box, c, c, out, side, side);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Views of a prepared set (fmnist-val)
+ * ------------------------------------------------------------------------------------- */
+
+const char *mcl_dataset_prepared_name(const char *name)
+{
+    return name && strcmp(name, MCL_FMNIST_VAL_NAME) == 0 ? "fmnist" : name;
+}
+
+mcl_status mcl_dataset_view_splits(const char *name, const int32_t *labels, uint8_t *split,
+                                   int64_t n, int n_classes, char *err, size_t len)
+{
+    if (!name || strcmp(name, MCL_FMNIST_VAL_NAME) != 0) return MCL_OK;
+    if (!labels || !split || n_classes < 1) {
+        set_err(err, len, "%s: the example split of fmnist is missing (split.idx); run: metacl "
+                "data prepare fmnist", name);
+        return MCL_ERR_FORMAT;
+    }
+    int64_t *left = malloc(sizeof *left * (size_t)n_classes), *have = calloc((size_t)n_classes, sizeof *have);
+    if (!left || !have) {
+        free(left);
+        free(have);
+        set_err(err, len, "%s: out of memory", name);
+        return MCL_ERR_OOM;
+    }
+    for (int c = 0; c < n_classes; c++) left[c] = MCL_FMNIST_VAL_PER_CLASS;
+    for (int64_t i = 0; i < n; i++)
+        if (split[i] == MCL_SPLIT_TRAIN && labels[i] >= 0 && labels[i] < n_classes) have[labels[i]]++;
+    mcl_status st = MCL_OK;
+    for (int c = 0; c < n_classes && st == MCL_OK; c++)
+        if (have[c] <= MCL_FMNIST_VAL_PER_CLASS) {
+            set_err(err, len, "%s: class %d has %lld training images; holding %d out needs more", name, c,
+                    (long long)have[c], MCL_FMNIST_VAL_PER_CLASS);
+            st = MCL_ERR_FORMAT;
+        }
+    /* the last MCL_FMNIST_VAL_PER_CLASS training images of each class, in file order */
+    for (int64_t i = n - 1; i >= 0 && st == MCL_OK; i--)
+        if (split[i] == MCL_SPLIT_TRAIN && labels[i] >= 0 && labels[i] < n_classes && left[labels[i]] > 0) {
+            left[labels[i]]--;
+            split[i] = MCL_SPLIT_VAL;
+        }
+    free(left);
+    free(have);
+    return st;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Dataset objects and the class index
  * ------------------------------------------------------------------------------------- */
@@ -233,6 +298,7 @@ static mcl_dataset *ds_new(const char *name, int64_t n)
     if (!ds) return NULL;
     copy_str(ds->name, sizeof ds->name, name);
     ds->n = n;
+    ds->content_side = MCL_IMG;
     ds->images = malloc((size_t)(n ? n : 1) * PIX);
     ds->labels = malloc(sizeof *ds->labels * (size_t)(n ? n : 1));
     if (!ds->images || !ds->labels) {
@@ -909,13 +975,16 @@ static mcl_status not_prepared(const char *name, const char *data_dir, const cha
     return MCL_ERR_IO;
 }
 
+/* name: a prepared set, or a view of one (mcl_dataset_prepared_name: fmnist-val) */
 static mcl_status load_prepared(const char *name, const char *data_dir, mcl_split split,
                                 mcl_dataset **out, char *err, size_t len)
 {
     char dir[4096], path[4096];
-    mcl_status st = mcl_prepared_dir(data_dir, name, dir, sizeof dir, err, len);
+    const char *base = mcl_dataset_prepared_name(name);
+    const int view = strcmp(base, name) != 0;
+    mcl_status st = mcl_prepared_dir(data_dir, base, dir, sizeof dir, err, len);
     if (st != MCL_OK) return st;
-    if (!mcl_prepared_exists(dir)) return not_prepared(name, data_dir, dir, err, len);
+    if (!mcl_prepared_exists(dir)) return not_prepared(base, data_dir, dir, err, len);
     if (mcl_text_is_corpus(dir)) {
         set_err(err, len, "%s is a text corpus, not an image set (text.h; metacl data info %s)",
                 dir, name);
@@ -956,6 +1025,8 @@ static mcl_status load_prepared(const char *name, const char *data_dir, mcl_spli
     }
     if (st == MCL_OK) st = mcl_prepared_read_classes(dir, m.classes, &ci, err, len);
     if (st == MCL_OK) st = mcl_prepared_read_split(dir, m.n, &sp, err, len);
+    if (st == MCL_OK && view)
+        st = mcl_dataset_view_splits(name, lb.data, sp, m.n, m.classes, err, len);
     /* select the split: per example when split.idx exists, else per class; a class marked
      * "all" belongs to ALL and TRAIN (as user data) */
     int64_t keep_n = 0;
@@ -1006,6 +1077,15 @@ static mcl_status load_prepared(const char *name, const char *data_dir, mcl_spli
         ds->n_classes_total = m.classes;
         ds->mean = m.mean;
         ds->std = m.std;
+        if (view) { /* the statistics of the view's own train split (the held-out images
+                       are not in them) */
+            for (int64_t i = 0; i < m.n; i++) keep[i] = sp[i] == MCL_SPLIT_TRAIN;
+            double mu, sd;
+            mcl_pixel_stats(src, m.n, PIX, keep, &mu, &sd);
+            ds->mean = (float)mu;
+            ds->std = (float)sd;
+        }
+        if (strcmp(base, "fmnist") == 0) ds->content_side = MCL_FMNIST_SIDE;
         st = build_index(ds, err, len);
     }
     free(keep);

@@ -293,9 +293,10 @@ done:
 
 /* ======================================================================= batching */
 
-/* Convert rows images of ds into dst (rows*1024 floats). */
+/* Convert rows images of ds into dst (rows·side² floats): the side×side image of each
+ * (mcl_image_to_side; side 32 = the stored canvas). */
 static mcl_status fill_rows(float *dst, const mcl_dataset *ds, const int64_t *index, int64_t rows,
-                            int normalize, mcl_ctx *ctx)
+                            int side, int normalize, mcl_ctx *ctx)
 {
     float mean = 0.0f, std = 1.0f;
     if (normalize) {
@@ -306,6 +307,8 @@ static mcl_status fill_rows(float *dst, const mcl_dataset *ds, const int64_t *in
                                      "batch: dataset '%s' has std %g; cannot normalize", ds->name,
                                      (double)std);
     }
+    const int64_t pix = (int64_t)side * side;
+    uint8_t img[IMG_PIXELS];
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = index[r];
         if (i < 0 || i >= ds->n)
@@ -313,35 +316,50 @@ static mcl_status fill_rows(float *dst, const mcl_dataset *ds, const int64_t *in
                                      "batch: row %lld: image index %lld out of range [0, %lld) of '%s'",
                                      (long long)r, (long long)i, (long long)ds->n, ds->name);
         const uint8_t *src = ds->images + i * IMG_PIXELS;
-        float *d = dst + r * IMG_PIXELS;
+        if (side != MCL_IMG) {
+            mcl_image_to_side(src, ds->content_side, side, img);
+            src = img;
+        }
+        float *d = dst + r * pix;
         if (normalize)
-            for (int k = 0; k < IMG_PIXELS; k++) d[k] = ((float)src[k] / 255.0f - mean) / std;
+            for (int64_t k = 0; k < pix; k++) d[k] = ((float)src[k] / 255.0f - mean) / std;
         else
-            for (int k = 0; k < IMG_PIXELS; k++) d[k] = (float)src[k] / 255.0f;
+            for (int64_t k = 0; k < pix; k++) d[k] = (float)src[k] / 255.0f;
     }
     return MCL_OK;
 }
 
+/* The batch's image side S: the last dimension of a 4-D images tensor [rows, 1, S, S] (S in
+ * 1..32), else 32 (a [rows, 1024] or [B, L, 1024] tensor); then numel must be rows·S². */
 static mcl_status check_batch_tensors(mcl_tensor *images, mcl_tensor *labels, int64_t rows,
-                                      const char *fn)
+                                      const char *fn, int *side)
 {
     if (!images) return MCL_ERR_NULL;
     mcl_ctx *ctx = images->ctx;
     if (rows < 1)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s: %lld rows (need >= 1)", fn, (long long)rows);
     char sh[64];
-    if (mcl_tensor_numel(images) != rows * IMG_PIXELS)
+    int64_t S = MCL_IMG;
+    if (images->ndim == 4 && images->shape[2] == images->shape[3] && images->shape[3] != MCL_IMG) {
+        S = images->shape[3];
+        if (S < 1 || S > MCL_IMG)
+            return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                     "%s: images tensor %s: the data sets give sides 1..%d", fn,
+                                     mcl_shape_str(images, sh, sizeof sh), MCL_IMG);
+    }
+    if (mcl_tensor_numel(images) != rows * S * S)
         return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
                                  "%s: images tensor %s has %lld elements, the batch needs %lld "
-                                 "(%lld rows x 1024)",
+                                 "(%lld rows x %lld)",
                                  fn, mcl_shape_str(images, sh, sizeof sh),
                                  (long long)mcl_tensor_numel(images),
-                                 (long long)(rows * IMG_PIXELS), (long long)rows);
+                                 (long long)(rows * S * S), (long long)rows, (long long)(S * S));
     if (labels && mcl_tensor_numel(labels) != rows)
         return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
                                  "%s: labels tensor %s has %lld elements, the batch needs %lld", fn,
                                  mcl_shape_str(labels, sh, sizeof sh),
                                  (long long)mcl_tensor_numel(labels), (long long)rows);
+    *side = (int)S;
     return MCL_OK;
 }
 
@@ -352,12 +370,14 @@ mcl_status mcl_batch_rows(mcl_tensor *images, mcl_tensor *labels, const mcl_data
     mcl_ctx *ctx = images->ctx;
     if (!ds || !index || (labels && !label))
         return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "batch_rows: NULL dataset, index or label");
-    mcl_status s = check_batch_tensors(images, labels, rows, "batch_rows");
+    int side = MCL_IMG;
+    mcl_status s = check_batch_tensors(images, labels, rows, "batch_rows", &side);
     if (s != MCL_OK) return s;
-    float *h = malloc((size_t)(rows * IMG_PIXELS) * sizeof *h);
+    const int64_t pix = (int64_t)side * side;
+    float *h = malloc((size_t)(rows * pix) * sizeof *h);
     if (!h) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "batch_rows: out of memory");
-    s = fill_rows(h, ds, index, rows, normalize, ctx);
-    if (s == MCL_OK) s = mcl_tensor_write(images, h, rows * IMG_PIXELS);
+    s = fill_rows(h, ds, index, rows, side, normalize, ctx);
+    if (s == MCL_OK) s = mcl_tensor_write(images, h, rows * pix);
     if (s == MCL_OK && labels) {
         for (int64_t r = 0; r < rows; r++) h[r] = (float)label[r];
         s = mcl_tensor_write(labels, h, rows);
@@ -410,17 +430,19 @@ mcl_status mcl_task_batch(mcl_tensor *images, mcl_tensor *labels, const mcl_task
                                      b, (long long)l, (long long)L);
     }
     int64_t rows = L * B;
-    mcl_status s = check_batch_tensors(images, labels, rows, "task_batch");
+    int side = MCL_IMG;
+    mcl_status s = check_batch_tensors(images, labels, rows, "task_batch", &side);
     if (s != MCL_OK) return s;
-    float *h = malloc((size_t)(rows * IMG_PIXELS) * sizeof *h);
+    const int64_t pix = (int64_t)side * side;
+    float *h = malloc((size_t)(rows * pix) * sizeof *h);
     if (!h) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "task_batch: out of memory");
     for (int b = 0; b < B && s == MCL_OK; b++) {
         const int64_t *idx;
         const int32_t *lab;
         part_arrays(tasks[b], part, &idx, &lab);
-        s = fill_rows(h + (int64_t)b * L * IMG_PIXELS, tasks[b]->ds, idx, L, normalize, ctx);
+        s = fill_rows(h + (int64_t)b * L * pix, tasks[b]->ds, idx, L, side, normalize, ctx);
     }
-    if (s == MCL_OK) s = mcl_tensor_write(images, h, rows * IMG_PIXELS);
+    if (s == MCL_OK) s = mcl_tensor_write(images, h, rows * pix);
     if (s == MCL_OK && labels) {
         for (int b = 0; b < B; b++) {
             const int64_t *idx;

@@ -221,7 +221,9 @@ mcl_status mcl_stream_onlinex(const mcl_class_pool *pool, const mcl_onlinex_cfg 
 
 /* Layout of every batch (documented contract):
  *   images: numel rows*1024 floats, row r = pixels of one 32×32 image in row-major order —
- *           i.e. [rows, 1024], or equivalently [rows, 1, 32, 32] or [B, L, 1024];
+ *           i.e. [rows, 1024], or equivalently [rows, 1, 32, 32] or [B, L, 1024]; or a
+ *           4-D [rows, 1, S, S] with S < 32 (a model's image_size, e.g. 28): each row is
+ *           the S×S image of mcl_image_to_side (dataset.h);
  *           value (p/255 - mean)/std with the image's dataset mean/std when normalize != 0,
  *           else p/255.
  *   labels: numel rows floats, the class index as a float (NULL tensor = not wanted).

@@ -43,6 +43,11 @@ static mcl_status check_bcfg(mcl_ctx *ctx, const char *fn, const mcl_baseline_co
     *c = *in;
     if (c->batch_size == 0) c->batch_size = MCL_BASELINE_MAX_BATCH;
     if (c->conv_channels == 0) c->conv_channels = 32;
+    if (c->image_size == 0) c->image_size = MCL_IMG;
+    if (c->image_size < MCL_CONV4_MIN_IMAGE || c->image_size > MCL_IMG)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                 "%s: baseline image_size %d (the data sets give %d..%d)", fn,
+                                 in->image_size, MCL_CONV4_MIN_IMAGE, MCL_IMG);
     if ((c->optim != MCL_OPTIM_SGD && c->optim != MCL_OPTIM_ADAM) || !(c->lr > 0.0f) ||
         !isfinite(c->lr) || c->epochs < 1 || c->epochs > 1000000 || c->batch_size < 1 ||
         c->batch_size > MCL_BASELINE_MAX_BATCH || c->conv_channels < 1 ||
@@ -68,7 +73,7 @@ typedef struct learner {
     mcl_optim *opt;
     mcl_conv4 conv;
     mcl_tensor *head_w, *head_b;
-    int n_out;
+    int n_out, side;
     int64_t n_feat;
 } learner;
 
@@ -86,11 +91,15 @@ static mcl_status learner_create(mcl_ctx *ctx, const mcl_baseline_config *c, int
     L->ctx = ctx;
     L->n_out = n_out;
     const int64_t C = c->conv_channels;
-    L->n_feat = C * 4; /* C channels × 2 × 2 after four 2×2 pools of 32×32 */
+    L->side = c->image_size > 0 ? c->image_size : MCL_IMG;
+    if (L->side < MCL_CONV4_MIN_IMAGE || L->side > MCL_IMG)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "baseline: image_size %d (need %d..%d)",
+                                 L->side, MCL_CONV4_MIN_IMAGE, MCL_IMG);
     L->params = mcl_params_create(ctx);
     if (!L->params) return mcl_learner_fail(ctx, "baseline", "parameter registry");
     /* Conv-4 from streams base .. base+15 (conv4.h), the head from base+16 */
-    mcl_status st = mcl_conv4_create(&L->conv, ctx, L->params, 1, (int)C, MCL_IMG, c->seed, base);
+    mcl_status st = mcl_conv4_create(&L->conv, ctx, L->params, 1, (int)C, L->side, c->seed, base);
+    L->n_feat = L->conv.n_features; /* C · s², s = 2 at 32, 1 at 28 */
     const uint64_t k = 16;
     const int64_t shw[2] = {L->n_feat, n_out}, shb[1] = {n_out};
     if (st == MCL_OK) {
@@ -113,7 +122,7 @@ static mcl_status learner_create(mcl_ctx *ctx, const mcl_baseline_config *c, int
     return st;
 }
 
-/* x [n,1,32,32] -> logits [n, n_out] */
+/* x [n,1,S,S] -> logits [n, n_out] */
 static mcl_tensor *learner_forward(learner *L, mcl_tensor *x, int64_t n)
 {
     mcl_ctx *ctx = L->ctx;
@@ -149,7 +158,7 @@ static mcl_status learner_train(learner *L, const mcl_dataset *ds, const int64_t
                 bl[r] = lab[order[s0 + r]];
             }
             mcl_tensor *img = NULL, *lt = NULL;
-            st = mcl_learner_rows(ctx, "baseline", ds, bi, bl, m, normalize, &img, &lt);
+            st = mcl_learner_rows_side(ctx, "baseline", ds, bi, bl, m, L->side, normalize, &img, &lt);
             if (st == MCL_OK) {
                 mcl_optim_zero_grad(L->opt);
                 mcl_tensor *loss = mcl_cross_entropy(ctx, learner_forward(L, img, m), lt);
@@ -179,7 +188,8 @@ static mcl_status learner_logits(learner *L, const mcl_dataset *ds, const int64_
     for (int64_t s0 = 0; s0 < n && st == MCL_OK; s0 += cap) {
         const int64_t m = min64(cap, n - s0);
         mcl_tensor *img = NULL;
-        st = mcl_learner_rows(ctx, "baseline", ds, idx + s0, NULL, m, normalize, &img, NULL);
+        st = mcl_learner_rows_side(ctx, "baseline", ds, idx + s0, NULL, m, L->side, normalize, &img,
+                                   NULL);
         mcl_tensor *logits = st == MCL_OK ? learner_forward(L, img, m) : NULL;
         if (st == MCL_OK && !logits) st = mcl_learner_fail(ctx, "baseline", "forward");
         if (st == MCL_OK) st = mcl_tensor_read(logits, out + s0 * L->n_out, m * L->n_out);

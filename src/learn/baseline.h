@@ -2,7 +2,8 @@
  *
  * The learner: the ACL model's Conv-4 feature extractor — 4 × [conv 3×3 (pad 1, bias,
  * conv_channels channels) → instance norm (affine, eps 1e-5) → max-pool 2×2 → ReLU], dropout
- * off — on a 1×32×32 image gives conv_channels·2·2 features (128 for 32 channels), then a
+ * off — on a 1×32×32 image gives conv_channels·2·2 features (128 for 32 channels; at
+ * image_size 28, conv_channels·1·1: pooling floors 28 → 14 → 7 → 3 → 1), then a
  * linear head to n_outputs logits. Initialization, fresh for every learning problem: conv
  * weights He-normal N(0, 2/(9·c_in)), conv biases 0, instance-norm gain 1 and shift 0, head
  * weights N(0, 1/features), head bias 0 (Philox, keyed by the config's seed, the run and the
@@ -57,6 +58,8 @@ typedef struct mcl_baseline_config {
     int epochs;           /* >= 1 passes over each task's training examples         */
     int batch_size;       /* 1..32 (0 -> 32)                                        */
     int conv_channels;    /* 0 -> 32 (the paper's Conv-4)                           */
+    int image_size;       /* 0 -> 32; 16..32 (28: the paper's Omniglot side; images
+                             via mcl_image_to_side, features C · s², conv4.h)       */
     uint64_t seed;        /* initialization and shuffling                           */
 } mcl_baseline_config;
 

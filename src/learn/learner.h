@@ -74,6 +74,10 @@ mcl_status mcl_learner_fail(mcl_ctx *ctx, const char *who, const char *what);
 mcl_status mcl_learner_rows(mcl_ctx *ctx, const char *who, const mcl_dataset *ds,
                             const int64_t *idx, const int32_t *lab, int64_t rows, int normalize,
                             mcl_tensor **img, mcl_tensor **lab_out);
+/* The same at the model's image side S (1..32): images [rows,1,S,S] (mcl_image_to_side). */
+mcl_status mcl_learner_rows_side(mcl_ctx *ctx, const char *who, const mcl_dataset *ds,
+                                 const int64_t *idx, const int32_t *lab, int64_t rows,
+                                 int side, int normalize, mcl_tensor **img, mcl_tensor **lab_out);
 
 #ifdef __cplusplus
 }

@@ -23,7 +23,19 @@ mcl_status mcl_learner_rows(mcl_ctx *ctx, const char *who, const mcl_dataset *ds
                             const int64_t *idx, const int32_t *lab, int64_t rows, int normalize,
                             mcl_tensor **img, mcl_tensor **lab_out)
 {
-    *img = mcl_tensor_new(ctx, rows, 1, MCL_IMG, MCL_IMG);
+    return mcl_learner_rows_side(ctx, who, ds, idx, lab, rows, MCL_IMG, normalize, img, lab_out);
+}
+
+mcl_status mcl_learner_rows_side(mcl_ctx *ctx, const char *who, const mcl_dataset *ds,
+                                 const int64_t *idx, const int32_t *lab, int64_t rows,
+                                 int side, int normalize, mcl_tensor **img, mcl_tensor **lab_out)
+{
+    *img = NULL;
+    if (lab_out) *lab_out = NULL;
+    if (side < 1 || side > MCL_IMG)
+        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s: image side %d (the data sets give 1..%d)",
+                                 who, side, MCL_IMG);
+    *img = mcl_tensor_new(ctx, rows, 1, side, side);
     if (lab_out) *lab_out = mcl_tensor_new(ctx, rows, 0, 0, 0);
     if (!*img || (lab_out && !*lab_out)) return mcl_learner_fail(ctx, who, "tensor allocation");
     mcl_status st = mcl_batch_rows(*img, lab_out ? *lab_out : NULL, ds, idx, lab, rows, normalize);

@@ -4,18 +4,29 @@
 #include <math.h>
 #include <stdio.h>
 
+/* s = floor(S / 2^4): four 2×2 max-pools with floor, e.g. 32 → 16 → 8 → 4 → 2 and
+ * 28 → 14 → 7 → 3 → 1 (an odd last row/column is dropped, as PyTorch's MaxPool2d(2)). */
+int mcl_conv4_out_side(int image_size)
+{
+    int s = image_size;
+    for (int i = 0; i < 4; i++) s /= 2;
+    return s;
+}
+
 mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, int in_channels,
                             int channels, int image_size, uint64_t seed, uint64_t stream0)
 {
-    if (in_channels < 1 || channels < 1 || image_size < 16 || image_size % 16 != 0)
+    if (in_channels < 1 || channels < 1 || image_size < MCL_CONV4_MIN_IMAGE ||
+        image_size > MCL_CONV4_MAX_IMAGE)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                                 "Conv-4: %d input channels, %d channels, image %d (a multiple "
-                                 "of 16)",
-                                 in_channels, channels, image_size);
+                                 "Conv-4: %d input channels, %d channels, image %d (need >= 1 "
+                                 "channel and a side in %d..%d)",
+                                 in_channels, channels, image_size, MCL_CONV4_MIN_IMAGE,
+                                 MCL_CONV4_MAX_IMAGE);
     net->in_channels = in_channels;
     net->channels = channels;
     net->image_size = image_size;
-    const int64_t sp = image_size / 16, C = channels;
+    const int64_t sp = mcl_conv4_out_side(image_size), C = channels;
     net->n_features = C * sp * sp;
     char name[48];
     mcl_status st = MCL_OK;

@@ -4,7 +4,9 @@
  *   4 × [ conv 3×3 (pad 1, stride 1, bias) → instance norm (affine, eps 1e-5) → max-pool 2×2
  *         → dropout(p) → ReLU ]
  *
- * x [R, C_in, S, S] → features [R, C · (S/16)²] in (channel, row, column) order.
+ * x [R, C_in, S, S] → features [R, C · s²] in (channel, row, column) order, s = the side
+ * after four 2×2 max-pools with floor (mcl_conv4_out_side: S = 32 → 2, S = 28 → 1; an odd
+ * row/column is dropped, as PyTorch's MaxPool2d(2)). Any S >= 16 works.
  *
  * Parameters (registered in the caller's mcl_params in this order, names conv<i>.w,
  * conv<i>.b, conv<i>.norm.g, conv<i>.norm.b for i = 0..3):
@@ -25,15 +27,20 @@ extern "C" {
 #endif
 
 #define MCL_CONV4_NORM_EPS 1e-5f
+#define MCL_CONV4_MIN_IMAGE 16   /* 2^4: the smallest side that leaves s >= 1       */
+#define MCL_CONV4_MAX_IMAGE 4096 /* the largest side accepted (the model's key bound) */
 
 typedef struct mcl_conv4 {
     int in_channels, channels, image_size;
-    int64_t n_features; /* channels · (image_size / 16)² */
+    int64_t n_features; /* channels · s², s = mcl_conv4_out_side(image_size) */
     mcl_tensor *w[4], *b[4], *norm_g[4], *norm_b[4];
 } mcl_conv4;
 
-/* Register and initialize the 16 tensors (see above) in params. image_size must be a
- * multiple of 16. Errors in params' context. */
+/* s = floor(S / 16) computed as four floor halvings (the side of the last block's map). */
+int mcl_conv4_out_side(int image_size);
+
+/* Register and initialize the 16 tensors (see above) in params. image_size in
+ * MCL_CONV4_MIN_IMAGE..MCL_CONV4_MAX_IMAGE (any, odd sides too). Errors in params' context. */
 mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, int in_channels,
                             int channels, int image_size, uint64_t seed, uint64_t stream0);
 

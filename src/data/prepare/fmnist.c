@@ -18,7 +18,7 @@
 #include "prepared.h"
 #include "strokes.h" /* mcl_prepare_progress */
 
-#define SIDE 28
+#define SIDE MCL_FMNIST_SIDE
 
 /* The label names of the Fashion-MNIST README, in label order. */
 static const char *const fmnist_classes[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress",

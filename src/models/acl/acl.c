@@ -41,7 +41,7 @@ static double param_count(const mcl_acl_config *c)
 {
     const double C = c->conv_channels, Cin = c->in_channels, Hd = c->hidden, H = c->heads;
     const double D = c->heads > 0 ? (double)c->hidden / c->heads : 0.0, N = c->n_way;
-    const double FF = (double)c->ff_mult * c->hidden, sp = c->image_size / 16;
+    const double FF = (double)c->ff_mult * c->hidden, sp = mcl_conv4_out_side(c->image_size);
     const double F = C * sp * sp;
     double n = C * Cin * 9 + 3 * C + 3 * (C * C * 9 + 3 * C); /* Conv-4 */
     n += (F + N + 1) * Hd + Hd;                                 /* input */
@@ -70,10 +70,10 @@ uint64_t mcl_acl_train_bytes(const mcl_acl_config *cfg, int64_t batch, int64_t r
     /* values, gradients, Adam m and v */
     double floats = 4 * param_count(c);
     /* per image: conv output, norm, ReLU at each block's resolution, then the pooled map */
-    double conv = 0;
+    double conv = 0, side = S; /* each block's input side: S, then floor halvings */
     for (int i = 0; i < 4; i++) {
-        double side = S / (double)(1 << i);
         conv += C * side * side * 3.25 + c->in_channels * (i == 0) * side * side;
+        side = floor(side / 2);
     }
     /* per row and layer: norms, q/k/v/y, the output and the feed-forward block */
     double row = conv + 2 * Hd + L * (10 * Hd + 3 * FF) + 4 * c->n_way;
@@ -94,8 +94,8 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
     const mcl_acl_config *c = cfg;
     if (c->n_way < 1 || c->hidden < 1 || c->heads < 1 || c->hidden % c->heads != 0 ||
         c->layers < 0 || c->ff_mult < 1 || c->dropout < 0.0f || c->dropout >= 1.0f ||
-        c->conv_channels < 1 || c->in_channels < 1 || c->image_size < 16 ||
-        c->image_size % 16 != 0 || c->layers > 1024 ||
+        c->conv_channels < 1 || c->in_channels < 1 || c->image_size < MCL_CONV4_MIN_IMAGE ||
+        c->image_size > MCL_CONV4_MAX_IMAGE || c->layers > 1024 ||
         (c->feature_norm != MCL_ACL_FEATNORM_NONE && c->feature_norm != MCL_ACL_FEATNORM_BATCH &&
          c->feature_norm != MCL_ACL_FEATNORM_IMAGE)) {
         mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
@@ -126,7 +126,7 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
     m->ctx = ctx;
     m->training = 1;
     m->head_dim = c->hidden / c->heads;
-    int sp = c->image_size / 16;
+    const int sp = mcl_conv4_out_side(c->image_size); /* 32 → 2, 28 → 1 (floor pooling) */
     m->n_features = c->conv_channels * sp * sp;
     m->params = mcl_params_create(ctx);
     m->layer = calloc((size_t)(c->layers > 0 ? c->layers : 1), sizeof *m->layer);

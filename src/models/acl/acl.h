@@ -39,7 +39,7 @@ typedef struct mcl_acl_config {
     int ff_mult;        /* FF inner width = ff_mult · hidden                      */
     float dropout;      /* drop probability everywhere (0.1 in the paper)         */
     int conv_channels;  /* Conv-4 channels (32)                                   */
-    int image_size;     /* S (32); must be a multiple of 16                       */
+    int image_size;     /* S (32; 28 = the paper's Omniglot size); >= 16, any     */
     int in_channels;    /* image channels (1 for our grayscale data; paper 3)     */
     int feature_norm;   /* mcl_acl_feature_norm                                   */
     uint64_t seed;      /* init seed (Philox; one stream per parameter tensor)    */
@@ -265,11 +265,12 @@ mcl_status mcl_acl_objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_object
 mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                          mcl_tensor *images, int64_t B, int64_t Q, mcl_tensor **logits);
 
-/* Task data for task `task` of B episodes drawn by mcl_episode_sample (32×32 grayscale
- * datasets; see mcl_task_batch): allocates the six tensors on ctx (first-shot ones only if
+/* Task data for task `task` of B episodes drawn by mcl_episode_sample (grayscale datasets;
+ * see mcl_task_batch) at image side image_size (the model's; 32 = the stored canvas, smaller
+ * e.g. 28: mcl_image_to_side): allocates the six tensors on ctx (first-shot ones only if
  * the episodes have first-shot examples). Free with mcl_acl_task_data_free. */
 mcl_status mcl_acl_task_data_from_episodes(mcl_ctx *ctx, const mcl_episode *const *episodes,
-                                           int B, int task, int normalize,
+                                           int B, int task, int normalize, int image_size,
                                            mcl_acl_task_data *out);
 void mcl_acl_task_data_free(mcl_acl_task_data *d);
 

@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IMG_PIX ((int64_t)MCL_IMG * MCL_IMG)
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ======================================================================= eval scope */
@@ -49,12 +47,12 @@ static mcl_status check_model(mcl_acl *m, mcl_ctx *ctx, const char *fn, int n_ou
 {
     if (m->ctx != ctx)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s: ctx is not the model's context", fn);
-    if (m->cfg.image_size != MCL_IMG || m->cfg.in_channels != 1)
+    if (m->cfg.image_size > MCL_IMG || m->cfg.in_channels != 1)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
                                  "%s: the model takes %d×%d images with %d channels; the datasets "
-                                 "are %d×%d grayscale",
+                                 "are grayscale at sides up to %d",
                                  fn, m->cfg.image_size, m->cfg.image_size, m->cfg.in_channels,
-                                 MCL_IMG, MCL_IMG);
+                                 MCL_IMG);
     if (n_outputs > m->cfg.n_way)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
                                  "%s: the model has %d outputs (n_way) but the protocol needs %d",
@@ -66,8 +64,6 @@ static mcl_status fail_oom(mcl_ctx *ctx, const char *fn)
 {
     return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of memory", fn);
 }
-
-/* rows images [rows,1,32,32] (+ labels [rows] when lab_out) from host index/label arrays. */
 
 /* ======================================================================= building blocks */
 
@@ -107,7 +103,8 @@ static mcl_status run_context(mcl_acl *m, mcl_ctx *ctx, mcl_acl_state **state,
         }
         mcl_tensor *img = NULL, *lt = NULL, *logits = NULL;
         mcl_acl_state *so = NULL, *det = NULL;
-        st = mcl_learner_rows(ctx, "eval", ds, ri, rl, B * n, normalize, &img, &lt);
+        st = mcl_learner_rows_side(ctx, "eval", ds, ri, rl, B * n, m->cfg.image_size, normalize,
+                                   &img, &lt);
         if (st == MCL_OK) st = mcl_acl_forward(m, ctx, img, lt, B, n, *state, &logits, &so);
         if (st == MCL_OK && !(det = mcl_acl_state_detach(so))) st = fail_oom(ctx, "eval context");
         mcl_acl_state_free(so);
@@ -183,7 +180,9 @@ static mcl_status query_logits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *st
                 from = &view;
             }
             mcl_tensor *img = NULL, *logits = NULL;
-            if (st == MCL_OK) st = mcl_learner_rows(ctx, "eval", ds, pi, NULL, rows, normalize, &img, NULL);
+            if (st == MCL_OK)
+                st = mcl_learner_rows_side(ctx, "eval", ds, pi, NULL, rows, m->cfg.image_size,
+                                           normalize, &img, NULL);
             if (st == MCL_OK) st = mcl_acl_query(m, ctx, from, img, bn, qk, &logits);
             if (st == MCL_OK) st = mcl_tensor_read(logits, lg, rows * NW);
             if (st == MCL_OK) {

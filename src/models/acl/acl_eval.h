@@ -11,8 +11,8 @@
  *   - memory is bounded: a query call holds at most query_chunk rows (sequences × queries,
  *     default MCL_EVAL_QUERY_CHUNK); a context call holds B sequences × the task's context;
  *   - any backend (the model's context decides);
- *   - images are the 32×32 grayscale rows of mcl_batch_rows: the model must have
- *     image_size 32 and in_channels 1;
+ *   - images are the grayscale rows of mcl_batch_rows at the model's image_size (32 = the
+ *     stored canvas; smaller, e.g. 28: mcl_image_to_side): image_size <= 32, in_channels 1;
  *   - errors return a status with the message in ctx (mcl_ctx_error; the context keeps the
  *     last error, tensor.h); a stale error still held is taken as this call's failure, so
  *     clear stale errors before calling.

@@ -24,7 +24,7 @@ const mcl_key mcl_acl_config_key_table[MCL_ACL_CONFIG_N_KEYS] = {
     MCL_KEY_INT("ff_mult", C, ff_mult, 1, 64, "2", "feed-forward inner width = ff_mult * hidden"),
     MCL_KEY_FLOAT_OPEN("dropout", C, dropout, 0.0, 1.0, "0.1", "drop probability everywhere"),
     MCL_KEY_INT("conv_channels", C, conv_channels, 1, 4096, "32", "Conv-4 channels"),
-    MCL_KEY_INT("image_size", C, image_size, 16, 4096, "32", "image side S (a multiple of 16)"),
+    MCL_KEY_INT("image_size", C, image_size, 16, 4096, "32", "image side S (>= 16; any, e.g. 28: pooling floors)"),
     MCL_KEY_INT("in_channels", C, in_channels, 1, 64, "1", "image channels"),
     MCL_KEY_ENUM("feature_norm", C, feature_norm, "none|batch|image", "none",
                  "normalization of the Conv-4 features (none = the paper)"),

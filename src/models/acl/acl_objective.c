@@ -269,10 +269,10 @@ void mcl_acl_task_data_free(mcl_acl_task_data *d)
 }
 
 static mcl_status load_part(mcl_ctx *ctx, const mcl_task *const *t, int B, mcl_task_part part,
-                            int normalize, mcl_tensor **img, mcl_tensor **lab, int64_t *n)
+                            int side, int normalize, mcl_tensor **img, mcl_tensor **lab, int64_t *n)
 {
     *n = mcl_task_part_len(t[0], part);
-    *img = mcl_tensor_new(ctx, (int64_t)B * *n, 1, 32, 32);
+    *img = mcl_tensor_new(ctx, (int64_t)B * *n, 1, side, side);
     *lab = mcl_tensor_new(ctx, (int64_t)B * *n, 0, 0, 0);
     if (!*img || !*lab) return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
     mcl_status st = mcl_task_batch(*img, *lab, t, B, part, normalize);
@@ -282,7 +282,7 @@ static mcl_status load_part(mcl_ctx *ctx, const mcl_task *const *t, int B, mcl_t
 }
 
 mcl_status mcl_acl_task_data_from_episodes(mcl_ctx *ctx, const mcl_episode *const *episodes,
-                                           int B, int task, int normalize,
+                                           int B, int task, int normalize, int image_size,
                                            mcl_acl_task_data *out)
 {
     if (!ctx) return MCL_ERR_NULL;
@@ -290,9 +290,11 @@ mcl_status mcl_acl_task_data_from_episodes(mcl_ctx *ctx, const mcl_episode *cons
         return mcl_ctx_set_error(ctx, MCL_ERR_NULL,
                                  "mcl_acl_task_data_from_episodes: NULL argument");
     memset(out, 0, sizeof *out);
-    if (B < 1 || B > 1 << 20)
+    if (B < 1 || B > 1 << 20 || image_size < 1 || image_size > MCL_IMG)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                                 "mcl_acl_task_data_from_episodes: B %d", B);
+                                 "mcl_acl_task_data_from_episodes: B %d, image_size %d (the data "
+                                 "sets give sides 1..%d)",
+                                 B, image_size, MCL_IMG);
     const mcl_task **t = malloc((size_t)B * sizeof *t);
     if (!t) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "out of memory");
     mcl_status st = MCL_OK;
@@ -305,14 +307,14 @@ mcl_status mcl_acl_task_data_from_episodes(mcl_ctx *ctx, const mcl_episode *cons
             t[b] = &episodes[b]->task[task];
     }
     if (st == MCL_OK && t[0]->n_first > 0)
-        st = load_part(ctx, t, B, MCL_PART_FIRST, normalize, &out->first_img, &out->first_lab,
-                       &out->n_first);
+        st = load_part(ctx, t, B, MCL_PART_FIRST, image_size, normalize, &out->first_img,
+                       &out->first_lab, &out->n_first);
     if (st == MCL_OK)
-        st = load_part(ctx, t, B, MCL_PART_CONTEXT, normalize, &out->ctx_img, &out->ctx_lab,
-                       &out->n_ctx);
+        st = load_part(ctx, t, B, MCL_PART_CONTEXT, image_size, normalize, &out->ctx_img,
+                       &out->ctx_lab, &out->n_ctx);
     if (st == MCL_OK)
-        st = load_part(ctx, t, B, MCL_PART_QUERY, normalize, &out->query_img, &out->query_lab,
-                       &out->n_query);
+        st = load_part(ctx, t, B, MCL_PART_QUERY, image_size, normalize, &out->query_img,
+                       &out->query_lab, &out->n_query);
     free(t);
     if (st != MCL_OK) mcl_acl_task_data_free(out);
     return st;

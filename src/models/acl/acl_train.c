@@ -14,6 +14,8 @@
 
 #define STREAM_EPISODES 1000000ULL /* + step                       */
 #define STREAM_VAL 2000000ULL      /* + validation batch index     */
+#define MCL_VAL_SPLITX_TASKS 5     /* data.val = fmnist-val: Split-FMNIST, 5 tasks ...   */
+#define MCL_VAL_SPLITX_CLASSES 2   /* ... of 2 classes, domain-incremental (2 outputs)   */
 
 #define fail mcl_errbuf
 
@@ -37,6 +39,9 @@ static const mcl_key task_keys[] = {
     MCL_KEY_BOOL("data.alternate", C, alternate, "1", "the domain order alternates every step"),
     MCL_KEY_STR("data.dir", C, data_dir, "", "prepared-data directory (\"\" = $METACL_DATA or data/cache)"),
     MCL_KEY_BOOL("data.normalize", C, normalize, "1", "images standardized with the set's mean/std"),
+    MCL_KEY_STR("data.val", C, val_data, "",
+                "validation data: \"\" = the domains' held-out classes; fmnist-val = Split-FMNIST "
+                "domain-incremental accuracy on 5000 held-out Fashion-MNIST training images"),
 };
 #undef C
 
@@ -59,11 +64,19 @@ static mcl_status acl_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *
         return fail(err, err_len, MCL_ERR_INVALID,
                     "data.domain_scale has %d values for %d domains (give 1 or %d)",
                     c->n_domain_scale, c->n_domains, c->n_domains);
-    if (c->model.in_channels != 1 || c->model.image_size != MCL_IMG)
+    if (c->model.in_channels != 1 || c->model.image_size > MCL_IMG)
         return fail(err, err_len, MCL_ERR_INVALID,
-                    "training reads %dx%d grayscale data sets: model.in_channels must be 1 and "
-                    "model.image_size %d",
-                    MCL_IMG, MCL_IMG, MCL_IMG);
+                    "training reads %dx%d grayscale data sets (given at sides %d..%d): "
+                    "model.in_channels must be 1 and model.image_size at most %d (it is %d)",
+                    MCL_IMG, MCL_IMG, MCL_CONV4_MIN_IMAGE, MCL_IMG, MCL_IMG, c->model.image_size);
+    if (c->val_data[0] && strcmp(c->val_data, MCL_FMNIST_VAL_NAME) != 0)
+        return fail(err, err_len, MCL_ERR_INVALID,
+                    "data.val = '%s': give \"\" (the domains' held-out classes) or %s", c->val_data,
+                    MCL_FMNIST_VAL_NAME);
+    if (c->val_data[0] && c->model.n_way < MCL_VAL_SPLITX_CLASSES)
+        return fail(err, err_len, MCL_ERR_INVALID,
+                    "data.val = %s scores Split-FMNIST with %d outputs; model.n_way is %d",
+                    MCL_FMNIST_VAL_NAME, MCL_VAL_SPLITX_CLASSES, c->model.n_way);
     return MCL_OK;
 }
 
@@ -154,10 +167,31 @@ typedef struct acl_fs {
     mcl_ctx *ctx;
     mcl_acl *m;
     domain dom[MCL_TRAIN_MAX_DOMAINS];
+    mcl_dataset *val_train, *val_test; /* data.val = fmnist-val: its train (55 000) / val (5 000) */
     mcl_episode **eps;
     mcl_acl_task_data td[MCL_ACL_MAX_TASKS]; /* the current step's data */
     int have_td;
 } acl_fs;
+
+/* Every class of ds must hold the images of one task (first-shot + K + 1 query, disjoint):
+ * checked once here so that a 15-shot config on a set prepared with fewer instances fails at
+ * the start with what to do, not at the first step that draws the class. */
+static mcl_status check_class_sizes(const mcl_acl_task_cfg *c, const char *spec, const char *what,
+                                    const mcl_dataset *ds, char *err, size_t err_len)
+{
+    const int64_t need = (int64_t)(c->first_shot ? 1 : 0) + c->k_shot + 1;
+    for (int p = 0; p < ds->n_classes; p++) {
+        const int64_t m = ds->class_start[p + 1] - ds->class_start[p];
+        if (m < need)
+            return fail(err, err_len, MCL_ERR_INVALID,
+                        "data set '%s' (%s): class %d has %lld images, a task takes %lld per "
+                        "class (task.k_shot %d + %d first-shot + 1 query); lower task.k_shot or "
+                        "prepare more (metacl data prepare NAME --instances N)",
+                        spec, what, (int)ds->class_ids[p], (long long)m, (long long)need,
+                        c->k_shot, c->first_shot ? 1 : 0);
+    }
+    return MCL_OK;
+}
 
 static mcl_status load_domains(acl_fs *t, mcl_train_log *log, char *err, size_t err_len)
 {
@@ -178,9 +212,26 @@ static mcl_status load_domains(acl_fs *t, mcl_train_log *log, char *err, size_t 
             t->dom[i].val = NULL;
             t->dom[i].val_is_train = 1;
         }
+        st = check_class_sizes(c, spec, "training split", t->dom[i].train, err, err_len);
+        if (st == MCL_OK && t->dom[i].val && !c->val_data[0])
+            st = check_class_sizes(c, spec, "validation split", t->dom[i].val, err, err_len);
+        if (st != MCL_OK) return st;
         mcl_train_logf(log, "data %s: %lld training images of %d classes; validation on %s", spec,
                        (long long)t->dom[i].train->n, t->dom[i].train->n_classes,
-                       t->dom[i].val_is_train ? "its training data (no held-out split)" : "held-out classes");
+                       c->val_data[0]           ? c->val_data
+                       : t->dom[i].val_is_train ? "its training data (no held-out split)"
+                                                : "held-out classes");
+    }
+    if (c->val_data[0]) { /* fmnist-val: contexts from its train split, queries its val split */
+        char e2[768];
+        mcl_status st = mcl_dataset_load(c->val_data, dd, MCL_SPLIT_TRAIN, &t->val_train, e2, sizeof e2);
+        if (st == MCL_OK) st = mcl_dataset_load(c->val_data, dd, MCL_SPLIT_VAL, &t->val_test, e2, sizeof e2);
+        if (st != MCL_OK) return fail(err, err_len, st, "data.val '%s': %s", c->val_data, e2);
+        mcl_train_logf(log,
+                       "validation: Split-FMNIST domain-incremental (%d tasks of %d classes, %d "
+                       "shots) on %s: %lld held-out images, contexts from the other %lld",
+                       MCL_VAL_SPLITX_TASKS, MCL_VAL_SPLITX_CLASSES, c->k_shot, c->val_data,
+                       (long long)t->val_test->n, (long long)t->val_train->n);
     }
     return MCL_OK;
 }
@@ -211,7 +262,8 @@ static mcl_status make_batch(acl_fs *t, int64_t step, uint64_t stream, int val, 
     }
     for (int i = 0; i < c->n_tasks; i++) {
         mcl_status st = mcl_acl_task_data_from_episodes(t->ctx, (const mcl_episode *const *)t->eps + lo,
-                                                        hi - lo, i, c->normalize, &td[i]);
+                                                        hi - lo, i, c->normalize,
+                                                        c->model.image_size, &td[i]);
         if (st != MCL_OK) {
             for (int j = 0; j < i; j++) mcl_acl_task_data_free(&td[j]);
             return fail(err, err_len, st, "batch: %s", mcl_ctx_error(t->ctx));
@@ -260,6 +312,8 @@ static void acl_free_fs(void *p)
         mcl_dataset_free(t->dom[i].train);
         mcl_dataset_free(t->dom[i].val);
     }
+    mcl_dataset_free(t->val_train);
+    mcl_dataset_free(t->val_test);
     mcl_acl_free(t->m);
     free(t);
 }
@@ -355,12 +409,43 @@ static void acl_step_end(void *fs)
     t->have_td = 0;
 }
 
+/* data.val = fmnist-val: the mean over `runs` runs of Split-FMNIST's final average accuracy
+ * (domain-incremental, 5 tasks of 2 classes, task.k_shot contexts per class from the 55 000
+ * training images outside the validation split, queries = the 5 000 held-out images, all
+ * after the last task; runs 0..runs-1 with the class order of train.seed: the same every
+ * time). */
+static mcl_status validate_splitx(acl_fs *t, int64_t runs, double *score, char *err, size_t err_len)
+{
+    mcl_splitx_eval_cfg xc;
+    memset(&xc, 0, sizeof xc);
+    xc.split.n_tasks = MCL_VAL_SPLITX_TASKS;
+    xc.split.classes_per_task = MCL_VAL_SPLITX_CLASSES;
+    xc.split.k_shot = t->cfg.k_shot;
+    xc.split.mode = MCL_SPLITX_DOMAIN;
+    xc.split.shuffle_seed = t->seed;
+    xc.n_runs = (int)runs;
+    xc.final_only = 1;
+    xc.normalize = t->cfg.normalize;
+    mcl_cl_result res;
+    mcl_status st = mcl_acl_eval_splitx(t->m, t->ctx, t->val_train, t->val_test, &xc, &res);
+    if (st != MCL_OK) return fail(err, err_len, st, "validation on %s: %s", t->cfg.val_data, mcl_ctx_error(t->ctx));
+    *score = res.mean.acc;
+    mcl_cl_result_free(&res);
+    return MCL_OK;
+}
+
 /* Validation score: mean query accuracy of the main and ACL terms over `batches` batches
- * (fixed episodes: the same every time), dropout off; the random state is put back. */
+ * (fixed episodes: the same every time), dropout off; the random state is put back. With
+ * data.val = fmnist-val: validate_splitx with `batches` runs. */
 static mcl_status acl_validate(void *fs, int64_t batches, double *score, char *err, size_t err_len)
 {
     acl_fs *t = fs;
     uint64_t stream = mcl_ctx_stream(t->ctx);
+    if (t->cfg.val_data[0]) {
+        mcl_status st = validate_splitx(t, batches, score, err, err_len);
+        mcl_ctx_set_stream(t->ctx, stream);
+        return st;
+    }
     mcl_acl_set_training(t->m, 0);
     mcl_no_grad_begin(t->ctx);
     double sum = 0.0;

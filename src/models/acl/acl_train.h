@@ -20,8 +20,16 @@
  *   data.alternate       1: the domain order alternates every step                  [1]
  *   data.dir             prepared-data directory ("" = $METACL_DATA or data/cache)  [""]
  *   data.normalize       1: images standardized with the set's mean/std             [1]
+ *   data.val             "": validate on the domains' held-out classes (below); fmnist-val:
+ *                        the score is Split-FMNIST domain-incremental accuracy on the 5 000
+ *                        held-out Fashion-MNIST training images (dataset.h), contexts from
+ *                        the other 55 000 (paper Table 7, meta-validation on the test
+ *                        domain)                                                   [""]
  * The ACL family sets the optimizer to Adam (β 0.9 / 0.995, eps 1e-9; noam width =
- * model.hidden). train.batch is the number of task sequences per step.
+ * model.hidden). train.batch is the number of task sequences per step. model.image_size may
+ * be any side 16..32: the 32×32 data sets are given at that side (mcl_image_to_side, e.g.
+ * 28: Fashion-MNIST's native pixels, stroke sets area-resized). Every class of a domain must
+ * hold first-shot + task.k_shot + 1 images (checked at the start: 15 shots need 17).
  * train.init copies from a checkpoint the tensors with the same name and shape; the
  * label-input rows and the head columns are copied for the classes both have, and the
  * "unknown" label row goes to the new unknown row.
@@ -61,6 +69,7 @@ typedef struct mcl_acl_task_cfg {
     float domain_scale[MCL_TRAIN_MAX_DOMAINS];
     int alternate, normalize;
     char data_dir[MCL_TRAIN_PATH_MAX];
+    char val_data[MCL_TRAIN_PATH_MAX]; /* data.val: "" or fmnist-val */
 } mcl_acl_task_cfg;
 
 /* The family table (`metacl train acl`). A run config of it: mcl_run_cfg_init(&c,
