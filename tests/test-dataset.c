@@ -795,6 +795,147 @@ static void test_prepared(void)
 #define FMNIST_FIRST1000_SHA "a25e47e25641b562565090f40ccfda2a06ae0a2691b3aeb9f0e622abf640ceff"
 #define FMNIST_LABELS_SHA "d4aa62207beab3726b18ae26e95bfdf6f09fdd9d4f76fbf5a32f05a365c94620"
 
+
+/* mcl_image_to_side: side 32 is the canvas; fmnist (content 28) at 28 is exactly its centred
+ * box, at 30 that box on a 1-pixel border; a 32-pixel stroke canvas at 28 is the area-weighted
+ * mean of what each output pixel covers (reference: overlaps in double, rounded; the exact
+ * integer rule may round a tie differently: 1 level allowed). */
+static void test_image_to_side(void)
+{
+    uint8_t canvas[PIX], out[PIX];
+    fill_random(canvas, PIX, 77);
+    mcl_image_to_side(canvas, 32, 32, out);
+    CHECK(memcmp(out, canvas, PIX) == 0, "side 32: the canvas itself");
+    mcl_image_to_side(canvas, MCL_FMNIST_SIDE, 28, out);
+    int ok = 1;
+    for (int y = 0; y < 28; y++)
+        for (int x = 0; x < 28; x++) ok &= out[y * 28 + x] == canvas[(y + 2) * 32 + x + 2];
+    CHECK(ok, "content 28 at side 28: the centred 28x28 box, exactly");
+    mcl_image_to_side(canvas, MCL_FMNIST_SIDE, 30, out);
+    ok = 1;
+    for (int y = 0; y < 30; y++)
+        for (int x = 0; x < 30; x++) {
+            int in = y >= 1 && y < 29 && x >= 1 && x < 29;
+            ok &= out[y * 30 + x] == (in ? canvas[(y + 1) * 32 + x + 1] : 0);
+        }
+    CHECK(ok, "content 28 at side 30: the box on a 1-pixel background border");
+    mcl_image_to_side(canvas, 32, 28, out);
+    int worst = 0;
+    for (int oy = 0; oy < 28; oy++)
+        for (int ox = 0; ox < 28; ox++) {
+            double sum = 0.0;
+            for (int y = 0; y < 32; y++)
+                for (int x = 0; x < 32; x++) {
+                    /* overlap of source pixel [y, y+1) with [oy·32/28, (oy+1)·32/28) */
+                    double a0 = fmax(y, oy * 32.0 / 28), a1 = fmin(y + 1, (oy + 1) * 32.0 / 28);
+                    double b0 = fmax(x, ox * 32.0 / 28), b1 = fmin(x + 1, (ox + 1) * 32.0 / 28);
+                    if (a1 > a0 && b1 > b0) sum += (a1 - a0) * (b1 - b0) * canvas[y * 32 + x];
+                }
+            int want = (int)floor(sum / (32.0 / 28 * 32.0 / 28) + 0.5);
+            int d = abs(want - out[oy * 28 + ox]);
+            if (d > worst) worst = d;
+        }
+    CHECK(worst <= 1, "content 32 at side 28: area means (worst difference %d levels)", worst);
+    /* the check can fail: the plain top-left 28x28 crop is not the area resize */
+    ok = 1;
+    for (int y = 0; y < 28; y++)
+        for (int x = 0; x < 28; x++) ok &= abs(out[y * 28 + x] - canvas[y * 32 + x]) <= 1;
+    CHECK(!ok, "a crop instead of the resize would be caught");
+}
+
+/* fmnist-val's rule on synthetic splits (no package needed): the last 500 training images
+ * of each class in file order become VAL, test images never, other names untouched,
+ * deterministic, and a class too small to hold 500 out is an error. */
+static void test_view_splits(void)
+{
+    enum { C = 10, PER = 700, NTR = C * 600, N = C * PER };
+    int32_t *lab = malloc(sizeof *lab * N);
+    uint8_t *sp = malloc(N), *sp2 = malloc(N);
+    if (!CHECK(lab && sp && sp2, "malloc")) {
+        free(lab), free(sp), free(sp2);
+        return;
+    }
+    for (int i = 0; i < N; i++) {
+        lab[i] = (i * 3) % C;
+        sp[i] = (uint8_t)(i < NTR ? MCL_SPLIT_TRAIN : MCL_SPLIT_TEST);
+    }
+    memcpy(sp2, sp, N);
+    CHECK(mcl_dataset_view_splits("fmnist", lab, sp2, N, C, g_err, sizeof g_err) == MCL_OK &&
+              memcmp(sp, sp2, N) == 0,
+          "fmnist itself: no view, splits unchanged");
+    mcl_status st = mcl_dataset_view_splits(MCL_FMNIST_VAL_NAME, lab, sp, N, C, g_err, sizeof g_err);
+    CHECK(st == MCL_OK, "fmnist-val view: %s", g_err);
+    int nval = 0, ok = 1, seen[C] = {0};
+    for (int i = N - 1; i >= 0; i--) {
+        if (i >= NTR) {
+            ok &= sp[i] == MCL_SPLIT_TEST;
+            continue;
+        }
+        int want = seen[lab[i]]++ < MCL_FMNIST_VAL_PER_CLASS ? MCL_SPLIT_VAL : MCL_SPLIT_TRAIN;
+        ok &= sp[i] == want;
+        nval += sp[i] == MCL_SPLIT_VAL;
+    }
+    CHECK(ok && nval == C * MCL_FMNIST_VAL_PER_CLASS,
+          "%d held out: the last %d training images of each class, test untouched", nval,
+          MCL_FMNIST_VAL_PER_CLASS);
+    for (int i = 0; i < N; i++) sp2[i] = (uint8_t)(i < NTR ? MCL_SPLIT_TRAIN : MCL_SPLIT_TEST);
+    mcl_dataset_view_splits(MCL_FMNIST_VAL_NAME, lab, sp2, N, C, g_err, sizeof g_err);
+    CHECK(memcmp(sp, sp2, N) == 0, "deterministic: the same split twice");
+    /* a class with exactly 500 training images cannot hold them all out */
+    for (int i = 0; i < N; i++)
+        sp[i] = (uint8_t)(lab[i] == 4 && i >= 500 * C ? MCL_SPLIT_TEST : i < NTR ? MCL_SPLIT_TRAIN : MCL_SPLIT_TEST);
+    st = mcl_dataset_view_splits(MCL_FMNIST_VAL_NAME, lab, sp, N, C, g_err, sizeof g_err);
+    CHECK(st == MCL_ERR_FORMAT && strstr(g_err, "class 4 has 500 training images"),
+          "too small a class: %s", g_err);
+    free(lab);
+    free(sp);
+    free(sp2);
+}
+
+/* The real fmnist-val (after test_fmnist prepared fmnist into dir dd): 5 000 VAL images (500
+ * per class), TRAIN 55 000, together exactly fmnist's training file (a partition: every
+ * training image is in one of them, in order), TEST the test file; deterministic; images at
+ * side 28 are Fashion-MNIST's own pixels. */
+static void test_fmnist_val(const char *dd)
+{
+    mcl_dataset *tr = NULL, *va = NULL, *va2 = NULL, *fr = NULL, *te = NULL;
+    mcl_status st = mcl_dataset_load("fmnist", dd, MCL_SPLIT_TRAIN, &fr, g_err, sizeof g_err);
+    if (st == MCL_OK) st = mcl_dataset_load(MCL_FMNIST_VAL_NAME, dd, MCL_SPLIT_TRAIN, &tr, g_err, sizeof g_err);
+    if (st == MCL_OK) st = mcl_dataset_load(MCL_FMNIST_VAL_NAME, dd, MCL_SPLIT_VAL, &va, g_err, sizeof g_err);
+    if (st == MCL_OK) st = mcl_dataset_load(MCL_FMNIST_VAL_NAME, dd, MCL_SPLIT_VAL, &va2, g_err, sizeof g_err);
+    if (st == MCL_OK) st = mcl_dataset_load(MCL_FMNIST_VAL_NAME, dd, MCL_SPLIT_TEST, &te, g_err, sizeof g_err);
+    if (CHECK(st == MCL_OK, "load fmnist-val splits: %s", g_err)) {
+        int ok = va->n == 10 * MCL_FMNIST_VAL_PER_CLASS && tr->n == fr->n - va->n && te->n == 10000;
+        for (int c = 0; c < 10 && ok; c++)
+            ok &= va->class_start[c + 1] - va->class_start[c] == MCL_FMNIST_VAL_PER_CLASS;
+        CHECK(ok, "fmnist-val: val %lld (500 per class), train %lld, test %lld", (long long)va->n,
+              (long long)tr->n, (long long)te->n);
+        /* walk fmnist's training file backwards: the last 500 of each class are val */
+        int64_t jt = tr->n - 1, jv = va->n - 1, seen[10] = {0};
+        int part = ok;
+        for (int64_t i = fr->n - 1; i >= 0 && part; i--) {
+            const int c = fr->labels[i];
+            mcl_dataset *to = seen[c]++ < MCL_FMNIST_VAL_PER_CLASS ? va : tr;
+            int64_t *j = to == va ? &jv : &jt;
+            part = *j >= 0 && to->labels[*j] == c &&
+                   memcmp(to->images + *j * PIX, fr->images + i * PIX, PIX) == 0;
+            (*j)--;
+        }
+        CHECK(part && jt == -1 && jv == -1, "val and train partition fmnist's training file");
+        CHECK(memcmp(va->images, va2->images, (size_t)va->n * PIX) == 0, "deterministic");
+        CHECK(va->content_side == MCL_FMNIST_SIDE && tr->content_side == MCL_FMNIST_SIDE,
+              "content side 28");
+        CHECK(tr->mean != fr->mean && va->mean == tr->mean,
+              "statistics of the 55 000 (%g, fmnist's %g), shared by the view's splits",
+              (double)tr->mean, (double)fr->mean);
+    }
+    mcl_dataset_free(tr);
+    mcl_dataset_free(va);
+    mcl_dataset_free(va2);
+    mcl_dataset_free(fr);
+    mcl_dataset_free(te);
+}
+
 static int test_fmnist(void)
 {
     char dd[512], bogus[512];
@@ -879,6 +1020,7 @@ static int test_fmnist(void)
     st = mcl_prepared_verify(dir, &e, &ne, g_err, sizeof g_err);
     CHECK(st == MCL_OK && ne == 5, "fmnist SHA256SUMS verifies: %s", g_err);
     free(e);
+    test_fmnist_val(dd);
     return 1;
 }
 
@@ -896,6 +1038,8 @@ int main(void)
     test_user_idx();
     test_user_pngdir();
     test_prepared();
+    test_image_to_side();
+    test_view_splits();
     test_fmnist();
     tu_rm_rf(g_tmp);
     CHECK(access(g_tmp, F_OK) != 0, "temporary directory removed");

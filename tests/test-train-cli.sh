@@ -39,6 +39,28 @@ check "bad value in a config file" 1 "$METACL" train acl --config "$TMP/bad.conf
 expect_text "names file and line" "bad.conf:2: train.steps = 'many'"
 check "model/task mismatch" 1 "$METACL" train acl --config "$CONF" --set model.n_way=4 --out "$TMP/u"
 expect_text "explains the mismatch" "model.n_way = 4"
+# image sizes: any side 16..32 (28 = the paper's Omniglot side); others refused with the range
+check "image_size below 16" 2 "$METACL" train acl --config "$CONF" --set model.image_size=8 --out "$TMP/u"
+expect_text "names the key" "model.image_size"
+check "image_size above the data" 1 "$METACL" train acl --config "$CONF" --set model.image_size=64 --out "$TMP/u"
+expect_text "says the largest side" "model.image_size at most 32"
+# 15 shots: hershey has 20 images per class (1 first-shot + 15 + 1 query fit; 19 shots do not)
+check "too few images per class" 1 "$METACL" train acl --config "$CONF" --set task.k_shot=19 --out "$TMP/u"
+expect_text "names class size and need" "images, a task takes 21 per class"
+check "unknown data.val" 1 "$METACL" train acl --config "$CONF" --set data.val=hershey --out "$TMP/u"
+expect_text "lists the choice" "fmnist-val"
+check "28x28, 15-shot run" 0 "$METACL" train acl --config "$CONF" --set model.image_size=28 --set task.k_shot=15 --out "$TMP/s28" --quiet
+if [ "$(tail -1 "$TMP/s28/metrics.csv" | cut -d, -f1)" = 6 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the 28x28 15-shot run did not reach step 6"; fi
+check "eval of the 28x28 model, 15 shots" 0 "$METACL" eval acl --ckpt "$TMP/s28/last.ckpt" --protocol seq --data hershey --n-way 3 --k-shot 15 --runs 1 --episodes 1 --data-dir "$TMP/data"
+if "$METACL" data prepare fmnist --data-dir "$TMP/data" >/dev/null 2>&1; then
+    # meta-validation on the test domain (data.val = fmnist-val): Split-FMNIST on held-out images
+    check "data.val = fmnist-val" 0 "$METACL" train acl --config "$CONF" --set data.val=fmnist-val --set model.image_size=28 --out "$TMP/fv"
+    expect_text "logs the validation data" "5000 held-out images, contexts from the other 55000"
+    if [ -s "$TMP/fv/best.ckpt" ] && [ -n "$(tail -1 "$TMP/fv/metrics.csv" | cut -d, -f9)" ]; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: fmnist-val selection: no best.ckpt or no val_score"; fi
+else
+    echo "test-train-cli: SKIP data.val = fmnist-val: apt-get install dataset-fashion-mnist"
+fi
 check "unknown data set" 1 "$METACL" train acl --config "$CONF" --set data.domains=nosuchset --out "$TMP/u"
 expect_text "names the data set" "nosuchset"
 # a run that fails before its first step leaves nothing behind: the same command works again
