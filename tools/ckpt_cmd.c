@@ -244,8 +244,17 @@ static int cmd_import(int argc, char **argv)
             return 1;
         }
         cfg = &tc.model;
-    } else if (o.tmpl[0]) {
-        if (mcl_family_cfg_from_ckpt(&mcl_acl_family, o.tmpl, &tc, NULL, err, sizeof err) != MCL_OK) {
+    } else if (o.tmpl[0]) { /* the config section of an ACL checkpoint (its header is checked) */
+        char e2[512] = "";
+        mcl_ckpt_info info;
+        if (mcl_ckpt_read_info(o.tmpl, &info, err, sizeof err) != MCL_OK) rc = 1;
+        else if (strcmp(info.model_kind, MCL_ACL_CKPT_KIND) != 0)
+            snprintf(err, sizeof err, "'%.1000s' holds a '%s' model, not acl", o.tmpl, info.model_kind), rc = 1;
+        mcl_acl_config_default(&tc.model);
+        if (rc == MCL_CLI_GO && mcl_acl_config_parse(&tc.model, info.config, e2, sizeof e2) != MCL_OK)
+            snprintf(err, sizeof err, "'%.1000s': config: %.500s", o.tmpl, e2), rc = 1;
+        mcl_ckpt_info_free(&info);
+        if (rc == 1) {
             fprintf(stderr, "metacl ckpt import: --template: %s\n", err);
             return 1;
         }
