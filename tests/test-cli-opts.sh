@@ -26,7 +26,7 @@ IDX="idx:$FIX/tiny-images-idx3-ubyte.gz,$FIX/tiny-labels-idx1-ubyte.gz"
 # -h and --help on every command and subcommand: exit 0, the usage on stdout, nothing on stderr
 for cmd in devices selftest bench "bench gemm" "bench ops" "bench data" "bench acl" "bench smn" "bench lm" data \
     "data prepare" "data info" "data show" train "train acl" eval "eval acl" ckpt "ckpt info" \
-    "ckpt export" plot version help; do
+    "ckpt export" "ckpt import" plot version help; do
     for h in --help -h; do
         # shellcheck disable=SC2086 # $cmd is the command words
         check "$cmd $h exits 0" 0 sh -c "\"\$0\" $cmd $h 2>$TMP/err" "$METACL"
@@ -51,7 +51,7 @@ check "train --help" 0 "$METACL" train --help
 expect_text "train --help lists the families" "acl "
 check "top-level --help" 0 "$METACL" --help
 for c in devices selftest "bench gemm" "bench ops" "bench data" "bench acl" "bench smn" "bench lm" "data prepare" "data info" \
-    "data show" "train FAMILY" "eval FAMILY" "ckpt info" "ckpt export" plot version help; do
+    "data show" "train FAMILY" "eval FAMILY" "ckpt info" "ckpt export" "ckpt import" plot version help; do
     expect_text "metacl --help lists '$c'" "  $c"
 done
 check "--version" 0 "$METACL" --version

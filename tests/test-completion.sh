@@ -35,11 +35,14 @@ expect "bench subcommands" smn bench s
 expect "bench smn options" --only bench smn --on
 expect "bench subcommands: lm" lm bench l
 expect "bench lm options" --only bench lm --on
+expect "ckpt subcommands: import" import ckpt im
+expect "ckpt import options" --template ckpt import --tem
+expect "ckpt export options" --format ckpt export --for
 # the check can fail: a word that is not an option
 got=$(complete_words train acl --nosuchopt)
 if [ -z "$got" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --nosuchopt completed to '$got'"; fi
 if [ -f "$bld/metacl.1" ]; then
-    for w in "EXIT STATUS" "METACL_BACKEND" "resume" "ckpt export"; do
+    for w in "EXIT STATUS" "METACL_BACKEND" "resume" "ckpt export" "ckpt import" "safetensors"; do
         if grep -q -- "$w" "$bld/metacl.1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: metacl.1 lacks '$w'"; fi
     done
 else

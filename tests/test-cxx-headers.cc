@@ -12,11 +12,13 @@
 #include <metacl/optim.h>
 #include <metacl/params.h>
 #include <metacl/checkpoint.h>
+#include <metacl/safetensors.h>
 #include <metacl/dataset.h>
 #include <metacl/sampler.h>
 #include <metacl/text.h>
 #include <metacl/wcst.h>
 #include <metacl/acl.h>
+#include <metacl/acl_interop.h>
 #include <metacl/metrics.h>
 #include <metacl/acl_eval.h>
 #include <metacl/baseline.h>
@@ -49,11 +51,13 @@ int main()
         reinterpret_cast<const void *>(&mcl_optim_create),     // optim.h
         reinterpret_cast<const void *>(&mcl_params_create),    // params.h
         reinterpret_cast<const void *>(&mcl_ckpt_save),        // checkpoint.h
+        reinterpret_cast<const void *>(&mcl_st_parse),         // safetensors.h
         reinterpret_cast<const void *>(&mcl_dataset_load),     // dataset.h
         reinterpret_cast<const void *>(&mcl_episode_create),   // sampler.h
         reinterpret_cast<const void *>(&mcl_wcst_create),      // wcst.h
         reinterpret_cast<const void *>(&mcl_text_open),        // text.h
         reinterpret_cast<const void *>(&mcl_acl_open),         // acl.h
+        reinterpret_cast<const void *>(&mcl_acl_import_safetensors), // acl_interop.h
         reinterpret_cast<const void *>(&mcl_cl_result_free),   // metrics.h
         reinterpret_cast<const void *>(&mcl_acl_learner_open), // acl_eval.h
         reinterpret_cast<const void *>(&mcl_baseline_config_default), // baseline.h

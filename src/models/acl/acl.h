@@ -103,11 +103,12 @@ extern const mcl_key mcl_acl_config_key_table[MCL_ACL_CONFIG_N_KEYS];
  * "unknown"). There a ModuleList `layers` alternates SRWM layers (even indices) and
  * feed-forward blocks (odd); Sequential indices: conv block = [0 Conv2d, 1 InstanceNorm2d,
  * 2 MaxPool, 3 Dropout, 4 ReLU], FF block = [0 Linear, 1 ReLU, 2 Dropout, 3 Linear,
- * 4 Dropout]. "(ᵀ)" = transpose when copying. Points to check when importing its state dict:
- *   - its SRWM tensors carry a leading axis of 1 ([1,H,D,D], [1,H,D,4]): drop it. Whether
- *     their last two axes are [in, out] like ours was not checked against the authors' CUDA
- *     kernel: run one step from W0 (y_0 = x_0·W_y) on both sides to settle it (ours is
- *     checked by doc/examples/srwm-layer.c, which recomputes that step on the host);
+ * 4 Dropout]. "(ᵀ)" = transpose when copying. acl_interop.h moves the parameters both ways as
+ * safetensors files (`metacl ckpt export --format safetensors`, `metacl ckpt import`; every name
+ * in doc/interop.md). Points to note about its state dict:
+ *   - its SRWM tensors carry a leading axis of 1 ([1,H,D,D], [1,H,D,4]): drop it. Their last
+ *     two axes are [in, out] like ours: the authors' CUDA kernel accumulates
+ *     y[m] += W[n][h][e][m]·x[e];
  *   - its carried state is an offset from the live parameters (state − W0); ours holds the
  *     fast weights themselves (add W0 when importing a state, not when importing parameters);
  *   - it applies out_layer at every step; we apply head.* to the last step only (same
