@@ -583,7 +583,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         if (!strcmp(o.models[i].opt, "baseline")) {
             char perr[512];
             if (parse_baseline(v, e, perr, sizeof perr)) {
-                fprintf(stderr, "metacl %s: --baseline: %s\n", cmd_name, perr);
+                fprintf(stderr, "metacl %s: --%s\n", cmd_name, perr);
                 return 2;
             }
             continue;
