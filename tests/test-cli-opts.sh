@@ -143,6 +143,12 @@ expect_text "too many arguments" "unexpected argument '--json'"
 # repeatable options keep their order (eval: --ckpt and --baseline rows in command-line order)
 check "eval: a repeatable option with a bad value" 2 "$METACL" eval acl --protocol seq --data hershey --baseline sgd --baseline rmsprop
 expect_text "names the bad baseline" "--baseline 'rmsprop'"
+check "eval: a baseline key of another method" 2 "$METACL" eval acl --protocol seq --data hershey --baseline si:lambda=3
+expect_text "names the key and the method's keys" "no key 'lambda' for si (keys: lr, epochs, batch, optim, regime, c, xi)"
+check "eval: a bad baseline value" 2 "$METACL" eval acl --protocol split-dil --data hershey --baseline ewc:lambda=-1
+expect_text "names the value and its range" "lambda=-1: want a float in [0, 1e12]"
+check "eval: the full-data regime on task sequences" 2 "$METACL" eval acl --protocol seq --data hershey --baseline replay:regime=full
+expect_text "says what regime=full is for" "regime=full is for the split protocols"
 check "eval: family checked against the families" 2 "$METACL" eval nosuchfamily --protocol seq
 expect_text "lists the families" "(available: acl"
 

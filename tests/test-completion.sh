@@ -31,6 +31,8 @@ expect "the text corpus" text data prepare te
 expect "text domains" commentary data prepare text --domains comm
 expect "text options" --cap-mb data prepare --cap
 expect "backends" opencl train acl --backend o
+expect "acl baselines" ewc-online eval acl --baseline ewc
+expect "acl baselines: replay" replay eval acl --baseline re
 expect "bench subcommands" smn bench s
 expect "bench smn options" --only bench smn --on
 expect "bench subcommands: lm" lm bench l

@@ -132,9 +132,11 @@ for be in $backends; do
         --data hershey --data-dir "$TMP/data" --n-way 3 --k-shot 2 --tasks 2 --runs 2 --episodes 2 --json
     expect_text "$be: eval JSON" '"name":"tiny","kind":"acl"'
     check "$be: eval split-dil with a baseline and figures" 0 "$METACL" eval acl --backend $be \
-        --ckpt "$A/last.ckpt" --baseline sgd:0.01:1 --protocol split-dil --tasks 2 --k-shot 2 --runs 2 \
+        --ckpt "$A/last.ckpt" --baseline sgd:0.01:1 --baseline ewc:lambda=10,lr=0.01,epochs=1 \
+        --protocol split-dil --tasks 2 --k-shot 2 --runs 2 \
         --data "idx:$TMP/data/hershey/images.idx,$TMP/data/hershey/labels.idx" --figures "$TMP/$be-fig"
     expect_text "$be: split table has the baseline row" "| SGD (lr 0.01, 1 epochs) |"
+    expect_text "$be: split table has the EWC row" "| EWC (lambda 10, SGD lr 0.01, 1 epochs) |"
     for f in last-split-dil-accuracy.png last-srwm-layer0-head0.png sgd-lr0.01-1ep-split-dil-accuracy.png split-dil-accuracy.png; do
         if [ -s "$TMP/$be-fig/$f" ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $be: figure $f missing"; ls "$TMP/$be-fig" | sed 's/^/    /'; fi
     done

@@ -3,7 +3,7 @@
  *
  *   metacl eval acl --ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil
  *                   --data SPEC... [--tasks T] [--n-way N] [--k-shot K] [--runs R]
- *                   [--episodes E] [--seed S] [--baseline sgd|adam[:LR:EPOCHS]]...
+ *                   [--episodes E] [--seed S] [--baseline NAME[:KEY=VALUE,...]]...
  *                   [--figures DIR] [--json] [--json-out FILE] [--backend ref|opencl]
  *                   [--device N|NAME]
  *
@@ -20,6 +20,8 @@
  * On a terminal, a progress line on stderr (models and runs done, ETA; tools/progress.h);
  * --figures DIR writes the accuracy matrices and, for the first checkpoint, heat-maps of one
  * SRWM head's four sub-matrices while a demo sequence is consumed.
+ * --baseline NAME[:KEY=VALUE,...]: sgd, adam, ewc, ewc-online, si, lwf, replay with their keys
+ * (mcl_baseline_parse in baseline.h; the old form sgd|adam:LR:EPOCHS still works).
  * Exit: 0 ok, 1 runtime error, 2 usage.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -46,7 +48,7 @@
 #define MAX_CLASSES 4096
 
 typedef struct model_entry {
-    char name[64];
+    char name[128];
     const char *path;     /* checkpoint, or NULL for a baseline */
     mcl_baseline_config base;
     mcl_acl *m;
@@ -94,15 +96,20 @@ static const mcl_key eval_keys[] = {
     MCL_OPT_INT("runs", 0, eval_opts, runs, 1, 1000, NULL, "R", "runs (seq: 5 sets of test episodes; split: 10 runs)"),
     MCL_OPT_INT("episodes", 0, eval_opts, episodes, 1, 1000000, "64", "E", "seq: episodes per run"),
     MCL_OPT_INT("seed", 0, eval_opts, seed, 0, 2000000000, "1", "S", "seed of the episodes, splits and baselines"),
-    MCL_OPT_APPEND("baseline", 0, eval_opts, models, n_models, "sgd|adam[:LR:EPOCHS]",
-                   "also run the Conv-4 + linear baseline trained with SGD or Adam on\n"
-                   "each task in turn (lr and epochs: defaults of doc/acl.md)"),
+    MCL_OPT_APPEND("baseline", 0, eval_opts, models, n_models, "NAME[:KEY=VALUE,...]",
+                   "also run a Conv-4 + linear baseline trained on each task in turn:\n"
+                   "NAME sgd, adam (plain fine-tuning), ewc, ewc-online, si, lwf, replay;\n"
+                   "keys lr, epochs, batch, optim=sgd|adam, regime=shots|full (full: every\n"
+                   "training image of a task's classes, split protocols), lambda (ewc,\n"
+                   "ewc-online, lwf), gamma (ewc-online), fisher (ewc: examples of the\n"
+                   "Fisher, 0 = all), c, xi (si), T (lwf), buffer, replay-batch (replay);\n"
+                   "e.g. ewc:lambda=100,lr=0.01,epochs=5 (defaults and formulas: doc/acl.md)"),
     MCL_OPT_FLAG("final-only", 0, eval_opts, final_only,
                  "split: query only after the last task (the paper's protocol; no\n"
                  "backward transfer / forgetting, 5x faster for 5 tasks)"),
     MCL_OPT_FLAG("select", 0, eval_opts, select,
-                 "seq/two-task: choose each baseline's lr and epochs by a grid search\n"
-                 "on the same protocol over the meta-validation classes"),
+                 "seq/two-task: choose each baseline's lr, epochs and method value (lambda,\n"
+                 "c) by a grid search on the same protocol over the meta-validation classes"),
     MCL_OPT_STR("figures", 0, eval_opts, figures, NULL, "DIR", "write PNG figures (accuracy matrices, SRWM heat-maps)"),
     MCL_OPT_STR("data-dir", 0, eval_opts, data_dir, NULL, "DIR", "prepared data sets (default $METACL_DATA, else ./data/cache if it exists, else $XDG_DATA_HOME/metacl)"),
     MCL_OPT_FLAG("json", 0, eval_opts, json, "print JSON instead of the Markdown table (accuracies as fractions)"),
@@ -117,11 +124,11 @@ static const mcl_key eval_keys[] = {
 static const char eval_synopsis[] =
     "--ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil --data SPEC...\n"
     "... [--tasks T] [--n-way N] [--k-shot K] [--runs R] [--episodes E] [--seed S]\n"
-    "... [--baseline sgd|adam[:LR:EPOCHS]]... [--figures DIR] [--json] [--json-out FILE]\n"
+    "... [--baseline NAME[:KEY=VALUE,...]]... [--figures DIR] [--json] [--json-out FILE]\n"
     "... [--backend ref|opencl]";
 static const char eval_about[] =
     "The evaluation protocols of doc/acl-model.md 5 on trained checkpoints, next to the hand-crafted\n"
-    "SGD/Adam baselines on the same data. A table on stdout (mean +- std over runs, in %).";
+    "baselines (SGD, Adam, EWC, online EWC, SI, LwF, replay) on the same data. A table on stdout (mean +- std over runs, in %).";
 
 /* "SPEC[@a-b,c,...]" */
 static int parse_data(const char *arg, data_entry *d)
@@ -231,7 +238,7 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
         mcl_cl_result *r = &me[k].res;
         mcl_json_begin_obj(&j, NULL);
         mcl_json_str(&j, "name", me[k].name);
-        mcl_json_str(&j, "kind", me[k].path ? "acl" : me[k].base.optim == MCL_OPTIM_SGD ? "sgd" : "adam");
+        mcl_json_str(&j, "kind", me[k].path ? "acl" : mcl_baseline_method_name(me[k].base.method, me[k].base.optim));
         mcl_json_num_array(&j, "acc_mean", r->acc_mean, T * T, 6);
         mcl_json_num_array(&j, "acc_std", r->acc_std, T * T, 6);
         mcl_json_num_array(&j, "alone_mean", r->alone_mean, T, 6);
@@ -264,9 +271,29 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
         if (me[k].path) {
             mcl_json_str(&j, "checkpoint", me[k].path);
         } else {
-            mcl_json_str(&j, "optimizer", me[k].base.optim == MCL_OPTIM_SGD ? "sgd" : "adam");
-            mcl_json_num(&j, "lr", (double)me[k].base.lr, 6);
-            mcl_json_int(&j, "epochs", me[k].base.epochs);
+            const mcl_baseline_config *b = &me[k].base;
+            mcl_json_str(&j, "method", mcl_baseline_method_name(b->method, b->optim));
+            mcl_json_str(&j, "optimizer", b->optim == MCL_OPTIM_SGD ? "sgd" : "adam");
+            mcl_json_num(&j, "lr", (double)b->lr, 6);
+            mcl_json_int(&j, "epochs", b->epochs);
+            mcl_json_str(&j, "regime", b->regime == MCL_BASELINE_FULL ? "full" : "shots");
+            if (b->method == MCL_BASELINE_EWC || b->method == MCL_BASELINE_EWC_ONLINE) {
+                mcl_json_num(&j, "lambda", (double)b->ewc_lambda, 6);
+                mcl_json_int(&j, "fisher_examples", b->fisher_max);
+            }
+            if (b->method == MCL_BASELINE_EWC_ONLINE) mcl_json_num(&j, "gamma", (double)b->ewc_gamma, 6);
+            if (b->method == MCL_BASELINE_SI) {
+                mcl_json_num(&j, "c", (double)b->si_c, 6);
+                mcl_json_num(&j, "xi", (double)b->si_xi, 6);
+            }
+            if (b->method == MCL_BASELINE_LWF) {
+                mcl_json_num(&j, "lambda", (double)b->lwf_lambda, 6);
+                mcl_json_num(&j, "T", (double)b->lwf_t, 6);
+            }
+            if (b->method == MCL_BASELINE_REPLAY) {
+                mcl_json_int(&j, "buffer", b->buffer);
+                mcl_json_int(&j, "replay_batch", b->replay_batch ? b->replay_batch : b->batch_size);
+            }
         }
         mcl_json_end_obj(&j);
     }
@@ -471,37 +498,12 @@ static int write_srwm_png(const char *dir, const char *model, const char *displa
 
 /* ------------------------------------------------------------------ main */
 
-static int parse_baseline(const char *arg, model_entry *e)
+/* --baseline NAME[:KEY=VALUE,...] (mcl_baseline_parse); 0 ok, else a message in err. */
+static int parse_baseline(const char *arg, model_entry *e, char *err, size_t len)
 {
     memset(e, 0, sizeof *e);
-    mcl_baseline_config_default(&e->base);
-    char kind[16];
-    const char *c = strchr(arg, ':');
-    size_t n = c ? (size_t)(c - arg) : strlen(arg);
-    if (n >= sizeof kind) return 1;
-    memcpy(kind, arg, n);
-    kind[n] = 0;
-    if (!strcmp(kind, "sgd")) {
-        e->base.optim = MCL_OPTIM_SGD;
-        e->base.lr = 0.1f; /* doc/acl.md: chosen by --select on the meta-validation classes */
-        e->base.epochs = 25;
-    } else if (!strcmp(kind, "adam")) {
-        e->base.optim = MCL_OPTIM_ADAM;
-        e->base.lr = 3e-3f;
-        e->base.epochs = 5;
-    } else
-        return 1;
-    if (c) {
-        char *end = NULL;
-        float lr = strtof(c + 1, &end);
-        if (end == c + 1 || *end != ':' || !(lr > 0.0f)) return 1;
-        int64_t ep = 0;
-        if (mcl_parse_i64(end + 1, 1, 10000, &ep)) return 1;
-        e->base.lr = lr;
-        e->base.epochs = (int)ep;
-    }
-    snprintf(e->name, sizeof e->name, "%s (lr %g, %d epochs)", kind[0] == 's' ? "SGD" : "Adam",
-             (double)e->base.lr, e->base.epochs);
+    if (mcl_baseline_parse(arg, &e->base, err, len) != MCL_OK) return 1;
+    mcl_baseline_describe(&e->base, e->name, sizeof e->name);
     return 0;
 }
 
@@ -579,8 +581,9 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         const char *v = o.models[i].value;
         model_entry *e = &me[n_models++];
         if (!strcmp(o.models[i].opt, "baseline")) {
-            if (parse_baseline(v, e)) {
-                fprintf(stderr, "metacl %s: --baseline '%s': want sgd or adam, optionally :LR:EPOCHS\n", cmd_name, v);
+            char perr[512];
+            if (parse_baseline(v, e, perr, sizeof perr)) {
+                fprintf(stderr, "metacl %s: --%s\n", cmd_name, perr);
                 return 2;
             }
             continue;
@@ -623,9 +626,15 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         fprintf(stderr, "metacl %s: give at least one --ckpt (or --baseline) and one --data\n", cmd_name);
         return 2;
     }
+    for (int k = 0; k < n_models && seq; k++)
+        if (!me[k].path && me[k].base.regime == MCL_BASELINE_FULL) {
+            fprintf(stderr, "metacl %s: --baseline %s: regime=full is for the split protocols (task "
+                            "sequences query images of the classes they learn)\n", cmd_name, me[k].name);
+            return 2;
+        }
     if (select && !seq) {
         fprintf(stderr, "metacl %s: --select works with the seq / two-task protocols (it uses the\n"
-                        "  meta-validation classes of the --data sets); pass the chosen values as sgd:LR:EPOCHS\n", cmd_name);
+                        "  meta-validation classes of the --data sets); pass the chosen values as sgd:lr=LR,epochs=E\n", cmd_name);
         return 2;
     }
     if (!seq && n_data != 1) {
@@ -721,19 +730,25 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         mcl_baseline_config best;
         me[k].base.seed = (uint64_t)seed;
         if (rc == 0) {
-            fprintf(stderr, "selecting lr and epochs of %s on meta-validation classes...\n",
-                    me[k].base.optim == MCL_OPTIM_SGD ? "SGD" : "Adam");
+            const float *hv = NULL;
+            int nh = 0;
+            const char *hname = NULL;
+            mcl_baseline_method_grid(me[k].base.method, &hv, &nh, &hname);
+            fprintf(stderr, "selecting lr, epochs%s%s of %s on meta-validation classes...\n", hname ? " and " : "",
+                    hname ? hname : "", mcl_baseline_method_name(me[k].base.method, me[k].base.optim));
             if (mcl_baseline_select(ctx, &me[k].base, &vd, NULL, 0, NULL, 0, &best, &sel) != MCL_OK) {
                 fprintf(stderr, "metacl %s: --select: %s\n", cmd_name, mcl_ctx_error(ctx));
                 rc = 1;
             } else {
-                for (int g = 0; g < sel.n; g++)
-                    fprintf(stderr, "  lr %-7g epochs %-3d ACC %.4f ± %.4f%s\n", (double)sel.point[g].lr,
-                            sel.point[g].epochs, sel.point[g].score, sel.point[g].score_std,
+                for (int g = 0; g < sel.n; g++) {
+                    char hp[48] = "";
+                    if (hname) snprintf(hp, sizeof hp, " %s %-7g", hname, (double)sel.point[g].hp);
+                    fprintf(stderr, "  lr %-7g epochs %-3d%s ACC %.4f ± %.4f%s\n", (double)sel.point[g].lr,
+                            sel.point[g].epochs, hp, sel.point[g].score, sel.point[g].score_std,
                             g == sel.best ? "   <- best" : "");
+                }
                 me[k].base = best;
-                snprintf(me[k].name, sizeof me[k].name, "%s (lr %g, %d epochs)",
-                         best.optim == MCL_OPTIM_SGD ? "SGD" : "Adam", (double)best.lr, best.epochs);
+                mcl_baseline_describe(&best, me[k].name, sizeof me[k].name);
             }
         }
         for (int d = 0; d < n_data; d++) mcl_dataset_free(vds[d]);
@@ -806,7 +821,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
             rc = write_matrices(path, me, 0, n_models, protocol, tasks);
         }
         for (int k = 0; k < n_models && rc == 0; k++) {
-            char safe[64], path[4400];
+            char safe[128], path[4400];
             figure_slug(me[k].name, safe, sizeof safe);
             snprintf(path, sizeof path, "%s/%s-%s-accuracy.png", figures, safe, protocol);
             rc = write_matrices(path, me, k, k + 1, protocol, tasks);
