@@ -68,6 +68,7 @@ typedef struct eval_opts {
     mcl_cli_arg data[MAX_DATA];
     int n_data;
     int protocol; /* index into protocols, -1 = not given */
+    int feature_stats; /* mcl_acl_feature_stats for every --ckpt, -1 = each checkpoint's own */
     int tasks, n_way, k_shot, runs, episodes, seed;
     int json, select, final_only, quiet;
     char figures[4096], data_dir[4096], backend[64], device[256], json_out[4096];
@@ -104,6 +105,11 @@ static const mcl_key eval_keys[] = {
                    "ewc-online, lwf), gamma (ewc-online), fisher (ewc: examples of the\n"
                    "Fisher, 0 = all), c, xi (si), T (lwf), buffer, replay-batch (replay);\n"
                    "e.g. ewc:lambda=100,lr=0.01,epochs=5 (defaults and formulas: doc/acl.md)"),
+    MCL_OPT_ENUM("feature-stats", 0, eval_opts, feature_stats, "running|call|context", NULL,
+                 "evaluate every --ckpt (feature_norm batch) with these feature\n"
+                 "statistics instead of its own model.feature_stats: running\n"
+                 "estimates, each call's images, or each sequence's own context\n"
+                 "examples (doc/acl-model.md 2)"),
     MCL_OPT_FLAG("final-only", 0, eval_opts, final_only,
                  "split: query only after the last task (the paper's protocol; no\n"
                  "backward transfer / forgetting, 5x faster for 5 tasks)"),
@@ -124,8 +130,8 @@ static const mcl_key eval_keys[] = {
 static const char eval_synopsis[] =
     "--ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil --data SPEC...\n"
     "... [--tasks T] [--n-way N] [--k-shot K] [--runs R] [--episodes E] [--seed S]\n"
-    "... [--baseline NAME[:KEY=VALUE,...]]... [--figures DIR] [--json] [--json-out FILE]\n"
-    "... [--backend ref|opencl]";
+    "... [--baseline NAME[:KEY=VALUE,...]]... [--feature-stats running|call|context]\n"
+    "... [--figures DIR] [--json] [--json-out FILE] [--backend ref|opencl]";
 static const char eval_about[] =
     "The evaluation protocols of doc/acl-model.md 5 on trained checkpoints, next to the hand-crafted\n"
     "baselines (SGD, Adam, EWC, online EWC, SI, LwF, replay) on the same data. A table on stdout (mean +- std over runs, in %).";
@@ -269,7 +275,10 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
         mcl_json_begin_obj(&j, NULL);
         mcl_json_str(&j, "name", me[k].name);
         if (me[k].path) {
+            static const char *const fs_names[] = {"running", "call", "context"};
             mcl_json_str(&j, "checkpoint", me[k].path);
+            if (me[k].m && me[k].m->cfg.feature_stats >= 0 && me[k].m->cfg.feature_stats <= 2)
+                mcl_json_str(&j, "feature_stats", fs_names[me[k].m->cfg.feature_stats]);
         } else {
             const mcl_baseline_config *b = &me[k].base;
             mcl_json_str(&j, "method", mcl_baseline_method_name(b->method, b->optim));
@@ -564,6 +573,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     memset(me, 0, sizeof me);
     memset(&o, 0, sizeof o);
     o.protocol = -1;
+    o.feature_stats = -1;
     mcl_cli_parsed parsed;
     int rc = mcl_cli_parse(&cmd, argc, argv, &o, &parsed);
     if (rc != MCL_CLI_GO) return rc;
@@ -671,6 +681,14 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
                                        &me[k].m, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
             rc = 1;
+        } else if (me[k].path && o.feature_stats >= 0) {
+            if (o.feature_stats != MCL_ACL_FEATSTATS_RUNNING && me[k].m->cfg.feature_norm != MCL_ACL_FEATNORM_BATCH) {
+                fprintf(stderr, "metacl %s: --feature-stats: %s has model.feature_norm %s; call and context "
+                                "need feature_norm batch\n", cmd_name, me[k].path,
+                        me[k].m->cfg.feature_norm == MCL_ACL_FEATNORM_NONE ? "none" : "image");
+                rc = 1;
+            } else
+                me[k].m->cfg.feature_stats = o.feature_stats;
         }
     mcl_class_pool pools[MCL_ACL_MAX_TASKS];
     const char *task_names[MCL_ACL_MAX_TASKS];

@@ -107,6 +107,14 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
                           c->feature_norm);
         return NULL;
     }
+    if (c->feature_stats < MCL_ACL_FEATSTATS_RUNNING || c->feature_stats > MCL_ACL_FEATSTATS_CONTEXT ||
+        (c->feature_stats != MCL_ACL_FEATSTATS_RUNNING && c->feature_norm != MCL_ACL_FEATNORM_BATCH)) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                          "mcl_acl_create: feature_stats %d needs feature_norm batch (have %d); "
+                          "call and context choose the statistics of batch normalization",
+                          c->feature_stats, c->feature_norm);
+        return NULL;
+    }
     char budget[512];
     if (mcl_check_budget(mcl_acl_param_bytes(c), "the model's parameters", budget,
                          sizeof budget) != MCL_OK) {
@@ -238,6 +246,8 @@ void mcl_acl_state_free(mcl_acl_state *s)
     if (!s) return;
     if (s->t)
         for (int i = 0; i < s->layers * 4; i++) mcl_tensor_free(s->t[i]);
+    mcl_tensor_free(s->feat_mean);
+    mcl_tensor_free(s->feat_m2);
     free(s->t);
     free(s);
 }
@@ -250,6 +260,15 @@ mcl_acl_state *mcl_acl_state_detach(const mcl_acl_state *s)
     for (int i = 0; i < s->layers * 4; i++) {
         d->t[i] = s->t[i] ? mcl_detach(s->t[i]) : NULL;
         if (!d->t[i]) {
+            mcl_acl_state_free(d);
+            return NULL;
+        }
+    }
+    d->feat_n = s->feat_n;
+    if (s->feat_n > 0) {
+        d->feat_mean = s->feat_mean ? mcl_detach(s->feat_mean) : NULL;
+        d->feat_m2 = s->feat_m2 ? mcl_detach(s->feat_m2) : NULL;
+        if (!d->feat_mean || !d->feat_m2) {
             mcl_acl_state_free(d);
             return NULL;
         }
@@ -287,14 +306,23 @@ static mcl_tensor *plain_norm(mcl_ctx *ctx, mcl_tensor *x, int64_t n)
 
 #define RUN_MOMENTUM 0.1f
 
-/* feature_norm batch, training: per feature over the R rows of f [R,F] (LayerNorm of fᵀ),
- * and the running estimates move towards this call's mean and (biased) variance:
+/* Per feature over the R rows of f [R,F] (LayerNorm of fᵀ, gain 1, shift 0):
+ *   y[r][i] = (f[r][i] − μ_i) / sqrt(σ²_i + eps),  μ_i = mean_r f[r][i],  σ²_i = mean_r (f[r][i] − μ_i)².
+ * The rows of every sequence of the call share the statistics (feature_stats call). */
+static mcl_tensor *call_norm(mcl_ctx *ctx, mcl_tensor *f, int64_t rows)
+{
+    mcl_tensor *ft = mcl_transpose(ctx, f); /* [F,R] */
+    return mcl_transpose(ctx, plain_norm(ctx, ft, rows));
+}
+
+/* feature_norm batch, training (feature_stats running or call): call_norm, and the running
+ * estimates move towards this call's mean and (biased) variance:
  * run = (1 - 0.1)·run + 0.1·batch, without gradient. */
 static mcl_tensor *batch_norm_train(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f, int64_t rows)
 {
-    mcl_tensor *ft = mcl_transpose(ctx, f); /* [F,R] */
-    mcl_tensor *y = mcl_transpose(ctx, plain_norm(ctx, ft, rows));
+    mcl_tensor *y = call_norm(ctx, f, rows);
     if (m->hold_running) return y;
+    mcl_tensor *ft = mcl_transpose(ctx, f); /* [F,R] */
     mcl_no_grad_begin(ctx);
     mcl_tensor *mean = mcl_mean_last(ctx, ft);                   /* [F] */
     mcl_tensor *var = mcl_sub(ctx, mcl_mean_last(ctx, mcl_mul(ctx, ft, ft)), mcl_mul(ctx, mean, mean));
@@ -335,15 +363,91 @@ static mcl_tensor *batch_norm_eval(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f)
     return y;
 }
 
+/* x [B·L, F] (row b·L + t = step t of sequence b) -> [B, F]: each sequence's sum over its rows.
+ *   [B·L,F] -reshape-> [B,L,F,1] -permute-> [B,F,L,1] -reshape-> [B,F,L] -sum_last-> [B,F] */
+static mcl_tensor *seq_sum(mcl_ctx *ctx, mcl_tensor *x, int64_t B, int64_t L, int64_t F)
+{
+    const int64_t s4[4] = {B, L, F, 1}, s3[3] = {B, F, L};
+    const int perm[4] = {0, 2, 1, 3};
+    if (L == 1) return x;
+    return mcl_sum_last(ctx, mcl_reshape(ctx, mcl_permute(ctx, mcl_reshape(ctx, x, 4, s4), perm), 3, s3));
+}
+
+/* s [B, F] -> [B·L, F]: sequence b's row at rows b·L .. b·L+L-1 (gradient: the sum over them).
+ *   [B,F] -repeat-> [L,B,F] -reshape-> [L,B,1,F] -permute-> [B,L,1,F] -reshape-> [B·L,F] */
+static mcl_tensor *seq_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t B, int64_t L, int64_t F)
+{
+    const int64_t s4[4] = {L, B, 1, F}, s2[2] = {B * L, F};
+    const int perm[4] = {1, 0, 2, 3};
+    if (L == 1) return s;
+    mcl_tensor *r = mcl_reshape(ctx, mcl_repeat_batch(ctx, s, L), 4, s4);
+    return mcl_reshape(ctx, mcl_permute(ctx, r, perm), 2, s2);
+}
+
+/* 1 / sqrt(m2 / n + eps), elementwise on m2 [B,F], as exp(−½·log(m2/n + eps)) (existing ops,
+ * so the gradient reaches m2). */
+static mcl_tensor *inv_std(mcl_ctx *ctx, mcl_tensor *m2, int64_t n, int64_t F)
+{
+    mcl_tensor *eps = constant(ctx, F, ACL_NORM_EPS);
+    mcl_tensor *v = mcl_bias_add(ctx, mcl_scale(ctx, m2, 1.0f / (float)n), eps);
+    mcl_tensor_free(eps);
+    return mcl_exp(ctx, mcl_scale(ctx, mcl_log(ctx, v), -0.5f));
+}
+
+/* feature_stats context (training and evaluation alike, gradients through every statistic).
+ * Sequence b has been given n₀ context examples with mean feature vector μ₀ and sum of
+ * squared deviations M₀ (state_in; n₀ = 0 at W0); this call brings L more, x_1..x_L [F]:
+ *   μ₁ = (1/L)·Σ_t x_t,   M₁ = Σ_t (x_t − μ₁)²,   n = n₀ + L,   δ = μ₁ − μ₀,
+ *   μ  = μ₀ + δ·L/n,      M  = M₀ + M₁ + δ²·n₀·L/n          (the pairwise update of Chan et
+ *   al.; with n₀ = 0 simply μ₁ and M₁),
+ *   y_t = (x_t − μ) / sqrt(M/n + eps)                            (elementwise over the F features)
+ * and (n, μ, M) go to the new state. A query (mcl_acl_forward_query) instead reads
+ *   y = (x − μ₀) / sqrt(M₀/n₀ + eps),
+ * and with no context yet (n₀ = 0) the features pass unnormalized. All rows of a call are
+ * normalized with the statistics that include the whole call (the context is a set); no
+ * statistic ever mixes two sequences.
+ * f [B·L, F]; st_in NULL or with feat_n; *st_out (when not NULL) receives (n, μ, M). */
+static mcl_tensor *context_norm(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f, int64_t B, int64_t L,
+                                const mcl_acl_state *st_in, int query, mcl_acl_state *st_out)
+{
+    const int64_t F = m->n_features, n0 = st_in ? st_in->feat_n : 0;
+    mcl_tensor *m0 = n0 > 0 ? st_in->feat_mean : NULL, *M0 = n0 > 0 ? st_in->feat_m2 : NULL;
+    if (query) {
+        if (n0 == 0) return f;
+        mcl_tensor *d = mcl_sub(ctx, f, seq_rows(ctx, m0, B, L, F));
+        return mcl_mul(ctx, d, seq_rows(ctx, inv_std(ctx, M0, n0, F), B, L, F));
+    }
+    const int64_t n = n0 + L;
+    mcl_tensor *mu1 = mcl_scale(ctx, seq_sum(ctx, f, B, L, F), 1.0f / (float)L); /* [B,F] */
+    mcl_tensor *d1 = mcl_sub(ctx, f, seq_rows(ctx, mu1, B, L, F));              /* [B·L,F] */
+    mcl_tensor *M1 = seq_sum(ctx, mcl_mul(ctx, d1, d1), B, L, F);
+    mcl_tensor *mu = mu1, *M = M1, *d = d1;
+    if (n0 > 0) {
+        mcl_tensor *delta = mcl_sub(ctx, mu1, m0);
+        mu = mcl_add(ctx, m0, mcl_scale(ctx, delta, (float)((double)L / (double)n)));
+        M = mcl_add(ctx, mcl_add(ctx, M0, M1),
+                    mcl_scale(ctx, mcl_mul(ctx, delta, delta), (float)((double)n0 * (double)L / (double)n)));
+        d = mcl_sub(ctx, f, seq_rows(ctx, mu, B, L, F));
+    }
+    mcl_tensor *y = mcl_mul(ctx, d, seq_rows(ctx, inv_std(ctx, M, n, F), B, L, F));
+    if (!y) return NULL;
+    if (st_out) {
+        st_out->feat_n = n;
+        st_out->feat_mean = mcl_tensor_keep(mu);
+        st_out->feat_m2 = mcl_tensor_keep(M);
+    }
+    return y;
+}
+
 static mcl_status fail_from_ctx(mcl_ctx *ctx, const char *what)
 {
     if (mcl_ctx_status(ctx) != MCL_OK) return mcl_ctx_status(ctx);
     return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: %s failed", what);
 }
 
-mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tensor *labels_in,
-                           int64_t B, int64_t L, const mcl_acl_state *state_in,
-                           mcl_tensor **logits, mcl_acl_state **state_out)
+static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tensor *labels_in,
+                          int64_t B, int64_t L, const mcl_acl_state *state_in, int query,
+                          mcl_tensor **logits, mcl_acl_state **state_out)
 {
     if (!ctx) return MCL_ERR_NULL;
     if (logits) *logits = NULL;
@@ -387,6 +491,16 @@ mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_ten
                                          (long long)B, (long long)H, (long long)D,
                                          (long long)last);
         }
+        if (state_in->feat_n < 0 ||
+            (state_in->feat_n > 0 &&
+             (!state_in->feat_mean || !state_in->feat_m2 ||
+              mcl_tensor_numel(state_in->feat_mean) != B * m->n_features ||
+              mcl_tensor_numel(state_in->feat_m2) != B * m->n_features)))
+            return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                                     "mcl_acl_forward: state feature statistics (count %lld) "
+                                     "missing or not [%lld,%lld]",
+                                     (long long)state_in->feat_n, (long long)B,
+                                     (long long)m->n_features);
     }
     const float p = c->dropout;
     const int tr = m->training;
@@ -394,7 +508,13 @@ mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_ten
     /* 1. Conv-4 */
     mcl_tensor *feat = mcl_conv4_forward(ctx, &m->conv, images, R, p, tr); /* (C,H,W) order */
     if (!feat) return fail_from_ctx(ctx, "conv stack");
-    if (c->feature_norm == MCL_ACL_FEATNORM_BATCH)
+    mcl_acl_state *so = state_new(c->layers, B);
+    if (!so) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_forward: out of memory");
+    if (c->feature_norm == MCL_ACL_FEATNORM_BATCH && c->feature_stats == MCL_ACL_FEATSTATS_CONTEXT)
+        feat = context_norm(m, ctx, feat, B, L, state_in, query, so);
+    else if (c->feature_norm == MCL_ACL_FEATNORM_BATCH && !tr && c->feature_stats == MCL_ACL_FEATSTATS_CALL)
+        feat = call_norm(ctx, feat, R);
+    else if (c->feature_norm == MCL_ACL_FEATNORM_BATCH)
         feat = tr ? batch_norm_train(m, ctx, feat, R) : batch_norm_eval(m, ctx, feat);
     else if (c->feature_norm == MCL_ACL_FEATNORM_IMAGE)
         feat = plain_norm(ctx, feat, m->n_features);
@@ -404,10 +524,10 @@ mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_ten
     mcl_tensor *lab = labels_in->ndim == 1 ? labels_in : mcl_reshape(ctx, labels_in, 1, lshape);
     mcl_tensor *oh = mcl_one_hot(ctx, lab, c->n_way + 1);
     mcl_tensor *h = linear(ctx, mcl_concat(ctx, feat, oh, 1), m->in_w, m->in_b);
-    if (!h) return fail_from_ctx(ctx, "input layer");
-
-    mcl_acl_state *so = state_new(c->layers, B);
-    if (!so) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_forward: out of memory");
+    if (!h) {
+        mcl_acl_state_free(so);
+        return fail_from_ctx(ctx, "input layer");
+    }
 
     /* 3. layers */
     const int perm[4] = {0, 2, 1, 3};
@@ -454,4 +574,18 @@ mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_ten
     else
         mcl_acl_state_free(so);
     return MCL_OK;
+}
+
+mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tensor *labels_in,
+                           int64_t B, int64_t L, const mcl_acl_state *state_in,
+                           mcl_tensor **logits, mcl_acl_state **state_out)
+{
+    return forward(m, ctx, images, labels_in, B, L, state_in, 0, logits, state_out);
+}
+
+mcl_status mcl_acl_forward_query(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images,
+                                 mcl_tensor *labels_in, int64_t B, int64_t L,
+                                 const mcl_acl_state *state_in, mcl_tensor **logits)
+{
+    return forward(m, ctx, images, labels_in, B, L, state_in, 1, logits, NULL);
 }

@@ -4,7 +4,8 @@
  * Sequences: images [B·L, C_in, S, S] and labels [B·L] with row b·L + t = step t of sequence b
  * (the layout of mcl_task_batch). Label value n_way is the "unknown" token (queries).
  *
- * State: per layer the four SRWM fast-weight tensors {W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]}.
+ * State: per layer the four SRWM fast-weight tensors {W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]};
+ * with feature_stats = context also the per-sequence statistics of the context features.
  * A NULL state_in starts every sequence from the shared parameters (mcl_repeat_batch). The
  * returned state holds references to the graph tensors (never detached), so a later call in the
  * same step backpropagates into the earlier one; free it with mcl_acl_state_free.
@@ -31,6 +32,19 @@ typedef enum mcl_acl_feature_norm {
                                   examples, same in training and evaluation                  */
 } mcl_acl_feature_norm;
 
+/* With feature_norm = batch: whose statistics normalize the features (doc/acl-model.md §2,
+ * "Feature statistics"). */
+typedef enum mcl_acl_feature_stats {
+    MCL_ACL_FEATSTATS_RUNNING = 0, /* training: the call's B·L images (and the running
+                                      estimates move); evaluation: the running estimates   */
+    MCL_ACL_FEATSTATS_CALL,        /* training as running; evaluation: the call's own images
+                                      (mixes the sequences of a call; a diagnostic)         */
+    MCL_ACL_FEATSTATS_CONTEXT      /* per sequence: the context examples it has been given
+                                      so far (never mixes sequences), the same in training
+                                      (gradient through the statistics) and evaluation;
+                                      queries read them from the state                      */
+} mcl_acl_feature_stats;
+
 typedef struct mcl_acl_config {
     int n_way;          /* N output classes; label input has N+1 entries          */
     int hidden;         /* model width                                            */
@@ -42,6 +56,7 @@ typedef struct mcl_acl_config {
     int image_size;     /* S (32; 28 = the paper's Omniglot size); >= 16, any     */
     int in_channels;    /* image channels (1 for our grayscale data; paper 3)     */
     int feature_norm;   /* mcl_acl_feature_norm                                   */
+    int feature_stats;  /* mcl_acl_feature_stats (feature_norm batch only)        */
     uint64_t seed;      /* init seed (Philox; one stream per parameter tensor)    */
 } mcl_acl_config;
 
@@ -51,7 +66,7 @@ void mcl_acl_config_default(mcl_acl_config *cfg);
 
 /* The model config's keys (name, type, range, default, help; keys.h): the defaults above,
  * the text form of mcl_acl_config_to_text, and `model.*` of the training config. */
-#define MCL_ACL_CONFIG_N_KEYS 11
+#define MCL_ACL_CONFIG_N_KEYS 12
 extern const mcl_key mcl_acl_config_key_table[MCL_ACL_CONFIG_N_KEYS];
 
 /* ----------------------------------------------------------------------- parameter tensors
@@ -147,6 +162,12 @@ typedef struct mcl_acl_state {
     int layers;
     int64_t batch;
     mcl_tensor **t; /* layers·4 tensors: layer l's {W_y, W_q, W_k, w_b} at 4l..4l+3 */
+    /* feature_stats context: every sequence has been given feat_n context examples (the same
+     * count for all); feat_mean [batch, F] their mean feature vector and feat_m2 [batch, F]
+     * the sum of squared deviations from it. feat_n 0 and both NULL before any context
+     * (W0) and for the other feature settings. */
+    int64_t feat_n;
+    mcl_tensor *feat_mean, *feat_m2;
 } mcl_acl_state;
 
 /* Memory estimates, computed from the config alone (nothing allocated), saturating at
@@ -175,6 +196,14 @@ mcl_params *mcl_acl_params(mcl_acl *m);
 mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tensor *labels_in,
                            int64_t B, int64_t L, const mcl_acl_state *state_in,
                            mcl_tensor **logits, mcl_acl_state **state_out);
+
+/* mcl_acl_forward for length-L queries whose state update is discarded (mcl_acl_query
+ * builds on it): with feature_stats = context the rows are normalized with state_in's
+ * context statistics and not added to them (mcl_acl_forward adds every row of a call to
+ * its sequence's statistics). For the other feature settings it is mcl_acl_forward. */
+mcl_status mcl_acl_forward_query(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images,
+                                 mcl_tensor *labels_in, int64_t B, int64_t L,
+                                 const mcl_acl_state *state_in, mcl_tensor **logits);
 
 void mcl_acl_state_free(mcl_acl_state *s);
 /* A detached copy of s (references to the same data, cut from the graph), e.g. to carry a
@@ -281,7 +310,8 @@ void mcl_acl_task_data_free(mcl_acl_task_data *d);
  * Config text: one "key = value" per line; blank lines and lines starting with '#' are
  * ignored. Keys (all optional when parsing; missing keys keep their value):
  *   n_way hidden heads layers ff_mult conv_channels image_size in_channels   (integers)
- *   dropout (float in [0,1)), feature_norm (none | batch), seed (unsigned 64-bit).
+ *   dropout (float in [0,1)), feature_norm (none | batch | image), feature_stats
+ *   (running | call | context), seed (unsigned 64-bit).
  * Unknown keys, malformed numbers and out-of-range values are errors naming the line. */
 
 /* The full config as text, every key in a fixed order (floats with 9 significant digits, so

@@ -136,6 +136,13 @@ static mcl_status state_rows(mcl_ctx *ctx, const mcl_acl_state *s, int64_t b0, i
         out->t[i] = mcl_tensor_view(t, b0 * per, 4, sh);
         if (!out->t[i]) return mcl_learner_fail(ctx, "eval query", "state view");
     }
+    out->feat_n = s->feat_n;
+    if (s->feat_n > 0) { /* feature_stats context: the statistics [B, F], rows likewise */
+        const int64_t F = mcl_tensor_numel(s->feat_mean) / s->batch, sh[2] = {bn, F};
+        out->feat_mean = mcl_tensor_view(s->feat_mean, b0 * F, 2, sh);
+        out->feat_m2 = mcl_tensor_view(s->feat_m2, b0 * F, 2, sh);
+        if (!out->feat_mean || !out->feat_m2) return mcl_learner_fail(ctx, "eval query", "state view");
+    }
     return MCL_OK;
 }
 
@@ -143,6 +150,9 @@ static void state_rows_free(mcl_acl_state *v)
 {
     if (v->t)
         for (int i = 0; i < 4 * v->layers; i++) mcl_tensor_free(v->t[i]);
+    mcl_tensor_free(v->feat_mean);
+    mcl_tensor_free(v->feat_m2);
+    v->feat_mean = v->feat_m2 = NULL;
     free(v->t);
     v->t = NULL;
 }
@@ -173,7 +183,7 @@ static mcl_status query_logits(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *st
             const int64_t qk = min64(qn, Q - q0), rows = bn * qk;
             for (int64_t b = 0; b < bn; b++)
                 for (int64_t j = 0; j < qk; j++) pi[b * qk + j] = idx[(b0 + b) * Q + q0 + j];
-            mcl_acl_state view = {0, 0, NULL};
+            mcl_acl_state view = {0, 0, NULL, 0, NULL, NULL};
             const mcl_acl_state *from = state;
             if (state && bn < B) {
                 st = state_rows(ctx, state, b0, bn, &view);

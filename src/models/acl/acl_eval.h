@@ -22,10 +22,11 @@
  * domain-incremental Split-X only competes its first 2 outputs. The model's n_way must be
  * >= n_outputs (else MCL_ERR_INVALID naming both).
  *
- * feature_norm = batch models normalize features over the rows of each call, so their results
- * depend on how rows are grouped into calls: here a context call is one task of B sequences
- * (as in training) and a query call is one chunk. feature_norm = none (paper) does not
- * depend on the grouping (up to float rounding).
+ * feature_norm = batch models with feature_stats = call normalize features over the rows of
+ * each call, so their results depend on how rows are grouped into calls: here a context call
+ * is one task of B sequences (as in training) and a query call is one chunk. The running
+ * estimates (feature_stats = running), per-sequence context statistics (context) and
+ * feature_norm = none (paper) do not depend on the grouping (up to float rounding).
  */
 #ifndef MCL_MODELS_ACL_EVAL_H
 #define MCL_MODELS_ACL_EVAL_H

@@ -28,6 +28,9 @@ const mcl_key mcl_acl_config_key_table[MCL_ACL_CONFIG_N_KEYS] = {
     MCL_KEY_INT("in_channels", C, in_channels, 1, 64, "1", "image channels"),
     MCL_KEY_ENUM("feature_norm", C, feature_norm, "none|batch|image", "none",
                  "normalization of the Conv-4 features (none = the paper)"),
+    MCL_KEY_ENUM("feature_stats", C, feature_stats, "running|call|context", "running",
+                 "feature_norm batch statistics: running (evaluation: running estimates), call "
+                 "(the call's images) or context (each sequence's own context examples)"),
     MCL_KEY_U64("seed", C, seed, "1", "initialization seed (one Philox stream per tensor)"),
 };
 #undef C

@@ -56,6 +56,14 @@ static mcl_tensor *repeat_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t Q)
     return mcl_reshape(ctx, r, 4, so);
 }
 
+/* stats [B, F] -> [B·Q, F] the same way (through a [B, F, 1, 1] view). */
+static mcl_tensor *repeat_stat_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t Q)
+{
+    const int64_t B = s->shape[0], F = mcl_tensor_numel(s) / B;
+    const int64_t s4[4] = {B, F, 1, 1}, s2[2] = {B * Q, F};
+    return mcl_reshape(ctx, repeat_rows(ctx, mcl_reshape(ctx, s, 4, s4), Q), 2, s2);
+}
+
 mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                          mcl_tensor *images, int64_t B, int64_t Q, mcl_tensor **logits)
 {
@@ -80,7 +88,7 @@ mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                    : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
     }
     mcl_status st = MCL_OK;
-    mcl_acl_state rep = {0, 0, NULL};
+    mcl_acl_state rep = {0, 0, NULL, 0, NULL, NULL};
     const mcl_acl_state *from = state;
     if (state && Q > 1) {
         /* every query of sequence b reads sequence b's state: repeat it Q times */
@@ -95,9 +103,19 @@ mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                          ? mcl_ctx_status(ctx)
                          : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
         }
+        rep.feat_n = state->feat_n;
+        if (st == MCL_OK && state->feat_n > 0) { /* the context statistics, likewise */
+            rep.feat_mean = state->feat_mean ? repeat_stat_rows(ctx, state->feat_mean, Q) : NULL;
+            rep.feat_m2 = state->feat_m2 ? repeat_stat_rows(ctx, state->feat_m2, Q) : NULL;
+            if (!rep.feat_mean || !rep.feat_m2)
+                st = mcl_ctx_status(ctx) != MCL_OK
+                         ? mcl_ctx_status(ctx)
+                         : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
+        }
         from = &rep;
     }
-    if (st == MCL_OK) st = mcl_acl_forward(m, ctx, images, unknown, B * Q, 1, from, logits, NULL);
+    if (st == MCL_OK)
+        st = mcl_acl_forward_query(m, ctx, images, unknown, B * Q, 1, from, logits);
     free(rep.t); /* temporaries: owned by the context */
     mcl_tensor_free(unknown);
     return st;
