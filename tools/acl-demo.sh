@@ -131,11 +131,11 @@ echo
 # first LM_CHARS bytes of the shifting test stream (the ten domains' test parts in blocks of
 # 10 000 bytes, so one block of each domain and nine switches). The settings are the ones the
 # grid searches on the valid stream chose (tools/lm-experiments.sh eval; doc/lm.md): dynamic
-# evaluation at lr 0.1 without decay, Sparse-MetaNet at p 0.02 with training's write (gamma 0,
+# evaluation at lr 0.03 with decay 1e-3, Sparse-MetaNet at p 0.02 with training's write (gamma 0,
 # beta 0/1). With the default LM_CHARS the table is doc/lm.md's. Table on stdout, figure in $OUT/lm/.
 LM_CHARS=${LM_CHARS:-100000}
 echo "## 6. Adaptive character language model: bits per byte on a stream that switches domain every 10 000 bytes"
-"$METACL" eval lm --ckpt "$CK/lm-text.ckpt" --block 10000 --max-chars "$LM_CHARS" --lr 0.1 --decay 0 \
+"$METACL" eval lm --ckpt "$CK/lm-text.ckpt" --block 10000 --max-chars "$LM_CHARS" --lr 0.03 --decay 0.001 \
     --p 0.02 --gamma 0 --beta1 0 --beta2 1 --figures "$OUT/lm" --quiet "$@"
 echo
 echo "acl-demo: done in $(( $(date +%s) - start )) s; figures, summary.md and summary.json in $OUT/"

@@ -19,7 +19,7 @@ OUT=${OUT:-results/lm-experiments}
 FIG=${FIG:-doc/figures}
 EVAL_CHARS=${EVAL_CHARS:-100000}
 BLOCK=${BLOCK:-10000}
-TUNE_CHARS=${TUNE_CHARS:-10000}
+TUNE_CHARS=${TUNE_CHARS:-40000}
 what=${1:-all}
 mkdir -p "$RUNS" "$OUT" "$FIG"
 CK=data/checkpoints
