@@ -1,5 +1,5 @@
 /* conv.c — reference convolution family, NCHW: conv2d, maxpool2d, instance_norm,
- * inorm_pool_relu (the three of the Conv-4 block's tail in one pass).
+ * inorm_pool_relu (instance_norm, maxpool2d and relu in one pass).
  *
  * conv2d has two paths, both products on a GEMM register tile (gemm.c's scheme):
  *   - stride 1 (the common case): products over zero-bordered copies of the image planes,
@@ -24,12 +24,15 @@
  * as a float output and backward routes the gradient there.
  * instance_norm: layer normalization (norm.c) of every (image, channel) plane over its H*W
  * values, with a per-channel affine gamma, beta.
+ * inorm_pool_relu: the three of the Conv-4 block's tail, plane by plane: the normalized plane
+ * and the gradient of it live in a thread's scratch only (see its section below).
  *
  * Sums of the reference accumulate in double in a fixed order (bias and weight gradients
  * over the images, col2im, norm statistics; long sums in SUM_LANES interleaved lanes added
  * pairwise at the end, an order that depends on the length only). Backward ACCUMULATES into
- * the non-NULL gin[k], or stores into a fresh one (ref.h: mcl_ref_grad_fresh). The conv2d
- * scratch buffers are the only allocations: on failure the op returns MCL_ERR_OOM.
+ * the non-NULL gin[k], or stores into a fresh one (ref.h: mcl_ref_grad_fresh). Scratch
+ * buffers (conv2d's, the norm backward's chunk sums, inorm_pool_relu's planes) are the only
+ * allocations: on failure the op returns MCL_ERR_OOM.
  */
 #include <math.h>
 #include <stdlib.h>
