@@ -1,5 +1,5 @@
 /* conv.cl — convolution family, NCHW: conv2d (im2col / col2im around CLBlast GEMMs, host
- * glue in src/opencl/conv.c), maxpool2d, instance_norm; forward and backward.
+ * glue in src/opencl/conv.c), maxpool2d, instance_norm, inorm_pool_relu; forward and backward.
  * Same equations as src/ref/conv.c.
  *
  * conv2d works on a chunk of nb images at a time (images b0 .. b0+nb-1; the host passes the
@@ -25,6 +25,9 @@
  *   instance_norm_fwd, instance_norm_bwd_dx   one work-group per plane r = b*C + c, as
  *                    layer_norm_fwd / layer_norm_bwd_dx of norm.c with gamma[r % C]
  *   instance_norm_bwd_gb  one work-group per channel c: sums over the flat (b, j), then a tree
+ *   inorm_pool_relu_fwd, inorm_pool_relu_bwd_dx   one work-group per plane, as instance_norm's
+ *                    (the statistics by in_stats), the windows taken item by item
+ *   inorm_pool_relu_bwd_gb  one work-group per channel c: sums over the flat (b, window)
  * All deterministic (no atomics). Backward kernels ACCUMULATE. Sums are (hi, lo) pairs with
  * exact products (common.cl), about as accurate as the reference's double sums. The
  * instance_norm statistics go further (pair deviations, a Newton-corrected 1/sqrt: in_rstd):
@@ -215,22 +218,13 @@ float in_rstd(float2 v, float eps)
     return r0 + r0 * (0.5f * e);
 }
 
-/* forward, one group per plane r = b*C + c of N = H*W values:
- *   mean[r] = (1/N) sum_j x[r, j];  var[r] = (1/N) sum_j (x[r, j] - mean[r])^2  (biased)
- *   rstd[r] = 1 / sqrt(var[r] + eps);  y[r, j] = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]
- * buf: W float4 */
-__kernel void instance_norm_fwd(__global const float *x, long x_off, __global const float *gamma,
-                                long gamma_off, __global const float *beta, long beta_off,
-                                __global float *y, long y_off, __global float *mean,
-                                long mean_off, __global float *rstd, long rstd_off, long C,
-                                long N, float eps, __local float4 *buf)
+/* Statistics of one plane of N values x, by the whole group (buf: W float4):
+ *   mean = (1/N) sum_j x[j] (returned as the pair mu + mu_lo);  var = (1/N) sum_j (x[j] - mean)^2
+ *   *rs = 1 / sqrt(var + eps) */
+float2 in_stats(__global const float *x, long N, float eps, __local float4 *buf, float *rs)
 {
-    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const long W = get_local_size(0), l = get_local_id(0);
     const float nf = (float)N;
-    x += x_off + r * N;
-    y += y_off + r * N;
-    const float gm = gamma[gamma_off + r % C], bt = beta[beta_off + r % C];
-
     /* mean, as the pair mu + mu_lo */
     float2 acc = (float2)(0.0f, 0.0f);
     for (long j = l; j < N; j += W) acc = mcl_acc_add_pair(acc, (float2)(x[j], 0.0f));
@@ -248,18 +242,40 @@ __kernel void instance_norm_fwd(__global const float *x, long x_off, __global co
         acc = mcl_acc_add_pair(acc, q);
     }
     const float2 v = mcl_group_sum2((float4)(acc, 0.0f, 0.0f), buf).xy;
-    const float rs = in_rstd(mcl_acc_div(v, nf), eps);
+    *rs = in_rstd(mcl_acc_div(v, nf), eps);
+    return mu;
+}
+
+/* the normalized value (x - mean) * rstd * gamma + beta, mean as the pair mu */
+float in_affine(float x, float2 mu, float rs, float gm, float bt)
+{
+    const float d = (x - mu.x) - mu.y;
+    const float xhat = d * rs;
+    const float t = xhat * gm;
+    return t + bt;
+}
+
+/* forward, one group per plane r = b*C + c of N = H*W values:
+ *   mean[r] = (1/N) sum_j x[r, j];  var[r] = (1/N) sum_j (x[r, j] - mean[r])^2  (biased)
+ *   rstd[r] = 1 / sqrt(var[r] + eps);  y[r, j] = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]
+ * buf: W float4 */
+__kernel void instance_norm_fwd(__global const float *x, long x_off, __global const float *gamma,
+                                long gamma_off, __global const float *beta, long beta_off,
+                                __global float *y, long y_off, __global float *mean,
+                                long mean_off, __global float *rstd, long rstd_off, long C,
+                                long N, float eps, __local float4 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    x += x_off + r * N;
+    y += y_off + r * N;
+    const float gm = gamma[gamma_off + r % C], bt = beta[beta_off + r % C];
+    float rs;
+    const float2 mu = in_stats(x, N, eps, buf, &rs);
     if (l == 0) {
         mean[mean_off + r] = mu.x;
         rstd[rstd_off + r] = rs;
     }
-
-    for (long j = l; j < N; j += W) {
-        const float d = (x[j] - mu.x) - mu.y;
-        const float xhat = d * rs;
-        const float t = xhat * gm;
-        y[j] = t + bt;
-    }
+    for (long j = l; j < N; j += W) y[j] = in_affine(x[j], mu, rs, gm, bt);
 }
 
 /* backward, input gradient, one group per plane r; with dxhat_j = gout[r, j] * gamma[c] and
@@ -325,6 +341,145 @@ __kernel void instance_norm_bwd_gb(__global const float *x, long x_off,
         const float gr = g[g_off + e];
         ag = mcl_acc_add_pair(ag, mcl_two_prod(gr, xhat));
         ab = mcl_acc_add_pair(ab, (float2)(gr, 0.0f));
+    }
+    const float4 s = mcl_group_sum2((float4)(ag, ab), buf);
+    if (l == 0) {
+        if (want_gamma) ggamma[ggamma_off + c] += mcl_acc_value(s.xy);
+        if (want_beta) gbeta[gbeta_off + c] += mcl_acc_value(s.zw);
+    }
+}
+
+/* ---- inorm_pool_relu: instance_norm -> maxpool2d -> relu (src/ref/conv.c) ---------------- */
+
+/* forward, one group per plane r = b*C + c of N = H*W values (Ho = H/2, Wo = W/2):
+ *   mean[r], rstd[r] as instance_norm_fwd over all N values;  n = in_affine(x)
+ *   arg[r, i, j] = dy*2 + dx of the first maximum of n[r, 2i + dy, 2j + dx] (strict >)
+ *   y[r, i, j]   = max(n at the argmax, 0)
+ * x [B,C,H,W], y and arg [B,C,Ho,Wo]; item l takes the windows l, l + W, ...; buf: W float4 */
+__kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
+                                  __global const float *gamma, long gamma_off,
+                                  __global const float *beta, long beta_off, __global float *y,
+                                  long y_off, __global float *mean, long mean_off,
+                                  __global float *rstd, long rstd_off, __global float *arg,
+                                  long arg_off, long C, long H, long Wd, float eps,
+                                  __local float4 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const long Ho = H / 2, Wo = Wd / 2, P = Ho * Wo;
+    x += x_off + r * H * Wd;
+    y += y_off + r * P;
+    arg += arg_off + r * P;
+    const float gm = gamma[gamma_off + r % C], bt = beta[beta_off + r % C];
+    float rs;
+    const float2 mu = in_stats(x, H * Wd, eps, buf, &rs);
+    if (l == 0) {
+        mean[mean_off + r] = mu.x;
+        rstd[rstd_off + r] = rs;
+    }
+    for (long o = l; o < P; o += W) {
+        __global const float *p0 = x + 2 * (o / Wo) * Wd + 2 * (o % Wo);
+        const float v[4] = {p0[0], p0[1], p0[Wd], p0[Wd + 1]};
+        float m = in_affine(v[0], mu, rs, gm, bt);
+        int idx = 0;
+        for (int u = 1; u < 4; u++) {
+            const float n = in_affine(v[u], mu, rs, gm, bt);
+            if (n > m) {
+                m = n;
+                idx = u;
+            }
+        }
+        y[o] = m > 0.0f ? m : 0.0f;
+        arg[o] = (float)idx;
+    }
+}
+
+/* The gradient of n at pixel (u, v) of a plane: gout of its window where the pixel is the
+ * window's argmax and the window's y > 0, else 0 (also outside the pooled area).
+ * g, y, arg: the plane's [Ho,Wo] */
+float ipr_grad(__global const float *g, __global const float *y, __global const float *arg,
+               long u, long v, long Ho, long Wo)
+{
+    const long i = u / 2, j = v / 2;
+    if (i >= Ho || j >= Wo) return 0.0f;
+    const long o = i * Wo + j;
+    return ((int)arg[o] == (int)((u % 2) * 2 + v % 2) && y[o] > 0.0f) ? g[o] : 0.0f;
+}
+
+/* backward, input gradient, one group per plane r: instance_norm_bwd_dx with the gradient of
+ * n rebuilt from gout (ipr_grad); its sums run over the windows only (the other pixels add 0).
+ * buf: W float4 */
+__kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
+                                     __global const float *gamma, long gamma_off,
+                                     __global const float *mean, long mean_off,
+                                     __global const float *rstd, long rstd_off,
+                                     __global const float *y, long y_off,
+                                     __global const float *arg, long arg_off,
+                                     __global const float *g, long g_off, __global float *gx,
+                                     long gx_off, long C, long H, long Wd, __local float4 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const long Ho = H / 2, Wo = Wd / 2, P = Ho * Wo, N = H * Wd;
+    const float nf = (float)N;
+    x += x_off + r * N;
+    gx += gx_off + r * N;
+    y += y_off + r * P;
+    arg += arg_off + r * P;
+    g += g_off + r * P;
+    const float gm = gamma[gamma_off + r % C];
+    const float m = mean[mean_off + r], rs = rstd[rstd_off + r];
+
+    float2 sd = (float2)(0.0f, 0.0f), sdx = (float2)(0.0f, 0.0f); /* sum dxhat, sum dxhat*xhat */
+    for (long o = l; o < P; o += W) {
+        const int t = (int)arg[o];
+        const float gp = y[o] > 0.0f ? g[o] : 0.0f;
+        const float xhat = (x[(2 * (o / Wo) + t / 2) * Wd + 2 * (o % Wo) + t % 2] - m) * rs;
+        const float2 dxhat = mcl_two_prod(gp, gm); /* exact */
+        sd = mcl_acc_add_pair(sd, dxhat);
+        const float2 q = mcl_two_prod(dxhat.x, xhat);
+        sdx = mcl_acc_add_pair(sdx, (float2)(q.x, q.y + dxhat.y * xhat));
+    }
+    const float4 sums = mcl_group_sum2((float4)(sd, sdx), buf);
+    const float2 mean_d = mcl_acc_div(sums.xy, nf);
+    const float mean_dx = mcl_acc_value(mcl_acc_div(sums.zw, nf));
+
+    for (long j = l; j < N; j += W) {
+        const float xhat = (x[j] - m) * rs;
+        const float2 dxhat = mcl_two_prod(ipr_grad(g, y, arg, j / Wd, j % Wd, Ho, Wo), gm);
+        float t = (dxhat.x - mean_d.x) + (dxhat.y - mean_d.y); /* dxhat - mean_d */
+        const float u = xhat * mean_dx;
+        t = t - u;
+        const float dx = rs * t;
+        gx[j] += dx;
+    }
+}
+
+/* backward, gamma and beta gradients, one group per channel c (B planes r = b*C + c), over the
+ * windows: with gp = (y > 0 ? gout : 0) and xhat at the window's argmax,
+ *   ggamma[c] += sum_b sum_o gp[r, o] * xhat[r, o]      (if want_gamma)
+ *   gbeta[c]  += sum_b sum_o gp[r, o]                   (if want_beta)
+ * item l takes the flat indices (b, o) = l, l+W, ... of [B, Ho*Wo]; buf: W float4 */
+__kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off,
+                                     __global const float *mean, long mean_off,
+                                     __global const float *rstd, long rstd_off,
+                                     __global const float *y, long y_off,
+                                     __global const float *arg, long arg_off,
+                                     __global const float *g, long g_off,
+                                     __global float *ggamma, long ggamma_off,
+                                     __global float *gbeta, long gbeta_off, long B, long C,
+                                     long H, long Wd, long want_gamma, long want_beta,
+                                     __local float4 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
+    const long Wo = Wd / 2, P = (H / 2) * Wo;
+    float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
+    for (long f = l; f < B * P; f += W) {
+        const long r = (f / P) * C + c, o = f % P, e = r * P + o;
+        const int t = (int)arg[arg_off + e];
+        const float xv = x[x_off + r * H * Wd + (2 * (o / Wo) + t / 2) * Wd + 2 * (o % Wo) + t % 2];
+        const float xhat = (xv - mean[mean_off + r]) * rstd[rstd_off + r];
+        const float gp = y[y_off + e] > 0.0f ? g[g_off + e] : 0.0f;
+        ag = mcl_acc_add_pair(ag, mcl_two_prod(gp, xhat));
+        ab = mcl_acc_add_pair(ab, (float2)(gp, 0.0f));
     }
     const float4 s = mcl_group_sum2((float4)(ag, ab), buf);
     if (l == 0) {

@@ -70,6 +70,10 @@ mcl_tensor *mcl_conv2d(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b
 mcl_tensor *mcl_maxpool2d(mcl_ctx *ctx, mcl_tensor *x); /* 2x2, stride 2 */
 mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
                               float eps);
+/* relu(maxpool2d(instance_norm(x, gamma, beta, eps))) in one op, the same numbers (the Conv-4
+ * block's tail): x [B,C,H,W] with H, W >= 2 -> [B,C,H/2,W/2] (floor); statistics over all H*W */
+mcl_tensor *mcl_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
+                                float eps);
 
 /* The self-referential weight matrix over a sequence (doc/acl-model.md §1): x [B,H,L,D], state
  * {W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]} -> y [B,H,L,D] and the final state. */

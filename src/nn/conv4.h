@@ -4,6 +4,9 @@
  *   4 × [ conv 3×3 (pad 1, stride 1, bias) → instance norm (affine, eps 1e-5) → max-pool 2×2
  *         → dropout(p) → ReLU ]
  *
+ * computed as conv2d → inorm_pool_relu (the norm, pool and ReLU in one op, ops.def) →
+ * dropout: the ReLU commutes with dropout's positive scaling, so the numbers are the same.
+ *
  * x [R, C_in, S, S] → features [R, C · s²] in (channel, row, column) order, s = the side
  * after four 2×2 max-pools with floor (mcl_conv4_out_side: S = 32 → 2, S = 28 → 1; an odd
  * row/column is dropped, as PyTorch's MaxPool2d(2)). Any S >= 16 works.
@@ -44,8 +47,8 @@ int mcl_conv4_out_side(int image_size);
 mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, int in_channels,
                             int channels, int image_size, uint64_t seed, uint64_t stream0);
 
-/* x [rows, C_in, S, S] → [rows, n_features]; dropout p when training (p = 0: no dropout
- * op at all). NULL on error (message in ctx). */
+/* x [rows, C_in, S, S] → [rows, n_features]; dropout p when training (p = 0 or not
+ * training: no dropout op at all). NULL on error (message in ctx). */
 mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x, int64_t rows,
                               float p, int training);
 

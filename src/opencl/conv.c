@@ -1,5 +1,5 @@
 /* conv.c — OpenCL host glue of the convolution family, NCHW: conv2d, maxpool2d,
- * instance_norm. Kernels: kernels/conv.cl; equations and semantics: src/ref/conv.c.
+ * instance_norm, inorm_pool_relu. Kernels: kernels/conv.cl; equations and semantics: src/ref/conv.c.
  *
  * conv2d = im2col kernel + CLBlast SGEMM, on chunks of nb images at a time (nb as large as
  * the scratch budget allows, so one GEMM covers many images). In the chunk's "wide" layout a
@@ -18,7 +18,8 @@
  * maxpool2d: one work-item per output (forward) or per input gradient element (backward,
  * a gather from its window). instance_norm: the layer_norm scheme of norm.c with rows =
  * (image, channel) planes and gamma/beta per channel; the gamma/beta gradients run one
- * work-group per channel. Backward ACCUMULATES into the non-NULL gin[k].
+ * work-group per channel. inorm_pool_relu: instance_norm's scheme, the windows pooled (and
+ * their gradients gathered) in the same kernels. Backward ACCUMULATES into the non-NULL gin[k].
  */
 #include "ocl.h" /* first: fixes CL_TARGET_OPENCL_VERSION before clblast_c.h includes CL/ */
 
@@ -424,6 +425,95 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
         what(wb, sizeof wb, "instance_norm", 1, "instance_norm_bwd_gb", x);
         s = mcl_ocl_launch_groups(be, k, i, (size_t)C, W, wb);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* inorm_pool_relu: instance_norm -> maxpool2d -> relu in one op (equations: src/ref/conv.c)
+ *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
+ *   out[0] y [B,C,H/2,W/2], out[1] mean [B*C], out[2] rstd [B*C], out[3] arg [B,C,H/2,W/2]
+ * One work-group per plane (statistics over all H*W values, then the windows); backward:
+ * the input gradient per plane, gamma/beta per channel, as instance_norm's, with the
+ * gradient of the normalized plane taken from gout at the argmax where y > 0. */
+mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t C = x->shape[1], R = x->shape[0] * C, H = x->shape[2], W = x->shape[3];
+    size_t wg;
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_fwd", &wg);
+    if (!k) return mcl_ocl_recorded(be);
+    const size_t WG = mcl_ocl_row_wg(wg, H * W);
+    int i = mcl_ocl_arg_tensor(be, k, 0, x);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
+    i = mcl_ocl_arg_long(be, k, i, C);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_long(be, k, i, W);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
+    return mcl_ocl_launch_groups(be, k, i, (size_t)R, WG,
+                                 what(wb, sizeof wb, "inorm_pool_relu", 0, "inorm_pool_relu_fwd", x));
+}
+
+mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    char wb[160];
+    mcl_status s;
+    if (a->gin[0]) {
+        size_t wg;
+        cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_bwd_dx", &wg);
+        if (!k) return mcl_ocl_recorded(be);
+        const size_t WG = mcl_ocl_row_wg(wg, H * W);
+        int i = mcl_ocl_arg_tensor(be, k, 0, x);
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+        i = mcl_ocl_arg_long(be, k, i, C);
+        i = mcl_ocl_arg_long(be, k, i, H);
+        i = mcl_ocl_arg_long(be, k, i, W);
+        i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
+        what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_dx", x);
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)(B * C), WG, wb);
+        if (s != MCL_OK) return s;
+    }
+    if (a->gin[1] || a->gin[2]) {
+        /* a NULL gradient is passed as the other one, with its want flag 0 (never written) */
+        const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
+        const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
+        size_t wg;
+        cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_bwd_gb", &wg);
+        if (!k) return mcl_ocl_recorded(be);
+        const size_t WG = mcl_ocl_row_wg(wg, B * (H / 2) * (W / 2));
+        int i = mcl_ocl_arg_tensor(be, k, 0, x);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, gg);
+        i = mcl_ocl_arg_tensor(be, k, i, gb);
+        i = mcl_ocl_arg_long(be, k, i, B);
+        i = mcl_ocl_arg_long(be, k, i, C);
+        i = mcl_ocl_arg_long(be, k, i, H);
+        i = mcl_ocl_arg_long(be, k, i, W);
+        i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
+        i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
+        what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_gb", x);
+        s = mcl_ocl_launch_groups(be, k, i, (size_t)C, WG, wb);
         if (s != MCL_OK) return s;
     }
     return MCL_OK;

@@ -42,6 +42,11 @@ void mcl_naive_layer_norm(int64_t R, int64_t N, const float *x, const float *gam
 void mcl_naive_instance_norm(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
                              const float *gamma, const float *beta, double eps, double *y,
                              double *mean, double *rstd);
+/* relu(2x2 max pooling (stride 2, floor) of that instance norm): y and argmax [B,C,H/2,W/2],
+ * mean and rstd [B*C] over the full H*W planes. */
+void mcl_naive_inorm_pool_relu(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
+                               const float *gamma, const float *beta, double eps, double *y,
+                               double *mean, double *rstd, double *arg);
 
 /* ---- conv.c ---------------------------------------------------------------------- */
 

@@ -30,6 +30,19 @@ void mcl_naive_layer_norm(int64_t R, int64_t N, const float *x, const float *gam
     }
 }
 
+/* The statistics of one plane of N values xp:
+ *   mean = (1/N) sum_i xp[i],   rstd = 1 / sqrt((1/N) sum_i (xp[i] - mean)^2 + eps) */
+static void plane_stats(const float *xp, int64_t N, double eps, double *mean, double *rstd)
+{
+    double m = 0.0, v = 0.0;
+    for (int64_t i = 0; i < N; i++) m += xp[i];
+    m /= (double)N;
+    for (int64_t i = 0; i < N; i++) v += (xp[i] - m) * (xp[i] - m);
+    v /= (double)N;
+    *mean = m;
+    *rstd = 1.0 / sqrt(v + eps);
+}
+
 /* Layer norm of each plane p = b*C + c over its H*W values, with the channel's gamma[c],
  * beta[c]:
  *   mean_p = (1/HW) sum_i x[p][i],   var_p = (1/HW) sum_i (x[p][i] - mean_p)^2
@@ -49,14 +62,45 @@ void mcl_naive_instance_norm(int64_t B, int64_t C, int64_t H, int64_t W, const f
         for (int64_t c = 0; c < C; c++) {
             const int64_t p = b * C + c;
             const float *xp = x + p * N;
-            double m = 0.0, v = 0.0;
-            for (int64_t i = 0; i < N; i++) m += xp[i];
-            m /= (double)N;
-            for (int64_t i = 0; i < N; i++) v += (xp[i] - m) * (xp[i] - m);
-            v /= (double)N;
-            mean[p] = m;
-            rstd[p] = 1.0 / sqrt(v + eps);
+            plane_stats(xp, N, eps, &mean[p], &rstd[p]);
             for (int64_t i = 0; i < N; i++)
-                y[p * N + i] = (xp[i] - m) * rstd[p] * gamma[c] + beta[c];
+                y[p * N + i] = (xp[i] - mean[p]) * rstd[p] * gamma[c] + beta[c];
+        }
+}
+
+/* The instance norm of each plane p = b*C + c (as above, over all its H*W values), then 2x2
+ * max pooling with stride 2 (floor: an odd last row/column is in no window), then relu:
+ *   n[p][u][v]   = (x[p][u][v] - mean_p) * rstd_p * gamma[c] + beta[c]
+ *   arg[p][i][j] = the first t = dy*2 + dx attaining max_t n[p][2i + dy][2j + dx]
+ *   y[p][i][j]   = max(n[p][2i + dy][2j + dx] at t = arg, 0)
+ *   x      [B,C,H,W]
+ *   gamma  [C]
+ *   beta   [C]
+ *   y      [B,C,H/2,W/2]
+ *   mean   [B*C]
+ *   rstd   [B*C]
+ *   arg    [B,C,H/2,W/2] */
+void mcl_naive_inorm_pool_relu(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
+                               const float *gamma, const float *beta, double eps, double *y,
+                               double *mean, double *rstd, double *arg)
+{
+    const int64_t Ho = H / 2, Wo = W / 2;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t c = 0; c < C; c++) {
+            const int64_t p = b * C + c;
+            const float *xp = x + p * H * W;
+            plane_stats(xp, H * W, eps, &mean[p], &rstd[p]);
+            for (int64_t i = 0; i < Ho; i++)
+                for (int64_t j = 0; j < Wo; j++) {
+                    double m = 0.0;
+                    int best = -1;
+                    for (int t = 0; t < 4; t++) {
+                        const double n = (xp[(2 * i + t / 2) * W + 2 * j + t % 2] - mean[p]) *
+                                             rstd[p] * gamma[c] + beta[c];
+                        if (best < 0 || n > m) m = n, best = t;
+                    }
+                    y[(p * Ho + i) * Wo + j] = m > 0.0 ? m : 0.0;
+                    arg[(p * Ho + i) * Wo + j] = best;
+                }
         }
 }
