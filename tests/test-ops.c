@@ -1267,31 +1267,49 @@ static int gen_smn_write(int k, tcase *tc)
     const int jm = fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
     const int ji = add_in(tc, S1(m)), jz = add_in(tc, S2(m, 2));
     const double a = sqrt(3.0 / (double)H);
-    fill_uniform(tc, add_in(tc, S2(H, 2)), -1.0, 1.0);  /* W1 */
-    fill_uniform(tc, add_in(tc, S1(H)), -0.5, 0.5);     /* b1 */
-    fill_uniform(tc, add_in(tc, S2(H, H)), -a, a);      /* W2 */
-    fill_uniform(tc, add_in(tc, S1(H)), -0.5, 0.5);     /* b2 */
-    fill_uniform(tc, add_in(tc, S2(1, H)), -a, a);      /* W3 */
-    fill_uniform(tc, add_in(tc, S1(1)), -0.5, 0.5);     /* b3 */
+    int jphi[6];
+    jphi[0] = add_in(tc, S2(H, 2)); /* W1 */
+    jphi[1] = add_in(tc, S1(H));    /* b1 */
+    jphi[2] = add_in(tc, S2(H, H)); /* W2 */
+    jphi[3] = add_in(tc, S1(H));    /* b2 */
+    jphi[4] = add_in(tc, S2(1, H)); /* W3 */
+    jphi[5] = add_in(tc, S1(1));    /* b3 */
     tc->p.f[0] = c[k].slope;
-    for (int64_t e = 0; e < m; e++) {
-        tc->x[ji][e] = (float)buf[e];
-        for (int tries = 0;; tries++) {
-            for (int cc = 0; cc < 2; cc++) {
-                double v;
-                do v = trng_normal(&tc->rng);
-                while (fabs(v) > 2.0);
-                tc->x[jz][2 * e + cc] = (float)v;
-            }
-            double a1[SMN_HMAX], a2[SMN_HMAX], mn = INFINITY;
-            smn_mlp_d(tc, e, a1, NULL, a2, NULL);
-            for (int64_t q = 0; q < H; q++) mn = fmin(mn, fmin(fabs(a1[q]), fabs(a2[q])));
-            if (mn >= SMN_MARGIN * c[k].h) break;
-            if (tries == 10000) {
-                fprintf(stderr, "test-ops: gen_smn_write: no zs away from the kinks\n");
-                exit(1);
+    /* Some phi draws leave a hidden unit whose pre-activation stays near its kink for every z
+     * (tiny weights and bias): then no zs can be placed away from the kinks, and phi is drawn
+     * again (up to 100 times) rather than giving up on the seed. */
+    int placed = 0;
+    for (int phi_try = 0; phi_try < 100 && !placed; phi_try++) {
+        fill_uniform(tc, jphi[0], -1.0, 1.0);
+        fill_uniform(tc, jphi[1], -0.5, 0.5);
+        fill_uniform(tc, jphi[2], -a, a);
+        fill_uniform(tc, jphi[3], -0.5, 0.5);
+        fill_uniform(tc, jphi[4], -a, a);
+        fill_uniform(tc, jphi[5], -0.5, 0.5);
+        placed = 1;
+        for (int64_t e = 0; e < m && placed; e++) {
+            tc->x[ji][e] = (float)buf[e];
+            for (int tries = 0;; tries++) {
+                for (int cc = 0; cc < 2; cc++) {
+                    double v;
+                    do v = trng_normal(&tc->rng);
+                    while (fabs(v) > 2.0);
+                    tc->x[jz][2 * e + cc] = (float)v;
+                }
+                double a1[SMN_HMAX], a2[SMN_HMAX], mn = INFINITY;
+                smn_mlp_d(tc, e, a1, NULL, a2, NULL);
+                for (int64_t q = 0; q < H; q++) mn = fmin(mn, fmin(fabs(a1[q]), fabs(a2[q])));
+                if (mn >= SMN_MARGIN * c[k].h) break;
+                if (tries == 1000) {
+                    placed = 0;
+                    break;
+                }
             }
         }
+    }
+    if (!placed) {
+        fprintf(stderr, "test-ops: gen_smn_write: no phi and zs away from the kinks\n");
+        exit(1);
     }
     (void)jm;
     tc->h_scale = c[k].h;
