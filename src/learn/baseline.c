@@ -203,10 +203,7 @@ static mcl_status learner_create(mcl_ctx *ctx, const mcl_baseline_config *c, int
     L->cfg = *c;
     L->n_out = n_out;
     const int64_t C = c->conv_channels;
-    L->side = c->image_size > 0 ? c->image_size : MCL_IMG;
-    if (L->side < MCL_CONV4_MIN_IMAGE || L->side > MCL_IMG)
-        return mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "baseline: image_size %d (need %d..%d)",
-                                 L->side, MCL_CONV4_MIN_IMAGE, MCL_IMG);
+    L->side = c->image_size; /* c passed check_bcfg: 0 became 32, the range is checked there */
     L->params = mcl_params_create(ctx);
     if (!L->params) return mcl_learner_fail(ctx, "baseline", "parameter registry");
     /* Conv-4 from streams base .. base+15 (conv4.h), the head from base+16 */
