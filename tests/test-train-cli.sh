@@ -52,12 +52,26 @@ expect_text "lists the choice" "fmnist-val"
 check "28x28, 15-shot run" 0 "$METACL" train acl --config "$CONF" --set model.image_size=28 --set task.k_shot=15 --out "$TMP/s28" --quiet
 if [ "$(tail -1 "$TMP/s28/metrics.csv" | cut -d, -f1)" = 6 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the 28x28 15-shot run did not reach step 6"; fi
 check "eval of the 28x28 model, 15 shots" 0 "$METACL" eval acl --ckpt "$TMP/s28/last.ckpt" --protocol seq --data hershey --n-way 3 --k-shot 15 --runs 1 --episodes 1 --data-dir "$TMP/data"
+# task augmentation (data.augment = task): a bad value is a usage error; a run trains; the
+# same run without it sees other images (another loss at step 1) from the same episodes
+check "bad data.augment" 2 "$METACL" train acl --config "$CONF" --set data.augment=yes --out "$TMP/u"
+expect_text "lists the choices" "none"
+check "augmented run" 0 "$METACL" train acl --config "$CONF" --set data.augment=task --out "$TMP/aug" --quiet
+check "unaugmented twin" 0 "$METACL" train acl --config "$CONF" --set data.augment=none --out "$TMP/noaug" --quiet
+l_aug=$(sed -n 2p "$TMP/aug/metrics.csv" | cut -d, -f2); l_no=$(sed -n 2p "$TMP/noaug/metrics.csv" | cut -d, -f2)
+if [ -n "$l_aug" ] && [ "$l_aug" != "$l_no" ]; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: augmentation did not change the step-1 loss ($l_aug vs $l_no)"; fi
 if "$METACL" data prepare fmnist --data-dir "$TMP/data" >/dev/null 2>&1; then
     # meta-validation on the test domain (data.val = fmnist-val): Split-FMNIST on held-out images
     check "data.val = fmnist-val" 0 "$METACL" train acl --config "$CONF" --set data.val=fmnist-val --set model.image_size=28 --out "$TMP/fv"
     expect_text "logs the validation data" "5000 held-out images, contexts from the other 55000"
     if [ -s "$TMP/fv/best.ckpt" ] && [ -n "$(tail -1 "$TMP/fv/metrics.csv" | cut -d, -f9)" ]; then pass=$((pass + 1)); else
         fail=$((fail + 1)); echo "FAIL: fmnist-val selection: no best.ckpt or no val_score"; fi
+    # class-incremental training validates class-incremental Split-FMNIST: 10 outputs
+    check "class-incremental fmnist-val, too few outputs" 1 "$METACL" train acl --config "$CONF" --set data.val=fmnist-val --set task.class_incremental=1 --set model.n_way=6 --out "$TMP/u"
+    expect_text "names the outputs needed" "class-incremental Split-FMNIST with 10 outputs"
+    check "class-incremental fmnist-val" 0 "$METACL" train acl --config "$CONF" --set data.val=fmnist-val --set task.class_incremental=1 --set task.n_way=5 --set model.n_way=10 --out "$TMP/cv"
+    expect_text "logs class-incremental validation" "validation: Split-FMNIST class-incremental"
 else
     echo "test-train-cli: SKIP data.val = fmnist-val: apt-get install dataset-fashion-mnist"
 fi

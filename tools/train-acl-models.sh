@@ -2,8 +2,12 @@
 # train-acl-models.sh — retrain the shipped ACL models (doc/acl.md) from scratch:
 #   s1 2-way 1-shot -> s2 5-way 1-shot -> s3 5-way 5-shot -> acl-2task and noacl-2task
 #   (2-task objective with and without the ACL term) -> acl-split5 (5-task ACL meta-finetuning
-#   for Split-X), then exports each final model's best checkpoint (without the optimizer
-#   state) to data/checkpoints/.
+#   for Split-X); then the generalization stages (doc/acl.md, "Generalization"):
+#   acl-2task-gen and noacl-2task-gen (the 2-task models trained further with per-episode
+#   feature statistics and task augmentation), acl-2task-gen-1900 (the same run stopped at
+#   step 1900, bit for bit its first 1900 steps) -> acl-split5-gen (5 tasks, 15 shots) and
+#   acl-cil10-gen (10-way class-incremental), both selected on fmnist-val; then exports each
+#   final model's best checkpoint (without the optimizer state) to data/checkpoints/.
 # A stage whose run directory exists is resumed (a finished one is a no-op), so the script can
 # be stopped and started again. Run from the source tree after `metacl data prepare hanzi`
 # and `metacl data prepare hershey`. Extra arguments go to every `metacl train` call (e.g.
@@ -43,6 +47,24 @@ p2=$!
 wait $p1 || { echo "acl-2task failed"; exit 1; }
 wait $p2 || { echo "noacl-2task failed"; exit 1; }
 run_stage acl-split5 acl-split5.conf acl-2task "$@"
-for m in acl-2task noacl-2task acl-split5; do
+# generalization stages: two pairs of independent runs, side by side (one thread each)
+"$METACL" data info fmnist >/dev/null 2>&1 || "$METACL" data prepare fmnist
+side_by_side() { # side_by_side "NAME CONFIG FROM" "NAME CONFIG FROM" [args]: two stages at once
+    st1=$1; st2=$2; shift 2
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage $st1 "$@" &
+    q1=$!
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage $st2 "$@" &
+    q2=$!
+    wait $q1 || { echo "${st1%% *} failed"; exit 1; }
+    wait $q2 || { echo "${st2%% *} failed"; exit 1; }
+}
+side_by_side "acl-2task-gen acl-2task-gen.conf acl-2task" "noacl-2task-gen noacl-2task-gen.conf noacl-2task" "$@"
+# the 5-task stages start from acl-2task-gen at step 1900, so that every model stays within
+# two hours of training (doc/acl.md): the same run again, stopped there
+OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage acl-2task-gen-1900 acl-2task-gen.conf acl-2task --set train.steps=1900 "$@"
+side_by_side "acl-split5-gen acl-split5-gen.conf acl-2task-gen-1900" "acl-cil10-gen acl-cil10-gen.conf acl-2task-gen-1900" "$@"
+for m in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen; do
     "$METACL" ckpt export "$RUNS/$m/best.ckpt" "data/checkpoints/$m.ckpt"   # model only, atomic
 done

@@ -206,6 +206,7 @@ mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_
         const mcl_class_pool *pool = &pools[ti];
         const mcl_dataset *ds = pool->ds;
         t->ds = ds;
+        memset(&t->aug, 0, sizeof t->aug);
         int np = 0;
         s = mcl_class_pool_positions(pool, pos, max_classes, &np, err, err_len);
         if (s != MCL_OK) break;
@@ -296,7 +297,7 @@ done:
 /* Convert rows images of ds into dst (rows·side² floats): the side×side image of each
  * (mcl_image_to_side; side 32 = the stored canvas). */
 static mcl_status fill_rows(float *dst, const mcl_dataset *ds, const int64_t *index, int64_t rows,
-                            int side, int normalize, mcl_ctx *ctx)
+                            int side, int normalize, const mcl_aug *aug, mcl_ctx *ctx)
 {
     float mean = 0.0f, std = 1.0f;
     if (normalize) {
@@ -318,6 +319,11 @@ static mcl_status fill_rows(float *dst, const mcl_dataset *ds, const int64_t *in
         const uint8_t *src = ds->images + i * IMG_PIXELS;
         if (side != MCL_IMG) {
             mcl_image_to_side(src, ds->content_side, side, img);
+            src = img;
+        }
+        if (aug && aug->active) {
+            if (src != img) memcpy(img, src, (size_t)pix);
+            mcl_aug_apply(aug, img, side, (uint64_t)i);
             src = img;
         }
         float *d = dst + r * pix;
@@ -376,7 +382,7 @@ mcl_status mcl_batch_rows(mcl_tensor *images, mcl_tensor *labels, const mcl_data
     const int64_t pix = (int64_t)side * side;
     float *h = malloc((size_t)(rows * pix) * sizeof *h);
     if (!h) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "batch_rows: out of memory");
-    s = fill_rows(h, ds, index, rows, side, normalize, ctx);
+    s = fill_rows(h, ds, index, rows, side, normalize, NULL, ctx);
     if (s == MCL_OK) s = mcl_tensor_write(images, h, rows * pix);
     if (s == MCL_OK && labels) {
         for (int64_t r = 0; r < rows; r++) h[r] = (float)label[r];
@@ -440,7 +446,8 @@ mcl_status mcl_task_batch(mcl_tensor *images, mcl_tensor *labels, const mcl_task
         const int64_t *idx;
         const int32_t *lab;
         part_arrays(tasks[b], part, &idx, &lab);
-        s = fill_rows(h + (int64_t)b * L * pix, tasks[b]->ds, idx, L, side, normalize, ctx);
+        s = fill_rows(h + (int64_t)b * L * pix, tasks[b]->ds, idx, L, side, normalize,
+                      &tasks[b]->aug, ctx);
     }
     if (s == MCL_OK) s = mcl_tensor_write(images, h, rows * pix);
     if (s == MCL_OK && labels) {
@@ -454,4 +461,15 @@ mcl_status mcl_task_batch(mcl_tensor *images, mcl_tensor *labels, const mcl_task
     }
     free(h);
     return s;
+}
+
+void mcl_episode_augment(mcl_episode *ep, const mcl_aug_cfg *cfg, mcl_rng *rng)
+{
+    if (!ep || !rng) return;
+    for (int i = 0; i < ep->n_tasks; i++) {
+        if (cfg)
+            mcl_aug_draw(cfg, rng, &ep->task[i].aug);
+        else
+            memset(&ep->task[i].aug, 0, sizeof ep->task[i].aug);
+    }
 }

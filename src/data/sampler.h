@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "augment.h"
 #include "dataset.h"
 #include "rng.h"
 #include "status.h"
@@ -81,6 +82,8 @@ typedef struct mcl_task {
     int32_t *ctx_label;
     int64_t *query_index;  /* [N*n_query] queries, shuffled                                 */
     int32_t *query_label;
+    mcl_aug aug;           /* the task's image randomization (training only; zero = none):
+                            * mcl_episode_augment; mcl_episode_sample resets it            */
 } mcl_task;
 
 typedef struct mcl_episode {
@@ -100,6 +103,10 @@ void mcl_episode_free(mcl_episode *ep);
  * n_first + K + n_query images. */
 mcl_status mcl_episode_sample(mcl_episode *ep, const mcl_class_pool *pools, mcl_rng *rng,
                               char *err, size_t err_len);
+
+/* Give every task of a sampled sequence its own image randomization drawn from cfg with rng
+ * (augment.h; cfg NULL = none). mcl_task_batch applies it to all of the task's images. */
+void mcl_episode_augment(mcl_episode *ep, const mcl_aug_cfg *cfg, mcl_rng *rng);
 
 /* ======================================================================= streams (streams.c) */
 

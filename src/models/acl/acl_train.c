@@ -39,6 +39,9 @@ static const mcl_key task_keys[] = {
     MCL_KEY_BOOL("data.alternate", C, alternate, "1", "the domain order alternates every step"),
     MCL_KEY_STR("data.dir", C, data_dir, "", "prepared-data directory (\"\" = $METACL_DATA or data/cache)"),
     MCL_KEY_BOOL("data.normalize", C, normalize, "1", "images standardized with the set's mean/std"),
+    MCL_KEY_ENUM("data.augment", C, augment, "none|task", "none",
+                 "task: every training task gets one random image transformation (fill, "
+                 "thickness, blur, texture, contrast, inversion, noise); never in validation"),
     MCL_KEY_STR("data.val", C, val_data, "",
                 "validation data: \"\" = the domains' held-out classes; fmnist-val = Split-FMNIST "
                 "domain-incremental accuracy on 5000 held-out Fashion-MNIST training images"),
@@ -73,10 +76,14 @@ static mcl_status acl_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *
         return fail(err, err_len, MCL_ERR_INVALID,
                     "data.val = '%s': give \"\" (the domains' held-out classes) or %s", c->val_data,
                     MCL_FMNIST_VAL_NAME);
-    if (c->val_data[0] && c->model.n_way < MCL_VAL_SPLITX_CLASSES)
+    /* class-incremental training validates class-incremental Split-FMNIST (T·C outputs) */
+    const int val_outputs =
+        c->class_incremental ? MCL_VAL_SPLITX_TASKS * MCL_VAL_SPLITX_CLASSES : MCL_VAL_SPLITX_CLASSES;
+    if (c->val_data[0] && c->model.n_way < val_outputs)
         return fail(err, err_len, MCL_ERR_INVALID,
-                    "data.val = %s scores Split-FMNIST with %d outputs; model.n_way is %d",
-                    MCL_FMNIST_VAL_NAME, MCL_VAL_SPLITX_CLASSES, c->model.n_way);
+                    "data.val = %s scores %s Split-FMNIST with %d outputs; model.n_way is %d",
+                    MCL_FMNIST_VAL_NAME, c->class_incremental ? "class-incremental" : "domain-incremental",
+                    val_outputs, c->model.n_way);
     return MCL_OK;
 }
 
@@ -228,8 +235,9 @@ static mcl_status load_domains(acl_fs *t, mcl_train_log *log, char *err, size_t 
         if (st == MCL_OK) st = mcl_dataset_load(c->val_data, dd, MCL_SPLIT_VAL, &t->val_test, e2, sizeof e2);
         if (st != MCL_OK) return fail(err, err_len, st, "data.val '%s': %s", c->val_data, e2);
         mcl_train_logf(log,
-                       "validation: Split-FMNIST domain-incremental (%d tasks of %d classes, %d "
+                       "validation: Split-FMNIST %s (%d tasks of %d classes, %d "
                        "shots) on %s: %lld held-out images, contexts from the other %lld",
+                       c->class_incremental ? "class-incremental" : "domain-incremental",
                        MCL_VAL_SPLITX_TASKS, MCL_VAL_SPLITX_CLASSES, c->k_shot, c->val_data,
                        (long long)t->val_test->n, (long long)t->val_train->n);
     }
@@ -259,6 +267,14 @@ static mcl_status make_batch(acl_fs *t, int64_t step, uint64_t stream, int val, 
     for (int b = 0; b < t->batch; b++) {
         mcl_status st = mcl_episode_sample(t->eps[b], pools, &rng, e2, sizeof e2);
         if (st != MCL_OK) return fail(err, err_len, st, "episodes: %s", e2);
+    }
+    if (c->augment && !val) {
+        /* Its own stream, so the episodes drawn are the same with and without augmentation. */
+        mcl_aug_cfg ac;
+        mcl_aug_cfg_default(&ac);
+        mcl_rng arng;
+        mcl_rng_init(&arng, t->seed ^ 0x61756721u, stream);
+        for (int b = 0; b < t->batch; b++) mcl_episode_augment(t->eps[b], &ac, &arng);
     }
     for (int i = 0; i < c->n_tasks; i++) {
         mcl_status st = mcl_acl_task_data_from_episodes(t->ctx, (const mcl_episode *const *)t->eps + lo,
@@ -421,7 +437,7 @@ static mcl_status validate_splitx(acl_fs *t, int64_t runs, double *score, char *
     xc.split.n_tasks = MCL_VAL_SPLITX_TASKS;
     xc.split.classes_per_task = MCL_VAL_SPLITX_CLASSES;
     xc.split.k_shot = t->cfg.k_shot;
-    xc.split.mode = MCL_SPLITX_DOMAIN;
+    xc.split.mode = t->cfg.class_incremental ? MCL_SPLITX_CLASS : MCL_SPLITX_DOMAIN;
     xc.split.shuffle_seed = t->seed;
     xc.n_runs = (int)runs;
     xc.final_only = 1;

@@ -20,6 +20,8 @@
  *   data.alternate       1: the domain order alternates every step                  [1]
  *   data.dir             prepared-data directory ("" = $METACL_DATA or data/cache)  [""]
  *   data.normalize       1: images standardized with the set's mean/std             [1]
+ *   data.augment         none | task: one random image transformation per training task
+ *                        (augment.h; validation and evaluation never augment)      [none]
  *   data.val             "": validate on the domains' held-out classes (below); fmnist-val:
  *                        the score is Split-FMNIST domain-incremental accuracy on the 5 000
  *                        held-out Fashion-MNIST training images (dataset.h), contexts from
@@ -68,6 +70,7 @@ typedef struct mcl_acl_task_cfg {
     int n_domain_scale;
     float domain_scale[MCL_TRAIN_MAX_DOMAINS];
     int alternate, normalize;
+    int augment; /* data.augment: 0 none, 1 task (one random image transformation per task) */
     char data_dir[MCL_TRAIN_PATH_MAX];
     char val_data[MCL_TRAIN_PATH_MAX]; /* data.val: "" or fmnist-val */
 } mcl_acl_task_cfg;
