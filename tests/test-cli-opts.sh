@@ -72,6 +72,12 @@ expect_text "eval names the option" "metacl eval acl: unknown option '--bogus'"
 check "a flag given a value" 2 "$METACL" devices --json=1
 expect_text "says it takes no value" "takes no value"
 check "too many arguments" 2 "$METACL" data info "$IDX" "$IDX"
+# data show --augment: the same rows and images, each row with one random transformation
+check "data show" 0 "$METACL" data show "$IDX" --out "$TMP/plain.png" --classes 2 --samples 3
+check "data show --augment" 0 "$METACL" data show "$IDX" --out "$TMP/aug.png" --classes 2 --samples 3 --augment
+check "data show --augment again" 0 "$METACL" data show "$IDX" --out "$TMP/aug2.png" --classes 2 --samples 3 --augment
+if [ -s "$TMP/aug.png" ] && ! cmp -s "$TMP/plain.png" "$TMP/aug.png" && cmp -s "$TMP/aug.png" "$TMP/aug2.png"; then
+    pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --augment sheet: not different from the plain one, or not reproducible"; fi
 
 # missing and bad values: exit 2 with what the option accepts
 check "missing value" 2 "$METACL" data show "$IDX" --out

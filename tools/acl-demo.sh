@@ -2,14 +2,17 @@
 # acl-demo.sh — the main job: evaluate the shipped ACL models (data/checkpoints/) next to the
 # no-ACL model and the SGD / Adam baselines, print the tables and write the figures.
 #   1. two-task, in-domain held-out classes: A = hanzi, B = hershey (5-way 5-shot)
-#   2. two-task, unseen domain: Fashion-MNIST classes 0-4 -> 5-9
-#   3. Split-FashionMNIST, domain-incremental, 5 tasks (and class-incremental, 2 tasks)
+#   2. two-task, unseen domains: Fashion-MNIST classes 0-4 -> 5-9; kanji (a stroke set never
+#      trained on)
+#   3. Split-FashionMNIST, domain-incremental, 5 tasks at 5 and 15 shots; class-incremental,
+#      2 and 5 tasks; then the targets of doc/acl.md computed from these tables
+#      (tools/acl-targets.sh)
 #   4. the online transformers: a short Split-FashionMNIST stream learned online (doc/oct.md)
 #   5. Sparse Meta Networks: the shipped WCST agent and the shipped Online-hanzi model next to
 #      their gradient baselines (doc/smn.md)
 #   6. the adaptive character language model: static, dynamic and Sparse-MetaNet evaluation of
 #      the shipped model on a stream of test text whose domain switches (doc/lm.md)
-# Prepares the data sets it needs first (fmnist, hanzi, hershey; `metacl data prepare`).
+# Prepares the data sets it needs first (fmnist, hanzi, hershey, kanji; `metacl data prepare`).
 # Besides stdout, OUT/summary.md (the headings and tables, in the order printed) and
 # OUT/summary.json (one object: each section's `metacl eval --json-out` output, with its
 # provenance, under "sections"; accuracies as fractions) are written atomically at the end.
@@ -22,7 +25,7 @@ OUT=${OUT:-results}
 EPISODES=${EPISODES:-32}
 SPLIT_RUNS=${SPLIT_RUNS:-10}
 CK=data/checkpoints
-for set in fmnist hanzi hershey; do
+for set in fmnist hanzi hershey kanji; do
     "$METACL" data info "$set" >/dev/null 2>&1 || "$METACL" data prepare "$set"
 done
 # the text corpus comes from Debian packages (apt-get download); a machine whose package lists
@@ -31,7 +34,7 @@ if ! "$METACL" data info text >/dev/null 2>&1; then
     "$METACL" data prepare text || { [ "$(id -u)" = 0 ] && apt-get update >/dev/null && "$METACL" data prepare text; } ||
         { echo "acl-demo: the text corpus could not be prepared (see above)" >&2; exit 1; }
 fi
-for f in acl-2task noacl-2task acl-split5 smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi lm-text; do
+for f in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi lm-text; do
     [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
@@ -56,29 +59,56 @@ run_eval() {
 }
 : >"$TMPD/summary.md"
 start=$(date +%s)
+G="--ckpt ACL-gen=$CK/acl-2task-gen.ckpt --ckpt no-ACL-gen=$CK/noacl-2task-gen.ckpt"
 t="## 1. In-context learning and forgetting: held-out hanzi (A) then hershey (B) classes"
 heading "$t"
+# shellcheck disable=SC2086
 run_eval "$t" --protocol two-task --data hanzi --data hershey --runs 5 --episodes "$EPISODES" \
-    --ckpt ACL="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
+    --ckpt ACL="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" $G \
     --baseline sgd --baseline adam --figures "$OUT/two-task" "$@"
 heading ""
 t="## 2. Unseen domain: Fashion-MNIST classes 0-4 (A) then 5-9 (B)"
 heading "$t"
+# shellcheck disable=SC2086
 run_eval "$t" --protocol two-task --data fmnist@0-4 --data fmnist@5-9 --runs 5 --episodes "$EPISODES" \
-    --ckpt ACL="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
+    --ckpt ACL="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" $G \
     --baseline sgd --baseline adam --figures "$OUT/fmnist-two-task" "$@"
+heading ""
+t="## 2b. Unseen stroke domain: kanji (A) then kanji (B), meta-test classes"
+heading "$t"
+# shellcheck disable=SC2086
+run_eval "$t" --protocol two-task --data kanji --data kanji --runs 5 --episodes "$EPISODES" \
+    --ckpt ACL="$CK/acl-2task.ckpt" $G --baseline sgd "$@"
 heading ""
 t="## 3. Split-FashionMNIST, domain-incremental, 5 tasks (5 training images per class)"
 heading "$t"
 run_eval "$t" --protocol split-dil --data fmnist --tasks 5 --k-shot 5 --runs "$SPLIT_RUNS" --final-only \
     --ckpt ACL-5task="$CK/acl-split5.ckpt" --ckpt ACL-2task="$CK/acl-2task.ckpt" \
+    --ckpt ACL-2task-gen="$CK/acl-2task-gen.ckpt" \
     --baseline sgd --baseline adam --figures "$OUT/split-dil" "$@"
+heading ""
+t="## 3a. Split-FashionMNIST, domain-incremental, 5 tasks, 15 training images per class (the paper's protocol; contexts from the 55 000 training images outside fmnist-val)"
+heading "$t"
+run_eval "$t" --protocol split-dil --data fmnist-val --tasks 5 --k-shot 15 --runs "$SPLIT_RUNS" --final-only \
+    --ckpt ACL-5task-gen="$CK/acl-split5-gen.ckpt" --ckpt ACL-5task="$CK/acl-split5.ckpt" \
+    --baseline sgd --baseline adam --figures "$OUT/split-dil-15" "$@"
 heading ""
 t="## 3b. Split-FashionMNIST, class-incremental, 2 tasks (classes 0-3)"
 heading "$t"
 run_eval "$t" --protocol split-cil --data fmnist --tasks 2 --k-shot 5 --runs "$SPLIT_RUNS" \
     --ckpt ACL-2task="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
+    --ckpt ACL-2task-gen="$CK/acl-2task-gen.ckpt" --ckpt ACL-CIL10-gen="$CK/acl-cil10-gen.ckpt" \
     --baseline sgd --baseline adam --figures "$OUT/split-cil" "$@"
+heading ""
+t="## 3d. Split-FashionMNIST, class-incremental, 5 tasks"
+heading "$t"
+run_eval "$t" --protocol split-cil --data fmnist --tasks 5 --k-shot 5 --runs "$SPLIT_RUNS" --final-only \
+    --ckpt ACL-CIL10-gen="$CK/acl-cil10-gen.ckpt" \
+    --baseline sgd --baseline adam --figures "$OUT/split-cil5" "$@"
+heading ""
+"$(dirname "$0")/acl-targets.sh" "$TMPD/summary.md" >"$TMPD/targets.md"
+cat "$TMPD/targets.md"
+cat "$TMPD/targets.md" >>"$TMPD/summary.md"
 # summary.json: {"sections": [{"title": ..., "eval": <the eval's JSON>}, ...]}
 {
     printf '{"sections":['

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "augment.h"
 #include "cli.h"
 #include "dataset.h"
 #include "dataset_io.h"
@@ -618,7 +619,7 @@ static int *pick(uint64_t seed, uint64_t stream, int n, int *k)
 
 typedef struct show_opts {
     char data_dir[4096], out[4096];
-    int classes, samples, scale;
+    int classes, samples, scale, augment;
     uint64_t seed;
 } show_opts;
 
@@ -628,10 +629,13 @@ static const mcl_key show_keys[] = {
     MCL_OPT_INT("samples", 0, show_opts, samples, 1, 100, "8", "M", "samples or images per class"),
     MCL_OPT_U64("seed", 0, show_opts, seed, "1", "N", "which classes, samples and renderings"),
     MCL_OPT_INT("scale", 0, show_opts, scale, 1, 8, "2", "S", "pixels per image pixel"),
+    MCL_OPT_FLAG("augment", 0, show_opts, augment,
+                 "each row's samples get one random transformation of training's task\n"
+                 "augmentation (data.augment = task; the clean column stays clean)"),
     MCL_OPT_STR("data-dir", 0, show_opts, data_dir, NULL, "DIR", DATA_DIR_HELP),
 };
 static const mcl_cli_cmd show_cmd = {
-    .name = "data show", .synopsis = "NAME --out FILE.png [--classes N] [--samples M] [--seed N] [--scale S] [--data-dir DIR]",
+    .name = "data show", .synopsis = "NAME --out FILE.png [--classes N] [--samples M] [--seed N] [--scale S] [--augment] [--data-dir DIR]",
     .about = "Contact sheet: per class (a row) a clean rendering then M samples (stroke sets) or M\n"
              "images of the set. NAME may also be idx:IMAGES,LABELS or pngdir:DIR.",
     .opts = show_keys, .n_opts = (int)(sizeof show_keys / sizeof show_keys[0]), .max_pos = 1};
@@ -681,14 +685,22 @@ static int cmd_show(int argc, char **argv)
         goto done;
     }
     memset(sh.px, GAP_SHADE, (size_t)sh.w * (size_t)sh.h);
+    mcl_aug_cfg acfg;
+    mcl_aug_cfg_default(&acfg);
+    mcl_rng arng;
+    mcl_rng_init(&arng, seed, SHOW_STREAM + 0x100000000ull);
     for (int r = 0; r < rows; r++) {
         int y0 = GAP + r * (cell + GAP);
+        mcl_aug aug; /* the row's transformation (inactive without --augment) */
+        memset(&aug, 0, sizeof aug);
+        if (o.augment) mcl_aug_draw(&acfg, &arng, &aug);
         if (stroke) {
             const mcl_glyph *g = &ss->glyphs[cls[r]];
             mcl_render_glyph(g, seed, cls[r], 0, 1, img);
             sheet_put(&sh, GAP, y0, img);
             for (int j = 0; j < (int)nsmp; j++) {
                 mcl_render_glyph(g, seed, cls[r], j, 0, img);
+                mcl_aug_apply(&aug, img, MCL_IMG, (uint64_t)j);
                 sheet_put(&sh, GAP_CLEAN + GAP + cell + j * (cell + GAP), y0, img);
             }
         } else {
@@ -701,9 +713,12 @@ static int cmd_show(int argc, char **argv)
                 fprintf(stderr, "metacl data show: out of memory\n");
                 goto done;
             }
-            for (int j = 0; j < take; j++)
-                sheet_put(&sh, GAP + j * (cell + GAP), y0,
-                          ds->images + (size_t)ds->class_index[b + pos[j]] * PIX);
+            for (int j = 0; j < take; j++) {
+                const int64_t at = ds->class_index[b + pos[j]];
+                memcpy(img, ds->images + (size_t)at * PIX, PIX);
+                mcl_aug_apply(&aug, img, MCL_IMG, (uint64_t)at);
+                sheet_put(&sh, GAP + j * (cell + GAP), y0, img);
+            }
             free(pos);
         }
     }
