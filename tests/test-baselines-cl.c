@@ -356,6 +356,15 @@ static void test_parse(void)
     CHECK(!strcmp(mcl_baseline_method_name(MCL_BASELINE_EWC_ONLINE, MCL_OPTIM_SGD), "ewc-online") &&
               !strcmp(mcl_baseline_method_name(MCL_BASELINE_PLAIN, MCL_OPTIM_ADAM), "adam"),
           "method names");
+    /* the keys a spec gives (eval --select keeps them fixed); "c" must not match "c" inside
+     * another key's value or "lr" inside "lr2" */
+    CHECK(mcl_baseline_spec_gives("si:c=10,lr=0.01", "c") && mcl_baseline_spec_gives("si:c=10,lr=0.01", "lr") &&
+              !mcl_baseline_spec_gives("si:c=10,lr=0.01", "epochs") && !mcl_baseline_spec_gives("si:xi=0.1", "c") &&
+              !mcl_baseline_spec_gives("ewc:optim=sgd", "c") && !mcl_baseline_spec_gives("sgd", "lr") &&
+              mcl_baseline_spec_gives("sgd:0.1:25", "lr") && mcl_baseline_spec_gives("sgd:0.1:25", "epochs") &&
+              !mcl_baseline_spec_gives("sgd:0.1:25", "lambda") && mcl_baseline_spec_gives("ewc:epochs=1", "epochs") &&
+              !mcl_baseline_spec_gives("replay:replay-batch=4", "batch"),
+          "mcl_baseline_spec_gives");
 
     static const struct {
         const char *spec, *needle;

@@ -22,6 +22,10 @@
  * SRWM head's four sub-matrices while a demo sequence is consumed.
  * --baseline NAME[:KEY=VALUE,...]: sgd, adam, ewc, ewc-online, si, lwf, replay with their keys
  * (mcl_baseline_parse in baseline.h; the old form sgd|adam:LR:EPOCHS still works).
+ * --select: each baseline's lr, epochs and method value chosen by a grid search on the same
+ * protocol over validation data (seq: the meta-validation classes; split: the held-out 'val'
+ * images of fmnist-val), the values its spec gives kept; the grid goes to stderr and to the
+ * JSON ("selection" of each selected model).
  * Exit: 0 ok, 1 runtime error, 2 usage.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -51,11 +55,16 @@ typedef struct model_entry {
     char name[128];
     const char *path;     /* checkpoint, or NULL for a baseline */
     mcl_baseline_config base;
+    int fix_lr, fix_epochs, fix_hp; /* --baseline gave the value: --select keeps it */
+    int selected;                   /* --select ran: sel, hp_name are set          */
+    mcl_baseline_selection sel;
+    const char *hp_name;            /* the method's own hyperparameter, or NULL    */
     mcl_acl *m;
     mcl_cl_result res;
 } model_entry;
 
 typedef struct data_entry {
+    const char *arg; /* as given: SPEC[@classes] */
     char spec[1024];
     int32_t classes[MAX_CLASSES];
     int n_classes; /* 0 = all */
@@ -114,8 +123,11 @@ static const mcl_key eval_keys[] = {
                  "split: query only after the last task (the paper's protocol; no\n"
                  "backward transfer / forgetting, 5x faster for 5 tasks)"),
     MCL_OPT_FLAG("select", 0, eval_opts, select,
-                 "seq/two-task: choose each baseline's lr, epochs and method value (lambda,\n"
-                 "c) by a grid search on the same protocol over the meta-validation classes"),
+                 "choose each baseline's lr, epochs and method value (lambda, c) by a\n"
+                 "grid search on the same protocol (keys given in --baseline stay fixed):\n"
+                 "seq/two-task on the meta-validation classes; split-dil/split-cil on a\n"
+                 "held-out split of the training images (--data fmnist-val: contexts from\n"
+                 "its 55000, queries its 5000 'val' images; never the test file)"),
     MCL_OPT_STR("figures", 0, eval_opts, figures, NULL, "DIR", "write PNG figures (accuracy matrices, SRWM heat-maps)"),
     MCL_OPT_STR("data-dir", 0, eval_opts, data_dir, NULL, "DIR", "prepared data sets (default $METACL_DATA, else ./data/cache if it exists, else $XDG_DATA_HOME/metacl)"),
     MCL_OPT_FLAG("json", 0, eval_opts, json, "print JSON instead of the Markdown table (accuracies as fractions)"),
@@ -227,7 +239,53 @@ typedef struct eval_facts {
     int tasks, runs, n_way, k_shot, episodes, seed, final_only, select;
     const data_entry *de;
     int n_data;
+    int seq; /* task sequences (else Split-X) */
 } eval_facts;
+
+/* --select's grid of one baseline: the validation data it ran on (data sets, the splits of
+ * the contexts and of the queries, the protocol), every point (lr, epochs, the method's
+ * hyperparameter, score = mean ± std over runs of the final average accuracy) and the chosen
+ * index. */
+static void print_selection(mcl_json *j, const model_entry *e, const eval_facts *x)
+{
+    const mcl_baseline_selection *s = &e->sel;
+    mcl_json_begin_obj(j, "selection");
+    mcl_json_str(j, "protocol", x->protocol);
+    mcl_json_begin_arr(j, "data");
+    for (int d = 0; d < x->n_data; d++) mcl_json_str(j, NULL, x->de[d].arg);
+    mcl_json_end_arr(j);
+    /* seq: episodes of the meta-validation classes; Split-X: contexts from the train split
+     * (the held-out images excluded), queries its held-out val split */
+    mcl_json_str(j, "context_split", x->seq ? "val" : "train");
+    mcl_json_str(j, "query_split", "val");
+    mcl_json_int(j, "runs", x->runs);
+    if (x->seq)
+        mcl_json_int(j, "episodes", x->episodes);
+    else
+        mcl_json_bool(j, "final_only", 1);
+    mcl_json_str(j, "score", "acc");
+    mcl_json_str(j, "hyperparameter", e->hp_name);
+    mcl_json_begin_arr(j, "fixed");
+    if (e->fix_lr) mcl_json_str(j, NULL, "lr");
+    if (e->fix_epochs) mcl_json_str(j, NULL, "epochs");
+    if (e->fix_hp && e->hp_name) mcl_json_str(j, NULL, e->hp_name);
+    mcl_json_end_arr(j);
+    mcl_json_int(j, "n", s->n);
+    mcl_json_int(j, "chosen", s->best);
+    mcl_json_begin_arr(j, "points");
+    for (int g = 0; g < s->n; g++) {
+        const mcl_baseline_grid_point *p = &s->point[g];
+        mcl_json_begin_obj(j, NULL);
+        mcl_json_num(j, "lr", (double)p->lr, 8);
+        mcl_json_int(j, "epochs", p->epochs);
+        if (e->hp_name) mcl_json_num(j, e->hp_name, (double)p->hp, 6);
+        mcl_json_num(j, "score", p->score, 6);
+        mcl_json_num(j, "score_std", p->score_std, 6);
+        mcl_json_end_obj(j);
+    }
+    mcl_json_end_arr(j);
+    mcl_json_end_obj(j);
+}
 
 static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl_ctx *ctx)
 {
@@ -257,6 +315,7 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
         mcl_json_num(&j, "bwt_std", r->std.bwt, 6);
         mcl_json_num(&j, "forgetting", r->mean.forgetting, 6);
         mcl_json_num(&j, "forgetting_std", r->std.forgetting, 6);
+        if (me[k].selected) print_selection(&j, &me[k], x);
         mcl_json_end_obj(&j);
     }
     mcl_json_end_arr(&j);
@@ -507,13 +566,38 @@ static int write_srwm_png(const char *dir, const char *model, const char *displa
 
 /* ------------------------------------------------------------------ main */
 
-/* --baseline NAME[:KEY=VALUE,...] (mcl_baseline_parse); 0 ok, else a message in err. */
+/* --baseline NAME[:KEY=VALUE,...] (mcl_baseline_parse); 0 ok, else a message in err. The
+ * values the spec gives (lr, epochs, the method's hyperparameter) are the ones --select keeps. */
 static int parse_baseline(const char *arg, model_entry *e, char *err, size_t len)
 {
     memset(e, 0, sizeof *e);
     if (mcl_baseline_parse(arg, &e->base, err, len) != MCL_OK) return 1;
     mcl_baseline_describe(&e->base, e->name, sizeof e->name);
+    const float *hv = NULL;
+    int nh = 0;
+    if (mcl_baseline_method_grid(e->base.method, &hv, &nh, &e->hp_name) != MCL_OK) e->hp_name = NULL;
+    e->fix_lr = mcl_baseline_spec_gives(arg, "lr");
+    e->fix_epochs = mcl_baseline_spec_gives(arg, "epochs");
+    e->fix_hp = e->hp_name && mcl_baseline_spec_gives(arg, e->hp_name);
     return 0;
+}
+
+/* --select with a split protocol needs held-out images of the training classes: a view of a
+ * prepared set that moves some training images to its val split (fmnist-val; doc/data.md).
+ * 0 when spec is one, else 2 after a message. */
+static int check_split_select(const char *spec, const char *protocol)
+{
+    if (!is_user_spec(spec) && strcmp(mcl_dataset_prepared_name(spec), spec) != 0) return 0;
+    if (!strcmp(spec, mcl_dataset_prepared_name(MCL_FMNIST_VAL_NAME)))
+        fprintf(stderr, "metacl %s: --select with --protocol %s chooses on held-out training images, and\n"
+                        "  '%s' has none: use --data %s (its last %d training images per class are its\n"
+                        "  split 'val'; the test file is never used for the choice)\n",
+                cmd_name, protocol, spec, MCL_FMNIST_VAL_NAME, MCL_FMNIST_VAL_PER_CLASS);
+    else
+        fprintf(stderr, "metacl %s: --select with --protocol %s chooses on held-out training images, and\n"
+                        "  '%s' has none (%s has: --data %s)\n",
+                cmd_name, protocol, spec, MCL_FMNIST_VAL_NAME, MCL_FMNIST_VAL_NAME);
+    return 2;
 }
 
 static int eval_acl(const mcl_family *fam, int argc, char **argv);
@@ -614,7 +698,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
                     o.data[i].value);
             return 2;
         }
-        n_data++;
+        de[n_data++].arg = o.data[i].value;
     }
     int seq = 0, split_mode = -1;
     if (!protocol) {
@@ -642,15 +726,11 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
                             "sequences query images of the classes they learn)\n", cmd_name, me[k].name);
             return 2;
         }
-    if (select && !seq) {
-        fprintf(stderr, "metacl %s: --select works with the seq / two-task protocols (it uses the\n"
-                        "  meta-validation classes of the --data sets); pass the chosen values as sgd:lr=LR,epochs=E\n", cmd_name);
-        return 2;
-    }
     if (!seq && n_data != 1) {
         fprintf(stderr, "metacl %s: %s takes exactly one --data\n", cmd_name, protocol);
         return 2;
     }
+    if (select && !seq && check_split_select(de[0].spec, protocol)) return 2;
     if (seq && n_data > tasks) {
         fprintf(stderr, "metacl %s: %d --data for %d task%s (one per task; fewer: the last one is used for "
                         "the remaining tasks)\n", cmd_name, n_data, tasks, tasks == 1 ? "" : "s");
@@ -722,55 +802,94 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     xc.n_runs = runs;
     xc.final_only = final_only;
     xc.normalize = 1;
-    for (int k = 0; k < n_models && rc == 0 && select; k++) {
-        if (me[k].path) continue;
-        /* grid search on the same protocol over the meta-validation classes */
-        mcl_dataset *vds[MAX_DATA] = {NULL};
-        mcl_class_pool vpools[MCL_ACL_MAX_TASKS];
-        for (int d = 0; d < n_data && rc == 0; d++)
-            if (is_user_spec(de[d].spec) || de[d].n_classes ||
-                mcl_dataset_load(de[d].spec, data_dir, MCL_SPLIT_VAL, &vds[d], err, sizeof err) != MCL_OK) {
-                fprintf(stderr, "metacl %s: --select: '%s' has no meta-validation split%s%s\n", cmd_name, de[d].spec,
-                        vds[d] || is_user_spec(de[d].spec) || de[d].n_classes ? "" : ": ", vds[d] || is_user_spec(de[d].spec) || de[d].n_classes ? "" : err);
-                rc = 1;
-            }
-        for (int i = 0; i < tasks && rc == 0; i++) {
-            vpools[i].ds = vds[i < n_data ? i : n_data - 1];
-            vpools[i].classes = NULL;
-            vpools[i].n_classes = 0;
-        }
-        mcl_eval_data vd;
-        memset(&vd, 0, sizeof vd);
-        vd.kind = MCL_EVAL_SEQ;
-        vd.pools = vpools;
-        vd.seq = &sc;
-        mcl_baseline_selection sel;
-        mcl_baseline_config best;
-        me[k].base.seed = (uint64_t)seed;
-        if (rc == 0) {
-            const float *hv = NULL;
-            int nh = 0;
-            const char *hname = NULL;
-            mcl_baseline_method_grid(me[k].base.method, &hv, &nh, &hname);
-            fprintf(stderr, "selecting lr, epochs%s%s of %s on meta-validation classes...\n", hname ? " and " : "",
-                    hname ? hname : "", mcl_baseline_method_name(me[k].base.method, me[k].base.optim));
-            if (mcl_baseline_select(ctx, &me[k].base, &vd, NULL, 0, NULL, 0, &best, &sel) != MCL_OK) {
-                fprintf(stderr, "metacl %s: --select: %s\n", cmd_name, mcl_ctx_error(ctx));
-                rc = 1;
-            } else {
-                for (int g = 0; g < sel.n; g++) {
-                    char hp[48] = "";
-                    if (hname) snprintf(hp, sizeof hp, " %s %-7g", hname, (double)sel.point[g].hp);
-                    fprintf(stderr, "  lr %-7g epochs %-3d%s ACC %.4f ± %.4f%s\n", (double)sel.point[g].lr,
-                            sel.point[g].epochs, hp, sel.point[g].score, sel.point[g].score_std,
-                            g == sel.best ? "   <- best" : "");
+    /* --select: each baseline's grid search on validation data, the same protocol */
+    int any_baseline = 0;
+    for (int k = 0; k < n_models; k++) any_baseline |= !me[k].path;
+    mcl_dataset *vds[MAX_DATA] = {NULL};
+    mcl_class_pool vpools[MCL_ACL_MAX_TASKS];
+    mcl_splitx_eval_cfg xv = xc;
+    mcl_eval_data vd;
+    memset(&vd, 0, sizeof vd);
+    char vwhere[1200] = "";
+    if (rc == 0 && select && any_baseline) {
+        if (seq) { /* the same task sequences over the meta-validation classes of each --data */
+            for (int d = 0; d < n_data && rc == 0; d++) {
+                if (is_user_spec(de[d].spec) || de[d].n_classes) {
+                    fprintf(stderr, "metacl %s: --select: '%s%s' has no meta-validation split\n", cmd_name,
+                            de[d].spec, de[d].n_classes ? "@classes" : "");
+                    rc = 1;
+                } else if (mcl_dataset_load(de[d].spec, data_dir, MCL_SPLIT_VAL, &vds[d], err, sizeof err) != MCL_OK) {
+                    fprintf(stderr, "metacl %s: --select: '%s' has no meta-validation split: %s\n", cmd_name,
+                            de[d].spec, err);
+                    rc = 1;
                 }
-                me[k].base = best;
-                mcl_baseline_describe(&best, me[k].name, sizeof me[k].name);
             }
+            for (int i = 0; i < tasks && rc == 0; i++) {
+                vpools[i].ds = vds[i < n_data ? i : n_data - 1];
+                vpools[i].classes = NULL;
+                vpools[i].n_classes = 0;
+            }
+            vd.kind = MCL_EVAL_SEQ;
+            vd.pools = vpools;
+            vd.seq = &sc;
+            snprintf(vwhere, sizeof vwhere, "the meta-validation classes");
+        } else { /* the same Split-X (tasks, shots, mode, classes, runs), contexts from the
+                  * train split (fmnist-val: 55 000 images), queries its held-out val split;
+                  * only the final accuracies, the score (ACC), are measured */
+            if (mcl_dataset_load(de[0].spec, data_dir, MCL_SPLIT_VAL, &vds[0], err, sizeof err) != MCL_OK) {
+                fprintf(stderr, "metacl %s: --select: data '%s' (val split): %s\n", cmd_name, de[0].spec, err);
+                rc = 1;
+            }
+            xv.final_only = 1;
+            if (split_mode == MCL_SPLITX_CLASS) xv.n_outputs = 2 * tasks; /* as the evaluation below */
+            vd.kind = MCL_EVAL_SPLITX;
+            vd.train = de[0].train;
+            vd.test = vds[0];
+            vd.splitx = &xv;
+            if (rc == 0)
+                snprintf(vwhere, sizeof vwhere, "%s: contexts from its %lld training images, queries its %lld held-out "
+                         "'val' images", de[0].spec, (long long)de[0].train->n, (long long)vds[0]->n);
         }
-        for (int d = 0; d < n_data; d++) mcl_dataset_free(vds[d]);
     }
+    for (int k = 0; k < n_models && rc == 0 && select; k++) {
+        model_entry *e = &me[k];
+        if (e->path) continue;
+        e->base.seed = (uint64_t)seed;
+        const float lr = e->base.lr, hp = mcl_baseline_get_hp(&e->base);
+        const int ep = e->base.epochs;
+        /* "lr, epochs, lambda": what the grid searches; "; fixed: epochs 1": what it keeps */
+        char what[96] = "", fixed[128] = "";
+        if (!e->fix_lr) snprintf(what + strlen(what), sizeof what - strlen(what), "%slr", what[0] ? ", " : "");
+        if (!e->fix_epochs) snprintf(what + strlen(what), sizeof what - strlen(what), "%sepochs", what[0] ? ", " : "");
+        if (e->hp_name && !e->fix_hp)
+            snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", what[0] ? ", " : "", e->hp_name);
+        if (e->fix_lr) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " lr %g", (double)lr);
+        if (e->fix_epochs) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " epochs %d", ep);
+        if (e->fix_hp) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " %s %g", e->hp_name, (double)hp);
+        fprintf(stderr, "selecting %s of %s by %s on %s%s%s...\n", what[0] ? what : "nothing (every value is given)",
+                mcl_baseline_method_name(e->base.method, e->base.optim), protocol, vwhere, fixed[0] ? "; fixed:" : "",
+                fixed);
+        mcl_baseline_config best;
+        if (mcl_baseline_select_hp(ctx, &e->base, &vd, e->fix_lr ? &lr : NULL, 1, e->fix_epochs ? &ep : NULL, 1,
+                                   e->fix_hp ? &hp : NULL, 1, &best, &e->sel) != MCL_OK) {
+            fprintf(stderr, "metacl %s: --select: %s\n", cmd_name, mcl_ctx_error(ctx));
+            rc = 1;
+            break;
+        }
+        for (int g = 0; g < e->sel.n; g++) {
+            const mcl_baseline_grid_point *p = &e->sel.point[g];
+            char hps[48] = "";
+            if (e->hp_name) snprintf(hps, sizeof hps, " %s %-7g", e->hp_name, (double)p->hp);
+            fprintf(stderr, "  lr %-7g epochs %-3d%s ACC %.4f ± %.4f%s\n", (double)p->lr, p->epochs, hps, p->score,
+                    p->score_std, g == e->sel.best ? "   <- best" : "");
+        }
+        e->selected = 1;
+        e->base = best;
+        mcl_baseline_describe(&best, e->name, sizeof e->name);
+        fprintf(stderr, "selected: %s (validation ACC %.4f ± %.4f, point %d of %d)\n", e->name,
+                e->sel.point[e->sel.best].score, e->sel.point[e->sel.best].score_std, e->sel.best + 1, e->sel.n);
+    }
+    for (int d = 0; d < MAX_DATA; d++) mcl_dataset_free(vds[d]);
     /* progress: runs done of (models x runs), reported by the protocols after each run */
     int64_t runs_done = 0;
     for (int k = 0; k < n_models && rc == 0; k++) {
@@ -808,7 +927,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     }
     mcl_progress_finish();
     eval_facts facts = {protocol, data_dir, tasks, runs, n_way, k_shot, episodes, seed, final_only,
-                        select, de, n_data};
+                        select, de, n_data, seq};
     if (rc == 0 && json_out) rc = write_json_file(json_out, me, n_models, &facts, ctx);
     if (rc == 0) {
         if (json)

@@ -135,6 +135,11 @@ const char *mcl_baseline_method_name(mcl_baseline_method m, mcl_optim_kind optim
 mcl_status mcl_baseline_parse(const char *spec, mcl_baseline_config *out, char *err,
                               size_t errlen);
 
+/* 1 when the spec names KEY explicitly ("lr", "epochs", "lambda", "c", ...; the old form
+ * NAME:LR:EPOCHS names lr and epochs), else 0. For a spec mcl_baseline_parse accepted: `eval
+ * --select` keeps the given values fixed and searches the others. */
+int mcl_baseline_spec_gives(const char *spec, const char *key);
+
 /* A readable name of a config, e.g. "EWC (lambda 100, SGD lr 0.1, 25 epochs)", into buf. */
 void mcl_baseline_describe(const mcl_baseline_config *cfg, char *buf, size_t len);
 

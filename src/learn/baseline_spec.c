@@ -229,3 +229,21 @@ void mcl_baseline_describe(const mcl_baseline_config *c, char *buf, size_t len)
         snprintf(buf, len, "%s%s lr %g, %d epochs%s)", what, opt, (double)c->lr, c->epochs,
                  c->regime == MCL_BASELINE_FULL ? ", full data" : "");
 }
+
+int mcl_baseline_spec_gives(const char *spec, const char *key)
+{
+    if (!spec || !key || !*key) return 0;
+    const char *p = strchr(spec, ':');
+    if (!p) return 0;
+    p++;
+    if (!strchr(p, '=')) /* the old form NAME:LR:EPOCHS */
+        return !strcmp(key, "lr") || !strcmp(key, "epochs");
+    const size_t kl = strlen(key);
+    while (*p) {
+        if (!strncmp(p, key, kl) && p[kl] == '=') return 1;
+        const char *end = strchr(p, ',');
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
