@@ -5,8 +5,10 @@
 #   1. two-task, Fashion-MNIST classes 0-4 (A) then 5-9 (B), 5-way 5-shot, 1 run of 16
 #      episodes, --seed 1 (80 queries per cell): acl-2task and noacl-2task, every cell;
 #      acl-2task clearly above chance (20 %) and above noacl-2task on "A after A->B";
+#      The same for the generalization models acl-2task-gen and noacl-2task-gen;
 #   2. Split-FashionMNIST, domain-incremental, 5 tasks, K = 5, 1 run (run 0), final only
-#      (2000 test images per task): acl-split5, per task and the mean.
+#      (2000 test images per task): acl-split5, per task and the mean; acl-split5-gen the
+#      same at K = 15; acl-cil10-gen class-incremental, 5 tasks, K = 5.
 # Data: Fashion-MNIST (Debian dataset-fashion-mnist) prepared into a temporary data dir.
 METACL=${METACL:-./metacl}
 SRC=${METACL_SRCDIR:-$(dirname "$0")/..}
@@ -60,13 +62,15 @@ fi
 
 # ---- 1. two-task, fmnist@0-4 -> fmnist@5-9
 # doc/acl.md numbers (fractions): A alone, B alone, A after A->B, B after A->B, ACC
-for m in acl-2task noacl-2task; do
+for m in acl-2task noacl-2task acl-2task-gen noacl-2task-gen; do
     check "$m: two-task eval" 0 "$METACL" eval acl --backend ref --ckpt "$m=$CK/$m.ckpt" --protocol two-task \
         --data fmnist@0-4 --data fmnist@5-9 --runs 1 --episodes 16 --seed $SEED --data-dir "$TMP/data" --json
     printf '%s\n' "$LAST_OUT" | grep '^{' >"$TMP/$m.json"
     case $m in
     acl-2task)   want="0.5125 0.5625 0.4125 0.4750 0.44375" ;;
     noacl-2task) want="0.4750 0.5125 0.2000 0.4625 0.33125" ;;
+    acl-2task-gen)   want="0.6750 0.6000 0.4500 0.4500 0.4500" ;;
+    noacl-2task-gen) want="0.6375 0.6000 0.2750 0.5250 0.4000" ;;
     esac
     alone=$(json_array "$TMP/$m.json" alone_mean)
     final=$(json_array "$TMP/$m.json" final_mean)
@@ -86,6 +90,10 @@ f_noacl=$(json_array "$TMP/noacl-2task.json" final_mean | field 1)
 expect_gt "acl-2task: A alone clearly above chance" "$a_acl" 0.2 0.2
 # measured 0.4125 vs 0.2000 (21 points): require 10
 expect_gt "acl-2task beats noacl-2task on A after A->B" "$f_acl" "$f_noacl" 0.1
+# the generalization pair: measured 0.4500 vs 0.2750 (17.5 points): require 10
+f_gen=$(json_array "$TMP/acl-2task-gen.json" final_mean | field 1)
+f_nogen=$(json_array "$TMP/noacl-2task-gen.json" final_mean | field 1)
+expect_gt "acl-2task-gen beats noacl-2task-gen on A after A->B" "$f_gen" "$f_nogen" 0.1
 
 # ---- 2. Split-FashionMNIST DIL, 5 tasks, acl-split5
 check "acl-split5: split-dil eval" 0 "$METACL" eval acl --backend ref --ckpt "acl-split5=$CK/acl-split5.ckpt" \
@@ -102,6 +110,29 @@ done
 expect_near "acl-split5: mean (ACC)" "$acc" 0.8419 $TOLS
 # chance is 0.5 (2 outputs): require 25 points above it
 expect_gt "acl-split5: ACC clearly above chance" "$acc" 0.5 0.25
+
+# ---- 3. acl-split5-gen (15 shots, DIL) and acl-cil10-gen (class-incremental, 5 tasks)
+# split_case NAME PROTOCOL K CHANCE WANT1..WANT5 WANT_MEAN: run 0, final only, per task and mean
+split_case() {
+    n=$1 proto=$2 k=$3 chance=$4
+    shift 4
+    check "$n: $proto eval" 0 "$METACL" eval acl --backend ref --ckpt "$n=$CK/$n.ckpt" \
+        --protocol "$proto" --data fmnist --tasks 5 --k-shot "$k" --runs 1 --final-only --data-dir "$TMP/data" --json
+    printf '%s\n' "$LAST_OUT" | grep '^{' >"$TMP/$n.json"
+    final=$(json_array "$TMP/$n.json" final_mean)
+    acc=$(sed -n 's/.*"acc":\([-0-9.]*\).*/\1/p' "$TMP/$n.json")
+    echo "$n: final $(echo $final) | ACC $acc"
+    i=0
+    for want in "$1" "$2" "$3" "$4" "$5"; do
+        i=$((i + 1))
+        expect_near "$n: task $i" "$(echo "$final" | field $i)" "$want" $TOLS
+    done
+    expect_near "$n: mean (ACC)" "$acc" "$6" $TOLS
+    # require 15 points above chance
+    expect_gt "$n: ACC clearly above chance" "$acc" "$chance" 0.15
+}
+split_case acl-split5-gen split-dil 15 0.5 0.9565 0.6520 0.8355 0.9260 0.9245 0.8589
+split_case acl-cil10-gen split-cil 5 0.1 0.8405 0.2680 0.1790 0.0820 0.4520 0.3643
 
 rm -rf "$TMP"
 echo "$pass passed, $fail failed"
