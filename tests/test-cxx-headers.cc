@@ -15,6 +15,7 @@
 #include <metacl/safetensors.h>
 #include <metacl/dataset.h>
 #include <metacl/sampler.h>
+#include <metacl/augment.h>
 #include <metacl/text.h>
 #include <metacl/wcst.h>
 #include <metacl/acl.h>
@@ -54,6 +55,7 @@ int main()
         reinterpret_cast<const void *>(&mcl_st_parse),         // safetensors.h
         reinterpret_cast<const void *>(&mcl_dataset_load),     // dataset.h
         reinterpret_cast<const void *>(&mcl_episode_create),   // sampler.h
+        reinterpret_cast<const void *>(&mcl_aug_apply),        // augment.h
         reinterpret_cast<const void *>(&mcl_wcst_create),      // wcst.h
         reinterpret_cast<const void *>(&mcl_text_open),        // text.h
         reinterpret_cast<const void *>(&mcl_acl_open),         // acl.h
