@@ -39,16 +39,6 @@ mkdir -p "$RUNS" data/checkpoints
 run_stage s1 acl-s1-2way1shot.conf "" "$@"
 run_stage s2 acl-s2-5way1shot.conf s1 "$@"
 run_stage s3 acl-s3-5way5shot.conf s2 "$@"
-# the two 2-task models are independent: train them side by side (one thread each)
-OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage acl-2task acl-2task.conf s3 "$@" &
-p1=$!
-OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage noacl-2task noacl-2task.conf s3 "$@" &
-p2=$!
-wait $p1 || { echo "acl-2task failed"; exit 1; }
-wait $p2 || { echo "noacl-2task failed"; exit 1; }
-run_stage acl-split5 acl-split5.conf acl-2task "$@"
-# generalization stages: two pairs of independent runs, side by side (one thread each)
-"$METACL" data info fmnist >/dev/null 2>&1 || "$METACL" data prepare fmnist
 side_by_side() { # side_by_side "NAME CONFIG FROM" "NAME CONFIG FROM" [args]: two stages at once
     st1=$1; st2=$2; shift 2
     # shellcheck disable=SC2086
@@ -60,6 +50,11 @@ side_by_side() { # side_by_side "NAME CONFIG FROM" "NAME CONFIG FROM" [args]: tw
     wait $q1 || { echo "${st1%% *} failed"; exit 1; }
     wait $q2 || { echo "${st2%% *} failed"; exit 1; }
 }
+# the two 2-task models are independent: train them side by side (one thread each)
+side_by_side "acl-2task acl-2task.conf s3" "noacl-2task noacl-2task.conf s3" "$@"
+run_stage acl-split5 acl-split5.conf acl-2task "$@"
+# generalization stages: two pairs of independent runs, side by side (one thread each)
+"$METACL" data info fmnist >/dev/null 2>&1 || "$METACL" data prepare fmnist
 side_by_side "acl-2task-gen acl-2task-gen.conf acl-2task" "noacl-2task-gen noacl-2task-gen.conf noacl-2task" "$@"
 # the 5-task stages start from acl-2task-gen at step 1900, so that every model stays within
 # two hours of training (doc/acl.md): the same run again, stopped there
