@@ -761,12 +761,12 @@ static void test_baseline_select(mcl_ctx *ctx, const mcl_dataset *train, const m
     const float *lrs = NULL;
     const int *ep = NULL;
     int nl = 0, ne = 0;
-    CHECK(mcl_baseline_default_grid(MCL_OPTIM_SGD, &lrs, &nl, &ep, &ne) == MCL_OK && nl == 5 &&
-              lrs[0] == 1e-3f && lrs[4] == 1e-1f && ne == 4 && ep[0] == 1 && ep[3] == 25,
-          "SGD default grid {1e-3..1e-1} × {1,5,10,25}");
-    CHECK(mcl_baseline_default_grid(MCL_OPTIM_ADAM, &lrs, &nl, &ep, &ne) == MCL_OK && nl == 4 &&
-              lrs[0] == 1e-4f && lrs[3] == 3e-3f,
-          "Adam default grid {1e-4..3e-3}");
+    CHECK(mcl_baseline_default_grid(MCL_OPTIM_SGD, &lrs, &nl, &ep, &ne) == MCL_OK && nl == 7 &&
+              lrs[0] == 1e-4f && lrs[6] == 1e-1f && ne == 4 && ep[0] == 1 && ep[3] == 25,
+          "SGD default grid {1e-4..1e-1} × {1,5,10,25}");
+    CHECK(mcl_baseline_default_grid(MCL_OPTIM_ADAM, &lrs, &nl, &ep, &ne) == MCL_OK && nl == 6 &&
+              lrs[0] == 1e-5f && lrs[5] == 3e-3f,
+          "Adam default grid {1e-5..3e-3}");
     CHECK(mcl_baseline_default_grid(MCL_OPTIM_ADAMW, &lrs, &nl, &ep, &ne) == MCL_ERR_INVALID,
           "no AdamW grid");
 

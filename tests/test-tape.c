@@ -228,6 +228,39 @@ done:
     mcl_tensor_free(c);
 }
 
+/* ---- reshape returns a view (no copy) and still carries the gradient ---- */
+static void test_reshape_view(mcl_ctx *ctx)
+{
+    const float av[N] = {1, -2, 3, -4};
+    mcl_tensor *a = leaf(ctx, "a", av);
+    if (!a) return;
+    const int64_t s22[2] = {2, 2}, s21[2] = {2, 1};
+    mcl_tensor *y = mcl_reshape(ctx, a, 2, s22);
+    CHECK(y && y->buf == a->buf && y->offset == a->offset && y->ndim == 2 && y->shape[0] == 2,
+          "reshape [4] -> [2,2] is a view of a's buffer");
+    double want[N], twice[N];
+    for (int i = 0; i < N; i++) want[i] = av[i], twice[i] = 2.0 * av[i];
+    CHECK_TENSOR("the view reads a's values", y, want, N, 0.0, 0.0);
+    /* d sum(y * y)/da = 2a through the view */
+    mcl_tensor *l = y ? mcl_sum(ctx, mcl_mul(ctx, y, y)) : NULL;
+    CHECK(l && mcl_backward(ctx, l) == MCL_OK, "backward through a reshape view: %s", mcl_ctx_error(ctx));
+    CHECK_GRAD("gradient through the reshape view is 2a", a, twice);
+    /* a view of a view keeps its offset: elements 2..3 of a as [2,1] */
+    const int64_t s2[1] = {2};
+    mcl_tensor *tail = mcl_tensor_view(a, 2, 1, s2);
+    mcl_tensor *t2 = tail ? mcl_reshape(ctx, tail, 2, s21) : NULL;
+    CHECK(t2 && t2->buf == a->buf && t2->offset == a->offset + 2, "reshape keeps a view's offset");
+    CHECK_TENSOR("the reshaped tail reads a[2..3]", t2, want + 2, 2, 0.0, 0.0);
+    /* a wrong element count is still refused, and nothing is aliased */
+    mcl_tensor *bad = mcl_reshape(ctx, a, 2, s21);
+    CHECK(!bad && mcl_ctx_status(ctx) == MCL_ERR_SHAPE, "reshape [4] -> [2,1] refused");
+    mcl_ctx_clear_error(ctx);
+    mcl_ctx_reset(ctx); /* frees the views, not a's buffer */
+    CHECK_TENSOR("a intact after the views are freed", a, want, N, 0.0, 0.0);
+    mcl_tensor_free(tail);
+    mcl_tensor_free(a);
+}
+
 /* ---- partial backward from a mark ---- */
 static void test_partial(mcl_ctx *ctx)
 {
@@ -403,6 +436,7 @@ int main(void)
 
     test_branching(ctx);
     test_no_grad(ctx);
+    test_reshape_view(ctx);
     test_partial(ctx);
     test_reset_and_errors(ctx);
 

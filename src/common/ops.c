@@ -617,6 +617,14 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     memset(&os, 0, sizeof os);
     mcl_status s = infer(ctx, a, &os);
     if (s != MCL_OK) return s;
+    if (a->op == MCL_OP_RESHAPE && !a->out_given) {
+        /* reshape keeps the row-major order, so its result is a view of the input's buffer:
+         * no copy, no backend call (the backends' reshape forward serves caller-given
+         * outputs). Backward still adds gout into the input's gradient (ops.def). */
+        a->out[0] = mcl_tensor_alias(ctx, a->in[0], os.ndim[0], os.shape[0]);
+        if (!a->out[0]) return mcl_ctx_status(ctx);
+        goto record;
+    }
     for (int k = 0; k < info->n_out; k++) {
         if (a->out_given) {
             mcl_tensor *t = a->out[k];
@@ -640,6 +648,7 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
         return mcl_ctx_set_error_since(ctx, seq, s, "%s forward on %s failed (input 0 %s)", info->name,
                                  ctx->be->name, mcl_shape_str(a->in[0], sb, sizeof sb));
     }
+record:
     if (needs && info->n_diff_out > 0 && ctx->no_grad == 0) {
         for (int k = 0; k < info->n_diff_out; k++) a->out[k]->flags |= MCL_TF_NEEDS_GRAD;
         if ((s = mcl_tape_record(ctx, a)) != MCL_OK) return s;

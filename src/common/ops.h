@@ -56,6 +56,7 @@ mcl_tensor *mcl_cross_entropy(mcl_ctx *ctx, mcl_tensor *logits, mcl_tensor *targ
 /* shape */
 mcl_tensor *mcl_concat(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int axis);
 mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int64_t len);
+/* The same elements in a new shape: a view of a's buffer (no copy; doc/engine.md). */
 mcl_tensor *mcl_reshape(mcl_ctx *ctx, mcl_tensor *a, int ndim, const int64_t *shape);
 mcl_tensor *mcl_transpose(mcl_ctx *ctx, mcl_tensor *a);
 /* 4-D permutation: out.shape[d] = a.shape[perm[d]] (e.g. {0,2,1,3} splits heads). */

@@ -50,6 +50,9 @@ mcl_status mcl_ctx_set_error_since(mcl_ctx *ctx, uint64_t seq, mcl_status s, con
 
 /* Allocate a zero-filled tensor on ctx's backend; temp != 0 registers it as a temporary. */
 mcl_tensor *mcl_tensor_alloc(mcl_ctx *ctx, int ndim, const int64_t *shape, int temp);
+/* A temporary tensor of the given shape over t's elements (same buffer and offset, no copy;
+ * the element count must equal t's): what a reshape returns. */
+mcl_tensor *mcl_tensor_alias(mcl_ctx *ctx, mcl_tensor *t, int ndim, const int64_t *shape);
 /* Validate a shape; on error record a message mentioning `what` and return the status. */
 mcl_status mcl_shape_check(mcl_ctx *ctx, const char *what, int ndim, const int64_t *shape);
 

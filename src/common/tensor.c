@@ -233,6 +233,27 @@ mcl_tensor *mcl_tensor_alloc(mcl_ctx *ctx, int ndim, const int64_t *shape, int t
     return t;
 }
 
+mcl_tensor *mcl_tensor_alias(mcl_ctx *ctx, mcl_tensor *t, int ndim, const int64_t *shape)
+{
+    if (!ctx || !t) return NULL;
+    if (mcl_shape_check(ctx, "tensor_alias", ndim, shape) != MCL_OK) return NULL;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    if (n != mcl_tensor_numel(t)) {
+        mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "tensor_alias: %lld elements for a tensor of %lld",
+                          (long long)n, (long long)mcl_tensor_numel(t));
+        return NULL;
+    }
+    mcl_tensor *v = descriptor_new(ctx, t->buf, t->offset, ndim, shape);
+    if (!v) return NULL;
+    t->buf->refcnt++;
+    if (temps_push(ctx, v) != MCL_OK) {
+        mcl_tensor_free(v);
+        return NULL;
+    }
+    return v;
+}
+
 mcl_tensor *mcl_tensor_create(mcl_ctx *ctx, int ndim, const int64_t *shape)
 {
     return mcl_tensor_alloc(ctx, ndim, shape, 0);
