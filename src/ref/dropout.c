@@ -19,6 +19,7 @@
  * block is computed once. The words are the same, so is the mask. The few elements before
  * the first block boundary and after the last whole chunk use mcl_rng_uniform directly.
  */
+#include <math.h>
 #include <string.h>
 
 #include "ref.h"
@@ -59,24 +60,46 @@ static void bwd_slow(const mcl_op_args *a, int64_t i0, int64_t i1, float scale, 
     }
 }
 
-/* out_i = keep_i ? a_i * scale : 0 for the DRAW_CHUNK elements of one chunk */
-MCL_HOT static void fwd_chunk(const uint32_t *u, const float *restrict A, float *restrict O,
-                              float p, float scale)
+/* The keep test on the word's top 24 bits as an integer: mcl_u32_to_unit(u) = (u >> 8) · 2^-24
+ * exactly, and p · 2^24 is exact too (a power-of-two scaling of a float in [0, 1)), so
+ *   mcl_u32_to_unit(u) >= p   <=>   (u >> 8) >= ceil(p · 2^24)
+ * the same decision for every word. (An integer compare also lets GCC vectorize the chunk
+ * loops: a float compare may trap on NaN, which GCC will not if-convert.) */
+static uint32_t keep_threshold(float p) { return (uint32_t)ceilf(p * 16777216.0f); }
+
+/* keep ? a : b on the bits (an all-ones or all-zero mask): exactly the chosen float, and a
+ * select that GCC vectorizes (it will not if-convert float selects under trapping math) */
+static inline float pick(uint32_t keep_mask, float a, float b)
 {
-    MCL_SIMD for (int e = 0; e < DRAW_CHUNK; e++)
-        O[e] = mcl_u32_to_unit(u[e]) >= p ? A[e] * scale : 0.0f;
+    uint32_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    const uint32_t r = (ua & keep_mask) | (ub & ~keep_mask);
+    float f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
+/* all ones when the word keeps its element (see keep_threshold), else 0 */
+static inline uint32_t keep_mask(uint32_t u, uint32_t t) { return 0u - (uint32_t)((u >> 8) >= t); }
+
+/* out_i = keep_i ? a_i * scale : 0 for the DRAW_CHUNK elements of one chunk (t: keep_threshold) */
+MCL_HOT static void fwd_chunk(const uint32_t *restrict u, const float *restrict A, float *restrict O,
+                              uint32_t t, float scale)
+{
+    MCL_SIMD for (int e = 0; e < DRAW_CHUNK; e++) O[e] = pick(keep_mask(u[e], t), A[e] * scale, 0.0f);
 }
 
 /* ga_i += keep_i ? gout_i * scale : 0 (fresh: ga_i = 0 + that) for one chunk */
-MCL_HOT static void bwd_chunk(const uint32_t *u, const float *restrict G, float *restrict GA,
-                              float p, float scale, int fresh)
+MCL_HOT static void bwd_chunk(const uint32_t *restrict u, const float *restrict G, float *restrict GA,
+                              uint32_t t, float scale, int fresh)
 {
     if (fresh)
         MCL_SIMD for (int e = 0; e < DRAW_CHUNK; e++)
-            GA[e] = mcl_u32_to_unit(u[e]) >= p ? 0.0f + G[e] * scale : 0.0f;
+            GA[e] = pick(keep_mask(u[e], t), 0.0f + G[e] * scale, 0.0f);
     else
         MCL_SIMD for (int e = 0; e < DRAW_CHUNK; e++)
-            GA[e] = mcl_u32_to_unit(u[e]) >= p ? GA[e] + G[e] * scale : GA[e];
+            GA[e] = pick(keep_mask(u[e], t), GA[e] + G[e] * scale, GA[e]);
 }
 
 /* Forward:  out_i = keep_i ? a_i * scale : 0
@@ -95,6 +118,7 @@ mcl_status mcl_ref_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
         return MCL_OK;
     }
     float scale = 1.0f / (1.0f - p);
+    const uint32_t t = keep_threshold(p);
     int64_t h, nchunks;
     mcl_rng_draw_split(ctr, n, &h, &nchunks); /* head [0, h), chunks, tail (rng_draw.h) */
 #pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
@@ -102,7 +126,7 @@ mcl_status mcl_ref_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
         const int64_t i0 = h + c * DRAW_CHUNK;
         uint32_t u[DRAW_CHUNK];
         mcl_rng_draw_chunk(seed, stream, ctr + (uint64_t)i0, u);
-        fwd_chunk(u, A + i0, O + i0, p, scale);
+        fwd_chunk(u, A + i0, O + i0, t, scale);
     }
     fwd_slow(a, 0, h, scale);
     fwd_slow(a, h + nchunks * DRAW_CHUNK, n, scale);
@@ -128,6 +152,7 @@ mcl_status mcl_ref_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
         return MCL_OK;
     }
     float scale = 1.0f / (1.0f - p);
+    const uint32_t t = keep_threshold(p);
     int64_t h, nchunks;
     mcl_rng_draw_split(ctr, n, &h, &nchunks); /* head [0, h), chunks, tail (rng_draw.h) */
 #pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
@@ -135,7 +160,7 @@ mcl_status mcl_ref_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
         const int64_t i0 = h + c * DRAW_CHUNK;
         uint32_t u[DRAW_CHUNK];
         mcl_rng_draw_chunk(seed, stream, ctr + (uint64_t)i0, u);
-        bwd_chunk(u, G + i0, GA + i0, p, scale, fresh);
+        bwd_chunk(u, G + i0, GA + i0, t, scale, fresh);
     }
     bwd_slow(a, 0, h, scale, fresh);
     bwd_slow(a, h + nchunks * DRAW_CHUNK, n, scale, fresh);
