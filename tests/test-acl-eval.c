@@ -764,9 +764,9 @@ static void test_baseline_select(mcl_ctx *ctx, const mcl_dataset *train, const m
     CHECK(mcl_baseline_default_grid(MCL_OPTIM_SGD, &lrs, &nl, &ep, &ne) == MCL_OK && nl == 7 &&
               lrs[0] == 1e-4f && lrs[6] == 1e-1f && ne == 4 && ep[0] == 1 && ep[3] == 25,
           "SGD default grid {1e-4..1e-1} × {1,5,10,25}");
-    CHECK(mcl_baseline_default_grid(MCL_OPTIM_ADAM, &lrs, &nl, &ep, &ne) == MCL_OK && nl == 6 &&
-              lrs[0] == 1e-5f && lrs[5] == 3e-3f,
-          "Adam default grid {1e-5..3e-3}");
+    CHECK(mcl_baseline_default_grid(MCL_OPTIM_ADAM, &lrs, &nl, &ep, &ne) == MCL_OK && nl == 8 &&
+              lrs[0] == 1e-6f && lrs[7] == 3e-3f,
+          "Adam default grid {1e-6..3e-3}");
     CHECK(mcl_baseline_default_grid(MCL_OPTIM_ADAMW, &lrs, &nl, &ep, &ne) == MCL_ERR_INVALID,
           "no AdamW grid");
 

@@ -13,7 +13,9 @@
 # Environment: METACL (default ./metacl), OUT (default results/acl-baselines), K (shots,
 # default 15), SEL_RUNS (default 3), RUNS (default 10), REGIME (shots | full, default shots),
 # FULL_EPOCHS (full regime: the epochs, fixed, only the lr is searched; default 1 — every
-# task's 11 000 training images once; the grid's 25 epochs would take hours here).
+# task's 11 000 training images once; the grid's 25 epochs would take hours here), RESUME
+# (1: a stage whose OUT/*.json exists is not run again, its choice is read from that file;
+# default 0: every stage runs).
 set -eu
 METACL=${METACL:-./metacl}
 OUT=${OUT:-results/acl-baselines}
@@ -27,6 +29,7 @@ mkdir -p "$OUT"
 P="--protocol split-dil --data fmnist-val --tasks 5 --k-shot $K --final-only"
 R="regime=$REGIME"
 FULL_EPOCHS=${FULL_EPOCHS:-1}
+RESUME=${RESUME:-0}
 RSEL=$R # what the optimizers' selection fixes
 [ "$REGIME" = full ] && RSEL="$R,epochs=$FULL_EPOCHS"
 
@@ -52,10 +55,14 @@ else:
 EOF
 }
 
+# have FILE: with RESUME=1, FILE exists (its stage ran before and is not run again)
+have() { [ "$RESUME" = 1 ] && [ -s "$1" ]; }
+
 # 1. the optimizers
 # shellcheck disable=SC2086
-"$METACL" eval acl $P --runs "$SEL_RUNS" --select --baseline "sgd:$RSEL" --baseline "adam:$RSEL" \
-    --json-out "$OUT/select-opt.json" >"$OUT/select-opt.md" 2>"$OUT/select-opt.log"
+have "$OUT/select-opt.json" ||
+    "$METACL" eval acl $P --runs "$SEL_RUNS" --select --baseline "sgd:$RSEL" --baseline "adam:$RSEL" \
+        --json-out "$OUT/select-opt.json" >"$OUT/select-opt.md" 2>"$OUT/select-opt.log"
 sgd=$(chosen "$OUT/select-opt.json" sgd)
 adam=$(chosen "$OUT/select-opt.json" adam)
 echo "chosen: SGD $sgd; Adam $adam"
@@ -63,8 +70,9 @@ echo "chosen: SGD $sgd; Adam $adam"
 lr_ep=$(echo "$sgd" | cut -d, -f1,2)
 select_method() { # select_method NAME: the method's own hyperparameter at SGD's lr and epochs
     # shellcheck disable=SC2086
-    "$METACL" eval acl $P --runs "$SEL_RUNS" --select --baseline "$1:$lr_ep,$R" \
-        --json-out "$OUT/select-$1.json" >"$OUT/select-$1.md" 2>"$OUT/select-$1.log"
+    have "$OUT/select-$1.json" ||
+        "$METACL" eval acl $P --runs "$SEL_RUNS" --select --baseline "$1:$lr_ep,$R" \
+            --json-out "$OUT/select-$1.json" >"$OUT/select-$1.md" 2>"$OUT/select-$1.log"
     chosen "$OUT/select-$1.json" "$1"
 }
 c_ewc=$(select_method ewc)

@@ -718,7 +718,7 @@ mcl_status mcl_baseline_eval_splitx(mcl_ctx *ctx, const mcl_baseline_config *bcf
 /* ======================================================================= selection */
 
 static const float grid_sgd_lr[] = {1e-4f, 3e-4f, 1e-3f, 3e-3f, 1e-2f, 3e-2f, 1e-1f};
-static const float grid_adam_lr[] = {1e-5f, 3e-5f, 1e-4f, 3e-4f, 1e-3f, 3e-3f};
+static const float grid_adam_lr[] = {1e-6f, 3e-6f, 1e-5f, 3e-5f, 1e-4f, 3e-4f, 1e-3f, 3e-3f};
 static const int grid_epochs[] = {1, 5, 10, 25};
 
 mcl_status mcl_baseline_default_grid(mcl_optim_kind kind, const float **lrs, int *n_lr,

@@ -48,7 +48,7 @@
  * Selection (mcl_baseline_select): a grid search on validation data, scored by the mean over
  * runs of the final average accuracy ACC (metrics.h). Default grid:
  *     SGD  lr ∈ {1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1}
- *     Adam lr ∈ {1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3}
+ *     Adam lr ∈ {1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3}
  *     (the small rates are for the full-data regime: hundreds of steps per task)
  *     epochs ∈ {1, 5, 10, 25}
  *     the method's own hyperparameter (mcl_baseline_method_grid):
