@@ -82,6 +82,19 @@ json_ok "eval --json-out" "$TMP/eval.json" "$PROV"
 json_ok "eval --json-out: fractions, seeds, data" "$TMP/eval.json" \
     'd["units"] == "fraction" and 0 <= d["models"][0]["acc"] <= 1 and d["provenance"]["seeds"]["seed"] == 1 and len(d["provenance"]["data"][0]["sha256"]["images.idx"]) == 64'
 if [ -e "$TMP/eval.json.tmp" ]; then fail=$((fail + 1)); echo "FAIL: eval --json-out left its temporary file"; else pass=$((pass + 1)); fi
+# no object repeats a key (a repeated key hides the first value from JSON readers); the
+# accuracy matrix is T x T = 4 numbers; the checker itself must reject a repeated key
+dupkeys='import json, sys
+def pairs(kv):
+    keys = [k for k, _ in kv]
+    if len(keys) != len(set(keys)):
+        sys.exit("repeated key in %s" % keys)
+    return dict(kv)
+d = json.load(open(sys.argv[1]), object_pairs_hook=pairs)
+assert len(d["models"][0]["matrix_mean"]) == 4 and len(d["models"][0]["matrix_std"]) == 4'
+check "eval --json-out: no repeated keys, the 2x2 matrix" 0 python3 -c "$dupkeys" "$TMP/eval.json"
+printf '{"models":[{"matrix_mean":[1,1,1,1],"matrix_std":[0,0,0,0],"acc":1,"acc":2}]}' >"$TMP/dup.json"
+check "the repeated-key check rejects a repeated key" 1 python3 -c "$dupkeys" "$TMP/dup.json"
 no_cr "eval" "$TMP/eval2.err"
 # the table's percentages are the JSON's fractions x 100, one decimal
 acc_tab=$(grep '^| tiny |' "$TMP/eval2.md" | awk -F'|' '{ print $(NF-2) }' | awk '{ print $1 }')

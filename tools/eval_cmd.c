@@ -303,8 +303,9 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
         mcl_json_begin_obj(&j, NULL);
         mcl_json_str(&j, "name", me[k].name);
         mcl_json_str(&j, "kind", me[k].path ? "acl" : mcl_baseline_method_name(me[k].base.method, me[k].base.optim));
-        mcl_json_num_array(&j, "acc_mean", r->acc_mean, T * T, 6);
-        mcl_json_num_array(&j, "acc_std", r->acc_std, T * T, 6);
+        /* the accuracy matrix R [T][T], row-major (R[i][j]: task j after training on task i) */
+        mcl_json_num_array(&j, "matrix_mean", r->acc_mean, T * T, 6);
+        mcl_json_num_array(&j, "matrix_std", r->acc_std, T * T, 6);
         mcl_json_num_array(&j, "alone_mean", r->alone_mean, T, 6);
         mcl_json_num_array(&j, "alone_std", r->alone_std, T, 6);
         mcl_json_num_array(&j, "final_mean", r->final_mean, T, 6);
