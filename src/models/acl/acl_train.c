@@ -14,8 +14,8 @@
 
 #define STREAM_EPISODES 1000000ULL /* + step                       */
 #define STREAM_VAL 2000000ULL      /* + validation batch index     */
-#define MCL_VAL_SPLITX_TASKS 5     /* data.val = fmnist-val: Split-FMNIST, 5 tasks ...   */
-#define MCL_VAL_SPLITX_CLASSES 2   /* ... of 2 classes, domain-incremental (2 outputs)   */
+#define MCL_VAL_SPLITX_CLASSES 2   /* data.val = fmnist-val: Split-FMNIST, data.val_tasks */
+                                   /* tasks of 2 classes (10 classes: at most 5 tasks)     */
 
 #define fail mcl_errbuf
 
@@ -45,6 +45,9 @@ static const mcl_key task_keys[] = {
     MCL_KEY_STR("data.val", C, val_data, "",
                 "validation data: \"\" = the domains' held-out classes; fmnist-val = Split-FMNIST "
                 "domain-incremental accuracy on 5000 held-out Fashion-MNIST training images"),
+    MCL_KEY_INT("data.val_tasks", C, val_tasks, 1, 5, "5",
+                "tasks of 2 classes in the fmnist-val validation (class-incremental with "
+                "task.class_incremental: then model.n_way >= 2 * data.val_tasks)"),
 };
 #undef C
 
@@ -78,7 +81,7 @@ static mcl_status acl_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *
                     MCL_FMNIST_VAL_NAME);
     /* class-incremental training validates class-incremental Split-FMNIST (T·C outputs) */
     const int val_outputs =
-        c->class_incremental ? MCL_VAL_SPLITX_TASKS * MCL_VAL_SPLITX_CLASSES : MCL_VAL_SPLITX_CLASSES;
+        c->class_incremental ? c->val_tasks * MCL_VAL_SPLITX_CLASSES : MCL_VAL_SPLITX_CLASSES;
     if (c->val_data[0] && c->model.n_way < val_outputs)
         return fail(err, err_len, MCL_ERR_INVALID,
                     "data.val = %s scores %s Split-FMNIST with %d outputs; model.n_way is %d",
@@ -238,7 +241,7 @@ static mcl_status load_domains(acl_fs *t, mcl_train_log *log, char *err, size_t 
                        "validation: Split-FMNIST %s (%d tasks of %d classes, %d "
                        "shots) on %s: %lld held-out images, contexts from the other %lld",
                        c->class_incremental ? "class-incremental" : "domain-incremental",
-                       MCL_VAL_SPLITX_TASKS, MCL_VAL_SPLITX_CLASSES, c->k_shot, c->val_data,
+                       c->val_tasks, MCL_VAL_SPLITX_CLASSES, c->k_shot, c->val_data,
                        (long long)t->val_test->n, (long long)t->val_train->n);
     }
     return MCL_OK;
@@ -426,15 +429,16 @@ static void acl_step_end(void *fs)
 }
 
 /* data.val = fmnist-val: the mean over `runs` runs of Split-FMNIST's final average accuracy
- * (domain-incremental, 5 tasks of 2 classes, task.k_shot contexts per class from the 55 000
+ * (data.val_tasks tasks of 2 classes, domain- or class-incremental as task.class_incremental,
+ * task.k_shot contexts per class from the 55 000
  * training images outside the validation split, queries = the 5 000 held-out images, all
- * after the last task; runs 0..runs-1 with the class order of train.seed: the same every
+ * after the last task (those of the tasks' classes); runs 0..runs-1 with the class order of train.seed: the same every
  * time). */
 static mcl_status validate_splitx(acl_fs *t, int64_t runs, double *score, char *err, size_t err_len)
 {
     mcl_splitx_eval_cfg xc;
     memset(&xc, 0, sizeof xc);
-    xc.split.n_tasks = MCL_VAL_SPLITX_TASKS;
+    xc.split.n_tasks = t->cfg.val_tasks;
     xc.split.classes_per_task = MCL_VAL_SPLITX_CLASSES;
     xc.split.k_shot = t->cfg.k_shot;
     xc.split.mode = t->cfg.class_incremental ? MCL_SPLITX_CLASS : MCL_SPLITX_DOMAIN;

@@ -73,6 +73,7 @@ typedef struct mcl_acl_task_cfg {
     int augment; /* data.augment: 0 none, 1 task (one random image transformation per task) */
     char data_dir[MCL_TRAIN_PATH_MAX];
     char val_data[MCL_TRAIN_PATH_MAX]; /* data.val: "" or fmnist-val */
+    int val_tasks;                     /* data.val_tasks: tasks of the fmnist-val Split-FMNIST */
 } mcl_acl_task_cfg;
 
 /* The family table (`metacl train acl`). A run config of it: mcl_run_cfg_init(&c,
