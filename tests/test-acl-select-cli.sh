@@ -77,6 +77,23 @@ d = json.load(open(sys.argv[1])); d["models"][0]["selection"]["chosen"] = d["mod
 json.dump(d, open(sys.argv[2], "w"))' "$TMP/seq.json" "$TMP/bad.json"
 sel_ok "a chosen index out of range is caught" "$TMP/bad.json" two-task val hershey 1
 
+# ---- --val-classes: episodes from the meta-validation classes (seq/two-task only)
+check "--val-classes with split-dil" 2 "$METACL" eval acl --protocol split-dil --data hershey --val-classes --baseline sgd
+expect_text "names the protocols" "--val-classes is for seq and two-task"
+# classes_is FILE WANT: the JSON's provenance says which classes the episodes came from
+classes_is() { python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); sys.exit(0 if d["provenance"]["config"]["classes"] == sys.argv[2] else 3)' "$1" "$2"; }
+check "two-task --val-classes" 0 "$METACL" eval acl --protocol two-task --data hershey --data-dir "$TMP/data" --n-way 3 \
+    --k-shot 1 --runs 1 --episodes 2 --baseline sgd:epochs=1 --val-classes --json-out "$TMP/vc.json"
+expect_text "the table says so" "(meta-validation classes)"
+"$METACL" eval acl --protocol two-task --data hershey --data-dir "$TMP/data" --n-way 3 --k-shot 1 --runs 1 \
+    --episodes 2 --baseline sgd:epochs=1 --json-out "$TMP/tc.json" >/dev/null 2>&1
+if classes_is "$TMP/vc.json" meta-validation && classes_is "$TMP/tc.json" meta-test; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: --val-classes: provenance classes"; fi
+# the check can fail: the default run's JSON is not a meta-validation one
+if classes_is "$TMP/tc.json" meta-validation; then fail=$((fail + 1)); echo "FAIL: classes_is accepted a meta-test JSON"; else
+    pass=$((pass + 1)); fi
+
 # ---- split-dil on fmnist-val: contexts from its train split, queries its held-out val split
 if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     check "prepare fmnist" 0 "$METACL" data prepare fmnist --data-dir "$TMP/data"

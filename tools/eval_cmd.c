@@ -79,7 +79,7 @@ typedef struct eval_opts {
     int protocol; /* index into protocols, -1 = not given */
     int feature_stats; /* mcl_acl_feature_stats for every --ckpt, -1 = each checkpoint's own */
     int tasks, n_way, k_shot, runs, episodes, seed;
-    int json, select, final_only, quiet;
+    int json, select, final_only, quiet, val_classes;
     char figures[4096], data_dir[4096], backend[64], device[256], json_out[4096];
 } eval_opts;
 
@@ -122,6 +122,10 @@ static const mcl_key eval_keys[] = {
     MCL_OPT_FLAG("final-only", 0, eval_opts, final_only,
                  "split: query only after the last task (the paper's protocol; no\n"
                  "backward transfer / forgetting, 5x faster for 5 tasks)"),
+    MCL_OPT_FLAG("val-classes", 0, eval_opts, val_classes,
+                 "seq/two-task: episodes from the meta-validation classes of the stroke\n"
+                 "sets instead of their meta-test classes (to choose between checkpoints\n"
+                 "without touching the test classes)"),
     MCL_OPT_FLAG("select", 0, eval_opts, select,
                  "choose each baseline's lr, epochs and method value (lambda, c) by a\n"
                  "grid search on the same protocol (keys given in --baseline stay fixed):\n"
@@ -236,7 +240,7 @@ static void print_split_table(model_entry *me, int n, int T)
 /* What the provenance block of the JSON needs besides the context. */
 typedef struct eval_facts {
     const char *protocol, *data_dir;
-    int tasks, runs, n_way, k_shot, episodes, seed, final_only, select;
+    int tasks, runs, n_way, k_shot, episodes, seed, final_only, select, val_classes;
     const data_entry *de;
     int n_data;
     int seq; /* task sequences (else Split-X) */
@@ -329,6 +333,7 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
     mcl_json_int(&j, "k_shot", x->k_shot);
     mcl_json_int(&j, "episodes", x->episodes);
     mcl_json_bool(&j, "final_only", x->final_only);
+    mcl_json_str(&j, "classes", x->seq ? (x->val_classes ? "meta-validation" : "meta-test") : "test split");
     mcl_json_bool(&j, "select", x->select);
     mcl_json_begin_arr(&j, "models");
     for (int k = 0; k < n; k++) {
@@ -732,6 +737,11 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         return 2;
     }
     if (select && !seq && check_split_select(de[0].spec, protocol)) return 2;
+    if (o.val_classes && !seq) {
+        fprintf(stderr, "metacl %s: --val-classes is for seq and two-task; the split protocols validate "
+                        "on held-out training images with --data fmnist-val\n", cmd_name);
+        return 2;
+    }
     if (seq && n_data > tasks) {
         fprintf(stderr, "metacl %s: %d --data for %d task%s (one per task; fewer: the last one is used for "
                         "the remaining tasks)\n", cmd_name, n_data, tasks, tasks == 1 ? "" : "s");
@@ -745,7 +755,13 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     /* data */
     for (int d = 0; d < n_data && rc == 0; d++) {
         int user = is_user_spec(de[d].spec);
-        mcl_split sp = user ? MCL_SPLIT_ALL : MCL_SPLIT_TEST;
+        if (user && o.val_classes) {
+            fprintf(stderr, "metacl %s: --val-classes: user data '%s' has no meta-validation classes\n",
+                    cmd_name, de[d].spec);
+            rc = 2;
+            break;
+        }
+        mcl_split sp = user ? MCL_SPLIT_ALL : o.val_classes ? MCL_SPLIT_VAL : MCL_SPLIT_TEST;
         if (mcl_dataset_load(de[d].spec, data_dir, sp, &de[d].ds, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de[d].spec, err);
             rc = 1;
@@ -928,7 +944,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     }
     mcl_progress_finish();
     eval_facts facts = {protocol, data_dir, tasks, runs, n_way, k_shot, episodes, seed, final_only,
-                        select, de, n_data, seq};
+                        select, o.val_classes, de, n_data, seq};
     if (rc == 0 && json_out) rc = write_json_file(json_out, me, n_models, &facts, ctx);
     if (rc == 0) {
         if (json)
@@ -940,6 +956,7 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
             else
                 printf("%d training images per class, data:", k_shot);
             for (int d = 0; d < n_data; d++) printf(" %s%s", de[d].spec, de[d].n_classes ? "@subset" : "");
+            if (o.val_classes) printf(" (meta-validation classes)");
             printf("; accuracy %% (mean ± std over %d runs), backend %s\n\n", runs, mcl_ctx_backend_name(ctx));
             if (seq)
                 print_seq_table(me, n_models, tasks, task_names);
