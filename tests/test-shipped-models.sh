@@ -8,7 +8,8 @@
 #      The same for the generalization models acl-2task-gen and noacl-2task-gen;
 #   2. Split-FashionMNIST, domain-incremental, 5 tasks, K = 5, 1 run (run 0), final only
 #      (2000 test images per task): acl-split5, per task and the mean; acl-split5-gen the
-#      same at K = 15; acl-cil10-gen class-incremental, 5 tasks, K = 5.
+#      same at K = 15; acl-cil10-gen class-incremental, 5 tasks, K = 5; acl-cil2-gen
+#      class-incremental, 2 tasks, K = 5.
 # Data: Fashion-MNIST (Debian dataset-fashion-mnist) prepared into a temporary data dir.
 METACL=${METACL:-./metacl}
 SRC=${METACL_SRCDIR:-$(dirname "$0")/..}
@@ -111,7 +112,8 @@ expect_near "acl-split5: mean (ACC)" "$acc" 0.8419 $TOLS
 # chance is 0.5 (2 outputs): require 25 points above it
 expect_gt "acl-split5: ACC clearly above chance" "$acc" 0.5 0.25
 
-# ---- 3. acl-split5-gen (15 shots, DIL) and acl-cil10-gen (class-incremental, 5 tasks)
+# ---- 3. acl-split5-gen (15 shots, DIL), acl-cil10-gen (class-incremental, 5 tasks) and
+# acl-cil2-gen (class-incremental, 2 tasks)
 # split_case NAME PROTOCOL TASKS K CHANCE WANT_1..WANT_TASKS WANT_MEAN: run 0, final only, per
 # task and the mean
 split_case() {
@@ -135,6 +137,7 @@ split_case() {
 }
 split_case acl-split5-gen split-dil 5 15 0.5 0.9565 0.6520 0.8355 0.9260 0.9245 0.8589
 split_case acl-cil10-gen split-cil 5 5 0.1 0.8405 0.2680 0.1790 0.0820 0.4520 0.3643
+split_case acl-cil2-gen split-cil 2 5 0.25 0.8605 0.7265 0.7935
 
 rm -rf "$TMP"
 echo "$pass passed, $fail failed"

@@ -64,7 +64,7 @@ best=$(awk -v sec="$T3" '
 bv=${best%%|*}; bn=${best#*|}
 echo "| Split-FashionMNIST DIL (15 shots) >= 90 % | $acl % | $(verdict "$acl >= 90") |"
 echo "| ... and above every same-shots baseline | $acl vs $bv % ($bn) | $(verdict "$acl > $bv") |"
-for m in ACL-2task-gen ACL-CIL10-gen; do
+for m in ACL-2task-gen ACL-CIL10-gen ACL-CIL2-gen; do
     c=$(cell "$T3B" "$m" "mean (ACC)")
     echo "| Split-FashionMNIST CIL 2 tasks >= 80 %, $m | $c % | $(verdict "$c >= 80") |"
 done

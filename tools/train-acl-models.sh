@@ -63,6 +63,6 @@ side_by_side "acl-2task-gen acl-2task-gen.conf acl-2task" "noacl-2task-gen noacl
 OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage acl-2task-gen-1900 acl-2task-gen.conf acl-2task --set train.steps=1900 "$@"
 side_by_side "acl-split5-gen acl-split5-gen.conf acl-2task-gen-1900" "acl-cil10-gen acl-cil10-gen.conf acl-2task-gen-1900" "$@"
 side_by_side "acl-cil2-gen acl-cil2-gen.conf acl-2task-gen-1900" "acl-2task-gen-mean acl-2task-gen-mean.conf acl-2task-gen-1900" "$@"
-for m in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen MODELS_NEW; do
+for m in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen acl-cil2-gen; do
     "$METACL" ckpt export "$RUNS/$m/best.ckpt" "data/checkpoints/$m.ckpt"   # model only, atomic
 done
