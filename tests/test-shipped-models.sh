@@ -63,7 +63,7 @@ fi
 
 # ---- 1. two-task, fmnist@0-4 -> fmnist@5-9
 # doc/acl.md numbers (fractions): A alone, B alone, A after A->B, B after A->B, ACC
-for m in acl-2task noacl-2task acl-2task-gen noacl-2task-gen; do
+for m in acl-2task noacl-2task acl-2task-gen noacl-2task-gen acl-2task-gen-acl2; do
     check "$m: two-task eval" 0 "$METACL" eval acl --backend ref --ckpt "$m=$CK/$m.ckpt" --protocol two-task \
         --data fmnist@0-4 --data fmnist@5-9 --runs 1 --episodes 16 --seed $SEED --data-dir "$TMP/data" --json
     printf '%s\n' "$LAST_OUT" | grep '^{' >"$TMP/$m.json"
@@ -72,6 +72,7 @@ for m in acl-2task noacl-2task acl-2task-gen noacl-2task-gen; do
     noacl-2task) want="0.4750 0.5125 0.2000 0.4625 0.33125" ;;
     acl-2task-gen)   want="0.6750 0.6000 0.4500 0.4500 0.4500" ;;
     noacl-2task-gen) want="0.6375 0.6000 0.2750 0.5250 0.4000" ;;
+    acl-2task-gen-acl2) want="0.6750 0.6250 0.4500 0.5000 0.4750" ;;
     esac
     alone=$(json_array "$TMP/$m.json" alone_mean)
     final=$(json_array "$TMP/$m.json" final_mean)

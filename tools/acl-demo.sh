@@ -34,7 +34,7 @@ if ! "$METACL" data info text >/dev/null 2>&1; then
     "$METACL" data prepare text || { [ "$(id -u)" = 0 ] && apt-get update >/dev/null && "$METACL" data prepare text; } ||
         { echo "acl-demo: the text corpus could not be prepared (see above)" >&2; exit 1; }
 fi
-for f in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen acl-cil2-gen smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi lm-text; do
+for f in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen acl-cil2-gen acl-2task-gen-acl2 smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi lm-text; do
     [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
@@ -59,7 +59,7 @@ run_eval() {
 }
 : >"$TMPD/summary.md"
 start=$(date +%s)
-G="--ckpt ACL-gen=$CK/acl-2task-gen.ckpt --ckpt no-ACL-gen=$CK/noacl-2task-gen.ckpt"
+G="--ckpt ACL-gen=$CK/acl-2task-gen.ckpt --ckpt no-ACL-gen=$CK/noacl-2task-gen.ckpt --ckpt ACL-gen-acl2=$CK/acl-2task-gen-acl2.ckpt"
 t="## 1. In-context learning and forgetting: held-out hanzi (A) then hershey (B) classes"
 heading "$t"
 # shellcheck disable=SC2086
@@ -98,7 +98,7 @@ heading "$t"
 run_eval "$t" --protocol split-cil --data fmnist --tasks 2 --k-shot 5 --runs "$SPLIT_RUNS" \
     --ckpt ACL-2task="$CK/acl-2task.ckpt" --ckpt no-ACL="$CK/noacl-2task.ckpt" \
     --ckpt ACL-2task-gen="$CK/acl-2task-gen.ckpt" --ckpt ACL-CIL10-gen="$CK/acl-cil10-gen.ckpt" \
-    --ckpt ACL-CIL2-gen="$CK/acl-cil2-gen.ckpt" \
+    --ckpt ACL-CIL2-gen="$CK/acl-cil2-gen.ckpt" --ckpt ACL-gen-acl2="$CK/acl-2task-gen-acl2.ckpt" \
     --baseline sgd --baseline adam --figures "$OUT/split-cil" "$@"
 heading ""
 t="## 3d. Split-FashionMNIST, class-incremental, 5 tasks"

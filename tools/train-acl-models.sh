@@ -8,7 +8,8 @@
 #   step 1900, bit for bit its first 1900 steps) -> acl-split5-gen (5 tasks, 15 shots) and
 #   acl-cil10-gen (10-way class-incremental), both selected on fmnist-val, and from the same
 #   snapshot acl-cil2-gen (2-task class-incremental, selected on fmnist-val) and
-#   acl-2task-gen-mean (the ACL term one of three equal terms); then exports each final
+#   acl-2task-gen-mean (the ACL term one of three equal terms; tried, not shipped) and
+#   acl-2task-gen-acl2 (the ACL term half of the loss); then exports each final
 #   model's best checkpoint (without the optimizer state) to data/checkpoints/.
 # A stage whose run directory exists is resumed (a finished one is a no-op), so the script can
 # be stopped and started again. Run from the source tree after `metacl data prepare hanzi`
@@ -63,6 +64,7 @@ side_by_side "acl-2task-gen acl-2task-gen.conf acl-2task" "noacl-2task-gen noacl
 OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage acl-2task-gen-1900 acl-2task-gen.conf acl-2task --set train.steps=1900 "$@"
 side_by_side "acl-split5-gen acl-split5-gen.conf acl-2task-gen-1900" "acl-cil10-gen acl-cil10-gen.conf acl-2task-gen-1900" "$@"
 side_by_side "acl-cil2-gen acl-cil2-gen.conf acl-2task-gen-1900" "acl-2task-gen-mean acl-2task-gen-mean.conf acl-2task-gen-1900" "$@"
-for m in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen acl-cil2-gen; do
+OMP_NUM_THREADS=${OMP_NUM_THREADS_PER_RUN:-1} run_stage acl-2task-gen-acl2 acl-2task-gen-acl2.conf acl-2task-gen-1900 "$@"
+for m in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen acl-cil2-gen acl-2task-gen-acl2; do
     "$METACL" ckpt export "$RUNS/$m/best.ckpt" "data/checkpoints/$m.ckpt"   # model only, atomic
 done
