@@ -80,6 +80,8 @@ sel_ok "a chosen index out of range is caught" "$TMP/bad.json" two-task val hers
 # ---- --val-classes: episodes from the meta-validation classes (seq/two-task only)
 check "--val-classes with split-dil" 2 "$METACL" eval acl --protocol split-dil --data hershey --val-classes --baseline sgd
 expect_text "names the protocols" "--val-classes is for seq and two-task"
+check "--val-classes with user data" 2 "$METACL" eval acl --protocol seq --data idx:/nonexistent-i,/nonexistent-l --val-classes --baseline sgd
+expect_text "names the user data" "has no meta-validation classes"
 # classes_is FILE WANT: the JSON's provenance says which classes the episodes came from
 classes_is() { python3 -c 'import json, sys
 d = json.load(open(sys.argv[1])); sys.exit(0 if d["provenance"]["config"]["classes"] == sys.argv[2] else 3)' "$1" "$2"; }

@@ -73,7 +73,8 @@ if "$METACL" data prepare fmnist --data-dir "$TMP/data" >/dev/null 2>&1; then
     check "class-incremental fmnist-val" 0 "$METACL" train acl --config "$CONF" --set data.val=fmnist-val --set task.class_incremental=1 --set task.n_way=5 --set model.n_way=10 --out "$TMP/cv"
     expect_text "logs class-incremental validation" "validation: Split-FMNIST class-incremental"
     # data.val_tasks: fewer validation tasks (2 tasks of 2 classes: 4 outputs suffice); 0 or 6 tasks are usage errors
-    check "bad data.val_tasks" 2 "$METACL" train acl --config "$CONF" --set data.val_tasks=6 --out "$TMP/u"
+    check "bad data.val_tasks (6)" 2 "$METACL" train acl --config "$CONF" --set data.val_tasks=6 --out "$TMP/u"
+    check "bad data.val_tasks (0)" 2 "$METACL" train acl --config "$CONF" --set data.val_tasks=0 --out "$TMP/u"
     check "class-incremental fmnist-val, 2 tasks, 3 outputs" 1 "$METACL" train acl --config "$CONF" --set data.val=fmnist-val --set data.val_tasks=2 --set task.class_incremental=1 --set task.n_way=1 --set task.n_tasks=3 --set model.n_way=3 --out "$TMP/u"
     expect_text "names the 4 outputs needed" "class-incremental Split-FMNIST with 4 outputs"
     check "class-incremental fmnist-val, 2 tasks" 0 "$METACL" train acl --config "$CONF" --set data.val=fmnist-val --set data.val_tasks=2 --set task.class_incremental=1 --set task.n_way=2 --set task.n_tasks=2 --set model.n_way=4 --out "$TMP/cv2"

@@ -742,6 +742,12 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
                         "on held-out training images with --data fmnist-val\n", cmd_name);
         return 2;
     }
+    for (int d = 0; d < n_data && o.val_classes; d++)
+        if (is_user_spec(de[d].spec)) {
+            fprintf(stderr, "metacl %s: --val-classes: user data '%s' has no meta-validation classes\n",
+                    cmd_name, de[d].spec);
+            return 2;
+        }
     if (seq && n_data > tasks) {
         fprintf(stderr, "metacl %s: %d --data for %d task%s (one per task; fewer: the last one is used for "
                         "the remaining tasks)\n", cmd_name, n_data, tasks, tasks == 1 ? "" : "s");
@@ -755,12 +761,6 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
     /* data */
     for (int d = 0; d < n_data && rc == 0; d++) {
         int user = is_user_spec(de[d].spec);
-        if (user && o.val_classes) {
-            fprintf(stderr, "metacl %s: --val-classes: user data '%s' has no meta-validation classes\n",
-                    cmd_name, de[d].spec);
-            rc = 2;
-            break;
-        }
         mcl_split sp = user ? MCL_SPLIT_ALL : o.val_classes ? MCL_SPLIT_VAL : MCL_SPLIT_TEST;
         if (mcl_dataset_load(de[d].spec, data_dir, sp, &de[d].ds, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de[d].spec, err);

@@ -5,7 +5,8 @@
 #   for Split-X); then the generalization stages (doc/acl.md, "Generalization"):
 #   acl-2task-gen and noacl-2task-gen (the 2-task models trained further with per-episode
 #   feature statistics and task augmentation), acl-2task-gen-1900 (the same run stopped at
-#   step 1900, bit for bit its first 1900 steps) -> acl-split5-gen (5 tasks, 15 shots) and
+#   step 1900: bit for bit its first 1900 steps on the same machine; another CPU's vector
+#   width gives other bits, doc/acl.md) -> acl-split5-gen (5 tasks, 15 shots) and
 #   acl-cil10-gen (10-way class-incremental), both selected on fmnist-val, and from the same
 #   snapshot acl-cil2-gen (2-task class-incremental, selected on fmnist-val) and
 #   acl-2task-gen-mean (the ACL term one of three equal terms; tried, not shipped) and

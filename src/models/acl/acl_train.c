@@ -430,10 +430,9 @@ static void acl_step_end(void *fs)
 
 /* data.val = fmnist-val: the mean over `runs` runs of Split-FMNIST's final average accuracy
  * (data.val_tasks tasks of 2 classes, domain- or class-incremental as task.class_incremental,
- * task.k_shot contexts per class from the 55 000
- * training images outside the validation split, queries = the 5 000 held-out images, all
- * after the last task (those of the tasks' classes); runs 0..runs-1 with the class order of train.seed: the same every
- * time). */
+ * task.k_shot contexts per class from the 55 000 training images outside the validation
+ * split, queries = the held-out images of the tasks' classes, all after the last task; runs
+ * 0..runs-1 with the class order of train.seed: the same every time). */
 static mcl_status validate_splitx(acl_fs *t, int64_t runs, double *score, char *err, size_t err_len)
 {
     mcl_splitx_eval_cfg xc;
