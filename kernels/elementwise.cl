@@ -202,6 +202,17 @@ __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, l
  * gradient when both are wanted, else by the kernel copy_bwd (below) */
 
 /* copy: out = a (also reshape's forward: the row-major order is unchanged) */
+/* fill: p[off + i] = v for i < n. The backend's buffer fills (lazy zeroing, mcl_tensor_fill)
+ * use this kernel rather than clEnqueueFillBuffer: one code path on every device, and one that
+ * oclgrind can follow (its 21.10 does not mark memory written by clEnqueueFillBuffer as
+ * initialised; tests/oclgrind/fill-buffer.c reproduces that). */
+__kernel void fill_f32(__global float *p, long off, float v, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    p[off + i] = v;
+}
+
 __kernel void copy_fwd(__global const float *a, long a_off, __global float *out, long out_off,
                        long n)
 {

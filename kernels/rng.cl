@@ -27,10 +27,14 @@ uint4 mcl_philox4x32_10(uint4 c, uint2 k)
 uint mcl_rng_u32(ulong seed, ulong stream, ulong index)
 {
     ulong blk = index >> 2;
-    uint4 c = (uint4)((uint)blk, (uint)(blk >> 32), (uint)stream, (uint)(stream >> 32));
-    uint4 o = mcl_philox4x32_10(c, (uint2)((uint)seed, (uint)(seed >> 32)));
+    uint c0 = (uint)blk, c1 = (uint)(blk >> 32), c2 = (uint)stream, c3 = (uint)(stream >> 32);
+    uint4 o = mcl_philox4x32_10((uint4)(c0, c1, c2, c3), (uint2)((uint)seed, (uint)(seed >> 32)));
+    /* word (index & 3) by two selects on its bits: oclgrind 21.10 picks the wrong word when
+     * the compiler turns a chain of comparisons into a vector extract with a variable index
+     * (tests/oclgrind/vector-select.c reproduces it) */
     uint w = (uint)(index & 3);
-    return w == 0 ? o.x : w == 1 ? o.y : w == 2 ? o.z : o.w;
+    uint lo = (w & 1) ? o.y : o.x, hi = (w & 1) ? o.w : o.z;
+    return (w & 2) ? hi : lo;
 }
 
 /* Uniform in [0, 1) with 24 random bits: exact in float, same as mcl_u32_to_unit. */

@@ -1,6 +1,8 @@
 /* test-ops.c — the op test runner: every op of ops.def, forward and backward.
  *
- *   tests/test-ops [--list] [-o OP] [--family F] [--seed N] [--backend ref|opencl] [-v]
+ *   tests/test-ops [--list] [-o OP] [--family F] [--seed N] [--backend ref|opencl] [--small N] [-v]
+ *               (--small N: only the cases with at most N input elements and no big case:
+ *               the set `make check-oclgrind` runs under the oclgrind simulator)
  *   tests/test-ops --families              (one line per family: its name, then its ops)
  *   tests/test-ops --check-families F...   (exit 0 iff F... are exactly the families)
  *
@@ -2605,6 +2607,7 @@ typedef struct runner {
     mcl_ctx *ref;  /* reference context                          */
     mcl_ctx *ocl;  /* OpenCL context (NULL: columns print "-")   */
     uint64_t seed;
+    int64_t small; /* --small N: only cases with at most N input elements, no big case (0: all) */
     int res[MCL_OP_COUNT][NCOL];
     int ocl_missing[MCL_OP_COUNT]; /* the OpenCL backend has no forward/backward for it */
     double diff_max[MCL_OP_COUNT]; /* largest differential error seen */
@@ -3040,6 +3043,14 @@ static void run_op(runner *r, mcl_op op)
             tc_free(&tc);
             break;
         }
+        if (r->small > 0) { /* the simulator's case set: small and ragged shapes only */
+            int64_t total = 0;
+            for (int j = 0; j < tc.n_in; j++) total += tc_n(&tc, j);
+            if (tc.gc_samples == BIG_SAMPLES || total > r->small) {
+                tc_free(&tc);
+                continue;
+            }
+        }
         ncases++;
         tc_describe(&tc);
         if (tc.n_in != info->n_in) {
@@ -3264,7 +3275,8 @@ static int check_families(char **names, int n)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: test-ops [--list] [-o OP] [--family F] [--seed N] [--backend ref|opencl] [-v]\n"
+    fprintf(f, "usage: test-ops [--list] [-o OP] [--family F] [--seed N] [--backend ref|opencl]\n"
+               "                [--small N] [-v]\n"
                "       test-ops --families | --check-families F...\n"
                "  --list         run everything and print a coverage table\n"
                "  -o OP          run only op OP (a name from ops.def)\n"
@@ -3273,6 +3285,8 @@ static void usage(FILE *f)
                "  --check-families F...  exit 0 when F... are exactly the families of ops.def\n"
                "                 (each once), 1 otherwise; run nothing\n"
                "  --seed N       seed of the random inputs (default %u)\n"
+               "  --small N      only cases with at most N input elements, no big case (the\n"
+               "                 simulator's set; an op left with no case FAILS)\n"
                "  --backend B    ref (reference only) or opencl (reference + OpenCL + differential;\n"
                "                 SKIP without a device); default: OpenCL when a device exists\n"
                "  -v             print every case (-v -v: every finite difference)\n"
@@ -3318,6 +3332,16 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
+        } else if (strcmp(a, "--small") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            errno = 0;
+            long long n = strtoll(argv[++i], &end, 10);
+            if (errno || !end || *end || n <= 0) {
+                fprintf(stderr, "test-ops: bad --small '%s' (a positive element count)\n", argv[i]);
+                usage(stderr);
+                return 2;
+            }
+            r.small = (int64_t)n;
         } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--seed") == 0 ||
                     strcmp(a, "--backend") == 0) && i + 1 < argc) {
             const char *v = argv[++i];

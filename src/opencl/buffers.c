@@ -3,7 +3,7 @@
  * Same policy as the reference backend's pool (src/ref/ref_backend.c), for the same reason
  * measured on PoCL: a training step allocates the same op results and gradients every time,
  * and a new cl_mem costs a host allocation, page faults on first touch and a zero fill
- * (clEnqueueFillBuffer) — on PoCL that was 2.4–5 ms of a 9 ms MLP step.
+ * (the fill_f32 kernel) — on PoCL that was 2.4–5 ms of a 9 ms MLP step.
  *
  * Pool. A buffer handle is an mcl_ocl_block (ocl.h) owning one cl_mem of `cap` bytes, the
  * capacity of its size class (mcl_pool_size_class, bufpool.h). Freed blocks go on the free
@@ -36,14 +36,25 @@
 /* Handles are blocks. */
 static mcl_ocl_block *block_of(void *handle) { return (mcl_ocl_block *)handle; }
 
+/* Fill nbytes at byte offset off of mem (both whole floats) with v: the fill_f32 kernel
+ * (kernels/elementwise.cl says why not clEnqueueFillBuffer). */
+static mcl_status fill_mem(mcl_backend *be, cl_mem mem, size_t off, size_t nbytes, float v,
+                           const char *what)
+{
+    const int64_t n = (int64_t)(nbytes / sizeof(float));
+    if (n == 0) return MCL_OK;
+    cl_kernel k = mcl_ocl_kernel(be, "fill_f32", NULL);
+    int i = k ? mcl_ocl_arg_mem(be, k, 0, mem) : -1;
+    i = mcl_ocl_arg_long(be, k, i, (int64_t)(off / sizeof(float)));
+    i = mcl_ocl_arg_float(be, k, i, v);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    return mcl_ocl_launch(be, k, i, n, what);
+}
+
 /* Fill [0, b->pb.size) of the block with the float v (rounded down to whole floats). */
 static mcl_status fill_device(mcl_backend *be, mcl_ocl_block *b, float v, const char *what)
 {
-    const size_t n = b->pb.size / sizeof(float) * sizeof(float);
-    if (n == 0) return MCL_OK;
-    cl_int err = clEnqueueFillBuffer(mcl_ocl_of(be)->queue, b->mem, &v, sizeof v, 0, n, 0, NULL,
-                                     NULL);
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, what);
+    return fill_mem(be, b->mem, 0, b->pb.size, v, what);
 }
 
 /* Write the zeros a fresh block stands for. */
@@ -119,14 +130,54 @@ static mcl_status before_write(mcl_backend *be, mcl_ocl_block *b, size_t off, si
     return materialize(be, b);
 }
 
+/* Oclgrind 21.10's uninitialised-value checker mistracks host commands that store into a
+ * buffer (clEnqueueWriteBuffer, clEnqueueCopyBuffer, clEnqueueFillBuffer): a store that is not
+ * the whole buffer leaves the buffer's other bytes, and a store at a non-zero offset even its
+ * own bytes, "uninitialised" for later kernels (tests/oclgrind/host-stores.c reproduces each
+ * with one buffer and one kernel). On that platform only, such stores go through the copy_fwd
+ * kernel, which it tracks; every other device gets the plain commands. */
+static int kernel_stores(const mcl_ocl *o) { return strcmp(o->platform_name, "Oclgrind") == 0; }
+
+/* copy_fwd: n bytes (whole floats) from src at soff to dst at doff, as one kernel. */
+static mcl_status copy_kernel(mcl_backend *be, cl_mem src, size_t soff, cl_mem dst, size_t doff,
+                              size_t n)
+{
+    const int64_t count = (int64_t)(n / sizeof(float));
+    cl_kernel k = mcl_ocl_kernel(be, "copy_fwd", NULL);
+    int i = k ? mcl_ocl_arg_mem(be, k, 0, src) : -1;
+    i = mcl_ocl_arg_long(be, k, i, (int64_t)(soff / sizeof(float)));
+    i = mcl_ocl_arg_mem(be, k, i, dst);
+    i = mcl_ocl_arg_long(be, k, i, (int64_t)(doff / sizeof(float)));
+    i = mcl_ocl_arg_long(be, k, i, count);
+    return mcl_ocl_launch(be, k, i, count, "copying a buffer");
+}
+
+/* Can [soff, soff + n) -> [doff, doff + n) go through copy_kernel? */
+static int whole_floats(size_t soff, size_t doff, size_t n)
+{
+    return soff % sizeof(float) == 0 && doff % sizeof(float) == 0 && n % sizeof(float) == 0;
+}
+
 static mcl_status ocl_write(mcl_backend *be, void *handle, size_t off, const void *src, size_t n)
 {
     if (n == 0) return MCL_OK;
+    mcl_ocl *o = mcl_ocl_of(be);
     mcl_ocl_block *b = block_of(handle);
     mcl_status s = before_write(be, b, off, n);
     if (s != MCL_OK) return s;
-    cl_int err = clEnqueueWriteBuffer(mcl_ocl_of(be)->queue, b->mem, CL_TRUE, off, n, src, 0, NULL,
-                                      NULL);
+    if (kernel_stores(o) && !(off == 0 && n == b->pb.cap) && whole_floats(0, off, n)) {
+        cl_int err;
+        cl_mem t = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
+        if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clCreateBuffer (staging a write)");
+        err = clEnqueueWriteBuffer(o->queue, t, CL_TRUE, 0, n, src, 0, NULL, NULL);
+        s = err == CL_SUCCESS ? copy_kernel(be, t, 0, b->mem, off, n)
+                              : mcl_ocl_fail(be, err, "clEnqueueWriteBuffer");
+        /* Oclgrind frees a released buffer at once, even with a queued kernel reading it */
+        cl_int ferr = clFinish(o->queue);
+        clReleaseMemObject(t);
+        return s == MCL_OK && ferr != CL_SUCCESS ? mcl_ocl_fail(be, ferr, "clFinish (staging a write)") : s;
+    }
+    cl_int err = clEnqueueWriteBuffer(o->queue, b->mem, CL_TRUE, off, n, src, 0, NULL, NULL);
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueWriteBuffer");
 }
 
@@ -154,9 +205,7 @@ static mcl_status ocl_fill(mcl_backend *be, void *handle, size_t off, float v, s
     }
     mcl_status s = before_write(be, b, off, n);
     if (s != MCL_OK) return s;
-    cl_int err = clEnqueueFillBuffer(mcl_ocl_of(be)->queue, b->mem, &v, sizeof v, off, n, 0, NULL,
-                                     NULL);
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueFillBuffer");
+    return fill_mem(be, b->mem, off, n, v, "filling a buffer");
 }
 
 static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, size_t soff, size_t n)
@@ -173,21 +222,27 @@ static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, s
             return MCL_OK;
         }
         if ((s = materialize(be, bd)) != MCL_OK) return s;
-        float zero = 0.0f;
-        cl_int err = clEnqueueFillBuffer(o->queue, bd->mem, &zero, sizeof zero, doff, n, 0, NULL,
-                                         NULL);
-        return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueFillBuffer (copy)");
+        return fill_mem(be, bd->mem, doff, n, 0.0f, "zero-filling a copy of a fresh buffer");
     }
     if ((s = before_write(be, bd, doff, n)) != MCL_OK) return s;
+    const int by_kernel = kernel_stores(o) && whole_floats(soff, doff, n);
     cl_int err;
     if (bd == bs && (doff < soff + n && soff < doff + n)) {
         /* overlapping regions of one buffer: go through a temporary buffer */
         cl_mem t = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
         if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clCreateBuffer (copy)");
+        if (by_kernel) {
+            s = copy_kernel(be, bs->mem, soff, t, 0, n);
+            if (s == MCL_OK) s = copy_kernel(be, t, 0, bd->mem, doff, n);
+            clFinish(o->queue); /* see ocl_write */
+            clReleaseMemObject(t);
+            return s;
+        }
         err = clEnqueueCopyBuffer(o->queue, bs->mem, t, soff, 0, n, 0, NULL, NULL);
         if (err == CL_SUCCESS) err = clEnqueueCopyBuffer(o->queue, t, bd->mem, 0, doff, n, 0, NULL, NULL);
         clReleaseMemObject(t);
     } else {
+        if (by_kernel) return copy_kernel(be, bs->mem, soff, bd->mem, doff, n);
         err = clEnqueueCopyBuffer(o->queue, bs->mem, bd->mem, soff, doff, n, 0, NULL, NULL);
     }
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueCopyBuffer");
