@@ -22,7 +22,8 @@
 # read (relu_fwd reads a million elements past its input) and one planted race (the
 # work-group sum of common.cl without its loop barrier) must each be reported.
 #
-# Exit 77 (SKIP) only when oclgrind is not installed or this build has no OpenCL.
+# Exit 77 (SKIP) only when oclgrind is not installed, this build has no OpenCL, or it is an
+# AddressSanitizer build (oclgrind preloads its runtime, which ASan refuses).
 set -u
 
 srcdir=${METACL_SRCDIR:-$(dirname "$0")/..}
@@ -36,6 +37,13 @@ if ! command -v oclgrind >/dev/null 2>&1; then
 fi
 if ! grep -q '^#define MCL_HAVE_OPENCL' "$builddir/config.h" 2>/dev/null; then
     echo "test-oclgrind: this build has no OpenCL backend (SKIP)"
+    exit 77
+fi
+
+if grep -q -- '-fsanitize=address' "$builddir/Makefile" 2>/dev/null; then
+    # oclgrind runs the program with its runtime preloaded, which AddressSanitizer refuses
+    # (its runtime must come first); the plain build of the same source runs this check.
+    echo "test-oclgrind: an AddressSanitizer build cannot run under oclgrind's preloaded runtime (SKIP)"
     exit 77
 fi
 
