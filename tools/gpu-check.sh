@@ -149,9 +149,9 @@ write_summary() {
     mv "$out/summary.json.tmp" "$out/summary.json"
 }
 
-record() { # name status exit secs reason numbers cmd
+record() { # name status exit secs reason numbers cmd [log]
     S_NAME+=("$1") S_STATUS+=("$2") S_EXIT+=("$3") S_SECS+=("$4") S_REASON+=("$5") S_NUM+=("$6")
-    S_CMD+=("$7") S_LOG+=("logs/$1.log")
+    S_CMD+=("$7") S_LOG+=("${8-logs/$1.log}")
     printf '%s: %-26s %-8s %6s s  %s\n' "$me" "$1" "$2" "$4" "$5"
     write_summary
 }
@@ -170,6 +170,7 @@ skipped_by_user() {
 # timeout, stdout and stderr to logs/NAME.log; PARSER (a function, or -) turns the log into
 # the step's numbers (a JSON object). Sets STEP_RC.
 STEP_RC=0
+CUR_STEP=
 step() {
     local name=$1 limit=$2 parser=$3
     shift 3
@@ -177,17 +178,19 @@ step() {
     cmd=$(quote_cmd "$@")
     STEP_RC=-1
     if skipped_by_user "$name"; then
-        record "$name" skipped null 0 "--skip" '{}' "$cmd"; return 0
+        record "$name" skipped null 0 "--skip" '{}' "$cmd" ""; return 0
     fi
     left=$(( deadline - ($(now_ms) - t_start) / 1000 - RESERVE ))
     if [ "$left" -lt 5 ]; then
         deadline_hit=1
-        record "$name" skipped null 0 "deadline: ${deadline}s reached" '{}' "$cmd"; return 0
+        record "$name" skipped null 0 "deadline: ${deadline}s reached" '{}' "$cmd" ""; return 0
     fi
     if [ "$limit" -gt "$left" ]; then limit=$left cut=1; fi
     t0=$(now_ms)
+    CUR_STEP=$name
     (cd "$work" && exec timeout -k 5 "$limit" "$@") > "$log" 2>&1 < /dev/null || rc=$?
     t1=$(now_ms)
+    CUR_STEP=
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", (b - a) / 1000}')
     STEP_RC=$rc
     case $rc in
@@ -206,7 +209,7 @@ step() {
 }
 
 note() { # a step that runs nothing: name status reason
-    record "$1" "$2" null 0 "$3" '{}' ""
+    record "$1" "$2" null 0 "$3" '{}' "" ""
 }
 
 # ------------------------------------------------------------------ parsers (log -> JSON)
@@ -355,7 +358,7 @@ finish() {
     exit "$rc"
 }
 interrupted() {
-    note interrupted failed "gpu-check got signal $1"
+    note interrupted failed "gpu-check got signal $1${CUR_STEP:+ during step $CUR_STEP}"
     finish $((128 + $2))
 }
 trap 'finish 1' EXIT
