@@ -20,14 +20,15 @@
 #                  the host) or OUTSIDE (any other file from the host: the isolation is broken).
 #                  Exit status: PROG's, or 3 when PROG succeeded but something is OUTSIDE.
 #
-# How: <bundle>/lib/ld-linux-x86-64.so.2 --library-path <bundle>/lib[:driver dirs][:$LD_LIBRARY_PATH]
+# How: <bundle>/lib/ld-linux-x86-64.so.2 --library-path <bundle>/lib[:driver dirs][:$LD_LIBRARY_PATH][:fallback dirs]
 # <bundle>/bin/PROG ARGS, with OCL_ICD_VENDORS set to a vendor folder made in a temporary
 # directory ($TMPDIR or /tmp; removed at exit), so the bundle itself may be read-only.
 # --library-path replaces LD_LIBRARY_PATH for this process and is not inherited by the
 # programs it starts; the bundle's lib/ comes first, so libc, libm, libpthread, libstdc++ ...
 # are always the bundle's (the loader takes a library whose soname is loaded already), and a
 # driver's own dependencies (PoCL's LLVM, NVIDIA's libraries) are found after it, in the
-# driver's folder, the host's $LD_LIBRARY_PATH, the host's /etc/ld.so.cache and /lib, /usr/lib.
+# driver's folder, the host's $LD_LIBRARY_PATH, the folders of the fallback libraries that
+# exist, the host's /etc/ld.so.cache and /lib, /usr/lib.
 # LD_PRELOAD is dropped (it would load host libraries into the process).
 set -eu
 
@@ -103,6 +104,7 @@ add_given() {
 }
 
 how=
+fallback=${METACL_RUN_FALLBACK_ICD-/usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 /usr/lib64/libnvidia-opencl.so.1}
 if [ "$no_driver" = 1 ]; then
     how="none (--no-driver)"
 elif [ -n "$icds" ]; then
@@ -126,7 +128,6 @@ else
         how="OCL_ICD_VENDORS=$OCL_ICD_VENDORS"
     fi
     if [ "$n_icd" = 0 ]; then
-        fallback=${METACL_RUN_FALLBACK_ICD-/usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 /usr/lib64/libnvidia-opencl.so.1}
         for f in $fallback; do
             if [ -e "$f" ]; then add_icd "$f"; how="$f (no .icd files in $src)"; break; fi
         done
@@ -137,7 +138,15 @@ else
     fi
 fi
 
-libpath=$here/lib$driver_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# last, the folders of the fallback libraries that exist: an .icd file naming the NVIDIA
+# library by its bare name finds it there even when no other path leads to it
+last_dirs=
+for f in $fallback; do
+    [ -e "$f" ] || continue
+    d=$(cd "$(dirname "$f")" && pwd -P)
+    case ":$driver_dirs:${LD_LIBRARY_PATH:-}:$last_dirs:" in *":$d:"*) ;; *) last_dirs=$last_dirs:$d ;; esac
+done
+libpath=$here/lib$driver_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}$last_dirs
 OCL_ICD_VENDORS=$vendors
 export OCL_ICD_VENDORS
 unset LD_PRELOAD
