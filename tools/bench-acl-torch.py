@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""bench-acl-torch.py — the PyTorch (CPU) baseline for `metacl bench acl`.
+"""bench-acl-torch.py — the PyTorch baseline for `metacl bench acl`, on the CPU or (--device
+cuda) on a GPU.
 
-What is measured (wall-clock time per iteration, 1 warm-up iteration, then --reps timed
-iterations; ms_best = fastest, ms_median = median):
+What is measured (wall-clock time per iteration, --warmup untimed iterations (1 on the CPU, 3
+on CUDA), then --reps timed iterations; ms_best = fastest, ms_median = median; on CUDA each
+timed iteration lies between two torch.cuda.synchronize() calls, and TF32 is off unless --tf32:
+tools/bench_torch_device.py):
 
   srwm      the SRWM sequence op of doc/acl-model.md §1, forward + backward, B=16 sequences, H=16
             heads, D=16, L=160 steps. x [B,H,L,D] ~ N(0,1) and the initial state W_y, W_q, W_k
@@ -28,6 +31,7 @@ Usage:
   python3 tools/bench-acl-torch.py --json          # one JSON record (same shape as
                                                    #   `metacl bench acl --json`)
   python3 tools/bench-acl-torch.py --threads 4 --reps 20 --only srwm,conv4_32
+  python3 tools/bench-acl-torch.py --device cuda --json   # the same workloads on the GPU
   python3 tools/bench-acl-torch.py --check-params  # paper model (hidden 256, 16 heads,
                                                    #   3x32x32) must have 750,309 parameters
 Needs PyTorch: `apt-get install python3-torch` (Debian's package is for /usr/bin/python3).
@@ -37,9 +41,9 @@ tools/bench-acl-vs-torch.py runs this script next to `metacl bench acl` and comp
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
+
+import bench_torch_device
 
 WORKLOADS = ("srwm", "conv4_28", "conv4_32", "acl_step")
 DEFAULT_REPS = {"srwm": 10, "conv4_28": 10, "conv4_32": 10, "acl_step": 5}
@@ -55,12 +59,13 @@ ACL_C, ACL_S_A, ACL_S_B = 0.2, 1.0, 0.1  # loss = c*[s_A(fsA+mainA) + s_B(fsB+ma
 torch = None  # imported in main(), after the flags are checked
 nn = None
 F = None
+DEV = None  # bench_torch_device.Device, made in main() after the import
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="bench-acl-torch.py",
-        description="PyTorch CPU baseline for `metacl bench acl` (SRWM, Conv-4, ACL step).")
+        description="PyTorch baseline for `metacl bench acl` (SRWM, Conv-4, ACL step).")
     p.add_argument("--json", action="store_true", help="print one JSON record")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--reps", type=int, default=None,
@@ -71,7 +76,9 @@ def parse_args(argv):
     p.add_argument("--check-params", action="store_true",
                    help="build the paper model (hidden 256, 16 heads, 3x32x32), print its "
                         "parameter count, exit 0 if it is 750309 else 1")
+    bench_torch_device.add_args(p)
     a = p.parse_args(argv)
+    bench_torch_device.check_args(p, a)
     if a.threads < 1:
         p.error("--threads must be >= 1")
     if a.reps is not None and a.reps < 1:
@@ -312,16 +319,6 @@ def setup_acl_step(model_cls):
     return run, count_params(model)
 
 
-def time_it(run, reps):
-    run()  # warm-up
-    ms = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        run()
-        ms.append((time.perf_counter() - t0) * 1e3)
-    return min(ms), statistics.median(ms)
-
-
 def describe(name):
     if name == "srwm":
         return "srwm forward+backward B%d H%d D%d L%d" % (SRWM_B, SRWM_H, SRWM_D, SRWM_L)
@@ -338,6 +335,8 @@ def main(argv):
     args = parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import_torch()
+    global DEV
+    DEV = bench_torch_device.Device(torch, args, "bench-acl-torch")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model_cls = build_acl_classes()
@@ -364,18 +363,21 @@ def main(argv):
             run, n_params = setup_acl_step(model_cls)
             if not args.json:
                 print("acl_step model: %d parameters" % n_params, file=sys.stderr)
-        best, median = time_it(run, reps)
+        best, median = DEV.time_reps(run, reps)
         results.append({"name": name, "desc": describe(name), "reps": reps,
                         "ms_best": round(best, 3), "ms_median": round(median, 3)})
         if not args.json:
             print("  done %s" % name, file=sys.stderr)
 
-    record = {"bench": "acl", "impl": "pytorch " + torch.__version__, "backend": "cpu",
-              "threads": args.threads, "workloads": results}
+    record = {"bench": "acl", "impl": "pytorch " + torch.__version__, "backend": DEV.name,
+              "threads": args.threads}
+    record.update(DEV.record())
+    record["workloads"] = results
     if args.json:
         print(json.dumps(record))
     else:
-        print("%s, cpu, %d thread(s)" % (record["impl"], args.threads))
+        print("%s, %s (%s), %d thread(s)" % (record["impl"], DEV.name, DEV.device_name,
+                                              args.threads))
         w = max([len("what")] + [len(r["desc"]) for r in results])
         print("%-10s %-*s %5s %10s %10s" % ("workload", w, "what", "reps", "best ms",
                                            "median ms"))

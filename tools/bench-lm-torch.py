@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""bench-lm-torch.py — the PyTorch (CPU) baseline for `metacl bench lm`.
+"""bench-lm-torch.py — the PyTorch baseline for `metacl bench lm`, on the CPU or (--device
+cuda) on a GPU.
 
 The same workloads with the same shapes as tools/bench_lm.c (wall-clock time per iteration,
-1 warm-up iteration, then --reps timed iterations; ms_best = fastest, ms_median = median).
+--warmup untimed iterations (1 on the CPU, 3 on CUDA), then --reps timed iterations; ms_best =
+fastest, ms_median = median; on CUDA each timed iteration lies between two
+torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/bench_torch_device.py).
 
 The model is the adaptive character language model of doc/lm-model.md at the size of
 data/configs/lm-text.conf: a byte-level Transformer-XL of L = 4 pre-LN layers, width D = 192,
@@ -59,6 +62,7 @@ gradient step (int64 indices and the [m, 2] inputs, plus M_0), counted as metacl
 
 Usage:
   /usr/bin/python3 tools/bench-lm-torch.py [--json] [--threads T] [--reps R] [--only A,B]
+                                           [--device cpu|cuda] [--warmup N] [--tf32]
 Needs Debian's python3-torch. tools/bench-acl-vs-torch.py --bench lm runs it next to
 `metacl bench lm` and prints the ratios.
 """
@@ -66,9 +70,9 @@ Needs Debian's python3-torch. tools/bench-acl-vs-torch.py --bench lm runs it nex
 import argparse
 import json
 import math
-import statistics
 import sys
-import time
+
+import bench_torch_device
 
 WORKLOADS = ("lm_train_window", "lm_train_plain", "lm_eval_static", "lm_eval_dynamic", "lm_eval_smn")
 DEFAULT_REPS = {"lm_train_window": 3, "lm_train_plain": 3, "lm_eval_static": 10, "lm_eval_dynamic": 5,
@@ -228,11 +232,11 @@ def rebuild(torch, a, m0, lg):
     return m0.view(-1).index_put((sel,), g_phi(torch, a["phi"], zs)).view_as(m0)
 
 
-def build(torch, name):
+def build(torch, name, dev):
     """-> (one iteration, state with the extras)"""
     F = torch.nn.functional
     torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED)
+    gen = dev.generator(SEED)
     net = TransformerXL(torch, gen)
     fast = name != "lm_train_plain"
     augs = [make_aug(torch, torch.nn, w, gen) for w in net.augmented()] if fast else []
@@ -330,12 +334,15 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--only", action="append", default=None)
+    bench_torch_device.add_args(ap)
     a = ap.parse_args(argv)
+    bench_torch_device.check_args(ap, a)
     try:
         import torch
     except ImportError:
         print("bench-lm-torch: PyTorch is missing (apt-get install python3-torch)", file=sys.stderr)
         return 1
+    dev = bench_torch_device.Device(torch, a, "bench-lm-torch")
     torch.set_num_threads(a.threads)
     only = [n for o in (a.only or []) for n in o.split(",") if n] or list(WORKLOADS)
     bad = [n for n in only if n not in WORKLOADS]
@@ -345,23 +352,20 @@ def main(argv):
     for name in WORKLOADS:
         if name not in only:
             continue
-        fn, state = build(torch, name)
-        fn()  # warm-up
+        fn, state = build(torch, name, dev)
         reps = a.reps or DEFAULT_REPS[name]
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            ts.append((time.perf_counter() - t0) * 1e3)
-        med = statistics.median(ts)
-        w = {"name": name, "desc": name, "reps": reps, "ms_best": round(min(ts), 3), "ms_median": round(med, 3),
+        best, med = dev.time_reps(fn, reps)
+        w = {"name": name, "desc": name, "reps": reps, "ms_best": round(best, 3), "ms_median": round(med, 3),
              "bytes_per_s": state["bytes"] / (med * 1e-3)}
         if state["log_bytes_sparse"]:
             w["log_bytes_sparse"] = state["log_bytes_sparse"]
         out.append(w)
     if a.json:
-        print(json.dumps({"bench": "lm", "impl": "pytorch", "version": torch.__version__,
-                          "threads": torch.get_num_threads(), "workloads": out}))
+        rec = {"bench": "lm", "impl": "pytorch", "version": torch.__version__,
+               "threads": torch.get_num_threads()}
+        rec.update(dev.record())
+        rec["workloads"] = out
+        print(json.dumps(rec))
     else:
         for w in out:
             print("%-18s %10.2f %10.2f %5d  %8.0f bytes/s" % (w["name"], w["ms_best"], w["ms_median"], w["reps"],

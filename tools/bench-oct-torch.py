@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""bench-oct-torch.py — the PyTorch (CPU) baseline for `metacl bench oct`.
+"""bench-oct-torch.py — the PyTorch baseline for `metacl bench oct`, on the CPU or (--device
+cuda) on a GPU.
 
 The same workloads with the same shapes as tools/bench_oct.c (wall-clock time per iteration,
-1 warm-up iteration, then --reps timed iterations; ms_best = fastest, ms_median = median):
+--warmup untimed iterations (1 on the CPU, 3 on CUDA), then --reps timed iterations; ms_best =
+fastest, ms_median = median; on CUDA each timed iteration lies between two
+torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/bench_torch_device.py):
 
   oct_step    one online training step of the pi-transformer (doc/oct-model.md): a chunk of
               S = 50 images [50,1,32,32] through Conv-4 (4 x [conv3x3 32 ch, bias ->
@@ -20,15 +23,16 @@ The attention is written as a PyTorch user would: one batched matmul for the sco
 
 Usage:
   /usr/bin/python3 tools/bench-oct-torch.py [--json] [--threads T] [--reps R] [--only A,B]
+                                            [--device cpu|cuda] [--warmup N] [--tf32]
 Needs Debian's python3-torch. tools/bench-acl-vs-torch.py --bench oct runs it next to
 `metacl bench oct` and prints the ratios.
 """
 
 import argparse
 import json
-import statistics
 import sys
-import time
+
+import bench_torch_device
 
 WORKLOADS = ("oct_step", "attn_C0", "attn_C250", "attn_C1000", "attn_C4000")
 DEFAULT_REPS = {"oct_step": 5, "attn_C0": 20, "attn_C250": 20, "attn_C1000": 10, "attn_C4000": 5}
@@ -139,12 +143,15 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--only", action="append", default=None)
+    bench_torch_device.add_args(ap)
     a = ap.parse_args(argv)
+    bench_torch_device.check_args(ap, a)
     try:
         import torch
     except ImportError:
         print("bench-oct-torch: PyTorch is missing (apt-get install python3-torch)", file=sys.stderr)
         return 1
+    dev = bench_torch_device.Device(torch, a, "bench-oct-torch")
     torch.set_num_threads(a.threads)
     only = [n for o in (a.only or []) for n in o.split(",") if n] or list(WORKLOADS)
     bad = [n for n in only if n not in WORKLOADS]
@@ -155,18 +162,16 @@ def main(argv):
         if name not in only:
             continue
         fn = build_step(torch) if name == "oct_step" else build_attn(torch, int(name.split("C")[1]))
-        fn()  # warm-up
         reps = a.reps or DEFAULT_REPS[name]
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            ts.append((time.perf_counter() - t0) * 1e3)
-        out.append({"name": name, "desc": name, "reps": reps, "ms_best": round(min(ts), 3),
-                    "ms_median": round(statistics.median(ts), 3)})
+        best, median = dev.time_reps(fn, reps)
+        out.append({"name": name, "desc": name, "reps": reps, "ms_best": round(best, 3),
+                    "ms_median": round(median, 3)})
     if a.json:
-        print(json.dumps({"bench": "oct", "impl": "pytorch", "version": torch.__version__,
-                          "threads": torch.get_num_threads(), "workloads": out}))
+        rec = {"bench": "oct", "impl": "pytorch", "version": torch.__version__,
+               "threads": torch.get_num_threads()}
+        rec.update(dev.record())
+        rec["workloads"] = out
+        print(json.dumps(rec))
     else:
         for w in out:
             print("%-11s %10.2f %10.2f %5d" % (w["name"], w["ms_best"], w["ms_median"], w["reps"]))

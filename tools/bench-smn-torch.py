@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""bench-smn-torch.py — the PyTorch (CPU) baseline for `metacl bench smn`.
+"""bench-smn-torch.py — the PyTorch baseline for `metacl bench smn`, on the CPU or (--device
+cuda) on a GPU.
 
 The same workloads with the same shapes as tools/bench_smn.c (wall-clock time per iteration,
-1 warm-up iteration, then --reps timed iterations; ms_best = fastest, ms_median = median):
+--warmup untimed iterations (1 on the CPU, 3 on CUDA), then --reps timed iterations; ms_best =
+fastest, ms_median = median; on CUDA each timed iteration lies between two
+torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/bench_torch_device.py):
 
   smn_wcst_window    one k = 3 window of Algorithm 1 (Sparse Meta Networks, Munkhdalai 2019;
                      doc/smn-model.md) for the WCST agent: 12 -> 256 -> 256 ReLU, a policy head
@@ -33,6 +36,7 @@ gradient step (int64 indices and the [m, 2] inputs, plus M_0), counted as metacl
 
 Usage:
   /usr/bin/python3 tools/bench-smn-torch.py [--json] [--threads T] [--reps R] [--only A,B]
+                                            [--device cpu|cuda] [--warmup N] [--tf32]
 Needs Debian's python3-torch. tools/bench-acl-vs-torch.py --bench smn runs it next to
 `metacl bench smn` and prints the ratios.
 """
@@ -40,9 +44,9 @@ Needs Debian's python3-torch. tools/bench-acl-vs-torch.py --bench smn runs it ne
 import argparse
 import json
 import math
-import statistics
 import sys
-import time
+
+import bench_torch_device
 
 WORKLOADS = ("smn_wcst_window", "smn_resnet_window", "smn_resnet_plain")
 DEFAULT_REPS = {"smn_wcst_window": 20, "smn_resnet_window": 5, "smn_resnet_plain": 10}
@@ -75,11 +79,11 @@ def g_phi(torch, phi, zs):
     return F.linear(h, phi[4], phi[5]).squeeze(1)
 
 
-def build(torch, kind):
+def build(torch, kind, dev):
     """kind: wcst | resnet | plain -> (step function, state with the memory figure)"""
     nn, F = torch.nn, torch.nn.functional
     torch.manual_seed(13)
-    gen = torch.Generator().manual_seed(13)
+    gen = dev.generator(13)
     fast = kind != "plain"
     if kind == "wcst":
         p, gamma, beta1, beta2 = 0.3, 0.9, 0.5, 0.5
@@ -189,12 +193,15 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--only", action="append", default=None)
+    bench_torch_device.add_args(ap)
     a = ap.parse_args(argv)
+    bench_torch_device.check_args(ap, a)
     try:
         import torch
     except ImportError:
         print("bench-smn-torch: PyTorch is missing (apt-get install python3-torch)", file=sys.stderr)
         return 1
+    dev = bench_torch_device.Device(torch, a, "bench-smn-torch")
     torch.set_num_threads(a.threads)
     only = [n for o in (a.only or []) for n in o.split(",") if n] or list(WORKLOADS)
     bad = [n for n in only if n not in WORKLOADS]
@@ -205,22 +212,20 @@ def main(argv):
     for name in WORKLOADS:
         if name not in only:
             continue
-        fn, state = build(torch, kinds[name])
-        fn()  # warm-up
+        fn, state = build(torch, kinds[name], dev)
         reps = a.reps or DEFAULT_REPS[name]
-        ts = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            ts.append((time.perf_counter() - t0) * 1e3)
-        w = {"name": name, "desc": name, "reps": reps, "ms_best": round(min(ts), 3),
-             "ms_median": round(statistics.median(ts), 3)}
+        best, median = dev.time_reps(fn, reps)
+        w = {"name": name, "desc": name, "reps": reps, "ms_best": round(best, 3),
+             "ms_median": round(median, 3)}
         if state["log_bytes_sparse"]:
             w["log_bytes_sparse"] = state["log_bytes_sparse"]
         out.append(w)
     if a.json:
-        print(json.dumps({"bench": "smn", "impl": "pytorch", "version": torch.__version__,
-                          "threads": torch.get_num_threads(), "workloads": out}))
+        rec = {"bench": "smn", "impl": "pytorch", "version": torch.__version__,
+               "threads": torch.get_num_threads()}
+        rec.update(dev.record())
+        rec["workloads"] = out
+        print(json.dumps(rec))
     else:
         for w in out:
             print("%-18s %10.2f %10.2f %5d" % (w["name"], w["ms_best"], w["ms_median"], w["reps"]))
