@@ -83,7 +83,7 @@ static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
         }
         if (err != CL_SUCCESS) {
             free(b);
-            return mcl_ocl_fail(be, err, "clCreateBuffer");
+            return mcl_ocl_fail_alloc(be, err, "clCreateBuffer");
         }
         b->pb.cap = cap;
         b->pb.cls = cls;
@@ -183,7 +183,7 @@ static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, s
     if (bd == bs && (doff < soff + n && soff < doff + n)) {
         /* overlapping regions of one buffer: go through a temporary buffer */
         cl_mem t = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
-        if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clCreateBuffer (copy)");
+        if (err != CL_SUCCESS) return mcl_ocl_fail_alloc(be, err, "clCreateBuffer (copy)");
         err = clEnqueueCopyBuffer(o->queue, bs->mem, t, soff, 0, n, 0, NULL, NULL);
         if (err == CL_SUCCESS) err = clEnqueueCopyBuffer(o->queue, t, bd->mem, 0, doff, n, 0, NULL, NULL);
         clReleaseMemObject(t);
