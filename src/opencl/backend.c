@@ -104,10 +104,17 @@ static mcl_status ocl_finish(mcl_backend *be)
 
 /* ------------------------------------------------------------------ kernels */
 
+/* The table entry of k (the last one found is tried first: a launch sets its arguments and
+ * launches one kernel at a time). */
 static mcl_ocl_kernel_entry *entry_of(mcl_ocl *o, cl_kernel k)
 {
+    if (o->last_entry >= 0 && o->last_entry < o->n_kernels && o->kernels[o->last_entry].k == k)
+        return &o->kernels[o->last_entry];
     for (int i = 0; i < o->n_kernels; i++)
-        if (o->kernels[i].k == k) return &o->kernels[i];
+        if (o->kernels[i].k == k) {
+            o->last_entry = i;
+            return &o->kernels[i];
+        }
     return NULL;
 }
 
@@ -172,38 +179,32 @@ static int set_arg(mcl_backend *be, cl_kernel k, int idx, size_t size, const voi
     return idx + 1;
 }
 
-/* Record that argument idx of k now is (local != 0) or is not a __local buffer of `bytes`. */
-static void note_local_arg(mcl_ocl *o, cl_kernel k, int idx, int local, size_t bytes)
+/* Record that argument idx of k now is (local != 0) or is not (a plain argument: its old
+ * size is forgotten) a __local buffer of `bytes`. */
+static mcl_status note_local_arg(mcl_backend *be, cl_kernel k, int idx, int local, size_t bytes)
 {
-    mcl_ocl_kernel_entry *e = entry_of(o, k);
-    if (!e || idx < 0 || idx >= 64) return;
-    const uint64_t bit = (uint64_t)1 << idx;
-    if (!local) {
-        if (e->local_mask & bit) { /* a plain argument now: forget the bytes */
-            e->local_mask &= ~bit;
-            for (int j = 0; j < e->n_local; j++)
-                if (e->local_idx[j] == idx) e->local_bytes[j] = 0;
-        }
-        return;
-    }
+    mcl_ocl_kernel_entry *e = entry_of(mcl_ocl_of(be), k);
+    if (!e || (!local && e->n_local == 0)) return MCL_OK;
     for (int j = 0; j < e->n_local; j++)
         if (e->local_idx[j] == idx) {
-            e->local_bytes[j] = bytes;
-            e->local_mask |= bit;
-            return;
+            e->local_bytes[j] = local ? bytes : 0;
+            return MCL_OK;
         }
-    if (e->n_local < MCL_OCL_MAX_LOCAL_ARGS) {
-        e->local_idx[e->n_local] = idx;
-        e->local_bytes[e->n_local++] = bytes;
-        e->local_mask |= bit;
-    }
+    if (!local) return MCL_OK;
+    if (e->n_local == MCL_OCL_MAX_LOCAL_ARGS)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_BACKEND,
+                                 "OpenCL: kernel %s has more than %d __local arguments (raise "
+                                 "MCL_OCL_MAX_LOCAL_ARGS in ocl.h)", e->name, MCL_OCL_MAX_LOCAL_ARGS);
+    e->local_idx[e->n_local] = idx;
+    e->local_bytes[e->n_local++] = bytes;
+    return MCL_OK;
 }
 
 /* A non-__local argument: forget a __local size recorded at that index earlier. */
 static int set_plain(mcl_backend *be, cl_kernel k, int idx, size_t size, const void *v)
 {
     int next = set_arg(be, k, idx, size, v);
-    if (next >= 0) note_local_arg(mcl_ocl_of(be), k, idx, 0, 0);
+    if (next >= 0) note_local_arg(be, k, idx, 0, 0);
     return next;
 }
 
@@ -253,7 +254,7 @@ int mcl_ocl_arg_local(mcl_backend *be, cl_kernel k, int idx, size_t bytes)
         return -1;
     }
     int next = set_arg(be, k, idx, bytes ? bytes : 1, NULL);
-    if (next >= 0) note_local_arg(o, k, idx, 1, bytes);
+    if (next >= 0 && note_local_arg(be, k, idx, 1, bytes) != MCL_OK) return -1;
     return next;
 }
 
@@ -353,7 +354,7 @@ static mcl_status enqueue(mcl_backend *be, cl_kernel k, size_t global, size_t lo
     cl_int err = CL_SUCCESS;
 #ifdef MCL_TEST_HOOKS
     if (o->fault_op >= 0 && o->fault_op == o->cur_op && o->cur_bwd == o->fault_bwd)
-        o->fault_pending = 1; /* METACL_TEST_FAULT: this launch "faults" (see planted_fault) */
+        o->fault_pending = 1; /* METACL_TEST_FAULT: each launch of that op "faults" */
 #endif
     err = clEnqueueNDRangeKernel(o->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
     if (err == CL_SUCCESS) return MCL_OK;
@@ -973,6 +974,7 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
     }
     be->ops = o->ops;
     o->break_op = -1;
+    o->last_entry = -1;
     o->fault_op = -1;
     o->cur_op = -1;
     const char *sy = getenv("METACL_SYNC");
@@ -1035,9 +1037,9 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
         o->break_op = (int)op;
         be->post_op = break_hook;
     }
-    /* METACL_TEST_FAULT=<op>[:backward]: the first kernel that op launches (in that direction)
-     * "faults": the next blocking call (a finish or a read) reports CL_OUT_OF_RESOURCES, as
-     * a GPU reports a kernel that read out of bounds. */
+    /* METACL_TEST_FAULT=<op>[:backward]: the kernels that op launches (in that direction)
+     * "fault": the next blocking call (a finish or a read) reports CL_OUT_OF_RESOURCES, as a
+     * GPU reports a kernel that read out of bounds. */
     const char *flt = getenv("METACL_TEST_FAULT");
     if (flt && *flt) {
         char name[64];

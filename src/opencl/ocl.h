@@ -29,7 +29,6 @@ typedef struct mcl_ocl_kernel_entry {
                           * CL_DEVICE_MAX_WORK_GROUP_SIZE and CL_DEVICE_MAX_WORK_ITEM_SIZES[0] */
     size_t local_static; /* CL_KERNEL_LOCAL_MEM_SIZE before any argument: its __local arrays */
     /* the __local arguments set by mcl_ocl_arg_local: index and bytes (checked at launch) */
-    uint64_t local_mask;
     int n_local;
     int local_idx[MCL_OCL_MAX_LOCAL_ARGS];
     size_t local_bytes[MCL_OCL_MAX_LOCAL_ARGS];
@@ -67,6 +66,7 @@ typedef struct mcl_ocl {
     int from_cache;          /* 1 when the program came from the disk cache    */
     mcl_ocl_kernel_entry *kernels;
     int n_kernels, cap_kernels;
+    int last_entry;          /* index of the kernel entry found last (a lookup cache) */
     cl_mem scratch;          /* grow-only scratch buffer for multi-pass kernels */
     size_t scratch_bytes;
     mcl_pool pool;           /* buffer pool (buffers.c)                                */
