@@ -11,7 +11,6 @@
  * METACL_NO_CACHE=1 disables the cache; METACL_KERNEL_DIR=dir reads kernels/<family>.cl from dir.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -329,10 +328,10 @@ static mcl_status check_launch(mcl_backend *be, cl_kernel k, size_t local, const
     if (local == 0 || local > wg)
         return mcl_ctx_set_error(
             be->ctx, MCL_ERR_UNSUPPORTED,
-            "OpenCL: %s: work-groups of %zu items exceed the limit of kernel %s on %s (%zu: "
-            "CL_KERNEL_WORK_GROUP_SIZE %zu, CL_DEVICE_MAX_WORK_GROUP_SIZE %zu, "
-            "CL_DEVICE_MAX_WORK_ITEM_SIZES[0] %zu)",
-            what, local, kname, o->device_name, wg, wg, o->max_wg, o->max_item[0]);
+            "OpenCL: %s: work-groups of %zu items exceed the limit of kernel %s on %s (%zu "
+            "items: the smallest of its CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE "
+            "%zu and CL_DEVICE_MAX_WORK_ITEM_SIZES[0] %zu)",
+            what, local, kname, o->device_name, wg, o->max_wg, o->max_item[0]);
     const size_t lb = mcl_ocl_local_bytes(be, k);
     if (lb > o->local_mem)
         return mcl_ctx_set_error(
