@@ -265,8 +265,11 @@ int mcl_cli_bench_ops(int argc, char **argv)
         return rc;
     }
     const char *bn = mcl_ctx_backend_name(dev);
-    if (json)
-        printf("{\"backend\":\"%s\",\"baseline\":\"ref\",\"ops\":[", bn);
+    if (json) {
+        printf("{\"backend\":\"%s\"", bn);
+        mcl_cli_json_device_fields(stdout, dev);
+        printf(",\"baseline\":\"ref\",\"ops\":[");
+    }
     else
         printf("%-14s %10s %10s %7s   %10s %10s %7s\n", "op", "ref fwd", "fwd", "speedup", "ref bwd",
                "bwd", "speedup");

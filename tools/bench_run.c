@@ -112,10 +112,11 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
     int namew = 10; /* the name column: 10 wide, or the longest selected name */
     for (int w = 0; w < n_workloads; w++)
         if (selected[w] && (int)strlen(workloads[w].name) > namew) namew = (int)strlen(workloads[w].name);
-    if (json)
-        printf("{\"bench\":\"%s\",\"impl\":\"metacl\",\"backend\":\"%s\",\"threads\":%d,\"workloads\":[",
-               bench, bname, nthreads);
-    else
+    if (json) {
+        printf("{\"bench\":\"%s\",\"impl\":\"metacl\",\"backend\":\"%s\"", bench, bname);
+        mcl_cli_json_device_fields(stdout, ctx);
+        printf(",\"threads\":%d,\"workloads\":[", nthreads);
+    } else
         printf("metacl bench %s: backend %s, %d OpenMP thread%s\n%-*s %10s %10s %5s  %s\n", bench, bname,
                nthreads, nthreads == 1 ? "" : "s", namew, "workload", "best ms", "median ms", "reps",
                "what");

@@ -34,7 +34,8 @@ typedef struct mcl_bench_workload {
 } mcl_bench_workload;
 
 /* `metacl bench <bench>` over the n workloads (about: the --help line; epilog: below the
- * options). JSON: {"bench":..., "impl":"metacl", "backend", "threads", "workloads":[{"name",
+ * options). JSON: {"bench":..., "impl":"metacl", "backend", "device", "device_index",
+ * "device_platform", "device_driver", "device_type" (null on ref), "threads", "workloads":[{"name",
  * "desc", "reps", "ms_best", "ms_median"}]}; a workload with a note adds "note" (its text,
  * when not empty) and its named numbers as fields of its entry. The text output lists the
  * notes under the table ("<name>: <text>"). Returns the exit status. */

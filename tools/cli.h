@@ -49,9 +49,14 @@ const char *mcl_cli_installed_file(const char *given, const char *sub, const cha
 /* The OpenCL device name of ctx (NULL for the reference backend or without OpenCL). */
 const char *mcl_cli_device_name(const mcl_ctx *ctx);
 /* --json provenance: opens the object "provenance" and writes metacl_version, git_commit
- * (null in a build outside git), backend and device (null when none); the caller adds its
- * own keys (config, seeds, data) and closes it with mcl_json_end_obj. ctx may be NULL. */
+ * (null in a build outside git), backend, device (its name), device_index (its place in
+ * `metacl devices`), device_platform, device_driver and device_type (null when none: the
+ * reference backend); the caller adds its own keys (config, seeds, data) and closes it with
+ * mcl_json_end_obj. ctx may be NULL. */
 void mcl_cli_json_provenance_begin(mcl_json *j, const mcl_ctx *ctx);
+/* The same device keys as members of an object being printed by hand (the bench JSON):
+ * `,"device":..,"device_index":..,"device_platform":..,"device_driver":..,"device_type":..`. */
+void mcl_cli_json_device_fields(FILE *f, const mcl_ctx *ctx);
 /* One data set as an array element: {"spec", "dir", "sha256": {file: hex}} for a prepared
  * set (the sums of its SHA256SUMS), {"spec"} for idx:/pngdir: data. */
 void mcl_cli_json_dataset(mcl_json *j, const char *spec, const char *data_dir);

@@ -68,6 +68,13 @@ int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx)
         return 1;
     }
 #ifdef MCL_HAVE_OPENCL
+    /* Which device the run uses (the default is the first GPU, which may not be the first
+     * device listed), before anything else is said about it. */
+    mcl_opencl_info di;
+    if (mcl_opencl_device_info(*ctx, &di) == 0 && !mcl_progress_quiet())
+        mcl_progress_note("OpenCL device %d: %s (%s; platform %s; driver %s)%s", di.index, di.device,
+                          di.type, di.platform, di.driver,
+                          di.sync ? "; METACL_SYNC=1: the queue is finished after every op" : "");
     /* The library stays quiet; the CLI says once when the kernels were compiled (a cache
      * miss: the first run on a device or after a kernel change), and where they are kept. */
     int from_cache = 1;
@@ -110,6 +117,42 @@ void mcl_cli_json_provenance_begin(mcl_json *j, const mcl_ctx *ctx)
 #endif
     mcl_json_str(j, "backend", ctx ? mcl_ctx_backend_name(ctx) : NULL);
     mcl_json_str(j, "device", ctx ? mcl_cli_device_name(ctx) : NULL);
+    /* the OpenCL device in full: where it sits in `metacl devices`, platform, driver, type */
+#ifdef MCL_HAVE_OPENCL
+    mcl_opencl_info di;
+    if (ctx && mcl_opencl_device_info(ctx, &di) == 0) {
+        mcl_json_int(j, "device_index", di.index);
+        mcl_json_str(j, "device_platform", di.platform);
+        mcl_json_str(j, "device_driver", di.driver);
+        mcl_json_str(j, "device_type", di.type);
+        return;
+    }
+#endif
+    mcl_json_null(j, "device_index");
+    mcl_json_null(j, "device_platform");
+    mcl_json_null(j, "device_driver");
+    mcl_json_null(j, "device_type");
+}
+
+void mcl_cli_json_device_fields(FILE *f, const mcl_ctx *ctx)
+{
+    const char *name = ctx ? mcl_cli_device_name(ctx) : NULL;
+    fputs(",\"device\":", f);
+    if (name) mcl_json_write_string(f, name); else fputs("null", f);
+#ifdef MCL_HAVE_OPENCL
+    mcl_opencl_info di;
+    if (ctx && mcl_opencl_device_info(ctx, &di) == 0) {
+        fprintf(f, ",\"device_index\":%d,\"device_platform\":", di.index);
+        mcl_json_write_string(f, di.platform);
+        fputs(",\"device_driver\":", f);
+        mcl_json_write_string(f, di.driver);
+        fputs(",\"device_type\":", f);
+        mcl_json_write_string(f, di.type);
+        return;
+    }
+#endif
+    fputs(",\"device_index\":null,\"device_platform\":null,\"device_driver\":null,"
+          "\"device_type\":null", f);
 }
 
 void mcl_cli_json_dataset(mcl_json *j, const char *spec, const char *data_dir)

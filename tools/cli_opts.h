@@ -71,7 +71,7 @@ typedef struct mcl_cli_arg {
 #define MCL_OPT_BACKEND(st, f) \
     MCL_OPT_STR("backend", 0, st, f, NULL, "ref|opencl", "backend (default $METACL_BACKEND, else ref)")
 #define MCL_OPT_DEVICE(st, f) \
-    MCL_OPT_STR("device", 0, st, f, NULL, "N|NAME", "OpenCL device (default $METACL_DEVICE, else the first)")
+    MCL_OPT_STR("device", 0, st, f, NULL, "N|NAME", "OpenCL device (default $METACL_DEVICE, else the first GPU, accelerator or CPU)")
 
 #define MCL_CLI_MAX_POS 64
 #define MCL_CLI_MAX_OPTS 64

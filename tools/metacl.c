@@ -73,7 +73,10 @@ static void usage(FILE *f)
     fprintf(f,
             "environment:\n"
             "  METACL_BACKEND=ref|opencl       default backend (--backend wins)\n"
-            "  METACL_DEVICE=N|NAME            default OpenCL device (--device wins)\n"
+            "  METACL_DEVICE=N|NAME            default OpenCL device (--device wins; else the first GPU,\n"
+            "                                  accelerator or CPU device of `metacl devices`)\n"
+            "  METACL_SYNC=1                   OpenCL: finish the queue after every op and name the op that\n"
+            "                                  fails (the first thing to try when a GPU run fails)\n"
             "  METACL_DATA=DIR                 data directory of prepared sets (default ./data/cache if it exists, else $XDG_DATA_HOME/metacl)\n"
             "  METACL_KERNEL_DIR=DIR           load kernels/<family>.cl from DIR instead of the embedded copy\n"
             "  METACL_NO_CACHE=1               do not use the on-disk OpenCL program cache\n"
@@ -133,7 +136,10 @@ static const mcl_key devices_keys[] = {
     MCL_OPT_FLAG("json", 0, devices_opts, json, "print JSON instead of text"),
 };
 static const mcl_cli_cmd devices_cmd = {
-    .name = "devices", .synopsis = "[--json]", .about = "The backends built in and the OpenCL devices found.",
+    .name = "devices", .synopsis = "[--json]",
+    .about = "The backends built in, the OpenCL devices found (index for --device, type, platform, "
+             "driver, limits; the default marked: the first GPU, else accelerator, else CPU) and "
+             "every OpenCL platform, with the error of one whose devices cannot be listed.",
     .opts = devices_keys, .n_opts = 1};
 
 static int cmd_devices(int argc, char **argv)

@@ -48,14 +48,17 @@ typedef enum mcl_backend_kind {
     MCL_BACKEND_KIND_COUNT
 } mcl_backend_kind;
 
-/* Print the backends of this build and every OpenCL device (`metacl devices`): text, or one
- * JSON object when json != 0. MCL_ERR_OOM on failure. */
+/* Print the backends of this build, every OpenCL device (the default marked) and every
+ * OpenCL platform (`metacl devices`): text, or one JSON object when json != 0 ("ref",
+ * "opencl": the devices, "opencl_platforms"). MCL_ERR_OOM on failure. */
 mcl_status mcl_backends_print(FILE *f, int json);
 
 /* ---- context ---- */
 
-/* Create a context on a backend. `device` selects the OpenCL device ("N" or a name substring;
- * NULL = default, or the METACL_DEVICE environment variable); ignored by the reference backend.
+/* Create a context on a backend. `device` selects the OpenCL device ("N", an index in the
+ * listing of mcl_backends_print, or a name substring; NULL = the METACL_DEVICE environment
+ * variable, else the default: the first GPU of any platform, else the first accelerator, else
+ * the first CPU device); ignored by the reference backend.
  * On failure *out is NULL and, if errbuf is given, a message is written there. */
 mcl_status mcl_ctx_create(mcl_ctx **out, mcl_backend_kind kind, const char *device,
                           char *errbuf, size_t errbuf_len);

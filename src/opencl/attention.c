@@ -7,7 +7,17 @@
  * that the kernel allows; an item owns the output columns l, l + W, ... (at most
  * ATTN_MAXC = 8 of them), so head sizes above 8·W are refused with a clear error. rel_attn
  * has the same layout and limit, with a third backward kernel per distance row (dr).
+ *
+ * __local memory per work-group of W items (the arguments `red` and `pt` of the kernels):
+ *   forward, dq (attn_kv_fwd, attn_kv_bwd_q; rel_attn_fwd, _bwd_q, _bwd_r):
+ *       red W float2 + pt W floats            = 12·W bytes   (768 B at W = 64)
+ *   dk, dv (attn_kv_bwd_kv, rel_attn_bwd_kv):
+ *       red W float2 + pt 2·W floats (ps, pd)  = 16·W bytes   (1 KiB at W = 64)
+ * independent of the sequence and head sizes, so it fits every device (the launch helpers
+ * check it); the head size is limited by W instead: D <= 8·W (512 with W = 64).
  */
+#include <string.h>
+
 #include "ocl.h"
 
 #define ATTN_MAXC 8
@@ -37,19 +47,35 @@ static int geom_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a)
     return mcl_ocl_arg_float(be, k, i, a->p.f[1]);
 }
 
-/* Look up a kernel and its group size; an error when the heads are too wide for it. */
-static cl_kernel attn_kernel(mcl_backend *be, const mcl_op_args *a, const char *name, size_t *W)
+/* Look up a kernel and its group size W; refused (MCL_ERR_UNSUPPORTED, naming the op, the
+ * shape and the limit) when heads of D columns are wider than ATTN_MAXC * W. */
+static cl_kernel head_kernel(mcl_backend *be, const char *op, const char *dir, const char *name,
+                             const char *tname, const mcl_tensor *t, int64_t D, size_t *W)
 {
     size_t wg_max;
     cl_kernel k = mcl_ocl_kernel(be, name, &wg_max);
     if (!k) return NULL;
-    const int64_t D = a->in[0]->shape[2] > a->in[2]->shape[2] ? a->in[0]->shape[2] : a->in[2]->shape[2];
     *W = attn_wg(wg_max, D);
     if (*W == 0) {
-        mcl_ocl_fail(be, CL_INVALID_WORK_GROUP_SIZE, "attn_kv: head size too large for this device's work-group limit");
+        const size_t w = attn_wg(wg_max, 1);
+        char sb[64];
+        mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                          "OpenCL: %s %s (%s %s): head size %lld exceeds %d x %zu = %zu, the widest "
+                          "kernel %s takes with work-groups of %zu items (its limit on %s: "
+                          "CL_KERNEL_WORK_GROUP_SIZE %zu); use smaller heads or the reference "
+                          "backend",
+                          op, dir, tname, mcl_shape_str(t, sb, sizeof sb), (long long)D, ATTN_MAXC, w,
+                          (size_t)ATTN_MAXC * w, name, w, mcl_ocl_of(be)->device_name, wg_max);
         return NULL;
     }
     return k;
+}
+
+static cl_kernel attn_kernel(mcl_backend *be, const mcl_op_args *a, const char *name, size_t *W)
+{
+    const int64_t D = a->in[0]->shape[2] > a->in[2]->shape[2] ? a->in[0]->shape[2] : a->in[2]->shape[2];
+    const int bwd = strstr(name, "_bwd") != NULL;
+    return head_kernel(be, "attn_kv", bwd ? "backward" : "forward", name, "q", a->in[0], D, W);
 }
 
 /* forward: lse = log Σ exp(s), o = Σ m p v (src/ref/attention.c) */
@@ -63,6 +89,7 @@ mcl_status mcl_ocl_attn_kv_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
     i = geom_args(be, k, i, a);
+    /* __local: red W float2 + pt W floats = 12·W bytes (file comment) */
     i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
     i = mcl_ocl_arg_local(be, k, i, W * sizeof(float));
     char wb[160];
@@ -87,6 +114,7 @@ mcl_status mcl_ocl_attn_kv_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
         i = geom_args(be, k, i, a);
+        /* __local: red W float2 + pt W floats = 12·W bytes */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         i = mcl_ocl_arg_local(be, k, i, W * sizeof(float));
         mcl_ocl_what_op(wb, sizeof wb, "attn_kv", "backward", "attn_kv_bwd_q", "q", a->in[0]);
@@ -107,6 +135,7 @@ mcl_status mcl_ocl_attn_kv_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_int(be, k, i, a->gin[1] != NULL);
         i = mcl_ocl_arg_int(be, k, i, a->gin[2] != NULL);
         i = geom_args(be, k, i, a);
+        /* __local: red W float2 + ps, pd 2·W floats = 16·W bytes */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         mcl_ocl_what_op(wb, sizeof wb, "attn_kv", "backward", "attn_kv_bwd_kv", "k", a->in[1]);
@@ -155,19 +184,12 @@ static int rel_geom_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args 
     return mcl_ocl_arg_float(be, k, i, a->p.f[0]);
 }
 
-/* Look up a rel_attn kernel and its group size; an error when the heads are too wide. */
+/* Look up a rel_attn kernel and its group size; refused when the heads are too wide. */
 static cl_kernel rel_kernel(mcl_backend *be, const mcl_op_args *a, const char *name, size_t *W)
 {
-    size_t wg_max;
-    cl_kernel k = mcl_ocl_kernel(be, name, &wg_max);
-    if (!k) return NULL;
     const int64_t D = a->in[0]->shape[3] > a->in[3]->shape[3] ? a->in[0]->shape[3] : a->in[3]->shape[3];
-    *W = attn_wg(wg_max, D);
-    if (*W == 0) {
-        mcl_ocl_fail(be, CL_INVALID_WORK_GROUP_SIZE, "rel_attn: head size too large for this device's work-group limit");
-        return NULL;
-    }
-    return k;
+    const int bwd = strstr(name, "_bwd") != NULL;
+    return head_kernel(be, "rel_attn", bwd ? "backward" : "forward", name, "qc", a->in[0], D, W);
 }
 
 /* The five inputs, o, lse and gout: the first arguments of every backward kernel. */
@@ -191,6 +213,7 @@ mcl_status mcl_ocl_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
     i = rel_geom_args(be, k, i, a);
+    /* __local: red W float2 + pt W floats = 12·W bytes (file comment) */
     i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
     i = mcl_ocl_arg_local(be, k, i, W * sizeof(float));
     char wb[160];
@@ -214,6 +237,7 @@ mcl_status mcl_ocl_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_int(be, k, i, a->gin[0] != NULL);
         i = mcl_ocl_arg_int(be, k, i, a->gin[1] != NULL);
         i = rel_geom_args(be, k, i, a);
+        /* __local: red W float2 + pt W floats = 12·W bytes */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         i = mcl_ocl_arg_local(be, k, i, W * sizeof(float));
         mcl_ocl_what_op(wb, sizeof wb, "rel_attn", "backward", "rel_attn_bwd_q", "qc", a->in[0]);
@@ -229,6 +253,7 @@ mcl_status mcl_ocl_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_int(be, k, i, a->gin[2] != NULL);
         i = mcl_ocl_arg_int(be, k, i, a->gin[3] != NULL);
         i = rel_geom_args(be, k, i, a);
+        /* __local: red W float2 + ps, pd 2·W floats = 16·W bytes */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         mcl_ocl_what_op(wb, sizeof wb, "rel_attn", "backward", "rel_attn_bwd_kv", "k", a->in[2]);
@@ -241,6 +266,7 @@ mcl_status mcl_ocl_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
         int i = rel_bwd_head(be, k, a);
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[4]);
         i = rel_geom_args(be, k, i, a);
+        /* __local: red W float2 + pt W floats = 12·W bytes */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         i = mcl_ocl_arg_local(be, k, i, W * sizeof(float));
         mcl_ocl_what_op(wb, sizeof wb, "rel_attn", "backward", "rel_attn_bwd_r", "r", a->in[4]);

@@ -11,8 +11,8 @@
  * METACL_NO_CACHE=1 disables the cache; METACL_KERNEL_DIR=dir reads kernels/<family>.cl from dir.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +30,45 @@
 
 /* ------------------------------------------------------------------ errors */
 
+/* Kernel faults on a GPU surface late: a kernel that reads out of bounds, or needs more
+ * registers or resources than the device has, makes the NEXT blocking call (a read, a finish,
+ * sometimes an enqueue) fail with CL_OUT_OF_RESOURCES, long after the op that queued it
+ * returned. So CL_OUT_OF_RESOURCES is an allocation failure (MCL_ERR_OOM) only where memory is
+ * being allocated (mcl_ocl_fail_alloc); anywhere else it is MCL_ERR_BACKEND with this hint. */
+#define FAULT_HINT                                                                            \
+    "; a kernel queued earlier probably faulted (an out-of-bounds access, or more registers or " \
+    "resources than the device has), which OpenCL reports at the next blocking call; rerun "   \
+    "with METACL_SYNC=1 to find which op"
+
+static mcl_status fail_as(mcl_backend *be, mcl_status s, cl_int err, const char *what,
+                          const char *hint)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    return mcl_ctx_set_error(be->ctx, s, "OpenCL: %s failed: %s (%d) on %s%s", what,
+                             mcl_cl_status_str(err), (int)err, o ? o->device_name : "?", hint);
+}
+
 mcl_status mcl_ocl_fail(mcl_backend *be, cl_int err, const char *what)
 {
-    mcl_status s = (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-                    err == CL_OUT_OF_HOST_MEMORY)
-                       ? MCL_ERR_OOM
-                       : MCL_ERR_BACKEND;
-    mcl_ocl *o = mcl_ocl_of(be);
-    return mcl_ctx_set_error(be->ctx, s, "OpenCL: %s failed: %s (%d) on %s", what,
-                             mcl_cl_status_str(err), (int)err, o ? o->device_name : "?");
+    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY)
+        return fail_as(be, MCL_ERR_OOM, err, what, "");
+    if (err == CL_OUT_OF_RESOURCES) {
+        const mcl_ocl *o = mcl_ocl_of(be);
+        return fail_as(be, MCL_ERR_BACKEND, err, what,
+                       o && o->sync ? "; a kernel of this op or of the one before it faulted "
+                                      "(an out-of-bounds access, or more registers or resources "
+                                      "than the device has)"
+                                    : FAULT_HINT);
+    }
+    return fail_as(be, MCL_ERR_BACKEND, err, what, "");
+}
+
+mcl_status mcl_ocl_fail_alloc(mcl_backend *be, cl_int err, const char *what)
+{
+    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+        err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
+        return fail_as(be, MCL_ERR_OOM, err, what, " (out of device memory)");
+    return fail_as(be, MCL_ERR_BACKEND, err, what, "");
 }
 
 mcl_status mcl_ocl_recorded(mcl_backend *be)
@@ -49,13 +79,43 @@ mcl_status mcl_ocl_recorded(mcl_backend *be)
 
 /* ------------------------------------------------------------------ queue */
 
+#ifdef MCL_TEST_HOOKS
+/* METACL_TEST_FAULT (test hooks only): a fault planted by an op's launch is reported by the
+ * next blocking call, as a GPU reports a faulting kernel. */
+static cl_int planted_fault(mcl_ocl *o, cl_int err)
+{
+    if (err == CL_SUCCESS && o->fault_pending) {
+        o->fault_pending = 0;
+        return CL_OUT_OF_RESOURCES;
+    }
+    return err;
+}
+#else
+#define planted_fault(o, err) (err)
+#endif
+
 static mcl_status ocl_finish(mcl_backend *be)
 {
-    cl_int err = clFinish(mcl_ocl_of(be)->queue);
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clFinish");
+    mcl_ocl *o = mcl_ocl_of(be);
+    cl_int err = planted_fault(o, clFinish(o->queue));
+    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clFinish (waiting for queued kernels)");
 }
 
 /* ------------------------------------------------------------------ kernels */
+
+/* The table entry of k (the last one found is tried first: a launch sets its arguments and
+ * launches one kernel at a time). */
+static mcl_ocl_kernel_entry *entry_of(mcl_ocl *o, cl_kernel k)
+{
+    if (o->last_entry >= 0 && o->last_entry < o->n_kernels && o->kernels[o->last_entry].k == k)
+        return &o->kernels[o->last_entry];
+    for (int i = 0; i < o->n_kernels; i++)
+        if (o->kernels[i].k == k) {
+            o->last_entry = i;
+            return &o->kernels[i];
+        }
+    return NULL;
+}
 
 cl_kernel mcl_ocl_kernel(mcl_backend *be, const char *name, size_t *wg_max)
 {
@@ -83,14 +143,24 @@ cl_kernel mcl_ocl_kernel(mcl_backend *be, const char *name, size_t *wg_max)
         mcl_ocl_fail(be, err, what);
         return NULL;
     }
+    /* the kernel's own limits: CL_KERNEL_WORK_GROUP_SIZE (registers, barriers: below the
+     * device's limit on GPUs) and its static __local arrays (no argument set yet) */
     size_t wg = o->max_wg;
     if (clGetKernelWorkGroupInfo(k, o->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) !=
             CL_SUCCESS || wg == 0)
         wg = o->max_wg;
+    if (wg > o->max_wg) wg = o->max_wg;
+    if (wg > o->max_item[0]) wg = o->max_item[0];
+    cl_ulong lm = 0;
+    if (clGetKernelWorkGroupInfo(k, o->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL) !=
+        CL_SUCCESS)
+        lm = 0;
     mcl_ocl_kernel_entry *e = &o->kernels[o->n_kernels++];
+    memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", name);
     e->k = k;
     e->wg_max = wg;
+    e->local_static = (size_t)lm;
     if (wg_max) *wg_max = wg;
     return k;
 }
@@ -108,46 +178,88 @@ static int set_arg(mcl_backend *be, cl_kernel k, int idx, size_t size, const voi
     return idx + 1;
 }
 
+/* Record that argument idx of k now is (local != 0) or is not (a plain argument: its old
+ * size is forgotten) a __local buffer of `bytes`. */
+static mcl_status note_local_arg(mcl_backend *be, cl_kernel k, int idx, int local, size_t bytes)
+{
+    mcl_ocl_kernel_entry *e = entry_of(mcl_ocl_of(be), k);
+    if (!e || (!local && e->n_local == 0)) return MCL_OK;
+    for (int j = 0; j < e->n_local; j++)
+        if (e->local_idx[j] == idx) {
+            e->local_bytes[j] = local ? bytes : 0;
+            return MCL_OK;
+        }
+    if (!local) return MCL_OK;
+    if (e->n_local == MCL_OCL_MAX_LOCAL_ARGS)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_BACKEND,
+                                 "OpenCL: kernel %s has more than %d __local arguments (raise "
+                                 "MCL_OCL_MAX_LOCAL_ARGS in ocl.h)", e->name, MCL_OCL_MAX_LOCAL_ARGS);
+    e->local_idx[e->n_local] = idx;
+    e->local_bytes[e->n_local++] = bytes;
+    return MCL_OK;
+}
+
+/* A non-__local argument: forget a __local size recorded at that index earlier. */
+static int set_plain(mcl_backend *be, cl_kernel k, int idx, size_t size, const void *v)
+{
+    int next = set_arg(be, k, idx, size, v);
+    if (next >= 0) note_local_arg(be, k, idx, 0, 0);
+    return next;
+}
+
 int mcl_ocl_arg_tensor(mcl_backend *be, cl_kernel k, int idx, const mcl_tensor *t)
 {
     cl_mem m = mcl_ocl_mem(t);
     cl_long off = (cl_long)t->offset;
-    idx = set_arg(be, k, idx, sizeof m, &m);
-    return set_arg(be, k, idx, sizeof off, &off);
+    idx = set_plain(be, k, idx, sizeof m, &m);
+    return set_plain(be, k, idx, sizeof off, &off);
 }
 
 int mcl_ocl_arg_long(mcl_backend *be, cl_kernel k, int idx, int64_t v)
 {
     cl_long x = (cl_long)v;
-    return set_arg(be, k, idx, sizeof x, &x);
+    return set_plain(be, k, idx, sizeof x, &x);
 }
 
 int mcl_ocl_arg_ulong(mcl_backend *be, cl_kernel k, int idx, uint64_t v)
 {
     cl_ulong x = (cl_ulong)v;
-    return set_arg(be, k, idx, sizeof x, &x);
+    return set_plain(be, k, idx, sizeof x, &x);
 }
 
 int mcl_ocl_arg_float(mcl_backend *be, cl_kernel k, int idx, float v)
 {
     cl_float x = v;
-    return set_arg(be, k, idx, sizeof x, &x);
+    return set_plain(be, k, idx, sizeof x, &x);
 }
 
 int mcl_ocl_arg_int(mcl_backend *be, cl_kernel k, int idx, int v)
 {
     cl_int x = (cl_int)v;
-    return set_arg(be, k, idx, sizeof x, &x);
+    return set_plain(be, k, idx, sizeof x, &x);
 }
 
 int mcl_ocl_arg_local(mcl_backend *be, cl_kernel k, int idx, size_t bytes)
 {
-    return set_arg(be, k, idx, bytes, NULL);
+    if (idx < 0) return -1;
+    mcl_ocl *o = mcl_ocl_of(be);
+    if (bytes > o->local_mem) {
+        /* refused here already: some drivers fail clSetKernelArg itself with a bare code */
+        mcl_ocl_kernel_entry *e = entry_of(o, k);
+        mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                          "OpenCL: kernel %s: a __local buffer of %zu bytes (argument %d) exceeds "
+                          "the %zu bytes of __local memory (CL_DEVICE_LOCAL_MEM_SIZE) of %s",
+                          e ? e->name : "?", bytes, idx, o->local_mem, o->device_name);
+        return -1;
+    }
+    int next = set_arg(be, k, idx, bytes ? bytes : 1, NULL);
+    if (next >= 0 && note_local_arg(be, k, idx, 1, bytes) != MCL_OK) return -1;
+    return next;
 }
 
 int mcl_ocl_arg_mem(mcl_backend *be, cl_kernel k, int idx, cl_mem m)
 {
-    return set_arg(be, k, idx, sizeof m, &m);
+    return set_plain(be, k, idx, sizeof m, &m);
 }
 
 cl_mem mcl_ocl_scratch(mcl_backend *be, size_t bytes)
@@ -155,15 +267,23 @@ cl_mem mcl_ocl_scratch(mcl_backend *be, size_t bytes)
     mcl_ocl *o = mcl_ocl_of(be);
     if (bytes == 0) bytes = sizeof(float);
     if (o->scratch && o->scratch_bytes >= bytes) return o->scratch;
+    if (bytes > o->max_alloc) {
+        mcl_ctx_set_error(be->ctx, MCL_ERR_OOM,
+                          "OpenCL: a scratch buffer of %zu bytes exceeds the device's largest "
+                          "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE, %zu bytes) on %s",
+                          bytes, o->max_alloc, o->device_name);
+        return NULL;
+    }
     if (o->scratch) clReleaseMemObject(o->scratch); /* freed once queued work is done */
     o->scratch = NULL;
     o->scratch_bytes = 0;
     size_t want = bytes < 4096 ? 4096 : bytes;
+    if (want > o->max_alloc) want = bytes;
     cl_int err;
     o->scratch = clCreateBuffer(o->context, CL_MEM_READ_WRITE, want, NULL, &err);
     if (err != CL_SUCCESS) {
         o->scratch = NULL;
-        mcl_ocl_fail(be, err, "clCreateBuffer (scratch)");
+        mcl_ocl_fail_alloc(be, err, "clCreateBuffer (scratch)");
         return NULL;
     }
     o->scratch_bytes = want;
@@ -184,25 +304,86 @@ size_t mcl_ocl_row_wg(size_t wg_max, int64_t N)
     return w;
 }
 
+size_t mcl_ocl_local_bytes(mcl_backend *be, cl_kernel k)
+{
+    const mcl_ocl_kernel_entry *e = entry_of(mcl_ocl_of(be), k);
+    if (!e) return 0;
+    size_t total = e->local_static;
+    for (int j = 0; j < e->n_local; j++) total += e->local_bytes[j];
+    return total;
+}
+
+/* The limits of one launch of k with work-groups of `local` items, checked before the
+ * driver sees it: the group against CL_KERNEL_WORK_GROUP_SIZE (e->wg_max, already capped at
+ * CL_DEVICE_MAX_WORK_GROUP_SIZE and CL_DEVICE_MAX_WORK_ITEM_SIZES[0]), the __local memory
+ * (the kernel's static arrays, CL_KERNEL_LOCAL_MEM_SIZE, plus the __local arguments set by
+ * mcl_ocl_arg_local) against CL_DEVICE_LOCAL_MEM_SIZE. A launch beyond them is refused with
+ * MCL_ERR_UNSUPPORTED and a message naming the op and shape (`what`) and the limit. */
+static mcl_status check_launch(mcl_backend *be, cl_kernel k, size_t local, const char *what)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    const mcl_ocl_kernel_entry *e = entry_of(o, k);
+    const char *kname = e ? e->name : "?";
+    const size_t wg = e ? e->wg_max : o->max_wg;
+    if (local == 0 || local > wg)
+        return mcl_ctx_set_error(
+            be->ctx, MCL_ERR_UNSUPPORTED,
+            "OpenCL: %s: work-groups of %zu items exceed the limit of kernel %s on %s (%zu "
+            "items: the smallest of its CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE "
+            "%zu and CL_DEVICE_MAX_WORK_ITEM_SIZES[0] %zu)",
+            what, local, kname, o->device_name, wg, o->max_wg, o->max_item[0]);
+    const size_t lb = mcl_ocl_local_bytes(be, k);
+    if (lb > o->local_mem)
+        return mcl_ctx_set_error(
+            be->ctx, MCL_ERR_UNSUPPORTED,
+            "OpenCL: %s: kernel %s needs %zu bytes of __local memory per work-group of %zu "
+            "items (%zu static + %zu in arguments), more than the %zu bytes "
+            "(CL_DEVICE_LOCAL_MEM_SIZE) of %s",
+            what, kname, lb, local, e ? e->local_static : 0, lb - (e ? e->local_static : 0),
+            o->local_mem, o->device_name);
+    return MCL_OK;
+}
+
 static mcl_status enqueue(mcl_backend *be, cl_kernel k, size_t global, size_t local, const char *what)
 {
     if (global == 0) return MCL_OK;
-    cl_int err = clEnqueueNDRangeKernel(mcl_ocl_of(be)->queue, k, 1, NULL, &global, &local, 0, NULL,
-                                        NULL);
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, what);
+    mcl_ocl *o = mcl_ocl_of(be);
+    mcl_status s = check_launch(be, k, local, what);
+    if (s != MCL_OK) return s;
+    cl_int err = CL_SUCCESS;
+#ifdef MCL_TEST_HOOKS
+    if (o->fault_op >= 0 && o->fault_op == o->cur_op && o->cur_bwd == o->fault_bwd)
+        o->fault_pending = 1; /* METACL_TEST_FAULT: each launch of that op "faults" */
+#endif
+    err = clEnqueueNDRangeKernel(o->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
+    if (err == CL_SUCCESS) return MCL_OK;
+    if (err == CL_INVALID_WORK_GROUP_SIZE || err == CL_OUT_OF_RESOURCES) {
+        /* the driver refused what the checks above let through: say what was asked */
+        char full[400];
+        const mcl_ocl_kernel_entry *e = entry_of(o, k);
+        snprintf(full, sizeof full, "%s (kernel %s, %zu items in groups of %zu, %zu B __local; "
+                 "kernel limit %zu items)", what, e ? e->name : "?", global, local,
+                 mcl_ocl_local_bytes(be, k), e ? e->wg_max : 0);
+        return mcl_ocl_fail(be, err, full);
+    }
+    return mcl_ocl_fail(be, err, what);
 }
 
 mcl_status mcl_ocl_run1d(mcl_backend *be, cl_kernel k, size_t n, size_t local, const char *what)
 {
     if (n == 0) return MCL_OK;
     mcl_ocl *o = mcl_ocl_of(be);
-    size_t wg = o->max_wg;
-    for (int i = 0; i < o->n_kernels; i++)
-        if (o->kernels[i].k == k) wg = o->kernels[i].wg_max;
+    const mcl_ocl_kernel_entry *e = entry_of(o, k);
+    size_t wg = e ? e->wg_max : o->max_wg;
+    if (wg > o->max_item[0]) wg = o->max_item[0];
     /* default 256 items (or the kernel's limit): a common size on GPUs, and on PoCL fewer,
-     * larger work-groups (MLP step 2% faster than with 64, 4% slower with 1024) */
+     * larger work-groups (MLP step 2% faster than with 64, 4% slower with 1024). One-item-
+     * per-element kernels do not depend on the group size: a size above the limit adapts. */
     if (local == 0 || local > wg) local = wg < 256 ? wg : 256;
     if (local == 0) local = 1;
+    if (n > SIZE_MAX - local)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED, "OpenCL: %s: %zu work-items is too many",
+                                 what, n);
     size_t global = (n + local - 1) / local * local;
     return enqueue(be, k, global, local, what);
 }
@@ -210,6 +391,10 @@ mcl_status mcl_ocl_run1d(mcl_backend *be, cl_kernel k, size_t n, size_t local, c
 mcl_status mcl_ocl_run_groups(mcl_backend *be, cl_kernel k, size_t n_groups, size_t local,
                               const char *what)
 {
+    if (local && n_groups > SIZE_MAX / local)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                                 "OpenCL: %s: %zu work-groups of %zu items is too many", what,
+                                 n_groups, local);
     return enqueue(be, k, n_groups * local, local, what);
 }
 
@@ -480,13 +665,11 @@ static mcl_status build_program(mcl_backend *be)
     const char *build_options = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
                                     ? BUILD_OPTIONS_BASE " -cl-fp32-correctly-rounded-divide-sqrt"
                                     : BUILD_OPTIONS_BASE;
-    char pver[128] = "";
-    clGetPlatformInfo(o->platform, CL_PLATFORM_VERSION, sizeof pver, pver, NULL);
     uint64_t sh = fnv1a(0xcbf29ce484222325ull, src, strlen(src));
     char key[1024];
     snprintf(key, sizeof key,
              "source-fnv1a=%016llx;options=%s;platform=%s;platform-version=%s;device=%s;driver=%s",
-             (unsigned long long)sh, build_options, o->platform_name, pver, o->device_name,
+             (unsigned long long)sh, build_options, o->platform_name, o->platform_version, o->device_name,
              o->driver_version);
     uint64_t kh = fnv1a(0xcbf29ce484222325ull, key, strlen(key));
     char dir[4000], path[4100];
@@ -548,73 +731,61 @@ static mcl_status build_program(mcl_backend *be)
 
 /* ------------------------------------------------------------------ device choice */
 
-static int ci_contains(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i])) i++;
-        if (i == n) return 1;
-    }
-    return n == 0;
-}
-
+/* want: an index into the listing (devices.c), a name substring, or NULL/"" for the default:
+ * the first GPU of any platform, else the first accelerator, else the first CPU device. */
 static mcl_status pick_device(mcl_backend *be, const char *want)
 {
     mcl_ocl *o = mcl_ocl_of(be);
     const char *cache = mcl_opencl_cache_check(); /* before PoCL loads: it needs its cache */
-    cl_uint np = 0;
-    cl_int err = clGetPlatformIDs(0, NULL, &np);
-    if ((err != CL_SUCCESS || np == 0) && cache)
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED, "OpenCL: no OpenCL platform found (%s); %s",
-                                 err == CL_SUCCESS ? "0 platforms" : mcl_cl_status_str(err), cache);
-    if (err != CL_SUCCESS || np == 0)
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
-                                 "OpenCL: no OpenCL platform found (%s); install a driver, e.g. the "
-                                 "Debian package pocl-opencl-icd for the CPU",
-                                 err == CL_SUCCESS ? "0 platforms" : mcl_cl_status_str(err));
-    cl_platform_id plats[32];
-    if (np > 32) np = 32;
-    clGetPlatformIDs(np, plats, NULL);
-    char *endp = NULL;
-    long want_idx = -1;
-    if (want && *want) {
-        want_idx = strtol(want, &endp, 10);
-        if (*endp) want_idx = -2; /* a name */
-    } else {
-        want_idx = 0;
+    mcl_ocl_listing *L = malloc(sizeof *L);
+    if (!L || mcl_ocl_list(L) != MCL_OK) {
+        free(L);
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "OpenCL: out of memory (device listing)");
     }
-    int idx = 0;
-    for (cl_uint p = 0; p < np; p++) {
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0) continue;
-        cl_device_id devs[64];
-        if (nd > 64) nd = 64;
-        clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
-        for (cl_uint d = 0; d < nd; d++, idx++) {
-            char pname[128] = "", dname[256] = "", full[400];
-            clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
-            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname, dname, NULL);
-            snprintf(full, sizeof full, "%s %s", pname, dname);
-            if ((want_idx >= 0 && idx == want_idx) || (want_idx == -2 && ci_contains(full, want))) {
-                o->platform = plats[p];
-                o->device = devs[d];
-                snprintf(o->platform_name, sizeof o->platform_name, "%s", pname);
-                snprintf(o->device_name, sizeof o->device_name, "%s", dname);
-                return MCL_OK;
-            }
-        }
+    mcl_status s = MCL_OK;
+    const char *none = L->err == CL_SUCCESS ? "0 platforms" : mcl_cl_status_str(L->err);
+    /* the platforms whose clGetDeviceIDs failed, for the messages below */
+    char broken[600] = "";
+    size_t bw = 0;
+    for (int p = 0; p < L->n_platforms && bw < sizeof broken; p++)
+        if (L->plat[p].err != CL_SUCCESS && L->plat[p].err != CL_DEVICE_NOT_FOUND)
+            bw += (size_t)snprintf(broken + bw, sizeof broken - bw, "%s platform '%s': clGetDeviceIDs "
+                                   "failed with %s", bw ? ";" : "; ignored", L->plat[p].name,
+                                   mcl_cl_status_str(L->plat[p].err));
+    if ((L->err != CL_SUCCESS || L->n_platforms == 0) && cache)
+        s = mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED, "OpenCL: no OpenCL platform found (%s); %s",
+                              none, cache);
+    else if (L->err != CL_SUCCESS || L->n_platforms == 0)
+        s = mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                              "OpenCL: no OpenCL platform found (%s); install a driver, e.g. the "
+                              "Debian package pocl-opencl-icd for the CPU", none);
+    else if (L->n_devices == 0 && cache)
+        s = mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                              "OpenCL: the platforms report no devices%s; %s", broken, cache);
+    else if (L->n_devices == 0)
+        s = mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                              "OpenCL: the platforms report no devices%s; install a driver, e.g. "
+                              "pocl-opencl-icd", broken);
+    if (s != MCL_OK) {
+        free(L);
+        return s;
     }
-    if (idx == 0 && cache)
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED, "OpenCL: the platforms report no devices; %s",
-                                 cache);
-    if (idx == 0)
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
-                                 "OpenCL: the platforms report no devices; install a driver, e.g. "
-                                 "pocl-opencl-icd");
-    return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
-                             "OpenCL: no device matches '%s' (%d devices; see `metacl devices`)",
-                             want, idx);
+    const int idx = mcl_ocl_listing_find(L, want);
+    if (idx < 0) {
+        s = mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                              "OpenCL: no device matches '%s' (%d devices; see `metacl devices`)",
+                              want, L->n_devices);
+        free(L);
+        return s;
+    }
+    o->index = idx;
+    o->platform = L->dev[idx].platform;
+    o->device = L->dev[idx].id;
+    o->type = L->dev[idx].type;
+    snprintf(o->platform_name, sizeof o->platform_name, "%s", L->plat[L->dev[idx].plat].name);
+    snprintf(o->device_name, sizeof o->device_name, "%s", L->dev[idx].name);
+    free(L);
+    return MCL_OK;
 }
 
 /* ------------------------------------------------------------------ test hook */
@@ -660,18 +831,87 @@ static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_EXP] = 1,        [MCL_OP_LOG] = 1,
 };
 
-/* Every op goes through these two: the lazy zeroing of buffers.c, then the op. */
+/* "softmax backward (inputs [13,7])": an op call for messages. */
+static const char *describe_op(char *buf, size_t len, const mcl_op_args *a, int backward)
+{
+    const mcl_op_info *info = &mcl_op_table[a->op];
+    size_t n = (size_t)snprintf(buf, len, "%s %s (input%s", info->name,
+                                backward ? "backward" : "forward", info->n_in == 1 ? "" : "s");
+    for (int k = 0; k < info->n_in && n < len; k++) {
+        char sb[64];
+        n += (size_t)snprintf(buf + n, len - n, " %s", a->in[k] ? mcl_shape_str(a->in[k], sb, sizeof sb)
+                                                             : "-");
+    }
+    if (n < len) snprintf(buf + n, len - n, ")");
+    return buf;
+}
+
+/* After an op under METACL_SYNC=1: finish the queue, so a kernel fault surfaces here, at the
+ * op that queued it, instead of at some later read. Any failure of the op or of the finish
+ * is reported naming the op, its direction and its input shapes. */
+static mcl_status sync_after(mcl_backend *be, const mcl_op_args *a, int backward, mcl_status s,
+                             uint64_t seq)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    char op[300], prev[768];
+    if (s == MCL_OK) {
+        cl_int err = planted_fault(o, clFinish(o->queue));
+        if (err == CL_SUCCESS) return MCL_OK;
+        describe_op(op, sizeof op, a, backward);
+        return mcl_ctx_set_error(
+            be->ctx, err == CL_MEM_OBJECT_ALLOCATION_FAILURE ? MCL_ERR_OOM : MCL_ERR_BACKEND,
+            "OpenCL: %s failed: METACL_SYNC=1 finished the queue after it and clFinish returned "
+            "%s (%d) on %s%s", op, mcl_cl_status_str(err), (int)err, o->device_name,
+            err == CL_OUT_OF_RESOURCES ? ": a kernel of this op faulted (an out-of-bounds access, "
+                                         "or more registers or resources than the device has)"
+                                       : "");
+    }
+    describe_op(op, sizeof op, a, backward);
+    if (mcl_ctx_error_seq(be->ctx) == seq) /* the op said nothing */
+        return mcl_ctx_set_error(be->ctx, s, "OpenCL: %s failed (METACL_SYNC=1)", op);
+    snprintf(prev, sizeof prev, "%s", mcl_ctx_error(be->ctx));
+    if (strstr(prev, op)) return s; /* already named */
+    return mcl_ctx_set_error(be->ctx, s, "%s (in %s, METACL_SYNC=1)", prev, op);
+}
+
+/* Every op goes through these two: the lazy zeroing of buffers.c, then the op; with
+ * METACL_SYNC=1 the queue is finished after it (sync_after). */
 static mcl_status ocl_fwd(mcl_backend *be, const mcl_op_args *a)
 {
+    mcl_ocl *o = mcl_ocl_of(be);
+    const uint64_t seq = mcl_ctx_error_seq(be->ctx);
+    o->cur_op = (int)a->op, o->cur_bwd = 0;
     mcl_status s = mcl_ocl_prepare_fwd(be, a);
-    return s != MCL_OK ? s : ocl_impl[a->op].fwd(be, a);
+    if (s == MCL_OK) s = ocl_impl[a->op].fwd(be, a);
+    o->cur_op = -1;
+    return o->sync ? sync_after(be, a, 0, s, seq) : s;
 }
 
 static mcl_status ocl_bwd(mcl_backend *be, const mcl_op_args *a)
 {
+    mcl_ocl *o = mcl_ocl_of(be);
+    const uint64_t seq = mcl_ctx_error_seq(be->ctx);
+    o->cur_op = (int)a->op, o->cur_bwd = 1;
     mcl_status s = mcl_ocl_prepare_bwd(be, a, bwd_fresh_aware[a->op]);
-    return s != MCL_OK ? s : ocl_impl[a->op].bwd(be, a);
+    if (s == MCL_OK) s = ocl_impl[a->op].bwd(be, a);
+    o->cur_op = -1;
+    return o->sync ? sync_after(be, a, 1, s, seq) : s;
 }
+
+#ifdef MCL_TEST_HOOKS
+/* METACL_TEST_FAULT: a blocking read reports a planted fault as a GPU reports a kernel
+ * fault (buffers.c's read, wrapped). */
+static mcl_status (*plain_read)(mcl_backend *, void *, size_t, void *, size_t);
+static mcl_status faulting_read(mcl_backend *be, void *handle, size_t off, void *dst, size_t n)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    if (o->fault_pending) {
+        o->fault_pending = 0;
+        return mcl_ocl_fail(be, CL_OUT_OF_RESOURCES, "clEnqueueReadBuffer (a blocking read)");
+    }
+    return plain_read(be, handle, off, dst, n);
+}
+#endif
 
 /* Tear down in dependency order, on success and on every error path alike. First the queue is
  * finished: PoCL compiles work-group functions and runs commands on its own threads, and a
@@ -733,17 +973,45 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
     }
     be->ops = o->ops;
     o->break_op = -1;
+    o->last_entry = -1;
+    o->fault_op = -1;
+    o->cur_op = -1;
+    const char *sy = getenv("METACL_SYNC");
+    o->sync = sy && *sy && strcmp(sy, "0") != 0;
     if (!device || !*device) device = getenv("METACL_DEVICE");
     mcl_status s = pick_device(be, device);
     if (s != MCL_OK) goto fail;
     clGetDeviceInfo(o->device, CL_DRIVER_VERSION, sizeof o->driver_version, o->driver_version, NULL);
+    clGetPlatformInfo(o->platform, CL_PLATFORM_VERSION, sizeof o->platform_version,
+                      o->platform_version, NULL);
     clGetDeviceInfo(o->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof o->max_wg, &o->max_wg, NULL);
+    if (o->max_wg == 0) o->max_wg = 1;
+    cl_uint dims = 0;
+    clGetDeviceInfo(o->device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof dims, &dims, NULL);
+    size_t items[16] = {0};
+    if (dims < 1 || dims > 16 ||
+        clGetDeviceInfo(o->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, dims * sizeof(size_t), items,
+                        NULL) != CL_SUCCESS)
+        items[0] = items[1] = items[2] = o->max_wg;
+    for (int d = 0; d < 3; d++) o->max_item[d] = items[d] ? items[d] : 1;
     cl_ulong lm = 0, ma = 0;
+    cl_uint align = 0;
     clGetDeviceInfo(o->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
     clGetDeviceInfo(o->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ma, &ma, NULL);
+    clGetDeviceInfo(o->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align, &align, NULL);
     o->local_mem = (size_t)lm;
     o->max_alloc = (size_t)ma;
-    if (o->max_wg == 0) o->max_wg = 1;
+    o->base_align = align;
+    /* Kernels read buffers as float2/float4/long vectors from their start (the scratch
+     * buffer's pairs, the vector loads of bias_add): buffers must start 16-byte aligned. The
+     * spec's minimum (long16, 1024 bits) is far above; a device below it is refused. Views
+     * are (buffer, element offset) pairs, never sub-buffers, so no offset alignment applies. */
+    if (align != 0 && align < 128) {
+        s = mcl_ctx_set_error(ctx, MCL_ERR_UNSUPPORTED,
+                              "OpenCL: %s aligns buffers to %u bits (CL_DEVICE_MEM_BASE_ADDR_ALIGN); "
+                              "the kernels need 128 (float4)", o->device_name, align);
+        goto fail;
+    }
     cl_int err;
     o->context = clCreateContext(NULL, 1, &o->device, NULL, NULL, &err);
     if (err != CL_SUCCESS) {
@@ -768,6 +1036,27 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
         o->break_op = (int)op;
         be->post_op = break_hook;
     }
+    /* METACL_TEST_FAULT=<op>[:backward]: the kernels that op launches (in that direction)
+     * "fault": the next blocking call (a finish or a read) reports CL_OUT_OF_RESOURCES, as a
+     * GPU reports a kernel that read out of bounds. */
+    const char *flt = getenv("METACL_TEST_FAULT");
+    if (flt && *flt) {
+        char name[64];
+        snprintf(name, sizeof name, "%s", flt);
+        char *colon = strchr(name, ':');
+        o->fault_bwd = colon && strcmp(colon + 1, "backward") == 0;
+        if (colon) *colon = '\0';
+        mcl_op op = mcl_op_by_name(name);
+        if (op == MCL_OP_COUNT || (colon && !o->fault_bwd && strcmp(colon + 1, "forward") != 0)) {
+            s = mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                  "METACL_TEST_FAULT=%s: expected <op>, <op>:forward or <op>:backward",
+                                  flt);
+            goto fail;
+        }
+        o->fault_op = (int)op;
+        plain_read = be->buf_read;
+        be->buf_read = faulting_read;
+    }
 #endif
     *out = be;
     return MCL_OK;
@@ -781,6 +1070,22 @@ const char *mcl_opencl_device_name(const mcl_ctx *ctx)
 {
     if (!ctx || ctx->be->kind != MCL_BACKEND_OPENCL) return NULL;
     return mcl_ocl_of(ctx->be)->device_name;
+}
+
+int mcl_opencl_device_info(const mcl_ctx *ctx, mcl_opencl_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (!ctx || ctx->be->kind != MCL_BACKEND_OPENCL) return -1;
+    const mcl_ocl *o = mcl_ocl_of(ctx->be);
+    info->index = o->index;
+    info->device = o->device_name;
+    info->platform = o->platform_name;
+    info->driver = o->driver_version;
+    mcl_ocl_type_str(o->type, info->type, sizeof info->type);
+    info->max_work_group = o->max_wg;
+    info->local_mem = o->local_mem;
+    info->sync = o->sync;
+    return 0;
 }
 
 double mcl_opencl_build_seconds(const mcl_ctx *ctx, int *from_cache)

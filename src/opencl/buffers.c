@@ -94,7 +94,7 @@ static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
         }
         if (err != CL_SUCCESS) {
             free(b);
-            return mcl_ocl_fail(be, err, "clCreateBuffer");
+            return mcl_ocl_fail_alloc(be, err, "clCreateBuffer");
         }
         b->pb.cap = cap;
         b->pb.cls = cls;
@@ -168,7 +168,7 @@ static mcl_status ocl_write(mcl_backend *be, void *handle, size_t off, const voi
     if (kernel_stores(o) && !(off == 0 && n == b->pb.cap) && whole_floats(0, off, n)) {
         cl_int err;
         cl_mem t = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
-        if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clCreateBuffer (staging a write)");
+        if (err != CL_SUCCESS) return mcl_ocl_fail_alloc(be, err, "clCreateBuffer (staging a write)");
         err = clEnqueueWriteBuffer(o->queue, t, CL_TRUE, 0, n, src, 0, NULL, NULL);
         s = err == CL_SUCCESS ? copy_kernel(be, t, 0, b->mem, off, n)
                               : mcl_ocl_fail(be, err, "clEnqueueWriteBuffer");
@@ -230,7 +230,7 @@ static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, s
     if (bd == bs && (doff < soff + n && soff < doff + n)) {
         /* overlapping regions of one buffer: go through a temporary buffer */
         cl_mem t = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
-        if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clCreateBuffer (copy)");
+        if (err != CL_SUCCESS) return mcl_ocl_fail_alloc(be, err, "clCreateBuffer (copy)");
         if (by_kernel) {
             s = copy_kernel(be, bs->mem, soff, t, 0, n);
             if (s == MCL_OK) s = copy_kernel(be, t, 0, bd->mem, doff, n);

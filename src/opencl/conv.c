@@ -236,6 +236,7 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, d.B);
         i = mcl_ocl_arg_long(be, k, i, d.O);
         i = mcl_ocl_arg_long(be, k, i, d.P);
+        /* __local: W float2 = 8·W bytes (2 KiB at W = 256) */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         s = mcl_ocl_launch_groups(be, k, i, (size_t)d.O, W,
                                   what(wb, sizeof wb, "conv2d", 1, "conv2d_bias_bwd", x));
@@ -370,6 +371,7 @@ mcl_status mcl_ocl_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k, i, C);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
     i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
     return mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
                                  what(wb, sizeof wb, "instance_norm", 0, "instance_norm_fwd", x));
@@ -398,6 +400,7 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
         i = mcl_ocl_arg_long(be, k, i, C);
         i = mcl_ocl_arg_long(be, k, i, N);
+        /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
         i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
         what(wb, sizeof wb, "instance_norm", 1, "instance_norm_bwd_dx", x);
         s = mcl_ocl_launch_groups(be, k, i, (size_t)(B * C), W, wb);
@@ -422,6 +425,7 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, N);
         i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
         i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
         i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
         what(wb, sizeof wb, "instance_norm", 1, "instance_norm_bwd_gb", x);
         s = mcl_ocl_launch_groups(be, k, i, (size_t)C, W, wb);
@@ -457,6 +461,7 @@ mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k, i, H);
     i = mcl_ocl_arg_long(be, k, i, W);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
     i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
     return mcl_ocl_launch_groups(be, k, i, (size_t)R, WG,
                                  what(wb, sizeof wb, "inorm_pool_relu", 0, "inorm_pool_relu_fwd", x));
@@ -484,6 +489,7 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, C);
         i = mcl_ocl_arg_long(be, k, i, H);
         i = mcl_ocl_arg_long(be, k, i, W);
+        /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
         i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
         what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_dx", x);
         s = mcl_ocl_launch_groups(be, k, i, (size_t)(B * C), WG, wb);
@@ -511,6 +517,7 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, W);
         i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
         i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
         i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
         what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_gb", x);
         s = mcl_ocl_launch_groups(be, k, i, (size_t)C, WG, wb);

@@ -57,6 +57,7 @@ mcl_status mcl_ocl_cross_entropy_fwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k1, i, a->out[1]);
         i = mcl_ocl_arg_long(be, k1, i, C);
         i = mcl_ocl_arg_mem(be, k1, i, part);
+        /* __local: W1 float2 = 8·W1 bytes (2 KiB at 256) */
         i = mcl_ocl_arg_local(be, k1, i, W1 * 2 * sizeof(float));
         s = mcl_ocl_launch_groups(be, k1, i, (size_t)R, W1,
                                   what(wb, sizeof wb, 0, "cross_entropy_rows", x));
@@ -69,7 +70,9 @@ mcl_status mcl_ocl_cross_entropy_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k2, i, C);
     i = mcl_ocl_arg_mem(be, k2, i, part);
     i = mcl_ocl_arg_tensor(be, k2, i, a->out[0]);
+    /* __local: W2 float2 = 8·W2 bytes (2 KiB at 256) */
     i = mcl_ocl_arg_local(be, k2, i, W2 * 2 * sizeof(float));
+    /* __local: W2 longs = 8·W2 bytes (2 KiB at 256) */
     i = mcl_ocl_arg_local(be, k2, i, W2 * sizeof(cl_long));
     return mcl_ocl_launch_groups(be, k2, i, 1, W2, what(wb, sizeof wb, 0, "cross_entropy_loss", x));
 }
@@ -96,6 +99,7 @@ mcl_status mcl_ocl_cross_entropy_bwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k1, i, C);
     i = mcl_ocl_arg_tensor(be, k1, i, a->gout[0]);
     i = mcl_ocl_arg_mem(be, k1, i, scale);
+    /* __local: W1 longs = 8·W1 bytes (2 KiB at 256) */
     i = mcl_ocl_arg_local(be, k1, i, W1 * sizeof(cl_long));
     mcl_status s = mcl_ocl_launch_groups(be, k1, i, 1, W1,
                                          what(wb, sizeof wb, 1, "cross_entropy_bwd_scale", x));

@@ -20,6 +20,7 @@
 
 #include <clblast_c.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Readable text of a CLBlast status code (all codes of clblast_c.h). */
 static const char *clblast_status_str(CLBlastStatusCode s)
@@ -91,7 +92,7 @@ static const char *clblast_status_str(CLBlastStatusCode s)
 }
 
 
-/* ---- CLBlast's parameters on CPU devices --------------------------------------------------
+/* ---- CLBlast's parameters, fitted to the device --------------------------------------------
  * CLBlast's tuning database has no entry for a CPU like PoCL's, and its generic defaults are
  * poor there: every product of the MLP step of `metacl bench ops` (all have M*N*K < 704^3)
  * ran the "direct" kernel with 16x16 tiles at 5-12 GFLOP/s, about 80% of the step. So on a
@@ -114,11 +115,25 @@ static const char *clblast_status_str(CLBlastStatusCode s)
  *                 (1024x256): 2-4 times faster than the defaults.
  * The eight products of the step (1024x256x256 and smaller): 4.4 ms on an idle machine;
  * measured side by side on a loaded one, 8.5 ms against 30-34 ms with CLBlast's defaults.
- * Other devices keep CLBlast's database. The parameters need work-groups of up to 1024 items
- * and 18 KiB of local memory (see below); a CPU device with less keeps the defaults, as it
- * does if CLBlast refuses an override (another CLBlast version): then the remaining ones are
- * skipped, so the routine choice (GemmRoutine, last) never points at a kernel left untuned.
- * Slower then, never wrong. */
+ *
+ * Limits. Every set of values is checked against the device before it is installed
+ * (fits(), clblast_need()): the work-group of a kernel is the product of its two local sizes
+ * (Xgemm MDIMC x NDIMC, XgemmDirect MDIMCD x NDIMCD, Copy COPY_DIMX x COPY_DIMY, Pad
+ * PAD_DIMX x PAD_DIMY, Transpose TRA_DIM^2, Padtranspose PADTRA_TILE^2) and must not exceed
+ * CL_DEVICE_MAX_WORK_GROUP_SIZE nor, per dimension, CL_DEVICE_MAX_WORK_ITEM_SIZES; its
+ * __local memory (the formulas of CLBlast's tuners, in clblast_need) must fit
+ * CL_DEVICE_LOCAL_MEM_SIZE. A tuned kernel that does not fit is not installed: it keeps
+ * CLBlast's own values -- unless the device allows fewer work-items than CLBlast's generic
+ * defaults use for that kernel (clblast_default_wg: CLBlast 1.5's database defaults, e.g. a
+ * 16x16 Copy), as PoCL does with POCL_MAX_WORK_GROUP_SIZE=32; then the kernel gets small
+ * values fitted to the limit (fitted_params: d x d work-items, d the largest power of two
+ * <= 8 with d^2 <= the limit; constraints of CLBlast's tuners hold for every d). One notice
+ * (mcl_notice, once per process) says what was not installed and why. GemmRoutine's
+ * threshold is installed only when both GEMM kernels got our values. Other devices (GPUs)
+ * keep CLBlast's database unless their limits are below its generic defaults. If CLBlast
+ * refuses an override (another CLBlast version), the remaining ones are skipped, so the
+ * routine choice (GemmRoutine, last) never points at a kernel left untuned. Slower then,
+ * never wrong. */
 typedef struct clblast_params {
     const char *kernel;
     size_t n;
@@ -140,25 +155,197 @@ static const clblast_params cpu_params[] = {
     {"Padtranspose", 3, {"PADTRA_PAD", "PADTRA_TILE", "PADTRA_WPT"}, {1, 32, 1}},
     {"GemmRoutine", 1, {"XGEMM_MIN_INDIRECT_SIZE"}, {160}}, /* last, see above */
 };
+#define N_CLBLAST_KERNELS (sizeof cpu_params / sizeof cpu_params[0])
 
-/* What the parameters above need: the largest work-group (Padtranspose: 32 x 32 items) and
- * the most local memory of one kernel (Transpose: a tile of (8*8) x (8+1) float8). */
-#define CPU_PARAMS_WG 1024
-#define CPU_PARAMS_LOCAL_MEM ((8 * 8) * (8 + 1) * 8 * sizeof(float))
+/* Work-items of CLBlast 1.5's generic defaults (database, kDeviceTypeAll) per kernel of
+ * cpu_params: Xgemm 8x16, XgemmDirect 8x8, Copy 16x16, Pad 32x8, Transpose 8x8, Padtranspose
+ * 8x8. A device allowing fewer cannot run that default. */
+static size_t clblast_default_wg(const char *kernel)
+{
+    static const struct { const char *k; size_t wg; } t[] = {
+        {"Xgemm", 128}, {"XgemmDirect", 64}, {"Copy", 256}, {"Pad", 256}, {"Transpose", 64},
+        {"Padtranspose", 64}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(t[i].k, kernel) == 0) return t[i].wg;
+    return 0;
+}
+
+static size_t pv(const clblast_params *p, const char *name)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->names[i], name) == 0) return p->values[i];
+    return 0;
+}
+
+/* The local sizes (dim[0] x dim[1] work-items) and the __local bytes of one kernel's values
+ * (the formulas of CLBlast's tuners, src/tuning/kernels/<kernel>.hpp; floats). */
+static void clblast_need(const clblast_params *p, size_t dim[2], size_t *local_bytes)
+{
+    const char *k = p->kernel;
+    size_t f = 0;
+    dim[0] = dim[1] = 1;
+    if (strcmp(k, "Xgemm") == 0) {
+        dim[0] = pv(p, "MDIMC"), dim[1] = pv(p, "NDIMC");
+        f = pv(p, "SA") * pv(p, "KWG") * pv(p, "MWG") + pv(p, "SB") * pv(p, "KWG") * pv(p, "NWG");
+    } else if (strcmp(k, "XgemmDirect") == 0) {
+        const size_t w = pv(p, "WGD");
+        dim[0] = pv(p, "MDIMCD"), dim[1] = pv(p, "NDIMCD");
+        f = w * (w + pv(p, "PADA")) + w * (w + pv(p, "PADB"));
+    } else if (strcmp(k, "Copy") == 0) {
+        dim[0] = pv(p, "COPY_DIMX"), dim[1] = pv(p, "COPY_DIMY");
+    } else if (strcmp(k, "Pad") == 0) {
+        dim[0] = pv(p, "PAD_DIMX"), dim[1] = pv(p, "PAD_DIMY");
+    } else if (strcmp(k, "Transpose") == 0) {
+        const size_t d = pv(p, "TRA_DIM"), w = pv(p, "TRA_WPT");
+        dim[0] = dim[1] = d;
+        f = w * (w * d) * (d + pv(p, "TRA_PAD"));
+    } else if (strcmp(k, "Padtranspose") == 0) {
+        const size_t t = pv(p, "PADTRA_TILE"), w = pv(p, "PADTRA_WPT");
+        dim[0] = dim[1] = t;
+        f = (w * t) * (w * t + pv(p, "PADTRA_PAD"));
+    }
+    *local_bytes = f * sizeof(float);
+}
+
+/* Small values of `kernel` with d x d work-items (d a power of two, 1..8), valid for CLBlast's
+ * constraints (src/tuning/kernels/xgemm.hpp etc.: MWG a multiple of MDIMC*VWM and MDIMA*VWM,
+ * KWG of KWI and of MDIMC*NDIMC/MDIMA, WGD of MDIMCD*VWMD, ...). */
+static int fitted_params(const char *kernel, size_t d, clblast_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->kernel = kernel;
+    const size_t wgd = 2 * d < 8 ? 8 : 2 * d;
+    if (strcmp(kernel, "Xgemm") == 0) {
+        const clblast_params x = {"Xgemm", 16,
+            {"GEMMK", "KREG", "KWG", "KWI", "MDIMA", "MDIMC", "MWG", "NDIMB", "NDIMC", "NWG", "SA",
+             "SB", "STRM", "STRN", "VWM", "VWN"},
+            {0, 1, 16, 2, d, d, 4 * d, d, d, 4 * d, 0, 0, 0, 0, 2, 2}};
+        *p = x;
+    } else if (strcmp(kernel, "XgemmDirect") == 0) {
+        const clblast_params x = {"XgemmDirect", 10,
+            {"WGD", "MDIMCD", "NDIMCD", "MDIMAD", "NDIMBD", "KWID", "VWMD", "VWND", "PADA", "PADB"},
+            {wgd, d, d, d, d, 2, 1, 1, 1, 1}};
+        *p = x;
+    } else if (strcmp(kernel, "Copy") == 0) {
+        const clblast_params x = {"Copy", 4, {"COPY_DIMX", "COPY_DIMY", "COPY_VW", "COPY_WPT"},
+                                  {d, d, 1, 1}};
+        *p = x;
+    } else if (strcmp(kernel, "Pad") == 0) {
+        const clblast_params x = {"Pad", 4, {"PAD_DIMX", "PAD_DIMY", "PAD_WPTX", "PAD_WPTY"},
+                                  {d, d, 1, 1}};
+        *p = x;
+    } else if (strcmp(kernel, "Transpose") == 0) {
+        const clblast_params x = {"Transpose", 4, {"TRA_DIM", "TRA_PAD", "TRA_SHUFFLE", "TRA_WPT"},
+                                  {d, 1, 0, 1}};
+        *p = x;
+    } else if (strcmp(kernel, "Padtranspose") == 0) {
+        const clblast_params x = {"Padtranspose", 3, {"PADTRA_PAD", "PADTRA_TILE", "PADTRA_WPT"},
+                                  {1, d, 1}};
+        *p = x;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static int fits(const clblast_params *p, const mcl_ocl_limits *lim, size_t *wg, size_t *bytes)
+{
+    size_t dim[2];
+    clblast_need(p, dim, bytes);
+    *wg = dim[0] * dim[1];
+    return *wg <= lim->max_wg && dim[0] <= lim->max_item[0] && dim[1] <= lim->max_item[1] &&
+           *bytes <= lim->local_mem;
+}
+
+/* d of fitted_params for a device: the largest power of two <= 8 with d x d work-items allowed */
+static size_t fitted_dim(const mcl_ocl_limits *lim)
+{
+    size_t d = 8;
+    while (d > 1 && (d * d > lim->max_wg || d > lim->max_item[0] || d > lim->max_item[1])) d /= 2;
+    return d;
+}
+
+int mcl_ocl_clblast_plan(const mcl_ocl_limits *lim, mcl_ocl_clblast_choice *out, char *why,
+                         size_t why_len)
+{
+    const size_t d = fitted_dim(lim);
+    int n = 0;
+    size_t w = 0;
+    if (why && why_len) why[0] = '\0';
+    for (size_t i = 0; i + 1 < N_CLBLAST_KERNELS; i++) {
+        const clblast_params *t = &cpu_params[i];
+        mcl_ocl_clblast_choice *c = &out[n++];
+        memset(c, 0, sizeof *c);
+        c->kernel = t->kernel;
+        size_t wg = 0, bytes = 0;
+        if (lim->is_cpu && fits(t, lim, &wg, &bytes)) {
+            c->source = MCL_CLBLAST_TUNED;
+            c->wg = wg, c->local_bytes = bytes;
+            continue;
+        }
+        if (lim->is_cpu && why && w < why_len) /* what did not fit */
+            w += (size_t)snprintf(why + w, why_len - w, "%s%s (%zu work-items, %zu B __local)",
+                                  w ? ", " : "", t->kernel, wg, bytes);
+        clblast_params f;
+        if (lim->max_wg < clblast_default_wg(t->kernel) && fitted_params(t->kernel, d, &f) &&
+            fits(&f, lim, &wg, &bytes)) {
+            c->source = MCL_CLBLAST_FITTED;
+            c->wg = wg, c->local_bytes = bytes;
+            continue;
+        }
+        c->source = MCL_CLBLAST_DEFAULT;
+    }
+    /* GemmRoutine: only when Xgemm and XgemmDirect (the first two) both got our values */
+    mcl_ocl_clblast_choice *g = &out[n++];
+    memset(g, 0, sizeof *g);
+    g->kernel = cpu_params[N_CLBLAST_KERNELS - 1].kernel;
+    g->source = out[0].source != MCL_CLBLAST_DEFAULT && out[1].source != MCL_CLBLAST_DEFAULT
+                    ? MCL_CLBLAST_TUNED
+                    : MCL_CLBLAST_DEFAULT;
+    return n;
+}
 
 void mcl_ocl_clblast_setup(mcl_ocl *o)
 {
     cl_device_type type = 0;
-    if (clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS ||
-        !(type & CL_DEVICE_TYPE_CPU) || o->max_wg < CPU_PARAMS_WG ||
-        o->local_mem < CPU_PARAMS_LOCAL_MEM)
-        return;
-    for (size_t i = 0; i < sizeof cpu_params / sizeof cpu_params[0]; i++) {
-        const clblast_params *p = &cpu_params[i];
-        if (CLBlastOverrideParameters(o->device, p->kernel, CLBlastPrecisionSingle, p->n,
-                                      (const char **)p->names, p->values) != CLBlastSuccess)
-            return;
+    clGetDeviceInfo(o->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    mcl_ocl_limits lim = {o->max_wg, {o->max_item[0], o->max_item[1]}, o->local_mem,
+                          (type & CL_DEVICE_TYPE_CPU) != 0};
+    mcl_ocl_clblast_choice plan[MCL_CLBLAST_KERNELS];
+    char why[512];
+    const int n = mcl_ocl_clblast_plan(&lim, plan, why, sizeof why);
+    const size_t d = fitted_dim(&lim);
+    char fitted[256] = "", kept[256] = "";
+    size_t fw = 0, kw = 0;
+    int refused = 0;
+    for (int i = 0; i < n && !refused; i++) {
+        clblast_params f;
+        const clblast_params *p = NULL;
+        if (plan[i].source == MCL_CLBLAST_TUNED)
+            p = &cpu_params[i];
+        else if (plan[i].source == MCL_CLBLAST_FITTED && fitted_params(plan[i].kernel, d, &f))
+            p = &f;
+        if (plan[i].source == MCL_CLBLAST_FITTED && fw < sizeof fitted)
+            fw += (size_t)snprintf(fitted + fw, sizeof fitted - fw, "%s%s", fw ? ", " : "",
+                                   plan[i].kernel);
+        if (plan[i].source == MCL_CLBLAST_DEFAULT && lim.is_cpu && kw < sizeof kept)
+            kw += (size_t)snprintf(kept + kw, sizeof kept - kw, "%s%s", kw ? ", " : "",
+                                   plan[i].kernel);
+        if (p && CLBlastOverrideParameters(o->device, p->kernel, CLBlastPrecisionSingle, p->n,
+                                           (const char **)p->names, p->values) != CLBlastSuccess)
+            refused = 1;
     }
+    /* say once per process what was not installed and why (the device's limits) */
+    static int said;
+    if (said || (!why[0] && !fitted[0])) return;
+    said = 1;
+    mcl_notice("CLBlast on %s (work-groups of at most %zu items, %zu KiB __local): %s%s%s"
+               "%s%s%s%s%s%sGEMMs may be slower",
+               o->device_name, lim.max_wg, lim.local_mem / 1024,
+               why[0] ? "the GEMM parameters tuned for CPU devices do not fit for " : "", why,
+               why[0] ? "; " : "", kept[0] ? "CLBlast's defaults kept for " : "", kept,
+               kept[0] ? "; " : "", fitted[0] ? "values fitted to the limit for " : "", fitted,
+               fitted[0] ? " (CLBlast's generic defaults need larger work-groups); " : "");
 }
 
 void mcl_ocl_clblast_teardown(mcl_ocl *o)

@@ -36,6 +36,7 @@ mcl_status mcl_ocl_layer_norm_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
     i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
     return mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
                                  what(wb, sizeof wb, 0, "layer_norm_fwd", x));
@@ -63,6 +64,7 @@ mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
         i = mcl_ocl_arg_long(be, k, i, N);
+        /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
         i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
         s = mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
                                   what(wb, sizeof wb, 1, "layer_norm_bwd_dx", x));

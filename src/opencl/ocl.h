@@ -16,13 +16,22 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <stdint.h>
+
 #include "backend.h"
 #include "bufpool.h"
 
+#define MCL_OCL_MAX_LOCAL_ARGS 8
 typedef struct mcl_ocl_kernel_entry {
     char name[64];
     cl_kernel k;
-    size_t wg_max; /* CL_KERNEL_WORK_GROUP_SIZE for this device */
+    size_t wg_max;       /* CL_KERNEL_WORK_GROUP_SIZE for this device, capped at the device's
+                          * CL_DEVICE_MAX_WORK_GROUP_SIZE and CL_DEVICE_MAX_WORK_ITEM_SIZES[0] */
+    size_t local_static; /* CL_KERNEL_LOCAL_MEM_SIZE before any argument: its __local arrays */
+    /* the __local arguments set by mcl_ocl_arg_local: index and bytes (checked at launch) */
+    int n_local;
+    int local_idx[MCL_OCL_MAX_LOCAL_ARGS];
+    size_t local_bytes[MCL_OCL_MAX_LOCAL_ARGS];
 } mcl_ocl_kernel_entry;
 
 /* A buffer handle of this backend (buffers.c): one pooled cl_mem of pb.cap bytes. */
@@ -40,14 +49,24 @@ typedef struct mcl_ocl {
     char platform_name[128];
     char device_name[256];
     char driver_version[128];
+    char platform_version[128];
+    cl_device_type type;     /* CL_DEVICE_TYPE                                 */
+    int index;               /* the device's place in the listing (devices.c)  */
     size_t max_wg;           /* CL_DEVICE_MAX_WORK_GROUP_SIZE                  */
+    size_t max_item[3];      /* CL_DEVICE_MAX_WORK_ITEM_SIZES                  */
     size_t local_mem;        /* CL_DEVICE_LOCAL_MEM_SIZE (bytes)               */
     size_t max_alloc;        /* CL_DEVICE_MAX_MEM_ALLOC_SIZE (bytes)           */
+    size_t base_align;       /* CL_DEVICE_MEM_BASE_ADDR_ALIGN (bits)           */
     int break_op;            /* METACL_TEST_BREAK op id, or -1 (test hooks)    */
+    int fault_op, fault_bwd; /* METACL_TEST_FAULT op id (-1) and direction     */
+    int fault_pending;       /* a planted fault the next blocking call reports */
+    int cur_op, cur_bwd;     /* the op running now (-1 between ops)            */
+    int sync;                /* METACL_SYNC=1: finish the queue after every op */
     double build_seconds;    /* time spent obtaining the program (build/cache) */
     int from_cache;          /* 1 when the program came from the disk cache    */
     mcl_ocl_kernel_entry *kernels;
     int n_kernels, cap_kernels;
+    int last_entry;          /* index of the kernel entry found last (a lookup cache) */
     cl_mem scratch;          /* grow-only scratch buffer for multi-pass kernels */
     size_t scratch_bytes;
     mcl_pool pool;           /* buffer pool (buffers.c)                                */
@@ -81,8 +100,15 @@ static inline int64_t mcl_ocl_rows(const mcl_tensor *t)
     return mcl_tensor_numel(t) / mcl_ocl_cols(t);
 }
 
-/* Record a readable error for an OpenCL status (`what` names the op/call and shapes). */
+/* Record a readable error for an OpenCL status (`what` names the op/call and shapes).
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE and CL_OUT_OF_HOST_MEMORY are MCL_ERR_OOM; CL_OUT_OF_RESOURCES
+ * is MCL_ERR_BACKEND with a hint: outside an allocation it is how GPUs report a kernel that
+ * faulted earlier (at the next blocking call), and METACL_SYNC=1 finds the op. */
 mcl_status mcl_ocl_fail(mcl_backend *be, cl_int err, const char *what);
+/* The same for a failed allocation (clCreateBuffer ...): CL_OUT_OF_RESOURCES,
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY and CL_INVALID_BUFFER_SIZE are
+ * MCL_ERR_OOM. */
+mcl_status mcl_ocl_fail_alloc(mcl_backend *be, cl_int err, const char *what);
 
 /* The kernel called `name` (created on first use and cached). NULL + error on failure. */
 cl_kernel mcl_ocl_kernel(mcl_backend *be, const char *name, size_t *wg_max);
@@ -100,15 +126,27 @@ int mcl_ocl_arg_long(mcl_backend *be, cl_kernel k, int idx, int64_t v);
 int mcl_ocl_arg_float(mcl_backend *be, cl_kernel k, int idx, float v);
 int mcl_ocl_arg_int(mcl_backend *be, cl_kernel k, int idx, int v);
 int mcl_ocl_arg_ulong(mcl_backend *be, cl_kernel k, int idx, uint64_t v);
-/* __local scratch of `bytes` bytes. */
+/* __local scratch of `bytes` bytes. Recorded for the launch check (the kernel's static
+ * __local arrays plus every __local argument must fit CL_DEVICE_LOCAL_MEM_SIZE); more than
+ * the device has is refused here already. */
 int mcl_ocl_arg_local(mcl_backend *be, cl_kernel k, int idx, size_t bytes);
+/* The __local bytes one work-group of k needs with the arguments set so far. */
+size_t mcl_ocl_local_bytes(mcl_backend *be, cl_kernel k);
 /* A plain buffer (no offset argument), e.g. the scratch buffer of a multi-pass kernel. */
 int mcl_ocl_arg_mem(mcl_backend *be, cl_kernel k, int idx, cl_mem m);
 
-/* Launch a 1-D kernel over n work-items (the global size is rounded up to a multiple of
- * the local size; kernels must ignore ids >= n). local == 0 lets the backend choose. */
+/* Every launch is checked against the device's and the kernel's limits first (work-group
+ * size against CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE and
+ * CL_DEVICE_MAX_WORK_ITEM_SIZES[0]; __local bytes against CL_DEVICE_LOCAL_MEM_SIZE); what
+ * does not fit is refused with MCL_ERR_UNSUPPORTED and a message naming `what` (the op and
+ * shape), the kernel and the limit -- never a bare driver code.
+ *
+ * Launch a 1-D kernel over n work-items (the global size is rounded up to a multiple of
+ * the local size; kernels must ignore ids >= n and not depend on the group size). local == 0
+ * lets the backend choose; a local size above the kernel's limit is lowered to it. */
 mcl_status mcl_ocl_run1d(mcl_backend *be, cl_kernel k, size_t n, size_t local, const char *what);
-/* Launch with n_groups work-groups of exactly `local` items each (reductions). */
+/* Launch with n_groups work-groups of exactly `local` items each (reductions): a size above
+ * the limits is refused, not lowered (the caller sized its __local buffers for it). */
 mcl_status mcl_ocl_run_groups(mcl_backend *be, cl_kernel k, size_t n_groups, size_t local,
                               const char *what);
 
@@ -141,9 +179,32 @@ const char *mcl_ocl_what_op(char *buf, size_t len, const char *op, const char *d
  * next op (the queue is in order, so one op's passes may share it; do not keep it). */
 cl_mem mcl_ocl_scratch(mcl_backend *be, size_t bytes);
 
-/* On a CPU device, replace CLBlast's generic GEMM parameters with ones measured there
- * (matmul.c); other devices keep CLBlast's database. Called once when the backend is created. */
+/* On a CPU device, replace CLBlast's generic GEMM parameters with ones measured there, where
+ * they fit the device's limits; on a device whose limits are below CLBlast's generic defaults,
+ * install small values that fit (matmul.c); other devices keep CLBlast's database. Called once
+ * when the backend is created; says once (mcl_notice) what did not fit. */
 void mcl_ocl_clblast_setup(mcl_ocl *o);
+
+/* The plan behind mcl_ocl_clblast_setup, for a device with the limits `lim`: one entry per
+ * CLBlast kernel it may override (Xgemm, XgemmDirect, Copy, Pad, Transpose, Padtranspose,
+ * GemmRoutine), saying where its values come from and what they need. Returns the count
+ * (MCL_CLBLAST_KERNELS); `why` gets the tuned kernels that did not fit ("" if none). */
+typedef struct mcl_ocl_limits {
+    size_t max_wg;      /* CL_DEVICE_MAX_WORK_GROUP_SIZE                */
+    size_t max_item[2]; /* CL_DEVICE_MAX_WORK_ITEM_SIZES[0], [1]        */
+    size_t local_mem;   /* CL_DEVICE_LOCAL_MEM_SIZE                     */
+    int is_cpu;         /* CL_DEVICE_TYPE_CPU: the tuned values apply   */
+} mcl_ocl_limits;
+enum { MCL_CLBLAST_DEFAULT, MCL_CLBLAST_TUNED, MCL_CLBLAST_FITTED };
+#define MCL_CLBLAST_KERNELS 7
+typedef struct mcl_ocl_clblast_choice {
+    const char *kernel;
+    int source;         /* MCL_CLBLAST_DEFAULT (nothing installed), _TUNED, _FITTED (small) */
+    size_t wg;          /* work-items of one group with the installed values (0: default)  */
+    size_t local_bytes; /* __local bytes of one group with them                             */
+} mcl_ocl_clblast_choice;
+int mcl_ocl_clblast_plan(const mcl_ocl_limits *lim, mcl_ocl_clblast_choice *out, char *why,
+                         size_t why_len);
 /* Before the context goes: empty CLBlast's caches of compiled programs (they hold programs of
  * this context, which CLBlast would otherwise release at process exit, after the context). */
 void mcl_ocl_clblast_teardown(mcl_ocl *o);
@@ -153,6 +214,47 @@ size_t mcl_ocl_reduce_wg(size_t wg_max);
 /* Work-group size of a one-group-per-row kernel over rows of N: mcl_ocl_reduce_wg(wg_max),
  * halved while it is at least twice N (short rows), but not below 32 (or that size). */
 size_t mcl_ocl_row_wg(size_t wg_max, int64_t N);
+
+/* The OpenCL devices in listing order (devices.c): the platforms in the order the ICD
+ * loader returns them, each platform's devices in its order; `metacl devices` shows this
+ * order and --device N counts in it. A platform whose clGetDeviceIDs fails keeps its error
+ * (shown by `metacl devices`) and contributes no device. */
+#define MCL_OCL_MAX_PLATFORMS 32
+#define MCL_OCL_MAX_DEVICES 256
+typedef struct mcl_ocl_listing {
+    cl_int err;      /* of clGetPlatformIDs */
+    int n_platforms; /* as many as fit        */
+    struct {
+        cl_platform_id id;
+        char name[128];
+        cl_int err;  /* of clGetDeviceIDs (CL_DEVICE_NOT_FOUND: none) */
+        int n_devices;
+    } plat[MCL_OCL_MAX_PLATFORMS];
+    int n_devices;
+    struct {
+        cl_platform_id platform;
+        int plat; /* index into plat[] */
+        cl_device_id id;
+        cl_device_type type;
+        char name[256];
+    } dev[MCL_OCL_MAX_DEVICES];
+    /* the default device: the first GPU (CL_DEVICE_TYPE_GPU) of any platform, else the first
+     * accelerator, else the first CPU, else device 0; -1 without devices */
+    int default_idx;
+} mcl_ocl_listing;
+/* The default among n devices of these types, in listing order: the first with the GPU bit,
+ * else the first accelerator, else the first CPU, else 0; -1 when n == 0. */
+int mcl_ocl_pick_default(const cl_device_type *types, int n);
+/* Fill *L (a large struct: allocate it). MCL_OK also without platforms (see L->err). */
+mcl_status mcl_ocl_list(mcl_ocl_listing *L);
+/* The index of the device `want` names: a number is an index in the listing, anything else
+ * a case-insensitive substring of "platform device"; -1 when none matches. */
+int mcl_ocl_listing_find(const mcl_ocl_listing *L, const char *want);
+/* "GPU", "CPU", "accelerator", ... (several joined with '+'), into buf. */
+const char *mcl_ocl_type_str(cl_device_type t, char *buf, size_t len);
+
+/* __local bytes of one srwm work-group for head size D (forward bwd = 0, backward 1). */
+size_t mcl_ocl_srwm_local_bytes(int bwd, int64_t D);
 
 /* Embedded kernel sources (generated at build time from kernels/<family>.cl by tools/embed-kernels). */
 extern const int mcl_kernel_count;

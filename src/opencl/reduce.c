@@ -43,6 +43,7 @@ static mcl_status full_reduce(mcl_backend *be, const mcl_op_args *a, const char 
     i = mcl_ocl_arg_long(be, k1, i, n);
     i = mcl_ocl_arg_long(be, k1, i, square);
     i = mcl_ocl_arg_mem(be, k1, i, part);
+    /* __local: W1 float2 = 8·W1 bytes (2 KiB at 256) */
     i = mcl_ocl_arg_local(be, k1, i, W1 * 2 * sizeof(float));
     mcl_status s = mcl_ocl_launch_groups(be, k1, i, (size_t)G, W1,
                                          what(wb, sizeof wb, op, 0, "sum_partials", x));
@@ -52,6 +53,7 @@ static mcl_status full_reduce(mcl_backend *be, const mcl_op_args *a, const char 
     i = mcl_ocl_arg_long(be, k2, i, G);
     i = mcl_ocl_arg_float(be, k2, i, mean ? (float)n : 1.0f);
     i = mcl_ocl_arg_tensor(be, k2, i, a->out[0]);
+    /* __local: W2 float2 = 8·W2 bytes (2 KiB at 256) */
     i = mcl_ocl_arg_local(be, k2, i, W2 * 2 * sizeof(float));
     return mcl_ocl_launch_groups(be, k2, i, 1, W2, what(wb, sizeof wb, op, 0, "sum_combine", x));
 }
@@ -127,6 +129,7 @@ static mcl_status rows_reduce(mcl_backend *be, const mcl_op_args *a, const char 
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_float(be, k, i, mean ? (float)N : 1.0f);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    /* __local: W float2 = 8·W bytes (2 KiB at W = 256) */
     i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
     return mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
                                  what(wb, sizeof wb, op, 0, "sum_last_fwd", x));

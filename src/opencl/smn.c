@@ -163,6 +163,7 @@ mcl_status mcl_ocl_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, m);
         i = mcl_ocl_arg_long(be, k, i, H);
         i = mcl_ocl_arg_int(be, k, i, kind);
+        /* __local: W float2 = 8·W bytes (2 KiB at W = 256) */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         mcl_ocl_what_op(wb, sizeof wb, "smn_write", "backward", "smn_write_bwd_phi", "phi", a->in[3 + kind]);
         s = mcl_ocl_launch_groups(be, k, i, (size_t)mcl_tensor_numel(gp), W, wb);

@@ -29,6 +29,7 @@ static mcl_status run_rows(mcl_backend *be, const mcl_op_args *a, const char *op
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
     }
     i = mcl_ocl_arg_long(be, k, i, N);
+    /* __local: W float2 = 8·W bytes (2 KiB at W = 256) */
     i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
     char wb[160];
     mcl_ocl_what_op(wb, sizeof wb, op, bwd ? "backward" : "forward", kname, "x", x);

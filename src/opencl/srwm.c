@@ -17,12 +17,17 @@
 
 /* __local floats of the kernels (keep in step with the layouts in kernels/srwm.cl):
  * forward: 3 D x (D+1) matrices + w_b (D x 5) + 8 vectors of D + 4 logits;
- * backward: that state twice (weights, gradient) + 15 vectors of D + 8. */
+ * backward: that state twice (weights, gradient) + 15 vectors of D + 8. In bytes:
+ *   forward   4 (3D^2 + 16D + 4)  = 12D^2 +  64D + 16   (D = 49, 61, 71 at 32, 48, 64 KiB)
+ *   backward  4 (6D^2 + 31D + 8)  = 24D^2 + 124D + 32   (D = 34, 42, 49 at 32, 48, 64 KiB)
+ * (doc/opencl-backend.md's table; tests/test-opencl checks these largest D). */
 static size_t local_floats(int bwd, int64_t D)
 {
     const size_t d = (size_t)D, state = 3 * d * (d + 1) + 5 * d;
     return bwd ? 2 * state + 15 * d + 8 : state + 8 * d + 4;
 }
+
+size_t mcl_ocl_srwm_local_bytes(int bwd, int64_t D) { return local_floats(bwd, D) * sizeof(float); }
 
 /* "srwm forward (kernel srwm_fwd, x [2,2,13,8])" */
 static const char *what(char *buf, size_t len, int bwd, const char *kname, const mcl_tensor *x)
@@ -32,20 +37,22 @@ static const char *what(char *buf, size_t len, int bwd, const char *kname, const
 
 /* The __local bytes and work-group size of a launch, or an error when the state of head size
  * D does not fit the device's __local memory. */
-static mcl_status plan(mcl_backend *be, int bwd, int64_t D, size_t wg_max, size_t *bytes,
-                       size_t *wg)
+static mcl_status plan(mcl_backend *be, int bwd, const mcl_tensor *x, size_t wg_max,
+                       size_t *bytes, size_t *wg)
 {
     const mcl_ocl *o = mcl_ocl_of(be);
-    *bytes = local_floats(bwd, D) * sizeof(float);
+    const int64_t D = x->shape[3];
+    *bytes = mcl_ocl_srwm_local_bytes(bwd, D);
     if (*bytes > o->local_mem) {
         int64_t dmax = 0;
-        while (local_floats(bwd, dmax + 1) * sizeof(float) <= o->local_mem) dmax++;
+        while (mcl_ocl_srwm_local_bytes(bwd, dmax + 1) <= o->local_mem) dmax++;
+        char sb[64];
         return mcl_ctx_set_error(
             be->ctx, MCL_ERR_UNSUPPORTED,
-            "srwm %s: head size D=%lld needs %zu bytes of __local memory (%s), more than the "
-            "%zu bytes (CL_DEVICE_LOCAL_MEM_SIZE) of %s; the largest D that fits is %lld "
-            "(use the reference backend, or smaller heads)",
-            bwd ? "backward" : "forward", (long long)D, *bytes,
+            "OpenCL: srwm %s (x %s): head size D=%lld needs %zu bytes of __local memory (%s), "
+            "more than the %zu bytes (CL_DEVICE_LOCAL_MEM_SIZE) of %s; the largest D that fits "
+            "is %lld (use the reference backend, or smaller heads)",
+            bwd ? "backward" : "forward", mcl_shape_str(x, sb, sizeof sb), (long long)D, *bytes,
             bwd ? "the four weight matrices and their gradient" : "the four weight matrices",
             o->local_mem, o->device_name, (long long)dmax);
     }
@@ -65,14 +72,14 @@ mcl_status mcl_ocl_srwm_fwd(mcl_backend *be, const mcl_op_args *a)
     size_t wg_max, bytes, wg;
     cl_kernel k = mcl_ocl_kernel(be, "srwm_fwd", &wg_max);
     if (!k) return mcl_ocl_recorded(be);
-    mcl_status s = plan(be, 0, D, wg_max, &bytes, &wg);
+    mcl_status s = plan(be, 0, x, wg_max, &bytes, &wg);
     if (s != MCL_OK) return s;
     int i = 0;
     for (int j = 0; j < 5; j++) i = mcl_ocl_arg_tensor(be, k, i, a->in[j]);
     for (int j = 0; j < 12; j++) i = mcl_ocl_arg_tensor(be, k, i, a->out[j]);
     i = mcl_ocl_arg_long(be, k, i, L);
     i = mcl_ocl_arg_long(be, k, i, D);
-    i = mcl_ocl_arg_local(be, k, i, bytes);
+    i = mcl_ocl_arg_local(be, k, i, bytes); /* 12D^2 + 64D + 16 bytes (local_floats) */
     return mcl_ocl_launch_groups(be, k, i, (size_t)S, wg, what(wb, sizeof wb, 0, "srwm_fwd", x));
 }
 
@@ -91,7 +98,7 @@ mcl_status mcl_ocl_srwm_bwd(mcl_backend *be, const mcl_op_args *a)
     size_t wg_max, bytes, wg;
     cl_kernel k = mcl_ocl_kernel(be, "srwm_bwd", &wg_max);
     if (!k) return mcl_ocl_recorded(be);
-    mcl_status s = plan(be, 1, D, wg_max, &bytes, &wg);
+    mcl_status s = plan(be, 1, x, wg_max, &bytes, &wg);
     if (s != MCL_OK) return s;
     int i = mcl_ocl_arg_tensor(be, k, 0, x);
     for (int j = 5; j < 12; j++) i = mcl_ocl_arg_tensor(be, k, i, a->out[j]); /* q .. Δ_b */
@@ -102,6 +109,6 @@ mcl_status mcl_ocl_srwm_bwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k, i, L);
     i = mcl_ocl_arg_long(be, k, i, D);
     i = mcl_ocl_arg_long(be, k, i, want);
-    i = mcl_ocl_arg_local(be, k, i, bytes);
+    i = mcl_ocl_arg_local(be, k, i, bytes); /* 24D^2 + 124D + 32 bytes (local_floats) */
     return mcl_ocl_launch_groups(be, k, i, (size_t)S, wg, what(wb, sizeof wb, 1, "srwm_bwd", x));
 }
