@@ -135,4 +135,25 @@ for f in $families; do
         fail=1
     fi
 done
+# 3. CLBlast's indirect path (Xgemm with its copy, pad and transpose kernels), which only
+# products of 160^3 and more take otherwise: the matmul family again with every product sent
+# there (METACL_TEST_GEMM_INDIRECT, a test hook: builds with --enable-test-hooks only).
+if [ "${METACL_HAVE_TEST_HOOKS:-0}" = 1 ]; then
+    start=$(date +%s)
+    METACL_TEST_GEMM_INDIRECT=1 run_sim "$tmp/indirect.log" --family matmul --small 300
+    rc=$?
+    secs=$(($(date +%s) - start))
+    summary=$(tail -n 1 "$tmp/indirect.log.out")
+    reports=$(grep -c . "$tmp/indirect.log")
+    if [ "$rc" -eq 0 ] && [ "$reports" -eq 0 ]; then
+        echo "test-oclgrind: matmul through CLBlast's indirect path: $summary, no simulator reports (${secs} s)"
+    else
+        echo "test-oclgrind: FAIL: matmul through CLBlast's indirect path: test-ops exit $rc ($summary), $reports lines of simulator reports:"
+        head -n 60 "$tmp/indirect.log"
+        grep -E '^FAIL' "$tmp/indirect.log.out" | head -n 20
+        fail=1
+    fi
+else
+    echo "test-oclgrind: CLBlast's indirect path not checked: this build has no test hooks (configure --enable-test-hooks)"
+fi
 exit $fail

@@ -335,6 +335,20 @@ void mcl_ocl_clblast_setup(mcl_ocl *o)
                                            (const char **)p->names, p->values) != CLBlastSuccess)
             refused = 1;
     }
+#ifdef MCL_TEST_HOOKS
+    /* METACL_TEST_GEMM_INDIRECT=1 (test-hook builds): every product through CLBlast's
+     * indirect path (Xgemm and its copy/pad/transpose kernels), which only products of
+     * 160^3 and more reach otherwise: tests/test-oclgrind.sh checks those kernels under the
+     * simulator on small shapes this way. */
+    const char *ind = getenv("METACL_TEST_GEMM_INDIRECT");
+    if (!refused && ind && strcmp(ind, "1") == 0) {
+        const char *name = "XGEMM_MIN_INDIRECT_SIZE";
+        size_t zero = 0;
+        if (CLBlastOverrideParameters(o->device, "GemmRoutine", CLBlastPrecisionSingle, 1, &name,
+                                      &zero) != CLBlastSuccess)
+            mcl_notice("METACL_TEST_GEMM_INDIRECT: CLBlast refused the routine threshold");
+    }
+#endif
     /* say once per process what was not installed and why (the device's limits) */
     static int said;
     if (said || (!why[0] && !fitted[0])) return;
