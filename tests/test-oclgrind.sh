@@ -66,6 +66,28 @@ run_sim() {
     return $rc
 }
 
+# check LABEL LOGNAME ARGS...: one test-ops run under the simulator; prints one line, and
+# sets fail=1 when test-ops fails or the simulator reported anything.
+check() {
+    label=$1
+    name=$2
+    shift 2
+    start=$(date +%s)
+    run_sim "$tmp/$name.log" "$@"
+    rc=$?
+    secs=$(($(date +%s) - start))
+    summary=$(tail -n 1 "$tmp/$name.log.out")
+    reports=$(grep -c . "$tmp/$name.log")
+    if [ "$rc" -eq 0 ] && [ "$reports" -eq 0 ]; then
+        echo "test-oclgrind: $label: $summary, no simulator reports (${secs} s)"
+    else
+        echo "test-oclgrind: FAIL: $label: test-ops exit $rc ($summary), $reports lines of simulator reports:"
+        head -n 60 "$tmp/$name.log"
+        grep -E '^FAIL' "$tmp/$name.log.out" | head -n 20
+        fail=1
+    fi
+}
+
 # 1. The check can fail: planted bugs are reported.
 mkdir -p "$tmp/planted"
 cp "$srcdir"/kernels/*.cl "$tmp/planted/"
@@ -120,39 +142,17 @@ if [ -z "$families" ]; then
     exit 1
 fi
 for f in $families; do
-    start=$(date +%s)
-    run_sim "$tmp/$f.log" --family "$f" --small "$SMALL"
-    rc=$?
-    secs=$(($(date +%s) - start))
-    summary=$(tail -n 1 "$tmp/$f.log.out")
-    reports=$(grep -c . "$tmp/$f.log")
-    if [ "$rc" -eq 0 ] && [ "$reports" -eq 0 ]; then
-        echo "test-oclgrind: $f: $summary, no simulator reports (${secs} s)"
-    else
-        echo "test-oclgrind: FAIL: $f: test-ops exit $rc ($summary), $reports lines of simulator reports:"
-        head -n 60 "$tmp/$f.log"
-        grep -E '^FAIL' "$tmp/$f.log.out" | head -n 20
-        fail=1
-    fi
+    check "$f" "$f" --family "$f" --small "$SMALL"
 done
+
 # 3. CLBlast's indirect path (Xgemm with its copy, pad and transpose kernels), which only
 # products of 160^3 and more take otherwise: the matmul family again with every product sent
 # there (METACL_TEST_GEMM_INDIRECT, a test hook: builds with --enable-test-hooks only).
 if [ "${METACL_HAVE_TEST_HOOKS:-0}" = 1 ]; then
-    start=$(date +%s)
-    METACL_TEST_GEMM_INDIRECT=1 run_sim "$tmp/indirect.log" --family matmul --small 300
-    rc=$?
-    secs=$(($(date +%s) - start))
-    summary=$(tail -n 1 "$tmp/indirect.log.out")
-    reports=$(grep -c . "$tmp/indirect.log")
-    if [ "$rc" -eq 0 ] && [ "$reports" -eq 0 ]; then
-        echo "test-oclgrind: matmul through CLBlast's indirect path: $summary, no simulator reports (${secs} s)"
-    else
-        echo "test-oclgrind: FAIL: matmul through CLBlast's indirect path: test-ops exit $rc ($summary), $reports lines of simulator reports:"
-        head -n 60 "$tmp/indirect.log"
-        grep -E '^FAIL' "$tmp/indirect.log.out" | head -n 20
-        fail=1
-    fi
+    METACL_TEST_GEMM_INDIRECT=1
+    export METACL_TEST_GEMM_INDIRECT
+    check "matmul through CLBlast's indirect path" indirect --family matmul --small 300
+    unset METACL_TEST_GEMM_INDIRECT
 else
     echo "test-oclgrind: CLBlast's indirect path not checked: this build has no test hooks (configure --enable-test-hooks)"
 fi
