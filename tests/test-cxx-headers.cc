@@ -26,6 +26,7 @@
 #include <metacl/acl_train.h>
 #include <metacl/train.h>
 #include <metacl/learner.h>
+#include <metacl/learner_api.h>
 #include <metacl/protocols.h>
 #include <metacl/conv4.h>
 #include <metacl/conv8.h>
@@ -66,6 +67,7 @@ int main()
         reinterpret_cast<const void *>(&mcl_acl_init_from),    // acl_train.h (mcl_acl_family is data)
         reinterpret_cast<const void *>(&mcl_train_run),        // train.h
         reinterpret_cast<const void *>(&mcl_learner_free),     // learner.h
+        reinterpret_cast<const void *>(&mcl_learner_open_ckpt), // learner_api.h
         reinterpret_cast<const void *>(&mcl_eval_seq),         // protocols.h
         reinterpret_cast<const void *>(&mcl_conv4_create),     // conv4.h
         reinterpret_cast<const void *>(&mcl_conv8_create),     // conv8.h

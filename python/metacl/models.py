@@ -1,0 +1,215 @@
+"""models.py — shipped and trained models as learners.
+
+    learner = metacl.load("acl-2task-gen")          # a shipped checkpoint, or a path
+    learner.reset(n_outputs=5)
+    learner.observe(images, labels)                  # learn in context (uint8 [n, 32, 32])
+    logits = learner.predict(query_images)           # float32 [n, n_logits]
+
+A Learner is the C library's learner interface (src/learn/learner.h): the same object that
+`metacl eval FAMILY` drives through its protocols, so a Python loop over the same episodes
+gives the CLI's numbers. Checkpoints are found by name under $METACL_PKGDATADIR/checkpoints,
+the installed data directory and the source tree's data/checkpoints.
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+from . import _lib, _paths
+from .core import Context
+from .data import Dataset, from_arrays
+from .errors import Error, InvalidError, raise_status
+
+_L = _lib.lib
+for _name, _res, _args in [
+    ("mcl_learner_open_ckpt", ctypes.c_int, [_lib.P, _lib.S, ctypes.c_int, ctypes.POINTER(_lib.P),
+                                             ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]),
+    ("mcl_learner_free", None, [_lib.P]),
+    ("mcl_learner_begin", ctypes.c_int, [_lib.P]),
+    ("mcl_learner_end", None, [_lib.P]),
+    ("mcl_learner_reset", ctypes.c_int, [_lib.P, ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]),
+    ("mcl_learner_observe", ctypes.c_int, [_lib.P, ctypes.c_int, _lib.P, ctypes.c_void_p, ctypes.c_void_p,
+                                           ctypes.c_int64, ctypes.c_int, ctypes.c_int64]),
+    ("mcl_learner_predict", ctypes.c_int, [_lib.P, _lib.P, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
+                                           ctypes.c_int64, ctypes.c_void_p]),
+    ("mcl_learner_kind", _lib.S, [_lib.P]),
+    ("mcl_learner_lanes", ctypes.c_int, [_lib.P]),
+    ("mcl_learner_n_logits", ctypes.c_int, [_lib.P]),
+    ("mcl_learner_max_lanes", ctypes.c_int, [_lib.P]),
+    ("mcl_learner_max_outputs", ctypes.c_int, [_lib.P]),
+]:
+    getattr(_L, _name).restype = _res
+    getattr(_L, _name).argtypes = _args
+
+
+def checkpoint_dirs():
+    """Where checkpoints are looked up by name, in order."""
+    dirs = []
+    env = os.environ.get("METACL_PKGDATADIR")
+    if env:
+        dirs.append(os.path.join(env, "checkpoints"))
+    dirs += [os.path.join(_paths.PKGDATADIR, "checkpoints"), os.path.join(_paths.SRC_DIR, "data", "checkpoints")]
+    return dirs
+
+
+def find_checkpoint(name):
+    """The file of checkpoint `name` (a path, or a shipped name with or without .ckpt)."""
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError("a checkpoint is named by a string or a path")
+    name = os.fspath(name)
+    if os.sep in name or os.path.exists(name):
+        if not os.path.isfile(name):
+            raise Error("%s: no such checkpoint file" % name, 8)
+        return name
+    for d in checkpoint_dirs():
+        for cand in (os.path.join(d, name), os.path.join(d, name + ".ckpt")):
+            if os.path.isfile(cand):
+                return cand
+    raise_status(8, "no checkpoint named '%s' (looked in %s)" % (name, ", ".join(checkpoint_dirs())))
+
+
+class Learner:
+    """A model learning from labelled examples: reset(), observe(x, y), predict(x).
+
+    x: uint8 images [n, 32, 32] (or [lanes, n, 32, 32] with lanes > 1), or a
+    (metacl.data.Dataset, indices) pair; y: integer labels 0..n_outputs-1, [n] or [lanes, n].
+    normalize: standardize pixels with the set's statistics (what the CLI's protocols do)."""
+
+    def __init__(self, ctx, handle, kind, path, owns_ctx):
+        self._ctx, self._h, self.kind, self.path = ctx, handle, kind, path
+        self._owns_ctx = owns_ctx
+        self._begun = False
+        self.normalize = True
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise Error("the learner was closed", 7)
+        return self._h
+
+    @property
+    def ctx(self):
+        return self._ctx
+
+    def close(self):
+        if self._h:
+            if self._begun:
+                _L.mcl_learner_end(self._h)
+            _L.mcl_learner_free(self._h)
+            self._h = None
+        if self._owns_ctx and self._ctx is not None:
+            self._ctx.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<metacl.Learner %s from %s>" % (self.kind, self.path)
+
+    @property
+    def lanes(self):
+        return _L.mcl_learner_lanes(self.handle)
+
+    @property
+    def n_logits(self):
+        return _L.mcl_learner_n_logits(self.handle)
+
+    @property
+    def max_outputs(self):
+        return _L.mcl_learner_max_outputs(self.handle)
+
+    def reset(self, n_outputs=5, lanes=1, run=0, episode=0):
+        """Start `lanes` fresh problems with `n_outputs` classes (the model's initial state)."""
+        h = self.handle
+        if not self._begun:
+            self._ctx.check(_L.mcl_learner_begin(h), "learner")
+            self._begun = True
+        self._ctx.check(_L.mcl_learner_reset(h, int(lanes), int(n_outputs), int(run), int(episode)), "reset")
+
+    def _rows(self, x, what):
+        """(dataset, int64 row indices, rows per lane, dataset to free or None)."""
+        lanes = self.lanes
+        if lanes < 1:
+            raise Error("%s before reset()" % what, 7)
+        if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], Dataset):
+            ds, idx = x
+            idx = np.ascontiguousarray(np.asarray(idx, dtype=np.int64).reshape(-1))
+            if idx.size % lanes:
+                raise ValueError("%s: %d rows for %d lanes" % (what, idx.size, lanes))
+            return ds, idx, idx.size // lanes, None
+        x = np.asarray(x)
+        if x.dtype != np.uint8:
+            raise TypeError("%s: images must be uint8 [n, 32, 32] (0..255), not %s" % (what, x.dtype))
+        if lanes > 1:
+            if x.ndim != 4 or x.shape[0] != lanes:
+                raise ValueError("%s: with %d lanes give images [lanes, n, 32, 32], got %s" % (what, lanes, x.shape))
+            x = x.reshape(-1, *x.shape[2:])
+        if x.ndim == 4 and x.shape[1] == 1:
+            x = x[:, 0]
+        n = x.shape[0] // lanes
+        ds = from_arrays(x, np.zeros(x.shape[0], np.int32), name="python")
+        return ds, np.arange(x.shape[0], dtype=np.int64), n, ds
+
+    def observe(self, x, y, task=0):
+        """Learn from the labelled examples (x, y) as task `task`."""
+        ds, idx, n, tmp = self._rows(x, "observe")
+        try:
+            y = np.asarray(y)
+            if y.dtype.kind not in "iu":
+                raise TypeError("observe: labels must be integers, not %s" % y.dtype)
+            lab = np.ascontiguousarray(y.reshape(-1).astype(np.int32))
+            if lab.size != idx.size:
+                raise ValueError("observe: %d images but %d labels" % (idx.size, lab.size))
+            st = _L.mcl_learner_observe(self.handle, int(task), ds.handle, idx.ctypes.data, lab.ctypes.data,
+                                        n, 1 if self.normalize else 0, 0)
+            self._ctx.check(st, "observe")
+        finally:
+            if tmp is not None:
+                tmp.free()
+
+    def predict(self, x):
+        """Logits float32 [lanes·n, n_logits] for the query images x."""
+        ds, idx, n, tmp = self._rows(x, "predict")
+        try:
+            out = np.empty((idx.size, self.n_logits), dtype=np.float32)
+            st = _L.mcl_learner_predict(self.handle, ds.handle, idx.ctypes.data, n,
+                                        1 if self.normalize else 0, 0, out.ctypes.data)
+            self._ctx.check(st, "predict")
+            return out
+        finally:
+            if tmp is not None:
+                tmp.free()
+
+
+def load(name, ctx=None, backend="ref", device=None, max_lanes=0):
+    """The learner of a shipped checkpoint (by name, e.g. "acl-2task-gen") or of a file.
+    Without ctx a context of `backend` is made and closed with the learner."""
+    path = find_checkpoint(name)
+    owns = ctx is None
+    if owns:
+        ctx = Context(backend, device=device)
+    elif not isinstance(ctx, Context):
+        raise TypeError("ctx must be a metacl.Context")
+    h = _lib.P()
+    kind = ctypes.create_string_buffer(80)
+    err = ctypes.create_string_buffer(1024)
+    st = _L.mcl_learner_open_ckpt(ctx.handle, path.encode(), int(max_lanes), ctypes.byref(h), kind,
+                                  len(kind), err, len(err))
+    if st != 0:
+        if owns:
+            ctx.close()
+        msg = err.value.decode(errors="replace")
+        if not msg:
+            msg = (_lib.ctx_error(ctx.handle) or b"").decode() if not owns else ""
+        raise_status(st, msg or "%s: cannot open the learner" % path)
+    return Learner(ctx, h.value, kind.value.decode(), path, owns)
