@@ -15,13 +15,13 @@ table; metacl.load() opens a shipped or trained model; metacl.data the prepared 
 metacl.testing.compare checks an op on a device against your own reference. See doc/python.md.
 """
 
-from . import _lib
+from . import _lib, _paths
 from .core import Context, Tensor, backward, devices, tensor
 from .errors import (BackendError, Error, FormatError, InvalidError, IOError, NullError,
                      OutOfMemoryError, ShapeError, StateError, UnsupportedError)
 from . import ops
 
-__version__ = _lib.lib.mcl_version() if hasattr(_lib.lib, "mcl_version") else "0.1.0"
+__version__ = _paths.VERSION
 library_path = _lib.lib._name
 
 from . import data, models, testing  # noqa: E402  (they use the names above)
