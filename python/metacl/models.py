@@ -26,6 +26,18 @@ for _name, _res, _args in [
     ("mcl_learner_open_ckpt", ctypes.c_int, [_lib.P, _lib.S, ctypes.c_int, ctypes.POINTER(_lib.P),
                                              ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]),
     ("mcl_learner_free", None, [_lib.P]),
+    ("mcl_ckpt_model_kind", ctypes.c_int, [_lib.S, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]),
+    ("mcl_learner_open_baseline", ctypes.c_int, [_lib.P, _lib.S, ctypes.c_uint64, ctypes.POINTER(_lib.P),
+                                                 ctypes.c_char_p, ctypes.c_size_t]),
+    ("mcl_lm_text_open", ctypes.c_int, [_lib.P, _lib.S, ctypes.POINTER(_lib.P), ctypes.c_char_p, ctypes.c_size_t]),
+    ("mcl_lm_text_free", None, [_lib.P]),
+    ("mcl_lm_text_has_fast_weights", ctypes.c_int, [_lib.P]),
+    ("mcl_lm_text_score", ctypes.c_int, [_lib.P, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float,
+                                         ctypes.c_float, ctypes.POINTER(ctypes.c_double),
+                                         ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_size_t]),
+    ("mcl_lm_sample", ctypes.c_int, [_lib.P, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_float,
+                                     ctypes.c_uint64, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
+    ("mcl_lm_text_model", _lib.P, [_lib.P]),
     ("mcl_learner_begin", ctypes.c_int, [_lib.P]),
     ("mcl_learner_end", None, [_lib.P]),
     ("mcl_learner_reset", ctypes.c_int, [_lib.P, ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]),
@@ -126,7 +138,13 @@ class Learner:
 
     @property
     def max_outputs(self):
+        """The most outputs (classes) it can give (0 = any)."""
         return _L.mcl_learner_max_outputs(self.handle)
+
+    @property
+    def max_lanes(self):
+        """The most problems it runs side by side (0 = no limit)."""
+        return _L.mcl_learner_max_lanes(self.handle)
 
     def reset(self, n_outputs=5, lanes=1, run=0, episode=0):
         """Start `lanes` fresh problems with `n_outputs` classes (the model's initial state)."""
@@ -191,25 +209,149 @@ class Learner:
                 tmp.free()
 
 
-def load(name, ctx=None, backend="ref", device=None, max_lanes=0):
-    """The learner of a shipped checkpoint (by name, e.g. "acl-2task-gen") or of a file.
-    Without ctx a context of `backend` is made and closed with the learner."""
+def checkpoint_kind(name):
+    """The model kind a checkpoint holds ("acl", "lm", "smn", "oct")."""
     path = find_checkpoint(name)
-    owns = ctx is None
-    if owns:
-        ctx = Context(backend, device=device)
-    elif not isinstance(ctx, Context):
-        raise TypeError("ctx must be a metacl.Context")
-    h = _lib.P()
     kind = ctypes.create_string_buffer(80)
     err = ctypes.create_string_buffer(1024)
-    st = _L.mcl_learner_open_ckpt(ctx.handle, path.encode(), int(max_lanes), ctypes.byref(h), kind,
-                                  len(kind), err, len(err))
+    st = _L.mcl_ckpt_model_kind(path.encode(), kind, len(kind), err, len(err))
+    if st != 0:
+        raise_status(st, err.value.decode(errors="replace"))
+    return kind.value.decode()
+
+
+def _context(ctx, backend, device):
+    if ctx is None:
+        return Context(backend, device=device), True
+    if not isinstance(ctx, Context):
+        raise TypeError("ctx must be a metacl.Context")
+    return ctx, False
+
+
+def baseline(spec="adam", seed=1, ctx=None, backend="ref", device=None):
+    """A hand-crafted baseline as a Learner: a Conv-4 + linear head trained by gradient descent
+    on each task in turn, with the continual-learning method of `spec` ("sgd", "adam", "ewc",
+    "ewc-online", "si", "lwf", "replay", with keys as `metacl eval acl --baseline`, e.g.
+    "ewc:lambda=100,lr=0.01"); `seed` as the CLI's --seed."""
+    if not isinstance(spec, str):
+        raise TypeError("baseline: spec must be a string such as 'adam' or 'ewc:lambda=100'")
+    ctx, owns = _context(ctx, backend, device)
+    h = _lib.P()
+    err = ctypes.create_string_buffer(1024)
+    st = _L.mcl_learner_open_baseline(ctx.handle, spec.encode(), int(seed), ctypes.byref(h), err, len(err))
     if st != 0:
         if owns:
             ctx.close()
-        msg = err.value.decode(errors="replace")
-        if not msg:
-            msg = (_lib.ctx_error(ctx.handle) or b"").decode() if not owns else ""
-        raise_status(st, msg or "%s: cannot open the learner" % path)
-    return Learner(ctx, h.value, kind.value.decode(), path, owns)
+        raise_status(st, err.value.decode(errors="replace"))
+    return Learner(ctx, h.value, spec.split(":")[0], "baseline " + spec, owns)
+
+
+LM_MODES = {"static": 0, "dynamic": 1, "smn": 2}
+
+
+class LM:
+    """A trained character (byte) language model (doc/lm-model.md): score(text) in bits per
+    byte and sample(prompt, n, temperature)."""
+
+    def __init__(self, ctx, handle, path, owns_ctx):
+        self._ctx, self._h, self.path, self._owns_ctx = ctx, handle, path, owns_ctx
+        self.kind = "lm"
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise Error("the model was closed", 7)
+        return self._h
+
+    @property
+    def has_fast_weights(self):
+        return bool(_L.mcl_lm_text_has_fast_weights(self.handle))
+
+    def close(self):
+        if self._h:
+            _L.mcl_lm_text_free(self._h)
+            self._h = None
+        if self._owns_ctx and self._ctx is not None:
+            self._ctx.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<metacl.LM from %s>" % self.path
+
+    @staticmethod
+    def _bytes(text, what):
+        if isinstance(text, str):
+            return text.encode("utf-8")
+        if isinstance(text, (bytes, bytearray)):
+            return bytes(text)
+        raise TypeError("%s: give a str or bytes, not %s" % (what, type(text).__name__))
+
+    def score(self, text, mode="static", lr=0.0, decay=0.0):
+        """Bits per byte of `text` (str: its UTF-8 bytes) read as one stream: mode "static"
+        (weights frozen), "dynamic" (an SGD step on the slow weights after each segment: lr,
+        decay; lr 0 = 1e-4) or "smn" (the fast weights written after each segment; models
+        with fast weights). The model is unchanged afterwards."""
+        if mode not in LM_MODES:
+            raise InvalidError("score: mode %r (static, dynamic, smn)" % (mode,))
+        data = self._bytes(text, "score")
+        buf = ctypes.create_string_buffer(data, len(data))
+        bits, chars = ctypes.c_double(), ctypes.c_int64()
+        err = ctypes.create_string_buffer(1024)
+        st = _L.mcl_lm_text_score(self.handle, buf, len(data), LM_MODES[mode], float(lr), float(decay),
+                                  ctypes.byref(bits), ctypes.byref(chars), err, len(err))
+        if st != 0:
+            raise_status(st, err.value.decode(errors="replace"))
+        return bits.value / chars.value
+
+    def sample(self, prompt, n=400, temperature=0.8, seed=1, raw=False):
+        """The prompt's continuation: n bytes drawn one at a time at `temperature` (0 = the
+        likeliest byte), the draws keyed by `seed` — what `metacl sample lm` prints after the
+        prompt. A str (invalid UTF-8 replaced), or bytes with raw=True."""
+        data = self._bytes(prompt, "sample")
+        if not data:
+            raise InvalidError("sample: give a prompt of at least one byte")
+        out = ctypes.create_string_buffer(max(int(n), 1))
+        err = ctypes.create_string_buffer(1024)
+        st = _L.mcl_lm_sample(_L.mcl_lm_text_model(self.handle), data, len(data), int(n), float(temperature),
+                              int(seed), out, err, len(err))
+        if st != 0:
+            raise_status(st, err.value.decode(errors="replace"))
+        got = out.raw[:int(n)]
+        return got if raw else got.decode("utf-8", errors="replace")
+
+
+def load(name, ctx=None, backend="ref", device=None, max_lanes=0):
+    """A shipped checkpoint (by name, e.g. "acl-2task-gen", "lm-text") or a file: an ACL model
+    as a Learner, a language model as an LM. Without ctx a context of `backend` is made and
+    closed with the model."""
+    path = find_checkpoint(name)
+    kind = checkpoint_kind(path)
+    ctx, owns = _context(ctx, backend, device)
+    err = ctypes.create_string_buffer(1024)
+    h = _lib.P()
+    if kind == "lm":
+        st = _L.mcl_lm_text_open(ctx.handle, path.encode(), ctypes.byref(h), err, len(err))
+        if st != 0:
+            if owns:
+                ctx.close()
+            raise_status(st, err.value.decode(errors="replace"))
+        return LM(ctx, h.value, path, owns)
+    kbuf = ctypes.create_string_buffer(80)
+    st = _L.mcl_learner_open_ckpt(ctx.handle, path.encode(), int(max_lanes), ctypes.byref(h), kbuf,
+                                  len(kbuf), err, len(err))
+    if st != 0:
+        if owns:
+            ctx.close()
+        raise_status(st, err.value.decode(errors="replace") or "%s: cannot open the model" % path)
+    return Learner(ctx, h.value, kbuf.value.decode(), path, owns)

@@ -1,4 +1,5 @@
-"""The shipped ACL learner from Python gives the CLI's numbers on the same episodes."""
+"""The shipped learners from Python give the CLI's numbers: the ACL models and a baseline on the
+same episodes as `metacl eval acl`, the language model's samples as `metacl sample lm`."""
 
 import json
 import os
@@ -23,7 +24,7 @@ def data_dir(tmp_path_factory):
     return str(d)
 
 
-def python_two_task(model, data_dir, seed=SEED, episodes=EPISODES):
+def python_two_task(model, data_dir, seed=SEED, episodes=EPISODES, make=None):
     """The two-task protocol written in Python: fmnist classes 0-4 then 5-9, 5-way 5-shot, one
     query per class; run 0's episodes from Rng(seed, 0). Returns (A alone, B alone, A after
     A->B, B after A->B) as fractions."""
@@ -31,10 +32,11 @@ def python_two_task(model, data_dir, seed=SEED, episodes=EPISODES):
     eps = data.Episodes([(ds, range(0, 5)), (ds, range(5, 10))], n_way=5, k_shot=5)
     rng = data.Rng(seed, 0)
     hits = {"A": 0, "B": 0, "A after": 0, "B after": 0}
-    learner = metacl.load(model)
+    learner = make() if make else metacl.load(model)
+    lanes = min(LANES, learner.max_lanes) if learner.max_lanes > 0 else LANES
     with learner:
-        for e0 in range(0, episodes, LANES):
-            b = min(LANES, episodes - e0)
+        for e0 in range(0, episodes, lanes):
+            b = min(lanes, episodes - e0)
             seqs = [eps.sample(rng) for _ in range(b)]
 
             def rows(task, part):
@@ -60,11 +62,11 @@ def python_two_task(model, data_dir, seed=SEED, episodes=EPISODES):
     return tuple(hits[k] / n for k in ("A", "B", "A after", "B after"))
 
 
-def cli_two_task(model, data_dir):
-    ck = metacl.models.find_checkpoint(model)
-    r = subprocess.run([METACL, "eval", "acl", "--backend", "ref", "--ckpt", "%s=%s" % (model, ck), "--protocol",
+def cli_two_task(model, data_dir, episodes=EPISODES, baseline=None):
+    who = ["--baseline", baseline] if baseline else ["--ckpt", "%s=%s" % (model, metacl.models.find_checkpoint(model))]
+    r = subprocess.run([METACL, "eval", "acl", "--backend", "ref"] + who + ["--protocol",
                         "two-task", "--data", "fmnist@0-4", "--data", "fmnist@5-9", "--runs", "1", "--episodes",
-                        str(EPISODES), "--seed", str(SEED), "--data-dir", data_dir, "--json"],
+                        str(episodes), "--seed", str(SEED), "--data-dir", data_dir, "--json"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)["models"][0]
@@ -108,4 +110,47 @@ def test_learner_from_numpy_arrays():
 
 def test_models_without_a_learner_say_so():
     with pytest.raises(metacl.UnsupportedError):
-        metacl.load("lm-text")
+        metacl.load("smn-wcst")
+
+
+def test_baseline_learner_matches_the_cli(data_dir):
+    # a baseline trains on one problem at a time (lanes 1): 4 episodes keep it short
+    py = python_two_task(None, data_dir, episodes=4, make=lambda: metacl.models.baseline("adam", seed=SEED))
+    cli = cli_two_task(None, data_dir, episodes=4, baseline="adam")
+    print("adam baseline: python %s, cli %s" % (py, cli))
+    assert py == pytest.approx(cli, abs=1e-6)
+
+
+def test_lm_sample_matches_the_cli():
+    r = subprocess.run([METACL, "sample", "lm", "--ckpt", metacl.models.find_checkpoint("lm-text"), "--prompt",
+                        "The ", "-n", "60", "--seed", "3"], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    with metacl.load("lm-text") as lm:
+        assert lm.kind == "lm" and lm.has_fast_weights
+        got = lm.sample("The ", 60, temperature=0.8, seed=3, raw=True)
+        assert r.stdout == b"The " + got + b"\n"
+        assert lm.sample("The ", 60, seed=4, raw=True) != got  # another seed, other bytes
+        assert lm.sample("a", 5, temperature=0, raw=True) == lm.sample("a", 5, temperature=0, seed=9, raw=True)
+        with pytest.raises(metacl.InvalidError):
+            lm.sample("", 5)
+        with pytest.raises(metacl.InvalidError):
+            lm.sample("a", 5, temperature=-1)
+
+
+def test_lm_score():
+    text = "The quick brown fox jumps over the lazy dog. " * 8
+    with metacl.load("lm-text") as lm:
+        static = lm.score(text)
+        assert 0 < static < 8  # a trained model beats a uniform byte (8 bits)
+        assert lm.score(text.encode()) == static and lm.score(text) == static  # the model is put back
+        smn = lm.score(text, mode="smn")
+        assert 0 < smn < 8 and smn != static
+        dyn = lm.score(text, mode="dynamic", lr=1e-3)
+        assert 0 < dyn < 8 and dyn != static
+        assert lm.score(text) == static
+        with pytest.raises(metacl.InvalidError):
+            lm.score(text, mode="nope")
+        with pytest.raises(metacl.InvalidError):
+            lm.score("a")
+        with pytest.raises(TypeError):
+            lm.score(3)

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "checkpoint.h"
 #include "learner_api.h"
 #include "protocols.h"
@@ -33,6 +34,31 @@ mcl_status mcl_learner_open_ckpt(mcl_ctx *ctx, const char *path, int max_lanes, 
     mcl_ckpt_info_free(&info);
     if (s != MCL_OK) return s;
     return fam->learner_open(ctx, path, max_lanes, out, err, err_len);
+}
+
+mcl_status mcl_ckpt_model_kind(const char *path, char *kind, size_t len, char *err, size_t err_len)
+{
+    if (!path || !kind || !len) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "checkpoint kind: NULL argument");
+    kind[0] = '\0';
+    mcl_ckpt_info info;
+    mcl_status s = mcl_ckpt_read_info(path, &info, err, err_len);
+    if (s == MCL_OK) snprintf(kind, len, "%s", info.model_kind);
+    mcl_ckpt_info_free(&info);
+    return s;
+}
+
+mcl_status mcl_learner_open_baseline(mcl_ctx *ctx, const char *spec, uint64_t seed, mcl_learner **out,
+                                     char *err, size_t err_len)
+{
+    if (out) *out = NULL;
+    if (!ctx || !spec || !out) return mcl_errbuf(err, err_len, MCL_ERR_NULL, "baseline: NULL argument");
+    mcl_baseline_config cfg;
+    mcl_status s = mcl_baseline_parse(spec, &cfg, err, err_len);
+    if (s != MCL_OK) return s;
+    cfg.seed = seed;
+    s = mcl_baseline_learner_create(ctx, &cfg, out);
+    if (s != MCL_OK) mcl_errbuf(err, err_len, s, "baseline %s: %s", spec, mcl_ctx_error(ctx));
+    return s;
 }
 
 #define NEED(L) \

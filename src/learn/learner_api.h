@@ -21,6 +21,16 @@ extern "C" {
 mcl_status mcl_learner_open_ckpt(mcl_ctx *ctx, const char *path, int max_lanes, mcl_learner **out,
                                  char *kind, size_t kind_len, char *err, size_t err_len);
 
+/* The model kind a checkpoint says it holds ("acl", "lm", ...) into kind[len], from its header
+ * alone (mcl_ckpt_read_info). */
+mcl_status mcl_ckpt_model_kind(const char *path, char *kind, size_t len, char *err, size_t err_len);
+
+/* A hand-crafted baseline (baseline.h) as a learner, from the spec `metacl eval acl --baseline`
+ * takes ("adam", "ewc:lambda=100,lr=0.01", ...; mcl_baseline_parse) and the seed of its
+ * initialization, shuffles and replay draws (the CLI's --seed). */
+mcl_status mcl_learner_open_baseline(mcl_ctx *ctx, const char *spec, uint64_t seed, mcl_learner **out,
+                                     char *err, size_t err_len);
+
 /* learner.h's operations. begin/end bracket a protocol (for the ACL model: gradients and
  * dropout off inside); reset starts `lanes` fresh problems; observe learns task `task` from n
  * labelled rows per lane (idx, lab: lanes·n entries into ds); predict writes lanes·n rows of
