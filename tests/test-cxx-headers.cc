@@ -36,6 +36,7 @@
 #include <metacl/metanet.h>
 #include <metacl/smn.h>
 #include <metacl/smn_train.h>
+#include <metacl/smn_agent.h>
 #include <metacl/lm.h>
 #include <metacl/lm_train.h>
 #include <metacl/lm_text.h>
@@ -70,6 +71,7 @@ int main()
         reinterpret_cast<const void *>(&mcl_learner_free),     // learner.h
         reinterpret_cast<const void *>(&mcl_learner_open_ckpt), // learner_api.h
         reinterpret_cast<const void *>(&mcl_lm_sample),        // lm_text.h
+        reinterpret_cast<const void *>(&mcl_smn_model_open),   // smn_agent.h
         reinterpret_cast<const void *>(&mcl_eval_seq),         // protocols.h
         reinterpret_cast<const void *>(&mcl_conv4_create),     // conv4.h
         reinterpret_cast<const void *>(&mcl_conv8_create),     // conv8.h

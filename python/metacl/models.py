@@ -38,6 +38,17 @@ for _name, _res, _args in [
     ("mcl_lm_sample", ctypes.c_int, [_lib.P, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_float,
                                      ctypes.c_uint64, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
     ("mcl_lm_text_model", _lib.P, [_lib.P]),
+    ("mcl_smn_model_open", ctypes.c_int, [_lib.P, _lib.S, ctypes.POINTER(_lib.P), ctypes.c_char_p, ctypes.c_size_t]),
+    ("mcl_smn_model_free", None, [_lib.P]),
+    ("mcl_smn_model_task", ctypes.c_int, [_lib.P]),
+    ("mcl_smn_model_obs_size", ctypes.c_int64, [_lib.P]),
+    ("mcl_smn_model_n_out", ctypes.c_int, [_lib.P]),
+    ("mcl_smn_model_act", ctypes.c_int, [_lib.P, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_char_p,
+                                         ctypes.c_size_t]),
+    ("mcl_smn_model_reset", ctypes.c_int, [_lib.P, ctypes.c_char_p, ctypes.c_size_t]),
+    ("mcl_smn_model_run", ctypes.c_int, [_lib.P, ctypes.c_int, ctypes.c_uint64, ctypes.c_int, ctypes.c_int64,
+                                         ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                         ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_size_t]),
     ("mcl_learner_begin", ctypes.c_int, [_lib.P]),
     ("mcl_learner_end", None, [_lib.P]),
     ("mcl_learner_reset", ctypes.c_int, [_lib.P, ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]),
@@ -331,9 +342,110 @@ class LM:
         return got if raw else got.decode("utf-8", errors="replace")
 
 
+class _TaskRec(ctypes.Structure):
+    """mcl_smn_task_rec (smn_train.h)."""
+    _fields_ = [(n, ctypes.c_int64) for n in ("steps", "updates_to_solve", "persev_errors", "persev_n", "kept_err",
+                                                "kept_n", "hits", "n")]
+
+
+SMN_TASKS = {0: "wcst", 1: "onlinex", 2: "classes"}
+SMN_AGENTS = {"alg1": 0, "fast-only": 1, "frozen": 4}
+
+
+class SMN:
+    """A trained Sparse-MetaNet model (doc/smn-model.md): act(obs) with its current weights,
+    reset() of the fast weights, and run(...), one run of `metacl eval smn --protocol wcst`."""
+
+    def __init__(self, ctx, handle, path, owns_ctx):
+        self._ctx, self._h, self.path, self._owns_ctx = ctx, handle, path, owns_ctx
+        self.kind = "smn"
+        self.task = SMN_TASKS.get(_L.mcl_smn_model_task(handle), "?")
+        self.obs_size = int(_L.mcl_smn_model_obs_size(handle))
+        self.n_out = int(_L.mcl_smn_model_n_out(handle))
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise Error("the model was closed", 7)
+        return self._h
+
+    def close(self):
+        if self._h:
+            _L.mcl_smn_model_free(self._h)
+            self._h = None
+        if self._owns_ctx and self._ctx is not None:
+            self._ctx.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<metacl.SMN %s agent from %s>" % (self.task, self.path)
+
+    def policy(self, obs):
+        """Logits float32 [rows, n_out] of observations obs (float32 [rows, obs_size], or one
+        observation [obs_size]) with the current slow and fast weights; nothing is learned."""
+        obs = np.asarray(obs)
+        if obs.dtype != np.float32:
+            raise TypeError("policy: observations must be float32, not %s" % obs.dtype)
+        if obs.ndim == 1:
+            obs = obs[None]
+        obs = np.ascontiguousarray(obs.reshape(obs.shape[0], -1))
+        if obs.shape[1] != self.obs_size:
+            raise ValueError("policy: observations of %d floats, the model reads %d" % (obs.shape[1], self.obs_size))
+        out = np.empty((obs.shape[0], self.n_out), np.float32)
+        err = ctypes.create_string_buffer(1024)
+        st = _L.mcl_smn_model_act(self.handle, obs.ctypes.data, obs.shape[0], out.ctypes.data, err, len(err))
+        if st != 0:
+            raise_status(st, err.value.decode(errors="replace"))
+        return out
+
+    def act(self, obs):
+        """The likeliest action (WCST: the reference card 0..3) for each observation."""
+        a = self.policy(obs).argmax(1)
+        return int(a[0]) if np.asarray(obs).ndim == 1 else a
+
+    def reset(self):
+        """Fast weights back to zero."""
+        err = ctypes.create_string_buffer(512)
+        st = _L.mcl_smn_model_reset(self.handle, err, len(err))
+        if st != 0:
+            raise_status(st, err.value.decode(errors="replace"))
+
+    def run(self, agent="alg1", seed=1, tasks=30, max_steps=None, lr=3e-4):
+        """One run of the WCST protocol (`metacl eval smn --protocol wcst --runs 1 --seed SEED`):
+        a fresh environment, the agent going on from the checkpoint ("alg1": Algorithm 1 with
+        the slow weights' optimizer at lr, the CLI's --smn-lr; "fast-only": fast weights only;
+        "frozen": no update), until `tasks` rules are solved or max_steps episodes (default 200
+        per task). Returns one dict per task: steps, updates_to_solve (-1: not solved),
+        persev_errors, hits, n."""
+        if agent not in SMN_AGENTS:
+            raise InvalidError("run: agent %r (%s)" % (agent, ", ".join(SMN_AGENTS)))
+        max_steps = 200 * int(tasks) if max_steps is None else int(max_steps)
+        cap = max(int(tasks), 1) + 1
+        recs = (_TaskRec * cap)()
+        n, upd = ctypes.c_int(), ctypes.c_int64()
+        err = ctypes.create_string_buffer(1024)
+        st = _L.mcl_smn_model_run(self.handle, SMN_AGENTS[agent], int(seed), int(tasks), max_steps, float(lr),
+                                  ctypes.cast(recs, ctypes.c_void_p), cap, ctypes.byref(n), ctypes.byref(upd),
+                                  err, len(err))
+        if st != 0:
+            raise_status(st, err.value.decode(errors="replace"))
+        return [{f: int(getattr(recs[i], f)) for f, _ in _TaskRec._fields_} for i in range(n.value)]
+
+
 def load(name, ctx=None, backend="ref", device=None, max_lanes=0):
-    """A shipped checkpoint (by name, e.g. "acl-2task-gen", "lm-text") or a file: an ACL model
-    as a Learner, a language model as an LM. Without ctx a context of `backend` is made and
+    """A shipped checkpoint (by name, e.g. "acl-2task-gen", "lm-text", "smn-wcst") or a file:
+    an ACL model as a Learner, a language model as an LM, a Sparse-MetaNet model as an SMN. Without ctx a context of `backend` is made and
     closed with the model."""
     path = find_checkpoint(name)
     kind = checkpoint_kind(path)
@@ -347,6 +459,13 @@ def load(name, ctx=None, backend="ref", device=None, max_lanes=0):
                 ctx.close()
             raise_status(st, err.value.decode(errors="replace"))
         return LM(ctx, h.value, path, owns)
+    if kind == "smn":
+        st = _L.mcl_smn_model_open(ctx.handle, path.encode(), ctypes.byref(h), err, len(err))
+        if st != 0:
+            if owns:
+                ctx.close()
+            raise_status(st, err.value.decode(errors="replace"))
+        return SMN(ctx, h.value, path, owns)
     kbuf = ctypes.create_string_buffer(80)
     st = _L.mcl_learner_open_ckpt(ctx.handle, path.encode(), int(max_lanes), ctypes.byref(h), kbuf,
                                   len(kbuf), err, len(err))

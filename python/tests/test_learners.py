@@ -108,9 +108,10 @@ def test_learner_from_numpy_arrays():
             learner.reset(n_outputs=50)  # more than the model's n_way
 
 
-def test_models_without_a_learner_say_so():
-    with pytest.raises(metacl.UnsupportedError):
-        metacl.load("smn-wcst")
+def test_checkpoint_kinds():
+    assert metacl.models.checkpoint_kind("acl-2task") == "acl"
+    assert metacl.models.checkpoint_kind("smn-wcst") == "smn"
+    assert metacl.models.checkpoint_kind("lm-text") == "lm"
 
 
 def test_baseline_learner_matches_the_cli(data_dir):
@@ -154,3 +155,26 @@ def test_lm_score():
             lm.score("a")
         with pytest.raises(TypeError):
             lm.score(3)
+
+
+def test_smn_agent_matches_the_cli():
+    r = subprocess.run([METACL, "eval", "smn", "--protocol", "wcst", "--ckpt", metacl.models.find_checkpoint("smn-wcst"),
+                        "--runs", "1", "--tasks", "2", "--seed", "1", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)["agents"][0]
+    with metacl.load("smn-wcst") as agent:
+        assert agent.task == "wcst" and agent.obs_size == 12 and agent.n_out == 4
+        recs = agent.run(agent="alg1", seed=1, tasks=2, lr=cli["lr"])
+        print("smn-wcst: python", [t["updates_to_solve"] for t in recs], "cli", cli["updates_to_solve"][0])
+        assert [float(t["updates_to_solve"]) for t in recs] == cli["updates_to_solve"][0]
+        assert [float(t["persev_errors"]) for t in recs] == cli["persev_errors"][0]
+        obs = np.zeros((3, 12), np.float32)
+        assert agent.policy(obs).shape == (3, 4) and agent.act(obs).shape == (3,)
+        assert 0 <= agent.act(obs[0]) < 4
+        agent.reset()
+        with pytest.raises(ValueError):
+            agent.policy(np.zeros(5, np.float32))
+        with pytest.raises(TypeError):
+            agent.policy(np.zeros(12))
+        with pytest.raises(metacl.InvalidError):
+            agent.run(agent="nope")
