@@ -249,3 +249,178 @@ class Episodes:
                                np.ctypeslib.as_array(lp, (k,)).copy() if k else np.zeros(0, np.int32))
             tasks.append(Task(self.datasets[t], parts))
         return tasks
+
+
+# ---------------------------------------------------------------- streams (sampler.h)
+
+class _CStream(ctypes.Structure):
+    """mcl_stream (sampler.h)."""
+    _fields_ = [("ds", ctypes.c_void_p), ("n_way", ctypes.c_int), ("n_tasks", ctypes.c_int), ("n", ctypes.c_int64),
+                ("index", ctypes.POINTER(ctypes.c_int64)), ("label", ctypes.POINTER(ctypes.c_int32)),
+                ("task", ctypes.POINTER(ctypes.c_int32)), ("role", ctypes.POINTER(ctypes.c_int8)),
+                ("prev_label", ctypes.POINTER(ctypes.c_int32)), ("task_start", ctypes.POINTER(ctypes.c_int64)),
+                ("task_len", ctypes.POINTER(ctypes.c_int32)), ("task_class", ctypes.POINTER(ctypes.c_int32)),
+                ("task_role", ctypes.POINTER(ctypes.c_int8)), ("task_prev_label", ctypes.POINTER(ctypes.c_int32))]
+
+
+class _OnlineXCfg(ctypes.Structure):
+    _fields_ = [("n_tasks", ctypes.c_int), ("n_way", ctypes.c_int), ("n_kept", ctypes.c_int),
+                ("n_persev", ctypes.c_int), ("len_min", ctypes.c_int), ("len_max", ctypes.c_int),
+                ("round_size", ctypes.c_int), ("max_per_class", ctypes.c_int64), ("code_exact", ctypes.c_int)]
+
+
+class _PwCfg(ctypes.Structure):
+    _fields_ = [("n_tasks", ctypes.c_int), ("n_way", ctypes.c_int), ("per_task", ctypes.c_int64)]
+
+
+class _SplitXCfg(ctypes.Structure):
+    _fields_ = [("n_tasks", ctypes.c_int), ("classes_per_task", ctypes.c_int), ("k_shot", ctypes.c_int),
+                ("run", ctypes.c_int), ("mode", ctypes.c_int), ("classes", ctypes.POINTER(ctypes.c_int32)),
+                ("shuffle_seed", ctypes.c_uint64)]
+
+
+class _CSplitX(ctypes.Structure):
+    """mcl_splitx (sampler.h)."""
+    _fields_ = [("cfg", _SplitXCfg), ("n_outputs", ctypes.c_int), ("train", ctypes.c_void_p),
+                ("test", ctypes.c_void_p), ("task_class", ctypes.POINTER(ctypes.c_int32)),
+                ("n_ctx", ctypes.c_int64), ("ctx_index", ctypes.POINTER(ctypes.c_int64)),
+                ("ctx_label", ctypes.POINTER(ctypes.c_int32)), ("ctx_task", ctypes.POINTER(ctypes.c_int32)),
+                ("task_ctx_start", ctypes.POINTER(ctypes.c_int64)), ("n_query", ctypes.c_int64),
+                ("query_index", ctypes.POINTER(ctypes.c_int64)), ("query_label", ctypes.POINTER(ctypes.c_int32)),
+                ("query_task", ctypes.POINTER(ctypes.c_int32)), ("task_query_start", ctypes.POINTER(ctypes.c_int64))]
+
+
+for _name, _args in [("mcl_stream_onlinex", [ctypes.POINTER(_ClassPool), ctypes.POINTER(_OnlineXCfg)]),
+                     ("mcl_stream_piecewise", [ctypes.POINTER(_ClassPool), ctypes.POINTER(_PwCfg)])]:
+    getattr(_lib.lib, _name).restype = ctypes.c_int
+    getattr(_lib.lib, _name).argtypes = _args + [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p,
+                                                 ctypes.c_size_t]
+_lib.lib.mcl_stream_free.restype = None
+_lib.lib.mcl_stream_free.argtypes = [ctypes.c_void_p]
+_lib.lib.mcl_splitx_create.restype = ctypes.c_int
+_lib.lib.mcl_splitx_create.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_SplitXCfg),
+                                       ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_size_t]
+_lib.lib.mcl_splitx_free.restype = None
+_lib.lib.mcl_splitx_free.argtypes = [ctypes.c_void_p]
+
+ROLES = {0: "new", 1: "kept", 2: "persev"}
+
+
+def _arr(ptr, n, dtype):
+    return np.ctypeslib.as_array(ptr, (n,)).astype(dtype, copy=True) if n else np.zeros(0, dtype)
+
+
+class Stream:
+    """A stream of labelled examples (index, label) into `dataset`, with the evaluation tags the
+    learner does not see: task, role (0 new, 1 kept, 2 perseveration), prev_label, and per
+    task its start, length, classes and roles."""
+
+    def __init__(self, dataset, c):
+        self.dataset = dataset
+        self.n_way, self.n_tasks, self.n = c.n_way, c.n_tasks, int(c.n)
+        self.index = _arr(c.index, self.n, np.int64)
+        self.label = _arr(c.label, self.n, np.int32)
+        self.task = _arr(c.task, self.n, np.int32)
+        self.role = _arr(c.role, self.n, np.int8)
+        self.prev_label = _arr(c.prev_label, self.n, np.int32)
+        self.task_start = _arr(c.task_start, self.n_tasks + 1, np.int64)
+        self.task_len = _arr(c.task_len, self.n_tasks, np.int32)
+        self.task_class = _arr(c.task_class, self.n_tasks * self.n_way, np.int32).reshape(self.n_tasks, self.n_way)
+        self.task_role = _arr(c.task_role, self.n_tasks * self.n_way, np.int8).reshape(self.n_tasks, self.n_way)
+
+    def __len__(self):
+        return self.n
+
+    def __repr__(self):
+        return "<metacl.data.Stream %d examples, %d tasks, %d-way, of %s>" % (self.n, self.n_tasks, self.n_way,
+                                                                             self.dataset.name)
+
+
+def _pool(ds, classes):
+    if not isinstance(ds, Dataset):
+        raise TypeError("expected a metacl.data.Dataset")
+    p = _ClassPool()
+    p.ds = ds.handle
+    keep = None
+    if classes is not None:
+        keep = np.ascontiguousarray(np.asarray(classes, dtype=np.int32))
+        p.classes = keep.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+        p.n_classes = keep.size
+    return p, keep
+
+
+def _make_stream(fn, ds, classes, cfg, rng):
+    if not isinstance(rng, Rng):
+        raise TypeError("rng must be a metacl.data.Rng")
+    pool, keep = _pool(ds, classes)
+    h = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    st = fn(ctypes.byref(pool), ctypes.byref(cfg), ctypes.byref(rng), ctypes.byref(h), err, len(err))
+    del keep
+    if st != 0:
+        raise_status(st, err.value.decode(errors="replace"))
+    try:
+        return Stream(ds, ctypes.cast(h, ctypes.POINTER(_CStream)).contents)
+    finally:
+        _lib.lib.mcl_stream_free(h)
+
+
+def onlinex(ds, rng, classes=None, n_tasks=400, n_way=5, n_kept=1, n_persev=2, len_min=1, len_max=15,
+            round_size=32, max_per_class=0, code_exact=False):
+    """An Online-X stream (Sparse-MetaNet App. D; doc/smn-model.md) from the classes of ds."""
+    cfg = _OnlineXCfg(int(n_tasks), int(n_way), int(n_kept), int(n_persev), int(len_min), int(len_max),
+                      int(round_size), int(max_per_class), int(bool(code_exact)))
+    return _make_stream(_lib.lib.mcl_stream_onlinex, ds, classes, cfg, rng)
+
+
+def piecewise(ds, rng, classes=None, n_tasks=100, n_way=10, per_task=1000):
+    """A piecewise-stationary stream (the online-transformer paper §4; doc/oct-model.md)."""
+    return _make_stream(_lib.lib.mcl_stream_piecewise, ds, classes, _PwCfg(int(n_tasks), int(n_way), int(per_task)),
+                        rng)
+
+
+class SplitX:
+    """Split-X (doc/acl.md, Evaluation): the context rows (into train) task by task and the
+    query rows (into test), with their labels and tasks; n_outputs the head's width."""
+
+    def __init__(self, train, test, c):
+        self.train, self.test = train, test
+        self.n_tasks, self.n_outputs = c.cfg.n_tasks, c.n_outputs
+        T = self.n_tasks
+        self.task_class = _arr(c.task_class, T * c.cfg.classes_per_task, np.int32).reshape(T, -1)
+        self.context = (_arr(c.ctx_index, c.n_ctx, np.int64), _arr(c.ctx_label, c.n_ctx, np.int32))
+        self.context_task = _arr(c.ctx_task, c.n_ctx, np.int32)
+        self.task_context_start = _arr(c.task_ctx_start, T + 1, np.int64)
+        self.query = (_arr(c.query_index, c.n_query, np.int64), _arr(c.query_label, c.n_query, np.int32))
+        self.query_task = _arr(c.query_task, c.n_query, np.int32)
+        self.task_query_start = _arr(c.task_query_start, T + 1, np.int64)
+
+    def __repr__(self):
+        return "<metacl.data.SplitX %d tasks, %d context and %d query rows>" % (
+            self.n_tasks, len(self.context[0]), len(self.query[0]))
+
+
+def splitx(train, test, n_tasks=5, classes_per_task=2, k_shot=5, run=0, mode="domain", classes=None,
+           shuffle_seed=0):
+    """The Split-X protocol's data for run `run` (the CLI's run r: images r·K.. of each class):
+    mode "domain" (labels 0..C-1 per task) or "class" (0..T·C-1)."""
+    if mode not in ("domain", "class"):
+        raise InvalidError("splitx: mode %r (domain or class)" % (mode,))
+    if not isinstance(train, Dataset) or not isinstance(test, Dataset):
+        raise TypeError("splitx: train and test must be metacl.data.Dataset")
+    keep = None
+    cfg = _SplitXCfg(int(n_tasks), int(classes_per_task), int(k_shot), int(run), 1 if mode == "class" else 0)
+    cfg.shuffle_seed = int(shuffle_seed)
+    if classes is not None:
+        keep = np.ascontiguousarray(np.asarray(classes, dtype=np.int32))
+        cfg.classes = keep.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+    h = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    st = _lib.lib.mcl_splitx_create(train.handle, test.handle, ctypes.byref(cfg), ctypes.byref(h), err, len(err))
+    del keep
+    if st != 0:
+        raise_status(st, err.value.decode(errors="replace"))
+    try:
+        return SplitX(train, test, ctypes.cast(h, ctypes.POINTER(_CSplitX)).contents)
+    finally:
+        _lib.lib.mcl_splitx_free(h)
