@@ -132,6 +132,26 @@ struct mcl_buffer {
     int refcnt;
 };
 
+/* What a context's backend did, counted since the context was made or the counters were last
+ * reset (mcl_ctx_stats, profile.h). op_calls is counted by the front end on every backend
+ * (forward and backward calls, the tape's included); the rest by the OpenCL backend only
+ * (0 on the reference backend):
+ *   enqueues       commands that run on the device: every clEnqueueNDRangeKernel, every
+ *                  clEnqueueCopyBuffer, and every CLBlast routine call (counted once, though
+ *                  CLBlast may launch several kernels inside it)
+ *   clblast_calls  the CLBlast routine calls among them
+ *   blocking       host calls that wait for the device: the sum of the four below
+ *   blocking_reads, blocking_writes, finishes (clFinish), maps (blocking clEnqueueMap*)
+ *   nonblocking    transfers queued without waiting (non-blocking writes and reads)
+ *   bytes_h2d, bytes_d2h   bytes moved host -> device and device -> host (both kinds) */
+typedef struct mcl_backend_stats {
+    uint64_t op_calls;
+    uint64_t enqueues, clblast_calls;
+    uint64_t blocking, blocking_reads, blocking_writes, finishes, maps;
+    uint64_t nonblocking;
+    uint64_t bytes_h2d, bytes_d2h;
+} mcl_backend_stats;
+
 struct mcl_backend {
     mcl_backend_kind kind;
     const char *name;
@@ -156,6 +176,8 @@ struct mcl_backend {
     mcl_status (*post_op)(mcl_backend *be, const mcl_op_args *a, int backward);
     /* Optional: the device's name (profile titles, logs). NULL = the backend's name says it. */
     const char *(*device_name)(const mcl_backend *be);
+    /* The counters (see mcl_backend_stats): the front end and the backend add to them. */
+    mcl_backend_stats stats;
 };
 
 /* The reference backend's constructor (src/ref/). */

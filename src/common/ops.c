@@ -640,6 +640,7 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
         if (!a->out[k]) return mcl_ctx_status(ctx);
     }
     const uint64_t seq = mcl_ctx_error_seq(ctx);
+    ctx->be->stats.op_calls++;
     s = ctx->be->ops[a->op].fwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 0);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 0);
@@ -674,6 +675,7 @@ mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *a)
             return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "op_backward: %s gin[%d] has the wrong shape",
                                      info->name, k);
     const uint64_t seq = mcl_ctx_error_seq(ctx);
+    ctx->be->stats.op_calls++;
     mcl_status s = ctx->be->ops[a->op].bwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 1);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 1);

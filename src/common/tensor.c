@@ -99,7 +99,7 @@ void mcl_ctx_free(mcl_ctx *ctx)
     if (ctx->profile) {
         char where[320];
         mcl_backend_describe(ctx->be, where, sizeof where);
-        mcl_profile_print(ctx->profile, where);
+        mcl_profile_print(ctx->profile, where, &ctx->be->stats);
         mcl_profile_free(ctx->profile);
     }
     if (ctx->be && ctx->be->destroy) ctx->be->destroy(ctx->be);

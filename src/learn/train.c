@@ -938,3 +938,75 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
     runner_free(r);
     return st;
 }
+
+/* ====================================================================== sessions (train.h) */
+
+struct mcl_train_session {
+    runner r;
+    mcl_train_opts opts;
+    char err[2048];
+};
+
+mcl_status mcl_train_session_open(mcl_ctx *ctx, const mcl_run_cfg *cfg, mcl_train_session **out,
+                                  char *err, size_t len)
+{
+    if (out) *out = NULL;
+    if (!ctx || !cfg || !cfg->family || !out)
+        return fail(err, len, MCL_ERR_NULL, "mcl_train_session_open: NULL argument");
+    mcl_train_session *ts = calloc(1, sizeof *ts);
+    if (!ts) return fail(err, len, MCL_ERR_OOM, "out of memory");
+    runner *r = &ts->r;
+    r->fam = cfg->family;
+    r->opts = &ts->opts;
+    r->ctx = ctx;
+    r->err = ts->err;
+    r->err_len = sizeof ts->err;
+    r->best_val = NAN;
+    r->size = 1;
+    mcl_status st = MCL_OK;
+    if (mcl_run_cfg_copy(&r->cfg, cfg) != MCL_OK) {
+        free(ts);
+        return fail(err, len, MCL_ERR_OOM, "out of memory");
+    }
+    if (r->cfg.train.steps == 0 && r->fam->total_steps)
+        r->cfg.train.steps = r->fam->total_steps(r->cfg.fcfg, &r->cfg.train);
+    if (r->cfg.train.parts > 1)
+        st = fail(r->err, r->err_len, MCL_ERR_INVALID, "a training session runs one part");
+    if (st == MCL_OK) {
+        mcl_ctx_set_seed(ctx, r->cfg.train.seed);
+        st = setup(r);
+    }
+    if (st == MCL_OK) st = start_parts(r);
+    if (st != MCL_OK) {
+        fail(err, len, st, "%s", ts->err);
+        mcl_train_session_free(ts);
+        return st;
+    }
+    *out = ts;
+    return MCL_OK;
+}
+
+mcl_status mcl_train_session_step(mcl_train_session *ts, double *loss, double *metrics)
+{
+    if (!ts) return MCL_ERR_NULL;
+    runner *r = &ts->r;
+    double m[MCL_TRAIN_MAX_METRICS], lv = NAN;
+    int stop = 0;
+    for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
+    mcl_status st = train_step(r, &lv, m, &stop);
+    if (st != MCL_OK) return st;
+    r->step++;
+    track_chance(r, m[0], r->fam->chance ? r->fam->chance(r->fs) : 0.0);
+    if (loss) *loss = lv;
+    for (int i = 0; metrics && i < r->fam->n_metrics; i++) metrics[i] = m[i];
+    return MCL_OK;
+}
+
+const char *mcl_train_session_error(const mcl_train_session *ts) { return ts ? ts->err : ""; }
+
+void mcl_train_session_free(mcl_train_session *ts)
+{
+    if (!ts) return;
+    runner_free(&ts->r);
+    free(ts);
+}

@@ -237,6 +237,21 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
                          const mcl_train_opts *opts, mcl_train_result *res, char *err,
                          size_t len);
 
+/* A training session without a run directory (`metacl bench FAMILY`, the tests of the
+ * OpenCL backend's counters): the family's model, data and optimizer built from cfg (checked
+ * like a run's), then the harness's own training step -- the family's step_loss, backward,
+ * the optimizer step and the metrics a run logs -- one step per call, exactly as
+ * mcl_train_run takes it (no validation, no checkpoints, no files written). One process
+ * (train.parts = 0 means one part). */
+typedef struct mcl_train_session mcl_train_session;
+mcl_status mcl_train_session_open(mcl_ctx *ctx, const mcl_run_cfg *cfg, mcl_train_session **out,
+                                  char *err, size_t len);
+/* Step s + 1: *loss its loss, metrics[family->n_metrics] its metrics (either may be NULL). */
+mcl_status mcl_train_session_step(mcl_train_session *ts, double *loss, double *metrics);
+/* The message of the last failure of open/step. */
+const char *mcl_train_session_error(const mcl_train_session *ts);
+void mcl_train_session_free(mcl_train_session *ts);
+
 #ifdef __cplusplus
 }
 #endif

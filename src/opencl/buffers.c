@@ -88,6 +88,7 @@ static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
         if ((err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES) &&
             o->pool.pooled) {
             /* the device may be full of pooled blocks of other sizes: give them back, retry */
+            mcl_ocl_count_finish(be);
             clFinish(o->queue);
             mcl_ocl_buffers_release(o);
             b->mem = clCreateBuffer(o->context, CL_MEM_READ_WRITE, cap, NULL, &err);
@@ -169,14 +170,17 @@ static mcl_status ocl_write(mcl_backend *be, void *handle, size_t off, const voi
         cl_int err;
         cl_mem t = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
         if (err != CL_SUCCESS) return mcl_ocl_fail_alloc(be, err, "clCreateBuffer (staging a write)");
+        mcl_ocl_count_write(be, n, 1);
         err = clEnqueueWriteBuffer(o->queue, t, CL_TRUE, 0, n, src, 0, NULL, NULL);
         s = err == CL_SUCCESS ? copy_kernel(be, t, 0, b->mem, off, n)
                               : mcl_ocl_fail(be, err, "clEnqueueWriteBuffer");
         /* Oclgrind frees a released buffer at once, even with a queued kernel reading it */
+        mcl_ocl_count_finish(be);
         cl_int ferr = clFinish(o->queue);
         clReleaseMemObject(t);
         return s == MCL_OK && ferr != CL_SUCCESS ? mcl_ocl_fail(be, ferr, "clFinish (staging a write)") : s;
     }
+    mcl_ocl_count_write(be, n, 1);
     cl_int err = clEnqueueWriteBuffer(o->queue, b->mem, CL_TRUE, off, n, src, 0, NULL, NULL);
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueWriteBuffer");
 }
@@ -189,6 +193,7 @@ static mcl_status ocl_read(mcl_backend *be, void *handle, size_t off, void *dst,
         memset(dst, 0, n);
         return MCL_OK;
     }
+    mcl_ocl_count_read(be, n, 1);
     cl_int err = clEnqueueReadBuffer(mcl_ocl_of(be)->queue, b->mem, CL_TRUE, off, n, dst, 0, NULL,
                                      NULL);
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueReadBuffer");
@@ -234,15 +239,18 @@ static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, s
         if (by_kernel) {
             s = copy_kernel(be, bs->mem, soff, t, 0, n);
             if (s == MCL_OK) s = copy_kernel(be, t, 0, bd->mem, doff, n);
+            mcl_ocl_count_finish(be);
             clFinish(o->queue); /* see ocl_write */
             clReleaseMemObject(t);
             return s;
         }
+        be->stats.enqueues += 2;
         err = clEnqueueCopyBuffer(o->queue, bs->mem, t, soff, 0, n, 0, NULL, NULL);
         if (err == CL_SUCCESS) err = clEnqueueCopyBuffer(o->queue, t, bd->mem, 0, doff, n, 0, NULL, NULL);
         clReleaseMemObject(t);
     } else {
         if (by_kernel) return copy_kernel(be, bs->mem, soff, bd->mem, doff, n);
+        be->stats.enqueues++;
         err = clEnqueueCopyBuffer(o->queue, bs->mem, bd->mem, soff, doff, n, 0, NULL, NULL);
     }
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueCopyBuffer");

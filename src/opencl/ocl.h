@@ -75,6 +75,24 @@ typedef struct mcl_ocl {
 } mcl_ocl;
 
 static inline mcl_ocl *mcl_ocl_of(mcl_backend *be) { return (mcl_ocl *)be->impl; }
+
+/* The counters (backend.h, mcl_backend_stats) of the calls that wait for the device. */
+static inline void mcl_ocl_count_finish(mcl_backend *be)
+{
+    be->stats.blocking++, be->stats.finishes++;
+}
+static inline void mcl_ocl_count_read(mcl_backend *be, size_t n, int blocking)
+{
+    be->stats.bytes_d2h += n;
+    if (blocking) be->stats.blocking++, be->stats.blocking_reads++;
+    else be->stats.nonblocking++;
+}
+static inline void mcl_ocl_count_write(mcl_backend *be, size_t n, int blocking)
+{
+    be->stats.bytes_h2d += n;
+    if (blocking) be->stats.blocking++, be->stats.blocking_writes++;
+    else be->stats.nonblocking++;
+}
 static inline cl_mem mcl_ocl_mem(const mcl_tensor *t)
 {
     return ((const mcl_ocl_block *)t->buf->handle)->mem;
