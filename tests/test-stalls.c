@@ -45,9 +45,9 @@ static const family_case cases[] = {
     {"oct", "model.arch = pi\nmodel.channels = 4\nmodel.width = 16\nmodel.blocks = 1\n"
             "model.heads = 2\nmodel.kv_heads = 1\nmodel.head_dim = 8\nmodel.ffw_mult = 2\n"
             "model.window = 16\nmodel.n_way = 3\ndata.source = @IMAGES@\ndata.split = all\n"
-            "stream.tasks = 4\nstream.per_task = 20\ntrain.batch = 5\ntrain.steps = 0\n"},
+            "stream.tasks = 4\nstream.per_task = 20\nonline.streams = 2\ntrain.batch = 5\ntrain.steps = 0\n"},
     {"smn", "task = onlinex\nmodel.arch = resnet\nmodel.value_head = 0\nmodel.width = 4\nmodel.n_out = 5\n"
-            "model.k = 2\ndata.source = @IMAGES@\ndata.split = all\nstream.tasks = 20\n"
+            "model.k = 2\ndata.source = @IMAGES@\ndata.split = all\nstream.tasks = 200\n"
             "stream.len_min = 2\nstream.len_max = 3\ntrain.batch = 4\ntrain.steps = 100\n"},
     {"lm", "model.layers = 1\nmodel.width = 16\nmodel.heads = 2\nmodel.head_dim = 8\n"
            "model.ffw = 32\nmodel.mem_len = 8\nsmn.k = 2\nsmn.fast_len = 8\nsmn.seg_len = 8\n"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dist.h"
+#include "tensor_impl.h"
 #include "util.h"
 
 #define CHANCE_WINDOW 100          /* steps in the running accuracy */
@@ -503,8 +504,10 @@ static mcl_train_part part_of(const runner *r, int p)
     return part;
 }
 
-/* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. */
-static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m)
+/* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. With
+ * `deferred` (one part, train.h "no stalls"), *lv and the family's step_metrics are filled
+ * only when the caller has finished the queue (the read of *lv is queued here). */
+static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m, int deferred)
 {
     const int64_t B = r->cfg.train.batch;
     const mcl_train_part part = part_of(r, p);
@@ -515,9 +518,19 @@ static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m)
     if (st != MCL_OK) return st; /* the family's message */
     if (r->parts > 1) /* the part's share of the batch mean */
         loss = mcl_scale(r->ctx, loss, (float)(part.hi - part.lo) / (float)B);
-    st = loss ? mcl_tensor_read(loss, lv, 1)
+    st = loss ? mcl_tensor_read_async(loss, lv, 1)
               : (mcl_ctx_status(r->ctx) != MCL_OK ? mcl_ctx_status(r->ctx) : MCL_ERR_NULL);
-    if (st == MCL_OK && isfinite(*lv)) st = mcl_backward(r->ctx, loss);
+#ifdef MCL_TEST_HOOKS
+    /* test hook (tests/test-stalls.c): METACL_TEST_STALL=1 reads the loss before backward, the
+     * stall the harness used to have; the stall test must catch it */
+    const char *stall = getenv("METACL_TEST_STALL");
+    if (st == MCL_OK && stall && strcmp(stall, "1") == 0) st = mcl_tensor_read(loss, lv, 1);
+#endif
+    if (st == MCL_OK) st = mcl_backward(r->ctx, loss);
+    if (st == MCL_OK && !deferred) { /* several parts: the part's loss and metrics now */
+        st = mcl_ctx_finish(r->ctx);
+        if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
+    }
     if (st != MCL_OK)
         fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     return st;
@@ -533,14 +546,17 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
     double sc[MCL_TRAIN_MAX_METRICS + 3]; /* loss, metrics, failed, stop: summed over ranks */
     for (int i = 0; i < nm + 3; i++) sc[i] = 0.0;
     r->scope = MCL_TRAIN_ERR_LOCAL;
+    /* one part: the loss and metrics are read once, after the optimizer step (train.h) */
+    const int deferred = r->parts == 1 && r->size == 1;
+    double m[MCL_TRAIN_MAX_METRICS];
+    float lv = NAN;
     for (int p = r->p0; p < r->p1 && st == MCL_OK; p++) {
         const mcl_train_part part = part_of(r, p);
         const double w = (double)(part.hi - part.lo) / (double)r->cfg.train.batch;
-        double m[MCL_TRAIN_MAX_METRICS];
-        float lv = NAN;
+        lv = NAN;
         for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
         mcl_optim_zero_grad(r->opt);
-        st = run_part(r, s, p, &lv, m);
+        st = run_part(r, s, p, &lv, m, deferred);
 #ifdef MCL_TEST_HOOKS
         /* test hook (tests/test-mpi.sh): rank METACL_TEST_FAIL_RANK fails at step
          * METACL_TEST_FAIL_STEP as a device or data error would */
@@ -575,26 +591,37 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
         st = mcl_dist_sum_f32(r->gbuf, r->gn, r->err, r->err_len);
         if (st == MCL_OK) st = grads_move(r, r->gbuf, NULL, 0, 1);
     }
-    double lv = sc[0];
+    int stepped = 0;
+    if (deferred && st == MCL_OK) { /* the optimizer step, then the one wait of the step */
+        st = mcl_optim_step(r->opt);
+        if (st == MCL_OK) st = mcl_ctx_finish(r->ctx);
+        if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
+        if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
+        sc[0] = (double)lv;
+        for (int i = 0; i < nm; i++) sc[1 + i] = m[i];
+        stepped = 1;
+    }
+    double lv_sum = sc[0];
     for (int i = 0; i < nm; i++) metrics[i] = sc[1 + i];
 #ifdef MCL_TEST_HOOKS
     /* test hook (tests/test-train-cli.sh): pretend step METACL_TEST_NAN_STEP's loss is NaN */
     const char *nan_step = getenv("METACL_TEST_NAN_STEP");
-    if (nan_step && atoll(nan_step) == s) lv = NAN;
+    if (nan_step && atoll(nan_step) == s) lv_sum = NAN;
 #endif
-    if (st == MCL_OK && !isfinite(lv)) {
+    if (st == MCL_OK && !isfinite(lv_sum)) {
         r->scope = MCL_TRAIN_ERR_ALL; /* the same sum on every rank */
         st = fail(r->err, r->err_len, MCL_ERR_INVALID,
                   "step %lld: the loss is %g: training stopped (the last good checkpoint, step "
                   "%lld or earlier, is kept)",
-                  (long long)s, lv, (long long)r->step);
-    } else if (st == MCL_OK) {
+                  (long long)s, lv_sum, (long long)r->step);
+    } else if (st == MCL_OK && !stepped) {
         st = mcl_optim_step(r->opt);
         if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     }
     if (st == MCL_OK && r->size > 1) st = share_buffers(r);
+    if (deferred && !stepped) mcl_ctx_finish(r->ctx); /* a failed step: the queued read of lv lands first */
     mcl_ctx_reset(r->ctx);
-    *loss_out = lv;
+    *loss_out = lv_sum;
     return st;
 }
 

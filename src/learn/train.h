@@ -30,6 +30,13 @@
  *                 removes what it created (config.txt, metrics.csv, log.txt, the directory
  *                 when it made it), so the same command can simply be run again
  *   stop          opts->stop: the step in progress ends, last.ckpt is written
+ *   no stalls     in one process with one part, a step waits for the device once: its loss
+ *                 and metrics are queued for reading (non-blocking) while the step is queued,
+ *                 the queue is finished after the optimizer step, then the loss is checked and
+ *                 the family's step_metrics computes the metrics. So a NaN/Inf loss is seen
+ *                 after its optimizer step; the run stops there all the same and the
+ *                 parameters it leaves are never saved (the last good checkpoint is kept).
+ *                 With several parts each part's loss is read after its backward, as before.
  */
 #ifndef MCL_LEARN_TRAIN_H
 #define MCL_LEARN_TRAIN_H
@@ -160,6 +167,12 @@ typedef struct mcl_family {
      * the protocols. */
     mcl_status (*learner_open)(mcl_ctx *ctx, const char *ckpt, int max_lanes,
                                mcl_learner **out, char *err, size_t len);
+    /* Optional: the step's metrics from what its step_loss queued for reading (with
+     * mcl_tensor_read_async into the family's own memory), called once the queue is
+     * finished: after the optimizer step (one part), or after the part's backward (several
+     * parts). Fills the metrics[] entries step_loss left NaN (it may fill the ones the host
+     * knows itself). NULL: step_loss fills them all. See "no stalls" below. */
+    void (*step_metrics)(void *fs, double *metrics);
 } mcl_family;
 
 /* The families built into this library (NULL-terminated) and a lookup by kind. */

@@ -99,6 +99,7 @@ static mcl_status ocl_finish(mcl_backend *be)
     mcl_ocl *o = mcl_ocl_of(be);
     mcl_ocl_count_finish(be);
     cl_int err = planted_fault(o, clFinish(o->queue));
+    if (err == CL_SUCCESS) mcl_ocl_stage_drained(o, 0);
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clFinish (waiting for queued kernels)");
 }
 
@@ -859,6 +860,7 @@ static mcl_status sync_after(mcl_backend *be, const mcl_op_args *a, int backward
     if (s == MCL_OK) {
         mcl_ocl_count_finish(be);
         cl_int err = planted_fault(o, clFinish(o->queue));
+        if (err == CL_SUCCESS) mcl_ocl_stage_drained(o, 0);
         if (err == CL_SUCCESS) return MCL_OK;
         describe_op(op, sizeof op, a, backward);
         return mcl_ctx_set_error(
@@ -928,6 +930,7 @@ static void ocl_destroy(mcl_backend *be)
     mcl_ocl *o = mcl_ocl_of(be);
     if (o) {
         if (o->queue) clFinish(o->queue);
+        mcl_ocl_stage_drained(o, 1); /* every queued write is done */
         if (o->context) mcl_ocl_clblast_teardown(o);
         for (int i = 0; i < o->n_kernels; i++) clReleaseKernel(o->kernels[i].k);
         free(o->kernels);
