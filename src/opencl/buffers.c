@@ -32,7 +32,8 @@
  * episode's images no longer stalls the step). The staging memory of queued writes is
  * recycled when the queue is next known drained: after a finish or a blocking read (the
  * queue is in order: when one returns, every write queued before it is done); when more
- * than STAGE_MAX bytes are pending, the write finishes the queue first. Reads block, except
+ * than STAGE_MAX bytes are pending, the write finishes the queue first. A write of more than
+ * STAGE_BIG bytes (a data set, not a step's batch) is not copied: it waits instead. Reads block, except
  * buf_read_async (the harness's metrics: several reads queued, then one finish).
  */
 #include <math.h>
@@ -170,6 +171,7 @@ static int whole_floats(size_t soff, size_t doff, size_t n)
 
 #define STAGE_CHUNK ((size_t)1 << 20)   /* the smallest staging chunk             */
 #define STAGE_MAX ((size_t)256 << 20)    /* pending bytes that force a finish first */
+#define STAGE_BIG ((size_t)64 << 20)     /* larger writes are not staged: they wait */
 
 /* Host memory for n bytes of a queued write: the rest of the last chunk, or a new chunk.
  * NULL when out of host memory (the caller then writes blocking). */
@@ -254,7 +256,7 @@ static mcl_status ocl_write(mcl_backend *be, void *handle, size_t off, const voi
         if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clFinish (before staging a write)");
         mcl_ocl_stage_drained(o, 0);
     }
-    void *p = stage_take(o, n);
+    void *p = n <= STAGE_BIG ? stage_take(o, n) : NULL; /* a big write: no second copy */
     if (p) memcpy(p, src, n);
     mcl_ocl_count_write(be, n, p == NULL);
     cl_int err = clEnqueueWriteBuffer(o->queue, b->mem, p ? CL_FALSE : CL_TRUE, off, n,
