@@ -591,10 +591,10 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
         st = mcl_dist_sum_f32(r->gbuf, r->gn, r->err, r->err_len);
         if (st == MCL_OK) st = grads_move(r, r->gbuf, NULL, 0, 1);
     }
-    int stepped = 0;
+    int stepped = 0, finished = 0;
     if (deferred && st == MCL_OK) { /* the optimizer step, then the one wait of the step */
         st = mcl_optim_step(r->opt);
-        if (st == MCL_OK) st = mcl_ctx_finish(r->ctx);
+        if (st == MCL_OK) st = mcl_ctx_finish(r->ctx), finished = 1;
         if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
         if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
         sc[0] = (double)lv;
@@ -619,7 +619,7 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
         if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     }
     if (st == MCL_OK && r->size > 1) st = share_buffers(r);
-    if (deferred && !stepped) mcl_ctx_finish(r->ctx); /* a failed step: the queued read of lv lands first */
+    if (deferred && !finished) mcl_ctx_finish(r->ctx); /* a failed step: the queued read of lv lands first */
     mcl_ctx_reset(r->ctx);
     *loss_out = lv_sum;
     return st;
