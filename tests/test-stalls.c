@@ -14,6 +14,10 @@
  * backward as it used to; the same check must then see 2 blocking calls per step. Without test
  * hooks, an extra read of a parameter inside the measured step stands in for it.
  *
+ * The pieces first: a staged (non-blocking) write keeps the host's values when the array is
+ * overwritten at once; cross_entropy checks labels the host wrote without a blocking call,
+ * and refuses them after a copy put an out-of-range value in (the host's knowledge dropped).
+ *
  * SMN's WCST task is not checked here: its agent samples each card's action from the policy's
  * output on the host (the environment runs on the host), one read per card by design
  * (doc/opencl-backend.md).
@@ -90,6 +94,38 @@ static int measure(mcl_ctx *ctx, const family_case *c, int extra_read, mcl_backe
     return rc;
 }
 
+/* The pieces under the harness: a staged write keeps the host's values even when the array
+ * changes at once; labels the host wrote are checked without a read, and checked again (and
+ * refused) once a copy has put an out-of-range value into them. */
+static void check_pieces(mcl_ctx *ctx)
+{
+    const int64_t ls[2] = {3, 4}, ts[1] = {3};
+    mcl_tensor *logits = mcl_tensor_create(ctx, 2, ls), *lab = mcl_tensor_create(ctx, 1, ts);
+    mcl_tensor *bad = mcl_tensor_create(ctx, 1, ts);
+    if (!CHECK(logits && lab && bad, "tensors")) return;
+    float h[3] = {0, 1, 3}, back[3] = {-1, -1, -1};
+    CHECK(mcl_tensor_fill(logits, 0.5f) == MCL_OK && mcl_tensor_write(lab, h, 3) == MCL_OK, "write");
+    h[0] = h[1] = h[2] = 99; /* the write was staged: the device must get 0, 1, 3 */
+    mcl_backend_stats a, z, d;
+    mcl_ctx_stats(ctx, &a);
+    mcl_tensor *ce = mcl_cross_entropy(ctx, logits, lab);
+    mcl_ctx_stats(ctx, &z);
+    mcl_backend_stats_sub(&d, &z, &a);
+    CHECK(ce != NULL, "cross_entropy on labels the host wrote: %s", mcl_ctx_error(ctx));
+    CHECK(d.blocking == 0, "cross_entropy's label check made %llu blocking calls (host-known labels)",
+          (unsigned long long)d.blocking);
+    CHECK(mcl_tensor_read(lab, back, 3) == MCL_OK && back[0] == 0 && back[1] == 1 && back[2] == 3,
+          "staged write: read back %g %g %g, want 0 1 3", back[0], back[1], back[2]);
+    CHECK(mcl_tensor_fill(bad, 7.0f) == MCL_OK && mcl_tensor_copy_into(lab, bad) == MCL_OK, "copy");
+    CHECK(mcl_cross_entropy(ctx, logits, lab) == NULL && mcl_ctx_status(ctx) == MCL_ERR_INVALID,
+          "a label copied out of range (7 of 4 classes) must be refused");
+    mcl_ctx_clear_error(ctx);
+    mcl_tensor_free(logits);
+    mcl_tensor_free(lab);
+    mcl_tensor_free(bad);
+    mcl_ctx_reset(ctx);
+}
+
 int main(void)
 {
     tu_begin("test-stalls", SEED);
@@ -102,6 +138,7 @@ int main(void)
     }
     if (!CHECK(s == MCL_OK, "cannot open the default OpenCL device: %s", err)) return tu_summary();
     mcl_ctx_set_seed(ctx, SEED);
+    check_pieces(ctx);
     const char *only = getenv("TEST_STALLS_ONLY"); /* debugging: one family */
     for (int i = 0; i < N_CASES; i++) {
         const family_case *c = &cases[i];
