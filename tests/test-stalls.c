@@ -43,7 +43,7 @@ typedef struct family_case {
 
 static const family_case cases[] = {
     {"acl", "model.n_way = 3\nmodel.hidden = 16\nmodel.heads = 2\nmodel.layers = 1\n"
-            "model.conv_channels = 4\nmodel.image_size = 16\ntask.n_way = 3\ntask.k_shot = 2\n"
+            "model.conv_channels = 4\nmodel.image_size = 16\nmodel.feature_norm = batch\ntask.n_way = 3\ntask.k_shot = 2\n"
             "task.n_tasks = 2\ndata.domains = @IMAGES@\ntrain.batch = 2\ntrain.steps = 100\n"
             "train.clip = 1\n"},
     {"oct", "model.arch = pi\nmodel.channels = 4\nmodel.width = 16\nmodel.blocks = 1\n"

@@ -138,12 +138,16 @@ struct mcl_buffer {
      * check them), a backward accumulating into it. */
     int64_t known_off, known_n;
     float known_min, known_max;
+    /* Bumped by every write the front end sees (the same places: a host write or fill, a
+     * copy, an op or backward that may write the buffer): host-side caches of values derived
+     * from the contents compare it (ACL's evaluation normalization, acl.c). */
+    uint64_t gen;
 };
 
 /* Drop what the host knows of b's contents (see struct mcl_buffer). */
 static inline void mcl_buffer_forget(mcl_buffer *b)
 {
-    if (b) b->known_n = 0;
+    if (b) b->known_n = 0, b->gen++;
 }
 /* Before an op call runs (ops.c, tape.c): drop it for every buffer the call may write. */
 void mcl_op_forget_written(const mcl_op_args *a, int backward);

@@ -357,7 +357,7 @@ static mcl_status check_io(const mcl_tensor *t, const void *p, int64_t n, const 
 static void set_known(mcl_tensor *t, int64_t n, int ints, float lo, float hi)
 {
     mcl_buffer *b = t->buf;
-    b->known_n = 0;
+    mcl_buffer_forget(b);
     if (!ints || n < 1) return;
     b->known_off = t->offset;
     b->known_n = n;
@@ -388,6 +388,8 @@ mcl_status mcl_tensor_write(mcl_tensor *t, const float *src, int64_t n)
     set_known(t, n, ints, lo, hi);
     return MCL_OK;
 }
+
+uint64_t mcl_tensor_buffer_gen(const mcl_tensor *t) { return t && t->buf ? t->buf->gen : 0; }
 
 mcl_status mcl_tensor_read_async(const mcl_tensor *t, float *dst, int64_t n)
 {

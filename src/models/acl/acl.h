@@ -156,6 +156,11 @@ typedef struct mcl_acl {
     mcl_tensor *run_mean, *run_var;
     int hold_running; /* 1: training forward passes leave run_mean/var as they are (the
                          parts after the first of a data-parallel step, train.h) */
+    /* evaluation: −running mean [F] and diag(1/sqrt(running var + eps)) [F, F] on the device,
+     * built from run_mean/run_var's contents of generation bn_gen[0..1] (struct mcl_buffer) */
+    mcl_tensor *bn_neg, *bn_diag;
+    const void *bn_buf[2];
+    uint64_t bn_gen[2];
 } mcl_acl;
 
 typedef struct mcl_acl_state {
