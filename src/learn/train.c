@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dist.h"
+#include "tensor_impl.h"
 #include "util.h"
 
 #define CHANCE_WINDOW 100          /* steps in the running accuracy */
@@ -503,8 +504,10 @@ static mcl_train_part part_of(const runner *r, int p)
     return part;
 }
 
-/* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. */
-static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m)
+/* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. With
+ * `deferred` (one part, train.h "no stalls"), *lv and the family's step_metrics are filled
+ * only when the caller has finished the queue (the read of *lv is queued here). */
+static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m, int deferred)
 {
     const int64_t B = r->cfg.train.batch;
     const mcl_train_part part = part_of(r, p);
@@ -515,9 +518,19 @@ static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m)
     if (st != MCL_OK) return st; /* the family's message */
     if (r->parts > 1) /* the part's share of the batch mean */
         loss = mcl_scale(r->ctx, loss, (float)(part.hi - part.lo) / (float)B);
-    st = loss ? mcl_tensor_read(loss, lv, 1)
+    st = loss ? mcl_tensor_read_async(loss, lv, 1)
               : (mcl_ctx_status(r->ctx) != MCL_OK ? mcl_ctx_status(r->ctx) : MCL_ERR_NULL);
-    if (st == MCL_OK && isfinite(*lv)) st = mcl_backward(r->ctx, loss);
+#ifdef MCL_TEST_HOOKS
+    /* test hook (tests/test-stalls.c): METACL_TEST_STALL=1 reads the loss before backward, the
+     * stall the harness used to have; the stall test must catch it */
+    const char *stall = getenv("METACL_TEST_STALL");
+    if (st == MCL_OK && stall && strcmp(stall, "1") == 0) st = mcl_tensor_read(loss, lv, 1);
+#endif
+    if (st == MCL_OK) st = mcl_backward(r->ctx, loss);
+    if (st == MCL_OK && !deferred) { /* several parts: the part's loss and metrics now */
+        st = mcl_ctx_finish(r->ctx);
+        if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
+    }
     if (st != MCL_OK)
         fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     return st;
@@ -533,14 +546,17 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
     double sc[MCL_TRAIN_MAX_METRICS + 3]; /* loss, metrics, failed, stop: summed over ranks */
     for (int i = 0; i < nm + 3; i++) sc[i] = 0.0;
     r->scope = MCL_TRAIN_ERR_LOCAL;
+    /* one part: the loss and metrics are read once, after the optimizer step (train.h) */
+    const int deferred = r->parts == 1 && r->size == 1;
+    double m[MCL_TRAIN_MAX_METRICS];
+    float lv = NAN;
     for (int p = r->p0; p < r->p1 && st == MCL_OK; p++) {
         const mcl_train_part part = part_of(r, p);
         const double w = (double)(part.hi - part.lo) / (double)r->cfg.train.batch;
-        double m[MCL_TRAIN_MAX_METRICS];
-        float lv = NAN;
+        lv = NAN;
         for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
         mcl_optim_zero_grad(r->opt);
-        st = run_part(r, s, p, &lv, m);
+        st = run_part(r, s, p, &lv, m, deferred);
 #ifdef MCL_TEST_HOOKS
         /* test hook (tests/test-mpi.sh): rank METACL_TEST_FAIL_RANK fails at step
          * METACL_TEST_FAIL_STEP as a device or data error would */
@@ -575,26 +591,37 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
         st = mcl_dist_sum_f32(r->gbuf, r->gn, r->err, r->err_len);
         if (st == MCL_OK) st = grads_move(r, r->gbuf, NULL, 0, 1);
     }
-    double lv = sc[0];
+    int stepped = 0, finished = 0;
+    if (deferred && st == MCL_OK) { /* the optimizer step, then the one wait of the step */
+        st = mcl_optim_step(r->opt);
+        if (st == MCL_OK) st = mcl_ctx_finish(r->ctx), finished = 1;
+        if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
+        if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
+        sc[0] = (double)lv;
+        for (int i = 0; i < nm; i++) sc[1 + i] = m[i];
+        stepped = 1;
+    }
+    double lv_sum = sc[0];
     for (int i = 0; i < nm; i++) metrics[i] = sc[1 + i];
 #ifdef MCL_TEST_HOOKS
     /* test hook (tests/test-train-cli.sh): pretend step METACL_TEST_NAN_STEP's loss is NaN */
     const char *nan_step = getenv("METACL_TEST_NAN_STEP");
-    if (nan_step && atoll(nan_step) == s) lv = NAN;
+    if (nan_step && atoll(nan_step) == s) lv_sum = NAN;
 #endif
-    if (st == MCL_OK && !isfinite(lv)) {
+    if (st == MCL_OK && !isfinite(lv_sum)) {
         r->scope = MCL_TRAIN_ERR_ALL; /* the same sum on every rank */
         st = fail(r->err, r->err_len, MCL_ERR_INVALID,
                   "step %lld: the loss is %g: training stopped (the last good checkpoint, step "
                   "%lld or earlier, is kept)",
-                  (long long)s, lv, (long long)r->step);
-    } else if (st == MCL_OK) {
+                  (long long)s, lv_sum, (long long)r->step);
+    } else if (st == MCL_OK && !stepped) {
         st = mcl_optim_step(r->opt);
         if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     }
     if (st == MCL_OK && r->size > 1) st = share_buffers(r);
+    if (deferred && !finished) mcl_ctx_finish(r->ctx); /* a failed step: the queued read of lv lands first */
     mcl_ctx_reset(r->ctx);
-    *loss_out = lv;
+    *loss_out = lv_sum;
     return st;
 }
 
@@ -937,4 +964,76 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
     if (st != MCL_OK && r->size > 1 && r->scope != MCL_TRAIN_ERR_LOCAL) mcl_dist_note_shared_failure();
     runner_free(r);
     return st;
+}
+
+/* ====================================================================== sessions (train.h) */
+
+struct mcl_train_session {
+    runner r;
+    mcl_train_opts opts;
+    char err[2048];
+};
+
+mcl_status mcl_train_session_open(mcl_ctx *ctx, const mcl_run_cfg *cfg, mcl_train_session **out,
+                                  char *err, size_t len)
+{
+    if (out) *out = NULL;
+    if (!ctx || !cfg || !cfg->family || !out)
+        return fail(err, len, MCL_ERR_NULL, "mcl_train_session_open: NULL argument");
+    mcl_train_session *ts = calloc(1, sizeof *ts);
+    if (!ts) return fail(err, len, MCL_ERR_OOM, "out of memory");
+    runner *r = &ts->r;
+    r->fam = cfg->family;
+    r->opts = &ts->opts;
+    r->ctx = ctx;
+    r->err = ts->err;
+    r->err_len = sizeof ts->err;
+    r->best_val = NAN;
+    r->size = 1;
+    mcl_status st = MCL_OK;
+    if (mcl_run_cfg_copy(&r->cfg, cfg) != MCL_OK) {
+        free(ts);
+        return fail(err, len, MCL_ERR_OOM, "out of memory");
+    }
+    if (r->cfg.train.steps == 0 && r->fam->total_steps)
+        r->cfg.train.steps = r->fam->total_steps(r->cfg.fcfg, &r->cfg.train);
+    if (r->cfg.train.parts > 1)
+        st = fail(r->err, r->err_len, MCL_ERR_INVALID, "a training session runs one part");
+    if (st == MCL_OK) {
+        mcl_ctx_set_seed(ctx, r->cfg.train.seed);
+        st = setup(r);
+    }
+    if (st == MCL_OK) st = start_parts(r);
+    if (st != MCL_OK) {
+        fail(err, len, st, "%s", ts->err);
+        mcl_train_session_free(ts);
+        return st;
+    }
+    *out = ts;
+    return MCL_OK;
+}
+
+mcl_status mcl_train_session_step(mcl_train_session *ts, double *loss, double *metrics)
+{
+    if (!ts) return MCL_ERR_NULL;
+    runner *r = &ts->r;
+    double m[MCL_TRAIN_MAX_METRICS], lv = NAN;
+    int stop = 0;
+    for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
+    mcl_status st = train_step(r, &lv, m, &stop);
+    if (st != MCL_OK) return st;
+    r->step++;
+    track_chance(r, m[0], r->fam->chance ? r->fam->chance(r->fs) : 0.0);
+    if (loss) *loss = lv;
+    for (int i = 0; metrics && i < r->fam->n_metrics; i++) metrics[i] = m[i];
+    return MCL_OK;
+}
+
+const char *mcl_train_session_error(const mcl_train_session *ts) { return ts ? ts->err : ""; }
+
+void mcl_train_session_free(mcl_train_session *ts)
+{
+    if (!ts) return;
+    runner_free(&ts->r);
+    free(ts);
 }

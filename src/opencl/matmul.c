@@ -387,6 +387,7 @@ static mcl_status gemm(mcl_backend *be, const char *what, int ta, int tb, int64_
     const CLBlastTranspose tA = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
     const CLBlastTranspose tB = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastStatusCode st;
+    be->stats.enqueues++, be->stats.clblast_calls++;
     if (batch == 1) {
         size_t temp = 0;
         st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n,

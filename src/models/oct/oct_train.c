@@ -128,6 +128,9 @@ typedef struct oct_fs {
     int64_t scored;                   /* examples of reader 0 scored so far               */
     double sum_nll, sum_hit;          /* over the scored examples                         */
     double last_acc, last_nll;        /* reader 0's latest chunk                          */
+    float *lg;                        /* reader 0's chunk logits [S, n_way], read after the
+                                         step's optimizer step (oct_step_metrics)         */
+    int64_t lg_lo, lg_hi;             /* their examples; lg_hi > lg_lo: a read is queued  */
     /* the step in flight */
     int64_t step;
     int reader;
@@ -154,6 +157,7 @@ static void oct_free_fs(void *p)
     mcl_stream_free(t->stream);
     mcl_dataset_free(t->ds);
     free(t->nll);
+    free(t->lg);
     free(t->hit);
     free(t);
 }
@@ -273,13 +277,33 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
     if (st != MCL_OK) return fail(err, len, st, "step %lld (reader %d, chunk %lld): %s", (long long)s, e,
                                   (long long)chunk, mcl_ctx_error(t->ctx));
     t->have_ck = 1;
-    if (e == 0) { /* the prequential record: predictions made before training on the chunk */
+    t->lg_lo = t->lg_hi = 0;
+    if (e == 0) { /* the prequential record: predictions made before training on the chunk,
+                   * read once the step is done (oct_step_metrics) */
         const int64_t S = hi - lo, N = t->cfg.model.n_way;
-        float *lg = malloc((size_t)(S * N) * sizeof *lg);
-        if (!lg) return fail(err, len, MCL_ERR_OOM, "out of memory");
-        st = mcl_tensor_read(logits, lg, S * N);
+        if (!t->lg) t->lg = malloc((size_t)(t->S * N) * sizeof *t->lg); /* S <= train.batch */
+        if (!t->lg) return fail(err, len, MCL_ERR_OOM, "out of memory");
+        st = mcl_tensor_read_async(logits, t->lg, S * N);
+        if (st != MCL_OK) return fail(err, len, st, "reading the logits: %s", mcl_ctx_error(t->ctx));
+        t->lg_lo = lo;
+        t->lg_hi = hi;
+    }
+    (void)metrics; /* oct_step_metrics */
+    return MCL_OK;
+}
+
+/* Reader 0's record of the chunk whose logits step_loss queued for reading (the same
+ * arithmetic as before, now after the optimizer step), then the step's metrics. */
+static void oct_step_metrics(void *fs, double *metrics)
+{
+    oct_fs *t = fs;
+    if (t->lg_hi > t->lg_lo) {
+        const int64_t lo = t->lg_lo, hi = t->lg_hi;
+        const int64_t S = hi - lo, N = t->cfg.model.n_way;
+        const float *lg = t->lg;
         double cn = 0.0, ch = 0.0;
-        for (int64_t i = 0; st == MCL_OK && i < S; i++) {
+        t->lg_lo = t->lg_hi = 0;
+        for (int64_t i = 0; i < S; i++) {
             const float *row = lg + i * N;
             const int y = t->stream->label[lo + i];
             int best = 0;
@@ -293,8 +317,6 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
             cn += t->nll[lo + i];
             ch += t->hit[lo + i];
         }
-        free(lg);
-        if (st != MCL_OK) return fail(err, len, st, "reading the logits: %s", mcl_ctx_error(t->ctx));
         t->scored = hi;
         t->sum_nll += cn;
         t->sum_hit += ch;
@@ -305,7 +327,6 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
     metrics[1] = t->last_nll;
     metrics[2] = t->scored ? t->sum_nll / (double)t->scored : NAN;
     metrics[3] = t->scored ? t->sum_hit / (double)t->scored : NAN;
-    return MCL_OK;
 }
 
 /* After the optimizer step: the reader's ring takes the chunk's keys and values (computed
@@ -465,6 +486,7 @@ const mcl_family mcl_oct_family = {
     .chance = oct_chance,
     .step_loss = oct_step_loss,
     .step_end = oct_step_end,
+    .step_metrics = oct_step_metrics,
     .validate = oct_validate,
     .save = oct_save,
     .load = oct_load,
