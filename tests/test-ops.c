@@ -1062,7 +1062,9 @@ static int gen_srwm(int k, tcase *tc)
  * of 4) and multi-head (Hk = Hq); rings partly filled, full, wrapped (start + n > C), C = 1,
  * C < S and C > S; the three masks (the pi mask with t = 0 and an empty ring: a zero row;
  * the strict mask with an empty ring: a first row with no key at all);
- * ALiBi on and off; Dk != Dv; a big case (50 tokens after a full ring of 64). */
+ * ALiBi on and off; Dk != Dv; wide heads (Dk = 40, Dv = 72: the OpenCL kernels fall back to
+ * blocks and tiles of 4 rows, so a group's 12 query rows and their 9 keys span several);
+ * a big case (50 tokens after a full ring of 64). */
 static int gen_attn_kv(int k, tcase *tc)
 {
     static const int64_t c[][10] = {
@@ -1072,7 +1074,7 @@ static int gen_attn_kv(int k, tcase *tc)
         {13, 3, 1, 7, 5, 20, 0, 0, 1, 0},  {1, 2, 1, 4, 4, 5, 5, 3, 1, 0},
         {1, 1, 1, 3, 3, 1, 0, 0, 1, 0},    {6, 2, 1, 4, 4, 3, 2, 2, 1, 25},
         {7, 2, 1, 4, 3, 5, 0, 0, 2, 0},    {5, 4, 2, 5, 4, 6, 6, 4, 2, 50},
-        {1, 1, 1, 3, 3, 2, 0, 0, 2, 0},
+        {1, 1, 1, 3, 3, 2, 0, 0, 2, 0},     {6, 2, 1, 40, 72, 4, 3, 2, 1, 25},
         {50, 4, 1, 16, 16, 64, 64, 10, 1, 0}};
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
@@ -1115,7 +1117,8 @@ static int gen_kv_push(int k, tcase *tc)
  * T (then it changes nothing); inputs without a gradient (qp and r: the backward skips the
  * position GEMMs; qc, k and v: only the position gradients); S >= 20, where the reference
  * cuts rows, keys and distances into blocks of 16 (M = 0; a window; a window so short that
- * the first key blocks reach no query); a mid-sized windowed case and a big one, the last two,
+ * the first key blocks reach no query); wide heads (D = 36, Dv = 70: the OpenCL kernels fall
+ * back to tiles of 4 rows); a mid-sized windowed case and a big one, the last two,
  * both above the reference's REL_PAR_MIN (the (b, h) loop runs in parallel). */
 static const int64_t REL_CASES[][8] = {
     /* B, S, H, D, Dv, M, window, inputs without a gradient (bit j: input j) */
@@ -1123,7 +1126,7 @@ static const int64_t REL_CASES[][8] = {
     {2, 13, 1, 7, 5, 13, 0, 0},   {1, 5, 2, 3, 3, 20, 0, 0},    {2, 7, 2, 4, 4, 5, 3, 0},
     {1, 5, 1, 4, 4, 0, 1, 0},     {1, 4, 2, 4, 4, 2, 100, 0},   {2, 5, 2, 4, 4, 6, 0, 0x12},
     {1, 6, 2, 5, 3, 4, 2, 0x0d},  {1, 40, 2, 4, 3, 0, 0, 0},    {1, 37, 1, 5, 4, 9, 6, 0},
-    {1, 20, 2, 4, 4, 30, 3, 0},   {2, 16, 4, 8, 8, 24, 10, 0},
+    {1, 20, 2, 4, 4, 30, 3, 0},   {1, 5, 1, 36, 70, 3, 2, 0},   {2, 16, 4, 8, 8, 24, 10, 0},
     {2, 24, 4, 16, 8, 40, 0, 0}};
 #define N_REL_CASES ((int)(sizeof REL_CASES / sizeof REL_CASES[0]))
 
