@@ -8,13 +8,14 @@
  * ld = nb*P). col [KK, ld] is the im2col matrix (KK = C*k*k, row r = (c*k + ky)*k + kx);
  * [O, ld] matrices hold outputs or output gradients. Index layout, one work-item per element
  * WRITTEN, row-major, ids >= n return:
- *   conv2d_im2col    col[r, b*P + oy*Wo ..+ Wo)  item i = (r*nb + b)*Ho + oy: one output row
- *                    (divisions per row, not per element)
+ *   conv2d_im2col    col[r, b*P + oy*Wo + ox]  item i = (r*nb + b)*P + oy*Wo + ox: the
+ *                    element at address i (coalesced writes)
  *   conv2d_out       out[b, o, p] (+ bias)    item i = (b*O + o)*P + p
  *   conv2d_to_wide   gw[o, b*P + p] = g[b,o,p] item i = o*ld + b*P + p
- *   conv2d_col2im    gx[b, c, iy, 0 .. W)     item i = (b*C + c)*H + iy: one image row, each
- *                    pixel the sum of the <= k*k col entries that came from it, in (ky, kx)
- *                    order (added tap by tap over runs of up to 64 pixels)
+ *   conv2d_col2im    gx[b, c, iy, ix]          item i = ((b*C + c)*H + iy)*W + ix: one pixel,
+ *                    the sum of the <= k*k col entries that came from it, in (ky, kx) order
+ * The conv2d kernels index with 32-bit ints (the host keeps a chunk's matrices and images
+ * below 2^31 elements; tensor offsets stay 64-bit).
  *   conv2d_sum_parts gw[j] += sum_{s < S} part[s*n + j] (in order s = 0, 1, ..), item j: the
  *                    K-split weight gradient's partial products (conv.c)
  *   conv2d_bias_bwd  one work-group per output channel o (group id), W items (power of two)
@@ -42,43 +43,37 @@
 
 /* im2col, chunk of nb images, wide layout:
  *   col[(c*k + ky)*k + kx, b*P + oy*Wo + ox] = x[b, c, oy*s - pd + ky, ox*s - pd + kx]  (0 outside)
- *   x [nb,C,H,W] (from x_off), col [KK, nb*P] (from col_off); n = KK*nb*Ho rows */
+ *   x [nb,C,H,W] (from x_off), col [KK, nb*P] (from col_off); n = KK*nb*P
+ * Item i writes col element i (row r, column b*P + oy*Wo + ox): consecutive items write
+ * consecutive addresses and, at stride 1, read consecutive pixels of a row of x. 32-bit
+ * indices: the host keeps every chunk below 2^31 elements (conv.c, conv_dims_get). */
 __kernel void conv2d_im2col(__global const float *x, long x_off, __global float *col,
-                            long col_off, long C, long H, long W, long k, long s, long pd,
-                            long Wo, long P, long nb, long n)
+                            long col_off, int C, int H, int W, int k, int s, int pd, int Wo,
+                            int P, int nb, int n)
 {
-    /* item i = (r*nb + b)*Ho + oy writes the row col[r, b*P + oy*Wo .. + Wo) */
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long Ho = P / Wo;
-    const long oy = i % Ho, t = i / Ho, b = t % nb, r = t / nb;
-    const long kx = r % k, t2 = r / k, ky = t2 % k, c = t2 / k;
-    const long iy = oy * s - pd + ky;
-    __global float *dst = col + col_off + r * (nb * P) + b * P + oy * Wo;
-    if (iy < 0 || iy >= H) {
-        for (long ox = 0; ox < Wo; ox++) dst[ox] = 0.0f;
-        return;
-    }
-    __global const float *src = x + x_off + ((b * C + c) * H + iy) * W;
-    for (long ox = 0; ox < Wo; ox++) {
-        const long ix = ox * s - pd + kx;
-        dst[ox] = (ix >= 0 && ix < W) ? src[ix] : 0.0f;
-    }
+    const int ld = nb * P, r = i / ld, q = i - r * ld, b = q / P, p = q - b * P;
+    const int oy = p / Wo, ox = p - oy * Wo;
+    const int t = r / k, kx = r - t * k, c = t / k, ky = t - c * k;
+    const int iy = oy * s - pd + ky, ix = ox * s - pd + kx;
+    x += x_off;
+    col[col_off + i] =
+        (iy >= 0 && iy < H && ix >= 0 && ix < W) ? x[((b * C + c) * H + iy) * W + ix] : 0.0f;
 }
 
 /* out[b, o, p] = outw[o, b*P + p] + bias[o]
  *   outw [O, nb*P] (the GEMM result), bias [O], out [nb,O,P] (from out_off); n = nb*O*P */
 __kernel void conv2d_out(__global const float *outw, long ow_off, __global const float *bias,
-                         long bias_off, __global float *out, long out_off, long O, long P,
-                         long nb, long n)
+                         long bias_off, __global float *out, long out_off, int O, int P, int nb,
+                         int n)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long p = i % P, t = i / P, o = t % O, b = t / O;
+    const int t = i / P, p = i - t * P, b = t / O, o = t - b * O;
     out[out_off + i] = outw[ow_off + o * (nb * P) + b * P + p] + bias[bias_off + o];
 }
 
-/* gw[o, b*P + p] = g[b, o, p]:  g [nb,O,P] (from g_off) -> gw [O, nb*P]; n = O*nb*P */
 /* gw[j] += sum over s = 0 .. S-1 (in order, as a (hi, lo) pair) of part[s*n + j];
  * part [S, n] (a plain buffer from element 0), gw [n] (from gw_off) */
 __kernel void conv2d_sum_parts(__global const float *part, long S, __global float *gw,
@@ -91,72 +86,64 @@ __kernel void conv2d_sum_parts(__global const float *part, long S, __global floa
     gw[gw_off + j] += mcl_acc_value(acc);
 }
 
+/* gw[o, b*P + p] = g[b, o, p]:  g [nb,O,P] (from g_off) -> gw [O, nb*P]; n = O*nb*P */
 __kernel void conv2d_to_wide(__global const float *g, long g_off, __global float *gw, long gw_off,
-                             long O, long P, long nb, long n)
+                             int O, int P, int nb, int n)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long ld = nb * P;
-    const long o = i / ld, q = i % ld, b = q / P, p = q % P;
+    const int ld = nb * P, o = i / ld, q = i - o * ld, b = q / P, p = q - b * P;
     gw[gw_off + i] = g[g_off + (b * O + o) * P + p];
 }
 
 /* col2im (the adjoint of im2col), accumulated:
  *   gx[b, c, iy, ix] += sum_{ky, kx} colg[(c*k + ky)*k + kx, b*P + oy*Wo + ox]
  *   over the (ky, kx) with oy*s = iy + pd - ky, ox*s = ix + pd - kx, 0 <= oy < Ho, 0 <= ox < Wo
- *   colg [KK, nb*P], gx [nb,C,H,W] (from gx_off); n = nb*C*H*W */
-/* conv2d_col2im gathers an image row this many pixels at a time, in a private array */
-#define COL2IM_ROW 64
-
+ *   colg [KK, nb*P], gx [nb,C,H,W] (from gx_off); n = nb*C*H*W
+ * Item i gathers pixel i of gx (consecutive items: consecutive pixels of a row, which read
+ * consecutive columns of each tap's col row at stride 1), summing its taps in (ky, kx) order.
+ * Only the taps that hit the stride's grid are visited: ky = (iy + pd) mod s, + s, ... with
+ * oy = (iy + pd - ky) / s falling by one per step (likewise kx, ox): one division per
+ * dimension per item, none per tap. */
 __kernel void conv2d_col2im(__global const float *colg, long cg_off, __global float *gx,
-                            long gx_off, long C, long H, long W, long k, long s, long pd,
-                            long Ho, long Wo, long nb, long n)
+                            long gx_off, int C, int H, int W, int k, int s, int pd, int Ho,
+                            int Wo, int nb, int n)
 {
-    /* item i = (b*C + c)*H + iy does the row gx[b, c, iy, 0 .. W), COL2IM_ROW pixels at a
-     * time: for each tap (ky, kx) in order, the tap's run of col entries is added to the
-     * pixels it reaches, so every pixel sums its taps in (ky, kx) order */
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long iy = i % H, t = i / H, c = t % C, b = t / C;
-    const long ld = nb * Ho * Wo;
+    const int ty = i / W, ix = i - ty * W, tc = ty / H, iy = ty - tc * H;
+    const int b = tc / C, c = tc - b * C, ld = nb * Ho * Wo;
+    const int sy = iy + pd, sx = ix + pd;
+    const int ky0 = sy % s, kx0 = sx % s, oy0 = sy / s, ox0 = sx / s;
     colg += cg_off + b * Ho * Wo;
-    __global float *dst = gx + gx_off + i * W;
-    for (long x0 = 0; x0 < W; x0 += COL2IM_ROW) {
-        const long x1 = min(W, x0 + COL2IM_ROW);
-        float2 acc[COL2IM_ROW];
-        for (long ix = x0; ix < x1; ix++) acc[ix - x0] = (float2)(0.0f, 0.0f);
-        for (long ky = 0; ky < k; ky++) {
-            const long ty = iy + pd - ky;
-            if (ty < 0 || (s != 1 && ty % s != 0)) continue;
-            const long oy = s == 1 ? ty : ty / s;
-            if (oy >= Ho) continue;
-            for (long kx = 0; kx < k; kx++) {
-                __global const float *row = colg + ((c * k + ky) * k + kx) * ld + oy * Wo;
-                if (s == 1) { /* ox = ix + pd - kx in [0, Wo) */
-                    const long lo = max(max(kx - pd, 0L), x0), hi = min(Wo + kx - pd, x1);
-                    for (long ix = lo; ix < hi; ix++)
-                        acc[ix - x0] = mcl_acc_add(acc[ix - x0], row[ix + pd - kx]);
-                } else {
-                    for (long ix = x0; ix < x1; ix++) {
-                        const long tx = ix + pd - kx;
-                        if (tx < 0 || tx % s != 0 || tx / s >= Wo) continue;
-                        acc[ix - x0] = mcl_acc_add(acc[ix - x0], row[tx / s]);
-                    }
-                }
-            }
-        }
-        for (long ix = x0; ix < x1; ix++) dst[ix] += mcl_acc_value(acc[ix - x0]);
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (int ky = ky0, oy = oy0; ky < k && oy >= 0; ky += s, oy--) {
+        if (oy >= Ho) continue;
+        __global const float *tap = colg + (c * k + ky) * k * ld + oy * Wo;
+        for (int kx = kx0, ox = ox0; kx < k && ox >= 0; kx += s, ox--)
+            if (ox < Wo) acc = mcl_acc_add(acc, tap[kx * ld + ox]);
     }
+    gx[gx_off + i] += mcl_acc_value(acc);
 }
 
-/* gbias[o] += sum_{b < B, p < P} g[b, o, p], one work-group per o; buf: W float2 */
+/* gbias[o] += sum_{b < B, p < P} g[b, o, p], one work-group per o; buf: W float2. Item l sums
+ * the flat (b, p) = l, l + W, ..., advancing (b, p) by compare-and-subtract. */
 __kernel void conv2d_bias_bwd(__global const float *g, long g_off, __global float *gb, long gb_off,
-                              long B, long O, long P, __local float2 *buf)
+                              int B, int O, int P, __local float2 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), o = get_group_id(0);
-    g += g_off + o * P;
+    const int W = get_local_size(0), l = get_local_id(0), o = get_group_id(0);
+    const int db = W / P, dp = W - db * P;
+    g += g_off + (long)o * P;
     float2 acc = (float2)(0.0f, 0.0f);
-    for (long j = l; j < B * P; j += W) acc = mcl_acc_add(acc, g[(j / P) * O * P + j % P]);
+    for (int b = l / P, p = l - (l / P) * P; b < B;) {
+        acc = mcl_acc_add(acc, g[(long)b * O * P + p]); /* the whole batch: 64-bit */
+        b += db;
+        p += dp;
+        if (p >= P) {
+            p -= P;
+            b++;
+        }
+    }
     const float2 tot = mcl_group_sum(acc, buf);
     if (l == 0) gb[gb_off + o] += mcl_acc_value(tot);
 }

@@ -887,8 +887,11 @@ static int gen_conv2d(int k, tcase *tc)
         {2, 1, 7, 13, 3, 3, 2, 0},  {2, 3, 5, 5, 5, 1, 2, 0},  {1, 3, 13, 13, 3, 3, 1, 0},
         {2, 1, 5, 7, 3, 3, 2, 1},   {1, 2, 1, 5, 2, 3, 1, 1},  {2, 2, 7, 5, 3, 5, 1, 2},
         {2, 1, 17, 16, 2, 3, 1, 1},
-        /* rows longer than 64 pixels: the OpenCL col2im's second run of a row */
+        /* rows longer than 64 pixels (the old OpenCL col2im's second run of a row) */
         {1, 1, 3, 70, 2, 3, 1, 1},  {1, 2, 2, 67, 1, 3, 2, 1},
+        /* a 5 x 5 kernel at stride 2 (each pixel hits 1 to 9 taps); a 2 x 2 kernel at
+         * stride 3 (pixels no tap reaches: the OpenCL col2im's walk over the stride's grid) */
+        {1, 2, 11, 9, 2, 5, 2, 2},  {1, 1, 8, 10, 2, 2, 3, 1},
         /* big: B*P = 8325 pixel columns, so the OpenCL weight gradient is split in two slices
          * plus one left-over column (gw_split_k in src/opencl/conv.c) */
         {37, 3, 15, 15, 5, 3, 1, 1},

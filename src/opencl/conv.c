@@ -24,6 +24,7 @@
 #include "ocl.h" /* first: fixes CL_TARGET_OPENCL_VERSION before clblast_c.h includes CL/ */
 
 #include <clblast_c.h>
+#include <limits.h>
 #include <stdio.h>
 
 /* Largest scratch (in floats) one conv2d chunk may use: 64 MiB, or less on a device whose
@@ -39,6 +40,8 @@ typedef struct conv_dims {
     int64_t KK;         /* C*k*k                         */
     int64_t nb;         /* images per chunk              */
 } conv_dims;
+
+static int conv_chunk_fits_int(const conv_dims *d, int64_t nb);
 
 static void conv_dims_get(mcl_backend *be, const mcl_op_args *a, conv_dims *d)
 {
@@ -61,6 +64,28 @@ static void conv_dims_get(mcl_backend *be, const mcl_op_args *a, conv_dims *d)
     d->nb = (int64_t)cap / per;
     if (d->nb < 1) d->nb = 1;
     if (d->nb > d->B) d->nb = d->B;
+    while (d->nb > 1 && !conv_chunk_fits_int(d, d->nb)) d->nb--;
+}
+
+/* The im2col, col2im and layout kernels index a chunk with 32-bit ints: 1 when the chunk's
+ * matrices [KK + O, nb*P] and its images [nb,C,H,W] have fewer than 2^31 elements. */
+static int conv_chunk_fits_int(const conv_dims *d, int64_t nb)
+{
+    return (d->KK + d->O) * nb * d->P <= INT_MAX && nb * d->C * d->H * d->W <= INT_MAX &&
+           nb * d->O * d->P <= INT_MAX;
+}
+
+/* MCL_OK, or an error when even one image is too large for the 32-bit kernels. */
+static mcl_status conv_check_int(mcl_backend *be, const conv_dims *d, const mcl_tensor *x,
+                                 int bwd)
+{
+    if (conv_chunk_fits_int(d, 1)) return MCL_OK;
+    char sb[64];
+    return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                             "OpenCL: conv2d %s (x %s): one image's im2col matrix or image has "
+                             "2^31 elements or more, beyond the 32-bit indices of the conv2d "
+                             "kernels; use the reference backend",
+                             bwd ? "backward" : "forward", mcl_shape_str(x, sb, sizeof sb));
 }
 
 /* "conv2d forward (kernel conv2d_im2col, x [2,3,7,5])" */
@@ -153,23 +178,23 @@ static mcl_status im2col(mcl_backend *be, const conv_dims *d, const mcl_tensor *
                          int64_t nb, cl_mem col, int bwd)
 {
     char wb[160];
-    const int64_t n = d->KK * nb * d->Ho; /* one work-item per output row (Wo pixels) */
+    const int64_t n = d->KK * nb * d->P; /* one work-item per element of col */
     cl_kernel k = mcl_ocl_kernel(be, "conv2d_im2col", NULL);
     int i = k ? 0 : -1;
     i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(x));
     i = mcl_ocl_arg_long(be, k, i, x->offset + b0 * d->C * d->H * d->W);
     i = mcl_ocl_arg_mem(be, k, i, col);
     i = mcl_ocl_arg_long(be, k, i, 0);
-    i = mcl_ocl_arg_long(be, k, i, d->C);
-    i = mcl_ocl_arg_long(be, k, i, d->H);
-    i = mcl_ocl_arg_long(be, k, i, d->W);
-    i = mcl_ocl_arg_long(be, k, i, d->k);
-    i = mcl_ocl_arg_long(be, k, i, d->s);
-    i = mcl_ocl_arg_long(be, k, i, d->pd);
-    i = mcl_ocl_arg_long(be, k, i, d->Wo);
-    i = mcl_ocl_arg_long(be, k, i, d->P);
-    i = mcl_ocl_arg_long(be, k, i, nb);
-    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->C);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->H);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->W);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->k);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->s);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->pd);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->Wo);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->P);
+    i = mcl_ocl_arg_int(be, k, i, (int)nb);
+    i = mcl_ocl_arg_int(be, k, i, (int)n);
     return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", bwd, "conv2d_im2col", x));
 }
 
@@ -184,6 +209,7 @@ mcl_status mcl_ocl_conv2d_fwd(mcl_backend *be, const mcl_op_args *a)
     conv_dims_get(be, a, &d);
     const mcl_tensor *x = a->in[0], *w = a->in[1], *out = a->out[0];
     char wb[160];
+    if (conv_check_int(be, &d, x, 0) != MCL_OK) return mcl_ocl_recorded(be);
     cl_mem scr = mcl_ocl_scratch(be, (size_t)((d.KK + d.O) * d.nb * d.P) * sizeof(float));
     if (!scr) return mcl_ocl_recorded(be);
     for (int64_t b0 = 0; b0 < d.B; b0 += d.nb) {
@@ -202,10 +228,10 @@ mcl_status mcl_ocl_conv2d_fwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
         i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(out));
         i = mcl_ocl_arg_long(be, k, i, out->offset + b0 * d.O * d.P);
-        i = mcl_ocl_arg_long(be, k, i, d.O);
-        i = mcl_ocl_arg_long(be, k, i, d.P);
-        i = mcl_ocl_arg_long(be, k, i, nb);
-        i = mcl_ocl_arg_long(be, k, i, n);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.O);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.P);
+        i = mcl_ocl_arg_int(be, k, i, (int)nb);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
         s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 0, "conv2d_out", x));
         if (s != MCL_OK) return s;
     }
@@ -233,9 +259,9 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
         const size_t W = mcl_ocl_row_wg(wg, d.B * d.P);
         int i = mcl_ocl_arg_tensor(be, k, 0, g);
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[2]);
-        i = mcl_ocl_arg_long(be, k, i, d.B);
-        i = mcl_ocl_arg_long(be, k, i, d.O);
-        i = mcl_ocl_arg_long(be, k, i, d.P);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.B);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.O);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.P);
         /* __local: W float2 = 8·W bytes (2 KiB at W = 256) */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         s = mcl_ocl_launch_groups(be, k, i, (size_t)d.O, W,
@@ -243,6 +269,7 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
         if (s != MCL_OK) return s;
     }
     if (!gx && !gw) return MCL_OK;
+    if (conv_check_int(be, &d, x, 1) != MCL_OK) return mcl_ocl_recorded(be);
 
     cl_mem scr = mcl_ocl_scratch(be, (size_t)((d.KK + d.O) * d.nb * d.P) * sizeof(float));
     if (!scr) return mcl_ocl_recorded(be);
@@ -258,10 +285,10 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, g->offset + b0 * d.O * d.P);
         i = mcl_ocl_arg_mem(be, k, i, scr);
         i = mcl_ocl_arg_long(be, k, i, gw_off);
-        i = mcl_ocl_arg_long(be, k, i, d.O);
-        i = mcl_ocl_arg_long(be, k, i, d.P);
-        i = mcl_ocl_arg_long(be, k, i, nb);
-        i = mcl_ocl_arg_long(be, k, i, n);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.O);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.P);
+        i = mcl_ocl_arg_int(be, k, i, (int)nb);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
         s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 1, "conv2d_to_wide", x));
         if (s != MCL_OK) return s;
 
@@ -270,23 +297,23 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
                       d.KK, ld, d.O, 1.0f, mcl_ocl_mem(w), w->offset, d.KK, scr, gw_off, ld, 0.0f,
                       scr, 0, ld);
             if (s != MCL_OK) return s;
-            n = nb * d.C * d.H; /* one work-item per image row */
+            n = nb * d.C * d.H * d.W; /* one work-item per pixel of gx */
             k = mcl_ocl_kernel(be, "conv2d_col2im", NULL);
             i = k ? 0 : -1;
             i = mcl_ocl_arg_mem(be, k, i, scr);
             i = mcl_ocl_arg_long(be, k, i, 0);
             i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(gx));
             i = mcl_ocl_arg_long(be, k, i, gx->offset + b0 * d.C * d.H * d.W);
-            i = mcl_ocl_arg_long(be, k, i, d.C);
-            i = mcl_ocl_arg_long(be, k, i, d.H);
-            i = mcl_ocl_arg_long(be, k, i, d.W);
-            i = mcl_ocl_arg_long(be, k, i, d.k);
-            i = mcl_ocl_arg_long(be, k, i, d.s);
-            i = mcl_ocl_arg_long(be, k, i, d.pd);
-            i = mcl_ocl_arg_long(be, k, i, d.Ho);
-            i = mcl_ocl_arg_long(be, k, i, d.Wo);
-            i = mcl_ocl_arg_long(be, k, i, nb);
-            i = mcl_ocl_arg_long(be, k, i, n);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.C);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.H);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.W);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.k);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.s);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.pd);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.Ho);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.Wo);
+            i = mcl_ocl_arg_int(be, k, i, (int)nb);
+            i = mcl_ocl_arg_int(be, k, i, (int)n);
             s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 1, "conv2d_col2im", x));
             if (s != MCL_OK) return s;
         }
