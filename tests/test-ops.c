@@ -716,7 +716,8 @@ static int gen_reshape(int k, tcase *tc)
 
 static int gen_transpose(int k, tcase *tc)
 {
-    static const int64_t s[][5] = {{2, 5, 7},       {2, 1, 13}, {3, 2, 3, 5},
+    /* [40, 33]: 2 x 2 partial tiles of the OpenCL kernel's 32 x 32 __local tiles */
+    static const int64_t s[][5] = {{2, 5, 7},       {2, 1, 13}, {3, 2, 3, 5}, {2, 40, 33},
                                    {4, 2, 3, 1, 7}, {2, 13, 1}, {3, 2, 257, 133}};
     const int ns = (int)(sizeof s / sizeof s[0]);
     if (k >= ns) return 0;
@@ -727,12 +728,17 @@ static int gen_transpose(int k, tcase *tc)
 
 static int gen_permute(int k, tcase *tc)
 {
+    /* case k: perm[k] of shape shp[sk[k]]; [1,33,1,40] with (0,3,2,1): the OpenCL kernel's
+     * 32 x 32 __local tiles, 2 x 2 of them, partial */
     static const int perm[][4] = {{0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 2, 3},
-                                  {2, 3, 0, 1}, {0, 3, 1, 2}, {0, 2, 1, 3}, {0, 2, 1, 3}};
+                                  {2, 3, 0, 1}, {0, 3, 1, 2}, {0, 3, 2, 1}, {0, 2, 1, 3},
+                                  {0, 2, 1, 3}};
+    static const int sk[] = {0, 0, 0, 0, 0, 0, 3, 1, 2};
     const int np = (int)(sizeof perm / sizeof perm[0]);
     if (k >= np) return 0;
-    static const int64_t shp[3][5] = {{4, 2, 3, 5, 7}, {4, 1, 5, 1, 3}, {4, 8, 33, 17, 16}};
-    int s = k < np - 2 ? 0 : k == np - 2 ? 1 : 2;
+    static const int64_t shp[4][5] = {
+        {4, 2, 3, 5, 7}, {4, 1, 5, 1, 3}, {4, 8, 33, 17, 16}, {4, 1, 33, 1, 40}};
+    const int s = sk[k];
     if (s == 2) mark_big(tc); /* the attention head split above the thread threshold */
     fill_normal(tc, add_in(tc, shp[s]), 0.0, 1.0);
     for (int d = 0; d < 4; d++) tc->p.i[d] = perm[k][d];

@@ -1,7 +1,8 @@
 /* shape.c — OpenCL host glue for concat, slice, reshape, transpose, permute, repeat_batch.
  *
  * Kernels: kernels/shape.cl, one work-item per element written (reshape: the flat copies
- * copy_fwd / copy_bwd of kernels/elementwise.cl). Same contract and equations as
+ * copy_fwd / copy_bwd of kernels/elementwise.cl), except transpose and permute, which go
+ * through __local tiles when their reads would be strided (permute_plan). Same contract and equations as
  * src/ref/shape.c: forward moves elements, backward ADDS each gradient element back where its
  * element came from (no collisions: deterministic). Axis arguments were validated and
  * normalized to 0..ndim-1 by the front end (ops.c). repeat_batch backward is the one that
@@ -11,6 +12,7 @@
  * [outer, rows_x * inner] with outer = product of the dims before x, inner = product of the
  * dims after x, so one out "row" is a contiguous run in each operand.
  */
+#include <limits.h>
 #include <stdio.h>
 
 #include "ocl.h"
@@ -161,38 +163,108 @@ mcl_status mcl_ocl_reshape_bwd(mcl_backend *be, const mcl_op_args *a)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* transpose and permute share one planner (permute_plan): dst = src read through a 4-D
+ * permutation, dst contiguous. Kernels (kernels/shape.cl):
+ *   permute_tiled   src's innermost dim (of size > 1) is not dst's: T x T tiles through
+ *                   __local memory, reads and writes coalesced (one group per tile)
+ *   permute_rows    both innermost dims agree: one item per element, already coalesced
+ *   permute_fwd/bwd tensors of 2^31 elements or more (64-bit indices)
+ * The first two index with 32-bit ints. acc: 0 stores (forward), 1 adds (backward). */
+
+#define PERM_TILE 32
+
+/* dst[o] (=, +=) src[Σ_d o_d·st_d] for dst of shape ds[4] (src strides st[4] per dst dim) */
+static mcl_status permute_plan(mcl_backend *be, const mcl_tensor *src, const mcl_tensor *dst,
+                               const int64_t ds[4], const int64_t st[4], int acc,
+                               const char *what)
+{
+    const int64_t n = mcl_tensor_numel(src);
+    if (n == 0) return MCL_OK;
+    if (n > INT_MAX) { /* the 64-bit kernels */
+        cl_kernel k = mcl_ocl_kernel(be, acc ? "permute_bwd" : "permute_fwd", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, src);
+        i = mcl_ocl_arg_tensor(be, k, i, dst);
+        for (int d = 1; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, ds[d]);
+        for (int d = 0; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, st[d]);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        return mcl_ocl_launch(be, k, i, n, what);
+    }
+    /* q: the dst dim holding src's innermost dim of size > 1 (smallest stride); p: dst's
+     * innermost dim of size > 1 */
+    int q = 3, p = 3;
+    for (int d = 0; d < 4; d++)
+        if (ds[d] > 1 && (ds[q] <= 1 || st[d] < st[q])) q = d;
+    while (p > 0 && ds[p] <= 1) p--;
+    const int64_t dstr[4] = {ds[1] * ds[2] * ds[3], ds[2] * ds[3], ds[3], 1};
+    if (q == p || ds[q] <= 1) { /* rows already contiguous on both sides */
+        cl_kernel k = mcl_ocl_kernel(be, "permute_rows", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, src);
+        i = mcl_ocl_arg_tensor(be, k, i, dst);
+        for (int d = 1; d < 4; d++) i = mcl_ocl_arg_int(be, k, i, (int)ds[d]);
+        for (int d = 0; d < 4; d++) i = mcl_ocl_arg_int(be, k, i, (int)st[d]);
+        i = mcl_ocl_arg_int(be, k, i, acc);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        return mcl_ocl_launch(be, k, i, n, what);
+    }
+    int oth[2], no = 0;
+    for (int d = 0; d < 4; d++)
+        if (d != q && d != p) oth[no++] = d;
+    size_t wg_max;
+    cl_kernel k = mcl_ocl_kernel(be, "permute_tiled", &wg_max);
+    if (!k) return mcl_ocl_recorded(be);
+    const size_t NT = mcl_ocl_reduce_wg(wg_max); /* power of two, <= 256 */
+    const size_t T = NT < PERM_TILE ? NT : PERM_TILE;
+    const int64_t groups = ds[oth[0]] * ds[oth[1]] * ((ds[q] + (int64_t)T - 1) / (int64_t)T) *
+                           ((ds[p] + (int64_t)T - 1) / (int64_t)T);
+    int i = mcl_ocl_arg_tensor(be, k, 0, src);
+    i = mcl_ocl_arg_tensor(be, k, i, dst);
+    i = mcl_ocl_arg_int(be, k, i, (int)ds[q]);
+    i = mcl_ocl_arg_int(be, k, i, (int)ds[p]);
+    i = mcl_ocl_arg_int(be, k, i, (int)ds[oth[1]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)st[q]);
+    i = mcl_ocl_arg_int(be, k, i, (int)st[p]);
+    i = mcl_ocl_arg_int(be, k, i, (int)st[oth[0]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)st[oth[1]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)dstr[q]);
+    i = mcl_ocl_arg_int(be, k, i, (int)dstr[p]);
+    i = mcl_ocl_arg_int(be, k, i, (int)dstr[oth[0]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)dstr[oth[1]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)T);
+    i = mcl_ocl_arg_int(be, k, i, acc);
+    /* __local: T rows of T + 1 floats = 4·T·(T + 1) bytes (4.1 KiB at T = 32) */
+    i = mcl_ocl_arg_local(be, k, i, T * (T + 1) * sizeof(float));
+    return mcl_ocl_launch_groups(be, k, i, (size_t)groups, NT, what);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* transpose: swap the last two dims, batched over the leading dims:
  *   out[.., j, i] = a[.., i, j]
  * a [.., M, N] -> out [.., N, M]   (ndim >= 2, checked by the front end)
- * backward: ga[.., i, j] += gout[.., j, i] */
+ * backward: ga[.., i, j] += gout[.., j, i]
+ * As a permutation (0, 1, 3, 2) of src [1, batch, R, C]: dst [1, batch, C, R]. */
 
-/* kname(src, dst, R, C, n): dst[b, c, r] (=, +=) src[b, r, c], src [batch, R, C] */
 static mcl_status transpose_launch(mcl_backend *be, const char *kname, const mcl_tensor *src,
-                                   const mcl_tensor *dst)
+                                   const mcl_tensor *dst, int acc)
 {
-    int nd = src->ndim;
-    int64_t R = nd >= 2 ? src->shape[nd - 2] : 1, C = src->shape[nd - 1];
-    int64_t n = mcl_tensor_numel(src);
+    const int nd = src->ndim;
+    const int64_t R = nd >= 2 ? src->shape[nd - 2] : 1, C = src->shape[nd - 1];
+    const int64_t batch = mcl_tensor_numel(src) / (R * C > 0 ? R * C : 1);
+    const int64_t ds[4] = {1, batch, C, R}, st[4] = {0, R * C, 1, C};
     char what[200];
-    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, src);
-    i = mcl_ocl_arg_tensor(be, k, i, dst);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, C);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, ""));
+    return permute_plan(be, src, dst, ds, st, acc, what2(what, sizeof what, kname, src, dst, ""));
 }
 
 mcl_status mcl_ocl_transpose_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    return transpose_launch(be, "transpose_fwd", a->in[0], a->out[0]);
+    return transpose_launch(be, "transpose forward", a->in[0], a->out[0], 0);
 }
 
 mcl_status mcl_ocl_transpose_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
-    return transpose_launch(be, "transpose_bwd", a->gout[0], a->gin[0]);
+    return transpose_launch(be, "transpose backward", a->gout[0], a->gin[0], 1);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -221,10 +293,10 @@ static mcl_status permute_get(mcl_backend *be, const mcl_op_args *a, int perm[4]
     return MCL_OK;
 }
 
-/* kname(src, dst, d1, d2, d3, st0..st3, n): dst (= or +=) src read through perm, where
- * dst has shape d[k] = src.shape[perm[k]] and st[k] = src stride of dim perm[k]. */
+/* dst (= or +=) src read through perm, where dst has shape d[k] = src.shape[perm[k]] and
+ * st[k] = src stride of dim perm[k]. */
 static mcl_status permute_launch(mcl_backend *be, const char *kname, const mcl_tensor *src,
-                                 const int perm[4], const mcl_tensor *dst)
+                                 const int perm[4], const mcl_tensor *dst, int acc)
 {
     const int64_t *ss = src->shape; /* unused trailing dims are 1 */
     int64_t sstride[4] = {ss[1] * ss[2] * ss[3], ss[2] * ss[3], ss[3], 1};
@@ -233,17 +305,9 @@ static mcl_status permute_launch(mcl_backend *be, const char *kname, const mcl_t
         ds[d] = ss[perm[d]];
         st[d] = sstride[perm[d]];
     }
-    int64_t n = mcl_tensor_numel(src);
     char what[200], extra[48];
-    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, src);
-    i = mcl_ocl_arg_tensor(be, k, i, dst);
-    for (int d = 1; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, ds[d]);
-    for (int d = 0; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, st[d]);
-    i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (perm %d,%d,%d,%d)", perm[0], perm[1], perm[2], perm[3]);
-    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
+    return permute_plan(be, src, dst, ds, st, acc, what2(what, sizeof what, kname, src, dst, extra));
 }
 
 mcl_status mcl_ocl_permute_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -251,7 +315,7 @@ mcl_status mcl_ocl_permute_fwd(mcl_backend *be, const mcl_op_args *a)
     int perm[4];
     mcl_status s = permute_get(be, a, perm);
     if (s != MCL_OK) return s;
-    return permute_launch(be, "permute_fwd", a->in[0], perm, a->out[0]);
+    return permute_launch(be, "permute forward", a->in[0], perm, a->out[0], 0);
 }
 
 mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -261,7 +325,7 @@ mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_status s = permute_get(be, a, perm);
     if (s != MCL_OK) return s;
     for (int d = 0; d < 4; d++) inv[perm[d]] = d;
-    return permute_launch(be, "permute_bwd", a->gout[0], inv, a->gin[0]);
+    return permute_launch(be, "permute backward", a->gout[0], inv, a->gin[0], 1);
 }
 
 /* ------------------------------------------------------------------------------------------ */
