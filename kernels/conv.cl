@@ -150,16 +150,19 @@ __kernel void conv2d_bias_bwd(__global const float *g, long g_off, __global floa
 
 /* ---- maxpool2d -------------------------------------------------------------------------- */
 
+/* The maxpool2d kernels index with 32-bit ints: the host launches them over chunks of
+ * planes of fewer than 2^31 elements (conv.c), moving the offsets to the chunk's first plane. */
+
 /* out[q, i, j] = max of the 2 x 2 window x[q, 2i + dy, 2j + dx]; arg = dy*2 + dx of the first
  * maximum (order (0,0), (0,1), (1,0), (1,1); strict >). x [Q,H,W], out, arg [Q,Ho,Wo];
  * n = Q*Ho*Wo */
 __kernel void maxpool2d_fwd(__global const float *x, long x_off, __global float *out,
-                            long out_off, __global float *arg, long arg_off, long H, long W,
-                            long Ho, long Wo, long n)
+                            long out_off, __global float *arg, long arg_off, int H, int W,
+                            int Ho, int Wo, int n)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long j = i % Wo, t = i / Wo, oi = t % Ho, q = t / Ho;
+    const int t = i / Wo, j = i - t * Wo, q = t / Ho, oi = t - q * Ho;
     __global const float *r0 = x + x_off + (q * H + 2 * oi) * W + 2 * j;
     const float v[4] = {r0[0], r0[1], r0[W], r0[W + 1]};
     float m = v[0];
@@ -176,19 +179,50 @@ __kernel void maxpool2d_fwd(__global const float *x, long x_off, __global float 
 /* gx[q, y, x] += gout[q, y/2, x/2] if (y%2)*2 + x%2 == arg[q, y/2, x/2] (inside the pooled
  * area); gx [Q,H,W], gout, arg [Q,Ho,Wo]; n = Q*H*W */
 __kernel void maxpool2d_bwd(__global const float *g, long g_off, __global const float *arg,
-                            long arg_off, __global float *gx, long gx_off, long H, long W,
-                            long Ho, long Wo, long n)
+                            long arg_off, __global float *gx, long gx_off, int H, int W,
+                            int Ho, int Wo, int n)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long xx = i % W, t = i / W, y = t % H, q = t / H;
-    const long oy = y / 2, ox = xx / 2;
+    const int t = i / W, xx = i - t * W, q = t / H, y = t - q * H;
+    const int oy = y >> 1, ox = xx >> 1;
     if (oy >= Ho || ox >= Wo) return;
-    const long o = (q * Ho + oy) * Wo + ox;
-    if ((int)arg[arg_off + o] == (int)((y % 2) * 2 + xx % 2)) gx[gx_off + i] += g[g_off + o];
+    const int o = (q * Ho + oy) * Wo + ox;
+    if ((int)arg[arg_off + o] == ((y & 1) << 1) + (xx & 1)) gx[gx_off + i] += g[g_off + o];
 }
 
 /* ---- instance_norm ---------------------------------------------------------------------- */
+
+/* The instance_norm and inorm_pool_relu kernels index within a plane (and within [B, plane]
+ * for the channel sums) with 32-bit ints; the host refuses planes that would not fit (conv.c).
+ * A group's items walk flat indices l, l + W, ... as (row, column) pairs of a [.., n] space
+ * without a division per step: */
+typedef struct conv_walk {
+    int r, c;   /* the current (row, column)               */
+    int dr, dc; /* one step of W items: W / n, W mod n      */
+    int n;      /* row length                               */
+} conv_walk;
+
+conv_walk conv_walk_start(int f, int W, int n)
+{
+    conv_walk w;
+    w.r = f / n;
+    w.c = f - w.r * n;
+    w.dr = W / n;
+    w.dc = W - w.dr * n;
+    w.n = n;
+    return w;
+}
+
+void conv_walk_next(conv_walk *w)
+{
+    w->r += w->dr;
+    w->c += w->dc;
+    if (w->c >= w->n) {
+        w->c -= w->n;
+        w->r++;
+    }
+}
 
 /* 1 / sqrt(v + eps) for the variance pair v = (hi, lo), rounded about once (the reference
  * rounds a double result once): r0 = 1/sqrt(s) of the float sum s = v + eps, then one
@@ -316,14 +350,15 @@ __kernel void instance_norm_bwd_gb(__global const float *x, long x_off,
                                    __global const float *mean, long mean_off,
                                    __global const float *rstd, long rstd_off,
                                    __global const float *g, long g_off, __global float *ggamma,
-                                   long ggamma_off, __global float *gbeta, long gbeta_off, long B,
-                                   long C, long N, long want_gamma, long want_beta,
+                                   long ggamma_off, __global float *gbeta, long gbeta_off, int B,
+                                   int C, int N, long want_gamma, long want_beta,
                                    __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
+    const int W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
     float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
-    for (long f = l; f < B * N; f += W) {
-        const long r = (f / N) * C + c, e = r * N + f % N;
+    for (conv_walk w = conv_walk_start(l, W, N); w.r < B; conv_walk_next(&w)) {
+        const int r = w.r * C + c;
+        const long e = (long)r * N + w.c; /* over the whole batch: 64-bit */
         const float xhat = (x[x_off + e] - mean[mean_off + r]) * rstd[rstd_off + r];
         const float gr = g[g_off + e];
         ag = mcl_acc_add_pair(ag, mcl_two_prod(gr, xhat));
@@ -348,14 +383,14 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
                                   __global const float *beta, long beta_off, __global float *y,
                                   long y_off, __global float *mean, long mean_off,
                                   __global float *rstd, long rstd_off, __global float *arg,
-                                  long arg_off, long C, long H, long Wd, float eps,
+                                  long arg_off, int C, int H, int Wd, float eps,
                                   __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
-    const long Ho = H / 2, Wo = Wd / 2, P = Ho * Wo;
-    x += x_off + r * H * Wd;
-    y += y_off + r * P;
-    arg += arg_off + r * P;
+    const int W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo;
+    x += x_off + (long)r * H * Wd;
+    y += y_off + (long)r * P;
+    arg += arg_off + (long)r * P;
     const float gm = gamma[gamma_off + r % C], bt = beta[beta_off + r % C];
     float rs;
     const float2 mu = in_stats(x, H * Wd, eps, buf, &rs);
@@ -363,8 +398,9 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
         mean[mean_off + r] = mu.x;
         rstd[rstd_off + r] = rs;
     }
-    for (long o = l; o < P; o += W) {
-        __global const float *p0 = x + 2 * (o / Wo) * Wd + 2 * (o % Wo);
+    int o = l;
+    for (conv_walk w = conv_walk_start(l, W, Wo); o < P; o += W, conv_walk_next(&w)) {
+        __global const float *p0 = x + 2 * w.r * Wd + 2 * w.c; /* window (w.r, w.c) = o */
         const float v[4] = {p0[0], p0[1], p0[Wd], p0[Wd + 1]};
         float m = in_affine(v[0], mu, rs, gm, bt);
         int idx = 0;
@@ -384,12 +420,12 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
  * window's argmax and the window's y > 0, else 0 (also outside the pooled area).
  * g, y, arg: the plane's [Ho,Wo] */
 float ipr_grad(__global const float *g, __global const float *y, __global const float *arg,
-               long u, long v, long Ho, long Wo)
+               int u, int v, int Ho, int Wo)
 {
-    const long i = u / 2, j = v / 2;
+    const int i = u >> 1, j = v >> 1;
     if (i >= Ho || j >= Wo) return 0.0f;
-    const long o = i * Wo + j;
-    return ((int)arg[o] == (int)((u % 2) * 2 + v % 2) && y[o] > 0.0f) ? g[o] : 0.0f;
+    const int o = i * Wo + j;
+    return ((int)arg[o] == ((u & 1) << 1) + (v & 1) && y[o] > 0.0f) ? g[o] : 0.0f;
 }
 
 /* backward, input gradient, one group per plane r: instance_norm_bwd_dx with the gradient of
@@ -402,24 +438,25 @@ __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
                                      __global const float *y, long y_off,
                                      __global const float *arg, long arg_off,
                                      __global const float *g, long g_off, __global float *gx,
-                                     long gx_off, long C, long H, long Wd, __local float4 *buf)
+                                     long gx_off, int C, int H, int Wd, __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
-    const long Ho = H / 2, Wo = Wd / 2, P = Ho * Wo, N = H * Wd;
+    const int W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo, N = H * Wd;
     const float nf = (float)N;
-    x += x_off + r * N;
-    gx += gx_off + r * N;
-    y += y_off + r * P;
-    arg += arg_off + r * P;
-    g += g_off + r * P;
+    x += x_off + (long)r * N;
+    gx += gx_off + (long)r * N;
+    y += y_off + (long)r * P;
+    arg += arg_off + (long)r * P;
+    g += g_off + (long)r * P;
     const float gm = gamma[gamma_off + r % C];
     const float m = mean[mean_off + r], rs = rstd[rstd_off + r];
 
     float2 sd = (float2)(0.0f, 0.0f), sdx = (float2)(0.0f, 0.0f); /* sum dxhat, sum dxhat*xhat */
-    for (long o = l; o < P; o += W) {
+    int o = l;
+    for (conv_walk w = conv_walk_start(l, W, Wo); o < P; o += W, conv_walk_next(&w)) {
         const int t = (int)arg[o];
         const float gp = y[o] > 0.0f ? g[o] : 0.0f;
-        const float xhat = (x[(2 * (o / Wo) + t / 2) * Wd + 2 * (o % Wo) + t % 2] - m) * rs;
+        const float xhat = (x[(2 * w.r + (t >> 1)) * Wd + 2 * w.c + (t & 1)] - m) * rs;
         const float2 dxhat = mcl_two_prod(gp, gm); /* exact */
         sd = mcl_acc_add_pair(sd, dxhat);
         const float2 q = mcl_two_prod(dxhat.x, xhat);
@@ -429,9 +466,10 @@ __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
     const float2 mean_d = mcl_acc_div(sums.xy, nf);
     const float mean_dx = mcl_acc_value(mcl_acc_div(sums.zw, nf));
 
-    for (long j = l; j < N; j += W) {
+    int j = l;
+    for (conv_walk w = conv_walk_start(l, W, Wd); j < N; j += W, conv_walk_next(&w)) {
         const float xhat = (x[j] - m) * rs;
-        const float2 dxhat = mcl_two_prod(ipr_grad(g, y, arg, j / Wd, j % Wd, Ho, Wo), gm);
+        const float2 dxhat = mcl_two_prod(ipr_grad(g, y, arg, w.r, w.c, Ho, Wo), gm);
         float t = (dxhat.x - mean_d.x) + (dxhat.y - mean_d.y); /* dxhat - mean_d */
         const float u = xhat * mean_dx;
         t = t - u;
@@ -452,17 +490,18 @@ __kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off,
                                      __global const float *arg, long arg_off,
                                      __global const float *g, long g_off,
                                      __global float *ggamma, long ggamma_off,
-                                     __global float *gbeta, long gbeta_off, long B, long C,
-                                     long H, long Wd, long want_gamma, long want_beta,
+                                     __global float *gbeta, long gbeta_off, int B, int C,
+                                     int H, int Wd, long want_gamma, long want_beta,
                                      __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
-    const long Wo = Wd / 2, P = (H / 2) * Wo;
+    const int W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
+    const int Wo = Wd / 2, P = (H / 2) * Wo;
     float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
-    for (long f = l; f < B * P; f += W) {
-        const long r = (f / P) * C + c, o = f % P, e = r * P + o;
+    for (conv_walk w = conv_walk_start(l, W, P); w.r < B; conv_walk_next(&w)) {
+        const int r = w.r * C + c, o = w.c, oi = o / Wo, oj = o - oi * Wo;
+        const long e = (long)r * P + o; /* over the whole batch: 64-bit */
         const int t = (int)arg[arg_off + e];
-        const float xv = x[x_off + r * H * Wd + (2 * (o / Wo) + t / 2) * Wd + 2 * (o % Wo) + t % 2];
+        const float xv = x[x_off + (long)r * H * Wd + (2 * oi + (t >> 1)) * Wd + 2 * oj + (t & 1)];
         const float xhat = (xv - mean[mean_off + r]) * rstd[rstd_off + r];
         const float gp = y[y_off + e] > 0.0f ? g[g_off + e] : 0.0f;
         ag = mcl_acc_add_pair(ag, mcl_two_prod(gp, xhat));

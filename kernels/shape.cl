@@ -18,14 +18,18 @@
  * the axis x, inner = product after it): the host passes the row lengths.
  */
 
+/* concat, slice and repeat_batch index with 32-bit ints: the host launches them over chunks of
+ * whole rows (copies, for repeat_batch) of fewer than 2^31 elements, the tensor offsets moved
+ * to the chunk's first row (shape.c, rows_per_launch); one chunk unless a tensor is huge. */
+
 /* ---- concat along an axis: out row o = [a row o (ra elements) | b row o (rb elements)]
  * item i = o * (ra + rb) + j over out */
 __kernel void concat_fwd(__global const float *a, long a_off, __global const float *b,
-                         long b_off, __global float *out, long out_off, long ra, long rb, long n)
+                         long b_off, __global float *out, long out_off, int ra, int rb, int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long ro = ra + rb, o = i / ro, j = i % ro;
+    const int ro = ra + rb, o = i / ro, j = i - o * ro;
     out[out_off + i] = j < ra ? a[a_off + o * ra + j] : b[b_off + o * rb + (j - ra)];
 }
 
@@ -33,33 +37,33 @@ __kernel void concat_fwd(__global const float *a, long a_off, __global const flo
  *   gx[o, j] += gout[o, koff + j],  item i = o * rk + j over gx
  * (koff = 0, rk = ra for a; koff = ra, rk = rb for b) */
 __kernel void concat_bwd(__global const float *g, long g_off, __global float *gx, long gx_off,
-                         long rk, long ro, long koff, long n)
+                         int rk, int ro, int koff, int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long o = i / rk, j = i % rk;
+    const int o = i / rk, j = i - o * rk;
     gx[gx_off + i] += g[g_off + o * ro + koff + j];
 }
 
 /* ---- slice along an axis: out[o, j] = a[o, soff + j], soff = start * inner,
  * a rows ri long, out rows ro long; item i = o * ro + j over out */
 __kernel void slice_fwd(__global const float *a, long a_off, __global float *out, long out_off,
-                        long ri, long ro, long soff, long n)
+                        int ri, int ro, int soff, int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long o = i / ro, j = i % ro;
+    const int o = i / ro, j = i - o * ro;
     out[out_off + i] = a[a_off + o * ri + soff + j];
 }
 
 /* slice backward: ga[o, soff + j] += gout[o, j]  (the rest of ga is untouched);
  * item i = o * ro + j over gout */
 __kernel void slice_bwd(__global const float *g, long g_off, __global float *ga, long ga_off,
-                        long ri, long ro, long soff, long n)
+                        int ri, int ro, int soff, int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long o = i / ro, j = i % ro;
+    const int o = i / ro, j = i - o * ro;
     ga[ga_off + o * ri + soff + j] += g[g_off + i];
 }
 
@@ -155,19 +159,19 @@ __kernel void permute_bwd(__global const float *src, long s_off, __global float 
  *   ga[j] += sum_{i < n} gout[i, j]        item j over ga (ids >= N return), i in order,
  *   as a (hi, lo) pair of common.cl */
 __kernel void repeat_batch_fwd(__global const float *a, long a_off, __global float *out,
-                               long out_off, long N, long total)
+                               long out_off, int N, int total)
 {
-    long q = get_global_id(0);
+    const int q = get_global_id(0);
     if (q >= total) return;
-    out[out_off + q] = a[a_off + q % N];
+    out[out_off + q] = a[a_off + (q - (q / N) * N)];
 }
 
 __kernel void repeat_batch_bwd(__global const float *g, long g_off, __global float *ga,
                                long ga_off, long N, long n)
 {
-    long j = get_global_id(0);
+    const long j = get_global_id(0);
     if (j >= N) return;
     float2 acc = (float2)(0.0f, 0.0f);
-    for (long i = 0; i < n; i++) acc = mcl_acc_add(acc, g[g_off + i * N + j]);
+    for (long i = 0; i < n; i++) acc = mcl_acc_add(acc, g[g_off + i * N + j]); /* no division */
     ga[ga_off + j] += mcl_acc_value(acc);
 }

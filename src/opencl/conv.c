@@ -335,43 +335,68 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
  *   in[0] x [B,C,H,W] -> out[0], out[1] [B,C,H/2,W/2]
  * backward: gx[b, c, 2i + dy, 2j + dx] += gout[b, c, i, j] where dy*2 + dx = arg[b, c, i, j] */
 
-mcl_status mcl_ocl_maxpool2d_fwd(mcl_backend *be, const mcl_op_args *a)
+/* The maxpool2d kernels index with 32-bit ints: they run over chunks of whole planes of
+ * fewer than 2^31 elements (usually one chunk), the offsets moved to the chunk's first plane. */
+static mcl_status maxpool_launch(mcl_backend *be, int bwd, const mcl_op_args *a)
 {
     const mcl_tensor *x = a->in[0];
-    const int64_t H = x->shape[2], W = x->shape[3];
-    const int64_t n = mcl_tensor_numel(a->out[0]);
+    const int64_t Q = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
+    const int64_t Ho = H / 2, Wo = W / 2, per = bwd ? H * W : Ho * Wo; /* items per plane */
+    const char *kname = bwd ? "maxpool2d_bwd" : "maxpool2d_fwd";
     char wb[160];
-    cl_kernel k = mcl_ocl_kernel(be, "maxpool2d_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-    i = mcl_ocl_arg_long(be, k, i, H);
-    i = mcl_ocl_arg_long(be, k, i, W);
-    i = mcl_ocl_arg_long(be, k, i, H / 2);
-    i = mcl_ocl_arg_long(be, k, i, W / 2);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "maxpool2d", 0, "maxpool2d_fwd", x));
+    what(wb, sizeof wb, "maxpool2d", bwd, kname, x);
+    if (per > INT_MAX)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                                 "OpenCL: %s: one plane has 2^31 elements or more, beyond the "
+                                 "32-bit indices of the kernel; use the reference backend", wb);
+    const int64_t chunk = per > 0 ? (int64_t)INT_MAX / per : Q; /* planes per launch */
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t q0 = 0; q0 < Q; q0 += chunk) {
+        const int64_t nq = Q - q0 < chunk ? Q - q0 : chunk, n = nq * per;
+        /* forward: x -> out, arg;  backward: gout, arg -> gx */
+        const mcl_tensor *t0 = bwd ? a->gout[0] : x, *t1 = bwd ? a->out[1] : a->out[0];
+        const mcl_tensor *t2 = bwd ? a->gin[0] : a->out[1];
+        const int64_t s0 = bwd ? Ho * Wo : H * W, s1 = Ho * Wo, s2 = bwd ? H * W : Ho * Wo;
+        int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(t0));
+        i = mcl_ocl_arg_long(be, k, i, t0->offset + q0 * s0);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(t1));
+        i = mcl_ocl_arg_long(be, k, i, t1->offset + q0 * s1);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(t2));
+        i = mcl_ocl_arg_long(be, k, i, t2->offset + q0 * s2);
+        i = mcl_ocl_arg_int(be, k, i, (int)H);
+        i = mcl_ocl_arg_int(be, k, i, (int)W);
+        i = mcl_ocl_arg_int(be, k, i, (int)Ho);
+        i = mcl_ocl_arg_int(be, k, i, (int)Wo);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        mcl_status st = mcl_ocl_launch(be, k, i, n, wb);
+        if (st != MCL_OK) return st;
+    }
+    return MCL_OK;
+}
+
+mcl_status mcl_ocl_maxpool2d_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return maxpool_launch(be, 0, a);
 }
 
 mcl_status mcl_ocl_maxpool2d_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
-    const mcl_tensor *x = a->in[0];
-    const int64_t H = x->shape[2], W = x->shape[3];
-    const int64_t n = mcl_tensor_numel(x);
-    char wb[160];
-    cl_kernel k = mcl_ocl_kernel(be, "maxpool2d_bwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-    i = mcl_ocl_arg_long(be, k, i, H);
-    i = mcl_ocl_arg_long(be, k, i, W);
-    i = mcl_ocl_arg_long(be, k, i, H / 2);
-    i = mcl_ocl_arg_long(be, k, i, W / 2);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "maxpool2d", 1, "maxpool2d_bwd", x));
+    return maxpool_launch(be, 1, a);
+}
+
+/* The instance_norm and inorm_pool_relu kernels index a plane, and the planes of a channel,
+ * with 32-bit ints: MCL_OK when a plane and the plane count fit, else an error. */
+static mcl_status planes_check(mcl_backend *be, const char *op, const mcl_tensor *x)
+{
+    const int64_t planes = x->shape[0] * x->shape[1], N = x->shape[2] * x->shape[3];
+    if (planes <= INT_MAX && N <= INT_MAX / 2) return MCL_OK; /* a walk's c + dc < 2N */
+    char sb[64];
+    return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                             "OpenCL: %s (x %s): planes or plane counts of 2^31 or more are "
+                             "beyond the 32-bit indices of its kernels; use the reference backend",
+                             op, mcl_shape_str(x, sb, sizeof sb));
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -414,6 +439,7 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t B = x->shape[0], C = x->shape[1], N = x->shape[2] * x->shape[3];
     char wb[160];
     mcl_status s;
+    if (planes_check(be, "instance_norm backward", x) != MCL_OK) return mcl_ocl_recorded(be);
     if (a->gin[0]) {
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "instance_norm_bwd_dx", &wg);
@@ -447,9 +473,9 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
         i = mcl_ocl_arg_tensor(be, k, i, gg);
         i = mcl_ocl_arg_tensor(be, k, i, gb);
-        i = mcl_ocl_arg_long(be, k, i, B);
-        i = mcl_ocl_arg_long(be, k, i, C);
-        i = mcl_ocl_arg_long(be, k, i, N);
+        i = mcl_ocl_arg_int(be, k, i, (int)B);
+        i = mcl_ocl_arg_int(be, k, i, (int)C);
+        i = mcl_ocl_arg_int(be, k, i, (int)N);
         i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
         i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
         /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
@@ -474,6 +500,7 @@ mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t C = x->shape[1], R = x->shape[0] * C, H = x->shape[2], W = x->shape[3];
     size_t wg;
     char wb[160];
+    if (planes_check(be, "inorm_pool_relu forward", x) != MCL_OK) return mcl_ocl_recorded(be);
     cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_fwd", &wg);
     if (!k) return mcl_ocl_recorded(be);
     const size_t WG = mcl_ocl_row_wg(wg, H * W);
@@ -484,9 +511,9 @@ mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
-    i = mcl_ocl_arg_long(be, k, i, C);
-    i = mcl_ocl_arg_long(be, k, i, H);
-    i = mcl_ocl_arg_long(be, k, i, W);
+    i = mcl_ocl_arg_int(be, k, i, (int)C);
+    i = mcl_ocl_arg_int(be, k, i, (int)H);
+    i = mcl_ocl_arg_int(be, k, i, (int)W);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
     /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
     i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
@@ -500,6 +527,7 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
     char wb[160];
     mcl_status s;
+    if (planes_check(be, "inorm_pool_relu backward", x) != MCL_OK) return mcl_ocl_recorded(be);
     if (a->gin[0]) {
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_bwd_dx", &wg);
@@ -513,9 +541,9 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-        i = mcl_ocl_arg_long(be, k, i, C);
-        i = mcl_ocl_arg_long(be, k, i, H);
-        i = mcl_ocl_arg_long(be, k, i, W);
+        i = mcl_ocl_arg_int(be, k, i, (int)C);
+        i = mcl_ocl_arg_int(be, k, i, (int)H);
+        i = mcl_ocl_arg_int(be, k, i, (int)W);
         /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
         i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
         what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_dx", x);
@@ -538,10 +566,10 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
         i = mcl_ocl_arg_tensor(be, k, i, gg);
         i = mcl_ocl_arg_tensor(be, k, i, gb);
-        i = mcl_ocl_arg_long(be, k, i, B);
-        i = mcl_ocl_arg_long(be, k, i, C);
-        i = mcl_ocl_arg_long(be, k, i, H);
-        i = mcl_ocl_arg_long(be, k, i, W);
+        i = mcl_ocl_arg_int(be, k, i, (int)B);
+        i = mcl_ocl_arg_int(be, k, i, (int)C);
+        i = mcl_ocl_arg_int(be, k, i, (int)H);
+        i = mcl_ocl_arg_int(be, k, i, (int)W);
         i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
         i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
         /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */

@@ -35,6 +35,20 @@ static const char *what2(char *buf, size_t len, const char *kname, const mcl_ten
     return buf;
 }
 
+/* Rows of `len` elements per launch of a kernel with 32-bit indices (whole rows, fewer than
+ * 2^31 elements per launch), or 0 after recording an error when one row is already too long. */
+static int64_t rows_per_launch(mcl_backend *be, int64_t len, const char *what)
+{
+    if (len <= 0) return INT_MAX;
+    if (len > INT_MAX) {
+        mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                          "OpenCL: %s: a row of %lld elements is beyond the 32-bit indices of the "
+                          "kernel; use the reference backend", what, (long long)len);
+        return 0;
+    }
+    return (int64_t)INT_MAX / len;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* concat along axis x = p.i[0]:
  *   out[.., i, ..] = a[.., i, ..]        for i <  a_x
@@ -48,18 +62,29 @@ mcl_status mcl_ocl_concat_fwd(mcl_backend *be, const mcl_op_args *a)
     int x = (int)a->p.i[0];
     int64_t inner = dims_prod(A, x + 1, A->ndim);
     int64_t ra = A->shape[x] * inner, rb = B->shape[x] * inner;
-    int64_t n = mcl_tensor_numel(a->out[0]);
+    const mcl_tensor *out = a->out[0];
+    const int64_t rows = dims_prod(A, 0, x), ro = ra + rb;
     char what[200], extra[48];
-    cl_kernel k = mcl_ocl_kernel(be, "concat_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, A);
-    i = mcl_ocl_arg_tensor(be, k, i, B);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_long(be, k, i, ra);
-    i = mcl_ocl_arg_long(be, k, i, rb);
-    i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (axis %d)", x);
-    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, "concat_fwd", A, a->out[0], extra));
+    what2(what, sizeof what, "concat_fwd", A, out, extra);
+    const int64_t chunk = rows_per_launch(be, ro, what);
+    cl_kernel k = chunk ? mcl_ocl_kernel(be, "concat_fwd", NULL) : NULL;
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t o0 = 0; o0 < rows; o0 += chunk) { /* rows o0 .. o0 + nr - 1 */
+        const int64_t nr = rows - o0 < chunk ? rows - o0 : chunk, n = nr * ro;
+        int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(A));
+        i = mcl_ocl_arg_long(be, k, i, A->offset + o0 * ra);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(B));
+        i = mcl_ocl_arg_long(be, k, i, B->offset + o0 * rb);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(out));
+        i = mcl_ocl_arg_long(be, k, i, out->offset + o0 * ro);
+        i = mcl_ocl_arg_int(be, k, i, (int)ra);
+        i = mcl_ocl_arg_int(be, k, i, (int)rb);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
 }
 
 mcl_status mcl_ocl_concat_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -74,19 +99,26 @@ mcl_status mcl_ocl_concat_bwd(mcl_backend *be, const mcl_op_args *a)
     for (int s_k = 0; s_k < 2; s_k++) {
         const mcl_tensor *gx = a->gin[s_k];
         if (!gx) continue;
-        int64_t rk = s_k == 0 ? ra : rb, koff = s_k == 0 ? 0 : ra;
-        int64_t n = mcl_tensor_numel(gx);
-        cl_kernel k = mcl_ocl_kernel(be, "concat_bwd", NULL);
-        int i = k ? 0 : -1;
-        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, gx);
-        i = mcl_ocl_arg_long(be, k, i, rk);
-        i = mcl_ocl_arg_long(be, k, i, ra + rb);
-        i = mcl_ocl_arg_long(be, k, i, koff);
-        i = mcl_ocl_arg_long(be, k, i, n);
-        what2(what, sizeof what, "concat_bwd", a->gout[0], gx, extra);
-        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
-        if (s != MCL_OK) return s;
+        const mcl_tensor *g = a->gout[0];
+        const int64_t rk = s_k == 0 ? ra : rb, koff = s_k == 0 ? 0 : ra, ro = ra + rb;
+        const int64_t rows = dims_prod(A, 0, x);
+        what2(what, sizeof what, "concat_bwd", g, gx, extra);
+        const int64_t chunk = rows_per_launch(be, ro, what);
+        cl_kernel k = chunk ? mcl_ocl_kernel(be, "concat_bwd", NULL) : NULL;
+        if (!k) return mcl_ocl_recorded(be);
+        for (int64_t o0 = 0; o0 < rows; o0 += chunk) {
+            const int64_t nr = rows - o0 < chunk ? rows - o0 : chunk, n = nr * rk;
+            int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(g));
+            i = mcl_ocl_arg_long(be, k, i, g->offset + o0 * ro);
+            i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(gx));
+            i = mcl_ocl_arg_long(be, k, i, gx->offset + o0 * rk);
+            i = mcl_ocl_arg_int(be, k, i, (int)rk);
+            i = mcl_ocl_arg_int(be, k, i, (int)ro);
+            i = mcl_ocl_arg_int(be, k, i, (int)koff);
+            i = mcl_ocl_arg_int(be, k, i, (int)n);
+            mcl_status s = mcl_ocl_launch(be, k, i, n, what);
+            if (s != MCL_OK) return s;
+        }
     }
     return MCL_OK;
 }
@@ -106,20 +138,29 @@ static mcl_status slice_launch(mcl_backend *be, const mcl_op_args *a, const char
     int x = (int)a->p.i[0];
     int64_t start = a->p.i[1], len = a->p.i[2];
     int64_t inner = dims_prod(A, x + 1, A->ndim);
-    int64_t ri = A->shape[x] * inner, ro = len * inner;
-    int64_t n = mcl_tensor_numel(a->out[0]);
+    const int64_t ri = A->shape[x] * inner, ro = len * inner, rows = dims_prod(A, 0, x);
+    const int fwd = src == A; /* forward: a -> out (rows ri -> ro); backward: gout -> ga */
     char what[200], extra[96];
-    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, src);
-    i = mcl_ocl_arg_tensor(be, k, i, dst);
-    i = mcl_ocl_arg_long(be, k, i, ri);
-    i = mcl_ocl_arg_long(be, k, i, ro);
-    i = mcl_ocl_arg_long(be, k, i, start * inner);
-    i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (axis %d, [%lld, %lld))", x, (long long)start,
              (long long)(start + len));
-    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
+    what2(what, sizeof what, kname, src, dst, extra);
+    const int64_t chunk = rows_per_launch(be, ri, what); /* ri >= ro */
+    cl_kernel k = chunk ? mcl_ocl_kernel(be, kname, NULL) : NULL;
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t o0 = 0; o0 < rows; o0 += chunk) {
+        const int64_t nr = rows - o0 < chunk ? rows - o0 : chunk, n = nr * ro;
+        int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(src));
+        i = mcl_ocl_arg_long(be, k, i, src->offset + o0 * (fwd ? ri : ro));
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(dst));
+        i = mcl_ocl_arg_long(be, k, i, dst->offset + o0 * (fwd ? ro : ri));
+        i = mcl_ocl_arg_int(be, k, i, (int)ri);
+        i = mcl_ocl_arg_int(be, k, i, (int)ro);
+        i = mcl_ocl_arg_int(be, k, i, (int)(start * inner));
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
 }
 
 mcl_status mcl_ocl_slice_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -336,16 +377,24 @@ mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
 
 mcl_status mcl_ocl_repeat_batch_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    int64_t N = mcl_tensor_numel(a->in[0]), total = mcl_tensor_numel(a->out[0]);
+    const mcl_tensor *A = a->in[0], *out = a->out[0];
+    const int64_t N = mcl_tensor_numel(A), copies = a->p.i[0];
     char what[200];
-    cl_kernel k = mcl_ocl_kernel(be, "repeat_batch_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, total);
-    return mcl_ocl_launch(be, k, i, total,
-                          what2(what, sizeof what, "repeat_batch_fwd", a->in[0], a->out[0], ""));
+    what2(what, sizeof what, "repeat_batch_fwd", A, out, "");
+    const int64_t chunk = rows_per_launch(be, N, what); /* copies per launch */
+    cl_kernel k = chunk ? mcl_ocl_kernel(be, "repeat_batch_fwd", NULL) : NULL;
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t c0 = 0; c0 < copies; c0 += chunk) {
+        const int64_t nc = copies - c0 < chunk ? copies - c0 : chunk, n = nc * N;
+        int i = mcl_ocl_arg_tensor(be, k, 0, A);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(out));
+        i = mcl_ocl_arg_long(be, k, i, out->offset + c0 * N);
+        i = mcl_ocl_arg_int(be, k, i, (int)N);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
 }
 
 mcl_status mcl_ocl_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
