@@ -1052,8 +1052,11 @@ static int gen_inorm_pool_relu(int k, tcase *tc)
  * D = 16. */
 static int gen_srwm(int k, tcase *tc)
 {
+    /* {17, 1, 2, 4}: 17 sequences of D = 4, which the OpenCL kernels pack 16 (or, under a
+     * work-group limit of 32, 8) to a work-group: a last group with one real sequence */
     static const int64_t c[][4] = {{1, 1, 1, 4},  {1, 1, 5, 4},  {2, 1, 13, 8}, {1, 2, 5, 8},
-                                   {2, 2, 13, 4}, {2, 2, 1, 8},  {1, 2, 13, 8}, {2, 3, 40, 16}};
+                                   {2, 2, 13, 4}, {2, 2, 1, 8},  {1, 2, 13, 8}, {17, 1, 2, 4},
+                                   {2, 3, 40, 16}};
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
     if (k == nc - 1) mark_big(tc);
