@@ -116,11 +116,23 @@ static mcl_status sgemm(mcl_backend *be, const char *whatc, int ta, int tb, int6
                         int64_t ldc)
 {
     mcl_ocl *o = mcl_ocl_of(be);
-    CLBlastStatusCode st = CLBlastSgemm(
-        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-        tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k, alpha, A,
-        (size_t)aoff, (size_t)lda, B, (size_t)boff, (size_t)ldb, beta, C, (size_t)coff,
-        (size_t)ldc, &o->queue, NULL);
+    const CLBlastTranspose tA = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const CLBlastTranspose tB = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    size_t temp = 0; /* CLBlast's copies on its indirect path: the context's temp buffer */
+    CLBlastStatusCode st = CLBlastSGemmTempBufferSize(
+        CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n, (size_t)k, (size_t)aoff,
+        (size_t)lda, (size_t)boff, (size_t)ldb, (size_t)coff, (size_t)ldc, &o->queue, &temp);
+    cl_mem tb_mem = st == CLBlastSuccess ? mcl_ocl_gemm_temp(be, temp) : NULL;
+    if (st == CLBlastSuccess && !tb_mem) return mcl_ocl_recorded(be);
+    if (tb_mem)
+        st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n,
+                                        (size_t)k, alpha, A, (size_t)aoff, (size_t)lda, B,
+                                        (size_t)boff, (size_t)ldb, beta, C, (size_t)coff,
+                                        (size_t)ldc, &o->queue, NULL, tb_mem);
+    else /* the size query failed: CLBlastSgemm reports the problem */
+        st = CLBlastSgemm(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n, (size_t)k, alpha, A,
+                          (size_t)aoff, (size_t)lda, B, (size_t)boff, (size_t)ldb, beta, C,
+                          (size_t)coff, (size_t)ldc, &o->queue, NULL);
     if (st == CLBlastSuccess) return MCL_OK;
     return clblast_fail(be, whatc, "CLBlastSgemm", ta, tb, m, n, k, st);
 }
