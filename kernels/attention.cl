@@ -413,14 +413,18 @@ __kernel void attn_kv_bwd_kv(__global const float *q, long q_off, __global const
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* kv_push: buf[(pos + r) mod C] = x[S - m + r], r < m = min(S, C); one item per float */
+/* kv_push: buf[(pos + r) mod C] = x[S - m + r], r < m = min(S, C); one item per float.
+ * The host passes pos already reduced mod C, so pos + r < 2C wraps by compare-and-subtract;
+ * 32-bit indices (the host refuses a ring of 2^31 floats or more). */
 __kernel void kv_push(__global float *buf, long buf_off, __global const float *x, long x_off,
-                      long C, long S, long row, long pos, long total)
+                      int C, int S, int row, int pos, int total)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= total) return;
-    const long m = S < C ? S : C, r = i / row, e = i % row;
-    buf[buf_off + ((pos + r) % C) * row + e] = x[x_off + (S - m + r) * row + e];
+    const int m = S < C ? S : C, r = i / row, e = i - r * row;
+    int rr = pos + r;
+    if (rr >= C) rr -= C;
+    buf[buf_off + rr * row + e] = x[x_off + (S - m + r) * row + e];
 }
 
 /* ==================================================================================== */

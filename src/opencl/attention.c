@@ -259,15 +259,18 @@ mcl_status mcl_ocl_kv_push_fwd(mcl_backend *be, const mcl_op_args *a)
     const mcl_tensor *buf = a->in[0], *x = a->in[1];
     const int64_t C = buf->shape[0], S = x->shape[0], row = buf->shape[1] * buf->shape[2];
     const int64_t m = S < C ? S : C;
+    if (!check_int_sizes(be, "kv_push", a, 2)) return mcl_ocl_recorded(be);
     cl_kernel k = mcl_ocl_kernel(be, "kv_push", NULL);
     if (!k) return mcl_ocl_recorded(be);
+    if (m == 0) return MCL_OK;
+    const int64_t pos = ((a->p.i[0] % C) + C) % C; /* the kernel wraps pos + r < 2C itself */
     int i = mcl_ocl_arg_tensor(be, k, 0, buf);
     i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_long(be, k, i, C);
-    i = mcl_ocl_arg_long(be, k, i, S);
-    i = mcl_ocl_arg_long(be, k, i, row);
-    i = mcl_ocl_arg_long(be, k, i, a->p.i[0]);
-    i = mcl_ocl_arg_long(be, k, i, m * row);
+    i = mcl_ocl_arg_int(be, k, i, (int)C);
+    i = mcl_ocl_arg_int(be, k, i, (int)S);
+    i = mcl_ocl_arg_int(be, k, i, (int)row);
+    i = mcl_ocl_arg_int(be, k, i, (int)pos);
+    i = mcl_ocl_arg_int(be, k, i, (int)(m * row));
     char wb[160];
     mcl_ocl_what_op(wb, sizeof wb, "kv_push", "forward", "kv_push", "x", x);
     return mcl_ocl_launch(be, k, i, m * row, wb);
