@@ -69,6 +69,8 @@ typedef struct mcl_ocl {
     int last_entry;          /* index of the kernel entry found last (a lookup cache) */
     cl_mem scratch;          /* grow-only scratch buffer for multi-pass kernels */
     size_t scratch_bytes;
+    cl_mem gemm_temp;        /* CLBlast's temporary buffer, grow-only (matmul.c) */
+    size_t gemm_temp_bytes;
     mcl_pool pool;           /* buffer pool (buffers.c)                                */
     /* staging memory of the non-blocking writes (buffers.c): chunks of host memory holding
      * the bytes of writes still queued; recycled at the next point the queue is known drained */
@@ -234,8 +236,14 @@ typedef struct mcl_ocl_clblast_choice {
 int mcl_ocl_clblast_plan(const mcl_ocl_limits *lim, mcl_ocl_clblast_choice *out, char *why,
                          size_t why_len);
 /* Before the context goes: empty CLBlast's caches of compiled programs (they hold programs of
- * this context, which CLBlast would otherwise release at process exit, after the context). */
+ * this context, which CLBlast would otherwise release at process exit, after the context),
+ * and release the GEMM temporary buffer. */
 void mcl_ocl_clblast_teardown(mcl_ocl *o);
+/* CLBlast's temporary buffer for one GEMM (CLBlastSgemmWithTempBuffer: the padded and
+ * transposed copies of its indirect path) of at least `bytes` bytes: one per context, grown
+ * as needed and reused, never the scratch buffer (which conv2d's GEMMs read). NULL + error
+ * on failure. */
+cl_mem mcl_ocl_gemm_temp(mcl_backend *be, size_t bytes);
 
 /* Work-group size for reduction kernels: the largest power of two <= min(256, wg_max). */
 size_t mcl_ocl_reduce_wg(size_t wg_max);
