@@ -9,7 +9,12 @@
  *   - duplicate config keys refused naming both lines;
  *   - FIFOs and devices refused without blocking or reading (config text, checkpoint, IDX,
  *     PNG) — an alarm turns a hang into a failure;
- *   - an IDX label of INT32_MAX refused.
+ *   - an IDX label of INT32_MAX refused;
+ *   - the atomic writer (mcl_write_file_atomic, mcl_atomic_open and abort, a PNG)
+ *     follows no symlink and opens no FIFO planted at the temporary names it would take next
+ *     (each is skipped), and leaves no temporary behind;
+ *   - the run-directory lock (mcl_dir_lock): a second lock of the same directory is refused
+ *     naming the holder's PID; released, it can be taken again.
  * Every refusal is also checked to be a refusal of the right thing (the message), so a check
  * that passed by accident (another error) fails.
  */
@@ -20,6 +25,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -407,6 +413,117 @@ static int set_counter(const char *path, const char *name, const char *value)
     return bad;
 }
 
+/* Plant, at the next 6 temporary names the writer would take for `path`, 3 symlinks to
+ * `victim` and 3 FIFOs; returns 0 when all were made. */
+static int plant_traps(const char *path, const char *victim)
+{
+    char tmp[1200];
+    if (mcl_tmp_name(path, tmp, sizeof tmp) != 0) return -1; /* takes one number: k */
+    const char *dot = strrchr(tmp, '.');
+    unsigned k = (unsigned)strtoul(dot + 1, NULL, 10);
+    for (unsigned i = 1; i <= 6; i++) {
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), k + i);
+        if (i <= 3 ? symlink(victim, tmp) != 0 : mkfifo(tmp, 0600) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Files in g_dir whose name starts with `prefix` and holds ".tmp." but is a regular file. */
+static int stray_tmps(const char *prefix)
+{
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "find '%s' -maxdepth 1 -type f -name '%s.tmp.*' | grep -q .", g_dir,
+             prefix);
+    return system(cmd) == 0;
+}
+
+static void test_atomic_writer(void)
+{
+    char path[512], victim[512], tmp[4200];
+    tpath(victim, sizeof victim, "victim");
+    FILE *f = fopen(victim, "wb");
+    if (!CHECK(f != NULL, "create victim")) return;
+    fputs("precious\n", f);
+    fclose(f);
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+    /* 1. mcl_write_file_atomic */
+    tpath(path, sizeof path, "out.json");
+    CHECK(plant_traps(path, victim) == 0, "plant traps");
+    mcl_status st = mcl_write_file_atomic(path, "{}\n", 3, g_err, sizeof g_err);
+    CHECK(st == MCL_OK, "write past 3 symlinks and 3 FIFOs: %s", g_err);
+    size_t n = 0;
+    unsigned char *b = slurp(victim, &n);
+    CHECK(b && n == 9 && !memcmp(b, "precious\n", 9), "the symlinks' target is untouched");
+    free(b);
+    struct stat sb;
+    CHECK(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 3, "out.json is a regular file of 3 bytes");
+    CHECK(!stray_tmps("out.json"), "no temporary of out.json left");
+    /* 2. the stream writer; an abort leaves nothing */
+    tpath(path, sizeof path, "stream.txt");
+    CHECK(plant_traps(path, victim) == 0, "plant traps (stream)");
+    mcl_atomic_file af;
+    st = mcl_atomic_open(&af, path, g_err, sizeof g_err);
+    if (CHECK(st == MCL_OK, "mcl_atomic_open past the traps: %s", g_err)) {
+        fputs("hello\n", af.f);
+        st = mcl_atomic_commit(&af, g_err, sizeof g_err);
+        CHECK(st == MCL_OK, "mcl_atomic_commit: %s", g_err);
+    }
+    CHECK(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 6, "stream.txt written");
+    if (mcl_atomic_open(&af, path, g_err, sizeof g_err) == MCL_OK) {
+        snprintf(tmp, sizeof tmp, "%s", af.tmp);
+        fputs("half", af.f);
+        mcl_atomic_abort(&af);
+        CHECK(access(tmp, F_OK) != 0, "an aborted write leaves no temporary");
+        CHECK(lstat(path, &sb) == 0 && sb.st_size == 6, "an aborted write leaves the old file");
+    }
+    b = slurp(victim, &n);
+    CHECK(b && n == 9, "the victim is untouched after the stream writes");
+    free(b);
+    /* 3. a PNG */
+    tpath(path, sizeof path, "fig.png");
+    CHECK(plant_traps(path, victim) == 0, "plant traps (png)");
+    uint8_t px[4] = {0, 255, 255, 0};
+    st = mcl_png_write(path, px, 2, 2, 1, g_err, sizeof g_err);
+    CHECK(st == MCL_OK, "PNG written past the traps: %s", g_err);
+    b = slurp(victim, &n);
+    CHECK(b && n == 9, "the victim is untouched after the PNG");
+    free(b);
+    alarm(0);
+}
+
+/* The lock of a run directory: a second holder is refused (the lock is per process for fcntl,
+ * so the second try runs in a child), naming the PID; after release it can be taken again. */
+static void test_dir_lock(void)
+{
+    char dir[512];
+    tpath(dir, sizeof dir, "run");
+    mkdir(dir, 0755);
+    int fd = -1;
+    mcl_status st = mcl_dir_lock(dir, &fd, g_err, sizeof g_err);
+    if (!CHECK(st == MCL_OK && fd >= 0, "first lock: %s", g_err)) return;
+    fflush(NULL);
+    pid_t c = fork();
+    if (c == 0) {
+        int fd2 = -1;
+        char e[1024], want[64];
+        mcl_status s2 = mcl_dir_lock(dir, &fd2, e, sizeof e);
+        snprintf(want, sizeof want, "PID %ld", (long)getppid());
+        _exit(s2 == MCL_ERR_STATE && fd2 < 0 && strstr(e, want) && strstr(e, "in use") ? 0 : 1);
+    }
+    int ws = 0;
+    waitpid(c, &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "a second process is refused, naming PID %ld", (long)getpid());
+    mcl_dir_unlock(dir, fd, 0);
+    c = fork();
+    if (c == 0) {
+        int fd2 = -1;
+        _exit(mcl_dir_lock(dir, &fd2, NULL, 0) == MCL_OK ? 0 : 1);
+    }
+    waitpid(c, &ws, 0);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "after the release another process takes the lock");
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && !strcmp(argv[1], "set-counter")) return set_counter(argv[2], argv[3], argv[4]);
@@ -421,6 +538,8 @@ int main(int argc, char **argv)
     test_duplicate_keys();
     test_fifo_and_devices();
     test_labels();
+    test_atomic_writer();
+    test_dir_lock();
     int rc = tu_summary();
     if (rc == 0) {
         char cmd[300];

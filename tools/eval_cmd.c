@@ -388,21 +388,19 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
     mcl_json_finish(&j);
 }
 
-/* --json-out FILE: the JSON written to FILE.tmp, then renamed. 0 ok, 1 after a message. */
+/* --json-out FILE: written atomically (mcl_atomic_open: a new temporary file, then renamed).
+ * 0 ok, 1 after a message. */
 static int write_json_file(const char *path, model_entry *me, int n, const eval_facts *x, mcl_ctx *ctx)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "metacl %s: --json-out %s: %s\n", cmd_name, tmp, strerror(errno));
+    char err[4400];
+    mcl_atomic_file af;
+    if (mcl_atomic_open(&af, path, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl %s: --json-out %s\n", cmd_name, err);
         return 1;
     }
-    print_json(f, me, n, x, ctx);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "metacl %s: --json-out %s: %s\n", cmd_name, path, strerror(errno));
-        remove(tmp);
+    print_json(af.f, me, n, x, ctx);
+    if (mcl_atomic_commit(&af, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl %s: --json-out %s\n", cmd_name, err);
         return 1;
     }
     return 0;

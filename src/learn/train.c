@@ -263,6 +263,7 @@ typedef struct runner {
     double acc_window[CHANCE_WINDOW];
     int64_t n_window;
     int made_dir;   /* this process created the run directory */
+    int lock_fd;    /* rank 0: the run directory's lock (mcl_dir_lock), else -1 */
     int no_ckpt;    /* resuming a run that has no checkpoint yet */
     /* data parallelism (mcl_train_part, dist.h) */
     int rank, size;   /* this process in the job                                    */
@@ -330,16 +331,32 @@ static mcl_status truncate_csv(runner *r, const char *path, int64_t upto)
     return MCL_OK;
 }
 
+/* Rank 0, before it reads or writes anything in the run directory: make it (a fresh run)
+ * and take its lock, so that a second process writing the same directory (two runs with one
+ * --out, a --resume of a run still going) is refused rather than interleaving its files. */
+static mcl_status lock_run_dir(runner *r, int resume)
+{
+    char e2[768];
+    if (!resume) {
+        r->made_dir = access(r->dir, F_OK) != 0;
+        mcl_status st = mcl_mkdir_p(r->dir, e2, sizeof e2);
+        if (st != MCL_OK) return fail(r->err, r->err_len, st, "run directory: %s", e2);
+    } else if (access(r->dir, F_OK) != 0) {
+        return MCL_OK; /* reading its config.txt says what is wrong */
+    }
+    mcl_status st = mcl_dir_lock(r->dir, &r->lock_fd, e2, sizeof e2);
+    if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
+    return MCL_OK;
+}
+
 static mcl_status open_run_dir(runner *r)
 {
-    char e2[768], path[MCL_TRAIN_PATH_MAX + 32];
-    r->made_dir = access(r->dir, F_OK) != 0;
-    mcl_status st = mcl_mkdir_p(r->dir, e2, sizeof e2);
-    if (st != MCL_OK) return fail(r->err, r->err_len, st, "run directory: %s", e2);
+    char path[MCL_TRAIN_PATH_MAX + 32];
     if (path_join(path, sizeof path, r->dir, "log.txt"))
         return fail(r->err, r->err_len, MCL_ERR_INVALID, "run directory path too long");
-    r->log.file = fopen(path, "a");
-    if (!r->log.file) return fail(r->err, r->err_len, MCL_ERR_IO, "%s: %s", path, strerror(errno));
+    char e2[4400];
+    mcl_status st = mcl_fopen_append(path, 0, &r->log.file, e2, sizeof e2);
+    if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     return MCL_OK;
 }
 
@@ -352,8 +369,9 @@ static mcl_status open_csv(runner *r, int resume)
         if (st != MCL_OK) return st;
     }
     int fresh = access(path, F_OK) != 0 || !resume;
-    r->csv = fopen(path, fresh ? "w" : "a");
-    if (!r->csv) return fail(r->err, r->err_len, MCL_ERR_IO, "%s: %s", path, strerror(errno));
+    char e2[4400];
+    mcl_status st = mcl_fopen_append(path, fresh, &r->csv, e2, sizeof e2);
+    if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     if (fresh) {
         fprintf(r->csv, "step,loss");
         for (int i = 0; i < r->fam->n_metrics; i++) fprintf(r->csv, ",%s", r->fam->metric_names[i]);
@@ -673,6 +691,8 @@ static void runner_free(runner *r)
     if (r->fs) r->fam->free(r->fs);
     if (r->csv) fclose(r->csv);
     if (r->log.file) fclose(r->log.file);
+    mcl_dir_unlock(r->dir, r->lock_fd, 0); /* last: every file is closed */
+    r->lock_fd = -1;
     mcl_run_cfg_free(&r->cfg);
 }
 
@@ -705,6 +725,8 @@ static mcl_status start(runner *r, const mcl_run_cfg *cfg)
     mcl_status st;
     const int writer = r->rank == 0; /* rank 0 alone writes the run directory */
     path_join(path, sizeof path, r->dir, "config.txt");
+    st = writer ? lock_run_dir(r, opts->resume) : MCL_OK;
+    if (st != MCL_OK) return st;
     if (opts->resume) {
         char *text = NULL;
         st = mcl_run_cfg_init(&r->cfg, r->fam, r->err, r->err_len);
@@ -802,6 +824,8 @@ static void undo_start(runner *r)
         path_join(path, sizeof path, r->dir, files[i]);
         unlink(path);
     }
+    mcl_dir_unlock(r->dir, r->lock_fd, 1);
+    r->lock_fd = -1;
     if (r->made_dir) rmdir(r->dir); /* only when empty */
 }
 
@@ -833,6 +857,7 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
     r->err = err;
     r->err_len = err_len;
     r->best_val = NAN;
+    r->lock_fd = -1;
     r->rank = mcl_dist_rank();
     r->size = mcl_dist_size();
     r->log.echo = r->rank == 0 ? opts->log : NULL; /* rank 0 alone reports */
@@ -843,7 +868,7 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
     mcl_status st = start(r, cfg);
     st = agree_on_start(r, st);
     if (st == MCL_OK) st = start_parts(r);
-    if (st != MCL_OK && !opts->resume && r->log.file) {
+    if (st != MCL_OK && !opts->resume && (r->log.file || (r->made_dir && r->lock_fd >= 0))) {
         if (r->log.echo) fprintf(r->log.echo, "%s: the run could not start; nothing was kept\n", r->dir);
         undo_start(r);
     }
