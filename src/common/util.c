@@ -332,16 +332,38 @@ uint64_t mcl_memory_budget(void)
     return budget_from(&src);
 }
 
+uint64_t mcl_budget_bytes(double bytes)
+{
+    if (!(bytes > 0)) return 0;
+    return bytes >= 1.8e19 ? UINT64_MAX : (uint64_t)bytes;
+}
+
+const char *mcl_fmt_bytes(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0) snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+    else snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, unit[u]);
+    return buf;
+}
+
 mcl_status mcl_check_budget(uint64_t bytes, const char *what, char *err, size_t len)
 {
     const char *src;
     uint64_t b = budget_from(&src);
     if (bytes <= b) return MCL_OK;
+    char nb[32], bb[32];
     return mcl_errbuf(err, len, MCL_ERR_OOM,
-                      "%s needs about %.1f MiB, more than the memory budget of %.1f MiB (%s); "
+                      "%s needs about %s, more than the memory budget of %s (%s); "
                       "refused before allocating (raise the budget with --memory-limit SIZE or "
                       "METACL_MEMORY_LIMIT=SIZE, e.g. 64G)",
-                      what ? what : "this", (double)bytes / 1048576.0, (double)b / 1048576.0, src);
+                      what ? what : "this", mcl_fmt_bytes(bytes, nb, sizeof nb),
+                      mcl_fmt_bytes(b, bb, sizeof bb), src);
 }
 
 #define LOCK_NAME ".metacl.lock"

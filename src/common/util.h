@@ -82,6 +82,12 @@ uint64_t mcl_memory_budget(void);
 /* Set (bytes > 0) or clear (0) the process-wide limit that mcl_memory_budget returns first. */
 void mcl_set_memory_limit(uint64_t bytes);
 
+/* A byte count computed in double (estimates sum in double) as a uint64_t, saturating. */
+uint64_t mcl_budget_bytes(double bytes);
+
+/* "512 B", "3.2 KiB", "12.0 MiB", "2.50 GiB", "1.2 TiB": a size for a message (buf of >= 32). */
+const char *mcl_fmt_bytes(uint64_t bytes, char *buf, size_t len);
+
 /* MCL_OK when `bytes` fits in mcl_memory_budget(); else MCL_ERR_OOM with a message naming
  * `what`, both sizes and how to raise the budget. Nothing is allocated. */
 mcl_status mcl_check_budget(uint64_t bytes, const char *what, char *err, size_t len);

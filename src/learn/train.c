@@ -162,6 +162,18 @@ mcl_status mcl_family_cfg_from_ckpt(const mcl_family *fam, const char *path, voi
         st = mcl_run_cfg_init(&rc, fam, err, len);
         if (st == MCL_OK) {
             st = mcl_run_cfg_parse(&rc, info.config ? info.config : "", path, err, len);
+            if (st == MCL_OK && fam->ckpt_floats) { /* before anything is built for it */
+                const double need = fam->ckpt_floats(rc.fcfg, &rc.train) * sizeof(float);
+                char nb[32], hb[32];
+                if (need > (double)info.params_len)
+                    st = fail(err, len, MCL_ERR_FORMAT,
+                              "checkpoint '%s': its config asks for %s of tensors, more than its "
+                              "params section holds (%s): corrupt checkpoint", path,
+                              mcl_fmt_bytes(mcl_budget_bytes(need), nb, sizeof nb),
+                              mcl_fmt_bytes(info.params_len, hb, sizeof hb));
+                else
+                    st = mcl_check_budget(mcl_budget_bytes(need), "its model's tensors", err, len);
+            }
             if (st == MCL_OK) {
                 memcpy(fcfg, rc.fcfg, fam->cfg_size);
                 if (t) *t = rc.train;
@@ -397,6 +409,12 @@ static mcl_status setup(runner *r)
     char e2[768];
     mcl_status st = mcl_run_cfg_check(&r->cfg, e2, sizeof e2);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "config: %s", e2);
+    if (r->fam->train_bytes) { /* before anything is allocated */
+        st = mcl_check_budget(mcl_budget_bytes(r->fam->train_bytes(r->cfg.fcfg, t)),
+                              "training this model (parameters, gradients, optimizer state, "
+                              "activations)", e2, sizeof e2);
+        if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
+    }
     st = r->fam->create(r->ctx, r->cfg.fcfg, t, &r->log, &r->fs, r->err, r->err_len);
     if (st != MCL_OK) return st;
     mcl_optim_config oc;

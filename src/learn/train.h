@@ -160,6 +160,17 @@ typedef struct mcl_family {
      * the protocols. */
     mcl_status (*learner_open)(mcl_ctx *ctx, const char *ckpt, int max_lanes,
                                mcl_learner **out, char *err, size_t len);
+    /* Memory, from the config alone (may be NULL: the family checks its own budget):
+     * ckpt_floats: the floats of every tensor the family registers with its parameters
+     * (model, fast-weight and family state: what a checkpoint's params section holds), exact;
+     * train_bytes: a training run's bytes: those, the gradients and both Adam moments of the
+     * trained ones, and an estimate of one step's activations with their gradients. The
+     * harness refuses a run beyond the memory budget before `create`, and a checkpoint whose
+     * config asks for more floats than its params section holds, or more than the budget,
+     * before anything is built (mcl_family_cfg_from_ckpt). Sums in double: exact far beyond
+     * any budget. */
+    double (*ckpt_floats)(const void *fcfg, const mcl_train_cfg *t);
+    double (*train_bytes)(const void *fcfg, const mcl_train_cfg *t);
 } mcl_family;
 
 /* The families built into this library (NULL-terminated) and a lookup by kind. */

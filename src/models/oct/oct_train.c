@@ -447,6 +447,43 @@ static mcl_status oct_init_from(void *fs, const char *path, char *note, size_t n
                 "train.init = '%s': an online run starts from its initialization (model.seed)", path);
 }
 
+/* Memory from the config: the model (mcl_oct_param_floats, exact), the readers' KV rings
+ * and the record in the checkpoint; in training also the gradients and optimizer moments of
+ * the trained floats and the activations of one chunk (per token and block: norm, q/k/v, the
+ * attention over the chunk and the ring, the feed-forward block; per image the extractor's
+ * maps), each with its gradient. */
+static double oct_ckpt_floats(const void *fcfg, const mcl_train_cfg *t)
+{
+    (void)t;
+    const mcl_oct_run *c = fcfg;
+    const mcl_oct_config *m = &c->model;
+    double n = mcl_oct_param_floats(m, NULL) + 2.0 * (double)stream_len(c);
+    if (m->arch != MCL_OCT_CNN)
+        n += (double)c->streams * m->blocks * 2.0 * (double)mcl_oct_ring_rows(m) * m->kv_heads * m->head_dim;
+    return n;
+}
+
+static double oct_train_bytes(const void *fcfg, const mcl_train_cfg *t)
+{
+    const mcl_oct_run *c = fcfg;
+    const mcl_oct_config *m = &c->model;
+    double ext = 0;
+    const double P = mcl_oct_param_floats(m, &ext), all = oct_ckpt_floats(fcfg, t);
+    const double trained = P - (m->freeze_extractor ? ext : 0);
+    const double S = (double)t->batch * (m->arch == MCL_OCT_TWO_TOKEN ? 2 : 1), D = m->width;
+    const double Q = (double)m->heads * m->head_dim, K = (double)m->kv_heads * m->head_dim;
+    double img = 0, side = MCL_IMG;
+    for (int i = 0; i < 4 && !m->no_image; i++) { /* Conv-4 or Conv-8's 4 stages */
+        const double ch = m->extractor == MCL_OCT_CONV8 ? 2.0 * m->channels * (1 << i) : m->channels;
+        img += ch * side * side * 3.25;
+        side /= 2;
+    }
+    double tok = 0;
+    if (m->arch != MCL_OCT_CNN)
+        tok = m->blocks * (10 * D + 2 * Q + 4 * K + 2.0 * m->ffw_mult * D + m->heads * (S + mcl_oct_ring_rows(m)));
+    return 4 * (all + 3 * trained + 2 * ((double)t->batch * img + S * (tok + 4.0 * m->n_way)));
+}
+
 const mcl_family mcl_oct_family = {
     .kind = "oct",
     .summary = "transformers trained online on a stream (pi-transformer, 2-token; replay streams)",
@@ -469,6 +506,8 @@ const mcl_family mcl_oct_family = {
     .save = oct_save,
     .load = oct_load,
     .init_from = oct_init_from,
+    .ckpt_floats = oct_ckpt_floats,
+    .train_bytes = oct_train_bytes,
 };
 
 /* ====================================================================== the report */
@@ -494,6 +533,12 @@ mcl_status mcl_oct_report_load(const char *run_dir, mcl_oct_report *rep, char *e
     mcl_status st = mcl_run_cfg_init(&rc, &mcl_oct_family, err, len);
     if (st != MCL_OK) return st;
     st = mcl_run_cfg_load(&rc, path, err, len);
+    /* the run's config.txt is checked as `online --config` is (a stream of at most 2^26
+     * examples), and what the report holds (the stream, the record) against the budget */
+    if (st == MCL_OK) st = mcl_run_cfg_check(&rc, err, len);
+    if (st == MCL_OK)
+        st = mcl_check_budget(mcl_budget_bytes((double)stream_len(rc.fcfg) * 48.0),
+                              "the report of this stream", err, len);
     if (st != MCL_OK) {
         mcl_run_cfg_free(&rc);
         return st;
