@@ -84,7 +84,7 @@ mcl_status mcl_tmp_create(const char *path, char *tmp, size_t tmp_len, int *fd, 
         e = errno;
         if (e != EEXIST && e != ELOOP) break; /* a name already taken: the next one */
     }
-    return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot create a temporary file (%s): %s", path,
+    return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot create the temporary file '%s': %s", path,
                       tmp, strerror(e));
 }
 

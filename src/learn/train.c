@@ -644,8 +644,13 @@ static mcl_status resume_from_ckpt(runner *r)
         mcl_train_logf(&r->log, "no last.ckpt yet: the run starts again from step 0");
         return MCL_OK;
     }
+    memset(&info, 0, sizeof info);
     mcl_status st = r->fam->load(r->fs, path, r->opt, &info, e2, sizeof e2);
-    if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
+    if (st != MCL_OK) {
+        /* what the file held (config, counters) is read before the family refuses it */
+        mcl_ckpt_info_free(&info);
+        return fail(r->err, r->err_len, st, "%s", e2);
+    }
     /* Every counter is checked against the range a run can produce before it is used: a
      * corrupt or crafted file is refused, never resumed "at step -9223372036854775808". */
     static const struct {

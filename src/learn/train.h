@@ -171,6 +171,17 @@ typedef struct mcl_family {
      * any budget. */
     double (*ckpt_floats)(const void *fcfg, const mcl_train_cfg *t);
     double (*train_bytes)(const void *fcfg, const mcl_train_cfg *t);
+    /* A checkpoint of this family's kind without its data (`ckpt info`, `ckpt export`): the
+     * model built from the file's config with every tensor the family registers (state
+     * included), the whole file read and verified into it (its random state into ctx); info
+     * filled; *params: the model's registry. ckpt_export writes the model alone (config,
+     * parameters and state, info's counters and random state) to path, atomically;
+     * ckpt_close frees the model. */
+    mcl_status (*ckpt_open)(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                            mcl_ckpt_info *info, char *err, size_t len);
+    mcl_status (*ckpt_export)(void *model, const char *path, const mcl_ckpt_info *info, char *err,
+                              size_t len);
+    void (*ckpt_close)(void *model);
 } mcl_family;
 
 /* The families built into this library (NULL-terminated) and a lookup by kind. */

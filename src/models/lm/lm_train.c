@@ -493,6 +493,24 @@ static double lm_train_bytes(const void *fcfg, const mcl_train_cfg *t)
     return 4 * (all + 3 * (P - fast) + 2 * tok + (c->k > 1 ? c->k : 1) * fast);
 }
 
+static mcl_status lm_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                               mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_lm *m = NULL;
+    mcl_lm_run cfg;
+    mcl_status st = mcl_lm_open(ctx, path, &m, &cfg, info, err, len);
+    *model = m;
+    if (m) *params = m->params;
+    return st;
+}
+
+static mcl_status lm_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    return mcl_lm_export(model, path, info, err, len);
+}
+
+static void lm_ckpt_close(void *model) { mcl_lm_free(model); }
+
 const mcl_family mcl_lm_family = {
     .kind = "lm",
     .summary = "adaptive character language model: Transformer-XL with sparse fast weights (Sparse Meta Networks)",
@@ -516,4 +534,7 @@ const mcl_family mcl_lm_family = {
     .init_from = lm_init_from,
     .ckpt_floats = lm_ckpt_floats,
     .train_bytes = lm_train_bytes,
+    .ckpt_open = lm_ckpt_open,
+    .ckpt_export = lm_ckpt_export,
+    .ckpt_close = lm_ckpt_close,
 };

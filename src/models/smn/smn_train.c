@@ -792,6 +792,23 @@ static double smn_train_bytes(const void *fcfg, const mcl_train_cfg *t)
     return 4 * (all + 3 * (P - fast) + 2 * (double)t->batch * k * per + k * fast);
 }
 
+static mcl_status smn_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                                mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_smn *m = NULL;
+    mcl_status st = mcl_smn_open(ctx, path, &m, info, err, len);
+    *model = m;
+    if (m) *params = m->params;
+    return st;
+}
+
+static mcl_status smn_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    return mcl_smn_export(model, path, info, err, len);
+}
+
+static void smn_ckpt_close(void *model) { mcl_smn_free(model); }
+
 const mcl_family mcl_smn_family = {
     .kind = "smn",
     .summary = "Sparse Meta Networks: sparse fast weights written from gradients (WCST agent, Online-X)",
@@ -816,6 +833,9 @@ const mcl_family mcl_smn_family = {
     .init_from = smn_init_from,
     .ckpt_floats = smn_ckpt_floats,
     .train_bytes = smn_train_bytes,
+    .ckpt_open = smn_ckpt_open,
+    .ckpt_export = smn_ckpt_export,
+    .ckpt_close = smn_ckpt_close,
 };
 
 /* ====================================================================== online runs */
