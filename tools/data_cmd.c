@@ -8,6 +8,7 @@
 #include "augment.h"
 #include "cli.h"
 #include "dataset.h"
+#include "util.h"
 #include "dataset_io.h"
 #include "fmnist.h"
 #include "png_io.h"
@@ -163,6 +164,7 @@ static int cmd_prepare_text(const prepare_opts *o, const mcl_cli_parsed *p, cons
     to.debs_dir = o->debs[0] ? o->debs : NULL;
     to.per_file = o->per_file;
     mcl_set_notice_sink(notice_to_stderr, NULL);
+    mcl_tmpdir_guard_signals(); /* Ctrl-C, SIGTERM: the work directories go with the process */
     mcl_status st;
     if (user) {
         /* txt:FILE[,FILE...] */

@@ -104,6 +104,17 @@ mcl_status mcl_dir_lock(const char *dir, int *fd, char *err, size_t len);
  * (a run directory being removed). */
 void mcl_dir_unlock(const char *dir, int fd, int remove);
 
+/* Temporary directories that a signal must not leave behind (`data prepare`'s work
+ * directories): mcl_tmpdir_guard registers one (at most 8 at a time; 0 ok, -1 full or too
+ * long), mcl_tmpdir_unguard drops it (before the caller removes or renames it). With
+ * mcl_tmpdir_guard_signals installed (the CLI does it for `data prepare`), SIGINT, SIGTERM and
+ * SIGHUP remove every registered directory (`rm -rf` in a child: the handler stays
+ * async-signal-safe) and then end the process by the signal, as its default action would.
+ * kill -9 cannot be caught: the next run sweeps what a dead process left (mcl_text_sweep). */
+int mcl_tmpdir_guard(const char *path);
+void mcl_tmpdir_unguard(const char *path);
+void mcl_tmpdir_guard_signals(void);
+
 /* Seconds on a monotonic clock. */
 double mcl_now_s(void);
 
