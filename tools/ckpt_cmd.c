@@ -159,7 +159,16 @@ static int run(int is_export, int argc, char **argv)
             const uint64_t v = info.counters[i].value;
             /* the training harness stores the best validation score, a signed number
              * (bits per byte are negated: higher is better), as two's complement; none = all ones */
-            if (!strcmp(info.counters[i].name, "best_val_ppm") && v == UINT64_MAX)
+            if (!strncmp(info.counters[i].name, "chance.", 7)) { /* doubles: one line for all */
+                if (strcmp(info.counters[i].name, "chance.0") != 0) continue;
+                printf("counter chance.* (accuracies of the chance window, oldest first) =");
+                for (int k = i; k < info.n_counters && !strncmp(info.counters[k].name, "chance.", 7); k++) {
+                    double d;
+                    memcpy(&d, &info.counters[k].value, sizeof d);
+                    printf(" %.6g", d);
+                }
+                printf("\n");
+            } else if (!strcmp(info.counters[i].name, "best_val_ppm") && v == UINT64_MAX)
                 printf("counter best_val_ppm = none\n");
             else if (!strcmp(info.counters[i].name, "best_val_ppm"))
                 printf("counter best_val_ppm = %" PRId64 " (score %.6f)\n", (int64_t)v, (double)(int64_t)v * 1e-6);

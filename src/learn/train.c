@@ -300,7 +300,7 @@ static mcl_status save_ckpt(runner *r, const char *name)
     char path[MCL_TRAIN_PATH_MAX + 32];
     if (path_join(path, sizeof path, r->dir, name))
         return fail(r->err, r->err_len, MCL_ERR_INVALID, "run directory path too long");
-    mcl_ckpt_counter cn[4];
+    mcl_ckpt_counter cn[5 + CHANCE_WINDOW];
     memset(cn, 0, sizeof cn);
     strcpy(cn[0].name, "step");
     cn[0].value = (uint64_t)r->step;
@@ -310,8 +310,23 @@ static mcl_status save_ckpt(runner *r, const char *name)
     cn[2].value = isnan(r->best_val) ? UINT64_MAX : (uint64_t)llround(r->best_val * 1e6);
     strcpy(cn[3].name, "chance_step");
     cn[3].value = (uint64_t)r->chance_step;
+    int n = 4;
+    /* until the run has left chance: the window of the last accuracies (track_chance), oldest
+     * first, each a double's bits, and how many there are; a resumed run needs them to decide
+     * when it leaves chance as the uninterrupted one does */
+    const int64_t w = r->n_window < CHANCE_WINDOW ? r->n_window : CHANCE_WINDOW;
+    const double chance = r->fam->chance ? r->fam->chance(r->fs) : 0.0;
+    if (r->chance_step == 0 && w > 0 && chance > 0) { /* tracked, not left yet */
+        strcpy(cn[n].name, "chance_n");
+        cn[n++].value = (uint64_t)w;
+        for (int64_t i = 0; i < w; i++) {
+            const double v = r->acc_window[(r->n_window - w + i) % CHANCE_WINDOW];
+            snprintf(cn[n].name, sizeof cn[n].name, "chance.%lld", (long long)i);
+            memcpy(&cn[n++].value, &v, sizeof v);
+        }
+    }
     char e2[768];
-    mcl_status st = r->fam->save(r->fs, path, r->opt, cn, 4, e2, sizeof e2);
+    mcl_status st = r->fam->save(r->fs, path, r->opt, cn, n, e2, sizeof e2);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     return MCL_OK;
 }
@@ -634,6 +649,75 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
     return st;
 }
 
+/* The optimizer updates a parameter once a gradient has reached it (its gradient tensor
+ * exists from then on, zeroed before each step); one that no gradient reached is left alone.
+ * Which parameters were reached is state of the uninterrupted process: on resume, every
+ * parameter whose optimizer state is not all zero (a gradient reached it) gets its zero
+ * gradient back, so that a step that does not reach it (a fast-weight layer with no write in
+ * a window) still moves it as the uninterrupted run does (Adam's momentum). */
+static mcl_status restore_reached(runner *r)
+{
+    mcl_params *ps = r->fam->params(r->fs);
+    float *h = NULL;
+    int64_t cap = 0;
+    mcl_status st = MCL_OK;
+    for (int i = 0; i < mcl_params_count(ps) && st == MCL_OK; i++) {
+        mcl_tensor *t = mcl_params_get(ps, i);
+        if (mcl_tensor_grad(t)) continue;
+        int reached = 0;
+        for (int slot = 0; slot < 2 && !reached && st == MCL_OK; slot++) {
+            mcl_tensor *s = mcl_optim_state(r->opt, i, slot);
+            const int64_t n = s ? mcl_tensor_numel(s) : 0;
+            if (n == 0) continue;
+            if (n > cap) {
+                float *p = realloc(h, (size_t)n * sizeof *h);
+                if (!p) {
+                    st = MCL_ERR_OOM;
+                    break;
+                }
+                h = p;
+                cap = n;
+            }
+            st = mcl_tensor_read(s, h, n);
+            for (int64_t k = 0; st == MCL_OK && k < n && !reached; k++) reached = h[k] != 0.0f;
+        }
+        if (st == MCL_OK && reached) st = mcl_tensor_grad_zeros(t);
+    }
+    free(h);
+    if (st != MCL_OK)
+        return fail(r->err, r->err_len, st, "resume: the parameters' gradients: %s", mcl_ctx_error(r->ctx));
+    return MCL_OK;
+}
+
+/* The window of track_chance from the counters save_ckpt wrote (none: an empty window, as
+ * in a run that has left chance or a checkpoint of an older metacl). A value must be a
+ * fraction (in [0, 1]) or NaN (a step without the metric). */
+static mcl_status restore_chance_window(runner *r, const mcl_ckpt_info *info, const char *path)
+{
+    uint64_t n = 0;
+    r->n_window = 0;
+    if (!mcl_ckpt_info_counter(info, "chance_n", &n)) return MCL_OK;
+    if (n > CHANCE_WINDOW)
+        return fail(r->err, r->err_len, MCL_ERR_FORMAT,
+                    "%s: counter chance_n = %llu is out of range (at most %d): corrupt checkpoint", path,
+                    (unsigned long long)n, CHANCE_WINDOW);
+    for (uint64_t i = 0; i < n; i++) {
+        char nm[32];
+        uint64_t bits;
+        double v;
+        snprintf(nm, sizeof nm, "chance.%llu", (unsigned long long)i);
+        if (!mcl_ckpt_info_counter(info, nm, &bits))
+            return fail(r->err, r->err_len, MCL_ERR_FORMAT, "%s: counter %s missing: corrupt checkpoint", path, nm);
+        memcpy(&v, &bits, sizeof v);
+        if (!isnan(v) && !(v >= 0.0 && v <= 1.0))
+            return fail(r->err, r->err_len, MCL_ERR_FORMAT,
+                        "%s: counter %s = %g is not an accuracy: corrupt checkpoint", path, nm, v);
+        r->acc_window[i] = v;
+    }
+    r->n_window = (int64_t)n;
+    return MCL_OK;
+}
+
 static mcl_status resume_from_ckpt(runner *r)
 {
     char path[MCL_TRAIN_PATH_MAX + 32], e2[768];
@@ -682,7 +766,9 @@ static mcl_status resume_from_ckpt(runner *r)
         st = fail(r->err, r->err_len, MCL_ERR_FORMAT,
                   "%s: the optimizer has taken %lld steps but counter step = %llu: corrupt "
                   "checkpoint", path, (long long)info.optim_steps, (unsigned long long)val[0]);
+    if (st == MCL_OK) st = restore_chance_window(r, &info, path);
     mcl_ckpt_info_free(&info);
+    if (st == MCL_OK) st = restore_reached(r);
     if (st != MCL_OK) return st;
     r->step = (int64_t)val[0];
     r->train_ms = (double)val[1];
