@@ -192,8 +192,7 @@ static int cmd_prepare_text(const prepare_opts *o, const mcl_cli_parsed *p, cons
     } else
         st = mcl_text_prepare(&to, err, sizeof err);
     if (st != MCL_OK) {
-        fprintf(stderr, "metacl data prepare %s: %s\n", user ? "txt:" : "text",
-                err[0] ? err : mcl_status_str(st));
+        fprintf(stderr, "metacl data prepare %s: %s\n", user ? name : "text", err[0] ? err : mcl_status_str(st));
         return 1;
     }
     return print_text_summary(dd, cname);

@@ -761,7 +761,9 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         int user = is_user_spec(de[d].spec);
         mcl_split sp = user ? MCL_SPLIT_ALL : o.val_classes ? MCL_SPLIT_VAL : MCL_SPLIT_TEST;
         if (mcl_dataset_load(de[d].spec, data_dir, sp, &de[d].ds, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de[d].spec, err);
+            /* the loader's message names the set ("data set 'x' is not prepared ...") */
+            if (strstr(err, de[d].spec)) fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
+            else fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de[d].spec, err);
             rc = 1;
         } else if (!seq && mcl_dataset_load(de[d].spec, data_dir, user ? MCL_SPLIT_ALL : MCL_SPLIT_TRAIN,
                                             &de[d].train, err, sizeof err) != MCL_OK) {

@@ -298,7 +298,11 @@ static mcl_status parse_entry(const cJSON *obj, uint64_t dlen, entry *e, const c
         !json_u53(cJSON_GetArrayItem(off, 1), &en))
         return st_fail(err, len, MCL_ERR_FORMAT, what,
                        "tensor '%s': data_offsets is not two non-negative integers", nm);
-    if (b > en || en > dlen)
+    if (b > en)
+        return st_fail(err, len, MCL_ERR_FORMAT, what,
+                       "tensor '%s': data_offsets [%llu, %llu] are reversed (begin after end)", nm,
+                       (unsigned long long)b, (unsigned long long)en);
+    if (en > dlen)
         return st_fail(err, len, MCL_ERR_FORMAT, what,
                        "tensor '%s': data_offsets [%llu, %llu] outside the %llu-byte buffer", nm,
                        (unsigned long long)b, (unsigned long long)en, (unsigned long long)dlen);

@@ -972,7 +972,8 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
     r->log.echo = r->rank == 0 ? opts->log : NULL; /* rank 0 alone reports */
     r->log.progress = r->rank == 0 && opts->progress;
     if (strlen(opts->run_dir) >= sizeof r->dir - 32)
-        return fail(err, err_len, MCL_ERR_INVALID, "run directory path too long");
+        return fail(err, err_len, MCL_ERR_INVALID, "run directory path too long (%zu bytes; at most %zu)",
+                    strlen(opts->run_dir), sizeof r->dir - 33);
     strcpy(r->dir, opts->run_dir);
     mcl_status st = start(r, cfg);
     st = agree_on_start(r, st);
@@ -1008,8 +1009,11 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
             if (r->rank == 0) st = r->fam->validate(r->fs, t->val_batches, &val, err, err_len);
             if (st == MCL_OK) st = mcl_dist_bcast(&val, sizeof val, 0, err, err_len);
             if (st != MCL_OK) break;
-            mcl_train_logf(&r->log, "step %lld: validation score %.4f (best %.4f)", (long long)r->step,
-                           val, r->best_val);
+            if (isnan(r->best_val))
+                mcl_train_logf(&r->log, "step %lld: validation score %.4f (the first)", (long long)r->step, val);
+            else
+                mcl_train_logf(&r->log, "step %lld: validation score %.4f (best %.4f)", (long long)r->step, val,
+                               r->best_val);
             if (isnan(r->best_val) || val > r->best_val) {
                 r->best_val = val;
                 if (r->rank == 0) st = save_ckpt(r, "best.ckpt");
@@ -1050,12 +1054,14 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
         mcl_train_logf(&r->log, "data parallel: %.2f ms per step in collectives (%.1f %% of the time)",
                        1e3 * comm_s / (double)steps_run,
                        100.0 * comm_s / (mcl_now_s() - r->t_start));
+    char best[64] = ""; /* none: no validation ran (or the family has none) */
+    if (!isnan(r->best_val)) snprintf(best, sizeof best, ", best validation %.4f", r->best_val);
     if (st == MCL_OK && isnan(loss))
-        mcl_train_logf(&r->log, "done: step %lld (nothing left to do), best validation %.4f, %.1f s of training",
-                       (long long)r->step, r->best_val, elapsed_ms(r) / 1e3);
+        mcl_train_logf(&r->log, "done: step %lld (nothing left to do)%s, %.1f s of training", (long long)r->step,
+                       best, elapsed_ms(r) / 1e3);
     else if (st == MCL_OK)
-        mcl_train_logf(&r->log, "done: step %lld, last loss %.6f, best validation %.4f, %.1f s of training",
-                       (long long)r->step, loss, r->best_val, elapsed_ms(r) / 1e3);
+        mcl_train_logf(&r->log, "done: step %lld, last loss %.6f%s, %.1f s of training", (long long)r->step, loss,
+                       best, elapsed_ms(r) / 1e3);
     else
         mcl_train_logf(&r->log, "stopped: %s", err ? err : "error");
     if (res) {
