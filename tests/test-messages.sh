@@ -7,7 +7,9 @@
 #   - `data prepare txt:FILE` failing names txt:FILE (not "txt:: ...");
 #   - safetensors data_offsets [144, 0] are called reversed, not "outside the buffer";
 #   - the logs and the summary line print no "best nan" / "left chance at step 0" for a run
-#     without validation (the online family).
+#     without validation (the online family);
+#   - a model of NaN parameters (a safetensors file of NaNs) is imported, read and evaluated
+#     with a warning that names the non-finite values (it evaluated to chance without a word).
 # Data: the hershey set prepared into a temporary data dir (Debian hershey-fonts-data).
 METACL=${METACL:-./metacl}
 SRCDIR=${METACL_SRCDIR:-$(dirname "$0")/..}
@@ -58,6 +60,21 @@ check "online run" 0 "$METACL" train oct --config "$TMP/o.conf" --out "$TMP/run"
 lacks "summary: no best nan" "best validation nan"
 lacks "summary: no left chance at step 0" "left chance at step 0"
 if grep -q 'nan' "$TMP/run/log.txt"; then fail=$((fail + 1)); echo "FAIL: log.txt prints nan:"; grep nan "$TMP/run/log.txt" | sed 's/^/    /'; else pass=$((pass + 1)); fi
+
+# NaN parameters: a warning at import and at every load
+check "export to safetensors" 0 "$METACL" ckpt export "$SRCDIR/data/checkpoints/acl-2task.ckpt" "$TMP/m.safetensors" --format safetensors
+python3 -c 'import struct,sys
+b=bytearray(open(sys.argv[1],"rb").read()); n=struct.unpack_from("<Q",b,0)[0]; s=8+n
+b[s:]=struct.pack("<f",float("nan"))*((len(b)-s)//4)
+open(sys.argv[2],"wb").write(b)' "$TMP/m.safetensors" "$TMP/nan.safetensors"
+check "import of NaN parameters" 0 "$METACL" ckpt import "$TMP/nan.safetensors" "$TMP/nan.ckpt"
+expect_text "import warns" "parameter values are not finite"
+check "ckpt info of NaN parameters" 0 "$METACL" ckpt info "$TMP/nan.ckpt"
+expect_text "info warns" "parameter values are not finite"
+check "eval of NaN parameters" 0 "$METACL" eval acl --ckpt "$TMP/nan.ckpt" --data hershey --data-dir "$TMP/data" --protocol seq --n-way 5 --k-shot 1 --tasks 1 --runs 1 --episodes 1
+expect_text "eval warns" "parameter values are not finite"
+check "ckpt info of a sound model" 0 "$METACL" ckpt info "$SRCDIR/data/checkpoints/acl-2task.ckpt"
+lacks "no warning for a sound model" "not finite"
 
 echo "test-messages: $pass passed, $fail failed"
 rm -rf "$TMP"

@@ -67,6 +67,7 @@ static int load_ckpt(const char *path, mcl_ctx **ctx, loaded *m, mcl_ckpt_info *
         fprintf(stderr, "metacl ckpt: %s\n", err);
         return 1;
     }
+    mcl_cli_warn_nonfinite("ckpt", path, m->params);
     return 0;
 }
 
@@ -280,6 +281,7 @@ static int cmd_import(int argc, char **argv)
         fprintf(stderr, "metacl ckpt import: %s\n", err);
         rc = 1;
     } else {
+        mcl_cli_warn_nonfinite("ckpt import", in, mcl_acl_params(m));
         printf("wrote %s (model acl: %d tensors, %lld values, from %s)\n", outp, mcl_params_count(mcl_acl_params(m)),
                (long long)mcl_params_numel(mcl_acl_params(m)), in);
     }

@@ -787,6 +787,8 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
             } else
                 me[k].m->cfg.feature_stats = o.feature_stats;
         }
+    for (int k = 0; k < n_models && rc == 0; k++) /* NaN parameters evaluate to chance: say so */
+        if (me[k].path) mcl_cli_warn_nonfinite(cmd_name, me[k].path, mcl_acl_params(me[k].m));
     mcl_class_pool pools[MCL_ACL_MAX_TASKS];
     const char *task_names[MCL_ACL_MAX_TASKS];
     char tn[MCL_ACL_MAX_TASKS][48];
