@@ -37,6 +37,7 @@ if [ "${METACL_HAVE_TEST_HOOKS:-1}" = 1 ]; then
     for sig in INT TERM KILL; do
         R=$TMP/d-$sig
         mkdir -p "$R"
+        rm -f "$TMP/p.err" # no earlier run's "paused" line may be read before this one starts
         METACL_TEST_PREPARE_PAUSE=1 "$METACL" data prepare "txt:$TMP/a.txt" --name tiny --data-dir "$R" >"$TMP/p.out" 2>"$TMP/p.err" &
         pid=$!
         n=0
