@@ -490,7 +490,7 @@ int mcl_cli_sample_lm(int argc, char **argv)
     mcl_status st = lg && tok ? mcl_lm_open(ctx, ck, &m, &cfg, NULL, err, sizeof err) : MCL_ERR_OOM;
     if (st == MCL_OK) st = mcl_lm_memory_create(m, 1, m->cfg.mem_len, &mem);
     if (st == MCL_OK && m->mn) st = mcl_metanet_clear(m->mn);
-    if (st == MCL_OK) fputs(o.prompt, stdout); /* not before a refused checkpoint */
+    fputs(o.prompt, stdout);
     /* the prompt in one segment, then one byte at a time; the memory carries the context */
     int64_t n = (int64_t)strlen(o.prompt);
     for (int64_t i = 0; i < n; i++) tok[i] = (float)(unsigned char)o.prompt[i];
