@@ -500,6 +500,21 @@ void mcl_tensor_zero_grad(mcl_tensor *t)
     if (t && t->grad) mcl_tensor_fill(t->grad, 0.0f);
 }
 
+mcl_status mcl_tensor_grad_zeros(mcl_tensor *t)
+{
+    if (!t) return MCL_ERR_NULL;
+    if (t->grad || !(t->flags & MCL_TF_REQUIRES_GRAD)) return MCL_OK;
+    mcl_tensor *g = mcl_tensor_create(t->ctx, t->ndim, t->shape);
+    if (!g) return mcl_ctx_status(t->ctx) != MCL_OK ? mcl_ctx_status(t->ctx) : MCL_ERR_OOM;
+    mcl_status st = mcl_tensor_fill(g, 0.0f);
+    if (st != MCL_OK) {
+        mcl_tensor_free(g);
+        return st;
+    }
+    t->grad = g;
+    return MCL_OK;
+}
+
 /* Random fills are drawn on the host (element i = draw i of the stream) and uploaded, so every
  * backend gets the same values. */
 static mcl_status fill_random(mcl_tensor *t, uint64_t seed, uint64_t stream, int normal, float a,

@@ -173,6 +173,28 @@ typedef struct mcl_family {
      * parts). Fills the metrics[] entries step_loss left NaN (it may fill the ones the host
      * knows itself). NULL: step_loss fills them all. See "no stalls" below. */
     void (*step_metrics)(void *fs, double *metrics);
+    /* Memory, from the config alone (may be NULL: the family checks its own budget):
+     * ckpt_floats: the floats of every tensor the family registers with its parameters
+     * (model, fast-weight and family state: what a checkpoint's params section holds), exact;
+     * train_bytes: a training run's bytes: those, the gradients and both Adam moments of the
+     * trained ones, and an estimate of one step's activations with their gradients. The
+     * harness refuses a run beyond the memory budget before `create`, and a checkpoint whose
+     * config asks for more floats than its params section holds, or more than the budget,
+     * before anything is built (mcl_family_cfg_from_ckpt). Sums in double: exact far beyond
+     * any budget. */
+    double (*ckpt_floats)(const void *fcfg, const mcl_train_cfg *t);
+    double (*train_bytes)(const void *fcfg, const mcl_train_cfg *t);
+    /* A checkpoint of this family's kind without its data (`ckpt info`, `ckpt export`): the
+     * model built from the file's config with every tensor the family registers (state
+     * included), the whole file read and verified into it (its random state into ctx); info
+     * filled; *params: the model's registry. ckpt_export writes the model alone (config,
+     * parameters and state, info's counters and random state) to path, atomically;
+     * ckpt_close frees the model. */
+    mcl_status (*ckpt_open)(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                            mcl_ckpt_info *info, char *err, size_t len);
+    mcl_status (*ckpt_export)(void *model, const char *path, const mcl_ckpt_info *info, char *err,
+                              size_t len);
+    void (*ckpt_close)(void *model);
 } mcl_family;
 
 /* The families built into this library (NULL-terminated) and a lookup by kind. */

@@ -615,16 +615,8 @@ static void cache_store(const char *path, const char *key, const unsigned char *
     put_u32(b + 16 + klen, (uint32_t)((uint64_t)bin_len >> 32));
     memcpy(b + 20 + klen, bin, bin_len);
     put_u32(b + n - 4, (uint32_t)crc32(0L, b, (uInt)(n - 4)));
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(b, 1, n, f) == n;
-    if (f && fclose(f) != 0) ok = 0;
-    if (ok && rename(tmp, path) == 0) {
-        free(b);
-        return;
-    }
-    remove(tmp); /* the cache is an optimization: failing to write it is not an error */
+    /* the cache is an optimization: failing to write it is not an error */
+    (void)mcl_write_file_atomic(path, b, n, NULL, 0);
     free(b);
 }
 

@@ -521,6 +521,30 @@ static mcl_status acl_init_from(void *fs, const char *path, char *note, size_t n
     return mcl_acl_init_from(((acl_fs *)fs)->m, path, note, note_len, err, len);
 }
 
+/* ckpt info / export: the model alone, with its random state (export keeps it). */
+static mcl_status acl_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                                mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_acl *m = NULL;
+    *model = NULL;
+    mcl_status st = mcl_acl_open(ctx, path, &m, err, len);
+    if (st == MCL_OK) st = mcl_acl_load(m, path, NULL, 1, info, err, len);
+    if (st != MCL_OK) {
+        mcl_acl_free(m);
+        return st;
+    }
+    *model = m;
+    *params = mcl_acl_params(m);
+    return MCL_OK;
+}
+
+static mcl_status acl_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    return mcl_acl_save(model, path, NULL, info->counters, info->n_counters, err, len);
+}
+
+static void acl_ckpt_close(void *model) { mcl_acl_free(model); }
+
 const mcl_family mcl_acl_family = {
     .kind = "acl",
     .summary = "self-referential weight matrices meta-trained with the ACL objective",
@@ -544,4 +568,7 @@ const mcl_family mcl_acl_family = {
     .load = acl_load,
     .init_from = acl_init_from,
     .learner_open = mcl_acl_learner_open,
+    .ckpt_open = acl_ckpt_open,
+    .ckpt_export = acl_ckpt_export,
+    .ckpt_close = acl_ckpt_close,
 };

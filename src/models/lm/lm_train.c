@@ -487,6 +487,48 @@ static mcl_status lm_init_from(void *fs, const char *path, char *note, size_t no
     return st;
 }
 
+/* Memory from the config: the model (mcl_lm_param_floats, exact) and the lanes' memory
+ * [L, B, M, D] in the checkpoint; in training also the gradients and Adam moments of the
+ * trained floats and, per byte of a segment and layer, the activations of the norms, q/k/v/r,
+ * the attention over segment + memory, the feed-forward block and the logits, each with its
+ * gradient, plus a copy of the fast-weight state per fast step of the window. */
+static double lm_ckpt_floats(const void *fcfg, const mcl_train_cfg *t)
+{
+    const mcl_lm_run *c = fcfg;
+    const double M = c->model.mem_len > 0 ? c->model.mem_len : 1;
+    return mcl_lm_param_floats(&c->model, NULL) + (double)c->model.layers * t->batch * M * c->model.width;
+}
+
+static double lm_train_bytes(const void *fcfg, const mcl_train_cfg *t)
+{
+    const mcl_lm_run *c = fcfg;
+    const mcl_lm_config *m = &c->model;
+    double fast = 0;
+    const double P = mcl_lm_param_floats(m, &fast), all = lm_ckpt_floats(fcfg, t);
+    const double D = m->width, HD = (double)m->heads * m->head_dim, F = m->ffw;
+    const double T = c->seg_len > c->fast_len ? c->seg_len : c->fast_len, B = t->batch;
+    const double tok = B * T * (m->layers * (14 * D + 5 * HD + 2 * F + m->heads * (T + m->mem_len)) + 3 * 256.0);
+    return 4 * (all + 3 * (P - fast) + 2 * tok + (c->k > 1 ? c->k : 1) * fast);
+}
+
+static mcl_status lm_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                               mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_lm *m = NULL;
+    mcl_lm_run cfg;
+    mcl_status st = mcl_lm_open(ctx, path, &m, &cfg, info, err, len);
+    *model = m;
+    if (m) *params = m->params;
+    return st;
+}
+
+static mcl_status lm_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    return mcl_lm_export(model, path, info, err, len);
+}
+
+static void lm_ckpt_close(void *model) { mcl_lm_free(model); }
+
 const mcl_family mcl_lm_family = {
     .kind = "lm",
     .summary = "adaptive character language model: Transformer-XL with sparse fast weights (Sparse Meta Networks)",
@@ -509,4 +551,9 @@ const mcl_family mcl_lm_family = {
     .save = lm_save,
     .load = lm_load,
     .init_from = lm_init_from,
+    .ckpt_floats = lm_ckpt_floats,
+    .train_bytes = lm_train_bytes,
+    .ckpt_open = lm_ckpt_open,
+    .ckpt_export = lm_ckpt_export,
+    .ckpt_close = lm_ckpt_close,
 };

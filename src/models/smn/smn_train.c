@@ -811,6 +811,56 @@ static mcl_status smn_init_from(void *fs, const char *path, char *note, size_t n
     return st;
 }
 
+/* Memory from the config: the model (mcl_smn_param_floats, exact) and the Online-X record in
+ * the checkpoint; in training also the gradients and Adam moments of the trained floats, the
+ * activations of a window of k steps of the batch (mlp: each layer's output; resnet: each
+ * conv's output, norm and ReLU at its resolution, from a 32-pixel side), each with its
+ * gradient, and a copy of the fast-weight state per step of the window. */
+static double smn_ckpt_floats(const void *fcfg, const mcl_train_cfg *t)
+{
+    (void)t;
+    const mcl_smn_run *c = fcfg;
+    return mcl_smn_param_floats(&c->model, NULL) + (c->task == MCL_SMN_TASK_ONLINEX ? (double)c->n_tasks * REC_FIELDS : 0);
+}
+
+static double smn_train_bytes(const void *fcfg, const mcl_train_cfg *t)
+{
+    const mcl_smn_run *c = fcfg;
+    const mcl_smn_config *m = &c->model;
+    double fast = 0;
+    const double P = mcl_smn_param_floats(m, &fast), all = smn_ckpt_floats(fcfg, t);
+    double per = 0; /* floats of one example's activations */
+    if (m->arch == MCL_SMN_MLP) {
+        per = m->layers * 4.0 * m->hidden + 4.0 * m->n_out + 4;
+    } else {
+        double side = 32;
+        static const int num[4] = {2, 3, 4, 8};
+        for (int b = 0; b < 4; b++) {
+            per += (double)m->width * num[b] / 2 * side * side * 8;
+            side = side / 2;
+        }
+    }
+    const double k = m->k > 1 ? m->k : 1;
+    return 4 * (all + 3 * (P - fast) + 2 * (double)t->batch * k * per + k * fast);
+}
+
+static mcl_status smn_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                                mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_smn *m = NULL;
+    mcl_status st = mcl_smn_open(ctx, path, &m, info, err, len);
+    *model = m;
+    if (m) *params = m->params;
+    return st;
+}
+
+static mcl_status smn_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    return mcl_smn_export(model, path, info, err, len);
+}
+
+static void smn_ckpt_close(void *model) { mcl_smn_free(model); }
+
 const mcl_family mcl_smn_family = {
     .kind = "smn",
     .summary = "Sparse Meta Networks: sparse fast weights written from gradients (WCST agent, Online-X)",
@@ -834,6 +884,11 @@ const mcl_family mcl_smn_family = {
     .save = smn_save,
     .load = smn_load,
     .init_from = smn_init_from,
+    .ckpt_floats = smn_ckpt_floats,
+    .train_bytes = smn_train_bytes,
+    .ckpt_open = smn_ckpt_open,
+    .ckpt_export = smn_ckpt_export,
+    .ckpt_close = smn_ckpt_close,
 };
 
 /* ====================================================================== online runs */
