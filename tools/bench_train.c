@@ -87,19 +87,22 @@ static int write_text(const char *dir, char *err, size_t len)
     char path[2][640];
     uint64_t s = 0x2545f4914f6cdd1dULL;
     int ok = 1;
+    char *buf = malloc((size_t)TEXT_BYTES + 16);
+    ok = buf != NULL;
     for (int f = 0; f < 2 && ok; f++) {
         snprintf(path[f], sizeof path[f], "%s/dom%c.txt", dir, 'a' + f);
-        FILE *fp = fopen(path[f], "w");
-        ok = fp != NULL;
-        for (int64_t at = 0; ok && at < TEXT_BYTES;) {
+        size_t n = 0;
+        for (int64_t at = 0; at < TEXT_BYTES;) {
             const int w = 1 + (int)(next_u32(&s) % 8);
-            for (int i = 0; i < w; i++) fputc(alpha[f][next_u32(&s) % 12], fp);
+            for (int i = 0; i < w; i++) buf[n++] = alpha[f][next_u32(&s) % 12];
             const int end = next_u32(&s) % 10 == 0;
-            fputc(end ? '\n' : ' ', fp);
+            buf[n++] = end ? '\n' : ' ';
             at += w + 1;
         }
-        if (fp && fclose(fp) != 0) ok = 0;
+        char werr[256];
+        ok = mcl_write_file_atomic(path[f], buf, n, werr, sizeof werr) == MCL_OK;
     }
+    free(buf);
     if (!ok) {
         snprintf(err, len, "cannot write the bench's text files under %s", dir);
         return 0;
