@@ -105,6 +105,9 @@ mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src)
  *               and any tensor too large for a chunk: a buffer of its own, as before;
  *   WALK_GRAD   a leaf that already has t->grad (full walks only): the walk accumulates
  *               straight into it, no separate buffer and no final addition;
+ *   WALK_SLOT   a packed parameter without t->grad (full walks only): its gradient is made
+ *               in its slot of the registry's gradient arena (zeros until then, params.c) and
+ *               handed over as t->grad, so an optimizer sees one flat gradient;
  *   WALK_ALIAS  an input whose gradient the op's backward would just add gout into (reshape,
  *               copy, add, sub's and bias_add's first input: pass_through) and that nothing
  *               else has given a gradient yet: its gradient IS the output's gradient (same
@@ -114,7 +117,7 @@ mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src)
  *               nothing reads it afterwards, except a partial walk's requested tensors: those
  *               keep their own. */
 
-enum { WALK_ARENA, WALK_OWN, WALK_GRAD, WALK_ALIAS };
+enum { WALK_ARENA, WALK_OWN, WALK_GRAD, WALK_SLOT, WALK_ALIAS };
 
 /* Elements per chunk of the walk's arena; a gradient larger than a quarter of it gets its own
  * buffer (so chunks stay below what any device allocates in one piece). */
@@ -156,7 +159,8 @@ static mcl_status plan_add(mcl_ctx *ctx, walk *w, mcl_tensor *t, int kind, mcl_t
 /* A tensor about to receive a gradient: its kind in a full (full = 1) or partial walk. */
 static int kind_of(const mcl_tensor *t, int full)
 {
-    if (full && (t->flags & MCL_TF_REQUIRES_GRAD)) return t->grad ? WALK_GRAD : WALK_OWN;
+    if (full && (t->flags & MCL_TF_REQUIRES_GRAD))
+        return t->grad ? WALK_GRAD : t->gslot ? WALK_SLOT : WALK_OWN;
     return mcl_tensor_numel(t) > WALK_CHUNK / 4 ? WALK_OWN : WALK_ARENA;
 }
 
@@ -254,6 +258,9 @@ static mcl_status walk_alloc(mcl_ctx *ctx, walk *w)
             break;
         case WALK_GRAD:
             g = mcl_tensor_keep(t->grad);
+            break;
+        case WALK_SLOT:
+            g = mcl_tensor_keep(t->gslot);
             break;
         case WALK_ALIAS: /* its source was planned before it, so it exists already */
             g = mcl_tensor_view(w->src[i]->gtmp, 0, t->ndim, t->shape);

@@ -281,6 +281,7 @@ void mcl_tensor_free(mcl_tensor *t)
     if (!t || --t->refcnt > 0) return;
     mcl_tensor_free(t->grad);
     mcl_tensor_free(t->gtmp);
+    mcl_tensor_free(t->gslot);
     buffer_release(t->buf);
     free(t);
 }
@@ -440,6 +441,17 @@ mcl_tensor *mcl_tensor_view(mcl_tensor *t, int64_t offset, int ndim, const int64
     mcl_tensor *v = descriptor_new(ctx, t->buf, t->offset + offset, ndim, shape);
     if (v) t->buf->refcnt++;
     return v;
+}
+
+mcl_status mcl_tensor_move_into(mcl_tensor *t, mcl_tensor *place)
+{
+    mcl_status s = mcl_tensor_copy_into(place, t);
+    if (s != MCL_OK) return s;
+    buffer_release(t->buf);
+    t->buf = place->buf;
+    t->buf->refcnt++;
+    t->offset = place->offset;
+    return MCL_OK;
 }
 
 mcl_tensor *mcl_detach(mcl_tensor *t)
