@@ -8,13 +8,14 @@
  * ld = nb*P). col [KK, ld] is the im2col matrix (KK = C*k*k, row r = (c*k + ky)*k + kx);
  * [O, ld] matrices hold outputs or output gradients. Index layout, one work-item per element
  * WRITTEN, row-major, ids >= n return:
- *   conv2d_im2col    col[r, b*P + oy*Wo ..+ Wo)  item i = (r*nb + b)*Ho + oy: one output row
- *                    (divisions per row, not per element)
+ *   conv2d_im2col    col[r, b*P + oy*Wo + ox]  item i = (r*nb + b)*P + oy*Wo + ox: the
+ *                    element at address i (coalesced writes)
  *   conv2d_out       out[b, o, p] (+ bias)    item i = (b*O + o)*P + p
  *   conv2d_to_wide   gw[o, b*P + p] = g[b,o,p] item i = o*ld + b*P + p
- *   conv2d_col2im    gx[b, c, iy, 0 .. W)     item i = (b*C + c)*H + iy: one image row, each
- *                    pixel the sum of the <= k*k col entries that came from it, in (ky, kx)
- *                    order (added tap by tap over runs of up to 64 pixels)
+ *   conv2d_col2im    gx[b, c, iy, ix]          item i = ((b*C + c)*H + iy)*W + ix: one pixel,
+ *                    the sum of the <= k*k col entries that came from it, in (ky, kx) order
+ * The conv2d kernels index with 32-bit ints (the host keeps a chunk's matrices and images
+ * below 2^31 elements; tensor offsets stay 64-bit).
  *   conv2d_sum_parts gw[j] += sum_{s < S} part[s*n + j] (in order s = 0, 1, ..), item j: the
  *                    K-split weight gradient's partial products (conv.c)
  *   conv2d_bias_bwd  one work-group per output channel o (group id), W items (power of two)
@@ -42,43 +43,37 @@
 
 /* im2col, chunk of nb images, wide layout:
  *   col[(c*k + ky)*k + kx, b*P + oy*Wo + ox] = x[b, c, oy*s - pd + ky, ox*s - pd + kx]  (0 outside)
- *   x [nb,C,H,W] (from x_off), col [KK, nb*P] (from col_off); n = KK*nb*Ho rows */
+ *   x [nb,C,H,W] (from x_off), col [KK, nb*P] (from col_off); n = KK*nb*P
+ * Item i writes col element i (row r, column b*P + oy*Wo + ox): consecutive items write
+ * consecutive addresses and, at stride 1, read consecutive pixels of a row of x. 32-bit
+ * indices: the host keeps every chunk below 2^31 elements (conv.c, conv_dims_get). */
 __kernel void conv2d_im2col(__global const float *x, long x_off, __global float *col,
-                            long col_off, long C, long H, long W, long k, long s, long pd,
-                            long Wo, long P, long nb, long n)
+                            long col_off, int C, int H, int W, int k, int s, int pd, int Wo,
+                            int P, int nb, int n)
 {
-    /* item i = (r*nb + b)*Ho + oy writes the row col[r, b*P + oy*Wo .. + Wo) */
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long Ho = P / Wo;
-    const long oy = i % Ho, t = i / Ho, b = t % nb, r = t / nb;
-    const long kx = r % k, t2 = r / k, ky = t2 % k, c = t2 / k;
-    const long iy = oy * s - pd + ky;
-    __global float *dst = col + col_off + r * (nb * P) + b * P + oy * Wo;
-    if (iy < 0 || iy >= H) {
-        for (long ox = 0; ox < Wo; ox++) dst[ox] = 0.0f;
-        return;
-    }
-    __global const float *src = x + x_off + ((b * C + c) * H + iy) * W;
-    for (long ox = 0; ox < Wo; ox++) {
-        const long ix = ox * s - pd + kx;
-        dst[ox] = (ix >= 0 && ix < W) ? src[ix] : 0.0f;
-    }
+    const int ld = nb * P, r = i / ld, q = i - r * ld, b = q / P, p = q - b * P;
+    const int oy = p / Wo, ox = p - oy * Wo;
+    const int t = r / k, kx = r - t * k, c = t / k, ky = t - c * k;
+    const int iy = oy * s - pd + ky, ix = ox * s - pd + kx;
+    x += x_off;
+    col[col_off + i] =
+        (iy >= 0 && iy < H && ix >= 0 && ix < W) ? x[((b * C + c) * H + iy) * W + ix] : 0.0f;
 }
 
 /* out[b, o, p] = outw[o, b*P + p] + bias[o]
  *   outw [O, nb*P] (the GEMM result), bias [O], out [nb,O,P] (from out_off); n = nb*O*P */
 __kernel void conv2d_out(__global const float *outw, long ow_off, __global const float *bias,
-                         long bias_off, __global float *out, long out_off, long O, long P,
-                         long nb, long n)
+                         long bias_off, __global float *out, long out_off, int O, int P, int nb,
+                         int n)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long p = i % P, t = i / P, o = t % O, b = t / O;
+    const int t = i / P, p = i - t * P, b = t / O, o = t - b * O;
     out[out_off + i] = outw[ow_off + o * (nb * P) + b * P + p] + bias[bias_off + o];
 }
 
-/* gw[o, b*P + p] = g[b, o, p]:  g [nb,O,P] (from g_off) -> gw [O, nb*P]; n = O*nb*P */
 /* gw[j] += sum over s = 0 .. S-1 (in order, as a (hi, lo) pair) of part[s*n + j];
  * part [S, n] (a plain buffer from element 0), gw [n] (from gw_off) */
 __kernel void conv2d_sum_parts(__global const float *part, long S, __global float *gw,
@@ -91,88 +86,83 @@ __kernel void conv2d_sum_parts(__global const float *part, long S, __global floa
     gw[gw_off + j] += mcl_acc_value(acc);
 }
 
+/* gw[o, b*P + p] = g[b, o, p]:  g [nb,O,P] (from g_off) -> gw [O, nb*P]; n = O*nb*P */
 __kernel void conv2d_to_wide(__global const float *g, long g_off, __global float *gw, long gw_off,
-                             long O, long P, long nb, long n)
+                             int O, int P, int nb, int n)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long ld = nb * P;
-    const long o = i / ld, q = i % ld, b = q / P, p = q % P;
+    const int ld = nb * P, o = i / ld, q = i - o * ld, b = q / P, p = q - b * P;
     gw[gw_off + i] = g[g_off + (b * O + o) * P + p];
 }
 
 /* col2im (the adjoint of im2col), accumulated:
  *   gx[b, c, iy, ix] += sum_{ky, kx} colg[(c*k + ky)*k + kx, b*P + oy*Wo + ox]
  *   over the (ky, kx) with oy*s = iy + pd - ky, ox*s = ix + pd - kx, 0 <= oy < Ho, 0 <= ox < Wo
- *   colg [KK, nb*P], gx [nb,C,H,W] (from gx_off); n = nb*C*H*W */
-/* conv2d_col2im gathers an image row this many pixels at a time, in a private array */
-#define COL2IM_ROW 64
-
+ *   colg [KK, nb*P], gx [nb,C,H,W] (from gx_off); n = nb*C*H*W
+ * Item i gathers pixel i of gx (consecutive items: consecutive pixels of a row, which read
+ * consecutive columns of each tap's col row at stride 1), summing its taps in (ky, kx) order.
+ * Only the taps that hit the stride's grid are visited: ky = (iy + pd) mod s, + s, ... with
+ * oy = (iy + pd - ky) / s falling by one per step (likewise kx, ox): one division per
+ * dimension per item, none per tap. */
 __kernel void conv2d_col2im(__global const float *colg, long cg_off, __global float *gx,
-                            long gx_off, long C, long H, long W, long k, long s, long pd,
-                            long Ho, long Wo, long nb, long n)
+                            long gx_off, int C, int H, int W, int k, int s, int pd, int Ho,
+                            int Wo, int nb, int n)
 {
-    /* item i = (b*C + c)*H + iy does the row gx[b, c, iy, 0 .. W), COL2IM_ROW pixels at a
-     * time: for each tap (ky, kx) in order, the tap's run of col entries is added to the
-     * pixels it reaches, so every pixel sums its taps in (ky, kx) order */
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long iy = i % H, t = i / H, c = t % C, b = t / C;
-    const long ld = nb * Ho * Wo;
+    const int ty = i / W, ix = i - ty * W, tc = ty / H, iy = ty - tc * H;
+    const int b = tc / C, c = tc - b * C, ld = nb * Ho * Wo;
+    const int sy = iy + pd, sx = ix + pd;
+    const int ky0 = sy % s, kx0 = sx % s, oy0 = sy / s, ox0 = sx / s;
     colg += cg_off + b * Ho * Wo;
-    __global float *dst = gx + gx_off + i * W;
-    for (long x0 = 0; x0 < W; x0 += COL2IM_ROW) {
-        const long x1 = min(W, x0 + COL2IM_ROW);
-        float2 acc[COL2IM_ROW];
-        for (long ix = x0; ix < x1; ix++) acc[ix - x0] = (float2)(0.0f, 0.0f);
-        for (long ky = 0; ky < k; ky++) {
-            const long ty = iy + pd - ky;
-            if (ty < 0 || (s != 1 && ty % s != 0)) continue;
-            const long oy = s == 1 ? ty : ty / s;
-            if (oy >= Ho) continue;
-            for (long kx = 0; kx < k; kx++) {
-                __global const float *row = colg + ((c * k + ky) * k + kx) * ld + oy * Wo;
-                if (s == 1) { /* ox = ix + pd - kx in [0, Wo) */
-                    const long lo = max(max(kx - pd, 0L), x0), hi = min(Wo + kx - pd, x1);
-                    for (long ix = lo; ix < hi; ix++)
-                        acc[ix - x0] = mcl_acc_add(acc[ix - x0], row[ix + pd - kx]);
-                } else {
-                    for (long ix = x0; ix < x1; ix++) {
-                        const long tx = ix + pd - kx;
-                        if (tx < 0 || tx % s != 0 || tx / s >= Wo) continue;
-                        acc[ix - x0] = mcl_acc_add(acc[ix - x0], row[tx / s]);
-                    }
-                }
-            }
-        }
-        for (long ix = x0; ix < x1; ix++) dst[ix] += mcl_acc_value(acc[ix - x0]);
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (int ky = ky0, oy = oy0; ky < k && oy >= 0; ky += s, oy--) {
+        if (oy >= Ho) continue;
+        __global const float *tap = colg + (c * k + ky) * k * ld + oy * Wo;
+        for (int kx = kx0, ox = ox0; kx < k && ox >= 0; kx += s, ox--)
+            if (ox < Wo) acc = mcl_acc_add(acc, tap[kx * ld + ox]);
     }
+    gx[gx_off + i] += mcl_acc_value(acc);
 }
 
-/* gbias[o] += sum_{b < B, p < P} g[b, o, p], one work-group per o; buf: W float2 */
+/* gbias[o] += sum_{b < B, p < P} g[b, o, p], one work-group per o; buf: W float2. Item l sums
+ * the flat (b, p) = l, l + W, ..., advancing (b, p) by compare-and-subtract. */
 __kernel void conv2d_bias_bwd(__global const float *g, long g_off, __global float *gb, long gb_off,
-                              long B, long O, long P, __local float2 *buf)
+                              int B, int O, int P, __local float2 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), o = get_group_id(0);
-    g += g_off + o * P;
+    const int W = get_local_size(0), l = get_local_id(0), o = get_group_id(0);
+    const int db = W / P, dp = W - db * P;
+    g += g_off + (long)o * P;
     float2 acc = (float2)(0.0f, 0.0f);
-    for (long j = l; j < B * P; j += W) acc = mcl_acc_add(acc, g[(j / P) * O * P + j % P]);
+    for (int b = l / P, p = l - (l / P) * P; b < B;) {
+        acc = mcl_acc_add(acc, g[(long)b * O * P + p]); /* the whole batch: 64-bit */
+        b += db;
+        p += dp;
+        if (p >= P) {
+            p -= P;
+            b++;
+        }
+    }
     const float2 tot = mcl_group_sum(acc, buf);
     if (l == 0) gb[gb_off + o] += mcl_acc_value(tot);
 }
 
 /* ---- maxpool2d -------------------------------------------------------------------------- */
 
+/* The maxpool2d kernels index with 32-bit ints: the host launches them over chunks of
+ * planes of fewer than 2^31 elements (conv.c), moving the offsets to the chunk's first plane. */
+
 /* out[q, i, j] = max of the 2 x 2 window x[q, 2i + dy, 2j + dx]; arg = dy*2 + dx of the first
  * maximum (order (0,0), (0,1), (1,0), (1,1); strict >). x [Q,H,W], out, arg [Q,Ho,Wo];
  * n = Q*Ho*Wo */
 __kernel void maxpool2d_fwd(__global const float *x, long x_off, __global float *out,
-                            long out_off, __global float *arg, long arg_off, long H, long W,
-                            long Ho, long Wo, long n)
+                            long out_off, __global float *arg, long arg_off, int H, int W,
+                            int Ho, int Wo, int n)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long j = i % Wo, t = i / Wo, oi = t % Ho, q = t / Ho;
+    const int t = i / Wo, j = i - t * Wo, q = t / Ho, oi = t - q * Ho;
     __global const float *r0 = x + x_off + (q * H + 2 * oi) * W + 2 * j;
     const float v[4] = {r0[0], r0[1], r0[W], r0[W + 1]};
     float m = v[0];
@@ -189,19 +179,50 @@ __kernel void maxpool2d_fwd(__global const float *x, long x_off, __global float 
 /* gx[q, y, x] += gout[q, y/2, x/2] if (y%2)*2 + x%2 == arg[q, y/2, x/2] (inside the pooled
  * area); gx [Q,H,W], gout, arg [Q,Ho,Wo]; n = Q*H*W */
 __kernel void maxpool2d_bwd(__global const float *g, long g_off, __global const float *arg,
-                            long arg_off, __global float *gx, long gx_off, long H, long W,
-                            long Ho, long Wo, long n)
+                            long arg_off, __global float *gx, long gx_off, int H, int W,
+                            int Ho, int Wo, int n)
 {
-    const long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    const long xx = i % W, t = i / W, y = t % H, q = t / H;
-    const long oy = y / 2, ox = xx / 2;
+    const int t = i / W, xx = i - t * W, q = t / H, y = t - q * H;
+    const int oy = y >> 1, ox = xx >> 1;
     if (oy >= Ho || ox >= Wo) return;
-    const long o = (q * Ho + oy) * Wo + ox;
-    if ((int)arg[arg_off + o] == (int)((y % 2) * 2 + xx % 2)) gx[gx_off + i] += g[g_off + o];
+    const int o = (q * Ho + oy) * Wo + ox;
+    if ((int)arg[arg_off + o] == ((y & 1) << 1) + (xx & 1)) gx[gx_off + i] += g[g_off + o];
 }
 
 /* ---- instance_norm ---------------------------------------------------------------------- */
+
+/* The instance_norm and inorm_pool_relu kernels index within a plane (and within [B, plane]
+ * for the channel sums) with 32-bit ints; the host refuses planes that would not fit (conv.c).
+ * A group's items walk flat indices l, l + W, ... as (row, column) pairs of a [.., n] space
+ * without a division per step: */
+typedef struct conv_walk {
+    int r, c;   /* the current (row, column)               */
+    int dr, dc; /* one step of W items: W / n, W mod n      */
+    int n;      /* row length                               */
+} conv_walk;
+
+conv_walk conv_walk_start(int f, int W, int n)
+{
+    conv_walk w;
+    w.r = f / n;
+    w.c = f - w.r * n;
+    w.dr = W / n;
+    w.dc = W - w.dr * n;
+    w.n = n;
+    return w;
+}
+
+void conv_walk_next(conv_walk *w)
+{
+    w->r += w->dr;
+    w->c += w->dc;
+    if (w->c >= w->n) {
+        w->c -= w->n;
+        w->r++;
+    }
+}
 
 /* 1 / sqrt(v + eps) for the variance pair v = (hi, lo), rounded about once (the reference
  * rounds a double result once): r0 = 1/sqrt(s) of the float sum s = v + eps, then one
@@ -329,14 +350,15 @@ __kernel void instance_norm_bwd_gb(__global const float *x, long x_off,
                                    __global const float *mean, long mean_off,
                                    __global const float *rstd, long rstd_off,
                                    __global const float *g, long g_off, __global float *ggamma,
-                                   long ggamma_off, __global float *gbeta, long gbeta_off, long B,
-                                   long C, long N, long want_gamma, long want_beta,
+                                   long ggamma_off, __global float *gbeta, long gbeta_off, int B,
+                                   int C, int N, long want_gamma, long want_beta,
                                    __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
+    const int W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
     float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
-    for (long f = l; f < B * N; f += W) {
-        const long r = (f / N) * C + c, e = r * N + f % N;
+    for (conv_walk w = conv_walk_start(l, W, N); w.r < B; conv_walk_next(&w)) {
+        const int r = w.r * C + c;
+        const long e = (long)r * N + w.c; /* over the whole batch: 64-bit */
         const float xhat = (x[x_off + e] - mean[mean_off + r]) * rstd[rstd_off + r];
         const float gr = g[g_off + e];
         ag = mcl_acc_add_pair(ag, mcl_two_prod(gr, xhat));
@@ -361,14 +383,14 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
                                   __global const float *beta, long beta_off, __global float *y,
                                   long y_off, __global float *mean, long mean_off,
                                   __global float *rstd, long rstd_off, __global float *arg,
-                                  long arg_off, long C, long H, long Wd, float eps,
+                                  long arg_off, int C, int H, int Wd, float eps,
                                   __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
-    const long Ho = H / 2, Wo = Wd / 2, P = Ho * Wo;
-    x += x_off + r * H * Wd;
-    y += y_off + r * P;
-    arg += arg_off + r * P;
+    const int W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo;
+    x += x_off + (long)r * H * Wd;
+    y += y_off + (long)r * P;
+    arg += arg_off + (long)r * P;
     const float gm = gamma[gamma_off + r % C], bt = beta[beta_off + r % C];
     float rs;
     const float2 mu = in_stats(x, H * Wd, eps, buf, &rs);
@@ -376,8 +398,9 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
         mean[mean_off + r] = mu.x;
         rstd[rstd_off + r] = rs;
     }
-    for (long o = l; o < P; o += W) {
-        __global const float *p0 = x + 2 * (o / Wo) * Wd + 2 * (o % Wo);
+    int o = l;
+    for (conv_walk w = conv_walk_start(l, W, Wo); o < P; o += W, conv_walk_next(&w)) {
+        __global const float *p0 = x + 2 * w.r * Wd + 2 * w.c; /* window (w.r, w.c) = o */
         const float v[4] = {p0[0], p0[1], p0[Wd], p0[Wd + 1]};
         float m = in_affine(v[0], mu, rs, gm, bt);
         int idx = 0;
@@ -397,12 +420,12 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
  * window's argmax and the window's y > 0, else 0 (also outside the pooled area).
  * g, y, arg: the plane's [Ho,Wo] */
 float ipr_grad(__global const float *g, __global const float *y, __global const float *arg,
-               long u, long v, long Ho, long Wo)
+               int u, int v, int Ho, int Wo)
 {
-    const long i = u / 2, j = v / 2;
+    const int i = u >> 1, j = v >> 1;
     if (i >= Ho || j >= Wo) return 0.0f;
-    const long o = i * Wo + j;
-    return ((int)arg[o] == (int)((u % 2) * 2 + v % 2) && y[o] > 0.0f) ? g[o] : 0.0f;
+    const int o = i * Wo + j;
+    return ((int)arg[o] == ((u & 1) << 1) + (v & 1) && y[o] > 0.0f) ? g[o] : 0.0f;
 }
 
 /* backward, input gradient, one group per plane r: instance_norm_bwd_dx with the gradient of
@@ -415,24 +438,25 @@ __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
                                      __global const float *y, long y_off,
                                      __global const float *arg, long arg_off,
                                      __global const float *g, long g_off, __global float *gx,
-                                     long gx_off, long C, long H, long Wd, __local float4 *buf)
+                                     long gx_off, int C, int H, int Wd, __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
-    const long Ho = H / 2, Wo = Wd / 2, P = Ho * Wo, N = H * Wd;
+    const int W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo, N = H * Wd;
     const float nf = (float)N;
-    x += x_off + r * N;
-    gx += gx_off + r * N;
-    y += y_off + r * P;
-    arg += arg_off + r * P;
-    g += g_off + r * P;
+    x += x_off + (long)r * N;
+    gx += gx_off + (long)r * N;
+    y += y_off + (long)r * P;
+    arg += arg_off + (long)r * P;
+    g += g_off + (long)r * P;
     const float gm = gamma[gamma_off + r % C];
     const float m = mean[mean_off + r], rs = rstd[rstd_off + r];
 
     float2 sd = (float2)(0.0f, 0.0f), sdx = (float2)(0.0f, 0.0f); /* sum dxhat, sum dxhat*xhat */
-    for (long o = l; o < P; o += W) {
+    int o = l;
+    for (conv_walk w = conv_walk_start(l, W, Wo); o < P; o += W, conv_walk_next(&w)) {
         const int t = (int)arg[o];
         const float gp = y[o] > 0.0f ? g[o] : 0.0f;
-        const float xhat = (x[(2 * (o / Wo) + t / 2) * Wd + 2 * (o % Wo) + t % 2] - m) * rs;
+        const float xhat = (x[(2 * w.r + (t >> 1)) * Wd + 2 * w.c + (t & 1)] - m) * rs;
         const float2 dxhat = mcl_two_prod(gp, gm); /* exact */
         sd = mcl_acc_add_pair(sd, dxhat);
         const float2 q = mcl_two_prod(dxhat.x, xhat);
@@ -442,9 +466,10 @@ __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
     const float2 mean_d = mcl_acc_div(sums.xy, nf);
     const float mean_dx = mcl_acc_value(mcl_acc_div(sums.zw, nf));
 
-    for (long j = l; j < N; j += W) {
+    int j = l;
+    for (conv_walk w = conv_walk_start(l, W, Wd); j < N; j += W, conv_walk_next(&w)) {
         const float xhat = (x[j] - m) * rs;
-        const float2 dxhat = mcl_two_prod(ipr_grad(g, y, arg, j / Wd, j % Wd, Ho, Wo), gm);
+        const float2 dxhat = mcl_two_prod(ipr_grad(g, y, arg, w.r, w.c, Ho, Wo), gm);
         float t = (dxhat.x - mean_d.x) + (dxhat.y - mean_d.y); /* dxhat - mean_d */
         const float u = xhat * mean_dx;
         t = t - u;
@@ -465,17 +490,18 @@ __kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off,
                                      __global const float *arg, long arg_off,
                                      __global const float *g, long g_off,
                                      __global float *ggamma, long ggamma_off,
-                                     __global float *gbeta, long gbeta_off, long B, long C,
-                                     long H, long Wd, long want_gamma, long want_beta,
+                                     __global float *gbeta, long gbeta_off, int B, int C,
+                                     int H, int Wd, long want_gamma, long want_beta,
                                      __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
-    const long Wo = Wd / 2, P = (H / 2) * Wo;
+    const int W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
+    const int Wo = Wd / 2, P = (H / 2) * Wo;
     float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
-    for (long f = l; f < B * P; f += W) {
-        const long r = (f / P) * C + c, o = f % P, e = r * P + o;
+    for (conv_walk w = conv_walk_start(l, W, P); w.r < B; conv_walk_next(&w)) {
+        const int r = w.r * C + c, o = w.c, oi = o / Wo, oj = o - oi * Wo;
+        const long e = (long)r * P + o; /* over the whole batch: 64-bit */
         const int t = (int)arg[arg_off + e];
-        const float xv = x[x_off + r * H * Wd + (2 * (o / Wo) + t / 2) * Wd + 2 * (o % Wo) + t % 2];
+        const float xv = x[x_off + (long)r * H * Wd + (2 * oi + (t >> 1)) * Wd + 2 * oj + (t & 1)];
         const float xhat = (xv - mean[mean_off + r]) * rstd[rstd_off + r];
         const float gp = y[y_off + e] > 0.0f ? g[g_off + e] : 0.0f;
         ag = mcl_acc_add_pair(ag, mcl_two_prod(gp, xhat));

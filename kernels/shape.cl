@@ -11,20 +11,25 @@
  * Index layout: 1-D launch, one work-item per element of the tensor being WRITTEN (out in
  * forward, gin in backward — except slice backward, one item per gout element, which writes
  * its own element of the slice region), in row-major order, so writes are coalesced; ids >= n
- * return at once. Reads are gathers (strided for transpose/permute: simple, not tiled).
+ * return at once. Transpose and permute go through a __local tile when src's and dst's
+ * innermost dims differ, so both their reads and their writes are coalesced (permute_tiled).
  *
  * concat/slice view tensors as [outer, rows_x * inner] (outer = product of the dims before
  * the axis x, inner = product after it): the host passes the row lengths.
  */
 
+/* concat, slice and repeat_batch index with 32-bit ints: the host launches them over chunks of
+ * whole rows (copies, for repeat_batch) of fewer than 2^31 elements, the tensor offsets moved
+ * to the chunk's first row (shape.c, rows_per_launch); one chunk unless a tensor is huge. */
+
 /* ---- concat along an axis: out row o = [a row o (ra elements) | b row o (rb elements)]
  * item i = o * (ra + rb) + j over out */
 __kernel void concat_fwd(__global const float *a, long a_off, __global const float *b,
-                         long b_off, __global float *out, long out_off, long ra, long rb, long n)
+                         long b_off, __global float *out, long out_off, int ra, int rb, int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long ro = ra + rb, o = i / ro, j = i % ro;
+    const int ro = ra + rb, o = i / ro, j = i - o * ro;
     out[out_off + i] = j < ra ? a[a_off + o * ra + j] : b[b_off + o * rb + (j - ra)];
 }
 
@@ -32,63 +37,94 @@ __kernel void concat_fwd(__global const float *a, long a_off, __global const flo
  *   gx[o, j] += gout[o, koff + j],  item i = o * rk + j over gx
  * (koff = 0, rk = ra for a; koff = ra, rk = rb for b) */
 __kernel void concat_bwd(__global const float *g, long g_off, __global float *gx, long gx_off,
-                         long rk, long ro, long koff, long n)
+                         int rk, int ro, int koff, int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long o = i / rk, j = i % rk;
+    const int o = i / rk, j = i - o * rk;
     gx[gx_off + i] += g[g_off + o * ro + koff + j];
 }
 
 /* ---- slice along an axis: out[o, j] = a[o, soff + j], soff = start * inner,
  * a rows ri long, out rows ro long; item i = o * ro + j over out */
 __kernel void slice_fwd(__global const float *a, long a_off, __global float *out, long out_off,
-                        long ri, long ro, long soff, long n)
+                        int ri, int ro, int soff, int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long o = i / ro, j = i % ro;
+    const int o = i / ro, j = i - o * ro;
     out[out_off + i] = a[a_off + o * ri + soff + j];
 }
 
 /* slice backward: ga[o, soff + j] += gout[o, j]  (the rest of ga is untouched);
  * item i = o * ro + j over gout */
 __kernel void slice_bwd(__global const float *g, long g_off, __global float *ga, long ga_off,
-                        long ri, long ro, long soff, long n)
+                        int ri, int ro, int soff, int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long o = i / ro, j = i % ro;
+    const int o = i / ro, j = i - o * ro;
     ga[ga_off + o * ri + soff + j] += g[g_off + i];
 }
 
 /* ---- reshape: row-major order unchanged: out_flat[i] = a_flat[i], backward
  * ga_flat[i] += gout_flat[i]: the flat copies copy_fwd / copy_bwd of elementwise.cl */
 
-/* ---- transpose of the last two dims, batched:
- *   dst[b, c, r] = src[b, r, c]   with src [batch, R, C], dst [batch, C, R]
- * item i = (b * C + c) * R + r over dst.
- * forward: src = a [.., M, N] (R = M, C = N); backward (transpose_bwd, accumulating):
- * src = gout [.., N, M] (R = N, C = M), dst = ga. */
-__kernel void transpose_fwd(__global const float *src, long s_off, __global float *dst,
-                            long d_off, long R, long C, long n)
+/* ---- transpose and permute (src/opencl/shape.c plans both as a 4-D permutation: a transpose
+ * of [.., R, C] is the permutation (0, 1, 3, 2) of [1, batch, R, C]).
+ *
+ * dst is contiguous; each of its elements comes from one element of src. Name the dst dims by
+ * role: q holds src's innermost dim (of size > 1: src is contiguous along q), p is dst's
+ * innermost (dst is contiguous along p), a and b are the other two. Sizes Nq, Np, Na, Nb; src
+ * strides sq, sp, sa, sb and dst strides dq, dp, da, db of one step along each.
+ *
+ * permute_tiled (q != p): one work-group per T x T tile of (q, p) of one (a, b), through a
+ * __local tile of T rows of T + 1 floats (the pad puts a tile column in T different banks).
+ * Items read the tile along q (consecutive items, consecutive src addresses), then write it
+ * along p (consecutive items, consecutive dst addresses). T = 32 (or the group size, if
+ * smaller); item l is column l mod T of rows l / T, l / T + NT / T, ...
+ *   dst[oa·da + ob·db + oq·dq + op·dp] (=, or += when acc) src[oa·sa + ob·sb + oq·sq + op·sp]
+ * 32-bit indices: the host uses it for tensors below 2^31 elements only. */
+__kernel void permute_tiled(__global const float *src, long s_off, __global float *dst,
+                            long d_off, int Nq, int Np, int Nb, int sq, int sp, int sa, int sb,
+                            int dq, int dp, int da, int db, int T, int acc, __local float *tile)
 {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    long r = i % R, t = i / R, c = t % C, b = t / C;
-    dst[d_off + i] = src[s_off + (b * R + r) * C + c];
+    const int NT = get_local_size(0), l = get_local_id(0), tx = l & (T - 1);
+    const int ty = l >> (31 - clz(T)), dy = NT >> (31 - clz(T));
+    const int nq = (Nq + T - 1) / T, np = (Np + T - 1) / T, g = get_group_id(0);
+    const int t1 = g / np, tp = g - t1 * np, t2 = t1 / nq, tq = t1 - t2 * nq;
+    const int oa = t2 / Nb, ob = t2 - oa * Nb, q0 = tq * T, p0 = tp * T;
+    src += s_off + oa * sa + ob * sb;
+    dst += d_off + oa * da + ob * db;
+    for (int y = ty; y < T; y += dy) /* tile row y: p = p0 + y, along q */
+        if (q0 + tx < Nq && p0 + y < Np) tile[y * (T + 1) + tx] = src[(q0 + tx) * sq + (p0 + y) * sp];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int y = ty; y < T; y += dy) { /* q = q0 + y, along p */
+        if (q0 + y < Nq && p0 + tx < Np) {
+            const int d = (q0 + y) * dq + (p0 + tx) * dp;
+            const float v = tile[tx * (T + 1) + y];
+            dst[d] = acc ? dst[d] + v : v;
+        }
+    }
 }
 
-__kernel void transpose_bwd(__global const float *src, long s_off, __global float *dst,
-                            long d_off, long R, long C, long n)
+/* permute_rows (q == p: src and dst contiguous along the same dim, so one item per dst
+ * element reads and writes coalesced): dst[i] (=, +=) src[o0·st0 + o1·st1 + o2·st2 + o3·st3],
+ * i = ((o0·d1 + o1)·d2 + o2)·d3 + o3. 32-bit indices (tensors below 2^31 elements). */
+__kernel void permute_rows(__global const float *src, long s_off, __global float *dst, long d_off,
+                           int d1, int d2, int d3, int st0, int st1, int st2, int st3, int acc,
+                           int n)
 {
-    long i = get_global_id(0);
+    const int i = get_global_id(0);
     if (i >= n) return;
-    long r = i % R, t = i / R, c = t % C, b = t / C;
-    dst[d_off + i] += src[s_off + (b * R + r) * C + c];
+    const int t3 = i / d3, o3 = i - t3 * d3, t2 = t3 / d2, o2 = t3 - t2 * d2;
+    const int o0 = t2 / d1, o1 = t2 - o0 * d1;
+    const float v = src[s_off + o0 * st0 + o1 * st1 + o2 * st2 + o3 * st3];
+    dst[d_off + i] = acc ? dst[d_off + i] + v : v;
 }
 
-/* ---- permute (4-D): dst[o0, o1, o2, o3] = src[o0 * st0 + o1 * st1 + o2 * st2 + o3 * st3]
+/* ---- permute (4-D), 64-bit indices (tensors of 2^31 elements or more):
+ *   dst[o0, o1, o2, o3] = src[o0 * st0 + o1 * st1 + o2 * st2 + o3 * st3]
  * dst is contiguous with shape (d0, d1, d2, d3); st_d is the src stride of one step along dst
  * dim d. forward: src = a, d_k = a.shape[perm[k]], st_k = a's stride of dim perm[k];
  * backward (permute_bwd, accumulating): src = gout, dst = ga, with the inverse permutation.
@@ -123,19 +159,19 @@ __kernel void permute_bwd(__global const float *src, long s_off, __global float 
  *   ga[j] += sum_{i < n} gout[i, j]        item j over ga (ids >= N return), i in order,
  *   as a (hi, lo) pair of common.cl */
 __kernel void repeat_batch_fwd(__global const float *a, long a_off, __global float *out,
-                               long out_off, long N, long total)
+                               long out_off, int N, int total)
 {
-    long q = get_global_id(0);
+    const int q = get_global_id(0);
     if (q >= total) return;
-    out[out_off + q] = a[a_off + q % N];
+    out[out_off + q] = a[a_off + (q - (q / N) * N)];
 }
 
 __kernel void repeat_batch_bwd(__global const float *g, long g_off, __global float *ga,
                                long ga_off, long N, long n)
 {
-    long j = get_global_id(0);
+    const long j = get_global_id(0);
     if (j >= N) return;
     float2 acc = (float2)(0.0f, 0.0f);
-    for (long i = 0; i < n; i++) acc = mcl_acc_add(acc, g[g_off + i * N + j]);
+    for (long i = 0; i < n; i++) acc = mcl_acc_add(acc, g[g_off + i * N + j]); /* no division */
     ga[ga_off + j] += mcl_acc_value(acc);
 }

@@ -6,8 +6,14 @@
  *   Δ_i = (q - k)·M_i,   M_i[e][m] += k[e]·(β_i·Δ_i[m])   for M_i = W_y, W_q, W_k, w_b
  * (y_t read before the update; the update at every step).
  *
- * Index layout: one work-group per sequence s = b*H + h (group id), W items (W <= D, from the
- * host: min(D, the kernel's work-group limit)). The four matrices live in __local memory for
+ * Index layout: NS sequences per work-group (NS >= 1; s = group id * NS + the item's slot
+ * sl = local id / W), W items per sequence (W <= D, from the host: min(D, the kernel's
+ * work-group limit)); slot sl uses its own part of the __local buffer (`per` floats from
+ * sl * per). With a small D one sequence would leave most of a GPU's wavefront idle
+ * (D = 16: a group of 16 items), so the host packs NS = 64 / W of them (as many as fit the
+ * work-group limit, __local memory and S); every sequence's arithmetic is the same as with
+ * NS = 1, bit for bit. Slots past the last sequence (a partial last group) compute a copy of
+ * sequence S - 1 to keep the barriers uniform and write nothing (act = 0). The four matrices live in __local memory for
  * the whole sequence, the time loop runs inside the kernel. D x D matrices are stored with row
  * stride D + 1 and w_b with row stride 5 (odd strides: a column walk and a row walk both hit
  * distinct banks). Item l owns
@@ -67,23 +73,27 @@ __kernel void srwm_fwd(__global const float *x, long x_off,
                        __global float *beta, long beta_off,
                        __global float *dy, long dy_off, __global float *dq, long dq_off,
                        __global float *dk, long dk_off, __global float *db, long db_off,
-                       long L, long D, __local float *lm)
+                       long L, long D, long W, long S, long per, __local float *lm)
 {
-    const long W = get_local_size(0), l = get_local_id(0), s = get_group_id(0);
+    const long sl = get_local_id(0) / W, l = get_local_id(0) - sl * W;
+    const long sraw = get_group_id(0) * (get_local_size(0) / W) + sl;
+    const int act = sraw < S; /* a real sequence (else a copy of S - 1 that writes nothing) */
+    const long s = act ? sraw : S - 1;
     const long S1 = D + 1;
+    lm += sl * per;
     __local float *My = lm, *Mq = My + D * S1, *Mk = Mq + D * S1, *Mb = Mk + D * S1;
     __local float *vx = Mb + D * SRWM_WBS, *vqt = vx + D, *vkt = vqt + D, *vq = vkt + D;
     __local float *vk = vq + D, *va = vk + D, *veq = va + D, *vek = veq + D;
     __local float *vb = vek + D; /* vb: the 4 logits b̃ */
 
-    const long sl = s * L * D, s4 = s * L * 4, sdd = s * D * D, sd4 = s * D * 4;
-    x += x_off + sl;
-    y += y_off + sl;
-    q += q_off + sl;
-    k += k_off + sl;
-    dy += dy_off + sl;
-    dq += dq_off + sl;
-    dk += dk_off + sl;
+    const long sL = s * L * D, s4 = s * L * 4, sdd = s * D * D, sd4 = s * D * 4;
+    x += x_off + sL;
+    y += y_off + sL;
+    q += q_off + sL;
+    k += k_off + sL;
+    dy += dy_off + sL;
+    dq += dq_off + sL;
+    dk += dk_off + sL;
     beta += beta_off + s4;
     db += db_off + s4;
 
@@ -109,7 +119,7 @@ __kernel void srwm_fwd(__global const float *x, long x_off,
                 aq = fma(xe, Mq[e * S1 + m], aq);
                 ak = fma(xe, Mk[e * S1 + m], ak);
             }
-            y[t * D + m] = ay;
+            if (act) y[t * D + m] = ay;
             vqt[m] = aq;
             vkt[m] = ak;
         }
@@ -131,7 +141,7 @@ __kernel void srwm_fwd(__global const float *x, long x_off,
         }
         float b[4];
         for (int j = 0; j < 4; j++) b[j] = srwm_sigmoid(vb[j]);
-        if (l == 0)
+        if (l == 0 && act)
             for (int j = 0; j < 4; j++) beta[t * 4 + j] = b[j];
         barrier(CLK_LOCAL_MEM_FENCE);
         {
@@ -141,8 +151,10 @@ __kernel void srwm_fwd(__global const float *x, long x_off,
                 vq[m] = qm;
                 vk[m] = km;
                 va[m] = qm - km;
-                q[t * D + m] = qm;
-                k[t * D + m] = km;
+                if (act) {
+                    q[t * D + m] = qm;
+                    k[t * D + m] = km;
+                }
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -156,9 +168,11 @@ __kernel void srwm_fwd(__global const float *x, long x_off,
                 d1 = fma(ae, Mq[e * S1 + m], d1);
                 d2 = fma(ae, Mk[e * S1 + m], d2);
             }
-            dy[t * D + m] = d0;
-            dq[t * D + m] = d1;
-            dk[t * D + m] = d2;
+            if (act) {
+                dy[t * D + m] = d0;
+                dq[t * D + m] = d1;
+                dk[t * D + m] = d2;
+            }
             const float b0 = b[0] * d0, b1 = b[1] * d1, b2 = b[2] * d2;
             for (long e = 0; e < D; e++) {
                 const float ke = vk[e];
@@ -170,7 +184,7 @@ __kernel void srwm_fwd(__global const float *x, long x_off,
         for (long j = l; j < 4; j += W) {
             float d = 0.0f;
             for (long e = 0; e < D; e++) d = fma(va[e], Mb[e * SRWM_WBS + j], d);
-            db[t * 4 + j] = d;
+            if (act) db[t * 4 + j] = d;
             const float bd = b[3] * d;
             for (long e = 0; e < D; e++)
                 Mb[e * SRWM_WBS + j] = fma(vk[e], bd, Mb[e * SRWM_WBS + j]);
@@ -180,6 +194,7 @@ __kernel void srwm_fwd(__global const float *x, long x_off,
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
+    if (!act) return;
     for (long i = l; i < D * D; i += W) {
         const long e = i / D, m = i - e * D;
         wy1[wy1_off + sdd + i] = My[e * S1 + m];
@@ -211,10 +226,14 @@ __kernel void srwm_bwd(__global const float *x, long x_off, __global const float
                        __global float *gx, long gx_off,
                        __global float *gy0, long gy0_off, __global float *gq0, long gq0_off,
                        __global float *gk0, long gk0_off, __global float *gb0, long gb0_off,
-                       long L, long D, long want, __local float *lm)
+                       long L, long D, long want, long W, long S, long per, __local float *lm)
 {
-    const long W = get_local_size(0), l = get_local_id(0), s = get_group_id(0);
+    const long sl = get_local_id(0) / W, l = get_local_id(0) - sl * W;
+    const long sraw = get_group_id(0) * (get_local_size(0) / W) + sl;
+    const int act = sraw < S; /* a real sequence (else a copy of S - 1 that writes nothing) */
+    const long s = act ? sraw : S - 1;
     const long S1 = D + 1, DS = D * S1;
+    lm += sl * per;
     __local float *My = lm, *Mq = My + DS, *Mk = Mq + DS, *Mb = Mk + DS;
     __local float *Gy = Mb + D * SRWM_WBS, *Gq = Gy + DS, *Gk = Gq + DS, *Gb = Gk + DS;
     __local float *vx = Gb + D * SRWM_WBS, *vq = vx + D, *vk = vq + D, *va = vk + D;
@@ -223,15 +242,15 @@ __kernel void srwm_bwd(__global const float *x, long x_off, __global const float
     __local float *vgq = s2 + D, *vgk = vgq + D, *vgqt = vgk + D, *vgkt = vgqt + D;
     __local float *vdb = vgkt + D, *vsb = vdb + 4; /* Δ_b and s_b (4 each) */
 
-    const long sl = s * L * D, s4 = s * L * 4, sdd = s * D * D, sd4 = s * D * 4;
-    x += x_off + sl;
-    q += q_off + sl;
-    k += k_off + sl;
-    dy += dy_off + sl;
-    dq += dq_off + sl;
-    dk += dk_off + sl;
-    gy += gy_off + sl;
-    gx += gx_off + sl;
+    const long sL = s * L * D, s4 = s * L * 4, sdd = s * D * D, sd4 = s * D * 4;
+    x += x_off + sL;
+    q += q_off + sL;
+    k += k_off + sL;
+    dy += dy_off + sL;
+    dq += dq_off + sL;
+    dk += dk_off + sL;
+    gy += gy_off + sL;
+    gx += gx_off + sL;
     beta += beta_off + s4;
     db += db_off + s4;
 
@@ -352,7 +371,7 @@ __kernel void srwm_bwd(__global const float *x, long x_off, __global const float
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* C. own rows: g_x += W_y g_y + W_q g_q̃ + W_k g_k̃ + w_b g_b̃ (weights before step t) */
-        if (want & 1) {
+        if ((want & 1) && act) {
             for (long e = l; e < D; e += W) {
                 float g = 0.0f;
                 for (long m = 0; m < D; m++) {
@@ -387,6 +406,7 @@ __kernel void srwm_bwd(__global const float *x, long x_off, __global const float
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
+    if (!act) return;
     for (long i = l; i < D * D; i += W) {
         const long e = i / D, m = i - e * D;
         if (want & 2) gy0[gy0_off + sdd + i] += Gy[e * S1 + m];

@@ -26,6 +26,7 @@
 #include <metacl/acl_train.h>
 #include <metacl/train.h>
 #include <metacl/learner.h>
+#include <metacl/learner_api.h>
 #include <metacl/protocols.h>
 #include <metacl/conv4.h>
 #include <metacl/conv8.h>
@@ -35,8 +36,10 @@
 #include <metacl/metanet.h>
 #include <metacl/smn.h>
 #include <metacl/smn_train.h>
+#include <metacl/smn_agent.h>
 #include <metacl/lm.h>
 #include <metacl/lm_train.h>
+#include <metacl/lm_text.h>
 
 #include <cstdio>
 #include <cstring>
@@ -66,6 +69,9 @@ int main()
         reinterpret_cast<const void *>(&mcl_acl_init_from),    // acl_train.h (mcl_acl_family is data)
         reinterpret_cast<const void *>(&mcl_train_run),        // train.h
         reinterpret_cast<const void *>(&mcl_learner_free),     // learner.h
+        reinterpret_cast<const void *>(&mcl_learner_open_ckpt), // learner_api.h
+        reinterpret_cast<const void *>(&mcl_lm_sample),        // lm_text.h
+        reinterpret_cast<const void *>(&mcl_smn_model_open),   // smn_agent.h
         reinterpret_cast<const void *>(&mcl_eval_seq),         // protocols.h
         reinterpret_cast<const void *>(&mcl_conv4_create),     // conv4.h
         reinterpret_cast<const void *>(&mcl_conv8_create),     // conv8.h

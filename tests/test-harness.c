@@ -12,6 +12,10 @@
  *   resume     3 + 3 steps give the same metrics.csv rows (loss bits) as 6 steps at once
  *   NaN        (with --enable-test-hooks) a NaN loss stops the run, last.ckpt kept
  *   can fail   a deliberately different loss row is detected by the comparison used
+ *   chance     a toy whose first metric is 0.5 before step 40 and 0.9 from it (chance 0.5):
+ *              the uninterrupted run leaves chance at step 100 (the first full window of 100);
+ *              stopped at 20, 60 and 99 and resumed, it still does (the window is in the
+ *              checkpoint; without it a resume at 60 left chance at step 160)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -201,6 +205,40 @@ static const mcl_family toy_family = {
     .init_from = toy_init_from,
 };
 
+/* The same toy with a first metric that leaves chance (0.5) at step 40 (0.9 from there). */
+static double chancy_chance(void *p)
+{
+    (void)p;
+    return 0.5;
+}
+
+static mcl_status chancy_step_loss(void *p, int64_t s, const mcl_train_part *part, mcl_tensor **loss,
+                                   double *metrics, char *err, size_t len)
+{
+    mcl_status st = toy_step_loss(p, s, part, loss, metrics, err, len);
+    metrics[0] = s >= 40 ? 0.9 : 0.5;
+    return st;
+}
+
+static const mcl_family chancy_family = {
+    .kind = "toy",
+    .summary = "linear regression with a made-up accuracy (test)",
+    .cfg_size = sizeof(toy_cfg),
+    .groups = toy_groups,
+    .n_groups = 1,
+    .create = toy_create,
+    .free = toy_free,
+    .params = toy_params,
+    .n_metrics = 1,
+    .metric_names = toy_metrics,
+    .chance = chancy_chance,
+    .step_loss = chancy_step_loss,
+    .validate = toy_validate,
+    .save = toy_save,
+    .load = toy_load,
+    .init_from = toy_init_from,
+};
+
 /* ======================================================================= helpers */
 
 static char *slurp(const char *path)
@@ -248,6 +286,51 @@ static int run(mcl_ctx *ctx, const char *dir, int resume, const char *const *set
         rc = 1;
     mcl_run_cfg_free(&c);
     return rc;
+}
+
+/* A run of fam: fresh with `sets`, or resumed with overrides; *chance_step its result. */
+static int run_fam(const mcl_family *fam, mcl_ctx *ctx, const char *dir, int resume, const char *const *sets,
+                   int n_sets, int64_t *chance_step, char *err, size_t len)
+{
+    mcl_run_cfg c;
+    if (mcl_run_cfg_init(&c, fam, err, len) != MCL_OK) return -1;
+    int rc = 0;
+    for (int i = 0; !resume && i < n_sets; i++)
+        if (mcl_run_cfg_parse(&c, sets[i], "test", err, len) != MCL_OK) rc = -1;
+    mcl_train_opts o;
+    memset(&o, 0, sizeof o);
+    o.run_dir = dir;
+    o.resume = resume;
+    o.overrides = sets;
+    o.n_overrides = resume ? n_sets : 0;
+    mcl_train_result res;
+    if (rc == 0 && mcl_train_run(ctx, fam, resume ? NULL : &c, &o, &res, err, len) != MCL_OK) rc = 1;
+    *chance_step = res.chance_step;
+    mcl_run_cfg_free(&c);
+    return rc;
+}
+
+static void test_chance_window(mcl_ctx *ctx, const char *tmp)
+{
+    char err[1024], dir[600];
+    const char *sets[] = {"train.steps = 120\ntrain.log_every = 60\ntrain.val_every = 0\n"
+                          "train.ckpt_every = 1000\ntrain.batch = 2\n"};
+    int64_t whole = -1, split = -1;
+    snprintf(dir, sizeof dir, "%s/chance-whole", tmp);
+    CHECK(run_fam(&chancy_family, ctx, dir, 0, sets, 1, &whole, err, sizeof err) == 0, "120 steps: %s", err);
+    CHECK(whole == 100, "the uninterrupted run leaves chance at step %lld (100)", (long long)whole);
+    static const char *const stops[] = {"20", "60", "99"};
+    for (int i = 0; i < 3; i++) {
+        char first[64];
+        snprintf(first, sizeof first, "train.steps = %s", stops[i]);
+        const char *fs[] = {sets[0], first}, *more[] = {"train.steps = 120"};
+        snprintf(dir, sizeof dir, "%s/chance-%s", tmp, stops[i]);
+        int64_t ignore = -1;
+        CHECK(run_fam(&chancy_family, ctx, dir, 0, fs, 2, &ignore, err, sizeof err) == 0, "%s steps: %s", stops[i], err);
+        CHECK(run_fam(&chancy_family, ctx, dir, 1, more, 1, &split, err, sizeof err) == 0, "resume: %s", err);
+        CHECK(split == whole, "stopped at %s and resumed: leaves chance at step %lld (uninterrupted: %lld)", stops[i],
+              (long long)split, (long long)whole);
+    }
 }
 
 /* ======================================================================= tests */
@@ -487,6 +570,7 @@ int main(void)
     mcl_ctx *ctx = tu_ctx_ref();
     mcl_ctx_set_seed(ctx, SEED);
     test_runs(ctx, tmp);
+    test_chance_window(ctx, tmp);
     mcl_ctx_free(ctx);
     tu_rm_rf(tmp);
     return tu_summary();

@@ -145,13 +145,15 @@ for f in $families; do
     check "$f" "$f" --family "$f" --small "$SMALL"
 done
 
-# 3. CLBlast's indirect path (Xgemm with its copy, pad and transpose kernels), which only
-# products of 160^3 and more take otherwise: the matmul family again with every product sent
+# 3. CLBlast's indirect path (Xgemm with its copy, pad and transpose kernels, in the context's
+# temporary GEMM buffer), which only products of 160^3 and more take otherwise: the matmul
+# family and conv2d (whose GEMMs work on the scratch buffer) again with every product sent
 # there (METACL_TEST_GEMM_INDIRECT, a test hook: builds with --enable-test-hooks only).
 if [ "${METACL_HAVE_TEST_HOOKS:-0}" = 1 ]; then
     METACL_TEST_GEMM_INDIRECT=1
     export METACL_TEST_GEMM_INDIRECT
     check "matmul through CLBlast's indirect path" indirect --family matmul --small 300
+    check "conv2d through CLBlast's indirect path" indirect-conv -o conv2d --small 300
     unset METACL_TEST_GEMM_INDIRECT
 else
     echo "test-oclgrind: CLBlast's indirect path not checked: this build has no test hooks (configure --enable-test-hooks)"

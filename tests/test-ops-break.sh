@@ -91,12 +91,12 @@ expect_fresh_break() {
         "a relu_bwd that leaves fresh elements unwritten"
 }
 
-# A wrong gradient the forward cannot show: rel_attn's dr kernel starting one query late at
-# each distance d >= M (it drops the pairs with key 0) must FAIL rel_attn in [opencl bwd] on
-# the gradient of r (gin[4]), against the reference backward.
+# A wrong gradient the forward cannot show: rel_attn's dr kernel skipping the first query at
+# each distance d >= M (it drops the pairs with key 0: d < M + i instead of d <= M + i) must
+# FAIL rel_attn in [opencl bwd] on the gradient of r (gin[4]), against the reference backward.
 expect_rel_attn_dr_break() {
     expect_kernel_break attention.cl \
-        's/const long i0 = d - g\.M > 0 ? d - g\.M : 0, ni = S - i0;/const long i0 = d - g.M + 1 > 0 ? d - g.M + 1 : 0, ni = S - i0;/' \
+        's/if (i >= 0 && d < T && d <= M + i && (win == 0 || d <= win)) {/if (i >= 0 \&\& d < T \&\& d < M + i \&\& (win == 0 || d <= win)) {/' \
         rel_attn "^FAIL rel_attn .*\[opencl bwd\]: gin\[4\]" \
         "a rel_attn dr kernel that skips the first query at each distance"
 }

@@ -716,7 +716,8 @@ static int gen_reshape(int k, tcase *tc)
 
 static int gen_transpose(int k, tcase *tc)
 {
-    static const int64_t s[][5] = {{2, 5, 7},       {2, 1, 13}, {3, 2, 3, 5},
+    /* [40, 33]: 2 x 2 partial tiles of the OpenCL kernel's 32 x 32 __local tiles */
+    static const int64_t s[][5] = {{2, 5, 7},       {2, 1, 13}, {3, 2, 3, 5}, {2, 40, 33},
                                    {4, 2, 3, 1, 7}, {2, 13, 1}, {3, 2, 257, 133}};
     const int ns = (int)(sizeof s / sizeof s[0]);
     if (k >= ns) return 0;
@@ -727,12 +728,17 @@ static int gen_transpose(int k, tcase *tc)
 
 static int gen_permute(int k, tcase *tc)
 {
+    /* case k: perm[k] of shape shp[sk[k]]; [1,33,1,40] with (0,3,2,1): the OpenCL kernel's
+     * 32 x 32 __local tiles, 2 x 2 of them, partial */
     static const int perm[][4] = {{0, 2, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 2, 3},
-                                  {2, 3, 0, 1}, {0, 3, 1, 2}, {0, 2, 1, 3}, {0, 2, 1, 3}};
+                                  {2, 3, 0, 1}, {0, 3, 1, 2}, {0, 3, 2, 1}, {0, 2, 1, 3},
+                                  {0, 2, 1, 3}};
+    static const int sk[] = {0, 0, 0, 0, 0, 0, 3, 1, 2};
     const int np = (int)(sizeof perm / sizeof perm[0]);
     if (k >= np) return 0;
-    static const int64_t shp[3][5] = {{4, 2, 3, 5, 7}, {4, 1, 5, 1, 3}, {4, 8, 33, 17, 16}};
-    int s = k < np - 2 ? 0 : k == np - 2 ? 1 : 2;
+    static const int64_t shp[4][5] = {
+        {4, 2, 3, 5, 7}, {4, 1, 5, 1, 3}, {4, 8, 33, 17, 16}, {4, 1, 33, 1, 40}};
+    const int s = sk[k];
     if (s == 2) mark_big(tc); /* the attention head split above the thread threshold */
     fill_normal(tc, add_in(tc, shp[s]), 0.0, 1.0);
     for (int d = 0; d < 4; d++) tc->p.i[d] = perm[k][d];
@@ -887,8 +893,11 @@ static int gen_conv2d(int k, tcase *tc)
         {2, 1, 7, 13, 3, 3, 2, 0},  {2, 3, 5, 5, 5, 1, 2, 0},  {1, 3, 13, 13, 3, 3, 1, 0},
         {2, 1, 5, 7, 3, 3, 2, 1},   {1, 2, 1, 5, 2, 3, 1, 1},  {2, 2, 7, 5, 3, 5, 1, 2},
         {2, 1, 17, 16, 2, 3, 1, 1},
-        /* rows longer than 64 pixels: the OpenCL col2im's second run of a row */
+        /* rows longer than 64 pixels (the old OpenCL col2im's second run of a row) */
         {1, 1, 3, 70, 2, 3, 1, 1},  {1, 2, 2, 67, 1, 3, 2, 1},
+        /* a 5 x 5 kernel at stride 2 (each pixel hits 1 to 9 taps); a 2 x 2 kernel at
+         * stride 3 (pixels no tap reaches: the OpenCL col2im's walk over the stride's grid) */
+        {1, 2, 11, 9, 2, 5, 2, 2},  {1, 1, 8, 10, 2, 2, 3, 1},
         /* big: B*P = 8325 pixel columns, so the OpenCL weight gradient is split in two slices
          * plus one left-over column (gw_split_k in src/opencl/conv.c) */
         {37, 3, 15, 15, 5, 3, 1, 1},
@@ -1043,8 +1052,11 @@ static int gen_inorm_pool_relu(int k, tcase *tc)
  * D = 16. */
 static int gen_srwm(int k, tcase *tc)
 {
+    /* {17, 1, 2, 4}: 17 sequences of D = 4, which the OpenCL kernels pack 16 (or, under a
+     * work-group limit of 32, 8) to a work-group: a last group with one real sequence */
     static const int64_t c[][4] = {{1, 1, 1, 4},  {1, 1, 5, 4},  {2, 1, 13, 8}, {1, 2, 5, 8},
-                                   {2, 2, 13, 4}, {2, 2, 1, 8},  {1, 2, 13, 8}, {2, 3, 40, 16}};
+                                   {2, 2, 13, 4}, {2, 2, 1, 8},  {1, 2, 13, 8}, {17, 1, 2, 4},
+                                   {2, 3, 40, 16}};
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
     if (k == nc - 1) mark_big(tc);
@@ -1062,7 +1074,9 @@ static int gen_srwm(int k, tcase *tc)
  * of 4) and multi-head (Hk = Hq); rings partly filled, full, wrapped (start + n > C), C = 1,
  * C < S and C > S; the three masks (the pi mask with t = 0 and an empty ring: a zero row;
  * the strict mask with an empty ring: a first row with no key at all);
- * ALiBi on and off; Dk != Dv; a big case (50 tokens after a full ring of 64). */
+ * ALiBi on and off; Dk != Dv; wide heads (Dk = 40, Dv = 72: the OpenCL kernels fall back to
+ * blocks and tiles of 4 rows, so a group's 12 query rows and their 9 keys span several);
+ * a big case (50 tokens after a full ring of 64). */
 static int gen_attn_kv(int k, tcase *tc)
 {
     static const int64_t c[][10] = {
@@ -1072,7 +1086,7 @@ static int gen_attn_kv(int k, tcase *tc)
         {13, 3, 1, 7, 5, 20, 0, 0, 1, 0},  {1, 2, 1, 4, 4, 5, 5, 3, 1, 0},
         {1, 1, 1, 3, 3, 1, 0, 0, 1, 0},    {6, 2, 1, 4, 4, 3, 2, 2, 1, 25},
         {7, 2, 1, 4, 3, 5, 0, 0, 2, 0},    {5, 4, 2, 5, 4, 6, 6, 4, 2, 50},
-        {1, 1, 1, 3, 3, 2, 0, 0, 2, 0},
+        {1, 1, 1, 3, 3, 2, 0, 0, 2, 0},     {6, 2, 1, 40, 72, 4, 3, 2, 1, 25},
         {50, 4, 1, 16, 16, 64, 64, 10, 1, 0}};
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
@@ -1115,7 +1129,8 @@ static int gen_kv_push(int k, tcase *tc)
  * T (then it changes nothing); inputs without a gradient (qp and r: the backward skips the
  * position GEMMs; qc, k and v: only the position gradients); S >= 20, where the reference
  * cuts rows, keys and distances into blocks of 16 (M = 0; a window; a window so short that
- * the first key blocks reach no query); a mid-sized windowed case and a big one, the last two,
+ * the first key blocks reach no query); wide heads (D = 36, Dv = 70: the OpenCL kernels fall
+ * back to tiles of 4 rows); a mid-sized windowed case and a big one, the last two,
  * both above the reference's REL_PAR_MIN (the (b, h) loop runs in parallel). */
 static const int64_t REL_CASES[][8] = {
     /* B, S, H, D, Dv, M, window, inputs without a gradient (bit j: input j) */
@@ -1123,7 +1138,7 @@ static const int64_t REL_CASES[][8] = {
     {2, 13, 1, 7, 5, 13, 0, 0},   {1, 5, 2, 3, 3, 20, 0, 0},    {2, 7, 2, 4, 4, 5, 3, 0},
     {1, 5, 1, 4, 4, 0, 1, 0},     {1, 4, 2, 4, 4, 2, 100, 0},   {2, 5, 2, 4, 4, 6, 0, 0x12},
     {1, 6, 2, 5, 3, 4, 2, 0x0d},  {1, 40, 2, 4, 3, 0, 0, 0},    {1, 37, 1, 5, 4, 9, 6, 0},
-    {1, 20, 2, 4, 4, 30, 3, 0},   {2, 16, 4, 8, 8, 24, 10, 0},
+    {1, 20, 2, 4, 4, 30, 3, 0},   {1, 5, 1, 36, 70, 3, 2, 0},   {2, 16, 4, 8, 8, 24, 10, 0},
     {2, 24, 4, 16, 8, 40, 0, 0}};
 #define N_REL_CASES ((int)(sizeof REL_CASES / sizeof REL_CASES[0]))
 

@@ -146,7 +146,7 @@ static const bad_case bad_cases[] = {
     {"offsets past the buffer", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4,
      MCL_ERR_FORMAT, "outside the 4-byte buffer"},
     {"begin after end", "{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,0]}}", 4, MCL_ERR_FORMAT,
-     "outside"},
+     "reversed"},
     {"overlap",
      "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
      "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",

@@ -10,6 +10,9 @@
  *   acl_step   one 2-task ACL meta-training step (doc/acl-model.md §3, all seven calls, first-shot
  *              and ACL terms, N queries per task): 5-way 5-shot, batch 16, hidden 128, 8 heads,
  *              2 layers, FF ×2, dropout 0.1, 1×32×32; forward + backward + Adam update
+ *   train_step the harness's own training step (src/learn/train.c: the family's step_loss with
+ *              the statistics it logs, backward, Adam) on the acl_step shapes, generated
+ *              images (bench_train.c); with the backend counters per step
  *
  * Timing: one warm-up iteration, then --reps iterations, each ending with mcl_ctx_finish so
  * queued device work is included; best and median reported. Inputs are random (fixed seed):
@@ -241,6 +244,16 @@ static int acl_iter(mcl_ctx *ctx, void *p)
     return rc;
 }
 
+/* ---------------------------------------------------------------- the harness's step */
+
+/* The acl_step shapes above as a training config (data: generated images, bench_train.c). */
+static const char train_conf[] =
+    "model.n_way = 5\nmodel.hidden = 128\nmodel.heads = 8\nmodel.layers = 2\nmodel.ff_mult = 2\n"
+    "model.dropout = 0.1\nmodel.image_size = 32\ntask.n_way = 5\ntask.k_shot = 5\ntask.n_tasks = 2\n"
+    "data.domains = @IMAGES@\ntrain.batch = 16\ntrain.steps = 1000000\n";
+
+static void *train_setup(mcl_ctx *ctx) { return mcl_bench_train_open(ctx, "acl", train_conf); }
+
 static const mcl_bench_workload workloads[] = {
     {"srwm", "srwm forward+backward B16 H16 D16 L160", 10, srwm_setup, srwm_iter, srwm_teardown, NULL},
     {"conv4_28", "Conv-4 forward+backward, 800 images 1x28x28", 10, conv28_setup, conv_iter,
@@ -251,6 +264,10 @@ static const mcl_bench_workload workloads[] = {
      "2-task ACL meta-training step, 5-way 5-shot, batch 16, hidden 128, 8 heads, 2 layers, "
      "1x32x32, Adam",
      5, acl_setup, acl_iter, acl_teardown, NULL},
+    {"train_step",
+     "the harness's training step (step_loss, backward, Adam, metrics) on the acl_step shapes, "
+     "generated 28x28 images",
+     3, train_setup, mcl_bench_train_iter, mcl_bench_train_teardown, NULL},
 };
 #define N_WORKLOADS ((int)(sizeof workloads / sizeof workloads[0]))
 

@@ -30,6 +30,10 @@
  *   lm_eval_smn      the same segment, Sparse-MetaNet evaluation: forward, cross-entropy,
  *                    mcl_metanet_write without a log (p 0.5, γ 0.999, β1 = β2 = 0.5; M and I
  *                    accumulate over the iterations, as over a stream), memory commit
+ *   train_step       the harness's own training step (src/learn/train.c: the family's step_loss
+ *                    = one window with the metrics it logs, backward, Adam, clip 0.5) with
+ *                    lm_train_window's model on a generated corpus (bench_train.c); with the
+ *                    backend counters per step
  *
  * Throughput: every workload's note gives the bytes it predicts per second at the median time
  * (lm_train_window: B·(4·64 + 128) = 3072 training bytes per iteration; lm_train_plain: 1024;
@@ -340,6 +344,18 @@ static void lm_note(void *p, mcl_bench_note *note)
     note->n = 3;
 }
 
+/* ---------------------------------------------------------------- the harness's step */
+
+/* The lm_train_window model as a training config (generated two-domain corpus). */
+static const char train_conf[] =
+    "model.layers = 4\nmodel.width = 192\nmodel.heads = 4\nmodel.head_dim = 48\nmodel.ffw = 768\n"
+    "model.mem_len = 128\nmodel.fast = 1\nmodel.fast_embed = 1\nmodel.reset = 1\nsmn.k = 5\n"
+    "smn.fast_len = 64\nsmn.seg_len = 128\nsmn.p = 0.05\nsmn.gamma = 0\nsmn.beta1 = 0\nsmn.beta2 = 1\n"
+    "data.dir = @TEXT@\ndata.block = 2000\ndata.val_chars = 2000\ndata.eval_block = 2000\n"
+    "train.batch = 8\ntrain.steps = 1000000\ntrain.lr = 0.0007\ntrain.clip = 0.5\n";
+
+static void *train_setup(mcl_ctx *ctx) { return mcl_bench_train_open(ctx, "lm", train_conf); }
+
 static const mcl_bench_workload workloads[] = {
     {"lm_train_window",
      "Transformer-XL 4x192 (4 heads of 48, ffw 768, memory 128) k=5 window, 8 lanes: 4 fast steps of 64 bytes "
@@ -353,6 +369,9 @@ static const mcl_bench_workload workloads[] = {
      5, dynamic_setup, lm_iter, lm_teardown, lm_note},
     {"lm_eval_smn", "the same segment, Sparse-MetaNet evaluation: fwd, CE, fast-weight write (p 0.5, gamma 0.999)",
      5, smn_setup, lm_iter, lm_teardown, lm_note},
+    {"train_step", "the harness's training window (step_loss = the k=5 window, backward, Adam with clip 0.5, metrics), "
+     "lm_train_window's model, generated corpus",
+     3, train_setup, mcl_bench_train_iter, mcl_bench_train_teardown, NULL},
 };
 
 int mcl_cli_bench_lm(int argc, char **argv)

@@ -11,6 +11,9 @@
  *   attn_C250    head size 64, a full ring of C = 0 / 250 / 1000 / 4000 tokens; the loss is
  *   attn_C1000   sum(o ⊙ G) with a fixed random G (gradients to q, k, v)
  *   attn_C4000
+ *   train_step   the harness's own online training step (src/learn/train.c: the family's
+ *                step_loss with the metrics it logs, backward, AdamW) with the oct_step shapes on
+ *                generated images (bench_train.c); with the backend counters per step
  * Examples per second of online training = 50 / (oct_step seconds).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -165,6 +168,17 @@ static int attn_iter(mcl_ctx *ctx, void *p)
     return rc;
 }
 
+/* ---------------------------------------------------------------- the harness's step */
+
+/* The oct_step shapes above as a training config (data: generated images, bench_train.c). */
+static const char train_conf[] =
+    "model.arch = pi\nmodel.channels = 32\nmodel.width = 256\nmodel.blocks = 4\nmodel.heads = 4\n"
+    "model.kv_heads = 1\nmodel.head_dim = 64\nmodel.ffw_mult = 4\nmodel.window = 1000\n"
+    "model.n_way = 10\ndata.source = @IMAGES@\ndata.split = all\nstream.tasks = 100\n"
+    "stream.per_task = 200\ntrain.batch = 50\ntrain.steps = 0\n";
+
+static void *train_setup(mcl_ctx *ctx) { return mcl_bench_train_open(ctx, "oct", train_conf); }
+
 static const mcl_bench_workload workloads[] = {
     {"oct_step",
      "online pi-transformer step: S 50, Conv-4 32 ch, 4 blocks width 256, 4 heads MQA dk 64, C 1000, AdamW",
@@ -173,6 +187,8 @@ static const mcl_bench_workload workloads[] = {
     {"attn_C250", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 250", 20, attn250_setup, attn_iter, attn_teardown, NULL},
     {"attn_C1000", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 1000", 10, attn1000_setup, attn_iter, attn_teardown, NULL},
     {"attn_C4000", "attn_kv fwd+bwd S 50, 4 heads MQA dk 64, ring 4000", 5, attn4000_setup, attn_iter, attn_teardown, NULL},
+    {"train_step", "the harness's online training step (step_loss, backward, AdamW, metrics), oct_step shapes, generated images",
+     3, train_setup, mcl_bench_train_iter, mcl_bench_train_teardown, NULL},
 };
 
 int mcl_cli_bench_oct(int argc, char **argv)

@@ -12,6 +12,7 @@
 
 #include "bench_run.h"
 #include "cli.h"
+#include "profile.h"
 #include "progress.h"
 #include "util.h"
 
@@ -36,7 +37,40 @@ static void json_string(const char *s)
     putchar('"');
 }
 
-#define NOTE_LINE 352 /* "<name>: <text>" under the table */
+#define NOTE_LINE 480 /* "<name>: <text>; <counters>" under the table */
+
+/* a += b, field by field. */
+static void mcl_backend_stats_add(mcl_backend_stats *a, const mcl_backend_stats *b)
+{
+    a->op_calls += b->op_calls;
+    a->enqueues += b->enqueues;
+    a->clblast_calls += b->clblast_calls;
+    a->blocking += b->blocking;
+    a->blocking_reads += b->blocking_reads;
+    a->blocking_writes += b->blocking_writes;
+    a->finishes += b->finishes;
+    a->maps += b->maps;
+    a->nonblocking += b->nonblocking;
+    a->bytes_h2d += b->bytes_h2d;
+    a->bytes_d2h += b->bytes_d2h;
+}
+
+/* The backend counters of the timed iterations (the finish after each excluded), per
+ * iteration: ,"op_calls":..,"enqueues":.. (bench_run.h). */
+static void print_stats_json(const mcl_backend_stats *s, int n)
+{
+    const struct {
+        const char *key;
+        uint64_t v;
+    } f[] = {{"op_calls", s->op_calls},         {"enqueues", s->enqueues},
+             {"clblast_calls", s->clblast_calls}, {"blocking", s->blocking},
+             {"blocking_reads", s->blocking_reads}, {"blocking_writes", s->blocking_writes},
+             {"finishes", s->finishes},         {"maps", s->maps},
+             {"nonblocking", s->nonblocking},   {"bytes_h2d", s->bytes_h2d},
+             {"bytes_d2h", s->bytes_d2h}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        printf(",\"%s\":%.17g", f[i].key, (double)f[i].v / (double)n);
+}
 
 typedef struct bench_opts {
     char backend[64], device[256], only[16][32]; /* a name may repeat */
@@ -140,14 +174,21 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
         char label[96];
         snprintf(label, sizeof label, "bench %s: %s, reps", bench, wl->name);
         mcl_progress_start(label, n);
+        mcl_backend_stats sum, before, after, d;
+        memset(&sum, 0, sizeof sum);
         for (int r = 0; r < n && rc == 0; r++) {
             mcl_progress_update(r);
             double t0 = mcl_now_s();
-            if (wl->iter(ctx, st) != 0 || mcl_ctx_finish(ctx) != MCL_OK) {
+            mcl_ctx_stats(ctx, &before);
+            int bad = wl->iter(ctx, st) != 0;
+            mcl_ctx_stats(ctx, &after); /* the iteration's own calls, not the finish below */
+            if (bad || mcl_ctx_finish(ctx) != MCL_OK) {
                 fprintf(stderr, "metacl bench %s: %s failed: %s\n", bench, wl->name, mcl_ctx_error(ctx));
                 rc = 1;
             }
             t[r] = (mcl_now_s() - t0) * 1e3;
+            mcl_backend_stats_sub(&d, &after, &before);
+            mcl_backend_stats_add(&sum, &d);
         }
         mcl_progress_finish();
         if (rc == 0) {
@@ -166,6 +207,7 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                     printf(",\"note\":");
                     json_string(note.text);
                 }
+                print_stats_json(&sum, n);
                 for (int e = 0; e < note.n; e++) {
                     printf(",");
                     json_string(note.key[e]);
@@ -175,7 +217,11 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                 printf("}");
             } else {
                 printf("%-*s %10.2f %10.2f %5d  %s\n", namew, wl->name, t[0], med, n, wl->desc);
-                if (note.text[0]) snprintf(notes[w], sizeof notes[w], "%s: %s", wl->name, note.text);
+                char per[160];
+                snprintf(per, sizeof per, "%.0f op calls, %.0f enqueues, %.0f blocking calls per rep",
+                         (double)sum.op_calls / n, (double)sum.enqueues / n, (double)sum.blocking / n);
+                if (note.text[0]) snprintf(notes[w], sizeof notes[w], "%s: %s; %s", wl->name, note.text, per);
+                else snprintf(notes[w], sizeof notes[w], "%s: %s", wl->name, per);
             }
             fflush(stdout);
             first = 0;

@@ -36,11 +36,27 @@ typedef struct mcl_bench_workload {
 /* `metacl bench <bench>` over the n workloads (about: the --help line; epilog: below the
  * options). JSON: {"bench":..., "impl":"metacl", "backend", "device", "device_index",
  * "device_platform", "device_driver", "device_type" (null on ref), "threads", "workloads":[{"name",
- * "desc", "reps", "ms_best", "ms_median"}]}; a workload with a note adds "note" (its text,
+ * "desc", "reps", "ms_best", "ms_median", and the backend counters per timed iteration, the
+ * finish that ends it excluded (backend.h, mcl_backend_stats): "op_calls", "enqueues",
+ * "clblast_calls", "blocking", "blocking_reads", "blocking_writes", "finishes", "maps",
+ * "nonblocking", "bytes_h2d", "bytes_d2h"}]}; a workload with a note adds "note" (its text,
  * when not empty) and its named numbers as fields of its entry. The text output lists the
  * notes under the table ("<name>: <text>"). Returns the exit status. */
 int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                    const mcl_bench_workload *wl, int n, uint64_t seed, int argc, char **argv);
+
+/* The `train_step` workload of each family's bench (bench_train.c): the harness's own
+ * training step (mcl_train_session_step) on a family's config ("key = value" lines, where
+ * @IMAGES@ stands for an idx: domain of generated images and @TEXT@ for the directory of a
+ * generated two-domain text corpus, both in a temporary directory removed by free). open
+ * prints why it failed to stderr and returns NULL; step returns 0 when the step ran. */
+typedef struct mcl_bench_train mcl_bench_train;
+mcl_bench_train *mcl_bench_train_open(mcl_ctx *ctx, const char *family, const char *config);
+int mcl_bench_train_step(mcl_bench_train *b, double *loss);
+void mcl_bench_train_free(mcl_bench_train *b);
+/* A workload's iter and teardown over an mcl_bench_train (st). */
+int mcl_bench_train_iter(mcl_ctx *ctx, void *st);
+void mcl_bench_train_teardown(void *st);
 
 /* Sort n timings in place, ascending (best first, median in the middle). */
 void mcl_bench_sort(double *t, int n);

@@ -19,6 +19,9 @@
  *                      labels, cross-entropy; p 0.3, γ 0.99, β1 = β2 = 0.5
  *   smn_resnet_plain   one plain online step of the same CNN without fast weights (forward,
  *                      cross-entropy, backward, Adam): the online fine-tuning baseline's step
+ *   train_step         the harness's own WCST training step (src/learn/train.c: the family's
+ *                      step_loss with the metrics it logs, backward, Adam), smn_wcst_window's
+ *                      agent; with the backend counters per step
  *
  * Memory: just before the window's gradient-step forward the bench reads the window's log
  * (mcl_metanet_log_bytes): the sparse writes it keeps (indices and g_φ's inputs, plus M_0)
@@ -225,6 +228,16 @@ static void smn_note(void *p, mcl_bench_note *note)
     note->n = 2;
 }
 
+/* ---------------------------------------------------------------- the harness's step */
+
+/* The smn_wcst_window agent as a training config (data/configs/smn-wcst.conf's model). */
+static const char train_conf[] =
+    "task = wcst\nmodel.arch = mlp\nmodel.in_dim = 12\nmodel.hidden = 256\nmodel.layers = 2\n"
+    "model.n_out = 4\nmodel.k = 3\nmodel.p = 0.3\nmodel.gamma = 0.9\nwcst.episode_len = 16\n"
+    "train.steps = 1000000\ntrain.lr = 3e-4\n";
+
+static void *train_setup(mcl_ctx *ctx) { return mcl_bench_train_open(ctx, "smn", train_conf); }
+
 static const mcl_bench_workload workloads[] = {
     {"smn_wcst_window",
      "WCST agent k=3 window (2 fast steps + gradient step): 16 cards x 12, mlp 256x2, heads 4+1, H 20, "
@@ -235,6 +248,8 @@ static const mcl_bench_workload workloads[] = {
      resnet_window_setup, smn_iter, smn_teardown, smn_note},
     {"smn_resnet_plain", "the same CNN without fast weights: one online step (fwd, CE, bwd, Adam)", 10,
      resnet_plain_setup, smn_iter, smn_teardown, NULL},
+    {"train_step", "the harness's WCST training step (step_loss with the A2C episode, backward, Adam, metrics), mlp 256x2",
+     5, train_setup, mcl_bench_train_iter, mcl_bench_train_teardown, NULL},
 };
 
 int mcl_cli_bench_smn(int argc, char **argv)

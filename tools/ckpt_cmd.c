@@ -19,48 +19,55 @@
 #include "acl_interop.h"
 #include "acl_train.h"
 #include "cli.h"
-#include "lm_train.h"
-#include "smn_train.h"
+#include "train.h"
 
-/* A checkpoint's model, of any family that can be opened without its data: ACL, Sparse Meta
- * Networks or the language model (the kind in the file's header decides). */
+/* A checkpoint's model, of any family of the family table (the kind in the file's header
+ * decides; each family opens its checkpoints without their data: mcl_family.ckpt_open). */
 typedef struct loaded {
-    mcl_acl *acl;
-    mcl_smn *smn;
-    mcl_lm *lm;
+    const mcl_family *fam;
+    void *model;
+    mcl_params *params;
 } loaded;
 
-static mcl_params *loaded_params(const loaded *l)
+static mcl_params *loaded_params(const loaded *l) { return l->params; }
+
+static void loaded_free(loaded *l)
 {
-    return l->acl ? mcl_acl_params(l->acl) : l->smn ? l->smn->params : l->lm->params;
+    if (l->fam && l->model) l->fam->ckpt_close(l->model);
+    memset(l, 0, sizeof *l);
 }
 
 /* Reads the whole checkpoint at path into the model it describes (a full load checks every
- * section) on a reference context; restore_rng: also its random state, which export keeps.
- * 0 on success; 1 after printing the error. Either way *ctx, *m and *info are to be freed. */
-static int load_ckpt(const char *path, int restore_rng, mcl_ctx **ctx, loaded *m, mcl_ckpt_info *info, char *err,
-                     size_t len)
+ * section) on a reference context, with its random state (export keeps it). 0 on success;
+ * 1 after printing the error. Either way *ctx, *m and *info are to be freed. */
+static int load_ckpt(const char *path, mcl_ctx **ctx, loaded *m, mcl_ckpt_info *info, char *err, size_t len)
 {
     *ctx = NULL;
     memset(m, 0, sizeof *m);
     memset(info, 0, sizeof *info);
     mcl_ckpt_info head;
     memset(&head, 0, sizeof head);
-    int smn = 0, lm = 0;
-    if (mcl_ckpt_read_info(path, &head, err, len) == MCL_OK) {
-        smn = !strcmp(head.model_kind, MCL_SMN_CKPT_KIND);
-        lm = !strcmp(head.model_kind, MCL_LM_CKPT_KIND);
+    mcl_status st = mcl_ckpt_read_info(path, &head, err, len);
+    if (st == MCL_OK) {
+        m->fam = mcl_family_find(head.model_kind);
+        if (!m->fam || !m->fam->ckpt_open) {
+            int n = snprintf(err, len, "checkpoint '%s' holds a model of kind '%s', which no family of this "
+                                       "metacl knows (", path, head.model_kind);
+            const mcl_family *const *f = mcl_families();
+            for (int i = 0; f[i] && n >= 0 && (size_t)n < len; i++)
+                n += snprintf(err + n, len - (size_t)n, "%s%s", i ? ", " : "", f[i]->kind);
+            if (n >= 0 && (size_t)n < len) snprintf(err + n, len - (size_t)n, ")");
+            st = MCL_ERR_FORMAT;
+        }
     }
     mcl_ckpt_info_free(&head);
-    mcl_lm_run lcfg;
-    if (mcl_ctx_create(ctx, MCL_BACKEND_REF, NULL, err, len) != MCL_OK ||
-        (smn  ? mcl_smn_open(*ctx, path, &m->smn, info, err, len) != MCL_OK
-         : lm ? mcl_lm_open(*ctx, path, &m->lm, &lcfg, info, err, len) != MCL_OK
-              : (mcl_acl_open(*ctx, path, &m->acl, err, len) != MCL_OK ||
-                 mcl_acl_load(m->acl, path, NULL, restore_rng, info, err, len) != MCL_OK))) {
+    if (st == MCL_OK) st = mcl_ctx_create(ctx, MCL_BACKEND_REF, NULL, err, len);
+    if (st == MCL_OK) st = m->fam->ckpt_open(*ctx, path, &m->model, &m->params, info, err, len);
+    if (st != MCL_OK) {
         fprintf(stderr, "metacl ckpt: %s\n", err);
         return 1;
     }
+    mcl_cli_warn_nonfinite("ckpt", path, m->params);
     return 0;
 }
 
@@ -137,7 +144,7 @@ static int run(int is_export, int argc, char **argv)
     loaded lm;
     const loaded *m = &lm;
     mcl_ckpt_info info;
-    rc = load_ckpt(in, is_export, &ctx, &lm, &info, err, sizeof err);
+    rc = load_ckpt(in, &ctx, &lm, &info, err, sizeof err);
     if (rc == 0 && !is_export && o.json) {
         print_info_json(in, &info, m, ctx);
     } else if (rc == 0 && !is_export) {
@@ -153,7 +160,16 @@ static int run(int is_export, int argc, char **argv)
             const uint64_t v = info.counters[i].value;
             /* the training harness stores the best validation score, a signed number
              * (bits per byte are negated: higher is better), as two's complement; none = all ones */
-            if (!strcmp(info.counters[i].name, "best_val_ppm") && v == UINT64_MAX)
+            if (!strncmp(info.counters[i].name, "chance.", 7)) { /* doubles: one line for all */
+                if (strcmp(info.counters[i].name, "chance.0") != 0) continue;
+                printf("counter chance.* (accuracies of the chance window, oldest first) =");
+                for (int k = i; k < info.n_counters && !strncmp(info.counters[k].name, "chance.", 7); k++) {
+                    double d;
+                    memcpy(&d, &info.counters[k].value, sizeof d);
+                    printf(" %.6g", d);
+                }
+                printf("\n");
+            } else if (!strcmp(info.counters[i].name, "best_val_ppm") && v == UINT64_MAX)
                 printf("counter best_val_ppm = none\n");
             else if (!strcmp(info.counters[i].name, "best_val_ppm"))
                 printf("counter best_val_ppm = %" PRId64 " (score %.6f)\n", (int64_t)v, (double)(int64_t)v * 1e-6);
@@ -162,11 +178,11 @@ static int run(int is_export, int argc, char **argv)
         }
         printf("config:\n%s", info.config);
     } else if (rc == 0 && eo.format == 1) {
-        if (!lm.acl) {
+        if (strcmp(lm.fam->kind, "acl") != 0) {
             fprintf(stderr, "metacl ckpt export: --format safetensors is for ACL models; '%s' holds a '%s' model\n",
                     in, info.model_kind);
             rc = 1;
-        } else if (mcl_acl_export_safetensors(lm.acl, outp, err, sizeof err) != MCL_OK) {
+        } else if (mcl_acl_export_safetensors(lm.model, outp, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl ckpt export: %s\n", err);
             rc = 1;
         } else {
@@ -174,9 +190,7 @@ static int run(int is_export, int argc, char **argv)
                    mcl_params_count(loaded_params(m)), (long long)mcl_params_numel(loaded_params(m)));
         }
     } else if (rc == 0) {
-        if ((lm.acl   ? mcl_acl_save(lm.acl, outp, NULL, info.counters, info.n_counters, err, sizeof err)
-             : lm.smn ? mcl_smn_export(lm.smn, outp, &info, err, sizeof err)
-                      : mcl_lm_export(lm.lm, outp, &info, err, sizeof err)) != MCL_OK) {
+        if (lm.fam->ckpt_export(lm.model, outp, &info, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl ckpt: %s\n", err);
             rc = 1;
         } else {
@@ -184,9 +198,7 @@ static int run(int is_export, int argc, char **argv)
         }
     }
     mcl_ckpt_info_free(&info);
-    mcl_acl_free(lm.acl);
-    mcl_smn_free(lm.smn);
-    mcl_lm_free(lm.lm);
+    loaded_free(&lm);
     mcl_ctx_free(ctx);
     return rc;
 }
@@ -269,6 +281,7 @@ static int cmd_import(int argc, char **argv)
         fprintf(stderr, "metacl ckpt import: %s\n", err);
         rc = 1;
     } else {
+        mcl_cli_warn_nonfinite("ckpt import", in, mcl_acl_params(m));
         printf("wrote %s (model acl: %d tensors, %lld values, from %s)\n", outp, mcl_params_count(mcl_acl_params(m)),
                (long long)mcl_params_numel(mcl_acl_params(m)), in);
     }

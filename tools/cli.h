@@ -31,6 +31,10 @@ int mcl_cli_parse_backend(const char *name, mcl_backend_kind *kind);
  * Returns 0, 2 (unknown backend name) or 1 (the backend could not be opened), with a message
  * on stderr. */
 int mcl_cli_open_ctx(const char *backend, const char *device, mcl_ctx **ctx);
+/* A warning on stderr ("metacl CMD: warning: WHAT: N of M parameter values are not finite
+ * (first in 'name') ...") when a loaded or imported model holds NaN or infinite parameters,
+ * which would evaluate to chance without a word; the number of such values (0: silent). */
+int64_t mcl_cli_warn_nonfinite(const char *cmd, const char *what, mcl_params *ps);
 /* A training config or checkpoint named on the command line (--config, --ckpt): `given` itself
  * when it exists or has a '/' (explicit paths work as always); else the installed copy
  * <pkgdatadir>/<sub>/<given> (sub "configs" or "checkpoints"), or the same with ext (".conf",

@@ -1,4 +1,5 @@
 /* cli_common.c — option helpers shared by the metacl subcommands. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,4 +213,34 @@ const char *mcl_cli_installed_file(const char *given, const char *sub, const cha
         if (n > 0 && (size_t)n < len && is_regular_file(buf)) return buf;
     }
     return given;
+}
+
+int64_t mcl_cli_warn_nonfinite(const char *cmd, const char *what, mcl_params *ps)
+{
+    int64_t bad = 0, total = 0, cap = 0;
+    const char *first = NULL;
+    float *h = NULL;
+    for (int i = 0; ps && i < mcl_params_count(ps); i++) {
+        mcl_tensor *t = mcl_params_get(ps, i);
+        const int64_t n = mcl_tensor_numel(t);
+        if (n > cap) {
+            float *p = realloc(h, (size_t)n * sizeof *h);
+            if (!p) break;
+            h = p;
+            cap = n;
+        }
+        if (n == 0 || mcl_tensor_read(t, h, n) != MCL_OK) continue;
+        total += n;
+        for (int64_t k = 0; k < n; k++)
+            if (!isfinite(h[k])) {
+                if (!first) first = mcl_tensor_name(t);
+                bad++;
+            }
+    }
+    free(h);
+    if (bad)
+        fprintf(stderr, "metacl %s: warning: %s: %lld of %lld parameter values are not finite (first in '%s'); "
+                        "the model's predictions are meaningless\n",
+                cmd, what, (long long)bad, (long long)total, first ? first : "?");
+    return bad;
 }

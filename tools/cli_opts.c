@@ -20,8 +20,9 @@ int mcl_cli_usage_error(const mcl_cli_cmd *cmd, const char *fmt, ...)
     return 2;
 }
 
-/* --memory-limit SIZE: a row of every train, eval and ckpt command, handled here (it sets the
- * process-wide budget of src/common/util.h: mcl_set_memory_limit). */
+/* --memory-limit SIZE: a row of every train, eval, ckpt, online, sample and data prepare
+ * command, handled here (it sets the process-wide budget of src/common/util.h:
+ * mcl_set_memory_limit). */
 static const mcl_key memory_limit_row = {
     .name = "memory-limit", .type = MCL_KEY_TYPE_STR, .metavar = "SIZE",
     .help = "refuse a model or a run needing more memory than SIZE bytes (K/M/G/T\n"
@@ -29,8 +30,8 @@ static const mcl_key memory_limit_row = {
 
 static int has_memory_limit(const mcl_cli_cmd *cmd)
 {
-    static const char *const words[] = {"train", "eval", "ckpt"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const words[] = {"train", "eval", "ckpt", "online", "sample", "data prepare"};
+    for (int i = 0; i < 6; i++) {
         size_t l = strlen(words[i]);
         if (!strncmp(cmd->name, words[i], l) && (cmd->name[l] == ' ' || !cmd->name[l])) return 1;
     }

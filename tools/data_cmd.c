@@ -8,6 +8,7 @@
 #include "augment.h"
 #include "cli.h"
 #include "dataset.h"
+#include "util.h"
 #include "dataset_io.h"
 #include "fmnist.h"
 #include "png_io.h"
@@ -163,6 +164,7 @@ static int cmd_prepare_text(const prepare_opts *o, const mcl_cli_parsed *p, cons
     to.debs_dir = o->debs[0] ? o->debs : NULL;
     to.per_file = o->per_file;
     mcl_set_notice_sink(notice_to_stderr, NULL);
+    mcl_tmpdir_guard_signals(); /* Ctrl-C, SIGTERM: the work directories go with the process */
     mcl_status st;
     if (user) {
         /* txt:FILE[,FILE...] */
@@ -190,8 +192,7 @@ static int cmd_prepare_text(const prepare_opts *o, const mcl_cli_parsed *p, cons
     } else
         st = mcl_text_prepare(&to, err, sizeof err);
     if (st != MCL_OK) {
-        fprintf(stderr, "metacl data prepare %s: %s\n", user ? "txt:" : "text",
-                err[0] ? err : mcl_status_str(st));
+        fprintf(stderr, "metacl data prepare %s: %s\n", user ? name : "text", err[0] ? err : mcl_status_str(st));
         return 1;
     }
     return print_text_summary(dd, cname);

@@ -388,21 +388,19 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
     mcl_json_finish(&j);
 }
 
-/* --json-out FILE: the JSON written to FILE.tmp, then renamed. 0 ok, 1 after a message. */
+/* --json-out FILE: written atomically (mcl_atomic_open: a new temporary file, then renamed).
+ * 0 ok, 1 after a message. */
 static int write_json_file(const char *path, model_entry *me, int n, const eval_facts *x, mcl_ctx *ctx)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "metacl %s: --json-out %s: %s\n", cmd_name, tmp, strerror(errno));
+    char err[4400];
+    mcl_atomic_file af;
+    if (mcl_atomic_open(&af, path, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl %s: --json-out %s\n", cmd_name, err);
         return 1;
     }
-    print_json(f, me, n, x, ctx);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "metacl %s: --json-out %s: %s\n", cmd_name, path, strerror(errno));
-        remove(tmp);
+    print_json(af.f, me, n, x, ctx);
+    if (mcl_atomic_commit(&af, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl %s: --json-out %s\n", cmd_name, err);
         return 1;
     }
     return 0;
@@ -763,7 +761,9 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
         int user = is_user_spec(de[d].spec);
         mcl_split sp = user ? MCL_SPLIT_ALL : o.val_classes ? MCL_SPLIT_VAL : MCL_SPLIT_TEST;
         if (mcl_dataset_load(de[d].spec, data_dir, sp, &de[d].ds, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de[d].spec, err);
+            /* the loader's message names the set ("data set 'x' is not prepared ...") */
+            if (strstr(err, de[d].spec)) fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
+            else fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de[d].spec, err);
             rc = 1;
         } else if (!seq && mcl_dataset_load(de[d].spec, data_dir, user ? MCL_SPLIT_ALL : MCL_SPLIT_TRAIN,
                                             &de[d].train, err, sizeof err) != MCL_OK) {
@@ -787,6 +787,8 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
             } else
                 me[k].m->cfg.feature_stats = o.feature_stats;
         }
+    for (int k = 0; k < n_models && rc == 0; k++) /* NaN parameters evaluate to chance: say so */
+        if (me[k].path) mcl_cli_warn_nonfinite(cmd_name, me[k].path, mcl_acl_params(me[k].m));
     mcl_class_pool pools[MCL_ACL_MAX_TASKS];
     const char *task_names[MCL_ACL_MAX_TASKS];
     char tn[MCL_ACL_MAX_TASKS][48];

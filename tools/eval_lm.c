@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "lm_data.h"
+#include "lm_text.h"
 #include "ops.h"
 #include "plot.h"
 #include "progress.h"
@@ -449,21 +450,6 @@ static const mcl_key lm_sample_keys[] = {
     MCL_OPT_DEVICE(lm_sample_opts, device),
 };
 
-/* A byte from logits / T (T = 0: argmax), u uniform in [0, 1). */
-static int draw(const float *lg, float T, float u)
-{
-    int best = 0;
-    for (int j = 1; j < MCL_LM_VOCAB; j++)
-        if (lg[j] > lg[best]) best = j;
-    if (T <= 0) return best;
-    double p[MCL_LM_VOCAB], s = 0;
-    for (int j = 0; j < MCL_LM_VOCAB; j++) s += p[j] = exp(((double)lg[j] - lg[best]) / T);
-    double acc = 0, target = (double)u * s;
-    for (int j = 0; j < MCL_LM_VOCAB; j++)
-        if ((acc += p[j]) > target) return j;
-    return best;
-}
-
 int mcl_cli_sample_lm(int argc, char **argv)
 {
     const mcl_cli_cmd cmd = {.name = "sample lm",
@@ -483,42 +469,22 @@ int mcl_cli_sample_lm(int argc, char **argv)
     if ((rc = mcl_cli_open_ctx(o.backend, o.device, &ctx)) != 0) return rc;
     mcl_lm *m = NULL;
     mcl_lm_run cfg;
-    mcl_lm_memory mem;
-    memset(&mem, 0, sizeof mem);
-    float *lg = malloc(sizeof o.prompt * MCL_LM_VOCAB * sizeof *lg), *tok = malloc(sizeof o.prompt * sizeof *tok);
+    uint8_t *out = malloc((size_t)o.chars);
     err[0] = 0;
-    mcl_status st = lg && tok ? mcl_lm_open(ctx, ck, &m, &cfg, NULL, err, sizeof err) : MCL_ERR_OOM;
-    if (st == MCL_OK) st = mcl_lm_memory_create(m, 1, m->cfg.mem_len, &mem);
-    if (st == MCL_OK && m->mn) st = mcl_metanet_clear(m->mn);
-    fputs(o.prompt, stdout);
-    /* the prompt in one segment, then one byte at a time; the memory carries the context */
-    int64_t n = (int64_t)strlen(o.prompt);
-    for (int64_t i = 0; i < n; i++) tok[i] = (float)(unsigned char)o.prompt[i];
-    mcl_no_grad_begin(ctx);
-    for (int64_t step = 0; step <= o.chars && st == MCL_OK; step++) {
-        mcl_tensor *x = mcl_tensor_new(ctx, 1, n, 0, 0), *logits = NULL;
-        mcl_lm_pending pend;
-        st = x ? mcl_tensor_write(x, tok, n) : mcl_ctx_status(ctx);
-        if (st == MCL_OK) st = mcl_lm_forward(m, MCL_FAST_STEP, &mem, x, &logits, &pend);
-        if (st == MCL_OK) st = mcl_tensor_read(logits, lg, n * MCL_LM_VOCAB);
-        if (st == MCL_OK) st = mcl_lm_memory_commit(&mem, &pend);
-        mcl_tensor_free(x);
-        mcl_ctx_reset(ctx);
-        if (st != MCL_OK || step == o.chars) break;
-        const int b = draw(lg + (n - 1) * MCL_LM_VOCAB, o.temperature, mcl_rng_uniform((uint64_t)o.seed, 0x4c4d53414d50ULL, (uint64_t)step));
-        putchar(b);
-        tok[0] = (float)b;
-        n = 1;
+    mcl_status st = out ? mcl_lm_open(ctx, ck, &m, &cfg, NULL, err, sizeof err) : MCL_ERR_OOM;
+    if (st == MCL_OK && strlen(o.prompt) > 0)
+        st = mcl_lm_sample(m, (const uint8_t *)o.prompt, (int64_t)strlen(o.prompt), o.chars, o.temperature,
+                           (uint64_t)o.seed, out, err, sizeof err);
+    if (st == MCL_OK) {
+        fputs(o.prompt, stdout);
+        fwrite(out, 1, (size_t)o.chars, stdout);
+        putchar('\n');
     }
-    mcl_no_grad_end(ctx);
-    putchar('\n');
     if (st != MCL_OK) {
         fprintf(stderr, "metacl sample lm: %s\n", err[0] ? err : mcl_ctx_error(ctx));
         rc = 1;
     }
-    free(lg);
-    free(tok);
-    mcl_lm_memory_free(&mem);
+    free(out);
     mcl_lm_free(m);
     mcl_ctx_free(ctx);
     return rc;

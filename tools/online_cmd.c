@@ -323,9 +323,17 @@ int mcl_cli_online(int argc, char **argv)
             json = 1;
         } else if (!strcmp(argv[i], "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(argv[i], "--memory-limit")) {
+            uint64_t bytes = 0;
+            if (i + 1 >= argc || mcl_parse_size(argv[i + 1], &bytes) != 0 || bytes == 0) {
+                fprintf(stderr, "metacl online: --memory-limit needs a size (e.g. 512M, 64G)\n");
+                return 2;
+            }
+            mcl_set_memory_limit(bytes);
+            i++;
         } else {
             fprintf(stderr, "metacl online: unknown option '%s' with --report (--report DIR, "
-                            "--figures DIR, --json, --quiet)\n",
+                            "--figures DIR, --json, --quiet, --memory-limit SIZE)\n",
                     argv[i]);
             return 2;
         }

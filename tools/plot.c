@@ -11,6 +11,7 @@
 #endif
 
 #include "plot.h"
+#include "png_io.h"
 #include "util.h"
 
 #include <cairo.h>
@@ -140,6 +141,21 @@ static mcl_status fig_begin(figure *f, const char *path, int w, int h, char *err
     else
         f->s = cairo_pdf_surface_create_for_stream(mem_write, &f->buf, 0.75 * w, 0.75 * h);
     f->cr = cairo_create(f->s);
+    /* Cairo's scan converters longjmp through a frame they have not set up when an
+     * allocation fails in the middle of a stroke or fill (a SIGSEGV under `ulimit -v`), so the
+     * drawing must not be the one to run out of memory: it starts only when a reserve well
+     * beyond what it allocates (4 MiB and 8 bytes a pixel) can be had, else the figure fails
+     * here with a status. */
+    void *reserve = malloc(((size_t)4 << 20) + (size_t)8 * (size_t)w * (size_t)h);
+    free(reserve);
+    if (!reserve && cairo_status(f->cr) == CAIRO_STATUS_SUCCESS) {
+        set_err(err, err_len, "%s: out of memory: not enough left to draw a %dx%d figure", path, w, h);
+        cairo_destroy(f->cr);
+        cairo_surface_destroy(f->s);
+        f->cr = NULL;
+        f->s = NULL;
+        return MCL_ERR_OOM;
+    }
     if (cairo_status(f->cr) != CAIRO_STATUS_SUCCESS) {
         set_err(err, err_len, "%s: cairo: %s", path, cairo_status_to_string(cairo_status(f->cr)));
         cairo_destroy(f->cr);
@@ -155,16 +171,55 @@ static mcl_status fig_begin(figure *f, const char *path, int w, int h, char *err
     return MCL_OK;
 }
 
-/* Finish the drawing, encode, write atomically; frees everything either way. */
+/* A PNG of the image surface s through metacl's own encoder (src/data/png_io.c, written
+ * atomically): cairo's PNG writer longjmps through a frame it has not set up when libpng runs
+ * out of memory (a SIGSEGV under `ulimit -v`); ours fails with a status. RGB24 pixels are
+ * native-endian 0x00RRGGBB words. */
+static mcl_status write_png_surface(cairo_surface_t *s, const char *path, char *err, size_t err_len)
+{
+    cairo_surface_flush(s);
+    const unsigned char *d = cairo_image_surface_get_data(s);
+    const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
+    const int stride = cairo_image_surface_get_stride(s);
+    uint8_t *rgb = d ? malloc((size_t)w * (size_t)h * 3) : NULL;
+    if (!rgb) {
+        set_err(err, err_len, "%s: out of memory encoding the figure", path);
+        return MCL_ERR_OOM;
+    }
+    for (int y = 0; y < h; y++) {
+        const uint32_t *row = (const uint32_t *)(const void *)(d + (size_t)y * (size_t)stride);
+        uint8_t *o = rgb + (size_t)y * (size_t)w * 3;
+        for (int x = 0; x < w; x++) {
+            o[3 * x] = (uint8_t)(row[x] >> 16);
+            o[3 * x + 1] = (uint8_t)(row[x] >> 8);
+            o[3 * x + 2] = (uint8_t)row[x];
+        }
+    }
+    mcl_status rc = mcl_png_write(path, rgb, w, h, 3, err, err_len);
+    free(rgb);
+    return rc;
+}
+
+/* Finish the drawing, encode, write atomically; frees everything either way. A drawing call
+ * that failed (out of memory) leaves the context in an error state that every later call
+ * keeps: its status is checked here, before anything is encoded. */
 static mcl_status fig_end(figure *f, const char *path, char *err, size_t err_len)
 {
     mcl_status rc = MCL_OK;
     cairo_status_t cs = cairo_status(f->cr);
     cairo_destroy(f->cr);
+    if (cs == CAIRO_STATUS_SUCCESS && f->fmt == MCL_PLOT_PNG) {
+        cs = cairo_surface_status(f->s);
+        if (cs == CAIRO_STATUS_SUCCESS) {
+            rc = write_png_surface(f->s, path, err, err_len);
+            cairo_surface_destroy(f->s);
+            memset(f, 0, sizeof *f);
+            return rc;
+        }
+    }
     if (cs == CAIRO_STATUS_SUCCESS) {
-        if (f->fmt == MCL_PLOT_PNG) cs = cairo_surface_write_to_png_stream(f->s, mem_write, &f->buf);
         cairo_surface_finish(f->s);
-        if (cs == CAIRO_STATUS_SUCCESS) cs = cairo_surface_status(f->s);
+        cs = cairo_surface_status(f->s);
     }
     cairo_surface_destroy(f->s);
     if (f->buf.oom) {

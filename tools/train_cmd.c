@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* sigaction */
 #include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,10 +320,12 @@ int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *
         } else if (json && mcl_dist_rank() == 0) { /* MPI: rank 0 reports */
             print_train_json(o.run_dir, &res, ctx);
         } else if (!json && !quiet && mcl_dist_rank() == 0) {
-            printf("run %s: %lld steps, last loss %.4f, best validation %.4f, left chance at step "
-                   "%lld, %.1f s of training\n",
-                   o.run_dir, (long long)res.steps_done, res.last_loss, res.best_val,
-                   (long long)res.chance_step, res.train_seconds);
+            char best[64] = "", chance[64] = "";
+            if (!isnan(res.best_val)) snprintf(best, sizeof best, ", best validation %.4f", res.best_val);
+            if (res.chance_step > 0)
+                snprintf(chance, sizeof chance, ", left chance at step %lld", (long long)res.chance_step);
+            printf("run %s: %lld steps, last loss %.4f%s%s, %.1f s of training\n", o.run_dir,
+                   (long long)res.steps_done, res.last_loss, best, chance, res.train_seconds);
         }
         mcl_ctx_free(ctx);
         if (rc == 0 && after && mcl_dist_rank() == 0) rc = after(o.run_dir, quiet, json);

@@ -130,7 +130,47 @@ struct mcl_buffer {
     void *handle;  /* ref: float*; OpenCL: cl_mem */
     size_t nbytes;
     int refcnt;
+    /* What the host knows of the contents, so that an index check need not read them back
+     * (ops.c check_indices): floats [known_off, known_off + known_n) hold integers in
+     * [known_min, known_max]. Set by mcl_tensor_write / mcl_tensor_fill of integer values;
+     * dropped (known_n = 0) by any other write: a copy into the buffer, an op that has it as
+     * an output or may update it in place (every input but the index inputs of the ops that
+     * check them), a backward accumulating into it. */
+    int64_t known_off, known_n;
+    float known_min, known_max;
+    /* Bumped by every write the front end sees (the same places: a host write or fill, a
+     * copy, an op or backward that may write the buffer): host-side caches of values derived
+     * from the contents compare it (ACL's evaluation normalization, acl.c). */
+    uint64_t gen;
 };
+
+/* Drop what the host knows of b's contents (see struct mcl_buffer). */
+static inline void mcl_buffer_forget(mcl_buffer *b)
+{
+    if (b) b->known_n = 0, b->gen++;
+}
+/* Before an op call runs (ops.c, tape.c): drop it for every buffer the call may write. */
+void mcl_op_forget_written(const mcl_op_args *a, int backward);
+
+/* What a context's backend did, counted since the context was made or the counters were last
+ * reset (mcl_ctx_stats, profile.h). op_calls is counted by the front end on every backend
+ * (forward and backward calls, the tape's included); the rest by the OpenCL backend only
+ * (0 on the reference backend):
+ *   enqueues       commands that run on the device: every clEnqueueNDRangeKernel, every
+ *                  clEnqueueCopyBuffer, and every CLBlast routine call (counted once, though
+ *                  CLBlast may launch several kernels inside it)
+ *   clblast_calls  the CLBlast routine calls among them
+ *   blocking       host calls that wait for the device: the sum of the four below
+ *   blocking_reads, blocking_writes, finishes (clFinish), maps (blocking clEnqueueMap*)
+ *   nonblocking    transfers queued without waiting (non-blocking writes and reads)
+ *   bytes_h2d, bytes_d2h   bytes moved host -> device and device -> host (both kinds) */
+typedef struct mcl_backend_stats {
+    uint64_t op_calls;
+    uint64_t enqueues, clblast_calls;
+    uint64_t blocking, blocking_reads, blocking_writes, finishes, maps;
+    uint64_t nonblocking;
+    uint64_t bytes_h2d, bytes_d2h;
+} mcl_backend_stats;
 
 struct mcl_backend {
     mcl_backend_kind kind;
@@ -148,6 +188,10 @@ struct mcl_backend {
                            size_t count);
     mcl_status (*buf_copy)(mcl_backend *be, void *dst, size_t dst_off_bytes, void *src,
                            size_t src_off_bytes, size_t nbytes);
+    /* Optional (NULL = buf_read): queue a read without waiting for it; dst is filled once
+     * the queue is finished (finish, or any blocking read), and must stay valid until then. */
+    mcl_status (*buf_read_async)(mcl_backend *be, void *handle, size_t off_bytes, void *dst,
+                                 size_t nbytes);
     mcl_status (*finish)(mcl_backend *be); /* wait for queued work (no-op on ref) */
     void (*destroy)(mcl_backend *be);
     const mcl_op_impl *ops; /* [MCL_OP_COUNT] */
@@ -156,6 +200,8 @@ struct mcl_backend {
     mcl_status (*post_op)(mcl_backend *be, const mcl_op_args *a, int backward);
     /* Optional: the device's name (profile titles, logs). NULL = the backend's name says it. */
     const char *(*device_name)(const mcl_backend *be);
+    /* The counters (see mcl_backend_stats): the front end and the backend add to them. */
+    mcl_backend_stats stats;
 };
 
 /* The reference backend's constructor (src/ref/). */

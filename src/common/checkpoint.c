@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,8 +340,6 @@ static const char *optim_kind_long(int slots)
                         : "no state";
 }
 
-static atomic_uint ck_tmp_counter;
-
 /* Writes one tensor's values (read from its backend); returns MCL_OK or the read status. */
 static mcl_status w_tensor_values(ck_writer *w, const mcl_tensor *t, float **buf,
                                   int64_t *cap)
@@ -453,14 +450,10 @@ mcl_status mcl_ckpt_save(mcl_ctx *ctx, const char *path, const mcl_ckpt_save_des
     uint64_t len_counters = 4;
     for (int i = 0; i < d->n_counters; i++) len_counters += 4 + strlen(d->counters[i].name) + 8;
 
-    char tmp[4096];
-    unsigned serial = atomic_fetch_add(&ck_tmp_counter, 1u);
-    int tn = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), serial);
-    if (tn < 0 || (size_t)tn >= sizeof tmp) return fail(&e, MCL_ERR_INVALID, "save: path too long");
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0)
-        return fail(&e, MCL_ERR_IO, "cannot create the temporary file '%s': %s", tmp,
-                    strerror(errno));
+    char tmp[4200], why[4400];
+    int fd;
+    mcl_status cst = mcl_tmp_create(path, tmp, sizeof tmp, &fd, why, sizeof why);
+    if (cst != MCL_OK) return fail(&e, cst, "save: %s", why);
     FILE *f = fdopen(fd, "wb");
     if (!f) {
         int er = errno;

@@ -83,11 +83,18 @@ static mcl_status norm_axis(mcl_ctx *ctx, const char *op, int64_t *axis, int ndi
     return MCL_OK;
 }
 
-/* Integer-valued index tensor check (host read: indices are small). */
+/* Integer-valued index tensor check. When the host wrote the indices itself (struct
+ * mcl_buffer: known_*) and they are in range, nothing is read back; otherwise (a result of
+ * an op, or a value out of range: the message names it) the indices are read (small). */
 static mcl_status check_indices(mcl_ctx *ctx, const char *op, const mcl_tensor *idx, int64_t lo,
                                 int64_t hi, int allow_negative)
 {
     int64_t n = mcl_tensor_numel(idx);
+    const mcl_buffer *b = idx->buf;
+    if (b->known_n > 0 && idx->offset >= b->known_off &&
+        idx->offset + n <= b->known_off + b->known_n && b->known_max < (float)hi &&
+        (b->known_min >= (float)lo || (allow_negative && lo == 0)))
+        return MCL_OK; /* integers (a negative one skipped when allowed) in [lo, hi) */
     float *h = malloc((size_t)n * sizeof *h);
     if (!h) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s: out of host memory", op);
     mcl_status s = mcl_tensor_read(idx, h, n);
@@ -104,6 +111,22 @@ static mcl_status check_indices(mcl_ctx *ctx, const char *op, const mcl_tensor *
     }
     free(h);
     return s;
+}
+
+void mcl_op_forget_written(const mcl_op_args *a, int backward)
+{
+    const mcl_op_info *info = &mcl_op_table[a->op];
+    if (backward) {
+        for (int k = 0; k < info->n_in; k++)
+            if (a->gin[k]) mcl_buffer_forget(a->gin[k]->buf);
+        return;
+    }
+    for (int k = 0; k < info->n_out; k++)
+        if (a->out[k]) mcl_buffer_forget(a->out[k]->buf);
+    for (int k = 0; k < info->n_in; k++) {
+        const int index_in = k == 1 && (a->op == MCL_OP_CROSS_ENTROPY || a->op == MCL_OP_EMBEDDING);
+        if (a->in[k] && !index_in) mcl_buffer_forget(a->in[k]->buf);
+    }
 }
 
 /* smn_write (ops.def): M0 has fewer than 2^24 elements (every index is exact as a float). */
@@ -640,6 +663,8 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
         if (!a->out[k]) return mcl_ctx_status(ctx);
     }
     const uint64_t seq = mcl_ctx_error_seq(ctx);
+    ctx->be->stats.op_calls++;
+    mcl_op_forget_written(a, 0);
     s = ctx->be->ops[a->op].fwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 0);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 0);
@@ -674,6 +699,8 @@ mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *a)
             return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "op_backward: %s gin[%d] has the wrong shape",
                                      info->name, k);
     const uint64_t seq = mcl_ctx_error_seq(ctx);
+    ctx->be->stats.op_calls++;
+    mcl_op_forget_written(a, 1);
     mcl_status s = ctx->be->ops[a->op].bwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 1);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 1);

@@ -1,6 +1,7 @@
 /* profile.c — METACL_PROFILE's per-op time table (see profile.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "profile.h"
+#include "tape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,9 @@ mcl_profile *mcl_profile_create_from_env(void)
 
 mcl_status mcl_profile_tick(mcl_profile *p, mcl_backend *be, mcl_op op, int backward)
 {
+    const mcl_backend_stats keep = be->stats; /* the profile's own finish is not counted */
     mcl_status s = be->finish ? be->finish(be) : MCL_OK;
+    be->stats = keep;
     const double t = now_ms();
     if (p->last_ms > 0 && (unsigned)op < MCL_OP_COUNT) {
         p->ms[op][backward != 0] += t - p->last_ms;
@@ -39,7 +42,7 @@ mcl_status mcl_profile_tick(mcl_profile *p, mcl_backend *be, mcl_op op, int back
     return s;
 }
 
-void mcl_profile_print(const mcl_profile *p, const char *where)
+void mcl_profile_print(const mcl_profile *p, const char *where, const mcl_backend_stats *st)
 {
     if (!p) return;
     double total = 0;
@@ -55,6 +58,51 @@ void mcl_profile_print(const mcl_profile *p, const char *where)
                         d ? "backward" : "forward", p->calls[op][d], p->ms[op][d],
                         p->ms[op][d] / (double)p->calls[op][d], 100 * p->ms[op][d] / total);
     fprintf(stderr, "  %-16s %-8s %8s %12.3f\n", "all", "", "", total);
+    if (st) {
+        fprintf(stderr, "METACL_PROFILE (%s): backend counters over the context's life\n", where);
+        mcl_backend_stats_print(stderr, "  ", st);
+    }
 }
 
 void mcl_profile_free(mcl_profile *p) { free(p); }
+
+void mcl_ctx_stats(const mcl_ctx *ctx, mcl_backend_stats *out)
+{
+    if (!out) return;
+    if (ctx && ctx->be) *out = ctx->be->stats;
+    else memset(out, 0, sizeof *out);
+}
+
+void mcl_ctx_stats_reset(mcl_ctx *ctx)
+{
+    if (ctx && ctx->be) memset(&ctx->be->stats, 0, sizeof ctx->be->stats);
+}
+
+void mcl_backend_stats_sub(mcl_backend_stats *d, const mcl_backend_stats *a,
+                           const mcl_backend_stats *b)
+{
+    d->op_calls = a->op_calls - b->op_calls;
+    d->enqueues = a->enqueues - b->enqueues;
+    d->clblast_calls = a->clblast_calls - b->clblast_calls;
+    d->blocking = a->blocking - b->blocking;
+    d->blocking_reads = a->blocking_reads - b->blocking_reads;
+    d->blocking_writes = a->blocking_writes - b->blocking_writes;
+    d->finishes = a->finishes - b->finishes;
+    d->maps = a->maps - b->maps;
+    d->nonblocking = a->nonblocking - b->nonblocking;
+    d->bytes_h2d = a->bytes_h2d - b->bytes_h2d;
+    d->bytes_d2h = a->bytes_d2h - b->bytes_d2h;
+}
+
+void mcl_backend_stats_print(FILE *f, const char *indent, const mcl_backend_stats *s)
+{
+    fprintf(f, "%sop calls %llu, device enqueues %llu (CLBlast calls %llu), non-blocking transfers %llu\n",
+            indent, (unsigned long long)s->op_calls, (unsigned long long)s->enqueues,
+            (unsigned long long)s->clblast_calls, (unsigned long long)s->nonblocking);
+    fprintf(f, "%sblocking host calls %llu (reads %llu, writes %llu, finishes %llu, maps %llu), "
+            "bytes host->device %llu, device->host %llu\n",
+            indent, (unsigned long long)s->blocking, (unsigned long long)s->blocking_reads,
+            (unsigned long long)s->blocking_writes, (unsigned long long)s->finishes,
+            (unsigned long long)s->maps, (unsigned long long)s->bytes_h2d,
+            (unsigned long long)s->bytes_d2h);
+}

@@ -6,9 +6,13 @@
  * that op. When the context is freed, a table (calls, total and per-call milliseconds, share,
  * per op and pass) goes to stderr. Finishing after every op serializes host and device, so the
  * table is for finding hot spots, not for speed figures (`metacl bench` reports those).
+ * Under the table come the backend's counters over the context's life (mcl_ctx_stats below:
+ * op calls, device enqueues, blocking host calls, bytes moved each way).
  */
 #ifndef MCL_PROFILE_H
 #define MCL_PROFILE_H
+
+#include <stdio.h>
 
 #include "backend.h"
 
@@ -18,8 +22,19 @@ typedef struct mcl_profile mcl_profile;
 mcl_profile *mcl_profile_create_from_env(void);
 /* After op `op` ran (backward: 0 forward, 1 backward): finish be's queue, charge the time. */
 mcl_status mcl_profile_tick(mcl_profile *p, mcl_backend *be, mcl_op op, int backward);
-/* Print the table to stderr (nothing when no op was timed); `where` names the backend. */
-void mcl_profile_print(const mcl_profile *p, const char *where);
+/* Print the table to stderr (nothing when no op was timed); `where` names the backend; st
+ * (may be NULL): the backend's counters, printed under the table. */
+void mcl_profile_print(const mcl_profile *p, const char *where, const mcl_backend_stats *st);
 void mcl_profile_free(mcl_profile *p);
+
+/* The backend counters of ctx (backend.h, mcl_backend_stats): what its backend did since the
+ * context was made or mcl_ctx_stats_reset. The queue finishes METACL_PROFILE adds after every
+ * op are not counted. mcl_backend_stats_sub: *d = a - b, field by field (a taken after b). */
+void mcl_ctx_stats(const mcl_ctx *ctx, mcl_backend_stats *out);
+void mcl_ctx_stats_reset(mcl_ctx *ctx);
+void mcl_backend_stats_sub(mcl_backend_stats *d, const mcl_backend_stats *a,
+                           const mcl_backend_stats *b);
+/* The counters as two lines on f, each starting with `indent`. */
+void mcl_backend_stats_print(FILE *f, const char *indent, const mcl_backend_stats *s);
 
 #endif

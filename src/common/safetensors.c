@@ -298,7 +298,11 @@ static mcl_status parse_entry(const cJSON *obj, uint64_t dlen, entry *e, const c
         !json_u53(cJSON_GetArrayItem(off, 1), &en))
         return st_fail(err, len, MCL_ERR_FORMAT, what,
                        "tensor '%s': data_offsets is not two non-negative integers", nm);
-    if (b > en || en > dlen)
+    if (b > en)
+        return st_fail(err, len, MCL_ERR_FORMAT, what,
+                       "tensor '%s': data_offsets [%llu, %llu] are reversed (begin after end)", nm,
+                       (unsigned long long)b, (unsigned long long)en);
+    if (en > dlen)
         return st_fail(err, len, MCL_ERR_FORMAT, what,
                        "tensor '%s': data_offsets [%llu, %llu] outside the %llu-byte buffer", nm,
                        (unsigned long long)b, (unsigned long long)en, (unsigned long long)dlen);
@@ -375,6 +379,51 @@ static mcl_status parse_meta(const cJSON *m, mcl_safetensors *s, const char *wha
     return MCL_OK;
 }
 
+/* Bytes of the JSON tree that cJSON builds per value (its node, allocator overhead), on top
+ * of the strings (at most the header's bytes). */
+#define TREE_NODE_BYTES (sizeof(cJSON) + 32)
+
+/* Before the header is parsed into a tree: walk its text (strings skipped with their escapes),
+ * counting the values the tree would hold (*nodes, a bound), and refuse what no safetensors
+ * header holds, which would only cost memory: nesting deeper than the top object, an entry
+ * and its shape or offsets array, or an object or array inside __metadata__ (whose values are
+ * strings). */
+static mcl_status header_prescan(const char *h, size_t n, uint64_t *nodes, const char *what, char *err, size_t len)
+{
+    int depth = 0, in_meta = 0;
+    const char *key = NULL;
+    size_t key_len = 0;
+    uint64_t count = 1;
+    for (size_t i = 0; i < n; i++) {
+        const char ch = h[i];
+        if (ch == '"') {
+            const size_t s = ++i;
+            while (i < n && h[i] != '"') i += h[i] == '\\' ? 2 : 1;
+            if (depth == 1) { /* a key of the top object (or a malformed value: cJSON says so) */
+                key = h + s;
+                key_len = i - s;
+            }
+            count++;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+            count++;
+            if (depth == 2) in_meta = key_len == 12 && key && !memcmp(key, "__metadata__", 12);
+            if (depth == 3 && in_meta)
+                return st_fail(err, len, MCL_ERR_FORMAT, what,
+                               "__metadata__ holds a value that is not a string (its values are strings)");
+            if (depth > 3)
+                return st_fail(err, len, MCL_ERR_FORMAT, what,
+                               "the header nests %d levels deep (a safetensors header has 3)", depth);
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+        } else if (ch == ',' || ch == ':') {
+            count++;
+        }
+    }
+    *nodes = count;
+    return MCL_OK;
+}
+
 /* Everything after the parsed JSON must be padding (JSON whitespace). */
 static int only_space(const char *p, const char *end)
 {
@@ -403,6 +452,12 @@ mcl_status mcl_st_parse(const void *buf, size_t n, const char *what, mcl_safeten
     const uint64_t dlen = (uint64_t)(n - 8 - hl);
     if (hdr[0] != '{')
         return st_fail(err, len, MCL_ERR_FORMAT, what, "the header does not start with '{'");
+    uint64_t nodes = 0;
+    mcl_status pst = header_prescan(hdr, (size_t)hl, &nodes, what, err, len);
+    if (pst != MCL_OK) return pst;
+    char eb[512];
+    if (mcl_check_budget(nodes * TREE_NODE_BYTES + hl, "the header's JSON tree", eb, sizeof eb) != MCL_OK)
+        return st_fail(err, len, MCL_ERR_OOM, what, "%s", eb);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(hdr, (size_t)hl, &end, 0);
     if (!root) {

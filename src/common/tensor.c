@@ -99,7 +99,7 @@ void mcl_ctx_free(mcl_ctx *ctx)
     if (ctx->profile) {
         char where[320];
         mcl_backend_describe(ctx->be, where, sizeof where);
-        mcl_profile_print(ctx->profile, where);
+        mcl_profile_print(ctx->profile, where, &ctx->be->stats);
         mcl_profile_free(ctx->profile);
     }
     if (ctx->be && ctx->be->destroy) ctx->be->destroy(ctx->be);
@@ -353,6 +353,19 @@ static mcl_status check_io(const mcl_tensor *t, const void *p, int64_t n, const 
     return MCL_OK;
 }
 
+/* After the host wrote [t->offset, + n) of t's buffer with values lo..hi (ints: all integers):
+ * what the host knows of the buffer (struct mcl_buffer). */
+static void set_known(mcl_tensor *t, int64_t n, int ints, float lo, float hi)
+{
+    mcl_buffer *b = t->buf;
+    mcl_buffer_forget(b);
+    if (!ints || n < 1) return;
+    b->known_off = t->offset;
+    b->known_n = n;
+    b->known_min = lo;
+    b->known_max = hi;
+}
+
 mcl_status mcl_tensor_write(mcl_tensor *t, const float *src, int64_t n)
 {
     mcl_status s = check_io(t, src, n, "tensor_write");
@@ -361,7 +374,33 @@ mcl_status mcl_tensor_write(mcl_tensor *t, const float *src, int64_t n)
     const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     s = be->buf_write(be, t->buf->handle, (size_t)t->offset * sizeof(float), src,
                       (size_t)n * sizeof(float));
-    if (s != MCL_OK) return mcl_ctx_set_error_since(t->ctx, seq, s, "tensor_write: backend write failed");
+    if (s != MCL_OK) {
+        mcl_buffer_forget(t->buf);
+        return mcl_ctx_set_error_since(t->ctx, seq, s, "tensor_write: backend write failed");
+    }
+    int ints = 1;
+    float lo = n > 0 ? src[0] : 0.0f, hi = lo;
+    for (int64_t i = 0; i < n && ints; i++) {
+        const float v = src[i];
+        ints = v == floorf(v) && fabsf(v) <= 16777216.0f;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    set_known(t, n, ints, lo, hi);
+    return MCL_OK;
+}
+
+uint64_t mcl_tensor_buffer_gen(const mcl_tensor *t) { return t && t->buf ? t->buf->gen : 0; }
+
+mcl_status mcl_tensor_read_async(const mcl_tensor *t, float *dst, int64_t n)
+{
+    mcl_status s = check_io(t, dst, n, "tensor_read_async");
+    if (s != MCL_OK) return s;
+    mcl_backend *be = t->ctx->be;
+    const uint64_t seq = mcl_ctx_error_seq(be->ctx);
+    s = (be->buf_read_async ? be->buf_read_async : be->buf_read)(
+        be, t->buf->handle, (size_t)t->offset * sizeof(float), dst, (size_t)n * sizeof(float));
+    if (s != MCL_OK) return mcl_ctx_set_error_since(t->ctx, seq, s, "tensor_read_async: backend read failed");
     return MCL_OK;
 }
 
@@ -384,7 +423,12 @@ mcl_status mcl_tensor_fill(mcl_tensor *t, float value)
     const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     mcl_status s = be->buf_fill(be, t->buf->handle, (size_t)t->offset * sizeof(float), value,
                                 (size_t)mcl_tensor_numel(t));
-    if (s != MCL_OK) return mcl_ctx_set_error_since(t->ctx, seq, s, "tensor_fill: backend fill failed");
+    if (s != MCL_OK) {
+        mcl_buffer_forget(t->buf);
+        return mcl_ctx_set_error_since(t->ctx, seq, s, "tensor_fill: backend fill failed");
+    }
+    set_known(t, mcl_tensor_numel(t), value == floorf(value) && fabsf(value) <= 16777216.0f, value,
+              value);
     return MCL_OK;
 }
 
@@ -400,6 +444,7 @@ mcl_status mcl_tensor_copy_into(mcl_tensor *dst, const mcl_tensor *src)
                                  (long long)mcl_tensor_numel(src));
     mcl_backend *be = dst->ctx->be;
     const uint64_t seq = mcl_ctx_error_seq(be->ctx);
+    mcl_buffer_forget(dst->buf);
     mcl_status s = be->buf_copy(be, dst->buf->handle, (size_t)dst->offset * sizeof(float),
                                 src->buf->handle, (size_t)src->offset * sizeof(float),
                                 (size_t)mcl_tensor_numel(src) * sizeof(float));
@@ -465,6 +510,21 @@ mcl_tensor *mcl_tensor_grad(mcl_tensor *t) { return t ? t->grad : NULL; }
 void mcl_tensor_zero_grad(mcl_tensor *t)
 {
     if (t && t->grad) mcl_tensor_fill(t->grad, 0.0f);
+}
+
+mcl_status mcl_tensor_grad_zeros(mcl_tensor *t)
+{
+    if (!t) return MCL_ERR_NULL;
+    if (t->grad || !(t->flags & MCL_TF_REQUIRES_GRAD)) return MCL_OK;
+    mcl_tensor *g = mcl_tensor_create(t->ctx, t->ndim, t->shape);
+    if (!g) return mcl_ctx_status(t->ctx) != MCL_OK ? mcl_ctx_status(t->ctx) : MCL_ERR_OOM;
+    mcl_status st = mcl_tensor_fill(g, 0.0f);
+    if (st != MCL_OK) {
+        mcl_tensor_free(g);
+        return st;
+    }
+    t->grad = g;
+    return MCL_OK;
 }
 
 /* Random fills are drawn on the host (element i = draw i of the stream) and uploaded, so every

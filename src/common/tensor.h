@@ -143,6 +143,10 @@ mcl_tensor *mcl_detach(mcl_tensor *t);
 /* Gradient of a REQUIRES_GRAD leaf (NULL until a backward reached it). */
 mcl_tensor *mcl_tensor_grad(mcl_tensor *t);
 void mcl_tensor_zero_grad(mcl_tensor *t);
+/* Give a tensor that requires grad and has none a gradient of zeros (what it holds after
+ * mcl_tensor_zero_grad once a backward has reached it); a no-op otherwise. A resumed run
+ * uses it to restore which parameters the optimizer updates (those a gradient had reached). */
+mcl_status mcl_tensor_grad_zeros(mcl_tensor *t);
 
 /* Fill with random numbers from Philox (seed, stream): N(mean, std^2) or U[lo, hi). */
 mcl_status mcl_tensor_randn(mcl_tensor *t, uint64_t seed, uint64_t stream, float mean, float std);

@@ -43,6 +43,17 @@ struct mcl_tensor {
     char name[48];     /* optional, for messages and the parameter registry                 */
 };
 
+/* Queue a read of t's n floats into dst without waiting for it (the backend's buf_read_async;
+ * a plain read where there is none): dst is filled once the context's queue is finished
+ * (mcl_ctx_finish, or any blocking read) and must stay valid until then. The harness reads a
+ * training step's loss and metrics this way: several reads, one finish (train.h). */
+mcl_status mcl_tensor_read_async(const mcl_tensor *t, float *dst, int64_t n);
+
+/* The write generation of t's buffer (struct mcl_buffer, backend.h): it changes whenever
+ * anything may have written the buffer, so a host-side value derived from t's contents is
+ * still valid while the generation (and t->buf) is the same. */
+uint64_t mcl_tensor_buffer_gen(const mcl_tensor *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -414,6 +414,17 @@ static void part_arrays(const mcl_task *t, mcl_task_part part, const int64_t **i
     *idx = NULL, *lab = NULL;
 }
 
+mcl_status mcl_episode_rows(const mcl_episode *ep, int task, mcl_task_part part, const int64_t **idx,
+                            const int32_t **lab, int64_t *n)
+{
+    if (!ep || !idx || !lab || !n) return MCL_ERR_NULL;
+    if (task < 0 || task >= ep->n_tasks || (part != MCL_PART_FIRST && part != MCL_PART_CONTEXT && part != MCL_PART_QUERY))
+        return MCL_ERR_INVALID;
+    part_arrays(&ep->task[task], part, idx, lab);
+    *n = mcl_task_part_len(&ep->task[task], part);
+    return MCL_OK;
+}
+
 mcl_status mcl_task_batch(mcl_tensor *images, mcl_tensor *labels, const mcl_task *const *tasks,
                           int B, mcl_task_part part, int normalize)
 {

@@ -450,16 +450,10 @@ mcl_status mcl_idx_write(const char *path, int type, int ndim, const int64_t *di
         hdr[6 + 4 * d] = (uint8_t)(v >> 8);
         hdr[7 + 4 * d] = (uint8_t)v;
     }
-    char tmp[4096];
-    if (mcl_tmp_name(path, tmp, sizeof tmp) != 0) {
-        set_err(err, len, "%s: path too long", path);
-        return MCL_ERR_INVALID;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) {
-        set_err(err, len, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        return MCL_ERR_IO;
-    }
+    char tmp[4200];
+    int fd;
+    mcl_status cst = mcl_tmp_create(path, tmp, sizeof tmp, &fd, err, len);
+    if (cst != MCL_OK) return cst;
     /* big-endian int32 conversion goes through a bounded staging buffer */
     enum { STAGE = 1 << 16 };
     uint8_t *stage = type == MCL_IDX_INT32 ? malloc(STAGE) : NULL;

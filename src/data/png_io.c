@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,17 +311,15 @@ mcl_status mcl_png_write(const char *path, const uint8_t *px, int w, int h, int 
                 MCL_PNG_MAX_SIDE);
         return MCL_ERR_INVALID;
     }
-    static atomic_uint counter;
-    char tmp[4096];
-    int r = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
-                     atomic_fetch_add(&counter, 1u));
-    if (r < 0 || (size_t)r >= sizeof tmp) {
-        set_err(err, len, "%s: path too long", path);
-        return MCL_ERR_INVALID;
-    }
-    FILE *f = fopen(tmp, "wb");
+    char tmp[4200];
+    int fd;
+    mcl_status cst = mcl_tmp_create(path, tmp, sizeof tmp, &fd, err, len);
+    if (cst != MCL_OK) return cst;
+    FILE *f = fdopen(fd, "wb");
     if (!f) {
         set_err(err, len, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
         return MCL_ERR_IO;
     }
     png_state st;

@@ -249,6 +249,11 @@ typedef enum mcl_task_part {
 
 /* Rows in one part of a task. */
 int64_t mcl_task_part_len(const mcl_task *t, mcl_task_part part);
+/* The rows of one part of task `task` of a sampled sequence, without reaching into the structs
+ * (for bindings): *idx / *lab point into ep (valid until its next sample or free), *n rows.
+ * MCL_ERR_NULL / MCL_ERR_INVALID for a NULL pointer, a task or part out of range. */
+mcl_status mcl_episode_rows(const mcl_episode *ep, int task, mcl_task_part part, const int64_t **idx,
+                            const int32_t **lab, int64_t *n);
 
 /* B tasks (e.g. task i of B sequences; they may come from different datasets, must have the
  * same part length L): images [B*L*1024], labels [B*L], row b*L + j = example j of the part

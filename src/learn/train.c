@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dist.h"
+#include "tensor_impl.h"
 #include "util.h"
 
 #define CHANCE_WINDOW 100          /* steps in the running accuracy */
@@ -162,6 +163,18 @@ mcl_status mcl_family_cfg_from_ckpt(const mcl_family *fam, const char *path, voi
         st = mcl_run_cfg_init(&rc, fam, err, len);
         if (st == MCL_OK) {
             st = mcl_run_cfg_parse(&rc, info.config ? info.config : "", path, err, len);
+            if (st == MCL_OK && fam->ckpt_floats) { /* before anything is built for it */
+                const double need = fam->ckpt_floats(rc.fcfg, &rc.train) * sizeof(float);
+                char nb[32], hb[32];
+                if (need > (double)info.params_len)
+                    st = fail(err, len, MCL_ERR_FORMAT,
+                              "checkpoint '%s': its config asks for %s of tensors, more than its "
+                              "params section holds (%s): corrupt checkpoint", path,
+                              mcl_fmt_bytes(mcl_budget_bytes(need), nb, sizeof nb),
+                              mcl_fmt_bytes(info.params_len, hb, sizeof hb));
+                else
+                    st = mcl_check_budget(mcl_budget_bytes(need), "its model's tensors", err, len);
+            }
             if (st == MCL_OK) {
                 memcpy(fcfg, rc.fcfg, fam->cfg_size);
                 if (t) *t = rc.train;
@@ -263,6 +276,7 @@ typedef struct runner {
     double acc_window[CHANCE_WINDOW];
     int64_t n_window;
     int made_dir;   /* this process created the run directory */
+    int lock_fd;    /* rank 0: the run directory's lock (mcl_dir_lock), else -1 */
     int no_ckpt;    /* resuming a run that has no checkpoint yet */
     /* data parallelism (mcl_train_part, dist.h) */
     int rank, size;   /* this process in the job                                    */
@@ -287,7 +301,7 @@ static mcl_status save_ckpt(runner *r, const char *name)
     char path[MCL_TRAIN_PATH_MAX + 32];
     if (path_join(path, sizeof path, r->dir, name))
         return fail(r->err, r->err_len, MCL_ERR_INVALID, "run directory path too long");
-    mcl_ckpt_counter cn[4];
+    mcl_ckpt_counter cn[5 + CHANCE_WINDOW];
     memset(cn, 0, sizeof cn);
     strcpy(cn[0].name, "step");
     cn[0].value = (uint64_t)r->step;
@@ -297,8 +311,23 @@ static mcl_status save_ckpt(runner *r, const char *name)
     cn[2].value = isnan(r->best_val) ? UINT64_MAX : (uint64_t)llround(r->best_val * 1e6);
     strcpy(cn[3].name, "chance_step");
     cn[3].value = (uint64_t)r->chance_step;
+    int n = 4;
+    /* until the run has left chance: the window of the last accuracies (track_chance), oldest
+     * first, each a double's bits, and how many there are; a resumed run needs them to decide
+     * when it leaves chance as the uninterrupted one does */
+    const int64_t w = r->n_window < CHANCE_WINDOW ? r->n_window : CHANCE_WINDOW;
+    const double chance = r->fam->chance ? r->fam->chance(r->fs) : 0.0;
+    if (r->chance_step == 0 && w > 0 && chance > 0) { /* tracked, not left yet */
+        strcpy(cn[n].name, "chance_n");
+        cn[n++].value = (uint64_t)w;
+        for (int64_t i = 0; i < w; i++) {
+            const double v = r->acc_window[(r->n_window - w + i) % CHANCE_WINDOW];
+            snprintf(cn[n].name, sizeof cn[n].name, "chance.%lld", (long long)i);
+            memcpy(&cn[n++].value, &v, sizeof v);
+        }
+    }
     char e2[768];
-    mcl_status st = r->fam->save(r->fs, path, r->opt, cn, 4, e2, sizeof e2);
+    mcl_status st = r->fam->save(r->fs, path, r->opt, cn, n, e2, sizeof e2);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     return MCL_OK;
 }
@@ -330,16 +359,32 @@ static mcl_status truncate_csv(runner *r, const char *path, int64_t upto)
     return MCL_OK;
 }
 
+/* Rank 0, before it reads or writes anything in the run directory: make it (a fresh run)
+ * and take its lock, so that a second process writing the same directory (two runs with one
+ * --out, a --resume of a run still going) is refused rather than interleaving its files. */
+static mcl_status lock_run_dir(runner *r, int resume)
+{
+    char e2[768];
+    if (!resume) {
+        r->made_dir = access(r->dir, F_OK) != 0;
+        mcl_status st = mcl_mkdir_p(r->dir, e2, sizeof e2);
+        if (st != MCL_OK) return fail(r->err, r->err_len, st, "run directory: %s", e2);
+    } else if (access(r->dir, F_OK) != 0) {
+        return MCL_OK; /* reading its config.txt says what is wrong */
+    }
+    mcl_status st = mcl_dir_lock(r->dir, &r->lock_fd, e2, sizeof e2);
+    if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
+    return MCL_OK;
+}
+
 static mcl_status open_run_dir(runner *r)
 {
-    char e2[768], path[MCL_TRAIN_PATH_MAX + 32];
-    r->made_dir = access(r->dir, F_OK) != 0;
-    mcl_status st = mcl_mkdir_p(r->dir, e2, sizeof e2);
-    if (st != MCL_OK) return fail(r->err, r->err_len, st, "run directory: %s", e2);
+    char path[MCL_TRAIN_PATH_MAX + 32];
     if (path_join(path, sizeof path, r->dir, "log.txt"))
         return fail(r->err, r->err_len, MCL_ERR_INVALID, "run directory path too long");
-    r->log.file = fopen(path, "a");
-    if (!r->log.file) return fail(r->err, r->err_len, MCL_ERR_IO, "%s: %s", path, strerror(errno));
+    char e2[4400];
+    mcl_status st = mcl_fopen_append(path, 0, &r->log.file, e2, sizeof e2);
+    if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     return MCL_OK;
 }
 
@@ -352,8 +397,9 @@ static mcl_status open_csv(runner *r, int resume)
         if (st != MCL_OK) return st;
     }
     int fresh = access(path, F_OK) != 0 || !resume;
-    r->csv = fopen(path, fresh ? "w" : "a");
-    if (!r->csv) return fail(r->err, r->err_len, MCL_ERR_IO, "%s: %s", path, strerror(errno));
+    char e2[4400];
+    mcl_status st = mcl_fopen_append(path, fresh, &r->csv, e2, sizeof e2);
+    if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     if (fresh) {
         fprintf(r->csv, "step,loss");
         for (int i = 0; i < r->fam->n_metrics; i++) fprintf(r->csv, ",%s", r->fam->metric_names[i]);
@@ -379,6 +425,12 @@ static mcl_status setup(runner *r)
     char e2[768];
     mcl_status st = mcl_run_cfg_check(&r->cfg, e2, sizeof e2);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "config: %s", e2);
+    if (r->fam->train_bytes) { /* before anything is allocated */
+        st = mcl_check_budget(mcl_budget_bytes(r->fam->train_bytes(r->cfg.fcfg, t)),
+                              "training this model (parameters, gradients, optimizer state, "
+                              "activations)", e2, sizeof e2);
+        if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
+    }
     st = r->fam->create(r->ctx, r->cfg.fcfg, t, &r->log, &r->fs, r->err, r->err_len);
     if (st != MCL_OK) return st;
     mcl_optim_config oc;
@@ -503,8 +555,10 @@ static mcl_train_part part_of(const runner *r, int p)
     return part;
 }
 
-/* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. */
-static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m)
+/* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. With
+ * `deferred` (one part, train.h "no stalls"), *lv and the family's step_metrics are filled
+ * only when the caller has finished the queue (the read of *lv is queued here). */
+static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m, int deferred)
 {
     const int64_t B = r->cfg.train.batch;
     const mcl_train_part part = part_of(r, p);
@@ -515,9 +569,19 @@ static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m)
     if (st != MCL_OK) return st; /* the family's message */
     if (r->parts > 1) /* the part's share of the batch mean */
         loss = mcl_scale(r->ctx, loss, (float)(part.hi - part.lo) / (float)B);
-    st = loss ? mcl_tensor_read(loss, lv, 1)
+    st = loss ? mcl_tensor_read_async(loss, lv, 1)
               : (mcl_ctx_status(r->ctx) != MCL_OK ? mcl_ctx_status(r->ctx) : MCL_ERR_NULL);
-    if (st == MCL_OK && isfinite(*lv)) st = mcl_backward(r->ctx, loss);
+#ifdef MCL_TEST_HOOKS
+    /* test hook (tests/test-stalls.c): METACL_TEST_STALL=1 reads the loss before backward, the
+     * stall the harness used to have; the stall test must catch it */
+    const char *stall = getenv("METACL_TEST_STALL");
+    if (st == MCL_OK && stall && strcmp(stall, "1") == 0) st = mcl_tensor_read(loss, lv, 1);
+#endif
+    if (st == MCL_OK) st = mcl_backward(r->ctx, loss);
+    if (st == MCL_OK && !deferred) { /* several parts: the part's loss and metrics now */
+        st = mcl_ctx_finish(r->ctx);
+        if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
+    }
     if (st != MCL_OK)
         fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     return st;
@@ -533,14 +597,17 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
     double sc[MCL_TRAIN_MAX_METRICS + 3]; /* loss, metrics, failed, stop: summed over ranks */
     for (int i = 0; i < nm + 3; i++) sc[i] = 0.0;
     r->scope = MCL_TRAIN_ERR_LOCAL;
+    /* one part: the loss and metrics are read once, after the optimizer step (train.h) */
+    const int deferred = r->parts == 1 && r->size == 1;
+    double m[MCL_TRAIN_MAX_METRICS];
+    float lv = NAN;
     for (int p = r->p0; p < r->p1 && st == MCL_OK; p++) {
         const mcl_train_part part = part_of(r, p);
         const double w = (double)(part.hi - part.lo) / (double)r->cfg.train.batch;
-        double m[MCL_TRAIN_MAX_METRICS];
-        float lv = NAN;
+        lv = NAN;
         for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
         mcl_optim_zero_grad(r->opt);
-        st = run_part(r, s, p, &lv, m);
+        st = run_part(r, s, p, &lv, m, deferred);
 #ifdef MCL_TEST_HOOKS
         /* test hook (tests/test-mpi.sh): rank METACL_TEST_FAIL_RANK fails at step
          * METACL_TEST_FAIL_STEP as a device or data error would */
@@ -575,27 +642,107 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
         st = mcl_dist_sum_f32(r->gbuf, r->gn, r->err, r->err_len);
         if (st == MCL_OK) st = grads_move(r, r->gbuf, NULL, 0, 1);
     }
-    double lv = sc[0];
+    int stepped = 0, finished = 0;
+    if (deferred && st == MCL_OK) { /* the optimizer step, then the one wait of the step */
+        st = mcl_optim_step(r->opt);
+        if (st == MCL_OK) st = mcl_ctx_finish(r->ctx), finished = 1;
+        if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
+        if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
+        sc[0] = (double)lv;
+        for (int i = 0; i < nm; i++) sc[1 + i] = m[i];
+        stepped = 1;
+    }
+    double lv_sum = sc[0];
     for (int i = 0; i < nm; i++) metrics[i] = sc[1 + i];
 #ifdef MCL_TEST_HOOKS
     /* test hook (tests/test-train-cli.sh): pretend step METACL_TEST_NAN_STEP's loss is NaN */
     const char *nan_step = getenv("METACL_TEST_NAN_STEP");
-    if (nan_step && atoll(nan_step) == s) lv = NAN;
+    if (nan_step && atoll(nan_step) == s) lv_sum = NAN;
 #endif
-    if (st == MCL_OK && !isfinite(lv)) {
+    if (st == MCL_OK && !isfinite(lv_sum)) {
         r->scope = MCL_TRAIN_ERR_ALL; /* the same sum on every rank */
         st = fail(r->err, r->err_len, MCL_ERR_INVALID,
                   "step %lld: the loss is %g: training stopped (the last good checkpoint, step "
                   "%lld or earlier, is kept)",
-                  (long long)s, lv, (long long)r->step);
-    } else if (st == MCL_OK) {
+                  (long long)s, lv_sum, (long long)r->step);
+    } else if (st == MCL_OK && !stepped) {
         st = mcl_optim_step(r->opt);
         if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     }
     if (st == MCL_OK && r->size > 1) st = share_buffers(r);
+    if (deferred && !finished) mcl_ctx_finish(r->ctx); /* a failed step: the queued read of lv lands first */
     mcl_ctx_reset(r->ctx);
-    *loss_out = lv;
+    *loss_out = lv_sum;
     return st;
+}
+
+/* The optimizer updates a parameter once a gradient has reached it (its gradient tensor
+ * exists from then on, zeroed before each step); one that no gradient reached is left alone.
+ * Which parameters were reached is state of the uninterrupted process: on resume, every
+ * parameter whose optimizer state is not all zero (a gradient reached it) gets its zero
+ * gradient back, so that a step that does not reach it (a fast-weight layer with no write in
+ * a window) still moves it as the uninterrupted run does (Adam's momentum). */
+static mcl_status restore_reached(runner *r)
+{
+    mcl_params *ps = r->fam->params(r->fs);
+    float *h = NULL;
+    int64_t cap = 0;
+    mcl_status st = MCL_OK;
+    for (int i = 0; i < mcl_params_count(ps) && st == MCL_OK; i++) {
+        mcl_tensor *t = mcl_params_get(ps, i);
+        if (mcl_tensor_grad(t)) continue;
+        int reached = 0;
+        for (int slot = 0; slot < 2 && !reached && st == MCL_OK; slot++) {
+            mcl_tensor *s = mcl_optim_state(r->opt, i, slot);
+            const int64_t n = s ? mcl_tensor_numel(s) : 0;
+            if (n == 0) continue;
+            if (n > cap) {
+                float *p = realloc(h, (size_t)n * sizeof *h);
+                if (!p) {
+                    st = MCL_ERR_OOM;
+                    break;
+                }
+                h = p;
+                cap = n;
+            }
+            st = mcl_tensor_read(s, h, n);
+            for (int64_t k = 0; st == MCL_OK && k < n && !reached; k++) reached = h[k] != 0.0f;
+        }
+        if (st == MCL_OK && reached) st = mcl_tensor_grad_zeros(t);
+    }
+    free(h);
+    if (st != MCL_OK)
+        return fail(r->err, r->err_len, st, "resume: the parameters' gradients: %s", mcl_ctx_error(r->ctx));
+    return MCL_OK;
+}
+
+/* The window of track_chance from the counters save_ckpt wrote (none: an empty window, as
+ * in a run that has left chance or a checkpoint of an older metacl). A value must be a
+ * fraction (in [0, 1]) or NaN (a step without the metric). */
+static mcl_status restore_chance_window(runner *r, const mcl_ckpt_info *info, const char *path)
+{
+    uint64_t n = 0;
+    r->n_window = 0;
+    if (!mcl_ckpt_info_counter(info, "chance_n", &n)) return MCL_OK;
+    if (n > CHANCE_WINDOW)
+        return fail(r->err, r->err_len, MCL_ERR_FORMAT,
+                    "%s: counter chance_n = %llu is out of range (at most %d): corrupt checkpoint", path,
+                    (unsigned long long)n, CHANCE_WINDOW);
+    for (uint64_t i = 0; i < n; i++) {
+        char nm[32];
+        uint64_t bits;
+        double v;
+        snprintf(nm, sizeof nm, "chance.%llu", (unsigned long long)i);
+        if (!mcl_ckpt_info_counter(info, nm, &bits))
+            return fail(r->err, r->err_len, MCL_ERR_FORMAT, "%s: counter %s missing: corrupt checkpoint", path, nm);
+        memcpy(&v, &bits, sizeof v);
+        if (!isnan(v) && !(v >= 0.0 && v <= 1.0))
+            return fail(r->err, r->err_len, MCL_ERR_FORMAT,
+                        "%s: counter %s = %g is not an accuracy: corrupt checkpoint", path, nm, v);
+        r->acc_window[i] = v;
+    }
+    r->n_window = (int64_t)n;
+    return MCL_OK;
 }
 
 static mcl_status resume_from_ckpt(runner *r)
@@ -608,8 +755,13 @@ static mcl_status resume_from_ckpt(runner *r)
         mcl_train_logf(&r->log, "no last.ckpt yet: the run starts again from step 0");
         return MCL_OK;
     }
+    memset(&info, 0, sizeof info);
     mcl_status st = r->fam->load(r->fs, path, r->opt, &info, e2, sizeof e2);
-    if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
+    if (st != MCL_OK) {
+        /* what the file held (config, counters) is read before the family refuses it */
+        mcl_ckpt_info_free(&info);
+        return fail(r->err, r->err_len, st, "%s", e2);
+    }
     /* Every counter is checked against the range a run can produce before it is used: a
      * corrupt or crafted file is refused, never resumed "at step -9223372036854775808". */
     static const struct {
@@ -641,7 +793,9 @@ static mcl_status resume_from_ckpt(runner *r)
         st = fail(r->err, r->err_len, MCL_ERR_FORMAT,
                   "%s: the optimizer has taken %lld steps but counter step = %llu: corrupt "
                   "checkpoint", path, (long long)info.optim_steps, (unsigned long long)val[0]);
+    if (st == MCL_OK) st = restore_chance_window(r, &info, path);
     mcl_ckpt_info_free(&info);
+    if (st == MCL_OK) st = restore_reached(r);
     if (st != MCL_OK) return st;
     r->step = (int64_t)val[0];
     r->train_ms = (double)val[1];
@@ -673,6 +827,8 @@ static void runner_free(runner *r)
     if (r->fs) r->fam->free(r->fs);
     if (r->csv) fclose(r->csv);
     if (r->log.file) fclose(r->log.file);
+    mcl_dir_unlock(r->dir, r->lock_fd, 0); /* last: every file is closed */
+    r->lock_fd = -1;
     mcl_run_cfg_free(&r->cfg);
 }
 
@@ -705,6 +861,8 @@ static mcl_status start(runner *r, const mcl_run_cfg *cfg)
     mcl_status st;
     const int writer = r->rank == 0; /* rank 0 alone writes the run directory */
     path_join(path, sizeof path, r->dir, "config.txt");
+    st = writer ? lock_run_dir(r, opts->resume) : MCL_OK;
+    if (st != MCL_OK) return st;
     if (opts->resume) {
         char *text = NULL;
         st = mcl_run_cfg_init(&r->cfg, r->fam, r->err, r->err_len);
@@ -802,6 +960,8 @@ static void undo_start(runner *r)
         path_join(path, sizeof path, r->dir, files[i]);
         unlink(path);
     }
+    mcl_dir_unlock(r->dir, r->lock_fd, 1);
+    r->lock_fd = -1;
     if (r->made_dir) rmdir(r->dir); /* only when empty */
 }
 
@@ -833,17 +993,19 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
     r->err = err;
     r->err_len = err_len;
     r->best_val = NAN;
+    r->lock_fd = -1;
     r->rank = mcl_dist_rank();
     r->size = mcl_dist_size();
     r->log.echo = r->rank == 0 ? opts->log : NULL; /* rank 0 alone reports */
     r->log.progress = r->rank == 0 && opts->progress;
     if (strlen(opts->run_dir) >= sizeof r->dir - 32)
-        return fail(err, err_len, MCL_ERR_INVALID, "run directory path too long");
+        return fail(err, err_len, MCL_ERR_INVALID, "run directory path too long (%zu bytes; at most %zu)",
+                    strlen(opts->run_dir), sizeof r->dir - 33);
     strcpy(r->dir, opts->run_dir);
     mcl_status st = start(r, cfg);
     st = agree_on_start(r, st);
     if (st == MCL_OK) st = start_parts(r);
-    if (st != MCL_OK && !opts->resume && r->log.file) {
+    if (st != MCL_OK && !opts->resume && (r->log.file || (r->made_dir && r->lock_fd >= 0))) {
         if (r->log.echo) fprintf(r->log.echo, "%s: the run could not start; nothing was kept\n", r->dir);
         undo_start(r);
     }
@@ -874,8 +1036,11 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
             if (r->rank == 0) st = r->fam->validate(r->fs, t->val_batches, &val, err, err_len);
             if (st == MCL_OK) st = mcl_dist_bcast(&val, sizeof val, 0, err, err_len);
             if (st != MCL_OK) break;
-            mcl_train_logf(&r->log, "step %lld: validation score %.4f (best %.4f)", (long long)r->step,
-                           val, r->best_val);
+            if (isnan(r->best_val))
+                mcl_train_logf(&r->log, "step %lld: validation score %.4f (the first)", (long long)r->step, val);
+            else
+                mcl_train_logf(&r->log, "step %lld: validation score %.4f (best %.4f)", (long long)r->step, val,
+                               r->best_val);
             if (isnan(r->best_val) || val > r->best_val) {
                 r->best_val = val;
                 if (r->rank == 0) st = save_ckpt(r, "best.ckpt");
@@ -916,12 +1081,14 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
         mcl_train_logf(&r->log, "data parallel: %.2f ms per step in collectives (%.1f %% of the time)",
                        1e3 * comm_s / (double)steps_run,
                        100.0 * comm_s / (mcl_now_s() - r->t_start));
+    char best[64] = ""; /* none: no validation ran (or the family has none) */
+    if (!isnan(r->best_val)) snprintf(best, sizeof best, ", best validation %.4f", r->best_val);
     if (st == MCL_OK && isnan(loss))
-        mcl_train_logf(&r->log, "done: step %lld (nothing left to do), best validation %.4f, %.1f s of training",
-                       (long long)r->step, r->best_val, elapsed_ms(r) / 1e3);
+        mcl_train_logf(&r->log, "done: step %lld (nothing left to do)%s, %.1f s of training", (long long)r->step,
+                       best, elapsed_ms(r) / 1e3);
     else if (st == MCL_OK)
-        mcl_train_logf(&r->log, "done: step %lld, last loss %.6f, best validation %.4f, %.1f s of training",
-                       (long long)r->step, loss, r->best_val, elapsed_ms(r) / 1e3);
+        mcl_train_logf(&r->log, "done: step %lld, last loss %.6f%s, %.1f s of training", (long long)r->step, loss,
+                       best, elapsed_ms(r) / 1e3);
     else
         mcl_train_logf(&r->log, "stopped: %s", err ? err : "error");
     if (res) {
@@ -937,4 +1104,76 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
     if (st != MCL_OK && r->size > 1 && r->scope != MCL_TRAIN_ERR_LOCAL) mcl_dist_note_shared_failure();
     runner_free(r);
     return st;
+}
+
+/* ====================================================================== sessions (train.h) */
+
+struct mcl_train_session {
+    runner r;
+    mcl_train_opts opts;
+    char err[2048];
+};
+
+mcl_status mcl_train_session_open(mcl_ctx *ctx, const mcl_run_cfg *cfg, mcl_train_session **out,
+                                  char *err, size_t len)
+{
+    if (out) *out = NULL;
+    if (!ctx || !cfg || !cfg->family || !out)
+        return fail(err, len, MCL_ERR_NULL, "mcl_train_session_open: NULL argument");
+    mcl_train_session *ts = calloc(1, sizeof *ts);
+    if (!ts) return fail(err, len, MCL_ERR_OOM, "out of memory");
+    runner *r = &ts->r;
+    r->fam = cfg->family;
+    r->opts = &ts->opts;
+    r->ctx = ctx;
+    r->err = ts->err;
+    r->err_len = sizeof ts->err;
+    r->best_val = NAN;
+    r->size = 1;
+    mcl_status st = MCL_OK;
+    if (mcl_run_cfg_copy(&r->cfg, cfg) != MCL_OK) {
+        free(ts);
+        return fail(err, len, MCL_ERR_OOM, "out of memory");
+    }
+    if (r->cfg.train.steps == 0 && r->fam->total_steps)
+        r->cfg.train.steps = r->fam->total_steps(r->cfg.fcfg, &r->cfg.train);
+    if (r->cfg.train.parts > 1)
+        st = fail(r->err, r->err_len, MCL_ERR_INVALID, "a training session runs one part");
+    if (st == MCL_OK) {
+        mcl_ctx_set_seed(ctx, r->cfg.train.seed);
+        st = setup(r);
+    }
+    if (st == MCL_OK) st = start_parts(r);
+    if (st != MCL_OK) {
+        fail(err, len, st, "%s", ts->err);
+        mcl_train_session_free(ts);
+        return st;
+    }
+    *out = ts;
+    return MCL_OK;
+}
+
+mcl_status mcl_train_session_step(mcl_train_session *ts, double *loss, double *metrics)
+{
+    if (!ts) return MCL_ERR_NULL;
+    runner *r = &ts->r;
+    double m[MCL_TRAIN_MAX_METRICS], lv = NAN;
+    int stop = 0;
+    for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
+    mcl_status st = train_step(r, &lv, m, &stop);
+    if (st != MCL_OK) return st;
+    r->step++;
+    track_chance(r, m[0], r->fam->chance ? r->fam->chance(r->fs) : 0.0);
+    if (loss) *loss = lv;
+    for (int i = 0; metrics && i < r->fam->n_metrics; i++) metrics[i] = m[i];
+    return MCL_OK;
+}
+
+const char *mcl_train_session_error(const mcl_train_session *ts) { return ts ? ts->err : ""; }
+
+void mcl_train_session_free(mcl_train_session *ts)
+{
+    if (!ts) return;
+    runner_free(&ts->r);
+    free(ts);
 }

@@ -30,6 +30,13 @@
  *                 removes what it created (config.txt, metrics.csv, log.txt, the directory
  *                 when it made it), so the same command can simply be run again
  *   stop          opts->stop: the step in progress ends, last.ckpt is written
+ *   no stalls     in one process with one part, a step waits for the device once: its loss
+ *                 and metrics are queued for reading (non-blocking) while the step is queued,
+ *                 the queue is finished after the optimizer step, then the loss is checked and
+ *                 the family's step_metrics computes the metrics. So a NaN/Inf loss is seen
+ *                 after its optimizer step; the run stops there all the same and the
+ *                 parameters it leaves are never saved (the last good checkpoint is kept).
+ *                 With several parts each part's loss is read after its backward, as before.
  */
 #ifndef MCL_LEARN_TRAIN_H
 #define MCL_LEARN_TRAIN_H
@@ -160,6 +167,34 @@ typedef struct mcl_family {
      * the protocols. */
     mcl_status (*learner_open)(mcl_ctx *ctx, const char *ckpt, int max_lanes,
                                mcl_learner **out, char *err, size_t len);
+    /* Optional: the step's metrics from what its step_loss queued for reading (with
+     * mcl_tensor_read_async into the family's own memory), called once the queue is
+     * finished: after the optimizer step (one part), or after the part's backward (several
+     * parts). Fills the metrics[] entries step_loss left NaN (it may fill the ones the host
+     * knows itself). NULL: step_loss fills them all. See "no stalls" below. */
+    void (*step_metrics)(void *fs, double *metrics);
+    /* Memory, from the config alone (may be NULL: the family checks its own budget):
+     * ckpt_floats: the floats of every tensor the family registers with its parameters
+     * (model, fast-weight and family state: what a checkpoint's params section holds), exact;
+     * train_bytes: a training run's bytes: those, the gradients and both Adam moments of the
+     * trained ones, and an estimate of one step's activations with their gradients. The
+     * harness refuses a run beyond the memory budget before `create`, and a checkpoint whose
+     * config asks for more floats than its params section holds, or more than the budget,
+     * before anything is built (mcl_family_cfg_from_ckpt). Sums in double: exact far beyond
+     * any budget. */
+    double (*ckpt_floats)(const void *fcfg, const mcl_train_cfg *t);
+    double (*train_bytes)(const void *fcfg, const mcl_train_cfg *t);
+    /* A checkpoint of this family's kind without its data (`ckpt info`, `ckpt export`): the
+     * model built from the file's config with every tensor the family registers (state
+     * included), the whole file read and verified into it (its random state into ctx); info
+     * filled; *params: the model's registry. ckpt_export writes the model alone (config,
+     * parameters and state, info's counters and random state) to path, atomically;
+     * ckpt_close frees the model. */
+    mcl_status (*ckpt_open)(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                            mcl_ckpt_info *info, char *err, size_t len);
+    mcl_status (*ckpt_export)(void *model, const char *path, const mcl_ckpt_info *info, char *err,
+                              size_t len);
+    void (*ckpt_close)(void *model);
 } mcl_family;
 
 /* The families built into this library (NULL-terminated) and a lookup by kind. */
@@ -236,6 +271,21 @@ typedef struct mcl_train_opts {
 mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_cfg *cfg,
                          const mcl_train_opts *opts, mcl_train_result *res, char *err,
                          size_t len);
+
+/* A training session without a run directory (`metacl bench FAMILY`, the tests of the
+ * OpenCL backend's counters): the family's model, data and optimizer built from cfg (checked
+ * like a run's), then the harness's own training step -- the family's step_loss, backward,
+ * the optimizer step and the metrics a run logs -- one step per call, exactly as
+ * mcl_train_run takes it (no validation, no checkpoints, no files written). One process
+ * (train.parts = 0 means one part). */
+typedef struct mcl_train_session mcl_train_session;
+mcl_status mcl_train_session_open(mcl_ctx *ctx, const mcl_run_cfg *cfg, mcl_train_session **out,
+                                  char *err, size_t len);
+/* Step s + 1: *loss its loss, metrics[family->n_metrics] its metrics (either may be NULL). */
+mcl_status mcl_train_session_step(mcl_train_session *ts, double *loss, double *metrics);
+/* The message of the last failure of open/step. */
+const char *mcl_train_session_error(const mcl_train_session *ts);
+void mcl_train_session_free(mcl_train_session *ts);
 
 #ifdef __cplusplus
 }

@@ -114,6 +114,12 @@ static mcl_tensor *state_tensor(mcl_metanet *mn, const char *name, const mcl_ten
     return x;
 }
 
+double mcl_metanet_aug_floats(double n, int meta_hidden)
+{
+    const double H = meta_hidden;
+    return 2 * n + (H * 2 + H) + (H * H + H) + (H + 1); /* .fast, .avg; w1 b1, w2 b2, w3 b3 */
+}
+
 int mcl_metanet_add(mcl_metanet *mn, mcl_tensor *w, const char *name)
 {
     if (!mn || !w || !name) return -1;

@@ -82,6 +82,10 @@ mcl_status mcl_metanet_create(mcl_ctx *ctx, mcl_params *params, const mcl_metane
                               mcl_metanet **out);
 void mcl_metanet_free(mcl_metanet *mn);
 
+/* Floats that augmenting a weight of n elements registers: its fast weight and gradient
+ * average (n each, not trained) and g_phi's 2 -> H -> H -> 1 (H = meta_hidden). */
+double mcl_metanet_aug_floats(double n, int meta_hidden);
+
 /* Augment the slow weight w (a parameter of any shape, < 2^24 elements) under `name`.
  * Returns its index (0, 1, ...) or -1 (message in ctx). */
 int mcl_metanet_add(mcl_metanet *mn, mcl_tensor *w, const char *name);

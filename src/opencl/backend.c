@@ -97,7 +97,9 @@ static cl_int planted_fault(mcl_ocl *o, cl_int err)
 static mcl_status ocl_finish(mcl_backend *be)
 {
     mcl_ocl *o = mcl_ocl_of(be);
+    mcl_ocl_count_finish(be);
     cl_int err = planted_fault(o, clFinish(o->queue));
+    if (err == CL_SUCCESS) mcl_ocl_stage_drained(o, 0);
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clFinish (waiting for queued kernels)");
 }
 
@@ -355,6 +357,7 @@ static mcl_status enqueue(mcl_backend *be, cl_kernel k, size_t global, size_t lo
     if (o->fault_op >= 0 && o->fault_op == o->cur_op && o->cur_bwd == o->fault_bwd)
         o->fault_pending = 1; /* METACL_TEST_FAULT: each launch of that op "faults" */
 #endif
+    be->stats.enqueues++;
     err = clEnqueueNDRangeKernel(o->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
     if (err == CL_SUCCESS) return MCL_OK;
     if (err == CL_INVALID_WORK_GROUP_SIZE || err == CL_OUT_OF_RESOURCES) {
@@ -612,16 +615,8 @@ static void cache_store(const char *path, const char *key, const unsigned char *
     put_u32(b + 16 + klen, (uint32_t)((uint64_t)bin_len >> 32));
     memcpy(b + 20 + klen, bin, bin_len);
     put_u32(b + n - 4, (uint32_t)crc32(0L, b, (uInt)(n - 4)));
-    char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(b, 1, n, f) == n;
-    if (f && fclose(f) != 0) ok = 0;
-    if (ok && rename(tmp, path) == 0) {
-        free(b);
-        return;
-    }
-    remove(tmp); /* the cache is an optimization: failing to write it is not an error */
+    /* the cache is an optimization: failing to write it is not an error */
+    (void)mcl_write_file_atomic(path, b, n, NULL, 0);
     free(b);
 }
 
@@ -855,7 +850,9 @@ static mcl_status sync_after(mcl_backend *be, const mcl_op_args *a, int backward
     mcl_ocl *o = mcl_ocl_of(be);
     char op[300], prev[768];
     if (s == MCL_OK) {
+        mcl_ocl_count_finish(be);
         cl_int err = planted_fault(o, clFinish(o->queue));
+        if (err == CL_SUCCESS) mcl_ocl_stage_drained(o, 0);
         if (err == CL_SUCCESS) return MCL_OK;
         describe_op(op, sizeof op, a, backward);
         return mcl_ctx_set_error(
@@ -907,6 +904,7 @@ static mcl_status faulting_read(mcl_backend *be, void *handle, size_t off, void 
     mcl_ocl *o = mcl_ocl_of(be);
     if (o->fault_pending) {
         o->fault_pending = 0;
+        be->stats.blocking++, be->stats.blocking_reads++; /* the read that reports it */
         return mcl_ocl_fail(be, CL_OUT_OF_RESOURCES, "clEnqueueReadBuffer (a blocking read)");
     }
     return plain_read(be, handle, off, dst, n);
@@ -924,6 +922,7 @@ static void ocl_destroy(mcl_backend *be)
     mcl_ocl *o = mcl_ocl_of(be);
     if (o) {
         if (o->queue) clFinish(o->queue);
+        mcl_ocl_stage_drained(o, 1); /* every queued write is done */
         if (o->context) mcl_ocl_clblast_teardown(o);
         for (int i = 0; i < o->n_kernels; i++) clReleaseKernel(o->kernels[i].k);
         free(o->kernels);

@@ -25,6 +25,16 @@
  *     itself (then it stores instead of accumulating).
  * A fresh buffer behaves exactly like a zero-filled one; no result changes.
  * METACL_DEBUG_POISON=1 fills an output left unfilled with NaN first (bufpool.h).
+ *
+ * Writes do not wait. The host's bytes are copied into staging memory (chunks of host
+ * memory owned by the backend) and the write is queued non-blocking from there, so the
+ * caller's array may go at once and the host runs ahead of the device (an upload of an
+ * episode's images no longer stalls the step). The staging memory of queued writes is
+ * recycled when the queue is next known drained: after a finish or a blocking read (the
+ * queue is in order: when one returns, every write queued before it is done); when more
+ * than STAGE_MAX bytes are pending, the write finishes the queue first. A write of more than
+ * STAGE_BIG bytes (a data set, not a step's batch) is not copied: it waits instead. Reads block, except
+ * buf_read_async (the harness's metrics: several reads queued, then one finish).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -88,7 +98,8 @@ static mcl_status ocl_alloc(mcl_backend *be, size_t nbytes, void **handle)
         if ((err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES) &&
             o->pool.pooled) {
             /* the device may be full of pooled blocks of other sizes: give them back, retry */
-            clFinish(o->queue);
+            mcl_ocl_count_finish(be);
+            if (clFinish(o->queue) == CL_SUCCESS) mcl_ocl_stage_drained(o, 0);
             mcl_ocl_buffers_release(o);
             b->mem = clCreateBuffer(o->context, CL_MEM_READ_WRITE, cap, NULL, &err);
         }
@@ -158,6 +169,66 @@ static int whole_floats(size_t soff, size_t doff, size_t n)
     return soff % sizeof(float) == 0 && doff % sizeof(float) == 0 && n % sizeof(float) == 0;
 }
 
+#define STAGE_CHUNK ((size_t)1 << 20)   /* the smallest staging chunk             */
+#define STAGE_MAX ((size_t)256 << 20)    /* pending bytes that force a finish first */
+#define STAGE_BIG ((size_t)64 << 20)     /* larger writes are not staged: they wait */
+
+/* Host memory for n bytes of a queued write: the rest of the last chunk, or a new chunk.
+ * NULL when out of host memory (the caller then writes blocking). */
+static void *stage_take(mcl_ocl *o, size_t n)
+{
+    n = (n + 63) & ~(size_t)63; /* each write's bytes 64-byte aligned */
+    if (o->n_stage > 0 && o->stage_used + n <= o->stage_cap[o->n_stage - 1]) {
+        void *p = o->stage[o->n_stage - 1] + o->stage_used;
+        o->stage_used += n;
+        o->stage_pending += n;
+        return p;
+    }
+    if (o->n_stage == o->cap_stage) {
+        int cap = o->cap_stage ? 2 * o->cap_stage : 8;
+        char **s = realloc(o->stage, (size_t)cap * sizeof *s);
+        if (!s) return NULL;
+        o->stage = s;
+        size_t *c = realloc(o->stage_cap, (size_t)cap * sizeof *c);
+        if (!c) return NULL;
+        o->stage_cap = c;
+        o->cap_stage = cap;
+    }
+    const size_t cap = n > STAGE_CHUNK ? n : STAGE_CHUNK;
+    char *p = malloc(cap);
+    if (!p) return NULL;
+    o->stage[o->n_stage] = p;
+    o->stage_cap[o->n_stage++] = cap;
+    o->stage_used = n;
+    o->stage_pending += n;
+    return p;
+}
+
+void mcl_ocl_stage_drained(mcl_ocl *o, int free_all)
+{
+    size_t total = 0;
+    for (int i = 0; i < o->n_stage; i++) total += o->stage_cap[i];
+    if (free_all || o->n_stage > 1) { /* one chunk of the size the last interval needed */
+        for (int i = 0; i < o->n_stage; i++) free(o->stage[i]);
+        o->n_stage = 0;
+        char *p = free_all ? NULL : malloc(total);
+        if (p) {
+            o->stage[0] = p;
+            o->stage_cap[0] = total;
+            o->n_stage = 1;
+        }
+    }
+    if (free_all) {
+        free(o->stage);
+        free(o->stage_cap);
+        o->stage = NULL;
+        o->stage_cap = NULL;
+        o->cap_stage = 0;
+    }
+    o->stage_used = 0;
+    o->stage_pending = 0;
+}
+
 static mcl_status ocl_write(mcl_backend *be, void *handle, size_t off, const void *src, size_t n)
 {
     if (n == 0) return MCL_OK;
@@ -169,15 +240,27 @@ static mcl_status ocl_write(mcl_backend *be, void *handle, size_t off, const voi
         cl_int err;
         cl_mem t = clCreateBuffer(o->context, CL_MEM_READ_WRITE, n, NULL, &err);
         if (err != CL_SUCCESS) return mcl_ocl_fail_alloc(be, err, "clCreateBuffer (staging a write)");
+        mcl_ocl_count_write(be, n, 1);
         err = clEnqueueWriteBuffer(o->queue, t, CL_TRUE, 0, n, src, 0, NULL, NULL);
         s = err == CL_SUCCESS ? copy_kernel(be, t, 0, b->mem, off, n)
                               : mcl_ocl_fail(be, err, "clEnqueueWriteBuffer");
         /* Oclgrind frees a released buffer at once, even with a queued kernel reading it */
+        mcl_ocl_count_finish(be);
         cl_int ferr = clFinish(o->queue);
         clReleaseMemObject(t);
         return s == MCL_OK && ferr != CL_SUCCESS ? mcl_ocl_fail(be, ferr, "clFinish (staging a write)") : s;
     }
-    cl_int err = clEnqueueWriteBuffer(o->queue, b->mem, CL_TRUE, off, n, src, 0, NULL, NULL);
+    if (o->stage_pending + n > STAGE_MAX && o->stage_pending > 0) {
+        mcl_ocl_count_finish(be);
+        cl_int err = clFinish(o->queue);
+        if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clFinish (before staging a write)");
+        mcl_ocl_stage_drained(o, 0);
+    }
+    void *p = n <= STAGE_BIG ? stage_take(o, n) : NULL; /* a big write: no second copy */
+    if (p) memcpy(p, src, n);
+    mcl_ocl_count_write(be, n, p == NULL);
+    cl_int err = clEnqueueWriteBuffer(o->queue, b->mem, p ? CL_FALSE : CL_TRUE, off, n,
+                                      p ? p : src, 0, NULL, NULL);
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueWriteBuffer");
 }
 
@@ -189,9 +272,26 @@ static mcl_status ocl_read(mcl_backend *be, void *handle, size_t off, void *dst,
         memset(dst, 0, n);
         return MCL_OK;
     }
+    mcl_ocl_count_read(be, n, 1);
     cl_int err = clEnqueueReadBuffer(mcl_ocl_of(be)->queue, b->mem, CL_TRUE, off, n, dst, 0, NULL,
                                      NULL);
-    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueReadBuffer");
+    if (err != CL_SUCCESS) return mcl_ocl_fail(be, err, "clEnqueueReadBuffer");
+    mcl_ocl_stage_drained(mcl_ocl_of(be), 0); /* in order: every earlier write is done */
+    return MCL_OK;
+}
+
+static mcl_status ocl_read_async(mcl_backend *be, void *handle, size_t off, void *dst, size_t n)
+{
+    if (n == 0) return MCL_OK;
+    mcl_ocl_block *b = block_of(handle);
+    if (b->pb.fresh) {
+        memset(dst, 0, n);
+        return MCL_OK;
+    }
+    mcl_ocl_count_read(be, n, 0);
+    cl_int err = clEnqueueReadBuffer(mcl_ocl_of(be)->queue, b->mem, CL_FALSE, off, n, dst, 0,
+                                     NULL, NULL);
+    return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueReadBuffer (non-blocking)");
 }
 
 static mcl_status ocl_fill(mcl_backend *be, void *handle, size_t off, float v, size_t count)
@@ -234,15 +334,18 @@ static mcl_status ocl_copy(mcl_backend *be, void *dst, size_t doff, void *src, s
         if (by_kernel) {
             s = copy_kernel(be, bs->mem, soff, t, 0, n);
             if (s == MCL_OK) s = copy_kernel(be, t, 0, bd->mem, doff, n);
+            mcl_ocl_count_finish(be);
             clFinish(o->queue); /* see ocl_write */
             clReleaseMemObject(t);
             return s;
         }
+        be->stats.enqueues += 2;
         err = clEnqueueCopyBuffer(o->queue, bs->mem, t, soff, 0, n, 0, NULL, NULL);
         if (err == CL_SUCCESS) err = clEnqueueCopyBuffer(o->queue, t, bd->mem, 0, doff, n, 0, NULL, NULL);
         clReleaseMemObject(t);
     } else {
         if (by_kernel) return copy_kernel(be, bs->mem, soff, bd->mem, doff, n);
+        be->stats.enqueues++;
         err = clEnqueueCopyBuffer(o->queue, bs->mem, bd->mem, soff, doff, n, 0, NULL, NULL);
     }
     return err == CL_SUCCESS ? MCL_OK : mcl_ocl_fail(be, err, "clEnqueueCopyBuffer");
@@ -317,6 +420,7 @@ void mcl_ocl_buffers_install(mcl_backend *be)
     be->buf_free = ocl_free;
     be->buf_write = ocl_write;
     be->buf_read = ocl_read;
+    be->buf_read_async = ocl_read_async;
     be->buf_fill = ocl_fill;
     be->buf_copy = ocl_copy;
     mcl_ocl_of(be)->poison = mcl_pool_poison_requested();

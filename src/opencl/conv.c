@@ -24,6 +24,7 @@
 #include "ocl.h" /* first: fixes CL_TARGET_OPENCL_VERSION before clblast_c.h includes CL/ */
 
 #include <clblast_c.h>
+#include <limits.h>
 #include <stdio.h>
 
 /* Largest scratch (in floats) one conv2d chunk may use: 64 MiB, or less on a device whose
@@ -39,6 +40,8 @@ typedef struct conv_dims {
     int64_t KK;         /* C*k*k                         */
     int64_t nb;         /* images per chunk              */
 } conv_dims;
+
+static int conv_chunk_fits_int(const conv_dims *d, int64_t nb);
 
 static void conv_dims_get(mcl_backend *be, const mcl_op_args *a, conv_dims *d)
 {
@@ -61,6 +64,28 @@ static void conv_dims_get(mcl_backend *be, const mcl_op_args *a, conv_dims *d)
     d->nb = (int64_t)cap / per;
     if (d->nb < 1) d->nb = 1;
     if (d->nb > d->B) d->nb = d->B;
+    while (d->nb > 1 && !conv_chunk_fits_int(d, d->nb)) d->nb--;
+}
+
+/* The im2col, col2im and layout kernels index a chunk with 32-bit ints: 1 when the chunk's
+ * matrices [KK + O, nb*P] and its images [nb,C,H,W] have fewer than 2^31 elements. */
+static int conv_chunk_fits_int(const conv_dims *d, int64_t nb)
+{
+    return (d->KK + d->O) * nb * d->P <= INT_MAX && nb * d->C * d->H * d->W <= INT_MAX &&
+           nb * d->O * d->P <= INT_MAX;
+}
+
+/* MCL_OK, or an error when even one image is too large for the 32-bit kernels. */
+static mcl_status conv_check_int(mcl_backend *be, const conv_dims *d, const mcl_tensor *x,
+                                 int bwd)
+{
+    if (conv_chunk_fits_int(d, 1)) return MCL_OK;
+    char sb[64];
+    return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                             "OpenCL: conv2d %s (x %s): one image's im2col matrix or image has "
+                             "2^31 elements or more, beyond the 32-bit indices of the conv2d "
+                             "kernels; use the reference backend",
+                             bwd ? "backward" : "forward", mcl_shape_str(x, sb, sizeof sb));
 }
 
 /* "conv2d forward (kernel conv2d_im2col, x [2,3,7,5])" */
@@ -91,11 +116,23 @@ static mcl_status sgemm(mcl_backend *be, const char *whatc, int ta, int tb, int6
                         int64_t ldc)
 {
     mcl_ocl *o = mcl_ocl_of(be);
-    CLBlastStatusCode st = CLBlastSgemm(
-        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-        tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k, alpha, A,
-        (size_t)aoff, (size_t)lda, B, (size_t)boff, (size_t)ldb, beta, C, (size_t)coff,
-        (size_t)ldc, &o->queue, NULL);
+    const CLBlastTranspose tA = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const CLBlastTranspose tB = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    size_t temp = 0; /* CLBlast's copies on its indirect path: the context's temp buffer */
+    CLBlastStatusCode st = CLBlastSGemmTempBufferSize(
+        CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n, (size_t)k, (size_t)aoff,
+        (size_t)lda, (size_t)boff, (size_t)ldb, (size_t)coff, (size_t)ldc, &o->queue, &temp);
+    cl_mem tb_mem = st == CLBlastSuccess ? mcl_ocl_gemm_temp(be, temp) : NULL;
+    if (st == CLBlastSuccess && !tb_mem) return mcl_ocl_recorded(be);
+    if (tb_mem)
+        st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n,
+                                        (size_t)k, alpha, A, (size_t)aoff, (size_t)lda, B,
+                                        (size_t)boff, (size_t)ldb, beta, C, (size_t)coff,
+                                        (size_t)ldc, &o->queue, NULL, tb_mem);
+    else /* the size query failed: CLBlastSgemm reports the problem */
+        st = CLBlastSgemm(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n, (size_t)k, alpha, A,
+                          (size_t)aoff, (size_t)lda, B, (size_t)boff, (size_t)ldb, beta, C,
+                          (size_t)coff, (size_t)ldc, &o->queue, NULL);
     if (st == CLBlastSuccess) return MCL_OK;
     return clblast_fail(be, whatc, "CLBlastSgemm", ta, tb, m, n, k, st);
 }
@@ -153,23 +190,23 @@ static mcl_status im2col(mcl_backend *be, const conv_dims *d, const mcl_tensor *
                          int64_t nb, cl_mem col, int bwd)
 {
     char wb[160];
-    const int64_t n = d->KK * nb * d->Ho; /* one work-item per output row (Wo pixels) */
+    const int64_t n = d->KK * nb * d->P; /* one work-item per element of col */
     cl_kernel k = mcl_ocl_kernel(be, "conv2d_im2col", NULL);
     int i = k ? 0 : -1;
     i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(x));
     i = mcl_ocl_arg_long(be, k, i, x->offset + b0 * d->C * d->H * d->W);
     i = mcl_ocl_arg_mem(be, k, i, col);
     i = mcl_ocl_arg_long(be, k, i, 0);
-    i = mcl_ocl_arg_long(be, k, i, d->C);
-    i = mcl_ocl_arg_long(be, k, i, d->H);
-    i = mcl_ocl_arg_long(be, k, i, d->W);
-    i = mcl_ocl_arg_long(be, k, i, d->k);
-    i = mcl_ocl_arg_long(be, k, i, d->s);
-    i = mcl_ocl_arg_long(be, k, i, d->pd);
-    i = mcl_ocl_arg_long(be, k, i, d->Wo);
-    i = mcl_ocl_arg_long(be, k, i, d->P);
-    i = mcl_ocl_arg_long(be, k, i, nb);
-    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->C);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->H);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->W);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->k);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->s);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->pd);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->Wo);
+    i = mcl_ocl_arg_int(be, k, i, (int)d->P);
+    i = mcl_ocl_arg_int(be, k, i, (int)nb);
+    i = mcl_ocl_arg_int(be, k, i, (int)n);
     return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", bwd, "conv2d_im2col", x));
 }
 
@@ -184,6 +221,7 @@ mcl_status mcl_ocl_conv2d_fwd(mcl_backend *be, const mcl_op_args *a)
     conv_dims_get(be, a, &d);
     const mcl_tensor *x = a->in[0], *w = a->in[1], *out = a->out[0];
     char wb[160];
+    if (conv_check_int(be, &d, x, 0) != MCL_OK) return mcl_ocl_recorded(be);
     cl_mem scr = mcl_ocl_scratch(be, (size_t)((d.KK + d.O) * d.nb * d.P) * sizeof(float));
     if (!scr) return mcl_ocl_recorded(be);
     for (int64_t b0 = 0; b0 < d.B; b0 += d.nb) {
@@ -202,10 +240,10 @@ mcl_status mcl_ocl_conv2d_fwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
         i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(out));
         i = mcl_ocl_arg_long(be, k, i, out->offset + b0 * d.O * d.P);
-        i = mcl_ocl_arg_long(be, k, i, d.O);
-        i = mcl_ocl_arg_long(be, k, i, d.P);
-        i = mcl_ocl_arg_long(be, k, i, nb);
-        i = mcl_ocl_arg_long(be, k, i, n);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.O);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.P);
+        i = mcl_ocl_arg_int(be, k, i, (int)nb);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
         s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 0, "conv2d_out", x));
         if (s != MCL_OK) return s;
     }
@@ -233,9 +271,9 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
         const size_t W = mcl_ocl_row_wg(wg, d.B * d.P);
         int i = mcl_ocl_arg_tensor(be, k, 0, g);
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[2]);
-        i = mcl_ocl_arg_long(be, k, i, d.B);
-        i = mcl_ocl_arg_long(be, k, i, d.O);
-        i = mcl_ocl_arg_long(be, k, i, d.P);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.B);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.O);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.P);
         /* __local: W float2 = 8·W bytes (2 KiB at W = 256) */
         i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
         s = mcl_ocl_launch_groups(be, k, i, (size_t)d.O, W,
@@ -243,6 +281,7 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
         if (s != MCL_OK) return s;
     }
     if (!gx && !gw) return MCL_OK;
+    if (conv_check_int(be, &d, x, 1) != MCL_OK) return mcl_ocl_recorded(be);
 
     cl_mem scr = mcl_ocl_scratch(be, (size_t)((d.KK + d.O) * d.nb * d.P) * sizeof(float));
     if (!scr) return mcl_ocl_recorded(be);
@@ -258,10 +297,10 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_long(be, k, i, g->offset + b0 * d.O * d.P);
         i = mcl_ocl_arg_mem(be, k, i, scr);
         i = mcl_ocl_arg_long(be, k, i, gw_off);
-        i = mcl_ocl_arg_long(be, k, i, d.O);
-        i = mcl_ocl_arg_long(be, k, i, d.P);
-        i = mcl_ocl_arg_long(be, k, i, nb);
-        i = mcl_ocl_arg_long(be, k, i, n);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.O);
+        i = mcl_ocl_arg_int(be, k, i, (int)d.P);
+        i = mcl_ocl_arg_int(be, k, i, (int)nb);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
         s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 1, "conv2d_to_wide", x));
         if (s != MCL_OK) return s;
 
@@ -270,23 +309,23 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
                       d.KK, ld, d.O, 1.0f, mcl_ocl_mem(w), w->offset, d.KK, scr, gw_off, ld, 0.0f,
                       scr, 0, ld);
             if (s != MCL_OK) return s;
-            n = nb * d.C * d.H; /* one work-item per image row */
+            n = nb * d.C * d.H * d.W; /* one work-item per pixel of gx */
             k = mcl_ocl_kernel(be, "conv2d_col2im", NULL);
             i = k ? 0 : -1;
             i = mcl_ocl_arg_mem(be, k, i, scr);
             i = mcl_ocl_arg_long(be, k, i, 0);
             i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(gx));
             i = mcl_ocl_arg_long(be, k, i, gx->offset + b0 * d.C * d.H * d.W);
-            i = mcl_ocl_arg_long(be, k, i, d.C);
-            i = mcl_ocl_arg_long(be, k, i, d.H);
-            i = mcl_ocl_arg_long(be, k, i, d.W);
-            i = mcl_ocl_arg_long(be, k, i, d.k);
-            i = mcl_ocl_arg_long(be, k, i, d.s);
-            i = mcl_ocl_arg_long(be, k, i, d.pd);
-            i = mcl_ocl_arg_long(be, k, i, d.Ho);
-            i = mcl_ocl_arg_long(be, k, i, d.Wo);
-            i = mcl_ocl_arg_long(be, k, i, nb);
-            i = mcl_ocl_arg_long(be, k, i, n);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.C);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.H);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.W);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.k);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.s);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.pd);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.Ho);
+            i = mcl_ocl_arg_int(be, k, i, (int)d.Wo);
+            i = mcl_ocl_arg_int(be, k, i, (int)nb);
+            i = mcl_ocl_arg_int(be, k, i, (int)n);
             s = mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "conv2d", 1, "conv2d_col2im", x));
             if (s != MCL_OK) return s;
         }
@@ -308,43 +347,68 @@ mcl_status mcl_ocl_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
  *   in[0] x [B,C,H,W] -> out[0], out[1] [B,C,H/2,W/2]
  * backward: gx[b, c, 2i + dy, 2j + dx] += gout[b, c, i, j] where dy*2 + dx = arg[b, c, i, j] */
 
-mcl_status mcl_ocl_maxpool2d_fwd(mcl_backend *be, const mcl_op_args *a)
+/* The maxpool2d kernels index with 32-bit ints: they run over chunks of whole planes of
+ * fewer than 2^31 elements (usually one chunk), the offsets moved to the chunk's first plane. */
+static mcl_status maxpool_launch(mcl_backend *be, int bwd, const mcl_op_args *a)
 {
     const mcl_tensor *x = a->in[0];
-    const int64_t H = x->shape[2], W = x->shape[3];
-    const int64_t n = mcl_tensor_numel(a->out[0]);
+    const int64_t Q = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
+    const int64_t Ho = H / 2, Wo = W / 2, per = bwd ? H * W : Ho * Wo; /* items per plane */
+    const char *kname = bwd ? "maxpool2d_bwd" : "maxpool2d_fwd";
     char wb[160];
-    cl_kernel k = mcl_ocl_kernel(be, "maxpool2d_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-    i = mcl_ocl_arg_long(be, k, i, H);
-    i = mcl_ocl_arg_long(be, k, i, W);
-    i = mcl_ocl_arg_long(be, k, i, H / 2);
-    i = mcl_ocl_arg_long(be, k, i, W / 2);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "maxpool2d", 0, "maxpool2d_fwd", x));
+    what(wb, sizeof wb, "maxpool2d", bwd, kname, x);
+    if (per > INT_MAX)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                                 "OpenCL: %s: one plane has 2^31 elements or more, beyond the "
+                                 "32-bit indices of the kernel; use the reference backend", wb);
+    const int64_t chunk = per > 0 ? (int64_t)INT_MAX / per : Q; /* planes per launch */
+    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t q0 = 0; q0 < Q; q0 += chunk) {
+        const int64_t nq = Q - q0 < chunk ? Q - q0 : chunk, n = nq * per;
+        /* forward: x -> out, arg;  backward: gout, arg -> gx */
+        const mcl_tensor *t0 = bwd ? a->gout[0] : x, *t1 = bwd ? a->out[1] : a->out[0];
+        const mcl_tensor *t2 = bwd ? a->gin[0] : a->out[1];
+        const int64_t s0 = bwd ? Ho * Wo : H * W, s1 = Ho * Wo, s2 = bwd ? H * W : Ho * Wo;
+        int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(t0));
+        i = mcl_ocl_arg_long(be, k, i, t0->offset + q0 * s0);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(t1));
+        i = mcl_ocl_arg_long(be, k, i, t1->offset + q0 * s1);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(t2));
+        i = mcl_ocl_arg_long(be, k, i, t2->offset + q0 * s2);
+        i = mcl_ocl_arg_int(be, k, i, (int)H);
+        i = mcl_ocl_arg_int(be, k, i, (int)W);
+        i = mcl_ocl_arg_int(be, k, i, (int)Ho);
+        i = mcl_ocl_arg_int(be, k, i, (int)Wo);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        mcl_status st = mcl_ocl_launch(be, k, i, n, wb);
+        if (st != MCL_OK) return st;
+    }
+    return MCL_OK;
+}
+
+mcl_status mcl_ocl_maxpool2d_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return maxpool_launch(be, 0, a);
 }
 
 mcl_status mcl_ocl_maxpool2d_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
-    const mcl_tensor *x = a->in[0];
-    const int64_t H = x->shape[2], W = x->shape[3];
-    const int64_t n = mcl_tensor_numel(x);
-    char wb[160];
-    cl_kernel k = mcl_ocl_kernel(be, "maxpool2d_bwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-    i = mcl_ocl_arg_long(be, k, i, H);
-    i = mcl_ocl_arg_long(be, k, i, W);
-    i = mcl_ocl_arg_long(be, k, i, H / 2);
-    i = mcl_ocl_arg_long(be, k, i, W / 2);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "maxpool2d", 1, "maxpool2d_bwd", x));
+    return maxpool_launch(be, 1, a);
+}
+
+/* The instance_norm and inorm_pool_relu kernels index a plane, and the planes of a channel,
+ * with 32-bit ints: MCL_OK when a plane and the plane count fit, else an error. */
+static mcl_status planes_check(mcl_backend *be, const char *op, const mcl_tensor *x)
+{
+    const int64_t planes = x->shape[0] * x->shape[1], N = x->shape[2] * x->shape[3];
+    if (planes <= INT_MAX && N <= INT_MAX / 2) return MCL_OK; /* a walk's c + dc < 2N */
+    char sb[64];
+    return mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                             "OpenCL: %s (x %s): planes or plane counts of 2^31 or more are "
+                             "beyond the 32-bit indices of its kernels; use the reference backend",
+                             op, mcl_shape_str(x, sb, sizeof sb));
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -387,6 +451,7 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t B = x->shape[0], C = x->shape[1], N = x->shape[2] * x->shape[3];
     char wb[160];
     mcl_status s;
+    if (planes_check(be, "instance_norm backward", x) != MCL_OK) return mcl_ocl_recorded(be);
     if (a->gin[0]) {
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "instance_norm_bwd_dx", &wg);
@@ -420,9 +485,9 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
         i = mcl_ocl_arg_tensor(be, k, i, gg);
         i = mcl_ocl_arg_tensor(be, k, i, gb);
-        i = mcl_ocl_arg_long(be, k, i, B);
-        i = mcl_ocl_arg_long(be, k, i, C);
-        i = mcl_ocl_arg_long(be, k, i, N);
+        i = mcl_ocl_arg_int(be, k, i, (int)B);
+        i = mcl_ocl_arg_int(be, k, i, (int)C);
+        i = mcl_ocl_arg_int(be, k, i, (int)N);
         i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
         i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
         /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
@@ -447,6 +512,7 @@ mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t C = x->shape[1], R = x->shape[0] * C, H = x->shape[2], W = x->shape[3];
     size_t wg;
     char wb[160];
+    if (planes_check(be, "inorm_pool_relu forward", x) != MCL_OK) return mcl_ocl_recorded(be);
     cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_fwd", &wg);
     if (!k) return mcl_ocl_recorded(be);
     const size_t WG = mcl_ocl_row_wg(wg, H * W);
@@ -457,9 +523,9 @@ mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
-    i = mcl_ocl_arg_long(be, k, i, C);
-    i = mcl_ocl_arg_long(be, k, i, H);
-    i = mcl_ocl_arg_long(be, k, i, W);
+    i = mcl_ocl_arg_int(be, k, i, (int)C);
+    i = mcl_ocl_arg_int(be, k, i, (int)H);
+    i = mcl_ocl_arg_int(be, k, i, (int)W);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
     /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
     i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
@@ -473,6 +539,7 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
     char wb[160];
     mcl_status s;
+    if (planes_check(be, "inorm_pool_relu backward", x) != MCL_OK) return mcl_ocl_recorded(be);
     if (a->gin[0]) {
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_bwd_dx", &wg);
@@ -486,9 +553,9 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-        i = mcl_ocl_arg_long(be, k, i, C);
-        i = mcl_ocl_arg_long(be, k, i, H);
-        i = mcl_ocl_arg_long(be, k, i, W);
+        i = mcl_ocl_arg_int(be, k, i, (int)C);
+        i = mcl_ocl_arg_int(be, k, i, (int)H);
+        i = mcl_ocl_arg_int(be, k, i, (int)W);
         /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
         i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
         what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_dx", x);
@@ -511,10 +578,10 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
         i = mcl_ocl_arg_tensor(be, k, i, gg);
         i = mcl_ocl_arg_tensor(be, k, i, gb);
-        i = mcl_ocl_arg_long(be, k, i, B);
-        i = mcl_ocl_arg_long(be, k, i, C);
-        i = mcl_ocl_arg_long(be, k, i, H);
-        i = mcl_ocl_arg_long(be, k, i, W);
+        i = mcl_ocl_arg_int(be, k, i, (int)B);
+        i = mcl_ocl_arg_int(be, k, i, (int)C);
+        i = mcl_ocl_arg_int(be, k, i, (int)H);
+        i = mcl_ocl_arg_int(be, k, i, (int)W);
         i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
         i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
         /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */

@@ -364,8 +364,39 @@ void mcl_ocl_clblast_setup(mcl_ocl *o)
 
 void mcl_ocl_clblast_teardown(mcl_ocl *o)
 {
-    (void)o;
     CLBlastClearCache();
+    if (o->gemm_temp) clReleaseMemObject(o->gemm_temp);
+    o->gemm_temp = NULL;
+    o->gemm_temp_bytes = 0;
+}
+
+cl_mem mcl_ocl_gemm_temp(mcl_backend *be, size_t bytes)
+{
+    mcl_ocl *o = mcl_ocl_of(be);
+    if (bytes == 0) bytes = sizeof(float);
+    if (o->gemm_temp && o->gemm_temp_bytes >= bytes) return o->gemm_temp;
+    if (bytes > o->max_alloc) {
+        mcl_ctx_set_error(be->ctx, MCL_ERR_OOM,
+                          "OpenCL: CLBlast's temporary GEMM buffer of %zu bytes exceeds the "
+                          "device's largest allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE, %zu bytes) "
+                          "on %s", bytes, o->max_alloc, o->device_name);
+        return NULL;
+    }
+    if (o->gemm_temp) clReleaseMemObject(o->gemm_temp); /* freed once queued work is done */
+    o->gemm_temp = NULL;
+    o->gemm_temp_bytes = 0;
+    /* grown by half again, so a run's few GEMM shapes settle after a handful of calls */
+    size_t want = bytes + bytes / 2 < 65536 ? 65536 : bytes + bytes / 2;
+    if (want > o->max_alloc) want = bytes;
+    cl_int err;
+    o->gemm_temp = clCreateBuffer(o->context, CL_MEM_READ_WRITE, want, NULL, &err);
+    if (err != CL_SUCCESS) {
+        o->gemm_temp = NULL;
+        mcl_ocl_fail_alloc(be, err, "clCreateBuffer (CLBlast's temporary GEMM buffer)");
+        return NULL;
+    }
+    o->gemm_temp_bytes = want;
+    return o->gemm_temp;
 }
 
 /* One operand of a GEMM: a tensor (element offset = the tensor's), its row length and the
@@ -377,8 +408,10 @@ typedef struct mm_operand {
 
 /* C[z] = alpha * op(A[z]) · op(B[z]) + beta * C[z] for z < batch (op(A) [m,k], op(B) [k,n],
  * all row-major), on the backend's queue. `what` names the op and the call for errors.
- * A single product gets the backend's scratch buffer as CLBlast's temporary buffer (for its
- * padded/transposed copies), so no buffer is created per call. */
+ * A single product gets the context's GEMM temporary buffer (mcl_ocl_gemm_temp) for CLBlast's
+ * padded/transposed copies, so no buffer is created per call. CLBlast 1.5's strided batched
+ * GEMM takes no temporary buffer: on its indirect path (products of M·N·K >= CLBlast's
+ * XGEMM_MIN_INDIRECT_SIZE) it still allocates its own per call. */
 static mcl_status gemm(mcl_backend *be, const char *what, int ta, int tb, int64_t m, int64_t n,
                        int64_t k, float alpha, mm_operand A, mm_operand B, float beta,
                        mm_operand C, int64_t batch)
@@ -387,13 +420,14 @@ static mcl_status gemm(mcl_backend *be, const char *what, int ta, int tb, int64_
     const CLBlastTranspose tA = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
     const CLBlastTranspose tB = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastStatusCode st;
+    be->stats.enqueues++, be->stats.clblast_calls++;
     if (batch == 1) {
         size_t temp = 0;
         st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n,
                                         (size_t)k, (size_t)A.t->offset, (size_t)A.ld,
                                         (size_t)B.t->offset, (size_t)B.ld, (size_t)C.t->offset,
                                         (size_t)C.ld, &o->queue, &temp);
-        cl_mem scratch = st == CLBlastSuccess ? mcl_ocl_scratch(be, temp) : NULL;
+        cl_mem scratch = st == CLBlastSuccess ? mcl_ocl_gemm_temp(be, temp) : NULL;
         if (st == CLBlastSuccess && !scratch) return mcl_ocl_recorded(be);
         if (scratch)
             st = CLBlastSgemmWithTempBuffer(

@@ -69,12 +69,39 @@ typedef struct mcl_ocl {
     int last_entry;          /* index of the kernel entry found last (a lookup cache) */
     cl_mem scratch;          /* grow-only scratch buffer for multi-pass kernels */
     size_t scratch_bytes;
+    cl_mem gemm_temp;        /* CLBlast's temporary buffer, grow-only (matmul.c) */
+    size_t gemm_temp_bytes;
     mcl_pool pool;           /* buffer pool (buffers.c)                                */
+    /* staging memory of the non-blocking writes (buffers.c): chunks of host memory holding
+     * the bytes of writes still queued; recycled at the next point the queue is known drained */
+    char **stage;
+    size_t *stage_cap;
+    int n_stage, cap_stage;
+    size_t stage_used;       /* bytes used in the last chunk                            */
+    size_t stage_pending;    /* bytes of all writes queued since the queue was drained */
     int poison;              /* METACL_DEBUG_POISON (bufpool.h)                        */
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ocl_fwd / ocl_bwd      */
 } mcl_ocl;
 
 static inline mcl_ocl *mcl_ocl_of(mcl_backend *be) { return (mcl_ocl *)be->impl; }
+
+/* The counters (backend.h, mcl_backend_stats) of the calls that wait for the device. */
+static inline void mcl_ocl_count_finish(mcl_backend *be)
+{
+    be->stats.blocking++, be->stats.finishes++;
+}
+static inline void mcl_ocl_count_read(mcl_backend *be, size_t n, int blocking)
+{
+    be->stats.bytes_d2h += n;
+    if (blocking) be->stats.blocking++, be->stats.blocking_reads++;
+    else be->stats.nonblocking++;
+}
+static inline void mcl_ocl_count_write(mcl_backend *be, size_t n, int blocking)
+{
+    be->stats.bytes_h2d += n;
+    if (blocking) be->stats.blocking++, be->stats.blocking_writes++;
+    else be->stats.nonblocking++;
+}
 static inline cl_mem mcl_ocl_mem(const mcl_tensor *t)
 {
     return ((const mcl_ocl_block *)t->buf->handle)->mem;
@@ -84,6 +111,9 @@ static inline cl_mem mcl_ocl_mem(const mcl_tensor *t)
  * release the pool's blocks (before the context goes). */
 void mcl_ocl_buffers_install(mcl_backend *be);
 void mcl_ocl_buffers_release(mcl_ocl *o);
+/* The queue is drained (after a finish or a blocking read): the staging memory of the
+ * non-blocking writes can be reused. Frees it all with free_all (tear-down). */
+void mcl_ocl_stage_drained(mcl_ocl *o, int free_all);
 /* Lazy zeroing around an op: called before its forward / backward. gin_fresh_aware: the op's
  * backward calls mcl_ocl_grad_fresh on each gin itself. */
 mcl_status mcl_ocl_prepare_fwd(mcl_backend *be, const mcl_op_args *a);
@@ -206,8 +236,14 @@ typedef struct mcl_ocl_clblast_choice {
 int mcl_ocl_clblast_plan(const mcl_ocl_limits *lim, mcl_ocl_clblast_choice *out, char *why,
                          size_t why_len);
 /* Before the context goes: empty CLBlast's caches of compiled programs (they hold programs of
- * this context, which CLBlast would otherwise release at process exit, after the context). */
+ * this context, which CLBlast would otherwise release at process exit, after the context),
+ * and release the GEMM temporary buffer. */
 void mcl_ocl_clblast_teardown(mcl_ocl *o);
+/* CLBlast's temporary buffer for one GEMM (CLBlastSgemmWithTempBuffer: the padded and
+ * transposed copies of its indirect path) of at least `bytes` bytes: one per context, grown
+ * as needed and reused, never the scratch buffer (which conv2d's GEMMs read). NULL + error
+ * on failure. */
+cl_mem mcl_ocl_gemm_temp(mcl_backend *be, size_t bytes);
 
 /* Work-group size for reduction kernels: the largest power of two <= min(256, wg_max). */
 size_t mcl_ocl_reduce_wg(size_t wg_max);

@@ -1,7 +1,8 @@
 /* shape.c — OpenCL host glue for concat, slice, reshape, transpose, permute, repeat_batch.
  *
  * Kernels: kernels/shape.cl, one work-item per element written (reshape: the flat copies
- * copy_fwd / copy_bwd of kernels/elementwise.cl). Same contract and equations as
+ * copy_fwd / copy_bwd of kernels/elementwise.cl), except transpose and permute, which go
+ * through __local tiles when their reads would be strided (permute_plan). Same contract and equations as
  * src/ref/shape.c: forward moves elements, backward ADDS each gradient element back where its
  * element came from (no collisions: deterministic). Axis arguments were validated and
  * normalized to 0..ndim-1 by the front end (ops.c). repeat_batch backward is the one that
@@ -11,6 +12,7 @@
  * [outer, rows_x * inner] with outer = product of the dims before x, inner = product of the
  * dims after x, so one out "row" is a contiguous run in each operand.
  */
+#include <limits.h>
 #include <stdio.h>
 
 #include "ocl.h"
@@ -33,6 +35,20 @@ static const char *what2(char *buf, size_t len, const char *kname, const mcl_ten
     return buf;
 }
 
+/* Rows of `len` elements per launch of a kernel with 32-bit indices (whole rows, fewer than
+ * 2^31 elements per launch), or 0 after recording an error when one row is already too long. */
+static int64_t rows_per_launch(mcl_backend *be, int64_t len, const char *what)
+{
+    if (len <= 0) return INT_MAX;
+    if (len > INT_MAX) {
+        mcl_ctx_set_error(be->ctx, MCL_ERR_UNSUPPORTED,
+                          "OpenCL: %s: a row of %lld elements is beyond the 32-bit indices of the "
+                          "kernel; use the reference backend", what, (long long)len);
+        return 0;
+    }
+    return (int64_t)INT_MAX / len;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* concat along axis x = p.i[0]:
  *   out[.., i, ..] = a[.., i, ..]        for i <  a_x
@@ -46,18 +62,29 @@ mcl_status mcl_ocl_concat_fwd(mcl_backend *be, const mcl_op_args *a)
     int x = (int)a->p.i[0];
     int64_t inner = dims_prod(A, x + 1, A->ndim);
     int64_t ra = A->shape[x] * inner, rb = B->shape[x] * inner;
-    int64_t n = mcl_tensor_numel(a->out[0]);
+    const mcl_tensor *out = a->out[0];
+    const int64_t rows = dims_prod(A, 0, x), ro = ra + rb;
     char what[200], extra[48];
-    cl_kernel k = mcl_ocl_kernel(be, "concat_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, A);
-    i = mcl_ocl_arg_tensor(be, k, i, B);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_long(be, k, i, ra);
-    i = mcl_ocl_arg_long(be, k, i, rb);
-    i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (axis %d)", x);
-    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, "concat_fwd", A, a->out[0], extra));
+    what2(what, sizeof what, "concat_fwd", A, out, extra);
+    const int64_t chunk = rows_per_launch(be, ro, what);
+    cl_kernel k = chunk ? mcl_ocl_kernel(be, "concat_fwd", NULL) : NULL;
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t o0 = 0; o0 < rows; o0 += chunk) { /* rows o0 .. o0 + nr - 1 */
+        const int64_t nr = rows - o0 < chunk ? rows - o0 : chunk, n = nr * ro;
+        int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(A));
+        i = mcl_ocl_arg_long(be, k, i, A->offset + o0 * ra);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(B));
+        i = mcl_ocl_arg_long(be, k, i, B->offset + o0 * rb);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(out));
+        i = mcl_ocl_arg_long(be, k, i, out->offset + o0 * ro);
+        i = mcl_ocl_arg_int(be, k, i, (int)ra);
+        i = mcl_ocl_arg_int(be, k, i, (int)rb);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
 }
 
 mcl_status mcl_ocl_concat_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -72,19 +99,26 @@ mcl_status mcl_ocl_concat_bwd(mcl_backend *be, const mcl_op_args *a)
     for (int s_k = 0; s_k < 2; s_k++) {
         const mcl_tensor *gx = a->gin[s_k];
         if (!gx) continue;
-        int64_t rk = s_k == 0 ? ra : rb, koff = s_k == 0 ? 0 : ra;
-        int64_t n = mcl_tensor_numel(gx);
-        cl_kernel k = mcl_ocl_kernel(be, "concat_bwd", NULL);
-        int i = k ? 0 : -1;
-        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, gx);
-        i = mcl_ocl_arg_long(be, k, i, rk);
-        i = mcl_ocl_arg_long(be, k, i, ra + rb);
-        i = mcl_ocl_arg_long(be, k, i, koff);
-        i = mcl_ocl_arg_long(be, k, i, n);
-        what2(what, sizeof what, "concat_bwd", a->gout[0], gx, extra);
-        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
-        if (s != MCL_OK) return s;
+        const mcl_tensor *g = a->gout[0];
+        const int64_t rk = s_k == 0 ? ra : rb, koff = s_k == 0 ? 0 : ra, ro = ra + rb;
+        const int64_t rows = dims_prod(A, 0, x);
+        what2(what, sizeof what, "concat_bwd", g, gx, extra);
+        const int64_t chunk = rows_per_launch(be, ro, what);
+        cl_kernel k = chunk ? mcl_ocl_kernel(be, "concat_bwd", NULL) : NULL;
+        if (!k) return mcl_ocl_recorded(be);
+        for (int64_t o0 = 0; o0 < rows; o0 += chunk) {
+            const int64_t nr = rows - o0 < chunk ? rows - o0 : chunk, n = nr * rk;
+            int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(g));
+            i = mcl_ocl_arg_long(be, k, i, g->offset + o0 * ro);
+            i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(gx));
+            i = mcl_ocl_arg_long(be, k, i, gx->offset + o0 * rk);
+            i = mcl_ocl_arg_int(be, k, i, (int)rk);
+            i = mcl_ocl_arg_int(be, k, i, (int)ro);
+            i = mcl_ocl_arg_int(be, k, i, (int)koff);
+            i = mcl_ocl_arg_int(be, k, i, (int)n);
+            mcl_status s = mcl_ocl_launch(be, k, i, n, what);
+            if (s != MCL_OK) return s;
+        }
     }
     return MCL_OK;
 }
@@ -104,20 +138,29 @@ static mcl_status slice_launch(mcl_backend *be, const mcl_op_args *a, const char
     int x = (int)a->p.i[0];
     int64_t start = a->p.i[1], len = a->p.i[2];
     int64_t inner = dims_prod(A, x + 1, A->ndim);
-    int64_t ri = A->shape[x] * inner, ro = len * inner;
-    int64_t n = mcl_tensor_numel(a->out[0]);
+    const int64_t ri = A->shape[x] * inner, ro = len * inner, rows = dims_prod(A, 0, x);
+    const int fwd = src == A; /* forward: a -> out (rows ri -> ro); backward: gout -> ga */
     char what[200], extra[96];
-    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, src);
-    i = mcl_ocl_arg_tensor(be, k, i, dst);
-    i = mcl_ocl_arg_long(be, k, i, ri);
-    i = mcl_ocl_arg_long(be, k, i, ro);
-    i = mcl_ocl_arg_long(be, k, i, start * inner);
-    i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (axis %d, [%lld, %lld))", x, (long long)start,
              (long long)(start + len));
-    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
+    what2(what, sizeof what, kname, src, dst, extra);
+    const int64_t chunk = rows_per_launch(be, ri, what); /* ri >= ro */
+    cl_kernel k = chunk ? mcl_ocl_kernel(be, kname, NULL) : NULL;
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t o0 = 0; o0 < rows; o0 += chunk) {
+        const int64_t nr = rows - o0 < chunk ? rows - o0 : chunk, n = nr * ro;
+        int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(src));
+        i = mcl_ocl_arg_long(be, k, i, src->offset + o0 * (fwd ? ri : ro));
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(dst));
+        i = mcl_ocl_arg_long(be, k, i, dst->offset + o0 * (fwd ? ro : ri));
+        i = mcl_ocl_arg_int(be, k, i, (int)ri);
+        i = mcl_ocl_arg_int(be, k, i, (int)ro);
+        i = mcl_ocl_arg_int(be, k, i, (int)(start * inner));
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
 }
 
 mcl_status mcl_ocl_slice_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -161,38 +204,108 @@ mcl_status mcl_ocl_reshape_bwd(mcl_backend *be, const mcl_op_args *a)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* transpose and permute share one planner (permute_plan): dst = src read through a 4-D
+ * permutation, dst contiguous. Kernels (kernels/shape.cl):
+ *   permute_tiled   src's innermost dim (of size > 1) is not dst's: T x T tiles through
+ *                   __local memory, reads and writes coalesced (one group per tile)
+ *   permute_rows    both innermost dims agree: one item per element, already coalesced
+ *   permute_fwd/bwd tensors of 2^31 elements or more (64-bit indices)
+ * The first two index with 32-bit ints. acc: 0 stores (forward), 1 adds (backward). */
+
+#define PERM_TILE 32
+
+/* dst[o] (=, +=) src[Σ_d o_d·st_d] for dst of shape ds[4] (src strides st[4] per dst dim) */
+static mcl_status permute_plan(mcl_backend *be, const mcl_tensor *src, const mcl_tensor *dst,
+                               const int64_t ds[4], const int64_t st[4], int acc,
+                               const char *what)
+{
+    const int64_t n = mcl_tensor_numel(src);
+    if (n == 0) return MCL_OK;
+    if (n > INT_MAX) { /* the 64-bit kernels */
+        cl_kernel k = mcl_ocl_kernel(be, acc ? "permute_bwd" : "permute_fwd", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, src);
+        i = mcl_ocl_arg_tensor(be, k, i, dst);
+        for (int d = 1; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, ds[d]);
+        for (int d = 0; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, st[d]);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        return mcl_ocl_launch(be, k, i, n, what);
+    }
+    /* q: the dst dim holding src's innermost dim of size > 1 (smallest stride); p: dst's
+     * innermost dim of size > 1 */
+    int q = 3, p = 3;
+    for (int d = 0; d < 4; d++)
+        if (ds[d] > 1 && (ds[q] <= 1 || st[d] < st[q])) q = d;
+    while (p > 0 && ds[p] <= 1) p--;
+    const int64_t dstr[4] = {ds[1] * ds[2] * ds[3], ds[2] * ds[3], ds[3], 1};
+    if (q == p || ds[q] <= 1) { /* rows already contiguous on both sides */
+        cl_kernel k = mcl_ocl_kernel(be, "permute_rows", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, src);
+        i = mcl_ocl_arg_tensor(be, k, i, dst);
+        for (int d = 1; d < 4; d++) i = mcl_ocl_arg_int(be, k, i, (int)ds[d]);
+        for (int d = 0; d < 4; d++) i = mcl_ocl_arg_int(be, k, i, (int)st[d]);
+        i = mcl_ocl_arg_int(be, k, i, acc);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        return mcl_ocl_launch(be, k, i, n, what);
+    }
+    int oth[2], no = 0;
+    for (int d = 0; d < 4; d++)
+        if (d != q && d != p) oth[no++] = d;
+    size_t wg_max;
+    cl_kernel k = mcl_ocl_kernel(be, "permute_tiled", &wg_max);
+    if (!k) return mcl_ocl_recorded(be);
+    const size_t NT = mcl_ocl_reduce_wg(wg_max); /* power of two, <= 256 */
+    const size_t T = NT < PERM_TILE ? NT : PERM_TILE;
+    const int64_t groups = ds[oth[0]] * ds[oth[1]] * ((ds[q] + (int64_t)T - 1) / (int64_t)T) *
+                           ((ds[p] + (int64_t)T - 1) / (int64_t)T);
+    int i = mcl_ocl_arg_tensor(be, k, 0, src);
+    i = mcl_ocl_arg_tensor(be, k, i, dst);
+    i = mcl_ocl_arg_int(be, k, i, (int)ds[q]);
+    i = mcl_ocl_arg_int(be, k, i, (int)ds[p]);
+    i = mcl_ocl_arg_int(be, k, i, (int)ds[oth[1]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)st[q]);
+    i = mcl_ocl_arg_int(be, k, i, (int)st[p]);
+    i = mcl_ocl_arg_int(be, k, i, (int)st[oth[0]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)st[oth[1]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)dstr[q]);
+    i = mcl_ocl_arg_int(be, k, i, (int)dstr[p]);
+    i = mcl_ocl_arg_int(be, k, i, (int)dstr[oth[0]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)dstr[oth[1]]);
+    i = mcl_ocl_arg_int(be, k, i, (int)T);
+    i = mcl_ocl_arg_int(be, k, i, acc);
+    /* __local: T rows of T + 1 floats = 4·T·(T + 1) bytes (4.1 KiB at T = 32) */
+    i = mcl_ocl_arg_local(be, k, i, T * (T + 1) * sizeof(float));
+    return mcl_ocl_launch_groups(be, k, i, (size_t)groups, NT, what);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* transpose: swap the last two dims, batched over the leading dims:
  *   out[.., j, i] = a[.., i, j]
  * a [.., M, N] -> out [.., N, M]   (ndim >= 2, checked by the front end)
- * backward: ga[.., i, j] += gout[.., j, i] */
+ * backward: ga[.., i, j] += gout[.., j, i]
+ * As a permutation (0, 1, 3, 2) of src [1, batch, R, C]: dst [1, batch, C, R]. */
 
-/* kname(src, dst, R, C, n): dst[b, c, r] (=, +=) src[b, r, c], src [batch, R, C] */
 static mcl_status transpose_launch(mcl_backend *be, const char *kname, const mcl_tensor *src,
-                                   const mcl_tensor *dst)
+                                   const mcl_tensor *dst, int acc)
 {
-    int nd = src->ndim;
-    int64_t R = nd >= 2 ? src->shape[nd - 2] : 1, C = src->shape[nd - 1];
-    int64_t n = mcl_tensor_numel(src);
+    const int nd = src->ndim;
+    const int64_t R = nd >= 2 ? src->shape[nd - 2] : 1, C = src->shape[nd - 1];
+    const int64_t batch = mcl_tensor_numel(src) / (R * C > 0 ? R * C : 1);
+    const int64_t ds[4] = {1, batch, C, R}, st[4] = {0, R * C, 1, C};
     char what[200];
-    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, src);
-    i = mcl_ocl_arg_tensor(be, k, i, dst);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, C);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, ""));
+    return permute_plan(be, src, dst, ds, st, acc, what2(what, sizeof what, kname, src, dst, ""));
 }
 
 mcl_status mcl_ocl_transpose_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    return transpose_launch(be, "transpose_fwd", a->in[0], a->out[0]);
+    return transpose_launch(be, "transpose forward", a->in[0], a->out[0], 0);
 }
 
 mcl_status mcl_ocl_transpose_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
-    return transpose_launch(be, "transpose_bwd", a->gout[0], a->gin[0]);
+    return transpose_launch(be, "transpose backward", a->gout[0], a->gin[0], 1);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -221,10 +334,10 @@ static mcl_status permute_get(mcl_backend *be, const mcl_op_args *a, int perm[4]
     return MCL_OK;
 }
 
-/* kname(src, dst, d1, d2, d3, st0..st3, n): dst (= or +=) src read through perm, where
- * dst has shape d[k] = src.shape[perm[k]] and st[k] = src stride of dim perm[k]. */
+/* dst (= or +=) src read through perm, where dst has shape d[k] = src.shape[perm[k]] and
+ * st[k] = src stride of dim perm[k]. */
 static mcl_status permute_launch(mcl_backend *be, const char *kname, const mcl_tensor *src,
-                                 const int perm[4], const mcl_tensor *dst)
+                                 const int perm[4], const mcl_tensor *dst, int acc)
 {
     const int64_t *ss = src->shape; /* unused trailing dims are 1 */
     int64_t sstride[4] = {ss[1] * ss[2] * ss[3], ss[2] * ss[3], ss[3], 1};
@@ -233,17 +346,9 @@ static mcl_status permute_launch(mcl_backend *be, const char *kname, const mcl_t
         ds[d] = ss[perm[d]];
         st[d] = sstride[perm[d]];
     }
-    int64_t n = mcl_tensor_numel(src);
     char what[200], extra[48];
-    cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, src);
-    i = mcl_ocl_arg_tensor(be, k, i, dst);
-    for (int d = 1; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, ds[d]);
-    for (int d = 0; d < 4; d++) i = mcl_ocl_arg_long(be, k, i, st[d]);
-    i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(extra, sizeof extra, " (perm %d,%d,%d,%d)", perm[0], perm[1], perm[2], perm[3]);
-    return mcl_ocl_launch(be, k, i, n, what2(what, sizeof what, kname, src, dst, extra));
+    return permute_plan(be, src, dst, ds, st, acc, what2(what, sizeof what, kname, src, dst, extra));
 }
 
 mcl_status mcl_ocl_permute_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -251,7 +356,7 @@ mcl_status mcl_ocl_permute_fwd(mcl_backend *be, const mcl_op_args *a)
     int perm[4];
     mcl_status s = permute_get(be, a, perm);
     if (s != MCL_OK) return s;
-    return permute_launch(be, "permute_fwd", a->in[0], perm, a->out[0]);
+    return permute_launch(be, "permute forward", a->in[0], perm, a->out[0], 0);
 }
 
 mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -261,7 +366,7 @@ mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_status s = permute_get(be, a, perm);
     if (s != MCL_OK) return s;
     for (int d = 0; d < 4; d++) inv[perm[d]] = d;
-    return permute_launch(be, "permute_bwd", a->gout[0], inv, a->gin[0]);
+    return permute_launch(be, "permute backward", a->gout[0], inv, a->gin[0], 1);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -272,16 +377,24 @@ mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
 
 mcl_status mcl_ocl_repeat_batch_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    int64_t N = mcl_tensor_numel(a->in[0]), total = mcl_tensor_numel(a->out[0]);
+    const mcl_tensor *A = a->in[0], *out = a->out[0];
+    const int64_t N = mcl_tensor_numel(A), copies = a->p.i[0];
     char what[200];
-    cl_kernel k = mcl_ocl_kernel(be, "repeat_batch_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, total);
-    return mcl_ocl_launch(be, k, i, total,
-                          what2(what, sizeof what, "repeat_batch_fwd", a->in[0], a->out[0], ""));
+    what2(what, sizeof what, "repeat_batch_fwd", A, out, "");
+    const int64_t chunk = rows_per_launch(be, N, what); /* copies per launch */
+    cl_kernel k = chunk ? mcl_ocl_kernel(be, "repeat_batch_fwd", NULL) : NULL;
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t c0 = 0; c0 < copies; c0 += chunk) {
+        const int64_t nc = copies - c0 < chunk ? copies - c0 : chunk, n = nc * N;
+        int i = mcl_ocl_arg_tensor(be, k, 0, A);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(out));
+        i = mcl_ocl_arg_long(be, k, i, out->offset + c0 * N);
+        i = mcl_ocl_arg_int(be, k, i, (int)N);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        mcl_status s = mcl_ocl_launch(be, k, i, n, what);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
 }
 
 mcl_status mcl_ocl_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)

@@ -6,8 +6,9 @@
  *   out[5] q, out[6] k [B,H,L,D];  out[7] beta [B,H,L,4];  out[8..10] Δ_y, Δ_q, Δ_k [B,H,L,D];
  *   out[11] Δ_b [B,H,L,4]                                    (saved for the backward)
  *
- * One work-group per sequence (b, h), the time loop inside the kernel, the four matrices in
- * __local memory (the backward also keeps their gradient there). Work-group size:
+ * ns sequences (b, h) per work-group (ns = 64 / W when that fits: small heads would leave a
+ * GPU's wavefront mostly idle), the time loop inside the kernel, the four matrices of each in
+ * __local memory (the backward also keeps their gradient there). Items per sequence W =
  * min(D, CL_KERNEL_WORK_GROUP_SIZE of the kernel); items loop over the columns / rows
  * beyond it, so any D runs whose __local state fits CL_DEVICE_LOCAL_MEM_SIZE. A larger D is
  * refused with MCL_ERR_UNSUPPORTED and a message naming D, the bytes needed, the device's
@@ -61,6 +62,18 @@ static mcl_status plan(mcl_backend *be, int bwd, const mcl_tensor *x, size_t wg_
     return MCL_OK;
 }
 
+/* Sequences per work-group: as many as make a group of about SRWM_GROUP items, within the
+ * kernel's work-group limit, the device's __local memory (bytes per sequence) and S. With a
+ * head size D >= SRWM_GROUP this is 1 (one sequence per group, as before). */
+#define SRWM_GROUP 64
+static size_t seqs_per_group(const mcl_ocl *o, size_t wg, size_t wg_max, size_t bytes, int64_t S)
+{
+    size_t ns = SRWM_GROUP / wg;
+    if (ns < 1) ns = 1;
+    while (ns > 1 && (ns * wg > wg_max || ns * bytes > o->local_mem || (int64_t)ns > S)) ns--;
+    return ns;
+}
+
 /* srwm forward, doc/acl-model.md §1: per sequence, t = 0..L-1 (y_t read before the update):
  *   y_t = x·W_y, q = softmax(x·W_q), k = softmax(x·W_k), β = sigmoid(x·w_b);
  *   Δ_i = (q - k)·M_i;  M_i += k ⊗ (β_i Δ_i)   for M_i = W_y, W_q, W_k, w_b */
@@ -77,10 +90,16 @@ mcl_status mcl_ocl_srwm_fwd(mcl_backend *be, const mcl_op_args *a)
     int i = 0;
     for (int j = 0; j < 5; j++) i = mcl_ocl_arg_tensor(be, k, i, a->in[j]);
     for (int j = 0; j < 12; j++) i = mcl_ocl_arg_tensor(be, k, i, a->out[j]);
+    const size_t ns = seqs_per_group(mcl_ocl_of(be), wg, wg_max, bytes, S);
     i = mcl_ocl_arg_long(be, k, i, L);
     i = mcl_ocl_arg_long(be, k, i, D);
-    i = mcl_ocl_arg_local(be, k, i, bytes); /* 12D^2 + 64D + 16 bytes (local_floats) */
-    return mcl_ocl_launch_groups(be, k, i, (size_t)S, wg, what(wb, sizeof wb, 0, "srwm_fwd", x));
+    i = mcl_ocl_arg_long(be, k, i, (int64_t)wg);
+    i = mcl_ocl_arg_long(be, k, i, S);
+    i = mcl_ocl_arg_long(be, k, i, (int64_t)local_floats(0, D));
+    /* ns x (12D^2 + 64D + 16) bytes (local_floats per sequence) */
+    i = mcl_ocl_arg_local(be, k, i, ns * bytes);
+    return mcl_ocl_launch_groups(be, k, i, (size_t)((S + (int64_t)ns - 1) / (int64_t)ns), ns * wg,
+                                 what(wb, sizeof wb, 0, "srwm_fwd", x));
 }
 
 /* srwm backward: the exact memory-light BPTT of doc/acl-model.md §1 (src/ref/srwm.c, bwd_seq):
@@ -106,9 +125,15 @@ mcl_status mcl_ocl_srwm_bwd(mcl_backend *be, const mcl_op_args *a)
     for (int j = 0; j < 5; j++) i = mcl_ocl_arg_tensor(be, k, i, a->gout[j]);
     /* a NULL gradient is passed as x, with its want bit 0 (never written) */
     for (int j = 0; j < 5; j++) i = mcl_ocl_arg_tensor(be, k, i, a->gin[j] ? a->gin[j] : x);
+    const size_t ns = seqs_per_group(mcl_ocl_of(be), wg, wg_max, bytes, S);
     i = mcl_ocl_arg_long(be, k, i, L);
     i = mcl_ocl_arg_long(be, k, i, D);
     i = mcl_ocl_arg_long(be, k, i, want);
-    i = mcl_ocl_arg_local(be, k, i, bytes); /* 24D^2 + 124D + 32 bytes (local_floats) */
-    return mcl_ocl_launch_groups(be, k, i, (size_t)S, wg, what(wb, sizeof wb, 1, "srwm_bwd", x));
+    i = mcl_ocl_arg_long(be, k, i, (int64_t)wg);
+    i = mcl_ocl_arg_long(be, k, i, S);
+    i = mcl_ocl_arg_long(be, k, i, (int64_t)local_floats(1, D));
+    /* ns x (24D^2 + 124D + 32) bytes (local_floats per sequence) */
+    i = mcl_ocl_arg_local(be, k, i, ns * bytes);
+    return mcl_ocl_launch_groups(be, k, i, (size_t)((S + (int64_t)ns - 1) / (int64_t)ns), ns * wg,
+                                 what(wb, sizeof wb, 1, "srwm_bwd", x));
 }

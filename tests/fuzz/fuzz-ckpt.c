@@ -9,6 +9,11 @@
  *     on a reference context; errors must leave *out NULL and say why.
  * Small: hidden <= 64, layers <= 2, ff_mult <= 4, conv_channels <= 8, image_size <= 32,
  * in_channels <= 3, n_way <= 10 (a big config would only measure allocation).
+ *   any other kind the family table knows (lm, smn, oct): the family's ckpt_open (what `ckpt
+ *     info` and `ckpt export` run: the config parsed and checked, its tensors against the
+ *     params section and the budget, the model and its state built, every section read) under a
+ *     memory budget of 8 MiB (mcl_set_memory_limit), so a big config is refused, not
+ *     allocated; a failure must leave no model and say why. Seeds: tests/fuzz/seed-{lm,smn,oct}.ckpt.
  *
  * Built by `configure CC=clang --enable-fuzzing` (`make fuzz`) as tests/fuzz/fuzz-ckpt, linked
  * with the whole library compiled for fuzzing (tests/fuzz/libmetacl-fuzz.a).
@@ -23,6 +28,8 @@
 #include "acl.h"
 #include "checkpoint.h"
 #include "tensor.h"
+#include "train.h"
+#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(path, sizeof path, "%.40s/fuzz-ckpt.%ld", t && *t && strlen(t) < 40 ? t : "/tmp", (long)getpid());
         char e[256];
         if (mcl_ctx_create(&ctx, MCL_BACKEND_REF, NULL, e, sizeof e) != MCL_OK) abort();
+        mcl_set_memory_limit((uint64_t)8 << 20);
         atexit(cleanup);
     }
     FILE *f = fopen(path, "wb");
@@ -67,6 +75,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (!info.config || strlen(info.config) != info.config_len) abort();
     int acl = !strcmp(info.model_kind, MCL_ACL_CKPT_KIND);
+    const mcl_family *fam = mcl_family_find(info.model_kind);
+    if (!acl && fam && fam->ckpt_open) { /* the other families, through the table */
+        mcl_ckpt_info_free(&info);
+        void *model = NULL;
+        mcl_params *params = NULL;
+        mcl_ckpt_info info3;
+        memset(&info3, 0, sizeof info3);
+        err[0] = 0;
+        st = fam->ckpt_open(ctx, path, &model, &params, &info3, err, sizeof err);
+        if (st != MCL_OK && (model || !err[0])) abort();
+        if (st == MCL_OK && (!model || !params)) abort();
+        if (model) fam->ckpt_close(model);
+        mcl_ckpt_info_free(&info3);
+        mcl_ctx_reset(ctx);
+        mcl_ctx_clear_error(ctx);
+        return 0;
+    }
     mcl_acl_config cfg;
     mcl_acl_config_default(&cfg);
     char e2[512];

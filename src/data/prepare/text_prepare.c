@@ -360,13 +360,16 @@ mcl_status mcl_text_prepare(const mcl_text_prepare_opts *o, char *err, size_t le
         if (o->n_domains == 0) use[j] = 1;
     st = mcl_mkdir_p(data_dir, err, len);
     if (st != MCL_OK) return st;
+    mcl_text_sweep(data_dir);
     char work[4200];
-    snprintf(work, sizeof work, "%s/.text-prepare.XXXXXX", data_dir);
+    snprintf(work, sizeof work, "%s/.text-prepare.%ld.XXXXXX", data_dir, (long)getpid());
     if (!mkdtemp(work))
         return mcl_errbuf(err, len, MCL_ERR_IO, "cannot create a directory in %s: %s", data_dir,
                           strerror(errno));
+    mcl_tmpdir_guard(work); /* a signal removes it (mcl_tmpdir_guard_signals) */
     build *b = calloc(1, sizeof *b);
     if (!b) {
+        mcl_tmpdir_unguard(work);
         mcl_rm_tree(work);
         return mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
     }
@@ -387,6 +390,7 @@ mcl_status mcl_text_prepare(const mcl_text_prepare_opts *o, char *err, size_t le
         st = mcl_text_write(data_dir, name, b->dom, b->n_dom, b->files, b->n_files, extra, err, len);
     }
     build_free(b);
+    mcl_tmpdir_unguard(work);
     mcl_rm_tree(work);
     return st;
 }

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -79,6 +82,56 @@ static mcl_status put_file(const char *dir, const char *name, const uint8_t *p, 
     return MCL_OK;
 }
 
+/* The PID in a work directory's name "<prefix><pid>.<random>" (0 when there is none). */
+static long name_pid(const char *rest)
+{
+    char *end = NULL;
+    long pid = strtol(rest, &end, 10);
+    return end != rest && end && *end == '.' && pid > 0 ? pid : 0;
+}
+
+static int pid_alive(long pid) { return kill((pid_t)pid, 0) == 0 || errno == EPERM; }
+
+void mcl_text_sweep(const char *data_dir)
+{
+    DIR *d = opendir(data_dir);
+    if (!d) return;
+    struct dirent *e;
+    const long self = (long)getpid();
+    while ((e = readdir(d)) != NULL) {
+        const char *n = e->d_name, *rest = NULL;
+        int old = 0;
+        if (n[0] != '.') continue;
+        if (!strncmp(n, ".text-prepare.", 14)) {
+            rest = n + 14;
+        } else if ((rest = strstr(n, ".new.")) != NULL) {
+            rest += 5;
+        } else if ((rest = strstr(n, ".old.")) != NULL) {
+            rest += 5;
+            old = 1;
+        } else {
+            continue;
+        }
+        char path[4400];
+        if (snprintf(path, sizeof path, "%s/%s", data_dir, n) >= (int)sizeof path) continue;
+        struct stat sb;
+        if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) continue;
+        const long pid = name_pid(rest);
+        if (pid == self) continue;
+        if (pid > 0 ? pid_alive(pid) : time(NULL) - sb.st_mtime < 24 * 3600)
+            continue; /* a run still going; a name without a PID (an older metacl): a day */
+        if (old) { /* the previous corpus, moved aside: back in place when none replaced it */
+            size_t bl = (size_t)(rest - 5 - (n + 1));
+            char final[4400];
+            if (snprintf(final, sizeof final, "%s/%.*s", data_dir, (int)bl, n + 1) < (int)sizeof final &&
+                lstat(final, &sb) != 0 && errno == ENOENT && rename(path, final) == 0)
+                continue;
+        }
+        mcl_rm_tree(path);
+    }
+    closedir(d);
+}
+
 mcl_status mcl_text_write(const char *data_dir, const char *name, const mcl_text_out_domain *d,
                           int n_domains, const mcl_text_out_file *files, int n_files,
                           const char *extra_meta, char *err, size_t len)
@@ -97,11 +150,20 @@ mcl_status mcl_text_write(const char *data_dir, const char *name, const mcl_text
     if (st != MCL_OK) return st;
     const char *base = strrchr(final, '/');
     base = base ? base + 1 : final;
+    mcl_text_sweep(data_dir);
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s/.%s.new.XXXXXX", data_dir, base);
+    snprintf(tmp, sizeof tmp, "%s/.%s.new.%ld.XXXXXX", data_dir, base, (long)getpid());
     if (!mkdtemp(tmp))
         return mcl_errbuf(err, len, MCL_ERR_IO, "cannot create a directory in %s: %s", data_dir,
                           strerror(errno));
+    mcl_tmpdir_guard(tmp); /* a signal removes it (mcl_tmpdir_guard_signals) */
+#ifdef MCL_TEST_HOOKS
+    /* test hook (tests/test-text-cleanup.sh): wait here, the directory made, for a signal */
+    if (getenv("METACL_TEST_PREPARE_PAUSE")) {
+        fprintf(stderr, "test hook: paused in %s\n", tmp);
+        for (int i = 0; i < 30; i++) sleep(1);
+    }
+#endif
     /* mkdtemp makes it private; a corpus is as readable as the other prepared sets */
     mode_t um = umask(0);
     umask(um);
@@ -161,7 +223,7 @@ mcl_status mcl_text_write(const char *data_dir, const char *name, const mcl_text
     /* the swap: the old corpus aside, the new one in place, the old one removed */
     char old[4200] = "";
     if (st == MCL_OK && lstat(final, &sb) == 0) {
-        snprintf(old, sizeof old, "%s/.%s.old.XXXXXX", data_dir, base);
+        snprintf(old, sizeof old, "%s/.%s.old.%ld.XXXXXX", data_dir, base, (long)getpid());
         int made = mkdtemp(old) != NULL;
         if (!made || rename(final, old) != 0) {
             st = mcl_errbuf(err, len, MCL_ERR_IO, "cannot move the old %s aside: %s", final,
@@ -175,6 +237,7 @@ mcl_status mcl_text_write(const char *data_dir, const char *name, const mcl_text
                         strerror(errno));
         if (old[0] && rename(old, final) == 0) old[0] = 0; /* put the old one back */
     }
+    mcl_tmpdir_unguard(tmp); /* removed below, or now the corpus */
     if (st != MCL_OK) {
         mcl_rm_tree(tmp);
         return st;

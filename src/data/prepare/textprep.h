@@ -155,6 +155,12 @@ int mcl_rm_tree(const char *path);
 
 /* ---- text_write.c ---- */
 
+/* Remove what an interrupted `data prepare text` left in data_dir: its work directories
+ * (.text-prepare.PID.*, .NAME.new.PID.*) of processes no longer alive, and those without a PID
+ * (an older metacl) a day old; a .NAME.old.PID.* (the previous corpus, moved aside for the
+ * swap) goes back to NAME when nothing took its place, else is removed. */
+void mcl_text_sweep(const char *data_dir);
+
 typedef struct mcl_text_out_domain {
     char name[MCL_TEXT_MAX_NAME + 1];
     const uint8_t *bytes; /* the capped text */

@@ -212,6 +212,8 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
 void mcl_acl_free(mcl_acl *m)
 {
     if (!m) return;
+    mcl_tensor_free(m->bn_neg);
+    mcl_tensor_free(m->bn_diag);
     mcl_params_free(m->params); /* owns every parameter tensor */
     free(m->layer);
     free(m);
@@ -336,10 +338,20 @@ static mcl_tensor *batch_norm_train(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f, int
 }
 
 /* feature_norm batch, evaluation: (f − running mean)·diag(1/sqrt(running var + eps)). The
- * F-sized statistics go through the host once per call to build -mean and the diagonal. */
+ * F-sized statistics go through the host to build −mean and the diagonal, kept on the device
+ * (m->bn_neg, m->bn_diag) until the running estimates change (their buffers' generation), so
+ * an evaluation reads them once, not at every call. */
 static mcl_tensor *batch_norm_eval(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f)
 {
     const int64_t F = m->n_features;
+    const void *bm = m->run_mean->buf, *bv = m->run_var->buf;
+    const uint64_t gm = mcl_tensor_buffer_gen(m->run_mean), gv = mcl_tensor_buffer_gen(m->run_var);
+    if (m->bn_neg && m->bn_neg->ctx == ctx && m->bn_buf[0] == bm && m->bn_buf[1] == bv &&
+        m->bn_gen[0] == gm && m->bn_gen[1] == gv)
+        return mcl_matmul(ctx, mcl_bias_add(ctx, f, m->bn_neg), m->bn_diag, 0, 0);
+    mcl_tensor_free(m->bn_neg);
+    mcl_tensor_free(m->bn_diag);
+    m->bn_neg = m->bn_diag = NULL;
     float *mv = malloc((size_t)F * sizeof *mv), *vv = malloc((size_t)F * sizeof *vv);
     float *dg = calloc((size_t)(F * F), sizeof *dg);
     mcl_tensor *neg = mcl_tensor_new(ctx, F, 0, 0, 0), *diag = mcl_tensor_new(ctx, F, F, 0, 0);
@@ -350,8 +362,16 @@ static mcl_tensor *batch_norm_eval(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *f)
             dg[i * F + i] = 1.0f / sqrtf(vv[i] + ACL_NORM_EPS);
             mv[i] = -mv[i];
         }
-        if (mcl_tensor_write(neg, mv, F) == MCL_OK && mcl_tensor_write(diag, dg, F * F) == MCL_OK)
-            y = mcl_matmul(ctx, mcl_bias_add(ctx, f, neg), diag, 0, 0);
+        if (mcl_tensor_write(neg, mv, F) == MCL_OK && mcl_tensor_write(diag, dg, F * F) == MCL_OK) {
+            m->bn_neg = neg;
+            m->bn_diag = diag;
+            neg = diag = NULL;
+            m->bn_buf[0] = bm;
+            m->bn_buf[1] = bv;
+            m->bn_gen[0] = gm;
+            m->bn_gen[1] = gv;
+            y = mcl_matmul(ctx, mcl_bias_add(ctx, f, m->bn_neg), m->bn_diag, 0, 0);
+        }
     } else if (mcl_ctx_status(ctx) == MCL_OK) {
         mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_forward: out of memory");
     }

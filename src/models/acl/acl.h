@@ -156,6 +156,11 @@ typedef struct mcl_acl {
     mcl_tensor *run_mean, *run_var;
     int hold_running; /* 1: training forward passes leave run_mean/var as they are (the
                          parts after the first of a data-parallel step, train.h) */
+    /* evaluation: −running mean [F] and diag(1/sqrt(running var + eps)) [F, F] on the device,
+     * built from run_mean/run_var's contents of generation bn_gen[0..1] (struct mcl_buffer) */
+    mcl_tensor *bn_neg, *bn_diag;
+    const void *bn_buf[2];
+    uint64_t bn_gen[2];
 } mcl_acl;
 
 typedef struct mcl_acl_state {
@@ -279,11 +284,31 @@ typedef struct mcl_acl_term {
 typedef struct mcl_acl_terms {
     int n;
     mcl_acl_term term[MCL_ACL_MAX_TERMS]; /* in the order they were computed */
+    /* deferred = 1 (mcl_acl_objective_loss_deferred; the struct zeroed once, then reused, and
+     * freed with mcl_acl_terms_free): the
+     * terms' values, logits and targets are queued for reading (mcl_tensor_read_async) into
+     * host[] instead of read at once, so the step does not wait for the device; once the
+     * caller has finished the context's queue, mcl_acl_terms_finish fills loss and accuracy
+     * (the same arithmetic as the immediate read). */
+    int deferred;
+    float *host[MCL_ACL_MAX_TERMS]; /* per term: value, logits [rows, n_out], targets [rows] */
+    size_t cap[MCL_ACL_MAX_TERMS];  /* floats allocated in host[i]                          */
+    int64_t rows[MCL_ACL_MAX_TERMS], n_out;
 } mcl_acl_terms;
+
+/* The same with terms->deferred = 1 (terms: zeroed once, then reused). */
+mcl_status mcl_acl_objective_loss_deferred(mcl_acl *m, mcl_ctx *ctx,
+                                           const mcl_acl_objective *obj,
+                                           const mcl_acl_task_data *tasks, int64_t B,
+                                           mcl_tensor **loss, mcl_acl_terms *terms);
+/* Deferred terms: fill loss and accuracy of every term from host[] (the queue finished). */
+void mcl_acl_terms_finish(mcl_acl_terms *t);
+void mcl_acl_terms_free(mcl_acl_terms *t);
 
 /* Build the loss of one meta-training step for B sequences (ctx = the model's context; the
  * loss is a temporary [1] on the tape: call mcl_backward on it). terms may be NULL; when
- * given, every term's value and accuracy are read back to the host. Errors (clear message in
+ * given, every term's value and accuracy are read back to the host (terms->deferred: queued
+ * for reading, see mcl_acl_terms). Errors (clear message in
  * ctx): a bad objective, missing or mis-shaped task data, a label out of range. */
 mcl_status mcl_acl_objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objective *obj,
                                   const mcl_acl_task_data *tasks, int64_t B, mcl_tensor **loss,

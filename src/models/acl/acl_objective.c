@@ -150,10 +150,45 @@ static mcl_status check_part(mcl_ctx *ctx, const mcl_acl *m, int task, const cha
     return MCL_OK;
 }
 
-/* Host-side value and accuracy of one term (only when the caller asked for terms). */
-static mcl_status term_stats(mcl_ctx *ctx, mcl_tensor *ce, mcl_tensor *logits,
-                             mcl_tensor *targets, int64_t rows, int64_t n_out, mcl_acl_term *t)
+/* A term's value v, and its accuracy from logits lg [rows, n_out] and targets tg [rows]. */
+static void stats_of(mcl_acl_term *t, float v, const float *lg, const float *tg, int64_t rows,
+                     int64_t n_out)
 {
+    int64_t hit = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < n_out; j++)
+            if (lg[r * n_out + j] > lg[r * n_out + best]) best = j;
+        hit += (float)best == tg[r];
+    }
+    t->loss = v;
+    t->accuracy = (double)hit / (double)rows;
+}
+
+/* Host-side value and accuracy of term i (only when the caller asked for terms): read now,
+ * or queued into terms->host[i] (deferred; mcl_acl_terms_finish computes them). */
+static mcl_status term_stats(mcl_ctx *ctx, mcl_tensor *ce, mcl_tensor *logits,
+                             mcl_tensor *targets, int64_t rows, int64_t n_out,
+                             mcl_acl_terms *terms, int i)
+{
+    mcl_acl_term *t = &terms->term[i];
+    const size_t need = (size_t)(1 + rows * n_out + rows);
+    if (terms->deferred) {
+        if (terms->cap[i] < need) {
+            float *h = realloc(terms->host[i], need * sizeof *h);
+            if (!h) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "term stats: out of memory");
+            terms->host[i] = h;
+            terms->cap[i] = need;
+        }
+        float *h = terms->host[i];
+        terms->rows[i] = rows;
+        terms->n_out = n_out;
+        t->loss = t->accuracy = NAN;
+        mcl_status st = mcl_tensor_read_async(ce, h, 1);
+        if (st == MCL_OK) st = mcl_tensor_read_async(logits, h + 1, rows * n_out);
+        if (st == MCL_OK) st = mcl_tensor_read_async(targets, h + 1 + rows * n_out, rows);
+        return st;
+    }
     float v = 0.0f;
     float *lg = malloc((size_t)(rows * n_out) * sizeof *lg);
     float *tg = malloc((size_t)rows * sizeof *tg);
@@ -162,20 +197,30 @@ static mcl_status term_stats(mcl_ctx *ctx, mcl_tensor *ce, mcl_tensor *logits,
     if (st == MCL_OK) st = mcl_tensor_read(ce, &v, 1);
     if (st == MCL_OK) st = mcl_tensor_read(logits, lg, rows * n_out);
     if (st == MCL_OK) st = mcl_tensor_read(targets, tg, rows);
-    if (st == MCL_OK) {
-        int64_t hit = 0;
-        for (int64_t r = 0; r < rows; r++) {
-            int64_t best = 0;
-            for (int64_t j = 1; j < n_out; j++)
-                if (lg[r * n_out + j] > lg[r * n_out + best]) best = j;
-            hit += (float)best == tg[r];
-        }
-        t->loss = v;
-        t->accuracy = (double)hit / (double)rows;
-    }
+    if (st == MCL_OK) stats_of(t, v, lg, tg, rows, n_out);
     free(lg);
     free(tg);
     return st;
+}
+
+void mcl_acl_terms_finish(mcl_acl_terms *t)
+{
+    if (!t || !t->deferred) return;
+    for (int i = 0; i < t->n; i++) {
+        const float *h = t->host[i];
+        const int64_t rows = t->rows[i], n_out = t->n_out;
+        if (h) stats_of(&t->term[i], h[0], h + 1, h + 1 + rows * n_out, rows, n_out);
+    }
+}
+
+void mcl_acl_terms_free(mcl_acl_terms *t)
+{
+    if (!t) return;
+    for (int i = 0; i < MCL_ACL_MAX_TERMS; i++) {
+        free(t->host[i]);
+        t->host[i] = NULL;
+        t->cap[i] = 0;
+    }
 }
 
 /* CE of task `task`'s queries from `state`, weighted into *sum. */
@@ -189,12 +234,13 @@ static mcl_status add_term(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
     mcl_tensor *ce = mcl_cross_entropy(ctx, logits, td->query_lab);
     if (!ce) return mcl_ctx_status(ctx);
     if (terms) {
-        mcl_acl_term *t = &terms->term[terms->n++];
+        const int i = terms->n++;
+        mcl_acl_term *t = &terms->term[i];
         t->kind = kind;
         t->task = task;
         t->after = after;
         t->weight = weight;
-        st = term_stats(ctx, ce, logits, td->query_lab, B * td->n_query, m->cfg.n_way, t);
+        st = term_stats(ctx, ce, logits, td->query_lab, B * td->n_query, m->cfg.n_way, terms, i);
         if (st != MCL_OK) return st;
     }
     mcl_tensor *w = mcl_scale(ctx, ce, weight);
@@ -216,13 +262,33 @@ static mcl_status check_objective(mcl_ctx *ctx, const mcl_acl_objective *o)
     return MCL_OK;
 }
 
+static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objective *obj,
+                                 const mcl_acl_task_data *tasks, int64_t B, mcl_tensor **loss,
+                                 mcl_acl_terms *terms, int deferred);
+
 mcl_status mcl_acl_objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objective *obj,
                                   const mcl_acl_task_data *tasks, int64_t B, mcl_tensor **loss,
                                   mcl_acl_terms *terms)
 {
+    return objective_loss(m, ctx, obj, tasks, B, loss, terms, 0);
+}
+
+mcl_status mcl_acl_objective_loss_deferred(mcl_acl *m, mcl_ctx *ctx,
+                                           const mcl_acl_objective *obj,
+                                           const mcl_acl_task_data *tasks, int64_t B,
+                                           mcl_tensor **loss, mcl_acl_terms *terms)
+{
+    if (!terms) return ctx ? mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_objective_loss_deferred: NULL terms") : MCL_ERR_NULL;
+    return objective_loss(m, ctx, obj, tasks, B, loss, terms, 1);
+}
+
+static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objective *obj,
+                                 const mcl_acl_task_data *tasks, int64_t B, mcl_tensor **loss,
+                                 mcl_acl_terms *terms, int deferred)
+{
     if (!ctx) return MCL_ERR_NULL;
     if (loss) *loss = NULL;
-    if (terms) terms->n = 0;
+    if (terms) terms->n = 0, terms->deferred = deferred;
     if (!m || !obj || !tasks || !loss)
         return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_objective_loss: NULL argument");
     if (B < 1)

@@ -181,6 +181,7 @@ typedef struct acl_fs {
     mcl_episode **eps;
     mcl_acl_task_data td[MCL_ACL_MAX_TASKS]; /* the current step's data */
     int have_td;
+    mcl_acl_terms tm; /* the step's terms, read after its optimizer step (acl_step_metrics) */
 } acl_fs;
 
 /* Every class of ds must hold the images of one task (first-shot + K + 1 query, disjoint):
@@ -322,6 +323,7 @@ static void acl_free_fs(void *p)
 {
     acl_fs *t = p;
     if (!t) return;
+    mcl_acl_terms_free(&t->tm);
     if (t->have_td)
         for (int i = 0; i < t->cfg.n_tasks; i++) mcl_acl_task_data_free(&t->td[i]);
     if (t->eps)
@@ -409,15 +411,23 @@ static mcl_status acl_step_loss(void *fs, int64_t s, const mcl_train_part *part,
     t->have_td = 1;
     mcl_acl_objective o;
     objective_for(t, s, &o);
-    mcl_acl_terms tm;
     t->m->hold_running = part->index != 0; /* part 0 moves the running estimates */
-    st = mcl_acl_objective_loss(t->m, t->ctx, &o, t->td, (int)(part->hi - part->lo), loss, &tm);
+    st = mcl_acl_objective_loss_deferred(t->m, t->ctx, &o, t->td, (int)(part->hi - part->lo), loss,
+                                         &t->tm);
     t->m->hold_running = 0;
     if (st != MCL_OK) return fail(err, err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(t->ctx));
-    metrics[0] = term_acc(&tm, MCL_ACL_TERM_MAIN);
-    metrics[1] = term_acc(&tm, MCL_ACL_TERM_ACL);
-    metrics[2] = term_acc(&tm, MCL_ACL_TERM_FIRST_SHOT);
+    (void)metrics; /* acl_step_metrics, once the step's reads have landed */
     return MCL_OK;
+}
+
+/* The query accuracies of the terms step_loss queued for reading. */
+static void acl_step_metrics(void *fs, double *metrics)
+{
+    acl_fs *t = fs;
+    mcl_acl_terms_finish(&t->tm);
+    metrics[0] = term_acc(&t->tm, MCL_ACL_TERM_MAIN);
+    metrics[1] = term_acc(&t->tm, MCL_ACL_TERM_ACL);
+    metrics[2] = term_acc(&t->tm, MCL_ACL_TERM_FIRST_SHOT);
 }
 
 static void acl_step_end(void *fs)
@@ -511,6 +521,30 @@ static mcl_status acl_init_from(void *fs, const char *path, char *note, size_t n
     return mcl_acl_init_from(((acl_fs *)fs)->m, path, note, note_len, err, len);
 }
 
+/* ckpt info / export: the model alone, with its random state (export keeps it). */
+static mcl_status acl_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                                mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_acl *m = NULL;
+    *model = NULL;
+    mcl_status st = mcl_acl_open(ctx, path, &m, err, len);
+    if (st == MCL_OK) st = mcl_acl_load(m, path, NULL, 1, info, err, len);
+    if (st != MCL_OK) {
+        mcl_acl_free(m);
+        return st;
+    }
+    *model = m;
+    *params = mcl_acl_params(m);
+    return MCL_OK;
+}
+
+static mcl_status acl_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    return mcl_acl_save(model, path, NULL, info->counters, info->n_counters, err, len);
+}
+
+static void acl_ckpt_close(void *model) { mcl_acl_free(model); }
+
 const mcl_family mcl_acl_family = {
     .kind = "acl",
     .summary = "self-referential weight matrices meta-trained with the ACL objective",
@@ -526,6 +560,7 @@ const mcl_family mcl_acl_family = {
     .metric_names = acl_metric_names,
     .chance = acl_chance,
     .step_loss = acl_step_loss,
+    .step_metrics = acl_step_metrics,
     .step_end = acl_step_end,
     .buffers = acl_buffers,
     .validate = acl_validate,
@@ -533,4 +568,7 @@ const mcl_family mcl_acl_family = {
     .load = acl_load,
     .init_from = acl_init_from,
     .learner_open = mcl_acl_learner_open,
+    .ckpt_open = acl_ckpt_open,
+    .ckpt_export = acl_ckpt_export,
+    .ckpt_close = acl_ckpt_close,
 };

@@ -131,12 +131,37 @@ static mcl_status build(mcl_lm *m)
     return MCL_OK;
 }
 
+/* n = V·D (embedding) + L · (2D + 4·HD·D + 2·HD + D·HD + 2D + F·D + F + D·F + D)
+ *     + 2D + V·D + V (output), plus each augmented weight's state and g_phi (metanet). */
+double mcl_lm_param_floats(const mcl_lm_config *c, double *fast)
+{
+    const double D = c->width, HD = (double)c->heads * c->head_dim, F = c->ffw, V = MCL_LM_VOCAB;
+    const double layer = 2 * D + 4 * HD * D + 2 * HD + D * HD + 2 * D + F * D + F + D * F + D;
+    double n = V * D + c->layers * layer + 2 * D + V * D + V, aug = 0;
+    if (c->fast) {
+        const int H = c->meta_hidden;
+        if (c->fast_embed) aug += mcl_metanet_aug_floats(V * D, H);
+        aug += c->layers * 4 * mcl_metanet_aug_floats(HD * D, H);
+        if (c->fast_ffw) aug += c->layers * mcl_metanet_aug_floats(F * D, H);
+    }
+    if (fast) { /* the .fast and .avg tensors of each augmented weight */
+        *fast = 0;
+        if (c->fast) *fast = 2 * ((c->fast_embed ? V * D : 0) + c->layers * (4 * HD * D + (c->fast_ffw ? F * D : 0)));
+    }
+    return n + aug;
+}
+
 mcl_lm *mcl_lm_create(mcl_ctx *ctx, const mcl_lm_config *cfg)
 {
     if (!ctx || !cfg) return NULL;
-    char e[256];
+    char e[512];
     if (mcl_lm_config_check(cfg, e, sizeof e) != MCL_OK) {
         mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s", e);
+        return NULL;
+    }
+    if (mcl_check_budget(mcl_budget_bytes(mcl_lm_param_floats(cfg, NULL) * 4), "the model's parameters", e,
+                         sizeof e) != MCL_OK) {
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s", e);
         return NULL;
     }
     mcl_lm *m = calloc(1, sizeof *m);

@@ -72,6 +72,10 @@ typedef struct mcl_lm {
 mcl_lm *mcl_lm_create(mcl_ctx *ctx, const mcl_lm_config *cfg);
 void mcl_lm_free(mcl_lm *m);
 int64_t mcl_lm_trainable(const mcl_lm *m);
+/* Floats of every tensor mcl_lm_create registers (exact, from the config alone); *fast
+ * (may be NULL): of those, the fast-weight state, which is not trained. mcl_lm_create refuses
+ * a model whose parameters exceed the memory budget (mcl_check_budget) before allocating. */
+double mcl_lm_param_floats(const mcl_lm_config *c, double *fast);
 
 /* The recurrent state of B lanes: per layer a memory [B, M, D] of which `rows` (the same for
  * every lane) are in use. Caller-owned tensors: either registered in a params registry (so a

@@ -14,6 +14,7 @@
 #include "ops.h"
 #include "params.h"
 #include "rng.h"
+#include "tensor_impl.h"
 #include "util.h"
 
 #define fail mcl_errbuf
@@ -119,6 +120,10 @@ typedef struct lm_fs {
     float *tok;         /* [2, B, Smax] host staging: inputs, targets */
     int in_window;
     double fast_bits, fast_n;
+    /* the window's losses, queued for reading and summed once the step is done
+     * (lm_step_metrics): the fast steps' and the gradient step's */
+    float fast_lv[MCL_METANET_MAX_K], step_lv;
+    int n_fast_lv;
     mcl_status end_status;
     char end_err[256];
 } lm_fs;
@@ -264,15 +269,14 @@ static mcl_status window_loss(lm_fs *t, int64_t s, mcl_tensor **loss)
     const int k = window_len(c);
     mcl_status st = m->mn ? mcl_metanet_window_begin(m->mn) : MCL_OK;
     t->fast_bits = t->fast_n = 0;
+    t->n_fast_lv = 0;
     for (int j = 0; j < k - 1 && st == MCL_OK; j++) {
         const size_t mark = mcl_tape_mark(t->ctx);
         mcl_tensor *l = NULL;
         st = seg_loss(t, w, (int64_t)j * c->fast_len, c->fast_len, MCL_FAST_STEP, &l);
-        if (st == MCL_OK) {
-            t->fast_bits += (double)mcl_tensor_item(l, 0) / log(2.0);
-            t->fast_n++;
-            st = mcl_metanet_write(m->mn, l, mark, &c->train_h, 1);
-        }
+        if (st == MCL_OK && t->n_fast_lv < MCL_METANET_MAX_K) /* summed by lm_step_metrics */
+            st = mcl_tensor_read_async(l, &t->fast_lv[t->n_fast_lv++], 1);
+        if (st == MCL_OK) st = mcl_metanet_write(m->mn, l, mark, &c->train_h, 1);
         if (st == MCL_OK) st = mcl_lm_memory_commit(&t->mem, &t->pend);
     }
     if (st == MCL_OK)
@@ -292,10 +296,24 @@ static mcl_status lm_step_loss(void *fs, int64_t s, const mcl_train_part *part, 
                     t->end_err);
     if (part->count > 1) return fail(err, len, MCL_ERR_INVALID, "an lm run cannot be cut into parts (train.parts = 1)");
     mcl_status st = window_loss(t, s, loss);
+    if (st == MCL_OK) st = mcl_tensor_read_async(*loss, &t->step_lv, 1);
     if (st != MCL_OK) return fail(err, len, st, "step %lld: %s", (long long)s, mcl_ctx_error(t->ctx));
-    metrics[0] = (double)mcl_tensor_item(*loss, 0) / log(2.0);
-    metrics[1] = t->fast_n > 0 ? t->fast_bits / t->fast_n : NAN;
+    (void)metrics; /* lm_step_metrics */
     return MCL_OK;
+}
+
+/* Bits per byte of the window's gradient step and mean of its fast steps, from the losses
+ * step_loss queued for reading (the same sums, in the same order, as read at once). */
+static void lm_step_metrics(void *fs, double *metrics)
+{
+    lm_fs *t = fs;
+    for (int j = 0; j < t->n_fast_lv; j++) {
+        t->fast_bits += (double)t->fast_lv[j] / log(2.0);
+        t->fast_n++;
+    }
+    t->n_fast_lv = 0;
+    metrics[0] = (double)t->step_lv / log(2.0);
+    metrics[1] = t->fast_n > 0 ? t->fast_bits / t->fast_n : NAN;
 }
 
 static void lm_step_end(void *fs)
@@ -469,6 +487,48 @@ static mcl_status lm_init_from(void *fs, const char *path, char *note, size_t no
     return st;
 }
 
+/* Memory from the config: the model (mcl_lm_param_floats, exact) and the lanes' memory
+ * [L, B, M, D] in the checkpoint; in training also the gradients and Adam moments of the
+ * trained floats and, per byte of a segment and layer, the activations of the norms, q/k/v/r,
+ * the attention over segment + memory, the feed-forward block and the logits, each with its
+ * gradient, plus a copy of the fast-weight state per fast step of the window. */
+static double lm_ckpt_floats(const void *fcfg, const mcl_train_cfg *t)
+{
+    const mcl_lm_run *c = fcfg;
+    const double M = c->model.mem_len > 0 ? c->model.mem_len : 1;
+    return mcl_lm_param_floats(&c->model, NULL) + (double)c->model.layers * t->batch * M * c->model.width;
+}
+
+static double lm_train_bytes(const void *fcfg, const mcl_train_cfg *t)
+{
+    const mcl_lm_run *c = fcfg;
+    const mcl_lm_config *m = &c->model;
+    double fast = 0;
+    const double P = mcl_lm_param_floats(m, &fast), all = lm_ckpt_floats(fcfg, t);
+    const double D = m->width, HD = (double)m->heads * m->head_dim, F = m->ffw;
+    const double T = c->seg_len > c->fast_len ? c->seg_len : c->fast_len, B = t->batch;
+    const double tok = B * T * (m->layers * (14 * D + 5 * HD + 2 * F + m->heads * (T + m->mem_len)) + 3 * 256.0);
+    return 4 * (all + 3 * (P - fast) + 2 * tok + (c->k > 1 ? c->k : 1) * fast);
+}
+
+static mcl_status lm_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                               mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_lm *m = NULL;
+    mcl_lm_run cfg;
+    mcl_status st = mcl_lm_open(ctx, path, &m, &cfg, info, err, len);
+    *model = m;
+    if (m) *params = m->params;
+    return st;
+}
+
+static mcl_status lm_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    return mcl_lm_export(model, path, info, err, len);
+}
+
+static void lm_ckpt_close(void *model) { mcl_lm_free(model); }
+
 const mcl_family mcl_lm_family = {
     .kind = "lm",
     .summary = "adaptive character language model: Transformer-XL with sparse fast weights (Sparse Meta Networks)",
@@ -485,9 +545,15 @@ const mcl_family mcl_lm_family = {
     .metric_names = lm_metric_names,
     .chance = lm_chance,
     .step_loss = lm_step_loss,
+    .step_metrics = lm_step_metrics,
     .step_end = lm_step_end,
     .validate = lm_validate,
     .save = lm_save,
     .load = lm_load,
     .init_from = lm_init_from,
+    .ckpt_floats = lm_ckpt_floats,
+    .train_bytes = lm_train_bytes,
+    .ckpt_open = lm_ckpt_open,
+    .ckpt_export = lm_ckpt_export,
+    .ckpt_close = lm_ckpt_close,
 };

@@ -24,6 +24,7 @@
 #include "dataset.h"
 #include "tape.h"
 #include "tensor_impl.h"
+#include "util.h"
 
 #define LN_EPS 1e-5f
 #define STREAM_INIT 7000 /* + parameter index: the Philox stream of each weight's init */
@@ -139,11 +140,50 @@ static mcl_status build(mcl_oct *m)
     return MCL_OK;
 }
 
+/* The tensors of build(): the extractor (Conv-4: 4 x (w, b, norm g, b); Conv-8: 8 convs and
+ * 2 linear layers), then the cnn head or in, y_emb, the blocks, lnf and the head. */
+double mcl_oct_param_floats(const mcl_oct_config *c, double *extractor)
+{
+    double x = 0, F = 0;
+    const double D = c->width, N = c->n_way;
+    if (!c->no_image) {
+        if (c->extractor == MCL_OCT_CONV8) {
+            double cin = 1;
+            for (int i = 0; i < 8; i++) {
+                const double co = (double)c->channels * (double)(1 << (i / 2));
+                x += co * cin * 9 + co;
+                cin = co;
+            }
+            const double sp = MCL_IMG / 16;
+            F = c->features;
+            x += cin * sp * sp * F + F + F * F + F;
+        } else {
+            const double C = c->channels, sp = mcl_conv4_out_side(MCL_IMG);
+            x = C * 9 + 3 * C + 3 * (C * C * 9 + 3 * C);
+            F = C * sp * sp;
+        }
+    }
+    if (extractor) *extractor = x;
+    if (c->arch == MCL_OCT_CNN) return x + F * N + N;
+    const double Q = (double)c->heads * c->head_dim, K = (double)c->kv_heads * c->head_dim;
+    const double Hf = (double)c->ffw_mult * D;
+    double n = x + (c->no_image ? 0 : F * D) + D;
+    if (c->arch == MCL_OCT_TWO_TOKEN) n += N * D;
+    const double block = 2 * D + D * Q + 2 * D * K + (c->arch == MCL_OCT_PI ? 2 * N * K : 0) + Q * D +
+                         D * Hf + Hf + Hf * D + D;
+    return n + c->blocks * block + 2 * D + D * N + N;
+}
+
 mcl_oct *mcl_oct_create(mcl_ctx *ctx, const mcl_oct_config *cfg)
 {
-    char e[256];
+    char e[512];
     if (mcl_oct_config_check(cfg, e, sizeof e) != MCL_OK) {
         mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s", e);
+        return NULL;
+    }
+    if (mcl_check_budget(mcl_budget_bytes(mcl_oct_param_floats(cfg, NULL) * 4), "the model's parameters", e,
+                         sizeof e) != MCL_OK) {
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s", e);
         return NULL;
     }
     mcl_oct *m = calloc(1, sizeof *m);

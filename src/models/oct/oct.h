@@ -82,6 +82,10 @@ mcl_oct *mcl_oct_create(mcl_ctx *ctx, const mcl_oct_config *cfg);
 void mcl_oct_free(mcl_oct *m);
 /* Ring rows of a block (max(C, 1): a ring of 0 rows is a 1-row tensor never used). */
 int64_t mcl_oct_ring_rows(const mcl_oct_config *c);
+/* Floats of every parameter mcl_oct_create registers (exact, from the config alone);
+ * *extractor (may be NULL): of those, the feature extractor's. mcl_oct_create refuses a model
+ * whose parameters exceed the memory budget before allocating. */
+double mcl_oct_param_floats(const mcl_oct_config *c, double *extractor);
 
 /* Forward of one chunk: img [S,1,H,W] (unused with no_image), lab [S] (labels as floats) →
  * logits [S, n_way] (the prediction of y_t before it is seen) and the mean cross-entropy;

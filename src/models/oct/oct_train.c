@@ -128,6 +128,9 @@ typedef struct oct_fs {
     int64_t scored;                   /* examples of reader 0 scored so far               */
     double sum_nll, sum_hit;          /* over the scored examples                         */
     double last_acc, last_nll;        /* reader 0's latest chunk                          */
+    float *lg;                        /* reader 0's chunk logits [S, n_way], read after the
+                                         step's optimizer step (oct_step_metrics)         */
+    int64_t lg_lo, lg_hi;             /* their examples; lg_hi > lg_lo: a read is queued  */
     /* the step in flight */
     int64_t step;
     int reader;
@@ -154,16 +157,38 @@ static void oct_free_fs(void *p)
     mcl_stream_free(t->stream);
     mcl_dataset_free(t->ds);
     free(t->nll);
+    free(t->lg);
     free(t->hit);
     free(t);
 }
 
 /* A state tensor: registered with the parameters (so checkpoints hold it) but never trained. */
-static mcl_tensor *state_tensor(oct_fs *t, const char *name, int nd, const int64_t *shape)
+static mcl_tensor *state_tensor(mcl_params *p, const char *name, int nd, const int64_t *shape)
 {
-    mcl_tensor *x = mcl_params_add(t->m->params, name, nd, shape);
+    mcl_tensor *x = mcl_params_add(p, name, nd, shape);
     if (x) x->flags &= ~MCL_TF_REQUIRES_GRAD;
     return x;
+}
+
+/* The family's state, registered after the model's parameters: the KV rings of every reader
+ * and block (not for the cnn), then the record of the stream's n examples. */
+static mcl_status add_state(mcl_params *p, const mcl_oct_run *c, mcl_oct_ring *ring, mcl_tensor **rec_nll,
+                            mcl_tensor **rec_hit)
+{
+    char nm[64];
+    const int64_t rs[3] = {mcl_oct_ring_rows(&c->model), c->model.kv_heads, c->model.head_dim};
+    for (int e = 0; c->model.arch != MCL_OCT_CNN && e < c->streams; e++)
+        for (int l = 0; l < c->model.blocks; l++) {
+            snprintf(nm, sizeof nm, "state.reader%d.block%d.k", e, l);
+            ring[e].k[l] = state_tensor(p, nm, 3, rs);
+            snprintf(nm, sizeof nm, "state.reader%d.block%d.v", e, l);
+            ring[e].v[l] = state_tensor(p, nm, 3, rs);
+            if (!ring[e].k[l] || !ring[e].v[l]) return MCL_ERR_OOM;
+        }
+    const int64_t ns[1] = {stream_len(c)};
+    *rec_nll = state_tensor(p, "state.record.nll", 1, ns);
+    *rec_hit = state_tensor(p, "state.record.hit", 1, ns);
+    return *rec_nll && *rec_hit ? MCL_OK : MCL_ERR_OOM;
 }
 
 static mcl_status oct_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg *tc,
@@ -200,19 +225,8 @@ static mcl_status oct_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
                    c->n_tasks, (long long)c->per_task, c->model.n_way, t->ds->n_classes, c->source,
                    (long long)t->ds->n, t->S, c->streams, c->streams > 1 ? "s (replay)" : "");
     /* state: the rings of every reader and block, the record */
-    char nm[64];
-    const int64_t rs[3] = {rows, c->model.kv_heads, c->model.head_dim};
-    for (int e = 0; c->model.arch != MCL_OCT_CNN && e < E; e++)
-        for (int l = 0; l < c->model.blocks; l++) {
-            snprintf(nm, sizeof nm, "state.reader%d.block%d.k", e, l);
-            t->ring[e].k[l] = state_tensor(t, nm, 3, rs);
-            snprintf(nm, sizeof nm, "state.reader%d.block%d.v", e, l);
-            t->ring[e].v[l] = state_tensor(t, nm, 3, rs);
-            if (!t->ring[e].k[l] || !t->ring[e].v[l]) return fail(err, len, MCL_ERR_OOM, "%s", mcl_ctx_error(ctx));
-        }
-    const int64_t ns[1] = {n};
-    t->rec_nll = state_tensor(t, "state.record.nll", 1, ns);
-    t->rec_hit = state_tensor(t, "state.record.hit", 1, ns);
+    if (add_state(t->m->params, c, t->ring, &t->rec_nll, &t->rec_hit) != MCL_OK)
+        return fail(err, len, MCL_ERR_OOM, "%s", mcl_ctx_error(ctx));
     t->nll = calloc((size_t)n, sizeof *t->nll);
     t->hit = calloc((size_t)n, sizeof *t->hit);
     if (!t->rec_nll || !t->rec_hit || !t->nll || !t->hit) return fail(err, len, MCL_ERR_OOM, "out of memory (record)");
@@ -273,13 +287,33 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
     if (st != MCL_OK) return fail(err, len, st, "step %lld (reader %d, chunk %lld): %s", (long long)s, e,
                                   (long long)chunk, mcl_ctx_error(t->ctx));
     t->have_ck = 1;
-    if (e == 0) { /* the prequential record: predictions made before training on the chunk */
+    t->lg_lo = t->lg_hi = 0;
+    if (e == 0) { /* the prequential record: predictions made before training on the chunk,
+                   * read once the step is done (oct_step_metrics) */
         const int64_t S = hi - lo, N = t->cfg.model.n_way;
-        float *lg = malloc((size_t)(S * N) * sizeof *lg);
-        if (!lg) return fail(err, len, MCL_ERR_OOM, "out of memory");
-        st = mcl_tensor_read(logits, lg, S * N);
+        if (!t->lg) t->lg = malloc((size_t)(t->S * N) * sizeof *t->lg); /* S <= train.batch */
+        if (!t->lg) return fail(err, len, MCL_ERR_OOM, "out of memory");
+        st = mcl_tensor_read_async(logits, t->lg, S * N);
+        if (st != MCL_OK) return fail(err, len, st, "reading the logits: %s", mcl_ctx_error(t->ctx));
+        t->lg_lo = lo;
+        t->lg_hi = hi;
+    }
+    (void)metrics; /* oct_step_metrics */
+    return MCL_OK;
+}
+
+/* Reader 0's record of the chunk whose logits step_loss queued for reading (the same
+ * arithmetic as before, now after the optimizer step), then the step's metrics. */
+static void oct_step_metrics(void *fs, double *metrics)
+{
+    oct_fs *t = fs;
+    if (t->lg_hi > t->lg_lo) {
+        const int64_t lo = t->lg_lo, hi = t->lg_hi;
+        const int64_t S = hi - lo, N = t->cfg.model.n_way;
+        const float *lg = t->lg;
         double cn = 0.0, ch = 0.0;
-        for (int64_t i = 0; st == MCL_OK && i < S; i++) {
+        t->lg_lo = t->lg_hi = 0;
+        for (int64_t i = 0; i < S; i++) {
             const float *row = lg + i * N;
             const int y = t->stream->label[lo + i];
             int best = 0;
@@ -293,8 +327,6 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
             cn += t->nll[lo + i];
             ch += t->hit[lo + i];
         }
-        free(lg);
-        if (st != MCL_OK) return fail(err, len, st, "reading the logits: %s", mcl_ctx_error(t->ctx));
         t->scored = hi;
         t->sum_nll += cn;
         t->sum_hit += ch;
@@ -305,7 +337,6 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
     metrics[1] = t->last_nll;
     metrics[2] = t->scored ? t->sum_nll / (double)t->scored : NAN;
     metrics[3] = t->scored ? t->sum_hit / (double)t->scored : NAN;
-    return MCL_OK;
 }
 
 /* After the optimizer step: the reader's ring takes the chunk's keys and values (computed
@@ -366,7 +397,14 @@ static mcl_status oct_save(void *fs, const char *path, const mcl_optim *opt,
     if (st == MCL_OK) st = mcl_tensor_write(t->rec_hit, t->hit, n);
     if (st != MCL_OK) return fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
     mcl_ckpt_counter *all = calloc((size_t)(n_cn + 3 * MCL_OCT_MAX_STREAMS + 1), sizeof *all);
-    char *text = mcl_keys_to_text(model_keys, N_MODEL_KEYS, &t->cfg.model, "model.");
+    /* the model's keys and the stream's: the file describes every tensor it holds (the
+     * readers' rings, the record), so `ckpt info` and `ckpt export` rebuild them from it */
+    char *mt = mcl_keys_to_text(model_keys, N_MODEL_KEYS, &t->cfg.model, "model.");
+    char *rt = mcl_keys_to_text(run_keys, (int)(sizeof run_keys / sizeof run_keys[0]), &t->cfg, "");
+    char *text = mt && rt ? malloc(strlen(mt) + strlen(rt) + 1) : NULL;
+    if (text) strcat(strcpy(text, mt), rt);
+    free(mt);
+    free(rt);
     if (!all || !text) {
         free(all);
         free(text);
@@ -447,6 +485,75 @@ static mcl_status oct_init_from(void *fs, const char *path, char *note, size_t n
                 "train.init = '%s': an online run starts from its initialization (model.seed)", path);
 }
 
+/* Memory from the config: the model (mcl_oct_param_floats, exact), the readers' KV rings
+ * and the record in the checkpoint; in training also the gradients and optimizer moments of
+ * the trained floats and the activations of one chunk (per token and block: norm, q/k/v, the
+ * attention over the chunk and the ring, the feed-forward block; per image the extractor's
+ * maps), each with its gradient. */
+static double oct_ckpt_floats(const void *fcfg, const mcl_train_cfg *t)
+{
+    (void)t;
+    const mcl_oct_run *c = fcfg;
+    const mcl_oct_config *m = &c->model;
+    double n = mcl_oct_param_floats(m, NULL) + 2.0 * (double)stream_len(c);
+    if (m->arch != MCL_OCT_CNN)
+        n += (double)c->streams * m->blocks * 2.0 * (double)mcl_oct_ring_rows(m) * m->kv_heads * m->head_dim;
+    return n;
+}
+
+static double oct_train_bytes(const void *fcfg, const mcl_train_cfg *t)
+{
+    const mcl_oct_run *c = fcfg;
+    const mcl_oct_config *m = &c->model;
+    double ext = 0;
+    const double P = mcl_oct_param_floats(m, &ext), all = oct_ckpt_floats(fcfg, t);
+    const double trained = P - (m->freeze_extractor ? ext : 0);
+    const double S = (double)t->batch * (m->arch == MCL_OCT_TWO_TOKEN ? 2 : 1), D = m->width;
+    const double Q = (double)m->heads * m->head_dim, K = (double)m->kv_heads * m->head_dim;
+    double img = 0, side = MCL_IMG;
+    for (int i = 0; i < 4 && !m->no_image; i++) { /* Conv-4 or Conv-8's 4 stages */
+        const double ch = m->extractor == MCL_OCT_CONV8 ? 2.0 * m->channels * (1 << i) : m->channels;
+        img += ch * side * side * 3.25;
+        side /= 2;
+    }
+    double tok = 0;
+    if (m->arch != MCL_OCT_CNN)
+        tok = m->blocks * (10 * D + 2 * Q + 4 * K + 2.0 * m->ffw_mult * D + m->heads * (S + mcl_oct_ring_rows(m)));
+    return 4 * (all + 3 * trained + 2 * ((double)t->batch * img + S * (tok + 4.0 * m->n_way)));
+}
+
+/* ckpt info / export: the model and its state from the file's config (no data is read). */
+static mcl_status oct_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                                mcl_ckpt_info *info, char *err, size_t len)
+{
+    *model = NULL;
+    mcl_oct_run c;
+    mcl_status st = mcl_family_cfg_from_ckpt(&mcl_oct_family, path, &c, NULL, err, len);
+    if (st != MCL_OK) return st;
+    mcl_oct *m = mcl_oct_create(ctx, &c.model);
+    if (!m) return fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s': %s", path, mcl_ctx_error(ctx));
+    mcl_oct_ring ring[MCL_OCT_MAX_STREAMS];
+    mcl_tensor *nll = NULL, *hit = NULL;
+    st = add_state(m->params, &c, ring, &nll, &hit);
+    if (st != MCL_OK) fail(err, len, st, "%s", mcl_ctx_error(ctx));
+    if (st == MCL_OK) st = mcl_ckpt_load(ctx, path, MCL_OCT_CKPT_KIND, m->params, NULL, info, err, len);
+    if (st != MCL_OK) {
+        mcl_oct_free(m);
+        return st;
+    }
+    *model = m;
+    *params = m->params;
+    return MCL_OK;
+}
+
+static mcl_status oct_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_oct *m = model;
+    return mcl_ckpt_export(m->ctx, path, MCL_OCT_CKPT_KIND, m->params, info, err, len);
+}
+
+static void oct_ckpt_close(void *model) { mcl_oct_free(model); }
+
 const mcl_family mcl_oct_family = {
     .kind = "oct",
     .summary = "transformers trained online on a stream (pi-transformer, 2-token; replay streams)",
@@ -465,10 +572,16 @@ const mcl_family mcl_oct_family = {
     .chance = oct_chance,
     .step_loss = oct_step_loss,
     .step_end = oct_step_end,
+    .step_metrics = oct_step_metrics,
     .validate = oct_validate,
     .save = oct_save,
     .load = oct_load,
     .init_from = oct_init_from,
+    .ckpt_floats = oct_ckpt_floats,
+    .train_bytes = oct_train_bytes,
+    .ckpt_open = oct_ckpt_open,
+    .ckpt_export = oct_ckpt_export,
+    .ckpt_close = oct_ckpt_close,
 };
 
 /* ====================================================================== the report */
@@ -494,6 +607,12 @@ mcl_status mcl_oct_report_load(const char *run_dir, mcl_oct_report *rep, char *e
     mcl_status st = mcl_run_cfg_init(&rc, &mcl_oct_family, err, len);
     if (st != MCL_OK) return st;
     st = mcl_run_cfg_load(&rc, path, err, len);
+    /* the run's config.txt is checked as `online --config` is (a stream of at most 2^26
+     * examples), and what the report holds (the stream, the record) against the budget */
+    if (st == MCL_OK) st = mcl_run_cfg_check(&rc, err, len);
+    if (st == MCL_OK)
+        st = mcl_check_budget(mcl_budget_bytes((double)stream_len(rc.fcfg) * 48.0),
+                              "the report of this stream", err, len);
     if (st != MCL_OK) {
         mcl_run_cfg_free(&rc);
         return st;

@@ -153,12 +153,54 @@ static mcl_status build_resnet(mcl_smn *m)
     return st;
 }
 
+/* The weights of build_mlp / build_resnet: w + b (+ norm g, b), each augmented weight's state
+ * and g_phi (metanet). */
+double mcl_smn_param_floats(const mcl_smn_config *c, double *fast)
+{
+    double n = 0, aug = 0, st = 0;
+    const int H = c->meta_hidden;
+#define ADD(wn, out, norm, on)                                                                     \
+    do {                                                                                           \
+        n += (wn) + (out) + ((norm) ? 2 * (out) : 0);                                              \
+        if (c->fast && (on)) {                                                                     \
+            aug += mcl_metanet_aug_floats((wn), H);                                                \
+            st += 2 * (wn);                                                                        \
+        }                                                                                          \
+    } while (0)
+    if (c->arch == MCL_SMN_MLP) {
+        for (int l = 0; l < c->layers; l++) {
+            const double in = l == 0 ? c->in_dim : c->hidden;
+            ADD((double)c->hidden * in, c->hidden, 0, 1);
+        }
+        ADD((double)c->n_out * c->hidden, c->n_out, 0, c->fast_head);
+        if (c->value_head) ADD((double)c->hidden, 1, 0, c->fast_head);
+    } else {
+        double cin = 1;
+        for (int b = 0; b < 4; b++) {
+            const double co = (double)block_width(c->width, b);
+            ADD(co * cin * 9, co, 1, 1);
+            ADD(co * co * 9, co, 1, 1);
+            ADD(co * cin, co, 0, 1);
+            cin = co;
+        }
+        ADD((double)c->n_out * cin * 4, c->n_out, 0, c->fast_head);
+    }
+#undef ADD
+    if (fast) *fast = st;
+    return n + aug;
+}
+
 mcl_smn *mcl_smn_create(mcl_ctx *ctx, const mcl_smn_config *cfg)
 {
     if (!ctx || !cfg) return NULL;
-    char e[256];
+    char e[512];
     if (mcl_smn_config_check(cfg, e, sizeof e) != MCL_OK) {
         mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s", e);
+        return NULL;
+    }
+    if (mcl_check_budget(mcl_budget_bytes(mcl_smn_param_floats(cfg, NULL) * 4), "the model's parameters", e,
+                         sizeof e) != MCL_OK) {
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM, "%s", e);
         return NULL;
     }
     mcl_smn *m = calloc(1, sizeof *m);

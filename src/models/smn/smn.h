@@ -77,6 +77,10 @@ mcl_status mcl_smn_forward(mcl_smn *m, mcl_smn_mode mode, mcl_tensor *x, int64_t
 
 /* Trainable scalars (slow weights, biases, norms, meta-learners). */
 int64_t mcl_smn_trainable(const mcl_smn *m);
+/* Floats of every tensor mcl_smn_create registers (exact, from the config alone); *fast
+ * (may be NULL): of those, the fast-weight state (not trained). mcl_smn_create refuses a model
+ * whose parameters exceed the memory budget before allocating. */
+double mcl_smn_param_floats(const mcl_smn_config *c, double *fast);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
 #include "params.h"
 #include "rng.h"
 #include "sampler.h"
+#include "tensor_impl.h"
 #include "util.h"
 #include "wcst.h"
 
@@ -168,6 +169,12 @@ typedef struct smn_fs {
     mcl_tensor *rec_t;  /* state: the record [n_tasks, REC_FIELDS] (checkpoints) */
     /* the window in flight */
     double win_hits, win_n;
+    /* onlinex, classes: the predictions of the window's rounds/batches, queued for reading
+     * and scored once the step is done (smn_step_metrics): n_pend slots of B x n_out logits */
+    float *pend;
+    int64_t pend_lo[MCL_METANET_MAX_K]; /* onlinex: the round's first example            */
+    int32_t *pend_lab;                  /* classes: the batch's labels [MAX_K * B]        */
+    int n_pend;
     int in_window;
     mcl_status end_status; /* of the last step_end, reported by the next step */
     char end_err[256];
@@ -177,6 +184,8 @@ static void smn_free_fs(void *p)
 {
     smn_fs *t = p;
     if (!t) return;
+    free(t->pend);
+    free(t->pend_lab);
     mcl_smn_free(t->m);
     mcl_wcst_free(t->env);
     mcl_stream_free(t->stream);
@@ -334,6 +343,20 @@ static mcl_tensor *host_tensor(mcl_ctx *ctx, const float *v, int64_t r, int64_t 
     return x;
 }
 
+/* The next slot of queued predictions (B x n_out floats), NULL + an error when out of memory
+ * or when a window holds more environment steps than slots. */
+static float *pend_slot(smn_fs *t)
+{
+    const size_t per = (size_t)t->B * (size_t)t->cfg.model.n_out;
+    if (!t->pend) t->pend = malloc((size_t)MCL_METANET_MAX_K * per * sizeof *t->pend);
+    if (!t->pend_lab) t->pend_lab = malloc((size_t)MCL_METANET_MAX_K * (size_t)t->B * sizeof *t->pend_lab);
+    if (!t->pend || !t->pend_lab || t->n_pend >= MCL_METANET_MAX_K) {
+        mcl_ctx_set_error(t->ctx, MCL_ERR_OOM, "smn: no room for the window's predictions");
+        return NULL;
+    }
+    return t->pend + (size_t)t->n_pend * per;
+}
+
 /* The first index of the largest of n logits (the prediction). */
 static int argmax(const float *row, int64_t n)
 {
@@ -430,9 +453,28 @@ static mcl_status onlinex_round(smn_fs *t, mcl_smn_mode mode, mcl_tensor **loss)
     mcl_tensor *img = NULL, *lab = NULL, *lg = NULL;
     mcl_status st = mcl_learner_rows(ctx, "smn", t->ds, s->index + lo, s->label + lo, B, t->cfg.normalize, &img, &lab);
     if (st == MCL_OK) st = mcl_smn_forward(t->m, mode, img, B, &lg, NULL);
-    float *h = st == MCL_OK ? read_host(lg, B * N) : NULL;
+    float *h = st == MCL_OK ? pend_slot(t) : NULL; /* scored by smn_step_metrics */
     if (st == MCL_OK && !h) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
-    for (int64_t i = 0; st == MCL_OK && i < B; i++) {
+    if (st == MCL_OK) st = mcl_tensor_read_async(lg, h, B * N);
+    if (st == MCL_OK) t->pend_lo[t->n_pend++] = lo;
+    if (st == MCL_OK) {
+        t->rec[s->task[lo]].steps++;
+        *loss = mcl_cross_entropy(ctx, lg, lab);
+        if (!*loss) st = mcl_ctx_status(ctx);
+    }
+    mcl_tensor_free(img);
+    mcl_tensor_free(lab);
+    t->round++;
+    return st;
+}
+
+/* The records of one Online-X round from its predictions h [B, n_out] (the round's examples
+ * lo..lo+B-1). */
+static void onlinex_score(smn_fs *t, const float *h, int64_t lo)
+{
+    const int64_t B = t->B, N = t->cfg.model.n_out;
+    const mcl_stream *s = t->stream;
+    for (int64_t i = 0; i < B; i++) {
         const int best = argmax(h + i * N, N);
         const int64_t e = lo + i;
         mcl_smn_task_rec *r = &t->rec[s->task[e]];
@@ -448,16 +490,6 @@ static mcl_status onlinex_round(smn_fs *t, mcl_smn_mode mode, mcl_tensor **loss)
         t->win_hits += best == s->label[e];
         t->win_n += 1;
     }
-    if (st == MCL_OK) {
-        t->rec[s->task[lo]].steps++;
-        *loss = mcl_cross_entropy(ctx, lg, lab);
-        if (!*loss) st = mcl_ctx_status(ctx);
-    }
-    free(h);
-    mcl_tensor_free(img);
-    mcl_tensor_free(lab);
-    t->round++;
-    return st;
 }
 
 /* One pretraining batch: B images drawn uniformly (Philox(seed, STREAM_BATCH + step)) with
@@ -478,16 +510,15 @@ static mcl_status class_batch(smn_fs *t, mcl_tensor **loss)
     mcl_tensor *img = NULL, *lt = NULL, *lg = NULL;
     if (st == MCL_OK) st = mcl_learner_rows(ctx, "smn", t->ds, idx, lab, B, t->cfg.normalize, &img, &lt);
     if (st == MCL_OK) st = mcl_smn_forward(t->m, MCL_SMN_FAST_STEP, img, B, &lg, NULL);
-    float *h = st == MCL_OK ? read_host(lg, B * N) : NULL;
-    for (int64_t i = 0; h && i < B; i++) {
-        t->win_hits += argmax(h + i * N, N) == lab[i];
-        t->win_n += 1;
-    }
+    float *h = st == MCL_OK ? pend_slot(t) : NULL; /* scored by smn_step_metrics */
+    if (st == MCL_OK && !h) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
+    if (st == MCL_OK) st = mcl_tensor_read_async(lg, h, B * N);
     if (st == MCL_OK) {
+        memcpy(t->pend_lab + (size_t)t->n_pend * (size_t)B, lab, (size_t)B * sizeof *lab);
+        t->pend_lo[t->n_pend++] = -1;
         *loss = mcl_cross_entropy(ctx, lg, lt);
         if (!*loss) st = mcl_ctx_status(ctx);
     }
-    free(h);
     mcl_tensor_free(img);
     mcl_tensor_free(lt);
     free(idx);
@@ -575,13 +606,34 @@ static mcl_status smn_step_loss(void *fs, int64_t s, const mcl_train_part *part,
         return fail(err, len, MCL_ERR_INVALID, "a Sparse-MetaNet run cannot be cut into %d parts: use train.parts = 1",
                     part->count);
     t->win_hits = t->win_n = 0.0;
+    t->n_pend = 0;
     mcl_status st = window_loss(t, loss);
     if (st != MCL_OK) return fail(err, len, st, "step %lld: %s", (long long)s, mcl_ctx_error(t->ctx));
+    (void)metrics; /* smn_step_metrics */
+    return MCL_OK;
+}
+
+/* Once the step is done: the window's queued predictions scored (in order), the metrics. */
+static void smn_step_metrics(void *fs, double *metrics)
+{
+    smn_fs *t = fs;
+    const int64_t B = t->B, N = t->cfg.model.n_out;
+    for (int i = 0; i < t->n_pend; i++) {
+        const float *h = t->pend + (size_t)i * (size_t)(B * N);
+        if (t->pend_lo[i] >= 0) {
+            onlinex_score(t, h, t->pend_lo[i]);
+            continue;
+        }
+        for (int64_t r = 0; r < B; r++) {
+            t->win_hits += argmax(h + r * N, N) == t->pend_lab[(size_t)i * (size_t)B + (size_t)r];
+            t->win_n += 1;
+        }
+    }
+    t->n_pend = 0;
     metrics[0] = t->win_n > 0 ? t->win_hits / t->win_n : NAN;
     metrics[1] = tasks_done(t);
     metrics[2] = (double)t->updates;
     metrics[3] = persev_metric(t);
-    return MCL_OK;
 }
 
 static void smn_step_end(void *fs)
@@ -759,6 +811,56 @@ static mcl_status smn_init_from(void *fs, const char *path, char *note, size_t n
     return st;
 }
 
+/* Memory from the config: the model (mcl_smn_param_floats, exact) and the Online-X record in
+ * the checkpoint; in training also the gradients and Adam moments of the trained floats, the
+ * activations of a window of k steps of the batch (mlp: each layer's output; resnet: each
+ * conv's output, norm and ReLU at its resolution, from a 32-pixel side), each with its
+ * gradient, and a copy of the fast-weight state per step of the window. */
+static double smn_ckpt_floats(const void *fcfg, const mcl_train_cfg *t)
+{
+    (void)t;
+    const mcl_smn_run *c = fcfg;
+    return mcl_smn_param_floats(&c->model, NULL) + (c->task == MCL_SMN_TASK_ONLINEX ? (double)c->n_tasks * REC_FIELDS : 0);
+}
+
+static double smn_train_bytes(const void *fcfg, const mcl_train_cfg *t)
+{
+    const mcl_smn_run *c = fcfg;
+    const mcl_smn_config *m = &c->model;
+    double fast = 0;
+    const double P = mcl_smn_param_floats(m, &fast), all = smn_ckpt_floats(fcfg, t);
+    double per = 0; /* floats of one example's activations */
+    if (m->arch == MCL_SMN_MLP) {
+        per = m->layers * 4.0 * m->hidden + 4.0 * m->n_out + 4;
+    } else {
+        double side = 32;
+        static const int num[4] = {2, 3, 4, 8};
+        for (int b = 0; b < 4; b++) {
+            per += (double)m->width * num[b] / 2 * side * side * 8;
+            side = side / 2;
+        }
+    }
+    const double k = m->k > 1 ? m->k : 1;
+    return 4 * (all + 3 * (P - fast) + 2 * (double)t->batch * k * per + k * fast);
+}
+
+static mcl_status smn_ckpt_open(mcl_ctx *ctx, const char *path, void **model, mcl_params **params,
+                                mcl_ckpt_info *info, char *err, size_t len)
+{
+    mcl_smn *m = NULL;
+    mcl_status st = mcl_smn_open(ctx, path, &m, info, err, len);
+    *model = m;
+    if (m) *params = m->params;
+    return st;
+}
+
+static mcl_status smn_ckpt_export(void *model, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
+{
+    return mcl_smn_export(model, path, info, err, len);
+}
+
+static void smn_ckpt_close(void *model) { mcl_smn_free(model); }
+
 const mcl_family mcl_smn_family = {
     .kind = "smn",
     .summary = "Sparse Meta Networks: sparse fast weights written from gradients (WCST agent, Online-X)",
@@ -776,11 +878,17 @@ const mcl_family mcl_smn_family = {
     .metric_names = smn_metric_names,
     .chance = smn_chance,
     .step_loss = smn_step_loss,
+    .step_metrics = smn_step_metrics,
     .step_end = smn_step_end,
     .validate = smn_validate,
     .save = smn_save,
     .load = smn_load,
     .init_from = smn_init_from,
+    .ckpt_floats = smn_ckpt_floats,
+    .train_bytes = smn_train_bytes,
+    .ckpt_open = smn_ckpt_open,
+    .ckpt_export = smn_ckpt_export,
+    .ckpt_close = smn_ckpt_close,
 };
 
 /* ====================================================================== online runs */

@@ -1,0 +1,179 @@
+"""Every op of the op table from Python: forward against a NumPy implementation (refs.py),
+backward against central finite differences of it (metacl.testing.compare), on every backend
+of this build. Seeds are fixed (printed on failure by the report)."""
+
+import numpy as np
+import pytest
+
+import metacl
+from metacl import ops
+
+import refs
+
+R = np.random.default_rng
+
+
+def backends():
+    out = ["ref"]
+    if metacl.devices().get("opencl"):
+        out.append("opencl")
+    return out
+
+
+BACKENDS = backends()
+
+
+def rn(seed, *shape, lo=None):
+    a = R(seed).standard_normal(shape).astype(np.float32)
+    return a if lo is None else (np.abs(a) + lo).astype(np.float32)
+
+
+def pos(seed, *shape):
+    return rn(seed, *shape, lo=0.5)
+
+
+# name -> (inputs, reference(*arrays), dict(args=..., grad=..., pack=...))
+CASES = {
+    "add": ([rn(1, 3, 4), rn(2, 3, 4)], lambda a, b: a + b, {}),
+    "sub": ([rn(1, 3, 4), rn(2, 3, 4)], lambda a, b: a - b, {}),
+    "mul": ([rn(1, 3, 4), rn(2, 3, 4)], lambda a, b: a * b, {}),
+    "scale": ([rn(1, 5)], lambda a: 0.7 * a, {"args": (0.7,)}),
+    "bias_add": ([rn(1, 3, 4), rn(2, 4)], lambda x, b: x + b, {}),
+    "copy": ([rn(1, 2, 3)], lambda a: a, {}),
+    "relu": ([rn(1, 3, 5)], lambda a: np.maximum(a, 0), {}),
+    "leaky_relu": ([rn(1, 3, 5)], lambda a: np.where(a > 0, a, 0.1 * a), {"args": (0.1,)}),
+    "elu": ([rn(1, 3, 5)], lambda a: np.where(a > 0, a, 0.5 * (np.exp(a) - 1)), {"args": (0.5,)}),
+    "sigmoid": ([rn(1, 3, 5)], lambda a: 1 / (1 + np.exp(-a)), {}),
+    "tanh": ([rn(1, 3, 5)], np.tanh, {}),
+    "gelu": ([rn(1, 3, 5)], refs.gelu, {}),
+    "exp": ([rn(1, 3, 5)], np.exp, {}),
+    "log": ([pos(1, 3, 5)], np.log, {}),
+    "matmul": ([rn(1, 2, 3, 4), rn(2, 2, 5, 4)], lambda a, b: a @ np.swapaxes(b, -1, -2), {"args": (0, 1)}),
+    "sum": ([rn(1, 3, 4)], lambda a: np.array([a.sum()]), {}),
+    "mean": ([rn(1, 3, 4)], lambda a: np.array([a.mean()]), {}),
+    "sumsq": ([rn(1, 3, 4)], lambda a: np.array([(a * a).sum()]), {}),
+    "sum_last": ([rn(1, 3, 4)], lambda a: a.sum(-1), {}),
+    "mean_last": ([rn(1, 3, 4)], lambda a: a.mean(-1), {}),
+    "softmax": ([rn(1, 3, 6)], refs.softmax, {}),
+    "log_softmax": ([rn(1, 3, 6)], refs.log_softmax, {}),
+    "layer_norm": ([rn(1, 3, 6), rn(2, 6), rn(3, 6)], lambda x, g, b: refs.layer_norm(x, g, b, 1e-5),
+                   {"args": (1e-5,)}),
+    "cross_entropy": ([rn(1, 4, 5), np.array([0, 3, -1, 2], np.float32)], refs.cross_entropy, {"grad": [0]}),
+    "concat": ([rn(1, 2, 3), rn(2, 2, 4)], lambda a, b: np.concatenate([a, b], 1), {"args": (1,)}),
+    "slice": ([rn(1, 3, 6)], lambda a: a[:, 1:4], {"args": (1, 1, 3)}),
+    "reshape": ([rn(1, 2, 6)], lambda a: a.reshape(3, 4), {"args": ((3, 4),)}),
+    "transpose": ([rn(1, 2, 3, 4)], lambda a: np.swapaxes(a, -1, -2), {}),
+    "permute": ([rn(1, 2, 3, 4, 5)], lambda a: a.transpose(0, 2, 1, 3), {"args": ((0, 2, 1, 3),)}),
+    "repeat_batch": ([rn(1, 2, 3)], lambda x: np.stack([x] * 3), {"args": (3,)}),
+    "one_hot": ([np.array([0, 2, 5, 1], np.float32)], lambda i: np.vstack([np.eye(4), np.zeros((1, 4))])[np.minimum(i.astype(int), 4)],
+                {"args": (4,), "grad": []}),
+    "embedding": ([rn(1, 5, 3), np.array([[4, 0], [2, 2]], np.float32)], lambda t, i: t[i.astype(int)],
+                  {"grad": [0]}),
+    "conv2d": ([rn(1, 1, 2, 5, 5), rn(2, 2, 2, 3, 3), rn(3, 2)], lambda x, w, b: refs.conv2d(x, w, b, 2, 1),
+               {"args": (2, 1)}),
+    "maxpool2d": ([rn(1, 1, 2, 4, 5)], refs.maxpool2d, {}),
+    "instance_norm": ([rn(1, 2, 2, 3, 3), rn(2, 2), rn(3, 2)], lambda x, g, b: refs.instance_norm(x, g, b, 1e-5),
+                      {"args": (1e-5,)}),
+    "inorm_pool_relu": ([rn(1, 2, 2, 4, 4), pos(2, 2), rn(3, 2)],
+                        lambda x, g, b: refs.inorm_pool_relu(x, g, b, 1e-5), {"args": (1e-5,)}),
+    "srwm": ([rn(1, 1, 2, 3, 4) * 0.5, rn(2, 1, 2, 4, 4) * 0.3, rn(3, 1, 2, 4, 4) * 0.3, rn(4, 1, 2, 4, 4) * 0.3,
+              rn(5, 1, 2, 4, 4) * 0.3], refs.srwm, {"pack": lambda t: (t[0], t[1:5])}),
+    "attn_kv": ([rn(1, 3, 2, 4), rn(2, 3, 1, 4), rn(3, 3, 1, 3), rn(4, 4, 1, 4), rn(5, 4, 1, 3)],
+                lambda q, k, v, kb, vb: refs.attn_kv(q, k, v, kb, vb, 3, 2, 0, 0.5, 0.0),
+                {"args": ({"n": 3, "start": 2, "mask": 0, "scale": 0.5, "alibi": 0.0},), "grad": [0, 1, 2]}),
+    "rel_attn": ([rn(1, 1, 2, 2, 3), rn(2, 1, 2, 2, 3), rn(3, 1, 4, 2, 3), rn(4, 1, 4, 2, 2), rn(5, 4, 2, 3)],
+                 lambda qc, qp, k, v, r: refs.rel_attn(qc, qp, k, v, r, 0.6), {"args": (0.6,)}),
+    "rel_attn_window": ([rn(1, 1, 2, 2, 3), rn(2, 1, 2, 2, 3), rn(3, 1, 4, 2, 3), rn(4, 1, 4, 2, 2), rn(5, 4, 2, 3)],
+                        lambda qc, qp, k, v, r: refs.rel_attn(qc, qp, k, v, r, 0.6, 1), {"args": (0.6, 1)}),
+    "grad_preproc": ([np.array([[0.3, -2.0], [1e-6, -3e-6]], np.float32)], lambda z: refs.grad_preproc(z, 10.0),
+                     {"args": (10.0,)}),
+    "smn_write": ([rn(1, 3, 4), np.array([5, 0, 11], np.float32), rn(2, 3, 2), rn(3, 4, 2), rn(4, 4), rn(5, 4, 4),
+                   rn(6, 4), rn(7, 1, 4), rn(8, 1)],
+                  lambda m0, i, zs, a, b, c, d, e, f: refs.smn_write(m0, i, zs, a, b, c, d, e, f, 0.1),
+                  {"pack": lambda t: (t[0], t[1], t[2], t[3:9]), "args": (0.1,), "grad": [0, 2, 3, 4, 5, 6, 7, 8]}),
+}
+
+# ops tested by their own functions below, with the reason
+SEPARATE = {
+    "dropout": "random mask: checked by its properties (test_dropout)",
+    "dropout_keyed": "random mask: checked by its properties (test_dropout)",
+    "kv_push": "in place, no output: test_kv_push",
+    "sgd_step": "in-place optimizer update: test_optimizer_updates",
+    "adam_step": "in-place optimizer update: test_optimizer_updates",
+    "clip_scale": "in-place optimizer update: test_optimizer_updates",
+}
+
+
+def test_every_op_is_reachable_and_tested():
+    names = set(ops.__all__) - {"run", "AttnOpts", "OP_NAMES"}
+    for op in metacl.ops.OP_NAMES:
+        assert op in names, "op %s of ops.def has no Python function" % op
+    untested = names - set(CASES) - set(SEPARATE)
+    assert not untested, "functions without a test: %s" % sorted(untested)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op(name, backend):
+    inputs, ref, kw = CASES[name]
+    report = metacl.testing.compare(name, inputs, ref, backend=backend, seed=7, **kw)
+    assert report.ok, str(report)
+
+
+def test_compare_catches_a_wrong_reference():
+    inputs, ref, kw = CASES["softmax"]
+    report = metacl.testing.compare("softmax", inputs, lambda a: ref(a) * 1.001)
+    assert not report.ok and "FAILED" in str(report)
+    # a wrong gradient: the forward agrees, the reference's derivative does not
+    report = metacl.testing.compare("exp", [rn(1, 4)], lambda a: np.exp(a) + 1e-3 * np.sin(50 * a),
+                                    atol=2e-3)
+    assert not report.ok and "gradient of input 0: FAILED" in str(report)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dropout(backend):
+    with metacl.Context(backend, seed=3) as ctx:
+        x = ctx.tensor(pos(1, 64, 32), requires_grad=True)
+        assert np.array_equal(ops.dropout(x, 0.0, 1).numpy(), x.numpy())
+        assert np.array_equal(ops.dropout(x, 0.5, 0).numpy(), x.numpy())
+        y = ops.dropout_keyed(x, 0.25, 11, 2, 0)
+        yv, xv = y.numpy(), x.numpy()
+        kept = yv != 0
+        assert np.allclose(yv[kept], xv[kept] / 0.75, rtol=1e-6)
+        assert abs(kept.mean() - 0.75) < 0.03  # 2048 draws: 4 standard deviations
+        y2 = ops.dropout_keyed(x, 0.25, 11, 2, 0).numpy()
+        assert np.array_equal(yv, y2)  # keyed: the same mask
+        metacl.backward(ops.sum(y))
+        assert np.allclose(x.grad.numpy(), kept / 0.75)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kv_push(backend):
+    with metacl.Context(backend) as ctx:
+        buf = ctx.zeros((4, 1, 2))
+        x = ctx.tensor(np.arange(6, dtype=np.float32).reshape(3, 1, 2))
+        assert ops.kv_push(buf, x, 3) is None
+        want = np.zeros((4, 1, 2), np.float32)
+        for r in range(3):
+            want[(3 + r) % 4] = np.arange(6, dtype=np.float32).reshape(3, 1, 2)[r]
+        assert np.array_equal(buf.numpy(), want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_optimizer_updates(backend):
+    p0, g0 = rn(1, 6), rn(2, 6)
+    with metacl.Context(backend) as ctx:
+        p, g, mom = ctx.tensor(p0), ctx.tensor(g0), ctx.zeros(6)
+        ops.sgd_step(p, g, mom, f=[0.1, 0.9, 0.01])
+        m = g0 + 0.01 * p0
+        assert np.allclose(p.numpy(), p0 - 0.1 * m, rtol=1e-6)
+        p, m, v = ctx.tensor(p0), ctx.zeros(6), ctx.zeros(6)
+        ops.adam_step(p, g, m, v, f=[0.01, 0.9, 0.999, 1e-8, 0.0], i=[0, 1])
+        mh = (0.1 * g0) / 0.1
+        vh = (0.001 * g0 * g0) / 0.001
+        assert np.allclose(p.numpy(), p0 - 0.01 * mh / (np.sqrt(vh) + 1e-8), rtol=1e-5, atol=1e-7)
+        gg = ctx.tensor(g0)
+        sq = ops.sumsq(gg)
+        ops.clip_scale(gg, sq, f=[0.5])
+        norm = np.sqrt((g0 * g0).sum())
+        assert np.allclose(gg.numpy(), g0 * min(1.0, 0.5 / (norm + 1e-6)), rtol=1e-5)
