@@ -103,6 +103,7 @@ struct mcl_optim {
     int n;              /* parameters covered (registry size at creation) */
     mcl_tensor **state; /* [n][2]: momentum | (m, v); views into flat[] for packed parameters */
     mcl_tensor *flat[2]; /* the packed parameters' state, back to back as their values (tape.h) */
+    unsigned char *had;  /* [n]: a gradient reached parameter i at some step (or state was loaded) */
     int64_t steps;
     float last_lr;
 };
@@ -143,7 +144,10 @@ mcl_status mcl_optim_create(mcl_ctx *ctx, const mcl_optim_config *cfg, mcl_param
     o->params = params;
     o->n = mcl_params_count(params);
     o->state = calloc((size_t)(o->n > 0 ? o->n : 1) * 2, sizeof *o->state);
-    if (!o->state) {
+    o->had = calloc((size_t)(o->n > 0 ? o->n : 1), 1);
+    if (!o->state || !o->had) {
+        free(o->state);
+        free(o->had);
         free(o);
         return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "optim_create: out of memory");
     }
@@ -185,6 +189,7 @@ void mcl_optim_free(mcl_optim *o)
     for (int i = 0; i < 2 * o->n; i++) mcl_tensor_free(o->state[i]);
     mcl_tensor_free(o->flat[0]);
     mcl_tensor_free(o->flat[1]);
+    free(o->had);
     free(o->state);
     free(o);
 }
@@ -198,8 +203,17 @@ mcl_status mcl_optim_step(mcl_optim *o)
                                  "optim_step: the registry changed after the optimizer was created");
     mcl_status s = MCL_OK;
     /* every gradient in the registry's flat arena: one launch for all parameters (the
-     * updates are elementwise, so the same numbers as one launch per parameter) */
-    const int flat = o->flat[0] && mcl_params_flat_ready(o->params);
+     * updates are elementwise, so the same numbers as one launch per parameter). A packed
+     * parameter no gradient reached then sees a zero gradient: exactly no change when its
+     * state is still zero (never reached, none loaded) and there is no weight decay, as
+     * skipping it would give (ACL's running statistics); otherwise the per-parameter loop. */
+    int flat = o->flat[0] && mcl_params_flat_ready(o->params);
+    for (int i = 0; i < o->n; i++) {
+        const mcl_tensor *p = mcl_params_get(o->params, i);
+        if (p->grad) o->had[i] = 1;
+        else if (mcl_params_offset(o->params, i) >= 0 && (o->had[i] || o->cfg.weight_decay != 0.0f))
+            flat = 0;
+    }
     mcl_tensor *garena = flat ? mcl_params_arena(o->params, 1) : NULL;
     if (o->cfg.clip_norm > 0.0f) {
         mcl_tensor **g = malloc((size_t)(o->n > 0 ? o->n : 1) * sizeof *g);
@@ -257,6 +271,8 @@ float mcl_optim_last_lr(const mcl_optim *o) { return o ? o->last_lr : 0.0f; }
 void mcl_optim_set_steps(mcl_optim *o, int64_t steps)
 {
     if (o && steps >= 0) o->steps = steps;
+    /* resumed: the loaded state may be nonzero for any parameter */
+    for (int i = 0; o && steps > 0 && i < o->n; i++) o->had[i] = 1;
 }
 mcl_tensor *mcl_optim_state(const mcl_optim *o, int i, int slot)
 {

@@ -200,7 +200,7 @@ int mcl_params_flat_ready(const mcl_params *p)
     if (!p || !p->arena || p->n != p->n_packed_of) return 0;
     for (int i = 0; i < p->n; i++) {
         const mcl_tensor *t = p->t[i];
-        if (p->off[i] >= 0 ? t->grad != t->gslot : t->grad != NULL) return 0;
+        if (t->grad && (p->off[i] < 0 || t->grad != t->gslot)) return 0;
     }
     return 1;
 }

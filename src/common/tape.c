@@ -358,10 +358,18 @@ mcl_status mcl_backward(mcl_ctx *ctx, mcl_tensor *loss)
     if (s != MCL_OK) return s;
     walk w = {0};
     s = walk_back(ctx, &w, loss, 0, 1, NULL, 0);
-    /* Leaves that require grad: grad += gtmp (WALK_GRAD: accumulated into grad already). */
-    for (size_t i = 0; s == MCL_OK && i < w.n; i++) {
+    /* Leaves that require grad: grad += gtmp (WALK_GRAD: accumulated into grad already).
+     * A packed parameter's slot is handed over even after a failure (it may hold part of a
+     * gradient; as .grad it is zeroed with the others, as a free slot it would have to be 0). */
+    for (size_t i = 0; i < w.n; i++) {
         mcl_tensor *t = w.touched[i];
-        if (!(t->flags & MCL_TF_REQUIRES_GRAD) || w.kind[i] == WALK_GRAD) continue;
+        if (w.kind[i] == WALK_SLOT && !t->grad && t->gtmp == t->gslot) {
+            t->grad = t->gtmp;
+            t->gtmp = NULL;
+        }
+        if (s != MCL_OK || !(t->flags & MCL_TF_REQUIRES_GRAD) || w.kind[i] == WALK_GRAD ||
+            !t->gtmp)
+            continue;
         if (!t->grad) {
             t->grad = t->gtmp; /* hand over */
             t->gtmp = NULL;

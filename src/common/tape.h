@@ -67,8 +67,9 @@ mcl_status mcl_tensor_move_into(mcl_tensor *t, mcl_tensor *place);
  * buffer, so that optimizers and clipping update all of them with one launch. Idempotent.
  * mcl_params_arena: the packed values (grads = 0) or gradients (grads = 1) as a flat [N]
  * tensor, NULL when nothing is packed; *offset of parameter i in it (-1: not packed).
- * mcl_params_flat_ready: 1 when every packed parameter's .grad is its slot and every
- * parameter that has a .grad is packed (then the flat gradient is exactly the registry's). */
+ * mcl_params_flat_ready: 1 when every parameter that has a .grad is packed and its .grad is
+ * its slot (then the flat gradient is the registry's, zeros for the packed parameters that no
+ * gradient reached). */
 mcl_status mcl_params_pack(mcl_params *p);
 mcl_tensor *mcl_params_arena(const mcl_params *p, int grads);
 int64_t mcl_params_offset(const mcl_params *p, int i);

@@ -516,6 +516,10 @@ mcl_status mcl_tensor_grad_zeros(mcl_tensor *t)
 {
     if (!t) return MCL_ERR_NULL;
     if (t->grad || !(t->flags & MCL_TF_REQUIRES_GRAD)) return MCL_OK;
+    if (t->gslot) { /* a packed parameter: its slot, zeros while it has no gradient (tape.h) */
+        t->grad = mcl_tensor_keep(t->gslot);
+        return MCL_OK;
+    }
     mcl_tensor *g = mcl_tensor_create(t->ctx, t->ndim, t->shape);
     if (!g) return mcl_ctx_status(t->ctx) != MCL_OK ? mcl_ctx_status(t->ctx) : MCL_ERR_OOM;
     mcl_status st = mcl_tensor_fill(g, 0.0f);
