@@ -7,6 +7,8 @@
  *   - mcl_detach: values equal, no gradient through it
  *   - no-grad scopes (nesting), ops on constants record nothing
  *   - partial backward from a mark (mcl_grad_partial)
+ *   - gradients handed over as views (reshape, add: tape.c WALK_ALIAS) where the input is
+ *     used again, used twice by the same add, or requested by a partial walk
  *   - mcl_ctx_reset frees temporaries; kept tensors survive
  *   - backward of a non-scalar loss, backward after reset: errors, no crash
  */
@@ -261,6 +263,67 @@ static void test_reshape_view(mcl_ctx *ctx)
     mcl_tensor_free(a);
 }
 
+/* ---- gradients handed over as views ----
+ * x = a*b, p = sum(x*d), y = reshape(x); three graphs, each gradient by hand:
+ *   1. l = sum(add(y, x)·c) + p:    dl/dx = c (through y) + c (direct) + d,  dl/da = (2c + d)·b
+ *   2. l = sum(add(x, x)·c):        dl/dx = 2c (one add, both inputs the same tensor)
+ *   3. partial walk of l = sum(y·c) + p for {y, x}: dl/dy = c (y is requested, so x's later
+ *      gradient d must not reach it), dl/dx = c + d */
+static void test_handover(mcl_ctx *ctx)
+{
+    const float av[N] = {1, -2, 3, -4}, bv[N] = {0.5f, 2, -1, 1.5f};
+    const float cv[N] = {1, 2, 3, 4}, dv[N] = {-1, 0.5f, 2, -3};
+    mcl_tensor *a = leaf(ctx, "a", av), *b = leaf(ctx, "b", bv);
+    mcl_tensor *c = leaf(ctx, "c", cv), *d = leaf(ctx, "d", dv);
+    if (!a || !b || !c || !d) goto done;
+    mcl_tensor_requires_grad(c, 0);
+    mcl_tensor_requires_grad(d, 0);
+    const int64_t s4[1] = {N};
+    double want[N], wrong[N];
+    /* 1 */
+    mcl_tensor *x = mcl_mul(ctx, a, b);
+    mcl_tensor *p = mcl_sum(ctx, mcl_mul(ctx, x, d));
+    mcl_tensor *y = mcl_reshape(ctx, x, 1, s4);
+    mcl_tensor *l = mcl_add(ctx, mcl_sum(ctx, mcl_mul(ctx, mcl_add(ctx, y, x), c)), p);
+    CHECK(l && mcl_backward(ctx, l) == MCL_OK, "backward 1: %s", mcl_ctx_error(ctx));
+    for (int i = 0; i < N; i++) want[i] = (2.0 * cv[i] + dv[i]) * bv[i];
+    CHECK_GRAD("dl/da = (2c + d)·b through a handed-over reshape and add", a, want);
+    for (int i = 0; i < N; i++) wrong[i] = (cv[i] + dv[i]) * bv[i];
+    float ga[N];
+    CHECK(mcl_tensor_grad(a) && mcl_tensor_read(mcl_tensor_grad(a), ga, N) == MCL_OK &&
+              tu_first_mismatch(ga, wrong, N, ATOL, RTOL) >= 0,
+          "a gradient that lost the direct use is detected");
+    mcl_ctx_reset(ctx);
+    mcl_tensor_zero_grad(a);
+    /* 2 */
+    x = mcl_mul(ctx, a, b);
+    l = mcl_sum(ctx, mcl_mul(ctx, mcl_add(ctx, x, x), c));
+    CHECK(l && mcl_backward(ctx, l) == MCL_OK, "backward 2: %s", mcl_ctx_error(ctx));
+    for (int i = 0; i < N; i++) want[i] = 2.0 * cv[i] * bv[i];
+    CHECK_GRAD("dl/da = 2c·b for add(x, x)", a, want);
+    mcl_ctx_reset(ctx);
+    /* 3 */
+    size_t mark = mcl_tape_mark(ctx);
+    x = mcl_mul(ctx, a, b);
+    p = mcl_sum(ctx, mcl_mul(ctx, x, d));
+    y = mcl_reshape(ctx, x, 1, s4);
+    l = mcl_add(ctx, mcl_sum(ctx, mcl_mul(ctx, y, c)), p);
+    mcl_tensor *wrt[2] = {y, x}, *g[2] = {NULL, NULL};
+    CHECK(l && mcl_grad_partial(ctx, l, mark, 2, wrt, g) == MCL_OK, "partial 3: %s", mcl_ctx_error(ctx));
+    for (int i = 0; i < N; i++) want[i] = cv[i];
+    CHECK_TENSOR("dl/dy = c for a requested reshape output", g[0], want, N, ATOL, RTOL);
+    for (int i = 0; i < N; i++) want[i] = (double)cv[i] + dv[i];
+    CHECK_TENSOR("dl/dx = c + d", g[1], want, N, ATOL, RTOL);
+    mcl_tensor_free(g[0]);
+    mcl_tensor_free(g[1]);
+done:
+    mcl_ctx_reset(ctx);
+    mcl_tensor_free(a);
+    mcl_tensor_free(b);
+    mcl_tensor_free(c);
+    mcl_tensor_free(d);
+}
+
 /* ---- partial backward from a mark ---- */
 static void test_partial(mcl_ctx *ctx)
 {
@@ -438,6 +501,7 @@ int main(void)
     test_no_grad(ctx);
     test_reshape_view(ctx);
     test_partial(ctx);
+    test_handover(ctx);
     test_reset_and_errors(ctx);
 
     CHECK(mcl_ctx_status(ctx) == MCL_OK, "no stray error left: %s", mcl_ctx_error(ctx));

@@ -839,6 +839,26 @@ mcl_tensor *mcl_permute(mcl_ctx *ctx, mcl_tensor *a, const int perm[4])
         mcl_ctx_set_error(ctx, MCL_ERR_NULL, "permute: perm is NULL");
         return NULL;
     }
+    if (a && a->ctx == ctx && ctx && ctx->status == MCL_OK && a->ndim == 4) {
+        /* A permutation that only moves dims of size 1 keeps the row-major order of the
+         * elements: the result is a reshape, a view (no kernel, and its gradient is handed
+         * over as a view too: tape.c). */
+        int seen = 0, ordered = 1, last = -1;
+        int64_t sh[4];
+        for (int d = 0; d < 4; d++) {
+            const int p = perm[d];
+            if (p < 0 || p > 3 || (seen & (1 << p))) {
+                ordered = 0;
+                break;
+            }
+            seen |= 1 << p;
+            sh[d] = a->shape[p];
+            if (a->shape[p] == 1) continue;
+            if (p < last) ordered = 0;
+            last = p;
+        }
+        if (ordered) return mcl_reshape(ctx, a, 4, sh);
+    }
     mcl_op_args r;
     memset(&r, 0, sizeof r);
     r.op = MCL_OP_PERMUTE;
@@ -884,7 +904,8 @@ mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
             mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "dropout: p = %g must be in [0, 1)", (double)p);
             return NULL;
         }
-        return mcl_copy(ctx, a);
+        /* the identity: a view (a reshape to the same shape), no kernel */
+        return a ? mcl_reshape(ctx, a, a->ndim, a->shape) : NULL;
     }
     return mcl_dropout_keyed(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
 }

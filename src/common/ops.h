@@ -59,7 +59,8 @@ mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int6
 /* The same elements in a new shape: a view of a's buffer (no copy; doc/engine.md). */
 mcl_tensor *mcl_reshape(mcl_ctx *ctx, mcl_tensor *a, int ndim, const int64_t *shape);
 mcl_tensor *mcl_transpose(mcl_ctx *ctx, mcl_tensor *a);
-/* 4-D permutation: out.shape[d] = a.shape[perm[d]] (e.g. {0,2,1,3} splits heads). */
+/* 4-D permutation: out.shape[d] = a.shape[perm[d]] (e.g. {0,2,1,3} splits heads). One that
+ * only moves dims of size 1 is a reshape (a view, no kernel). */
 mcl_tensor *mcl_permute(mcl_ctx *ctx, mcl_tensor *a, const int perm[4]);
 
 /* x [..] -> [n, ..]: n copies along a new leading dim (gradient: the sum over it) */
@@ -115,7 +116,8 @@ mcl_tensor *mcl_one_hot(mcl_ctx *ctx, mcl_tensor *idx, int64_t depth);
 mcl_tensor *mcl_embedding(mcl_ctx *ctx, mcl_tensor *table, mcl_tensor *idx);
 
 /* Inverted dropout with drop probability p, mask from Philox (seed = the context seed,
- * stream = a fresh stream id). Identity (a copy) when `training` is 0 or p == 0. */
+ * stream = a fresh stream id). Identity (a view of a, as a reshape: no kernel, no stream
+ * drawn) when `training` is 0 or p == 0. */
 mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training);
 /* Same with an explicit (seed, stream, counter) — what the op records. */
 mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,

@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "ops.h"
 #include "optim.h"
+#include "tape.h"
 
 /* ---- schedules ---- */
 
@@ -100,7 +101,9 @@ struct mcl_optim {
     mcl_optim_config cfg;
     mcl_params *params;
     int n;              /* parameters covered (registry size at creation) */
-    mcl_tensor **state; /* [n][2]: momentum | (m, v) */
+    mcl_tensor **state; /* [n][2]: momentum | (m, v); views into flat[] for packed parameters */
+    mcl_tensor *flat[2]; /* the packed parameters' state, back to back as their values (tape.h) */
+    unsigned char *had;  /* [n]: a gradient reached parameter i at some step (or state was loaded) */
     int64_t steps;
     float last_lr;
 };
@@ -141,15 +144,35 @@ mcl_status mcl_optim_create(mcl_ctx *ctx, const mcl_optim_config *cfg, mcl_param
     o->params = params;
     o->n = mcl_params_count(params);
     o->state = calloc((size_t)(o->n > 0 ? o->n : 1) * 2, sizeof *o->state);
-    if (!o->state) {
+    o->had = calloc((size_t)(o->n > 0 ? o->n : 1), 1);
+    if (!o->state || !o->had) {
+        free(o->state);
+        free(o->had);
         free(o);
         return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "optim_create: out of memory");
     }
     int slots = cfg->kind == MCL_OPTIM_SGD ? 1 : 2;
+    /* pack the registry (one launch per update over all parameters); the state of the packed
+     * parameters lives in buffers of the same layout */
+    mcl_status ps = mcl_params_pack(params);
+    mcl_tensor *arena = ps == MCL_OK ? mcl_params_arena(params, 0) : NULL;
+    if (ps != MCL_OK) {
+        mcl_optim_free(o);
+        return ps;
+    }
+    for (int k = 0; arena && k < slots; k++) {
+        o->flat[k] = mcl_tensor_create(ctx, arena->ndim, arena->shape);
+        if (!o->flat[k]) {
+            mcl_optim_free(o);
+            return mcl_ctx_status(ctx);
+        }
+    }
     for (int i = 0; i < o->n; i++) {
         mcl_tensor *p = mcl_params_get(params, i);
+        const int64_t at = mcl_params_offset(params, i);
         for (int k = 0; k < slots; k++) {
-            o->state[2 * i + k] = mcl_tensor_create(ctx, p->ndim, p->shape);
+            o->state[2 * i + k] = at >= 0 ? mcl_tensor_view(o->flat[k], at, p->ndim, p->shape)
+                                          : mcl_tensor_create(ctx, p->ndim, p->shape);
             if (!o->state[2 * i + k]) {
                 mcl_optim_free(o);
                 return mcl_ctx_status(ctx);
@@ -164,6 +187,9 @@ void mcl_optim_free(mcl_optim *o)
 {
     if (!o) return;
     for (int i = 0; i < 2 * o->n; i++) mcl_tensor_free(o->state[i]);
+    mcl_tensor_free(o->flat[0]);
+    mcl_tensor_free(o->flat[1]);
+    free(o->had);
     free(o->state);
     free(o);
 }
@@ -176,25 +202,40 @@ mcl_status mcl_optim_step(mcl_optim *o)
         return mcl_ctx_set_error(ctx, MCL_ERR_STATE,
                                  "optim_step: the registry changed after the optimizer was created");
     mcl_status s = MCL_OK;
+    /* every gradient in the registry's flat arena: one launch for all parameters (the
+     * updates are elementwise, so the same numbers as one launch per parameter). A packed
+     * parameter no gradient reached then sees a zero gradient: exactly no change when its
+     * state is still zero (never reached, none loaded) and there is no weight decay, as
+     * skipping it would give (ACL's running statistics); otherwise the per-parameter loop. */
+    int flat = o->flat[0] && mcl_params_flat_ready(o->params);
+    for (int i = 0; i < o->n; i++) {
+        const mcl_tensor *p = mcl_params_get(o->params, i);
+        if (p->grad) o->had[i] = 1;
+        else if (mcl_params_offset(o->params, i) >= 0 && (o->had[i] || o->cfg.weight_decay != 0.0f))
+            flat = 0;
+    }
+    mcl_tensor *garena = flat ? mcl_params_arena(o->params, 1) : NULL;
     if (o->cfg.clip_norm > 0.0f) {
         mcl_tensor **g = malloc((size_t)(o->n > 0 ? o->n : 1) * sizeof *g);
         if (!g) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "optim_step: out of memory");
         for (int i = 0; i < o->n; i++) g[i] = mcl_tensor_grad(mcl_params_get(o->params, i));
-        s = mcl_clip_grad_norm(ctx, g, o->n, o->cfg.clip_norm, NULL);
+        s = flat ? mcl_clip_grad_norm(ctx, &garena, 1, o->cfg.clip_norm, NULL)
+                 : mcl_clip_grad_norm(ctx, g, o->n, o->cfg.clip_norm, NULL);
         free(g);
         if (s != MCL_OK) return s;
     }
     int64_t t = o->steps + 1;
     float lr = mcl_schedule_lr(&o->cfg.sched, t);
     mcl_no_grad_begin(ctx);
-    for (int i = 0; i < o->n && s == MCL_OK; i++) {
-        mcl_tensor *p = mcl_params_get(o->params, i);
-        if (!p->grad) continue; /* no gradient reached it: leave it as is */
+    for (int i = 0; i < (flat ? 1 : o->n) && s == MCL_OK; i++) {
+        mcl_tensor *p = flat ? mcl_params_arena(o->params, 0) : mcl_params_get(o->params, i);
+        mcl_tensor *grad = flat ? garena : p->grad;
+        if (!grad) continue; /* no gradient reached it: leave it as is */
         mcl_op_args a;
         memset(&a, 0, sizeof a);
         a.in[0] = p;
-        a.in[1] = p->grad;
-        a.in[2] = o->state[2 * i];
+        a.in[1] = grad;
+        a.in[2] = flat ? o->flat[0] : o->state[2 * i];
         if (o->cfg.kind == MCL_OPTIM_SGD) {
             a.op = MCL_OP_SGD_STEP;
             a.p.f[0] = lr;
@@ -202,7 +243,7 @@ mcl_status mcl_optim_step(mcl_optim *o)
             a.p.f[2] = o->cfg.weight_decay;
         } else {
             a.op = MCL_OP_ADAM_STEP;
-            a.in[3] = o->state[2 * i + 1];
+            a.in[3] = flat ? o->flat[1] : o->state[2 * i + 1];
             a.p.i[0] = o->cfg.kind == MCL_OPTIM_ADAMW ? 1 : o->cfg.kind == MCL_OPTIM_RMSPROP ? 2 : 0;
             a.p.i[1] = t;
             a.p.f[0] = lr;
@@ -230,6 +271,8 @@ float mcl_optim_last_lr(const mcl_optim *o) { return o ? o->last_lr : 0.0f; }
 void mcl_optim_set_steps(mcl_optim *o, int64_t steps)
 {
     if (o && steps >= 0) o->steps = steps;
+    /* resumed: the loaded state may be nonzero for any parameter */
+    for (int i = 0; o && steps > 0 && i < o->n; i++) o->had[i] = 1;
 }
 mcl_tensor *mcl_optim_state(const mcl_optim *o, int i, int slot)
 {

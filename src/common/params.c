@@ -1,4 +1,6 @@
-/* params.c — parameter registry. */
+/* params.c — parameter registry, and its packing (tape.h): the trainable parameters' values
+ * back to back in one buffer, their gradients likewise in another, so that an optimizer
+ * step or a clipping pass over all of them is one launch on a flat view. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +11,9 @@ struct mcl_params {
     mcl_ctx *ctx;
     mcl_tensor **t;
     int n, cap;
+    mcl_tensor *arena, *garena; /* packed values and gradients [N] (NULL: not packed)  */
+    int64_t *off;               /* per parameter: offset in them, -1 = not packed       */
+    int n_packed_of;            /* the registry size when packed                        */
 };
 
 mcl_params *mcl_params_create(mcl_ctx *ctx)
@@ -27,6 +32,9 @@ void mcl_params_free(mcl_params *p)
 {
     if (!p) return;
     for (int i = 0; i < p->n; i++) mcl_tensor_free(p->t[i]);
+    mcl_tensor_free(p->arena);
+    mcl_tensor_free(p->garena);
+    free(p->off);
     free(p->t);
     free(p);
 }
@@ -110,5 +118,89 @@ int64_t mcl_params_numel(const mcl_params *p)
 
 void mcl_params_zero_grad(mcl_params *p)
 {
-    for (int i = 0; p && i < p->n; i++) mcl_tensor_zero_grad(p->t[i]);
+    if (!p) return;
+    const int flat = mcl_params_flat_ready(p);
+    /* one fill of the gradient arena (whole: the backends just mark it zero, no kernel) */
+    if (flat) mcl_tensor_fill(p->garena, 0.0f);
+    for (int i = 0; i < p->n; i++)
+        if (!flat || p->off[i] < 0) mcl_tensor_zero_grad(p->t[i]);
+}
+
+/* ---- packing (tape.h) ---- */
+
+static int packable(const mcl_tensor *t)
+{
+    return (t->flags & MCL_TF_REQUIRES_GRAD) && t->buf->refcnt == 1 && !t->gslot &&
+           (!t->grad || t->grad->refcnt == 1);
+}
+
+mcl_status mcl_params_pack(mcl_params *p)
+{
+    if (!p) return MCL_ERR_NULL;
+    if (p->arena || p->n == 0) return MCL_OK;
+    mcl_ctx *ctx = p->ctx;
+    int64_t N = 0;
+    for (int i = 0; i < p->n; i++)
+        if (packable(p->t[i])) N += mcl_tensor_numel(p->t[i]);
+    if (N == 0) return MCL_OK;
+    p->off = malloc((size_t)p->n * sizeof *p->off);
+    if (!p->off) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "params_pack: out of memory");
+    mcl_tensor *arena = mcl_tensor_alloc(ctx, 1, &N, 0), *garena = mcl_tensor_alloc(ctx, 1, &N, 0);
+    mcl_status s = arena && garena ? MCL_OK : mcl_ctx_status(ctx);
+    int64_t at = 0;
+    for (int i = 0; i < p->n && s == MCL_OK; i++) {
+        mcl_tensor *t = p->t[i];
+        p->off[i] = -1;
+        if (!packable(t)) continue;
+        mcl_tensor *v = mcl_tensor_view(arena, at, t->ndim, t->shape);
+        mcl_tensor *g = v ? mcl_tensor_view(garena, at, t->ndim, t->shape) : NULL;
+        s = v && g ? mcl_tensor_move_into(t, v) : mcl_ctx_status(ctx);
+        if (s == MCL_OK && t->grad) { /* a gradient already there moves into its slot */
+            s = mcl_tensor_copy_into(g, t->grad);
+            if (s == MCL_OK) {
+                mcl_tensor_free(t->grad);
+                t->grad = mcl_tensor_keep(g);
+            }
+        }
+        mcl_tensor_free(v);
+        if (s == MCL_OK) {
+            t->gslot = g;
+            p->off[i] = at;
+            at += mcl_tensor_numel(t);
+        } else {
+            mcl_tensor_free(g);
+        }
+    }
+    /* on a failure part way, the parameters moved so far keep working from the arena (their
+     * buffer references hold it); the registry just stays unpacked */
+    if (s == MCL_OK) {
+        p->arena = arena;
+        p->garena = garena;
+        p->n_packed_of = p->n;
+    } else {
+        mcl_tensor_free(arena);
+        mcl_tensor_free(garena);
+        for (int i = 0; i < p->n; i++) p->off[i] = -1;
+    }
+    return s;
+}
+
+mcl_tensor *mcl_params_arena(const mcl_params *p, int grads)
+{
+    return p ? (grads ? p->garena : p->arena) : NULL;
+}
+
+int64_t mcl_params_offset(const mcl_params *p, int i)
+{
+    return p && p->arena && i >= 0 && i < p->n_packed_of ? p->off[i] : -1;
+}
+
+int mcl_params_flat_ready(const mcl_params *p)
+{
+    if (!p || !p->arena || p->n != p->n_packed_of) return 0;
+    for (int i = 0; i < p->n; i++) {
+        const mcl_tensor *t = p->t[i];
+        if (t->grad && (p->off[i] < 0 || t->grad != t->gslot)) return 0;
+    }
+    return 1;
 }

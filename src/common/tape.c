@@ -94,38 +94,203 @@ mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src)
     return MCL_OK;
 }
 
-/* ---- one backward walk ---- */
+/* ---- one backward walk ----
+ *
+ * A walk is planned before it runs: a first reverse pass over the nodes finds every tensor
+ * that will receive a gradient (the same reachability as the walk itself), then the
+ * gradients are created at once, so that a walk costs few allocations and few zero fills:
+ *   WALK_ARENA  most gradients are views into a few large zero-filled chunks (one zero fill
+ *               per chunk instead of one per tensor); they end with the walk;
+ *   WALK_OWN    a leaf's gradient that is handed over to t->grad (it outlives the walk),
+ *               and any tensor too large for a chunk: a buffer of its own, as before;
+ *   WALK_GRAD   a leaf that already has t->grad (full walks only): the walk accumulates
+ *               straight into it, no separate buffer and no final addition;
+ *   WALK_SLOT   a packed parameter without t->grad (full walks only): its gradient is made
+ *               in its slot of the registry's gradient arena (zeros until then, params.c) and
+ *               handed over as t->grad, so an optimizer sees one flat gradient;
+ *   WALK_ALIAS  an input whose gradient the op's backward would just add gout into (reshape,
+ *               copy, add, sub's and bias_add's first input: pass_through) and that nothing
+ *               else has given a gradient yet: its gradient IS the output's gradient (same
+ *               elements in the same order), a view of it, and the backward's copy for it is
+ *               skipped (the whole call when no other input needs a gradient). The output's
+ *               gradient is complete by then (its consumers come later on the tape), and
+ *               nothing reads it afterwards, except a partial walk's requested tensors: those
+ *               keep their own. */
+
+enum { WALK_ARENA, WALK_OWN, WALK_GRAD, WALK_SLOT, WALK_ALIAS };
+
+/* Elements per chunk of the walk's arena; a gradient larger than a quarter of it gets its own
+ * buffer (so chunks stay below what any device allocates in one piece). */
+#define WALK_CHUNK ((int64_t)1 << 24)
 
 typedef struct walk {
-    mcl_tensor **touched; /* tensors whose gtmp was created during the walk (one ref each) */
+    mcl_tensor **touched; /* tensors given a gtmp during the walk (one ref each)  */
+    unsigned char *kind;  /* per touched tensor: WALK_*                            */
+    mcl_tensor **src;     /* per touched tensor: WALK_ALIAS's reshape output        */
     size_t n, cap;
+    unsigned char *skip;  /* per node from the mark: k + 1 = input k's gradient is a view */
+    size_t mark;
 } walk;
 
-static mcl_status ensure_gtmp(mcl_ctx *ctx, walk *w, mcl_tensor *t)
+/* The mark a planned tensor's gtmp holds until the plan is carried out (never dereferenced). */
+static mcl_tensor planned;
+
+static mcl_status plan_add(mcl_ctx *ctx, walk *w, mcl_tensor *t, int kind, mcl_tensor *src)
 {
-    if (t->gtmp) return MCL_OK;
     if (w->n == w->cap) {
         size_t cap = w->cap ? 2 * w->cap : 64;
         mcl_tensor **p = realloc(w->touched, cap * sizeof *p);
-        if (!p) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "backward: out of memory");
-        w->touched = p;
+        if (p) w->touched = p;
+        unsigned char *k = p ? realloc(w->kind, cap) : NULL;
+        if (k) w->kind = k;
+        mcl_tensor **sp = k ? realloc(w->src, cap * sizeof *sp) : NULL;
+        if (!sp) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "backward: out of memory");
+        w->src = sp;
         w->cap = cap;
     }
-    t->gtmp = mcl_tensor_alloc(ctx, t->ndim, t->shape, 0);
-    if (!t->gtmp) return mcl_ctx_status(ctx);
-    w->touched[w->n++] = mcl_tensor_keep(t);
+    t->gtmp = &planned;
+    w->touched[w->n] = mcl_tensor_keep(t);
+    w->kind[w->n] = (unsigned char)kind;
+    w->src[w->n] = src;
+    w->n++;
     return MCL_OK;
+}
+
+/* A tensor about to receive a gradient: its kind in a full (full = 1) or partial walk. */
+static int kind_of(const mcl_tensor *t, int full)
+{
+    if (full && (t->flags & MCL_TF_REQUIRES_GRAD))
+        return t->grad ? WALK_GRAD : t->gslot ? WALK_SLOT : WALK_OWN;
+    return mcl_tensor_numel(t) > WALK_CHUNK / 4 ? WALK_OWN : WALK_ARENA;
+}
+
+static int is_wanted(mcl_tensor *const *wrt, int n_wrt, const mcl_tensor *t)
+{
+    for (int k = 0; k < n_wrt; k++)
+        if (wrt[k] == t) return 1;
+    return 0;
+}
+
+/* The input of node n whose gradient may be a view of the output's (WALK_ALIAS), or -1: an
+ * op whose backward adds gout unchanged into that input (reshape, copy: input 0; add: 0, else
+ * 1; sub, bias_add: 0), the input not given a gradient yet, not a leaf, not also another input
+ * of the node, and the output not requested by a partial walk. */
+static int pass_through(const mcl_node *n, mcl_tensor *const *wrt, int n_wrt)
+{
+    const mcl_op op = n->args.op;
+    int last;
+    if (op == MCL_OP_RESHAPE || op == MCL_OP_COPY || op == MCL_OP_SUB || op == MCL_OP_BIAS_ADD)
+        last = 0;
+    else if (op == MCL_OP_ADD)
+        last = 1;
+    else
+        return -1;
+    if (is_wanted(wrt, n_wrt, n->args.out[0])) return -1;
+    const int n_in = mcl_op_table[op].n_in;
+    for (int k = 0; k <= last; k++) {
+        const mcl_tensor *x = n->args.in[k];
+        int shared = 0;
+        for (int j = 0; j < n_in; j++) shared |= j != k && n->args.in[j] == x;
+        if ((x->flags & MCL_TF_NEEDS_GRAD) && !x->gtmp && !(x->flags & MCL_TF_REQUIRES_GRAD) && !shared)
+            return k;
+    }
+    return -1;
+}
+
+/* Pass 1: which tensors get a gradient, of which kind; which nodes are handed over. */
+static mcl_status walk_plan(mcl_ctx *ctx, walk *w, mcl_tensor *loss, int full,
+                            mcl_tensor *const *wrt, int n_wrt)
+{
+    /* the loss's gradient is filled with 1: never the accumulated t->grad itself */
+    int lk = kind_of(loss, full);
+    mcl_status s = plan_add(ctx, w, loss, lk == WALK_GRAD ? WALK_OWN : lk, NULL);
+    for (size_t i = ctx->n_nodes; s == MCL_OK && i-- > w->mark;) {
+        mcl_node *n = ctx->nodes[i];
+        const mcl_op_info *info = &mcl_op_table[n->args.op];
+        int reached = 0;
+        for (int k = 0; k < info->n_diff_out; k++)
+            if (n->args.out[k]->gtmp) reached = 1;
+        if (!reached) continue;
+        for (int k = 0; k < info->n_diff_out && s == MCL_OK; k++)
+            if (!n->args.out[k]->gtmp) s = plan_add(ctx, w, n->args.out[k], WALK_ARENA, NULL);
+        const int pk = s == MCL_OK ? pass_through(n, wrt, n_wrt) : -1;
+        if (pk >= 0) {
+            s = plan_add(ctx, w, n->args.in[pk], WALK_ALIAS, n->args.out[0]);
+            w->skip[i - w->mark] = (unsigned char)(pk + 1);
+        }
+        for (int k = 0; k < info->n_in && s == MCL_OK; k++) {
+            mcl_tensor *t = n->args.in[k];
+            if ((t->flags & MCL_TF_NEEDS_GRAD) && !t->gtmp) s = plan_add(ctx, w, t, kind_of(t, full), NULL);
+        }
+    }
+    return s;
+}
+
+/* Pass 2: create the planned gradients (zeros; WALK_GRAD keeps what t->grad holds). */
+static mcl_status walk_alloc(mcl_ctx *ctx, walk *w)
+{
+    mcl_tensor *chunk = NULL;
+    int64_t used = 0;
+    mcl_status s = MCL_OK;
+    for (size_t i = 0; i < w->n && s == MCL_OK; i++) {
+        mcl_tensor *t = w->touched[i];
+        const int64_t n = mcl_tensor_numel(t);
+        mcl_tensor *g = NULL;
+        switch (w->kind[i]) {
+        case WALK_ARENA:
+            if (!chunk || used + n > mcl_tensor_numel(chunk)) {
+                /* the chunk: what the gradients still to come need, at most WALK_CHUNK */
+                int64_t want = 0;
+                for (size_t j = i; j < w->n && want < WALK_CHUNK; j++)
+                    if (w->kind[j] == WALK_ARENA) want += mcl_tensor_numel(w->touched[j]);
+                if (want > WALK_CHUNK) want = WALK_CHUNK;
+                if (want < n) want = n;
+                mcl_tensor_free(chunk);
+                chunk = mcl_tensor_alloc(ctx, 1, &want, 0);
+                used = 0;
+                if (!chunk) break;
+            }
+            g = mcl_tensor_view(chunk, used, t->ndim, t->shape);
+            used += n;
+            break;
+        case WALK_OWN:
+            g = mcl_tensor_alloc(ctx, t->ndim, t->shape, 0);
+            break;
+        case WALK_GRAD:
+            g = mcl_tensor_keep(t->grad);
+            break;
+        case WALK_SLOT:
+            g = mcl_tensor_keep(t->gslot);
+            break;
+        case WALK_ALIAS: /* its source was planned before it, so it exists already */
+            g = mcl_tensor_view(w->src[i]->gtmp, 0, t->ndim, t->shape);
+            break;
+        }
+        if (!g) {
+            s = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx)
+                                              : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "backward: out of memory");
+            break;
+        }
+        t->gtmp = g;
+    }
+    mcl_tensor_free(chunk); /* the views keep its buffer */
+    return s;
 }
 
 static void walk_end(walk *w)
 {
     for (size_t i = 0; i < w->n; i++) {
-        mcl_tensor_free(w->touched[i]->gtmp);
-        w->touched[i]->gtmp = NULL;
-        mcl_tensor_free(w->touched[i]);
+        mcl_tensor *t = w->touched[i];
+        if (t->gtmp != &planned) mcl_tensor_free(t->gtmp);
+        t->gtmp = NULL;
+        mcl_tensor_free(t);
     }
     free(w->touched);
-    w->touched = NULL;
+    free(w->kind);
+    free(w->src);
+    free(w->skip);
+    w->touched = w->src = NULL;
+    w->kind = w->skip = NULL;
     w->n = w->cap = 0;
 }
 
@@ -147,10 +312,16 @@ static mcl_status check_loss(mcl_ctx *ctx, mcl_tensor *loss, const char *what)
     return MCL_OK;
 }
 
-/* Walk nodes [mark, n_nodes) in reverse from d loss = 1. */
-static mcl_status walk_back(mcl_ctx *ctx, walk *w, mcl_tensor *loss, size_t mark)
+/* Walk nodes [mark, n_nodes) in reverse from d loss = 1 (full = 1: a full walk, whose leaves
+ * accumulate into t->grad; else a partial one for wrt[0..n_wrt)). */
+static mcl_status walk_back(mcl_ctx *ctx, walk *w, mcl_tensor *loss, size_t mark, int full,
+                            mcl_tensor *const *wrt, int n_wrt)
 {
-    mcl_status s = ensure_gtmp(ctx, w, loss);
+    w->mark = mark;
+    w->skip = calloc(ctx->n_nodes - mark + 1, 1);
+    if (!w->skip) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "backward: out of memory");
+    mcl_status s = walk_plan(ctx, w, loss, full, wrt, n_wrt);
+    if (s == MCL_OK) s = walk_alloc(ctx, w);
     if (s != MCL_OK) return s;
     if ((s = mcl_tensor_fill(loss->gtmp, 1.0f)) != MCL_OK) return s;
     for (size_t i = ctx->n_nodes; i-- > mark;) {
@@ -161,17 +332,13 @@ static mcl_status walk_back(mcl_ctx *ctx, walk *w, mcl_tensor *loss, size_t mark
             if (n->args.out[k]->gtmp) reached = 1;
         if (!reached) continue;
         mcl_op_args a = n->args;
-        for (int k = 0; k < info->n_diff_out; k++) {
-            if ((s = ensure_gtmp(ctx, w, a.out[k])) != MCL_OK) return s;
-            a.gout[k] = a.out[k]->gtmp;
-        }
+        for (int k = 0; k < info->n_diff_out; k++) a.gout[k] = a.out[k]->gtmp;
+        int any = 0;
         for (int k = 0; k < info->n_in; k++) {
-            a.gin[k] = NULL;
-            if (a.in[k]->flags & MCL_TF_NEEDS_GRAD) {
-                if ((s = ensure_gtmp(ctx, w, a.in[k])) != MCL_OK) return s;
-                a.gin[k] = a.in[k]->gtmp;
-            }
+            a.gin[k] = (a.in[k]->flags & MCL_TF_NEEDS_GRAD) && w->skip[i - mark] != k + 1 ? a.in[k]->gtmp : NULL;
+            any |= a.gin[k] != NULL;
         }
+        if (!any) continue; /* every gradient was handed over as a view */
         const uint64_t seq = mcl_ctx_error_seq(ctx);
         ctx->be->stats.op_calls++;
         mcl_op_forget_written(&a, 1);
@@ -190,11 +357,19 @@ mcl_status mcl_backward(mcl_ctx *ctx, mcl_tensor *loss)
     mcl_status s = check_loss(ctx, loss, "backward");
     if (s != MCL_OK) return s;
     walk w = {0};
-    s = walk_back(ctx, &w, loss, 0);
-    /* Leaves that require grad: grad += gtmp. */
-    for (size_t i = 0; s == MCL_OK && i < w.n; i++) {
+    s = walk_back(ctx, &w, loss, 0, 1, NULL, 0);
+    /* Leaves that require grad: grad += gtmp (WALK_GRAD: accumulated into grad already).
+     * A packed parameter's slot is handed over even after a failure (it may hold part of a
+     * gradient; as .grad it is zeroed with the others, as a free slot it would have to be 0). */
+    for (size_t i = 0; i < w.n; i++) {
         mcl_tensor *t = w.touched[i];
-        if (!(t->flags & MCL_TF_REQUIRES_GRAD)) continue;
+        if (w.kind[i] == WALK_SLOT && !t->grad && t->gtmp == t->gslot) {
+            t->grad = t->gtmp;
+            t->gtmp = NULL;
+        }
+        if (s != MCL_OK || !(t->flags & MCL_TF_REQUIRES_GRAD) || w.kind[i] == WALK_GRAD ||
+            !t->gtmp)
+            continue;
         if (!t->grad) {
             t->grad = t->gtmp; /* hand over */
             t->gtmp = NULL;
@@ -225,7 +400,7 @@ mcl_status mcl_grad_partial(mcl_ctx *ctx, mcl_tensor *loss, size_t mark, int n,
     mcl_status s = check_loss(ctx, loss, "grad_partial");
     if (s != MCL_OK) return s;
     walk w = {0};
-    s = walk_back(ctx, &w, loss, mark);
+    s = walk_back(ctx, &w, loss, mark, 0, wrt, n);
     for (int k = 0; s == MCL_OK && k < n; k++) {
         mcl_tensor *t = wrt[k];
         mcl_tensor *g = mcl_tensor_alloc(ctx, t->ndim, t->shape, 0);

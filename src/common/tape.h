@@ -14,6 +14,7 @@
 #define MCL_TAPE_H
 
 #include "backend.h"
+#include "params.h"
 #include "profile.h"
 
 struct mcl_node {
@@ -55,6 +56,24 @@ mcl_tensor *mcl_tensor_alloc(mcl_ctx *ctx, int ndim, const int64_t *shape, int t
 mcl_tensor *mcl_tensor_alias(mcl_ctx *ctx, mcl_tensor *t, int ndim, const int64_t *shape);
 /* Validate a shape; on error record a message mentioning `what` and return the status. */
 mcl_status mcl_shape_check(mcl_ctx *ctx, const char *what, int ndim, const int64_t *shape);
+
+/* Give t the elements of `place` (same numel, a view into another buffer): its values are
+ * copied there and t refers to place's buffer and offset from now on (params.c packing). */
+mcl_status mcl_tensor_move_into(mcl_tensor *t, mcl_tensor *place);
+
+/* Packed parameters (params.c). mcl_params_pack moves every parameter of the registry that
+ * requires grad, and whose buffer nothing else shares, into one buffer, back to back in
+ * registry order, and gives each a gradient slot (t->gslot) at the same offset in a second
+ * buffer, so that optimizers and clipping update all of them with one launch. Idempotent.
+ * mcl_params_arena: the packed values (grads = 0) or gradients (grads = 1) as a flat [N]
+ * tensor, NULL when nothing is packed; *offset of parameter i in it (-1: not packed).
+ * mcl_params_flat_ready: 1 when every parameter that has a .grad is packed and its .grad is
+ * its slot (then the flat gradient is the registry's, zeros for the packed parameters that no
+ * gradient reached). */
+mcl_status mcl_params_pack(mcl_params *p);
+mcl_tensor *mcl_params_arena(const mcl_params *p, int grads);
+int64_t mcl_params_offset(const mcl_params *p, int i);
+int mcl_params_flat_ready(const mcl_params *p);
 
 /* Append a node for a finished op call (takes references). */
 mcl_status mcl_tape_record(mcl_ctx *ctx, const mcl_op_args *args);

@@ -281,6 +281,7 @@ void mcl_tensor_free(mcl_tensor *t)
     if (!t || --t->refcnt > 0) return;
     mcl_tensor_free(t->grad);
     mcl_tensor_free(t->gtmp);
+    mcl_tensor_free(t->gslot);
     buffer_release(t->buf);
     free(t);
 }
@@ -487,6 +488,17 @@ mcl_tensor *mcl_tensor_view(mcl_tensor *t, int64_t offset, int ndim, const int64
     return v;
 }
 
+mcl_status mcl_tensor_move_into(mcl_tensor *t, mcl_tensor *place)
+{
+    mcl_status s = mcl_tensor_copy_into(place, t);
+    if (s != MCL_OK) return s;
+    buffer_release(t->buf);
+    t->buf = place->buf;
+    t->buf->refcnt++;
+    t->offset = place->offset;
+    return MCL_OK;
+}
+
 mcl_tensor *mcl_detach(mcl_tensor *t)
 {
     if (!t) return NULL;
@@ -504,6 +516,10 @@ mcl_status mcl_tensor_grad_zeros(mcl_tensor *t)
 {
     if (!t) return MCL_ERR_NULL;
     if (t->grad || !(t->flags & MCL_TF_REQUIRES_GRAD)) return MCL_OK;
+    if (t->gslot) { /* a packed parameter: its slot, zeros while it has no gradient (tape.h) */
+        t->grad = mcl_tensor_keep(t->gslot);
+        return MCL_OK;
+    }
     mcl_tensor *g = mcl_tensor_create(t->ctx, t->ndim, t->shape);
     if (!g) return mcl_ctx_status(t->ctx) != MCL_OK ? mcl_ctx_status(t->ctx) : MCL_ERR_OOM;
     mcl_status st = mcl_tensor_fill(g, 0.0f);

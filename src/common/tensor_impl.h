@@ -37,6 +37,8 @@ struct mcl_tensor {
     unsigned flags;
     mcl_tensor *grad;  /* accumulated gradient of a REQUIRES_GRAD leaf (created on demand)  */
     mcl_tensor *gtmp;  /* gradient during one backward pass (internal)                      */
+    mcl_tensor *gslot; /* a packed parameter's place for .grad in its registry's gradient
+                          arena (params.c; zeros while .grad is NULL), else NULL              */
     mcl_node *node;    /* tape node that produced it (NULL for leaves), borrowed            */
     char name[48];     /* optional, for messages and the parameter registry                 */
 };
