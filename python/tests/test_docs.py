@@ -50,3 +50,13 @@ def test_snippets_run(title, blocks, data_dir, tmp_path, monkeypatch):
     if any("savefig" in b for b in blocks):
         pngs = [f for f in os.listdir(tmp_path) if f.endswith(".png")]
         assert pngs and all(os.path.getsize(tmp_path / f) > 1000 for f in pngs)
+
+
+def test_the_op_list_is_the_package_s():
+    import metacl
+    text = open(DOC, encoding="utf-8").read()
+    listed = re.search(r"<!-- python-ops -->(.*?)<!-- /python-ops -->", text, flags=re.S).group(1)
+    names = re.findall(r"`(\w+)`", listed)
+    want = [n for n in metacl.ops.__all__ if n not in ("run", "AttnOpts", "OP_NAMES")]
+    assert names == want, "doc/python.md's op list differs from metacl.ops: %s" % sorted(set(names) ^ set(want))
+    assert names[:-1] != want  # the comparison can fail: a list missing its last op is noticed
