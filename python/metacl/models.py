@@ -92,35 +92,35 @@ def find_checkpoint(name):
     raise_status(8, "no checkpoint named '%s' (looked in %s)" % (name, ", ".join(checkpoint_dirs())))
 
 
-class Learner:
-    """A model learning from labelled examples: reset(), observe(x, y), predict(x).
+class _Model:
+    """What every opened model shares: its C handle, the context it lives in (closed with it
+    when the model made it), and a lifetime as a context manager. Subclasses name their C
+    free function (_free) and run extra teardown in _release."""
 
-    x: uint8 images [n, 32, 32] (or [lanes, n, 32, 32] with lanes > 1), or a
-    (metacl.data.Dataset, indices) pair; y: integer labels 0..n_outputs-1, [n] or [lanes, n].
-    normalize: standardize pixels with the set's statistics (what the CLI's protocols do)."""
+    _free = None
 
     def __init__(self, ctx, handle, kind, path, owns_ctx):
-        self._ctx, self._h, self.kind, self.path = ctx, handle, kind, path
-        self._owns_ctx = owns_ctx
-        self._begun = False
-        self.normalize = True
+        self._ctx, self._h, self.kind, self.path, self._owns_ctx = ctx, handle, kind, path, owns_ctx
 
     @property
     def handle(self):
         if not self._h:
-            raise Error("the learner was closed", 7)
+            raise Error("the %s model was closed" % self.kind, 7)
         return self._h
 
     @property
     def ctx(self):
         return self._ctx
 
+    def _release(self, h):
+        pass
+
     def close(self):
+        """Free the model now (and its context when load() made it); idempotent."""
         if self._h:
-            if self._begun:
-                _L.mcl_learner_end(self._h)
-            _L.mcl_learner_free(self._h)
-            self._h = None
+            h, self._h = self._h, None
+            self._release(h)
+            getattr(_L, self._free)(h)
         if self._owns_ctx and self._ctx is not None:
             self._ctx.close()
 
@@ -135,6 +135,25 @@ class Learner:
             self.close()
         except Exception:
             pass
+
+
+class Learner(_Model):
+    """A model learning from labelled examples: reset(), observe(x, y), predict(x).
+
+    x: uint8 images [n, 32, 32] (or [lanes, n, 32, 32] with lanes > 1), or a
+    (metacl.data.Dataset, indices) pair; y: integer labels 0..n_outputs-1, [n] or [lanes, n].
+    normalize: standardize pixels with the set's statistics (what the CLI's protocols do)."""
+
+    _free = "mcl_learner_free"
+
+    def __init__(self, ctx, handle, kind, path, owns_ctx):
+        super().__init__(ctx, handle, kind, path, owns_ctx)
+        self._begun = False
+        self.normalize = True
+
+    def _release(self, h):
+        if self._begun:
+            _L.mcl_learner_end(h)
 
     def __repr__(self):
         return "<metacl.Learner %s from %s>" % (self.kind, self.path)
@@ -260,42 +279,18 @@ def baseline(spec="adam", seed=1, ctx=None, backend="ref", device=None):
 LM_MODES = {"static": 0, "dynamic": 1, "smn": 2}
 
 
-class LM:
+class LM(_Model):
     """A trained character (byte) language model (doc/lm-model.md): score(text) in bits per
     byte and sample(prompt, n, temperature)."""
 
-    def __init__(self, ctx, handle, path, owns_ctx):
-        self._ctx, self._h, self.path, self._owns_ctx = ctx, handle, path, owns_ctx
-        self.kind = "lm"
+    _free = "mcl_lm_text_free"
 
-    @property
-    def handle(self):
-        if not self._h:
-            raise Error("the model was closed", 7)
-        return self._h
+    def __init__(self, ctx, handle, path, owns_ctx):
+        super().__init__(ctx, handle, "lm", path, owns_ctx)
 
     @property
     def has_fast_weights(self):
         return bool(_L.mcl_lm_text_has_fast_weights(self.handle))
-
-    def close(self):
-        if self._h:
-            _L.mcl_lm_text_free(self._h)
-            self._h = None
-        if self._owns_ctx and self._ctx is not None:
-            self._ctx.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         return "<metacl.LM from %s>" % self.path
@@ -352,41 +347,17 @@ SMN_TASKS = {0: "wcst", 1: "onlinex", 2: "classes"}
 SMN_AGENTS = {"alg1": 0, "fast-only": 1, "frozen": 4}
 
 
-class SMN:
+class SMN(_Model):
     """A trained Sparse-MetaNet model (doc/smn-model.md): act(obs) with its current weights,
     reset() of the fast weights, and run(...), one run of `metacl eval smn --protocol wcst`."""
 
+    _free = "mcl_smn_model_free"
+
     def __init__(self, ctx, handle, path, owns_ctx):
-        self._ctx, self._h, self.path, self._owns_ctx = ctx, handle, path, owns_ctx
-        self.kind = "smn"
+        super().__init__(ctx, handle, "smn", path, owns_ctx)
         self.task = SMN_TASKS.get(_L.mcl_smn_model_task(handle), "?")
         self.obs_size = int(_L.mcl_smn_model_obs_size(handle))
         self.n_out = int(_L.mcl_smn_model_n_out(handle))
-
-    @property
-    def handle(self):
-        if not self._h:
-            raise Error("the model was closed", 7)
-        return self._h
-
-    def close(self):
-        if self._h:
-            _L.mcl_smn_model_free(self._h)
-            self._h = None
-        if self._owns_ctx and self._ctx is not None:
-            self._ctx.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         return "<metacl.SMN %s agent from %s>" % (self.task, self.path)
@@ -445,32 +416,27 @@ class SMN:
 
 def load(name, ctx=None, backend="ref", device=None, max_lanes=0):
     """A shipped checkpoint (by name, e.g. "acl-2task-gen", "lm-text", "smn-wcst") or a file:
-    an ACL model as a Learner, a language model as an LM, a Sparse-MetaNet model as an SMN. Without ctx a context of `backend` is made and
-    closed with the model."""
+    an ACL model as a Learner, a language model as an LM, a Sparse-MetaNet model as an SMN.
+    Without ctx a context of `backend` is made and closed with the model."""
     path = find_checkpoint(name)
     kind = checkpoint_kind(path)
     ctx, owns = _context(ctx, backend, device)
     err = ctypes.create_string_buffer(1024)
+    kbuf = ctypes.create_string_buffer(80)
     h = _lib.P()
     if kind == "lm":
         st = _L.mcl_lm_text_open(ctx.handle, path.encode(), ctypes.byref(h), err, len(err))
-        if st != 0:
-            if owns:
-                ctx.close()
-            raise_status(st, err.value.decode(errors="replace"))
-        return LM(ctx, h.value, path, owns)
-    if kind == "smn":
+    elif kind == "smn":
         st = _L.mcl_smn_model_open(ctx.handle, path.encode(), ctypes.byref(h), err, len(err))
-        if st != 0:
-            if owns:
-                ctx.close()
-            raise_status(st, err.value.decode(errors="replace"))
-        return SMN(ctx, h.value, path, owns)
-    kbuf = ctypes.create_string_buffer(80)
-    st = _L.mcl_learner_open_ckpt(ctx.handle, path.encode(), int(max_lanes), ctypes.byref(h), kbuf,
-                                  len(kbuf), err, len(err))
+    else:
+        st = _L.mcl_learner_open_ckpt(ctx.handle, path.encode(), int(max_lanes), ctypes.byref(h), kbuf,
+                                      len(kbuf), err, len(err))
     if st != 0:
         if owns:
             ctx.close()
         raise_status(st, err.value.decode(errors="replace") or "%s: cannot open the model" % path)
+    if kind == "lm":
+        return LM(ctx, h.value, path, owns)
+    if kind == "smn":
+        return SMN(ctx, h.value, path, owns)
     return Learner(ctx, h.value, kbuf.value.decode(), path, owns)
