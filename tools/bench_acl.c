@@ -1,6 +1,6 @@
 /* bench_acl.c — `metacl bench acl`: the three ACL workloads (srwm, Conv-4, a meta-training step), timed on one
- * backend. tools/bench-acl-torch.py implements the same workloads with the same shapes in
- * PyTorch, and tools/bench-acl-vs-torch.py runs both back to back and prints the ratios.
+ * backend. tools/torch/bench-acl-torch.py implements the same workloads with the same shapes in
+ * PyTorch, and tools/torch/bench-acl-vs-torch.py runs both back to back and prints the ratios.
  *
  *   srwm       srwm forward + backward, B 16, H 16, D 16, L 160 (upstream gradients of the
  *              output and the final state random)
@@ -275,6 +275,6 @@ int mcl_cli_bench_acl(int argc, char **argv)
 {
     return mcl_bench_main("acl",
                           "Times the ACL model's workloads: srwm, conv4_28, conv4_32, acl_step (see tools/bench_acl.c).",
-                          "compare with PyTorch: python3 tools/bench-acl-vs-torch.py", workloads, N_WORKLOADS,
+                          "compare with PyTorch: python3 tools/torch/bench-acl-vs-torch.py", workloads, N_WORKLOADS,
                           BENCH_SEED, argc, argv);
 }

@@ -1,6 +1,6 @@
 /* bench_lm.c — `metacl bench lm`: the adaptive character language model's workloads, timed on
- * one backend (doc/lm-model.md). tools/bench-lm-torch.py implements the same computations in
- * PyTorch, and `python3 tools/bench-acl-vs-torch.py --bench lm` runs both back to back with the
+ * one backend (doc/lm-model.md). tools/torch/bench-lm-torch.py implements the same computations in
+ * PyTorch, and `python3 tools/torch/bench-acl-vs-torch.py --bench lm` runs both back to back with the
  * ratios.
  *
  * The model is the shipped one (data/configs/lm-text.conf): a byte-level Transformer-XL of 4
@@ -379,6 +379,6 @@ int mcl_cli_bench_lm(int argc, char **argv)
     return mcl_bench_main("lm",
                           "Times the adaptive character language model's workloads: lm_train_window, lm_train_plain, "
                           "lm_eval_static, lm_eval_dynamic, lm_eval_smn (see tools/bench_lm.c).",
-                          "compare with PyTorch: python3 tools/bench-acl-vs-torch.py --bench lm", workloads,
+                          "compare with PyTorch: python3 tools/torch/bench-acl-vs-torch.py --bench lm", workloads,
                           (int)(sizeof workloads / sizeof workloads[0]), BENCH_SEED, argc, argv);
 }

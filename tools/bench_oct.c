@@ -1,6 +1,6 @@
 /* bench_oct.c — `metacl bench oct`: the online transformers' workloads, timed on one backend.
- * tools/bench-oct-torch.py implements the same computations in PyTorch, and
- * `python3 tools/bench-acl-vs-torch.py --bench oct` runs both back to back with the ratios.
+ * tools/torch/bench-oct-torch.py implements the same computations in PyTorch, and
+ * `python3 tools/torch/bench-acl-vs-torch.py --bench oct` runs both back to back with the ratios.
  *
  *   oct_step     one online training step of the pi-transformer (doc/oct-model.md): a chunk
  *                of S = 50 images 1×32×32 through Conv-4 (32 channels), 4 parallel blocks of
@@ -196,6 +196,6 @@ int mcl_cli_bench_oct(int argc, char **argv)
     return mcl_bench_main("oct",
                           "Times the online transformers' workloads: oct_step, attn_C0/250/1000/4000 "
                           "(see tools/bench_oct.c).",
-                          "compare with PyTorch: python3 tools/bench-acl-vs-torch.py --bench oct", workloads,
+                          "compare with PyTorch: python3 tools/torch/bench-acl-vs-torch.py --bench oct", workloads,
                           (int)(sizeof workloads / sizeof workloads[0]), BENCH_SEED, argc, argv);
 }

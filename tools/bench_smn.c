@@ -1,6 +1,6 @@
 /* bench_smn.c — `metacl bench smn`: the Sparse Meta Networks' workloads, timed on one backend
- * (doc/smn-model.md). tools/bench-smn-torch.py implements the same computations in PyTorch,
- * and `python3 tools/bench-acl-vs-torch.py --bench smn` runs both back to back with the ratios.
+ * (doc/smn-model.md). tools/torch/bench-smn-torch.py implements the same computations in PyTorch,
+ * and `python3 tools/torch/bench-acl-vs-torch.py --bench smn` runs both back to back with the ratios.
  *
  *   smn_wcst_window    one k = 3 window of Algorithm 1 for the WCST agent (mlp 12 → 256 → 256
  *                      ReLU, policy head 4, value head 1, every layer augmented; g_φ 2 → 20 →
@@ -257,6 +257,6 @@ int mcl_cli_bench_smn(int argc, char **argv)
     return mcl_bench_main("smn",
                           "Times the Sparse Meta Networks' workloads: smn_wcst_window, smn_resnet_window, "
                           "smn_resnet_plain (see tools/bench_smn.c).",
-                          "compare with PyTorch: python3 tools/bench-acl-vs-torch.py --bench smn", workloads,
+                          "compare with PyTorch: python3 tools/torch/bench-acl-vs-torch.py --bench smn", workloads,
                           (int)(sizeof workloads / sizeof workloads[0]), BENCH_SEED, argc, argv);
 }

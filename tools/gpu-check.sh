@@ -467,7 +467,7 @@ for b in acl oct smn lm; do
     fi
     mnum=${S_NUM[${#S_NUM[@]}-1]}
     if [ -n "$torch_dev" ]; then
-        step "torch-$b" 150 p_bench env PYTHONDONTWRITEBYTECODE=1 "$python" "$tools/bench-$b-torch.py" --json --device "$torch_dev" --reps "$reps" "${only[@]}"
+        step "torch-$b" 150 p_bench env PYTHONDONTWRITEBYTECODE=1 "$python" "$tools/torch/bench-$b-torch.py" --json --device "$torch_dev" --reps "$reps" "${only[@]}"
         tnum=${S_NUM[${#S_NUM[@]}-1]}
         # the comparison: per workload both medians and their ratio
         rows=$(printf '%s\n%s\n' "$mnum" "$tnum" | awk -v bench="$b" '

@@ -43,5 +43,5 @@ if [ "$what" = sample ] || [ "$what" = all ]; then
     done | tee "$OUT/samples.txt"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-    python3 tools/bench-acl-vs-torch.py --bench lm --threads 2 | tee "$OUT/bench.md"
+    python3 tools/torch/bench-acl-vs-torch.py --bench lm --threads 2 | tee "$OUT/bench.md"
 fi

@@ -193,8 +193,9 @@ cp "$srcdir/tools/bundle-run.sh" "$stage/run"
 chmod 755 "$stage/run"
 cp "$srcdir/tools/gpu-check.sh" "$stage/tools/gpu-check.sh"
 chmod 755 "$stage/tools/gpu-check.sh"
-for b in acl oct smn lm; do cp "$srcdir/tools/bench-$b-torch.py" "$stage/tools/"; done
-cp "$srcdir/tools/bench_torch_device.py" "$stage/tools/"
+mkdir -p "$stage/tools/torch"
+for b in acl oct smn lm; do cp "$srcdir/tools/torch/bench-$b-torch.py" "$stage/tools/torch/"; done
+cp "$srcdir/tools/torch/bench_common.py" "$stage/tools/torch/"
 cp "$srcdir/doc/bundle.md" "$stage/README.md"
 
 # The bundle must start: metacl --version through the bundle's loader, with no driver.

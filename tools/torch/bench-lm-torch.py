@@ -5,7 +5,7 @@ cuda) on a GPU.
 The same workloads with the same shapes as tools/bench_lm.c (wall-clock time per iteration,
 --warmup untimed iterations (1 on the CPU, 3 on CUDA), then --reps timed iterations; ms_best =
 fastest, ms_median = median; on CUDA each timed iteration lies between two
-torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/bench_torch_device.py).
+torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/torch/bench_common.py).
 
 The model is the adaptive character language model of doc/lm-model.md at the size of
 data/configs/lm-text.conf: a byte-level Transformer-XL of L = 4 pre-LN layers, width D = 192,
@@ -61,18 +61,16 @@ the evaluations 128); lm_train_window also log_bytes_sparse, the bytes of its lo
 gradient step (int64 indices and the [m, 2] inputs, plus M_0), counted as metacl counts them.
 
 Usage:
-  /usr/bin/python3 tools/bench-lm-torch.py [--json] [--threads T] [--reps R] [--only A,B]
+  /usr/bin/python3 tools/torch/bench-lm-torch.py [--json] [--threads T] [--reps R] [--only A,B]
                                            [--device cpu|cuda] [--warmup N] [--tf32]
-Needs Debian's python3-torch. tools/bench-acl-vs-torch.py --bench lm runs it next to
+Needs Debian's python3-torch. tools/torch/bench-acl-vs-torch.py --bench lm runs it next to
 `metacl bench lm` and prints the ratios.
 """
 
-import argparse
-import json
 import math
 import sys
 
-import bench_torch_device
+import bench_common
 
 WORKLOADS = ("lm_train_window", "lm_train_plain", "lm_eval_static", "lm_eval_dynamic", "lm_eval_smn")
 DEFAULT_REPS = {"lm_train_window": 3, "lm_train_plain": 3, "lm_eval_static": 10, "lm_eval_dynamic": 5,
@@ -328,51 +326,21 @@ def build(torch, name, dev):
     return fns[name], state
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(prog="bench-lm-torch.py")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument("--only", action="append", default=None)
-    bench_torch_device.add_args(ap)
-    a = ap.parse_args(argv)
-    bench_torch_device.check_args(ap, a)
-    try:
-        import torch
-    except ImportError:
-        print("bench-lm-torch: PyTorch is missing (apt-get install python3-torch)", file=sys.stderr)
-        return 1
-    dev = bench_torch_device.Device(torch, a, "bench-lm-torch")
-    torch.set_num_threads(a.threads)
-    only = [n for o in (a.only or []) for n in o.split(",") if n] or list(WORKLOADS)
-    bad = [n for n in only if n not in WORKLOADS]
-    if bad:
-        ap.error("unknown workload(s) %s (%s)" % (", ".join(bad), ", ".join(WORKLOADS)))
-    out = []
-    for name in WORKLOADS:
-        if name not in only:
-            continue
-        fn, state = build(torch, name, dev)
-        reps = a.reps or DEFAULT_REPS[name]
-        best, med = dev.time_reps(fn, reps)
-        w = {"name": name, "desc": name, "reps": reps, "ms_best": round(best, 3), "ms_median": round(med, 3),
-             "bytes_per_s": state["bytes"] / (med * 1e-3)}
+def build_workload(torch, dev, name):
+    fn, state = build(torch, name, dev)
+
+    def extra(median):
+        w = {"bytes_per_s": state["bytes"] / (median * 1e-3)}
         if state["log_bytes_sparse"]:
             w["log_bytes_sparse"] = state["log_bytes_sparse"]
-        out.append(w)
-    if a.json:
-        rec = {"bench": "lm", "impl": "pytorch", "version": torch.__version__,
-               "threads": torch.get_num_threads()}
-        rec.update(dev.record())
-        rec["workloads"] = out
-        print(json.dumps(rec))
-    else:
-        for w in out:
-            print("%-18s %10.2f %10.2f %5d  %8.0f bytes/s" % (w["name"], w["ms_best"], w["ms_median"], w["reps"],
-                                                             w["bytes_per_s"]))
-            if "log_bytes_sparse" in w:
-                print("  window log before the gradient step: %.1f KiB" % (w["log_bytes_sparse"] / 1024.0))
-    return 0
+        return w
+
+    return fn, extra
+
+
+def main(argv):
+    return bench_common.main(argv, "bench-lm-torch.py", "lm", WORKLOADS, DEFAULT_REPS,
+                             build_workload)
 
 
 if __name__ == "__main__":

@@ -1,30 +1,35 @@
 #!/usr/bin/env python3
 """bench-acl-vs-torch.py — compare `metacl bench acl` (or, with --bench oct, `metacl bench oct`
-against tools/bench-oct-torch.py; with --bench smn, `metacl bench smn` against
-tools/bench-smn-torch.py; with --bench lm, `metacl bench lm` against tools/bench-lm-torch.py)
+against tools/torch/bench-oct-torch.py; with --bench smn, `metacl bench smn` against
+tools/torch/bench-smn-torch.py; with --bench lm, `metacl bench lm` against tools/torch/bench-lm-torch.py)
 with the PyTorch CPU baseline.
 
 Runs, back to back and with the same thread count (OMP_NUM_THREADS is set for both):
   1. <metacl> bench acl --json [--backend B] --threads T [--reps R]
-  2. <python> tools/bench-acl-torch.py --json --threads T [--reps R] [--only ...]
+  2. <python> tools/torch/bench-acl-torch.py --json --threads T [--reps R] [--only ...]
 and prints a Markdown table per workload (srwm, conv4_28, conv4_32, acl_step — the shapes are
-described in tools/bench-acl-torch.py): our ms (best / median), PyTorch ms (best / median),
+described in tools/torch/bench-acl-torch.py): our ms (best / median), PyTorch ms (best / median),
 the ratio PyTorch/ours of the medians, and whether the goal "ours >= 3x faster" is met.
 A workload that only one side reports is shown as missing on the other side. The notes of our
 workloads (metacl bench smn's window memory, metacl bench lm's bytes/s) are listed under the
 table.
 
 Usage:
-  python3 tools/bench-acl-vs-torch.py                       # ./metacl at the repo root, 2 threads
-  python3 tools/bench-acl-vs-torch.py --metacl build/metacl --backend opencl --threads 4
-  python3 tools/bench-acl-vs-torch.py --json                # one combined JSON record
+  python3 tools/torch/bench-acl-vs-torch.py                       # ./metacl at the repo root, 2 threads
+  python3 tools/torch/bench-acl-vs-torch.py --metacl build/metacl --backend opencl --threads 4
+  python3 tools/torch/bench-acl-vs-torch.py --json                # one combined JSON record
 Options: --metacl PATH, --backend B (passed to metacl only), --threads T (default 2),
   --reps R (both sides; default: each program's own), --only NAME[,NAME] (both sides run
   only these),
   --python EXE (interpreter for the PyTorch script; default: the first of this interpreter
   and /usr/bin/python3 that can import torch), --goal X (speed-up goal, default 3).
+The baseline must be fair: the PyTorch record says which BLAS its matrix products ran on
+(tools/torch/bench_common.py, blas_info: the library resolved in /proc/self/maps after a matrix
+product, OpenBLAS's core type, PyTorch's CPU kernels); the table's header prints it. Against the
+reference BLAS (Debian's libblas3, what installing python3-torch alone gives) no ratio is
+reported: the script says to run `apt-get install libopenblas0-pthread` and exits 1.
 Exit status: 0 ok (whether or not the goal is met), 1 if either program fails or prints no
-valid JSON (its stderr is shown), 2 on bad flags.
+valid JSON (its stderr is shown) or the baseline ran on the reference BLAS, 2 on bad flags.
 
 Testing without the C benchmark: a fake metacl is any executable printing a record such as
   {"bench":"acl","impl":"metacl","backend":"ref","threads":2,"workloads":[{"name":"srwm",
@@ -37,8 +42,10 @@ import os
 import subprocess
 import sys
 
+import bench_common
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
+REPO = os.path.dirname(os.path.dirname(HERE))  # tools/torch/ -> the repo root
 # --bench acl | oct | smn | lm: the metacl benchmark, its PyTorch twin and the workloads' table order
 BENCHES = {
     "acl": (os.path.join(HERE, "bench-acl-torch.py"), ("srwm", "conv4_28", "conv4_32", "acl_step")),
@@ -54,7 +61,7 @@ TORCH_SCRIPT, ORDER = BENCHES["acl"]
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="bench-acl-vs-torch.py",
-                                description="compare `metacl bench acl` with PyTorch (CPU)")
+                                description="compare `metacl bench B` with PyTorch (CPU)")
     p.add_argument("--metacl", default=os.path.join(REPO, "metacl"),
                    help="metacl binary (default: metacl at the repo root)")
     p.add_argument("--backend", default=None, help="metacl backend (passed as --backend)")
@@ -146,7 +153,7 @@ def best_of(recs):
                 continue
             if n not in best or med < float(best[n]["ms_median"]):
                 best[n] = dict(w, blas_threads=rec.get("blas_threads"))
-    out = dict(recs[0])
+    out = dict(recs[0], runs=len(recs))
     out["workloads"] = [best[n] for n in (w.get("name") for w in recs[0].get("workloads", [])
                                           if isinstance(w, dict)) if n in best]
     return out
@@ -175,9 +182,11 @@ def fmt_ms(t):
 
 
 def markdown(rows, ours, torch_rec, threads, goal):
-    lines = ["ours: %s (backend %s), PyTorch: %s (%s); %d thread(s)"
+    lines = ["ours: %s (backend %s), PyTorch: %s %s (%s); %d thread(s)"
              % (ours.get("impl", "metacl"), ours.get("backend", "?"),
-                torch_rec.get("impl", "pytorch"), torch_rec.get("backend", "cpu"), threads),
+                torch_rec.get("impl", "pytorch"), torch_rec.get("version", ""),
+                torch_rec.get("backend", "cpu"), threads),
+             "PyTorch's " + bench_common.blas_line(torch_rec.get("blas") or {}),
              "",
              "| workload | ours ms (best / median) | PyTorch ms (best / median) "
              "| PyTorch / ours (median) | ≥ %gx faster |" % goal,
@@ -190,7 +199,7 @@ def markdown(rows, ours, torch_rec, threads, goal):
         lines.append("| %s | %s | %s | %s | %s |"
                      % (r["name"], fmt_ms(r["ours"]), fmt_ms(r["pytorch"]), ratio, met))
     tw = {w.get("name"): w.get("blas_threads") for w in torch_rec.get("workloads", []) if isinstance(w, dict)}
-    if any(v is not None for v in tw.values()):
+    if torch_rec.get("runs", 1) > 1 and any(v is not None for v in tw.values()):
         lines.append("")
         lines.append("PyTorch ran twice, with OpenBLAS on %d thread(s) and on 1; each row keeps the faster "
                      "median (OpenBLAS threads: %s)." % (threads, ", ".join(
@@ -228,14 +237,19 @@ def main(argv):
     # OpenMP pool on the same cores; on 2 cores that can make some workloads several times
     # slower. The baseline is run both ways (OpenBLAS with the same threads, and with 1) and
     # each workload keeps its faster run: the ratios are against PyTorch at its best.
+    # (Only OpenBLAS reads OPENBLAS_NUM_THREADS: another BLAS runs once.)
     recs = []
     for blas in (str(args.threads), "1"):
         rec = run_json("pytorch (OPENBLAS_NUM_THREADS=%s)" % blas, torch_cmd, dict(env, OPENBLAS_NUM_THREADS=blas))
         if rec is None:
             return 1
+        why = bench_common.blas_refusal(rec.get("blas"))
+        if why:
+            print("bench-acl-vs-torch: no ratios: %s" % why, file=sys.stderr)
+            return 1
         rec["blas_threads"] = int(blas)
         recs.append(rec)
-        if args.threads == 1:
+        if args.threads == 1 or rec["blas"].get("kind") != "openblas":
             break
     torch_rec = best_of(recs)
 

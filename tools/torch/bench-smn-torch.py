@@ -5,7 +5,7 @@ cuda) on a GPU.
 The same workloads with the same shapes as tools/bench_smn.c (wall-clock time per iteration,
 --warmup untimed iterations (1 on the CPU, 3 on CUDA), then --reps timed iterations; ms_best =
 fastest, ms_median = median; on CUDA each timed iteration lies between two
-torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/bench_torch_device.py):
+torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/torch/bench_common.py):
 
   smn_wcst_window    one k = 3 window of Algorithm 1 (Sparse Meta Networks, Munkhdalai 2019;
                      doc/smn-model.md) for the WCST agent: 12 -> 256 -> 256 ReLU, a policy head
@@ -35,18 +35,16 @@ Memory: a window workload's JSON entry has log_bytes_sparse, the bytes of its lo
 gradient step (int64 indices and the [m, 2] inputs, plus M_0), counted as metacl counts them.
 
 Usage:
-  /usr/bin/python3 tools/bench-smn-torch.py [--json] [--threads T] [--reps R] [--only A,B]
+  /usr/bin/python3 tools/torch/bench-smn-torch.py [--json] [--threads T] [--reps R] [--only A,B]
                                             [--device cpu|cuda] [--warmup N] [--tf32]
-Needs Debian's python3-torch. tools/bench-acl-vs-torch.py --bench smn runs it next to
+Needs Debian's python3-torch. tools/torch/bench-acl-vs-torch.py --bench smn runs it next to
 `metacl bench smn` and prints the ratios.
 """
 
-import argparse
-import json
 import math
 import sys
 
-import bench_torch_device
+import bench_common
 
 WORKLOADS = ("smn_wcst_window", "smn_resnet_window", "smn_resnet_plain")
 DEFAULT_REPS = {"smn_wcst_window": 20, "smn_resnet_window": 5, "smn_resnet_plain": 10}
@@ -187,51 +185,19 @@ def build(torch, kind, dev):
     return (window if fast else plain_step), state
 
 
+KINDS = {"smn_wcst_window": "wcst", "smn_resnet_window": "resnet", "smn_resnet_plain": "plain"}
+
+
+def build_workload(torch, dev, name):
+    fn, state = build(torch, KINDS[name], dev)
+    # the window log's size is known after the timed runs
+    return fn, lambda median: ({"log_bytes_sparse": state["log_bytes_sparse"]}
+                               if state["log_bytes_sparse"] else {})
+
+
 def main(argv):
-    ap = argparse.ArgumentParser(prog="bench-smn-torch.py")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument("--only", action="append", default=None)
-    bench_torch_device.add_args(ap)
-    a = ap.parse_args(argv)
-    bench_torch_device.check_args(ap, a)
-    try:
-        import torch
-    except ImportError:
-        print("bench-smn-torch: PyTorch is missing (apt-get install python3-torch)", file=sys.stderr)
-        return 1
-    dev = bench_torch_device.Device(torch, a, "bench-smn-torch")
-    torch.set_num_threads(a.threads)
-    only = [n for o in (a.only or []) for n in o.split(",") if n] or list(WORKLOADS)
-    bad = [n for n in only if n not in WORKLOADS]
-    if bad:
-        ap.error("unknown workload(s) %s (%s)" % (", ".join(bad), ", ".join(WORKLOADS)))
-    kinds = {"smn_wcst_window": "wcst", "smn_resnet_window": "resnet", "smn_resnet_plain": "plain"}
-    out = []
-    for name in WORKLOADS:
-        if name not in only:
-            continue
-        fn, state = build(torch, kinds[name], dev)
-        reps = a.reps or DEFAULT_REPS[name]
-        best, median = dev.time_reps(fn, reps)
-        w = {"name": name, "desc": name, "reps": reps, "ms_best": round(best, 3),
-             "ms_median": round(median, 3)}
-        if state["log_bytes_sparse"]:
-            w["log_bytes_sparse"] = state["log_bytes_sparse"]
-        out.append(w)
-    if a.json:
-        rec = {"bench": "smn", "impl": "pytorch", "version": torch.__version__,
-               "threads": torch.get_num_threads()}
-        rec.update(dev.record())
-        rec["workloads"] = out
-        print(json.dumps(rec))
-    else:
-        for w in out:
-            print("%-18s %10.2f %10.2f %5d" % (w["name"], w["ms_best"], w["ms_median"], w["reps"]))
-            if "log_bytes_sparse" in w:
-                print("  window log before the gradient step: %.1f KiB" % (w["log_bytes_sparse"] / 1024.0))
-    return 0
+    return bench_common.main(argv, "bench-smn-torch.py", "smn", WORKLOADS, DEFAULT_REPS,
+                             build_workload)
 
 
 if __name__ == "__main__":

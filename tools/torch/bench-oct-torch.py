@@ -5,7 +5,7 @@ cuda) on a GPU.
 The same workloads with the same shapes as tools/bench_oct.c (wall-clock time per iteration,
 --warmup untimed iterations (1 on the CPU, 3 on CUDA), then --reps timed iterations; ms_best =
 fastest, ms_median = median; on CUDA each timed iteration lies between two
-torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/bench_torch_device.py):
+torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/torch/bench_common.py):
 
   oct_step    one online training step of the pi-transformer (doc/oct-model.md): a chunk of
               S = 50 images [50,1,32,32] through Conv-4 (4 x [conv3x3 32 ch, bias ->
@@ -22,17 +22,15 @@ The attention is written as a PyTorch user would: one batched matmul for the sco
 [ring ; chunk], a boolean mask, softmax, one matmul with the values (autograd for backward).
 
 Usage:
-  /usr/bin/python3 tools/bench-oct-torch.py [--json] [--threads T] [--reps R] [--only A,B]
+  /usr/bin/python3 tools/torch/bench-oct-torch.py [--json] [--threads T] [--reps R] [--only A,B]
                                             [--device cpu|cuda] [--warmup N] [--tf32]
-Needs Debian's python3-torch. tools/bench-acl-vs-torch.py --bench oct runs it next to
+Needs Debian's python3-torch. tools/torch/bench-acl-vs-torch.py --bench oct runs it next to
 `metacl bench oct` and prints the ratios.
 """
 
-import argparse
-import json
 import sys
 
-import bench_torch_device
+import bench_common
 
 WORKLOADS = ("oct_step", "attn_C0", "attn_C250", "attn_C1000", "attn_C4000")
 DEFAULT_REPS = {"oct_step": 5, "attn_C0": 20, "attn_C250": 20, "attn_C1000": 10, "attn_C4000": 5}
@@ -137,45 +135,14 @@ def build_attn(torch, C):
     return step
 
 
+def build(torch, dev, name):
+    if name == "oct_step":
+        return build_step(torch), None
+    return build_attn(torch, int(name.split("C")[1])), None
+
+
 def main(argv):
-    ap = argparse.ArgumentParser(prog="bench-oct-torch.py")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument("--only", action="append", default=None)
-    bench_torch_device.add_args(ap)
-    a = ap.parse_args(argv)
-    bench_torch_device.check_args(ap, a)
-    try:
-        import torch
-    except ImportError:
-        print("bench-oct-torch: PyTorch is missing (apt-get install python3-torch)", file=sys.stderr)
-        return 1
-    dev = bench_torch_device.Device(torch, a, "bench-oct-torch")
-    torch.set_num_threads(a.threads)
-    only = [n for o in (a.only or []) for n in o.split(",") if n] or list(WORKLOADS)
-    bad = [n for n in only if n not in WORKLOADS]
-    if bad:
-        ap.error("unknown workload(s) %s (%s)" % (", ".join(bad), ", ".join(WORKLOADS)))
-    out = []
-    for name in WORKLOADS:
-        if name not in only:
-            continue
-        fn = build_step(torch) if name == "oct_step" else build_attn(torch, int(name.split("C")[1]))
-        reps = a.reps or DEFAULT_REPS[name]
-        best, median = dev.time_reps(fn, reps)
-        out.append({"name": name, "desc": name, "reps": reps, "ms_best": round(best, 3),
-                    "ms_median": round(median, 3)})
-    if a.json:
-        rec = {"bench": "oct", "impl": "pytorch", "version": torch.__version__,
-               "threads": torch.get_num_threads()}
-        rec.update(dev.record())
-        rec["workloads"] = out
-        print(json.dumps(rec))
-    else:
-        for w in out:
-            print("%-11s %10.2f %10.2f %5d" % (w["name"], w["ms_best"], w["ms_median"], w["reps"]))
-    return 0
+    return bench_common.main(argv, "bench-oct-torch.py", "oct", WORKLOADS, DEFAULT_REPS, build)
 
 
 if __name__ == "__main__":

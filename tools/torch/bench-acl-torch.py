@@ -5,7 +5,7 @@ cuda) on a GPU.
 What is measured (wall-clock time per iteration, --warmup untimed iterations (1 on the CPU, 3
 on CUDA), then --reps timed iterations; ms_best = fastest, ms_median = median; on CUDA each
 timed iteration lies between two torch.cuda.synchronize() calls, and TF32 is off unless --tf32:
-tools/bench_torch_device.py):
+tools/torch/bench_common.py):
 
   srwm      the SRWM sequence op of doc/acl-model.md §1, forward + backward, B=16 sequences, H=16
             heads, D=16, L=160 steps. x [B,H,L,D] ~ N(0,1) and the initial state W_y, W_q, W_k
@@ -27,23 +27,20 @@ update; this is mathematically the §1 op and is the strongest plain-PyTorch for
 so the comparison is not against a strawman.
 
 Usage:
-  python3 tools/bench-acl-torch.py                 # readable table (+ parameter count on stderr)
-  python3 tools/bench-acl-torch.py --json          # one JSON record (same shape as
+  python3 tools/torch/bench-acl-torch.py                 # readable table (+ parameter count on stderr)
+  python3 tools/torch/bench-acl-torch.py --json          # one JSON record (same shape as
                                                    #   `metacl bench acl --json`)
-  python3 tools/bench-acl-torch.py --threads 4 --reps 20 --only srwm,conv4_32
-  python3 tools/bench-acl-torch.py --device cuda --json   # the same workloads on the GPU
-  python3 tools/bench-acl-torch.py --check-params  # paper model (hidden 256, 16 heads,
+  python3 tools/torch/bench-acl-torch.py --threads 4 --reps 20 --only srwm,conv4_32
+  python3 tools/torch/bench-acl-torch.py --device cuda --json   # the same workloads on the GPU
+  python3 tools/torch/bench-acl-torch.py --check-params  # paper model (hidden 256, 16 heads,
                                                    #   3x32x32) must have 750,309 parameters
 Needs PyTorch: `apt-get install python3-torch` (Debian's package is for /usr/bin/python3).
-tools/bench-acl-vs-torch.py runs this script next to `metacl bench acl` and compares them.
+tools/torch/bench-acl-vs-torch.py runs this script next to `metacl bench acl` and compares them.
 """
 
-import argparse
-import json
-import os
 import sys
 
-import bench_torch_device
+import bench_common
 
 WORKLOADS = ("srwm", "conv4_28", "conv4_32", "acl_step")
 DEFAULT_REPS = {"srwm": 10, "conv4_28": 10, "conv4_32": 10, "acl_step": 5}
@@ -59,57 +56,9 @@ ACL_C, ACL_S_A, ACL_S_B = 0.2, 1.0, 0.1  # loss = c*[s_A(fsA+mainA) + s_B(fsB+ma
 torch = None  # imported in main(), after the flags are checked
 nn = None
 F = None
-DEV = None  # bench_torch_device.Device, made in main() after the import
+DEV = None  # bench_common.Device, made in main() after the import
+MODEL_CLS = None  # the ACL model class, made by setup()
 
-
-def parse_args(argv):
-    p = argparse.ArgumentParser(
-        prog="bench-acl-torch.py",
-        description="PyTorch baseline for `metacl bench acl` (SRWM, Conv-4, ACL step).")
-    p.add_argument("--json", action="store_true", help="print one JSON record")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
-    p.add_argument("--reps", type=int, default=None,
-                   help="timed iterations per workload (default 10; 5 for acl_step)")
-    p.add_argument("--only", action="append", default=None, metavar="NAME",
-                   help="run only these workloads (repeatable or comma list): "
-                        + ", ".join(WORKLOADS))
-    p.add_argument("--check-params", action="store_true",
-                   help="build the paper model (hidden 256, 16 heads, 3x32x32), print its "
-                        "parameter count, exit 0 if it is 750309 else 1")
-    bench_torch_device.add_args(p)
-    a = p.parse_args(argv)
-    bench_torch_device.check_args(p, a)
-    if a.threads < 1:
-        p.error("--threads must be >= 1")
-    if a.reps is not None and a.reps < 1:
-        p.error("--reps must be >= 1")
-    if a.only:
-        names = [n.strip() for item in a.only for n in item.split(",") if n.strip()]
-        bad = [n for n in names if n not in WORKLOADS]
-        if bad or not names:
-            p.error("--only: unknown workload(s) %s (available: %s)"
-                    % (", ".join(bad) or "''", ", ".join(WORKLOADS)))
-        a.only = [w for w in WORKLOADS if w in names]
-    else:
-        a.only = list(WORKLOADS)
-    return a
-
-
-def import_torch():
-    global torch, nn, F
-    try:
-        import torch as _torch
-        import torch.nn as _nn
-        import torch.nn.functional as _F
-    except ImportError as e:
-        msg = ("bench-acl-torch: PyTorch is not available to %s (%s).\n"
-               "  install it with: apt-get install python3-torch" % (sys.executable, e))
-        if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3") \
-                and os.path.exists("/usr/bin/python3"):
-            msg += "\n  (Debian's package is for /usr/bin/python3: run this script with it)"
-        print(msg, file=sys.stderr)
-        sys.exit(1)
-    torch, nn, F = _torch, _nn, _F
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,61 +280,42 @@ def describe(name):
                c["in_channels"], c["image_size"], c["image_size"]))
 
 
-def main(argv):
-    args = parse_args(argv)
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    import_torch()
-    global DEV
-    DEV = bench_torch_device.Device(torch, args, "bench-acl-torch")
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    model_cls = build_acl_classes()
+def add_extra_args(ap):
+    ap.add_argument("--check-params", action="store_true",
+                    help="build the paper model (hidden 256, 16 heads, 3x32x32), print its "
+                         "parameter count, exit 0 if it is 750309 else 1")
 
+
+def setup(torch_module, dev, args):
+    """The module globals the model code uses; --check-params answers here and stops."""
+    global torch, nn, F, DEV, MODEL_CLS
+    torch, nn, F, DEV = torch_module, torch_module.nn, torch_module.nn.functional, dev
+    torch.manual_seed(0)
+    MODEL_CLS = build_acl_classes()
     if args.check_params:
         cfg = dict(ACL, hidden=256, heads=16, in_channels=3, image_size=32)
-        n = count_params(model_cls(**cfg))
+        n = count_params(MODEL_CLS(**cfg))
         ok = n == PAPER_PARAMS
         print("paper ACL model (hidden 256, 16 heads, 2 layers, 3x32x32, N 5): %d parameters"
               " (spec: %d) %s" % (n, PAPER_PARAMS, "OK" if ok else "MISMATCH"))
         return 0 if ok else 1
+    return None
 
-    results = []
-    for name in args.only:
-        reps = args.reps if args.reps is not None else DEFAULT_REPS[name]
-        torch.manual_seed(0)
-        if name == "srwm":
-            run = setup_srwm()
-        elif name == "conv4_28":
-            run = setup_conv4(28)
-        elif name == "conv4_32":
-            run = setup_conv4(32)
-        else:
-            run, n_params = setup_acl_step(model_cls)
-            if not args.json:
-                print("acl_step model: %d parameters" % n_params, file=sys.stderr)
-        best, median = DEV.time_reps(run, reps)
-        results.append({"name": name, "desc": describe(name), "reps": reps,
-                        "ms_best": round(best, 3), "ms_median": round(median, 3)})
-        if not args.json:
-            print("  done %s" % name, file=sys.stderr)
 
-    record = {"bench": "acl", "impl": "pytorch " + torch.__version__, "backend": DEV.name,
-              "threads": args.threads}
-    record.update(DEV.record())
-    record["workloads"] = results
-    if args.json:
-        print(json.dumps(record))
+def build(torch_module, dev, name):
+    if name == "srwm":
+        run = setup_srwm()
+    elif name in ("conv4_28", "conv4_32"):
+        run = setup_conv4(int(name[6:]))
     else:
-        print("%s, %s (%s), %d thread(s)" % (record["impl"], DEV.name, DEV.device_name,
-                                              args.threads))
-        w = max([len("what")] + [len(r["desc"]) for r in results])
-        print("%-10s %-*s %5s %10s %10s" % ("workload", w, "what", "reps", "best ms",
-                                           "median ms"))
-        for r in results:
-            print("%-10s %-*s %5d %10.2f %10.2f"
-                  % (r["name"], w, r["desc"], r["reps"], r["ms_best"], r["ms_median"]))
-    return 0
+        run, n_params = setup_acl_step(MODEL_CLS)
+        print("acl_step model: %d parameters" % n_params, file=sys.stderr)
+    return run, lambda median: {"desc": describe(name)}
 
+
+def main(argv):
+    return bench_common.main(argv, "bench-acl-torch.py", "acl", WORKLOADS, DEFAULT_REPS, build,
+                             add_extra_args=add_extra_args, setup=setup)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,102 @@
+#!/bin/sh
+# test-torch-tools.sh — the PyTorch baseline's fairness checks (tools/torch/), without PyTorch:
+#   1. bench_common.mapped_blas_libs finds the BLAS libraries in a /proc/<pid>/maps text, and
+#      classify_blas names them: Debian's reference libblas3 (.../blas/libblas.so.3) is
+#      "reference", OpenBLAS's libblas.so.3 (.../openblas-pthread/) and a libblas.so.3 that
+#      exports openblas_get_corename are "openblas"; where the reference library is installed,
+#      the real file (probed with ctypes) is "reference" too; blas_refusal refuses the reference
+#      BLAS naming `apt-get install libopenblas0-pthread` and accepts OpenBLAS;
+#   2. bench-acl-vs-torch.py with a fake metacl and a fake interpreter for the twin (--python):
+#      a baseline on the reference BLAS gives exit 1, that message and no table; on OpenBLAS the
+#      table with the ratio 4.00x, the BLAS line (core type) and a second run with
+#      OPENBLAS_NUM_THREADS=1; a baseline on MKL runs once;
+#   3. every twin answers --help and rejects an unknown --only with exit 2 (no torch needed).
+# The checks can fail: the fake records are the ones a wrong classification would pass through.
+SRCDIR=${METACL_SRCDIR:-$(dirname "$0")/..}
+PY=${PYTHON:-python3}
+TMP=test-torch-tools.tmp.$$
+. "$SRCDIR/tests/cli-lib.sh"
+command -v "$PY" >/dev/null 2>&1 || { echo "test-torch-tools: no $PY: skipped"; exit 77; }
+rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
+T=$SRCDIR/tools/torch
+
+# 1. classification
+check "bench_common's BLAS classification" 0 env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$T" "$PY" -c '
+import os, sys
+import bench_common as b
+maps = """7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13
+7f01-7f02 r-xp 00000000 08:01 2 /usr/lib/x86_64-linux-gnu/blas/libblas.so.3
+7f02-7f03 r--p 00000000 08:01 2 /usr/lib/x86_64-linux-gnu/blas/libblas.so.3
+7f03-7f04 r-xp 00000000 08:01 3 /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0
+7f04-7f05 rw-p 00000000 00:00 0 [heap]
+7f05-7f06 r-xp 00000000 08:01 4 /usr/lib/x86_64-linux-gnu/libblasfeo.so
+"""
+got = b.mapped_blas_libs(maps)
+want = ["/usr/lib/x86_64-linux-gnu/blas/libblas.so.3",
+        "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"]
+bad = []
+if got != want: bad.append("mapped_blas_libs: %r, expected %r" % (got, want))
+no = lambda s: False
+cases = [("/usr/lib/x86_64-linux-gnu/blas/libblas.so.3", no, "reference"),
+         ("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3", no, "openblas"),
+         ("/opt/x/libblas.so.3", lambda s: s == "openblas_get_corename", "openblas"),
+         ("/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3", no, "blis"),
+         ("/opt/intel/libmkl_rt.so.2", no, "mkl"),
+         ("/opt/x/libsomething.so", no, "unknown")]
+for path, sym, kind in cases:
+    k = b.classify_blas(path, sym)
+    if k != kind: bad.append("classify_blas(%s) = %s, expected %s" % (path, k, kind))
+ref = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"
+if os.path.exists(ref):
+    k = b.classify_blas(ref, b._symbol_probe(ref))
+    if k != "reference": bad.append("the installed %s probes as %s" % (ref, k))
+    else: print("the installed reference BLAS probes as reference")
+why = b.blas_refusal({"kind": "reference", "library": ref})
+if not why or "apt-get install libopenblas0-pthread" not in why: bad.append("no refusal of the reference BLAS: %r" % why)
+if b.blas_refusal({"kind": "openblas", "library": "/x/libopenblas.so.0"}) is not None: bad.append("OpenBLAS refused")
+if b.blas_refusal(None) is None: bad.append("a record without its BLAS accepted")
+line = b.blas_line({"kind": "openblas", "library": "/x", "openblas_core": "Haswell", "cpu_capability": "AVX2"})
+if "Haswell" not in line or "AVX2" not in line: bad.append("blas_line: %r" % line)
+for m in bad: print("FAIL:", m)
+sys.exit(1 if bad else 0)
+'
+echo "$LAST_OUT"
+
+# 2. the comparison with fakes
+cat >"$TMP/metacl" <<'EOF'
+#!/bin/sh
+echo '{"bench":"acl","impl":"metacl","backend":"ref","threads":2,"workloads":[{"name":"srwm","desc":"x","reps":3,"ms_best":1.0,"ms_median":1.0}]}'
+EOF
+cat >"$TMP/python" <<'EOF'
+#!/bin/sh
+# a fake interpreter: ignores the script, prints the twin's record with the BLAS of $FAKE_BLAS
+echo "run OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS" >>"$FAKE_LOG"
+echo '{"bench":"acl","impl":"pytorch","version":"9.9","backend":"cpu","threads":2,"blas":{"kind":"'"$FAKE_BLAS"'","library":"/usr/lib/x86_64-linux-gnu/fake/libblas.so.3","openblas_core":"Haswell","cpu_capability":"AVX2"},"workloads":[{"name":"srwm","desc":"x","reps":3,"ms_best":4.0,"ms_median":4.0}]}'
+EOF
+chmod +x "$TMP/metacl" "$TMP/python"
+vs() { env FAKE_LOG="$TMP/log" FAKE_BLAS=$1 PYTHONDONTWRITEBYTECODE=1 "$PY" "$T/bench-acl-vs-torch.py" \
+           --metacl "$TMP/metacl" --python "$TMP/python" --threads 2 --only srwm; }
+check "vs-torch refuses the reference BLAS" 1 vs reference
+expect_text "the refusal names the package" "apt-get install libopenblas0-pthread"
+case $LAST_OUT in *"4.00x"*) fail=$((fail + 1)); echo "FAIL: a ratio was printed against the reference BLAS" ;; *) pass=$((pass + 1)) ;; esac
+rm -f "$TMP/log"
+check "vs-torch against OpenBLAS" 0 vs openblas
+expect_text "the ratio" "| srwm | 1.00 / 1.00 | 4.00 / 4.00 | 4.00x | yes |"
+expect_text "the BLAS line" "OpenBLAS core Haswell"
+[ "$(grep -c run "$TMP/log")" = 2 ] && grep -q "OPENBLAS_NUM_THREADS=1" "$TMP/log" && pass=$((pass + 1)) ||
+    { fail=$((fail + 1)); echo "FAIL: OpenBLAS baseline not run twice (2 and 1 BLAS threads):"; cat "$TMP/log"; }
+rm -f "$TMP/log"
+check "vs-torch against MKL" 0 vs mkl
+[ "$(grep -c run "$TMP/log")" = 1 ] && pass=$((pass + 1)) ||
+    { fail=$((fail + 1)); echo "FAIL: a non-OpenBLAS baseline ran more than once:"; cat "$TMP/log"; }
+
+# 3. the twins' flags
+for s in acl oct smn lm; do
+    check "bench-$s-torch.py --help" 0 env PYTHONDONTWRITEBYTECODE=1 "$PY" "$T/bench-$s-torch.py" --help
+    check "bench-$s-torch.py --only nope" 2 env PYTHONDONTWRITEBYTECODE=1 "$PY" "$T/bench-$s-torch.py" --only nope
+    expect_text "bench-$s-torch.py names the workloads" "unknown workload(s) nope"
+done
+
+rm -rf "$TMP"
+echo "test-torch-tools: $pass passed, $fail failed"
+[ $fail -eq 0 ]
