@@ -24,7 +24,7 @@ rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
 IDX="idx:$FIX/tiny-images-idx3-ubyte.gz,$FIX/tiny-labels-idx1-ubyte.gz"
 
 # -h and --help on every command and subcommand: exit 0, the usage on stdout, nothing on stderr
-for cmd in devices selftest bench "bench gemm" "bench ops" "bench data" "bench acl" "bench smn" "bench lm" data \
+for cmd in devices selftest bench "bench gemm" "bench ops" "bench roofline" "bench data" "bench acl" "bench smn" "bench lm" data \
     "data prepare" "data info" "data show" train "train acl" eval "eval acl" ckpt "ckpt info" \
     "ckpt export" "ckpt import" plot version help; do
     for h in --help -h; do
@@ -50,7 +50,7 @@ expect_text "default shown" "(default 10)"
 check "train --help" 0 "$METACL" train --help
 expect_text "train --help lists the families" "acl "
 check "top-level --help" 0 "$METACL" --help
-for c in devices selftest "bench gemm" "bench ops" "bench data" "bench acl" "bench smn" "bench lm" "data prepare" "data info" \
+for c in devices selftest "bench gemm" "bench ops" "bench roofline" "bench data" "bench acl" "bench smn" "bench lm" "data prepare" "data info" \
     "data show" "train FAMILY" "eval FAMILY" "ckpt info" "ckpt export" "ckpt import" plot version help; do
     expect_text "metacl --help lists '$c'" "  $c"
 done
@@ -58,6 +58,10 @@ check "--version" 0 "$METACL" --version
 expect_text "version line" "metacl "
 expect_text "says whether OpenCL is built" "OpenCL backend: "
 check "version --bogus" 2 "$METACL" version --bogus
+check "bench roofline --clock bogus" 2 "$METACL" bench roofline --clock bogus
+expect_text "names the clocks" "--clock must be wall or cpu"
+check "bench roofline -o nope" 2 "$METACL" bench roofline -o nope
+expect_text "lists the ops" "no case of op 'nope'"
 
 # unknown options: exit 2, the option named, a hint to --help
 check "devices --bogus" 2 "$METACL" devices --bogus

@@ -23,6 +23,8 @@ void mcl_cli_print_families(FILE *f);
 int mcl_cli_bench_gemm(int argc, char **argv);
 /* `metacl bench ops`: per-op times on a backend next to the reference (tools/bench_ops.c). */
 int mcl_cli_bench_ops(int argc, char **argv);
+/* `metacl bench roofline`: FMA peak, bandwidth and the heavy ops' fraction of them (tools/bench_roofline.c). */
+int mcl_cli_bench_roofline(int argc, char **argv);
 
 /* Backend by name ("ref", "opencl"; NULL/empty = $METACL_BACKEND, else ref).
  * Returns 0, or 2 after printing a usage error. */

@@ -273,6 +273,8 @@ const mcl_cli_sub mcl_cli_bench_subs[] = {
     {"gemm", "[--json] [--reps N] [--threads N]", "GFLOP/s of the reference GEMM", mcl_cli_bench_gemm},
     {"ops", "[--backend opencl] [--device N|NAME] [-o OP] [--json]",
      "per-op times on a backend next to the reference", mcl_cli_bench_ops},
+    {"roofline", "[--threads N] [-o OP] [--json]",
+     "FMA peak, memory bandwidth and each heavy op's fraction of its roof", mcl_cli_bench_roofline},
     {"data", "[--json] [--data-dir DIR] [--min-time S]", "images/s of the stroke renderer", mcl_cli_bench_data},
     {"acl", "[--backend ref|opencl] [--only NAME,..] [--reps N] [--json]",
      "srwm, Conv-4 and ACL meta-training step times", mcl_cli_bench_acl},
