@@ -9,6 +9,11 @@
  *   conv2d   the two backward gradients (input, weight + bias) against the direct
  *            convolution's (test-ops checks the backward only by finite differences).
  *   matmul   one shape through the packed GEMM's blocked path.
+ *   gelu     forward and backward over the whole float range (every GELU_STRIDE-th bit pattern
+ *            of the finite floats, both signs, plus a dense sweep of [-14, 14]) against the
+ *            double-precision erfc form, in ulps of the exact result rounded to float (the
+ *            backward: of its larger term; the fast GELU is float with its own erfc,
+ *            src/ref/activation.c).
  *
  * Error measure (as in test-ops): max |fast - naive| / (max |naive| + 1), per result array.
  * Each comparison is also shown a deliberately wrong fast result (one element moved by 1e-3
@@ -19,6 +24,7 @@
  * Inputs come from Philox keyed by the seed (printed first) and a case number.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +53,16 @@
 #define TOL_CONV 2e-6
 /* matmul: float32 fmaf dot products of K = 129 terms; sqrt(K) eps-scale (observed 5.3e-7) */
 #define TOL_MATMUL 4e-6
+/* gelu: ulps of the exact result (double erfc) rounded to float, where that is a normal float
+ * (below FLT_MIN: absolute error in units of FLT_MIN). Forward: the erfc fit (5e-9), the
+ * roundings of t, the exp and the final products (observed 5.9 ulp, near a = 0.008, where
+ * 1 - T rounds). Backward: the derivative Phi(a) + a phi(a) is a difference for a < 0 that
+ * crosses zero at a = -0.75, so its error is counted in ulps of the larger of |Phi(a)|,
+ * |a phi(a)| and the result (observed 3.5) */
+#define GELU_ULP_FWD 8.0
+#define GELU_ULP_BWD 8.0
+/* every GELU_STRIDE-th float bit pattern (a prime, so the mantissas vary) */
+#define GELU_STRIDE 509u
 
 static uint64_t g_seed = DEFAULT_SEED;
 static int g_verbose;
@@ -311,6 +327,96 @@ static void test_matmul(mcl_ctx *ctx, int64_t M, int64_t K, int64_t N)
     mcl_ctx_reset(ctx);
 }
 
+/* ---- gelu ------------------------------------------------------------------------------ */
+
+/* The error of got against want in ulps of want rounded to float; an absolute error measured
+ * against FLT_MIN (as "ulps" of FLT_MIN) where |want| < FLT_MIN. */
+static double ulp_err_of(float got, double want, double scale)
+{
+    if (isnan(want)) return isnan(got) ? 0.0 : INFINITY;
+    if (!isfinite(got)) return INFINITY;
+    if (scale < FLT_MIN) return fabs((double)got - want) / FLT_MIN;
+    int e;
+    frexp((double)(float)scale, &e); /* scale = m 2^e, 0.5 <= m < 1: ulp = 2^(e - 24) */
+    return fabs((double)got - want) / ldexp(1.0, e - 24);
+}
+
+static double ulp_err(float got, double want)
+{
+    return ulp_err_of(got, want, fabs(want));
+}
+
+static void test_gelu(mcl_ctx *ctx)
+{
+    /* the sample: every GELU_STRIDE-th finite float, then 2^20 points evenly over [-14, 14] */
+    const int64_t dense = (int64_t)1 << 20;
+    int64_t n = 0, cap = (int64_t)(4294967296.0 / GELU_STRIDE) + dense + 16;
+    float *x = xcalloc((size_t)cap, sizeof(float)), *g = xcalloc((size_t)cap, sizeof(float));
+    for (uint64_t u = 0; u < 4294967296ull; u += GELU_STRIDE) {
+        const uint32_t b = (uint32_t)u;
+        if (((b >> 23) & 0xffu) == 0xffu) continue; /* inf, NaN */
+        memcpy(&x[n++], &b, sizeof b);
+    }
+    for (int64_t i = 0; i < dense; i++) x[n++] = (float)(-14.0 + 28.0 * (double)i / (double)dense);
+    for (int64_t i = 0; i < n; i++) g[i] = 1.0f;
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_GELU;
+    a.in[0] = mcl_tensor_new(ctx, n, 0, 0, 0);
+    int ok = a.in[0] && mcl_tensor_write(a.in[0], x, n) == MCL_OK;
+    mcl_no_grad_begin(ctx);
+    ok = ok && mcl_op_run(ctx, &a) == MCL_OK;
+    mcl_no_grad_end(ctx);
+    if (ok) {
+        a.gout[0] = mcl_tensor_new(ctx, n, 0, 0, 0);
+        a.gin[0] = mcl_tensor_new(ctx, n, 0, 0, 0);
+        ok = a.gout[0] && a.gin[0] && mcl_tensor_write(a.gout[0], g, n) == MCL_OK &&
+             mcl_op_backward(ctx, &a) == MCL_OK;
+    }
+    if (CHECK(ok, "gelu: the op failed: %s", mcl_ctx_error(ctx))) {
+        float *y = xcalloc((size_t)n, sizeof(float)), *gx = xcalloc((size_t)n, sizeof(float));
+        double *wy = xcalloc((size_t)n, sizeof(double)), *wg = xcalloc((size_t)n, sizeof(double));
+        ok = mcl_tensor_read(a.out[0], y, n) == MCL_OK && mcl_tensor_read(a.gin[0], gx, n) == MCL_OK;
+        CHECK(ok, "gelu: cannot read the results");
+        mcl_naive_gelu_fwd(n, x, wy);
+        mcl_naive_gelu_bwd(n, x, g, wg);
+        double ef = 0, eb = 0;
+        int64_t jf = 0, jb = 0;
+        for (int64_t i = 0; ok && i < n; i++) {
+            /* |x| > 13.2: y = 0 or x and the derivative 0 or 1 (stated); the exact values
+             * differ from those by less than FLT_MIN resp. 1e-37, which ulp_err sees too */
+            const double e = ulp_err(y[i], wy[i]);
+            if (e > ef) ef = e, jf = i;
+            const double xa = x[i], cdf = 0.5 * erfc(-xa / sqrt(2.0));
+            const double aphi = fabs(xa) * exp(-0.5 * xa * xa) / sqrt(2.0 * 3.14159265358979323846);
+            double scale = fabs(wg[i]) > cdf ? fabs(wg[i]) : cdf;
+            scale = scale > aphi ? scale : aphi;
+            const double eg = ulp_err_of(gx[i], wg[i], scale);
+            if (eg > eb) eb = eg, jb = i;
+        }
+        printf("test-naive: gelu over %lld floats: forward max %.2f ulp (at %.9g), backward max "
+               "%.2f ulp of the larger term (at %.9g)\n", (long long)n, ef, (double)x[jf], eb, (double)x[jb]);
+        CHECK(ef <= GELU_ULP_FWD, "gelu fwd: %.2f ulp at x = %.9g (y %.9g, exact %.17g) > %.0f", ef,
+              (double)x[jf], (double)y[jf], wy[jf], GELU_ULP_FWD);
+        CHECK(eb <= GELU_ULP_BWD, "gelu bwd: %.2f ulp at x = %.9g (%.9g, exact %.17g) > %.0f", eb,
+              (double)x[jb], (double)gx[jb], wg[jb], GELU_ULP_BWD);
+        /* the measure can fail: a result 1e-6 relative off is > 8 ulp */
+        const int64_t k = n / 2 + 12345;
+        CHECK(ulp_err(y[k] * (1.0f + 1e-6f), wy[k]) > GELU_ULP_FWD || fabs(wy[k]) < 1e-30,
+              "gelu: a result 1e-6 off (x = %.9g) passes the ulp measure", (double)x[k]);
+        free(y);
+        free(gx);
+        free(wy);
+        free(wg);
+    }
+    mcl_tensor_free(a.in[0]);
+    mcl_tensor_free(a.gout[0]);
+    mcl_tensor_free(a.gin[0]);
+    free(x);
+    free(g);
+    mcl_ctx_reset(ctx);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -344,6 +450,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < (int)(sizeof sc / sizeof sc[0]); c++) test_conv(ctx, c, sc[c]);
 
     test_matmul(ctx, 67, 129, 131);
+    test_gelu(ctx);
 
     printf("test-naive: hash of the fast results' bits: %016llx\n", (unsigned long long)g_hash);
     mcl_ctx_free(ctx);

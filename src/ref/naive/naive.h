@@ -23,6 +23,12 @@
 void mcl_naive_matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int ta, int tb,
                       const float *a, const float *b, double *out);
 
+/* ---- activation.c ---------------------------------------------------------------- */
+
+/* GELU (erf form) of x [n] into y [n], and its backward gx [n] = g [n] * GELU'(x). */
+void mcl_naive_gelu_fwd(int64_t n, const float *x, double *y);
+void mcl_naive_gelu_bwd(int64_t n, const float *x, const float *g, double *gx);
+
 /* ---- softmax.c ------------------------------------------------------------------- */
 
 /* Row-wise softmax / log-softmax of x [R,N] into out [R,N]. */
