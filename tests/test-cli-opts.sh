@@ -58,6 +58,13 @@ check "--version" 0 "$METACL" --version
 expect_text "version line" "metacl "
 expect_text "says whether OpenCL is built" "OpenCL backend: "
 check "version --bogus" 2 "$METACL" version --bogus
+# the OpenMP wait policy (tools/omp_wait.c): passive unless the user chose, on >= 2 processors
+if [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && "$METACL" version | grep -q "OpenMP: yes"; then
+    check "version without a wait policy" 0 env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$METACL" version
+    expect_text "metacl chose the passive wait policy" "wait policy passive"
+    check "version with OMP_WAIT_POLICY=active" 0 env OMP_WAIT_POLICY=active "$METACL" version
+    expect_text "the user's wait policy is kept" "wait policy active"
+fi
 check "bench roofline --clock bogus" 2 "$METACL" bench roofline --clock bogus
 expect_text "names the clocks" "--clock must be wall or cpu"
 check "bench roofline -o nope" 2 "$METACL" bench roofline -o nope

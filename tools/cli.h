@@ -19,6 +19,11 @@ extern const int mcl_cli_n_ckpt_subs;
 /* Families of `metacl train` / `metacl eval`, as " acl, ..." (from mcl_families()). */
 void mcl_cli_print_families(FILE *f);
 
+/* OMP_WAIT_POLICY=passive unless the user set a wait policy: sets it and executes the program
+ * again (argv as main got it); returns only when nothing was to do or the exec failed
+ * (tools/omp_wait.c). */
+void mcl_cli_omp_wait_policy(char **argv);
+
 /* `metacl bench gemm`: GFLOP/s of the reference sgemm (tools/bench_gemm.c). */
 int mcl_cli_bench_gemm(int argc, char **argv);
 /* `metacl bench ops`: per-op times on a backend next to the reference (tools/bench_ops.c). */

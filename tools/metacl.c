@@ -115,7 +115,9 @@ static int cmd_version(int argc, char **argv)
 #endif
     printf("MPI: %s\n", mcl_dist_built_with_mpi() ? "yes (mpirun -np N metacl ...)" : "no");
 #ifdef _OPENMP
-    printf("OpenMP: yes (%d)\n", (int)_OPENMP);
+    printf("OpenMP: yes (%d), wait policy %s\n", (int)_OPENMP,
+           getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY")
+           : getenv("GOMP_SPINCOUNT") ? "GOMP_SPINCOUNT" : "the runtime's default (tools/omp_wait.c)");
 #else
     printf("OpenMP: no\n");
 #endif
@@ -326,6 +328,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    mcl_cli_omp_wait_policy(argv); /* may execute metacl again (tools/omp_wait.c) */
     const char *cmd = argv[1];
     const char *limit = getenv("METACL_MEMORY_LIMIT");
     uint64_t lv = 0;

@@ -1,0 +1,40 @@
+/* omp_wait.c — the OpenMP wait policy of the command line: passive unless the user chose.
+ *
+ * An OpenMP thread that reaches a barrier first waits for the others. libgomp's default is to
+ * spin (about 300 000 iterations) before sleeping. On a dedicated machine that saves the
+ * microseconds of a wake-up per parallel region; on a shared one (CI runners, cluster nodes,
+ * laptops, this project's 2-core machine with other work on both cores) the thread it waits
+ * for is often descheduled, and the spinning thread burns the time slice that thread needed:
+ * the language model's static evaluation ran at 3 252 bytes/s with 2 threads against 7 596
+ * with 1 (load 9 on 2 cores), and at 9 786 with 2 threads under OMP_WAIT_POLICY=passive.
+ *
+ * libgomp reads its environment once, when it is loaded, before main(), so the policy cannot
+ * be changed from inside the process: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set
+ * and the machine has more than one processor, metacl sets OMP_WAIT_POLICY=passive and
+ * executes itself again (same process id, arguments and open files). OMP_WAIT_POLICY=active
+ * restores the spinning (measure both on a quiet machine: doc/reference-backend.md).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cli.h"
+
+void mcl_cli_omp_wait_policy(char **argv)
+{
+#ifdef _OPENMP
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || omp_get_num_procs() < 2) return;
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0 || n >= (ssize_t)sizeof self - 1) return; /* no /proc: keep the default */
+    self[n] = '\0';
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv(self, argv);
+    unsetenv("OMP_WAIT_POLICY"); /* the exec failed: go on with the default policy */
+#else
+    (void)argv;
+#endif
+}
