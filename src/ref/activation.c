@@ -211,7 +211,7 @@ mcl_status mcl_ref_tanh_bwd(mcl_backend *be, const mcl_op_args *a)
  * a^2 = ah^2 (exact in float) + al (a + ah) (small), and exp(-ah^2/2 + rest) is reduced
  * against ln 2 with ah^2/2 kept exact (exp_split). The rounding of t only enters through the
  * smooth factor t exp(P(t)). Bounds, checked over the whole float range by tests/test-naive
- * (every 509th float bit pattern and 2^20 points on [-14, 14]): y within 8 ulp of the exact
+ * (every 1021st float bit pattern and 2^19 points on [-14, 14]): y within 8 ulp of the exact
  * result rounded to float (observed 5.9, near a = 0.008), the derivative within 8 ulp of the
  * larger of its terms Phi(a) and a phi(a) (observed 5.7; for a < 0 the derivative is their
  * difference, which crosses zero at a = -0.75); below FLT_MIN the same in units of FLT_MIN. |a| > 13.4 gives y = 0 (a < 0; the exact |y| < FLT_MIN) or y = a, derivative 0 or 1.
