@@ -11,11 +11,14 @@
  * libgomp reads its environment once, when it is loaded, before main(), so the policy cannot
  * be changed from inside the process: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set
  * and the machine has more than one processor, metacl sets OMP_WAIT_POLICY=passive and
- * executes itself again (same process id, arguments and open files). OMP_WAIT_POLICY=active
+ * executes itself again (same process id, arguments and open files); not when it was started
+ * through the dynamic loader (the bundle's run: the loader's options cannot be recovered, so
+ * the runtime's default stays). OMP_WAIT_POLICY=active
  * restores the spinning (measure both on a quiet machine: doc/reference-backend.md).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -31,6 +34,11 @@ void mcl_cli_omp_wait_policy(char **argv)
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0 || n >= (ssize_t)sizeof self - 1) return; /* no /proc: keep the default */
     self[n] = '\0';
+    /* started through the dynamic loader (ld-linux-x86-64.so.2 bin/metacl ..., as the bundle's
+     * run does): /proc/self/exe is the loader, whose own options are gone from argv */
+    const char *base = strrchr(self, '/');
+    base = base ? base + 1 : self;
+    if (strncmp(base, "ld-", 3) == 0 || strncmp(base, "ld.so", 5) == 0) return;
     if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
     execv(self, argv);
     unsetenv("OMP_WAIT_POLICY"); /* the exec failed: go on with the default policy */
