@@ -1,6 +1,6 @@
 /* test-data-dir.c — the default data directory (mcl_data_dir_default, dataset.h):
  * $METACL_DATA; else ./data/cache when that directory exists; else $XDG_DATA_HOME/metacl
- * (only an absolute $XDG_DATA_HOME counts); else $HOME/.local/share/metacl.
+ * (only an absolute $XDG_DATA_HOME counts); else $HOME/.local/share/metacl; else none (NULL).
  * Runs in a fresh temporary directory and sets the environment itself. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -19,7 +19,8 @@
 static int is(const char *want)
 {
     const char *got = mcl_data_dir_default();
-    if (strcmp(got, want) != 0) {
+    if (!got || strcmp(got, want) != 0) {
+        if (!got) got = "(none)";
         printf("  got '%s', want '%s'\n", got, want);
         return 0;
     }
@@ -64,7 +65,15 @@ int main(void)
     rmdir("data");
     unsetenv("XDG_DATA_HOME");
     unsetenv("HOME");
-    CHECK(is("data/cache"), "no HOME at all: the relative data/cache");
+    CHECK(mcl_data_dir_default() == NULL, "no HOME at all: none (not a data/cache made in the working directory)");
+    setenv("HOME", "", 1);
+    setenv("XDG_DATA_HOME", "rel/xdg", 1);
+    CHECK(mcl_data_dir_default() == NULL, "an empty HOME and a relative XDG_DATA_HOME: none");
+    CHECK(mkdir("data", 0700) == 0 && mkdir("data/cache", 0700) == 0, "mkdir data/cache");
+    CHECK(is("data/cache"), "no HOME but an existing ./data/cache: that one");
+    rmdir("data/cache");
+    rmdir("data");
+    unsetenv("XDG_DATA_HOME");
     if (chdir(old) != 0) printf("cannot go back to %s\n", old);
     rmdir(tmpl);
     return tu_summary();

@@ -14,7 +14,10 @@
 #   - `eval`: the table (stdout) and --json-out of 2 ranks equal 1 process's, byte for byte;
 #   - a rank that fails (test hook) or is killed (kill -9) stops the job with a message naming
 #     it; last.ckpt stays intact (a later --resume works); ranks given different configs are
-#     refused at the start.
+#     refused at the start, and so are ranks given different --out and, on --resume, a rank
+#     that cannot see the run directory (named, not "the ranks have diverged");
+#   - the run-directory lock: rank 0 of a running job holds it; a 1-process --resume and a
+#     2-rank run into the directory are refused naming rank 0's PID.
 # The model has feature_norm = image and dropout 0: batch statistics and dropout masks
 # depend on how the batch is cut (doc/distributed.md), so only such a model equals the
 # one-piece run within round-off.
@@ -133,9 +136,45 @@ else
     echo "test hooks not compiled in (configure --enable-test-hooks): the failing-rank check is left out"
 fi
 
-# a killed rank: kill -9 rank 1 once a checkpoint exists
+# a rank given its own --out (it was ignored without a word: rank 0 alone writes)
+check "ranks given different --out" 1 $MPI -np 1 "$METACL" train acl --config "$CONF" --out "$TMP/o0" : \
+    -np 1 "$METACL" train acl --config "$CONF" --out "$TMP/o1"
+expect_text "another --out names the rank" "rank 1 was given another run directory than rank 0's"
+[ ! -e "$TMP/o0/config.txt" ] && [ ! -e "$TMP/o1" ] && ok || bad "a refused start left a run directory"
+# a rank that cannot see the run directory on --resume (here: another working directory for a
+# relative path) is named as such, not as "the ranks have diverged"
+mkdir -p "$TMP/elsewhere"
+ABS=$(cd "$(dirname "$METACL")" && pwd)/$(basename "$METACL")
+ATMP=$(pwd)/$TMP
+tiny_conf "$TMP/abs.conf" "$ATMP/data" train.batch=4 train.steps=6 model.feature_norm=image model.dropout=0 \
+    train.seed=$SEED train.ckpt_every=2
+check "2 ranks, 2 steps (relative --out)" 0 $MPI -np 2 --wdir "$ATMP" "$ABS" train acl --config abs.conf --out rel --set train.steps=2 --quiet
+check "resume, rank 1 in another directory" 1 $MPI -np 1 --wdir "$ATMP" "$ABS" train acl --resume rel --quiet : \
+    -np 1 --wdir "$ATMP/elsewhere" "$ABS" train acl --resume rel --quiet
+expect_text "the rank that cannot see the run directory is named" "rank 1 does not read the last.ckpt that rank 0 reads in rel at step 2"
+case "$LAST_OUT" in *diverged*) bad "a rank that cannot see the run directory is called diverged" ;; *) ok ;; esac
+check "resume, both ranks in the same directory" 0 $MPI -np 2 --wdir "$ATMP" "$ABS" train acl --resume rel --quiet
+
+# the run-directory lock under MPI: rank 0 holds it; a second writer (1 process or 2 ranks)
+# is refused naming rank 0's PID
 tiny_conf "$TMP/long.conf" "$TMP/data" train.batch=4 train.steps=1000000 model.feature_norm=image model.dropout=0 \
     train.ckpt_every=2 train.val_every=0
+$MPI -np 2 "$METACL" train acl --config "$TMP/long.conf" --out "$TMP/locked" --quiet >"$TMP/locked.out" 2>&1 &
+mp=$!
+i=0
+while [ ! -s "$TMP/locked/last.ckpt" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+holder=$(head -n 1 "$TMP/locked/.metacl.lock" 2>/dev/null)
+if [ -n "$holder" ] && tr '\0' '\n' <"/proc/$holder/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=0'; then ok; else
+    bad "the lock is not held by rank 0 (holder '$holder')"; fi
+check "a 1-process --resume of a running MPI job" 1 "$METACL" train acl --resume "$TMP/locked" --quiet
+expect_text "it names rank 0's PID" "in use by another metacl process (PID $holder)"
+check "a 2-rank fresh run into the same directory" 1 $MPI -np 2 "$METACL" train acl --config "$TMP/long.conf" --out "$TMP/locked" --quiet
+expect_text "2 ranks: it names rank 0's PID" "in use by another metacl process (PID $holder)"
+kill -TERM $mp 2>/dev/null
+wait $mp
+check "after the job, --resume takes the lock" 0 "$METACL" train acl --resume "$TMP/locked" --set train.steps=2 --quiet
+
+# a killed rank: kill -9 rank 1 once a checkpoint exists
 $MPI -np 2 "$METACL" train acl --config "$TMP/long.conf" --out "$TMP/kill" --quiet >"$TMP/kill.out" 2>&1 &
 mp=$!
 i=0

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "dataset.h"
 #include "progress.h"
 #include "strokes.h"
 
@@ -115,6 +116,10 @@ int mcl_cli_bench_data(int argc, char **argv)
     const char *data_dir = o.data_dir[0] ? o.data_dir : NULL;
     const double min_time = o.min_time;
     if (!data_dir) data_dir = mcl_data_dir_default();
+    if (!data_dir) {
+        fprintf(stderr, "metacl bench data: %s\n", MCL_NO_DATA_DIR);
+        return 1;
+    }
 
     static const char *const sets[] = {"hanzi", "kanji", "hershey"};
     static const int max_strokes[] = {10, 10, 0};

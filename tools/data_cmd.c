@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "augment.h"
 #include "cli.h"
@@ -214,6 +215,10 @@ static int cmd_prepare(int argc, char **argv)
     const uint64_t seed = o.seed;
     const int inst_s = mcl_cli_given(&prepare_cmd, &p, "instances"), seed_s = mcl_cli_given(&prepare_cmd, &p, "seed");
     const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
+    if (!dd) {
+        fprintf(stderr, "metacl data prepare: %s\n", MCL_NO_DATA_DIR);
+        return 1;
+    }
     if (strcmp(name, "text") == 0 || strncmp(name, "txt:", 4) == 0)
         return cmd_prepare_text(&o, &p, name, dd);
     for (int i = 0; text_only_opts[i]; i++)
@@ -430,6 +435,14 @@ static int cmd_info(int argc, char **argv)
                               sizeof err);
         if (st == MCL_OK && mcl_text_is_corpus(dir)) return cmd_info_text(name, dir, json);
         if (st == MCL_OK && strcmp(name, "text") == 0) {
+            char mpath[4200];
+            struct stat sb;
+            snprintf(mpath, sizeof mpath, "%s/meta.txt", dir);
+            if (stat(mpath, &sb) != 0 && errno != ENOENT && errno != ENOTDIR) { /* EACCES */
+                fprintf(stderr, "metacl data info: cannot read the text corpus in %s (%s: %s)\n", dir, mpath,
+                        strerror(errno));
+                return 1;
+            }
             fprintf(stderr, "metacl data info: no text corpus in %s; run: metacl data prepare text%s%s\n",
                     dir, data_dir ? " --data-dir " : "", data_dir ? data_dir : "");
             return 1;
@@ -653,6 +666,10 @@ static int cmd_show(int argc, char **argv)
     const long long ncls = o.classes, nsmp = o.samples, scale = o.scale;
     const uint64_t seed = o.seed;
     const char *dd = data_dir && *data_dir ? data_dir : mcl_data_dir_default();
+    if (!dd) {
+        fprintf(stderr, "metacl data show: %s\n", MCL_NO_DATA_DIR);
+        return 1;
+    }
     char err[1024] = "";
     int stroke = is_stroke_set(name);
     mcl_strokeset *ss = NULL;

@@ -56,8 +56,9 @@ const char *mcl_data_dir_default(void)
         n = snprintf(xdg, sizeof xdg, "%s/metacl", x);
     else if (home && *home)
         n = snprintf(xdg, sizeof xdg, "%s/.local/share/metacl", home);
-    /* no usable home directory (or a path too long): the relative default as before */
-    return n > 0 && (size_t)n < sizeof xdg ? xdg : "data/cache";
+    /* no usable home directory (or a path too long): none, rather than a data/cache made in
+     * whatever the working directory is (MCL_NO_DATA_DIR says what to do) */
+    return n > 0 && (size_t)n < sizeof xdg ? xdg : NULL;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -678,6 +679,10 @@ mcl_status mcl_prepared_dir(const char *data_dir, const char *name, char *dir, s
         return MCL_ERR_INVALID;
     }
     if (!data_dir || !*data_dir) data_dir = mcl_data_dir_default();
+    if (!data_dir) {
+        set_err(err, len, "%s", MCL_NO_DATA_DIR);
+        return MCL_ERR_INVALID;
+    }
     /* room left for "/<file>" of the set's files */
     if (fmt_path(dir, dlen, "%s/%s", data_dir, name) != 0 || strlen(dir) + 32 >= dlen) {
         set_err(err, len, "%s/%s: path too long", data_dir, name);
@@ -964,10 +969,21 @@ mcl_status mcl_prepared_read_split(const char *dir, int64_t n, uint8_t **out, ch
     return MCL_OK;
 }
 
+/* DIR/meta.txt is not a file: not prepared (it does not exist), or it cannot be seen (a
+ * directory on the way that this user may not search: EACCES), which preparing again would
+ * not fix. */
 static mcl_status not_prepared(const char *name, const char *data_dir, const char *dir,
                                char *err, size_t len)
 {
     int dflt = !data_dir || !*data_dir;
+    char meta[4096];
+    struct stat sb;
+    if (join(meta, sizeof meta, dir, "meta.txt") == 0 && stat(meta, &sb) != 0 && errno != ENOENT &&
+        errno != ENOTDIR) {
+        set_err(err, len, "data set '%s' cannot be read: %s: %s (check the permissions of the data "
+                "directory %s)", name, meta, strerror(errno), dflt ? "(the default)" : data_dir);
+        return MCL_ERR_IO;
+    }
     set_err(err, len,
             "data set '%s' is not prepared (%s/meta.txt not found); run: metacl data prepare "
             "%s%s%s",

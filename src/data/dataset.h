@@ -96,8 +96,13 @@ int mcl_dataset_class_pos(const mcl_dataset *ds, int32_t c);
 
 /* The default data directory: $METACL_DATA; else "data/cache" when that directory exists
  * (relative to the working directory: a source tree); else $XDG_DATA_HOME/metacl (default
- * $HOME/.local/share/metacl). The string may live in a static buffer overwritten by the next
- * call. */
+ * $HOME/.local/share/metacl). NULL when there is none (HOME unset or empty, XDG_DATA_HOME not
+ * an absolute path): data never goes silently to a data/cache of the working directory; the
+ * message for it is MCL_NO_DATA_DIR. The string may live in a static buffer overwritten by
+ * the next call. */
+#define MCL_NO_DATA_DIR                                                                       \
+    "no data directory: $HOME is not set and $XDG_DATA_HOME is not an absolute path (set "     \
+    "METACL_DATA or pass --data-dir DIR)"
 const char *mcl_data_dir_default(void);
 
 #ifdef __cplusplus

@@ -91,6 +91,7 @@ mcl_status mcl_text_dir(const char *data_dir, const char *name, char *out, size_
                           "63; not starting with '.')",
                           name);
     if (!data_dir || !*data_dir) data_dir = mcl_data_dir_default();
+    if (!data_dir) return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s", MCL_NO_DATA_DIR);
     int r = snprintf(out, cap, "%s/%s", data_dir, name);
     if (r < 0 || (size_t)r + 64 >= cap) /* room for "/<domain>.<part>" */
         return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s/%s: path too long", data_dir, name);
@@ -152,6 +153,9 @@ static mcl_status meta_read(const char *dir, meta_list *m, char *err, size_t len
     if (join(path, sizeof path, dir, "meta.txt") != 0)
         return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s: path too long", dir);
     struct stat st;
+    if (stat(path, &st) != 0 && errno != ENOENT && errno != ENOTDIR) /* EACCES: not "prepare it" */
+        return mcl_errbuf(err, len, MCL_ERR_IO, "%s: cannot read the text corpus there (%s: %s)", dir,
+                          path, strerror(errno));
     if (stat(path, &st) != 0)
         return mcl_errbuf(err, len, MCL_ERR_IO,
                           "%s: no text corpus there (%s: %s); prepare it: metacl data prepare "

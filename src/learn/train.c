@@ -939,6 +939,28 @@ static mcl_status start_parts(runner *r)
                     "rank %d was given another config than rank 0 (every rank must run the same "
                     "command: compare their --config, --set and data files)",
                     diff);
+    /* The run directory: rank 0 alone writes it, so another rank's own --out would be
+     * ignored without a word; on --resume every rank reads its last.ckpt, so a rank that
+     * cannot see it (another host's disk, another working directory for a relative path)
+     * would start from scratch and be reported as diverged. */
+    if (st == MCL_OK) st = mcl_dist_compare_u64(mcl_fnv1a(MCL_FNV_START, r->dir, strlen(r->dir)), &diff, r->err, r->err_len);
+    if (st == MCL_OK && diff >= 0)
+        return fail(r->err, r->err_len, MCL_ERR_INVALID,
+                    "rank %d was given another run directory than rank 0's %s (rank 0 alone "
+                    "writes it: give every rank the same --out or --resume)",
+                    diff, r->dir);
+    if (st == MCL_OK && r->opts->resume)
+        st = mcl_dist_compare_u64(r->no_ckpt ? UINT64_MAX : (uint64_t)r->step, &diff, r->err, r->err_len);
+    if (st == MCL_OK && r->opts->resume && diff >= 0) {
+        char what[64] = " (none)";
+        if (!r->no_ckpt) snprintf(what, sizeof what, " at step %lld", (long long)r->step);
+        return fail(r->err, r->err_len, MCL_ERR_INVALID,
+                    "rank %d does not read the last.ckpt that rank 0 reads in %s%s: every rank "
+                    "reads the run directory on --resume, so it must be on a file system every "
+                    "rank sees, under the same path (a relative path is taken from each rank's "
+                    "working directory)",
+                    diff, r->dir, what);
+    }
     if (st == MCL_OK) st = check_params_agree(r);
     if (st == MCL_OK)
         mcl_train_logf(&r->log,

@@ -1,6 +1,6 @@
 /* fuzz-ckpt.c — libFuzzer harness for the checkpoint reader (src/common/checkpoint.c) and the
  * ACL model loader on top of it (src/models/acl/acl_io.c). The input is written to a temporary
- * file (the reader takes a path), then:
+ * file (the reader takes a path) with the CRC32 of every section made right (fix_crcs), then:
  *   mcl_ckpt_read_info: header, header section and config section; on success the info must
  *     be consistent (config NUL-terminated, config_len == strlen(config)); on failure empty
  *     and the message non-empty;
@@ -31,6 +31,8 @@
 #include "train.h"
 #include "util.h"
 
+#include <zlib.h>
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char path[64];
@@ -50,6 +52,21 @@ static int small(const mcl_acl_config *c)
            c->n_way <= 10;
 }
 
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* Sections after the 12-byte file header: tag u32, length u64, payload, crc u32 of the 12 +
+ * length bytes before it (checkpoint.h); each whole section gets its right CRC. */
+static void fix_crcs(uint8_t *b, size_t n)
+{
+    for (size_t at = 12; at + 12 <= n;) {
+        const uint64_t len = (uint64_t)rd32(b + at + 4) | (uint64_t)rd32(b + at + 8) << 32;
+        if (len > n - at - 12 || n - at - 12 - len < 4) return;
+        const uint32_t c = (uint32_t)crc32(0, b + at, (uInt)(12 + len));
+        for (int j = 0; j < 4; j++) b[at + 12 + len + (size_t)j] = (uint8_t)(c >> (8 * j));
+        at += 12 + (size_t)len + 4;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!path[0]) {
@@ -60,10 +77,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         mcl_set_memory_limit((uint64_t)8 << 20);
         atexit(cleanup);
     }
+    /* The CRC32 of every section is made right before the file is written: a mutation then
+     * reaches the section parsers (config, tensors, optimizer, RNG, counters, and each
+     * family's sections), not only the CRC check, which test-checkpoint.c covers. */
+    uint8_t *fixed = malloc(size ? size : 1);
+    if (!fixed) abort();
+    memcpy(fixed, data, size);
+    fix_crcs(fixed, size);
     FILE *f = fopen(path, "wb");
     if (!f) abort();
-    if (size && fwrite(data, 1, size, f) != size) abort();
+    if (size && fwrite(fixed, 1, size, f) != size) abort();
     if (fclose(f) != 0) abort();
+    free(fixed);
 
     char err[1024] = "";
     mcl_ckpt_info info;

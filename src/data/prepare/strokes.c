@@ -1328,6 +1328,7 @@ mcl_status mcl_strokeset_load(const char *name, const char *data_dir, int max_st
     if (!name || !out) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
     *out = NULL;
     if (!data_dir || !*data_dir) data_dir = mcl_data_dir_default();
+    if (!data_dir) return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s", MCL_NO_DATA_DIR);
     if (strcmp(name, "hanzi") == 0) return load_hanzi(data_dir, max_strokes, out, err, len);
     if (strcmp(name, "kanji") == 0) return load_kanji(max_strokes, out, err, len);
     if (strcmp(name, "hershey") == 0) return load_hershey(max_strokes, out, err, len);
@@ -1362,6 +1363,7 @@ mcl_status mcl_strokes_prepare(const char *name, const char *data_dir, int insta
 {
     if (!name) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
     if (!data_dir || !*data_dir) data_dir = mcl_data_dir_default();
+    if (!data_dir) return mcl_errbuf(err, len, MCL_ERR_INVALID, "%s", MCL_NO_DATA_DIR);
     if (instances <= 0) instances = 20;
     if (instances > 100000)
         return mcl_errbuf(err, len, MCL_ERR_INVALID, "instances %d is too many (at most 100000)",

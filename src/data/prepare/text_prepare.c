@@ -418,6 +418,8 @@ static mcl_status read_user(const char *path, mcl_buf *out, char *err, size_t le
     size_t before = out->n;
     mcl_status st = mcl_text_read_file(path, out, err, len);
     if (st != MCL_OK) return st;
+    /* empty first: out->p may still be NULL (fuzz-corpus: NULL + 0 is undefined) */
+    if (out->n == before) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: empty", path);
     size_t bad = 0;
     if (!mcl_utf8_valid(out->p + before, out->n - before, &bad)) {
         int64_t line, col;
@@ -427,7 +429,6 @@ static mcl_status read_user(const char *path, mcl_buf *out, char *err, size_t le
                           "convert it first, e.g. iconv -f LATIN1 -t UTF-8",
                           path, bad, (long long)line, (long long)col, out->p[before + bad]);
     }
-    if (out->n == before) return mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: empty", path);
     return mcl_buf_end_line(out);
 }
 

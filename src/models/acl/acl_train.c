@@ -214,7 +214,8 @@ static mcl_status load_domains(acl_fs *t, mcl_train_log *log, char *err, size_t 
         char e2[768];
         mcl_status st = mcl_dataset_load(spec, dd, user ? MCL_SPLIT_ALL : MCL_SPLIT_TRAIN,
                                          &t->dom[i].train, e2, sizeof e2);
-        if (st != MCL_OK) return fail(err, err_len, st, "data set '%s': %s", spec, e2);
+        if (st != MCL_OK) /* the loader's message may name the set already ("data set 'x' is not prepared") */
+            return strstr(e2, spec) ? fail(err, err_len, st, "%s", e2) : fail(err, err_len, st, "data set '%s': %s", spec, e2);
         if (!user && mcl_dataset_load(spec, dd, MCL_SPLIT_VAL, &t->dom[i].val, e2, sizeof e2) == MCL_OK &&
             t->dom[i].val->n_classes >= c->n_way) {
             t->dom[i].val_is_train = 0;

@@ -213,7 +213,8 @@ static mcl_status oct_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
     if (!t->m) return fail(err, len, MCL_ERR_INVALID, "model: %s", mcl_ctx_error(ctx));
     const char *dd = c->data_dir[0] ? c->data_dir : NULL;
     st = mcl_dataset_load(c->source, dd, (mcl_split)c->split, &t->ds, e2, sizeof e2);
-    if (st != MCL_OK) return fail(err, len, st, "data set '%s': %s", c->source, e2);
+    if (st != MCL_OK) /* the loader's message may name the set already ("data set 'x' is not prepared") */
+        return strstr(e2, c->source) ? fail(err, len, st, "%s", e2) : fail(err, len, st, "data set '%s': %s", c->source, e2);
     mcl_class_pool pool = {t->ds, NULL, 0};
     mcl_pwstream_cfg pc = {c->n_tasks, c->model.n_way, c->per_task};
     mcl_rng rng;

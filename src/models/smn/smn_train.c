@@ -201,7 +201,8 @@ static mcl_status load_data(smn_fs *t, mcl_train_log *log, char *err, size_t len
     char e2[768];
     mcl_status st = mcl_dataset_load(c->source, c->data_dir[0] ? c->data_dir : NULL, (mcl_split)c->split, &t->ds, e2,
                                      sizeof e2);
-    if (st != MCL_OK) return fail(err, len, st, "data set '%s': %s", c->source, e2);
+    if (st != MCL_OK) /* the loader's message may name the set already ("data set 'x' is not prepared") */
+        return strstr(e2, c->source) ? fail(err, len, st, "%s", e2) : fail(err, len, st, "data set '%s': %s", c->source, e2);
     if (c->task == MCL_SMN_TASK_CLASSES) {
         if (c->model.n_out != t->ds->n_classes)
             return fail(err, len, MCL_ERR_INVALID, "task = classes: %s (%s split) has %d classes: set model.n_out = %d",
