@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-cli-opts.sh — the option parser every metacl subcommand shares (tools/cli_opts.c):
+# test-cli-opts.sh — the option parser every metacl subcommand shares (tools/cli/cli_opts.c):
 # --opt=value, -o value, `--`, generated -h/--help (exit 0, on stdout) on every subcommand,
 # unknown options / missing and bad values (exit 2 with a message), decimal integers ("010"
 # is ten), --version. Uses the IDX fixture of data/fixtures (found through METACL_SRCDIR).

@@ -4,7 +4,7 @@
 # from 10 MiB below the smallest one at which it succeeds up to that one must exit 0 or 1.
 # Cairo's scan converters longjmp through a frame they have not set up when an allocation fails
 # in a stroke: before the fix some limits ended in SIGSEGV (exit 139); now the drawing starts
-# only with a reserve of memory in hand (tools/plot.c, fig_begin) and the PNG is encoded by
+# only with a reserve of memory in hand (tools/cli/plot.c, fig_begin) and the PNG is encoded by
 # metacl's own writer. Skipped in AddressSanitizer builds (the shadow memory needs terabytes
 # of address space, so `ulimit -v` cannot be used).
 METACL=${METACL:-./metacl}

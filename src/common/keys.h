@@ -1,6 +1,6 @@
 /* keys.h — typed key tables: one description per setting (name, type, range, default, help),
  * used to parse "key = value" configs, write them back as text, print --help, and parse the
- * command line's options (tools/cli_opts.c). Every config of the library (the model configs,
+ * command line's options (tools/cli/cli_opts.c). Every config of the library (the model configs,
  * the training harness, each family's task/data keys) and every CLI option is a row of such a
  * table, so parsing, config.txt and the help texts cannot drift apart.
  *

@@ -11,7 +11,7 @@
 #   5. the speed: metacl bench lm next to the same model in PyTorch.
 # Tables go to $OUT (default results/lm-experiments), the figure to doc/figures/.
 #
-#   tools/lm-experiments.sh [train|eval|sample|bench|all]     (default all)
+#   tools/scripts/lm-experiments.sh [train|eval|sample|bench|all]     (default all)
 set -eu
 METACL=${METACL:-./metacl}
 RUNS=${RUNS:-runs/lm}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # run -- start a program of the metacl bundle through the bundle's own dynamic loader and
-# libraries (installed as <bundle>/run by tools/make-bundle.sh; doc/bundle.md).
+# libraries (installed as <bundle>/run by tools/bundle/make-bundle.sh; doc/bundle.md).
 #
 # usage: run [--icd PATH]... [--no-driver] [--list-libs] PROG [ARGS...]
 #        run --show [--icd PATH]...   print the vendor folder and the library path, run nothing

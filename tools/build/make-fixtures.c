@@ -9,7 +9,7 @@
  * Each image is a simple shape drawn with sub-pixel soft edges, its position, size and
  * brightness jittered with Philox (seed FIX_SEED, stream = class, index = instance).
  *
- *   build: cc -std=c11 -Isrc/common -Isrc/data -Isrc/data/prepare tools/make-fixtures.c \
+ *   build: cc -std=c11 -Isrc/common -Isrc/data -Isrc/data/prepare tools/build/make-fixtures.c \
  *             src/data/idx.c src/data/png_io.c -lpng -lz -lm -o make-fixtures
  *   run:   ./make-fixtures data/fixtures
  */

@@ -274,7 +274,7 @@ static const mcl_bench_workload workloads[] = {
 int mcl_cli_bench_acl(int argc, char **argv)
 {
     return mcl_bench_main("acl",
-                          "Times the ACL model's workloads: srwm, conv4_28, conv4_32, acl_step (see tools/bench_acl.c).",
+                          "Times the ACL model's workloads: srwm, conv4_28, conv4_32, acl_step (see tools/cli/bench_acl.c).",
                           "compare with PyTorch: python3 tools/bench-acl-vs-torch.py", workloads, N_WORKLOADS,
                           BENCH_SEED, argc, argv);
 }

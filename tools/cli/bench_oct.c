@@ -195,7 +195,7 @@ int mcl_cli_bench_oct(int argc, char **argv)
 {
     return mcl_bench_main("oct",
                           "Times the online transformers' workloads: oct_step, attn_C0/250/1000/4000 "
-                          "(see tools/bench_oct.c).",
+                          "(see tools/cli/bench_oct.c).",
                           "compare with PyTorch: python3 tools/bench-acl-vs-torch.py --bench oct", workloads,
                           (int)(sizeof workloads / sizeof workloads[0]), BENCH_SEED, argc, argv);
 }

@@ -3,7 +3,7 @@
 a model reacts to contrast, polarity, blur and stroke thickness (doc/acl.md, "Why the learner
 fails off-domain"). Pure Python (no numpy); 32×32 ubyte images.
 
-    tools/perturb-idx.py DATASET_DIR OUT_PREFIX KIND [--split train|val|test] [--classes A-B]
+    tools/scripts/perturb-idx.py DATASET_DIR OUT_PREFIX KIND [--split train|val|test] [--classes A-B]
                          [--max-classes N]
 
 DATASET_DIR is a prepared directory (doc/data.md: images.idx, labels.idx, classes.txt, and

@@ -378,7 +378,7 @@ int mcl_cli_bench_lm(int argc, char **argv)
 {
     return mcl_bench_main("lm",
                           "Times the adaptive character language model's workloads: lm_train_window, lm_train_plain, "
-                          "lm_eval_static, lm_eval_dynamic, lm_eval_smn (see tools/bench_lm.c).",
+                          "lm_eval_static, lm_eval_dynamic, lm_eval_smn (see tools/cli/bench_lm.c).",
                           "compare with PyTorch: python3 tools/bench-acl-vs-torch.py --bench lm", workloads,
                           (int)(sizeof workloads / sizeof workloads[0]), BENCH_SEED, argc, argv);
 }

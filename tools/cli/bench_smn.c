@@ -256,7 +256,7 @@ int mcl_cli_bench_smn(int argc, char **argv)
 {
     return mcl_bench_main("smn",
                           "Times the Sparse Meta Networks' workloads: smn_wcst_window, smn_resnet_window, "
-                          "smn_resnet_plain (see tools/bench_smn.c).",
+                          "smn_resnet_plain (see tools/cli/bench_smn.c).",
                           "compare with PyTorch: python3 tools/bench-acl-vs-torch.py --bench smn", workloads,
                           (int)(sizeof workloads / sizeof workloads[0]), BENCH_SEED, argc, argv);
 }

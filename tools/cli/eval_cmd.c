@@ -17,7 +17,7 @@
  * carries accuracies as fractions in [0, 1] with 6 decimals ("units": "fraction"): the table's
  * cells are these numbers times 100, rounded to one decimal. It ends with a provenance block
  * (version, commit, backend, device, the evaluation settings, seed, the data sets' SHA-256).
- * On a terminal, a progress line on stderr (models and runs done, ETA; tools/progress.h);
+ * On a terminal, a progress line on stderr (models and runs done, ETA; tools/cli/progress.h);
  * --figures DIR writes the accuracy matrices and, for the first checkpoint, heat-maps of one
  * SRWM head's four sub-matrices while a demo sequence is consumed.
  * --baseline NAME[:KEY=VALUE,...]: sgd, adam, ewc, ewc-online, si, lwf, replay with their keys

@@ -1,8 +1,8 @@
 /* openblas_gemm.c — the `metacl bench gemm` measurement, done with OpenBLAS's cblas_sgemm.
  *
- * Not part of the library or of the metacl binary: tools/gemm-vs-openblas.sh builds it
+ * Not part of the library or of the metacl binary: tools/scripts/gemm-vs-openblas.sh builds it
  * against OpenBLAS and compares. Same shapes, same data, same call (row-major, no transposes,
- * alpha = 1, beta = 0) and same timing method as tools/bench_gemm.c: two warm-up calls, then
+ * alpha = 1, beta = 0) and same timing method as tools/cli/bench_gemm.c: two warm-up calls, then
  * single calls timed with clock_gettime(CLOCK_MONOTONIC) until >= 0.3 s and >= 10 calls
  * (or exactly --reps N calls); GFLOP/s = 2*M*N*K / time, for the fastest and the median call.
  *
@@ -50,7 +50,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Same generator and seeds as tools/bench_gemm.c. */
+/* Same generator and seeds as tools/cli/bench_gemm.c. */
 static void fill(float *x, int64_t n, uint32_t seed)
 {
     uint32_t s = seed;

@@ -19,9 +19,9 @@ extern const int mcl_cli_n_ckpt_subs;
 /* Families of `metacl train` / `metacl eval`, as " acl, ..." (from mcl_families()). */
 void mcl_cli_print_families(FILE *f);
 
-/* `metacl bench gemm`: GFLOP/s of the reference sgemm (tools/bench_gemm.c). */
+/* `metacl bench gemm`: GFLOP/s of the reference sgemm (tools/cli/bench_gemm.c). */
 int mcl_cli_bench_gemm(int argc, char **argv);
-/* `metacl bench ops`: per-op times on a backend next to the reference (tools/bench_ops.c). */
+/* `metacl bench ops`: per-op times on a backend next to the reference (tools/cli/bench_ops.c). */
 int mcl_cli_bench_ops(int argc, char **argv);
 
 /* Backend by name ("ref", "opencl"; NULL/empty = $METACL_BACKEND, else ref).
@@ -64,19 +64,19 @@ void mcl_cli_json_device_fields(FILE *f, const mcl_ctx *ctx);
 /* One data set as an array element: {"spec", "dir", "sha256": {file: hex}} for a prepared
  * set (the sums of its SHA256SUMS), {"spec"} for idx:/pngdir: data. */
 void mcl_cli_json_dataset(mcl_json *j, const char *spec, const char *data_dir);
-/* `metacl data prepare|info|show`: prepared image sets (tools/data_cmd.c). */
+/* `metacl data prepare|info|show`: prepared image sets (tools/cli/data_cmd.c). */
 int mcl_cli_data(int argc, char **argv);
-/* `metacl bench data`: images/s of the stroke renderer on one core (tools/bench_data.c). */
+/* `metacl bench data`: images/s of the stroke renderer on one core (tools/cli/bench_data.c). */
 int mcl_cli_bench_data(int argc, char **argv);
-/* `metacl bench acl`: the ACL model workloads (tools/bench_acl.c). */
+/* `metacl bench acl`: the ACL model workloads (tools/cli/bench_acl.c). */
 int mcl_cli_bench_acl(int argc, char **argv);
-/* `metacl bench oct` (tools/bench_oct.c). */
+/* `metacl bench oct` (tools/cli/bench_oct.c). */
 int mcl_cli_bench_oct(int argc, char **argv);
-/* `metacl bench smn` (tools/bench_smn.c). */
+/* `metacl bench smn` (tools/cli/bench_smn.c). */
 int mcl_cli_bench_smn(int argc, char **argv);
-/* `metacl bench lm` (tools/bench_lm.c). */
+/* `metacl bench lm` (tools/cli/bench_lm.c). */
 int mcl_cli_bench_lm(int argc, char **argv);
-/* `metacl train acl` (tools/train_cmd.c). */
+/* `metacl train acl` (tools/cli/train_cmd.c). */
 int mcl_cli_train(int argc, char **argv);
 /* `metacl train` with argv[1] the family; cmd_name (NULL = "train FAMILY") names the command
  * in messages, about and epilog (NULL = train's) its --help; after (may be NULL) runs on rank
@@ -85,16 +85,16 @@ int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *
                        const char *epilog, int (*after)(const char *run_dir, int quiet, int json));
 /* `metacl online`: an online-transformer run (train oct) and its report. */
 int mcl_cli_online(int argc, char **argv);
-/* `metacl eval acl` (tools/eval_cmd.c). */
+/* `metacl eval acl` (tools/cli/eval_cmd.c). */
 int mcl_cli_eval(int argc, char **argv);
 /* `metacl eval smn` (eval_smn.c); argv[0] is the family word */
 int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv);
-/* `metacl eval lm` and `metacl sample lm` (tools/eval_lm.c). */
+/* `metacl eval lm` and `metacl sample lm` (tools/cli/eval_lm.c). */
 int mcl_cli_eval_lm(const mcl_family *fam, int argc, char **argv);
 int mcl_cli_sample_lm(int argc, char **argv);
-/* `metacl ckpt info|export` (tools/ckpt_cmd.c). */
+/* `metacl ckpt info|export` (tools/cli/ckpt_cmd.c). */
 int mcl_cli_ckpt(int argc, char **argv);
-/* `metacl plot` (tools/plot_cmd.c). */
+/* `metacl plot` (tools/cli/plot_cmd.c). */
 int mcl_cli_plot(int argc, char **argv);
 
 #endif

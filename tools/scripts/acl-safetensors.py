@@ -3,12 +3,12 @@
 the Python standard library, and check an ACL export of `metacl ckpt export --format
 safetensors` against the official model's state_dict names and shapes (doc/interop.md).
 
-  python3 tools/acl-safetensors.py FILE            # list tensors (name, dtype, shape) and metadata
-  python3 tools/acl-safetensors.py FILE --acl      # also: the names and shapes the official
+  python3 tools/scripts/acl-safetensors.py FILE            # list tensors (name, dtype, shape) and metadata
+  python3 tools/scripts/acl-safetensors.py FILE --acl      # also: the names and shapes the official
                                                    #   CompatStatefulConvSRWMModel (use_instance_norm,
                                                    #   extra_label) has for the config in the
                                                    #   file's metadata, exactly, nothing else
-  python3 tools/acl-safetensors.py FILE --torch    # also: load into torch tensors (needs torch)
+  python3 tools/scripts/acl-safetensors.py FILE --torch    # also: load into torch tensors (needs torch)
 
 The reader is independent of metacl's C reader: the header length, the JSON header, the
 dtypes and the tiling of the data buffer are checked here again. Exit: 0 ok, 1 a bad file or

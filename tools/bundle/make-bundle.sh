@@ -2,19 +2,19 @@
 # make-bundle.sh -- assemble the relocatable metacl bundle (doc/bundle.md): a folder that runs
 # metacl and the OpenCL test programs on any x86-64 Linux with only a GPU driver installed.
 #
-#   tools/make-bundle.sh --build WORKDIR [--srcdir DIR] [--out DIR] [--tarball FILE] [--jobs N]
+#   tools/bundle/make-bundle.sh --build WORKDIR [--srcdir DIR] [--out DIR] [--tarball FILE] [--jobs N]
 #       copy the source (a git checkout: its tracked and untracked-not-ignored files, so local
 #       edits are in; else a plain copy, unconfigured) to WORKDIR/src, configure it in
 #       WORKDIR/build with --disable-native --with-mpi=no --enable-opencl=yes, build metacl and
 #       the four test programs, then assemble as below. `make bundle` runs this.
-#   tools/make-bundle.sh --from-build BUILDDIR [--srcdir DIR] [--out DIR] [--tarball FILE]
+#   tools/bundle/make-bundle.sh --from-build BUILDDIR [--srcdir DIR] [--out DIR] [--tarball FILE]
 #       assemble from a build that exists (fast; tests/test-bundle.sh uses it). Its configure
 #       flags are recorded in the manifest as they are (-march=native, MPI and the test hooks
 #       included, when that build has them).
 #   common: --out DIR (default ./bundle; replaced), --tarball FILE (also write FILE, a .tar.gz
 #       unpacking to metacl-bundle/), --no-strip (keep the debug information of our binaries).
 #
-# The folder: run (the wrapper, tools/bundle-run.sh), bin/ (the real ELF files, not libtool's
+# The folder: run (the wrapper, tools/bundle/bundle-run.sh), bin/ (the real ELF files, not libtool's
 # wrapper scripts: metacl, test-ops, test-srwm, test-opencl, test-backends-mlp), lib/ (libmetacl,
 # every library they need as ldd resolves it on this machine -- CLBlast, the ICD loader, libc
 # and the dynamic loader included -- and the rest of glibc's libraries, so that a driver that
@@ -33,7 +33,7 @@ usage() {
     sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
 }
 
-srcdir=$(cd "$(dirname "$0")/.." && pwd -P)
+srcdir=$(cd "$(dirname "$0")/../.." && pwd -P)
 mode='' work='' builddir='' out=bundle tarball='' strip=1 jobs=2
 while [ $# -gt 0 ]; do
     case $1 in
@@ -189,9 +189,9 @@ if [ "$strip" = 1 ]; then
 fi
 
 # The wrapper, the GPU check with the PyTorch scripts it runs, the README.
-cp "$srcdir/tools/bundle-run.sh" "$stage/run"
+cp "$srcdir/tools/bundle/bundle-run.sh" "$stage/run"
 chmod 755 "$stage/run"
-cp "$srcdir/tools/gpu-check.sh" "$stage/tools/gpu-check.sh"
+cp "$srcdir/tools/bundle/gpu-check.sh" "$stage/tools/gpu-check.sh"
 chmod 755 "$stage/tools/gpu-check.sh"
 for b in acl oct smn lm; do cp "$srcdir/tools/bench-$b-torch.py" "$stage/tools/"; done
 cp "$srcdir/tools/bench_torch_device.py" "$stage/tools/"

@@ -4,7 +4,7 @@
 # of the learning rate, the ablations C = 0 and no-image, the paper's literal pi mask, the
 # 2-token transformer, and the online SGD / Adam baselines (the same Conv-4 + a linear head).
 #
-#   tools/oct-experiments.sh [OUT_DIR]      (default runs/oct; a finished run is skipped)
+#   tools/scripts/oct-experiments.sh [OUT_DIR]      (default runs/oct; a finished run is skipped)
 #
 # Every run is `metacl online` with data/configs/oct-split-*.conf and --set overrides; the
 # tables at the end are `metacl online --report`. Threads: OMP_NUM_THREADS (default 1).

@@ -1,10 +1,10 @@
 #!/bin/sh
 # gemm-vs-openblas.sh — compare the reference sgemm with OpenBLAS on the same shapes.
 #
-# usage: tools/gemm-vs-openblas.sh [path/to/metacl]        (default: ./metacl)
+# usage: tools/scripts/gemm-vs-openblas.sh [path/to/metacl]        (default: ./metacl)
 #   env: THREADS (default 2) threads for both; CC (default gcc) to build the OpenBLAS side.
 #
-# Runs `metacl bench gemm --json`, then tools/openblas_gemm.c (built here against OpenBLAS,
+# Runs `metacl bench gemm --json`, then tools/scripts/openblas_gemm.c (built here against OpenBLAS,
 # in a temporary directory) with the same shapes, data and timing method, and prints
 # GFLOP/s of both and the ratio metacl / OpenBLAS (for the fastest and the median call).
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from the OpenBLAS run's environment,

@@ -12,7 +12,7 @@
 #      domains never trained on, hershey and kanji.
 # Tables go to $OUT (default results/smn-experiments), figures to doc/figures/smn-*.
 #
-#   tools/smn-experiments.sh [train|wcst|online|all]     (default all)
+#   tools/scripts/smn-experiments.sh [train|wcst|online|all]     (default all)
 #
 # Sizes are cut to fit 2 CPU cores (doc/smn.md says by how much): WCST_RUNS, WCST_TASKS,
 # ONLINE_TASKS, ONLINE_RUNS override them.

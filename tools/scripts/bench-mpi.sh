@@ -4,7 +4,7 @@
 # per step spent in collectives (the gradient exchange), the parallel efficiency, and the
 # gradient bytes per step (the inputs of doc/distributed.md's cost model).
 #
-#   tools/bench-mpi.sh [--ranks "1 2"] [--steps S] [--config NAME] [--json]
+#   tools/scripts/bench-mpi.sh [--ranks "1 2"] [--steps S] [--config NAME] [--json]
 #
 # Run from a build directory (./metacl) built with --with-mpi; the hershey and hanzi sets must
 # be prepared (./metacl data prepare all). Each configuration runs once after a 3-step warm-up
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
 done
 case $STEPS in ''|*[!0-9]*) echo "bench-mpi.sh: --steps wants a number" >&2; exit 2 ;; esac
 # a config NAME: data/configs/NAME.conf of this source tree
-case $CONFIG in */*|*.conf) ;; *) [ -f "$(dirname "$0")/../data/configs/$CONFIG.conf" ] && CONFIG="$(dirname "$0")/../data/configs/$CONFIG.conf" ;; esac
+case $CONFIG in */*|*.conf) ;; *) [ -f "$(dirname "$0")/../../data/configs/$CONFIG.conf" ] && CONFIG="$(dirname "$0")/../../data/configs/$CONFIG.conf" ;; esac
 METACL=${METACL:-./metacl}
 [ -x "$METACL" ] || { echo "bench-mpi.sh: no $METACL here (run from the build directory or set METACL)" >&2; exit 1; }
 MPIRUN=${MPIRUN:-mpirun}

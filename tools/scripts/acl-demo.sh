@@ -6,7 +6,7 @@
 #      trained on)
 #   3. Split-FashionMNIST, domain-incremental, 5 tasks at 5 and 15 shots; class-incremental,
 #      2 and 5 tasks; then the targets of doc/acl.md computed from these tables
-#      (tools/acl-targets.sh)
+#      (tools/scripts/acl-targets.sh)
 #   4. the online transformers: a short Split-FashionMNIST stream learned online (doc/oct.md)
 #   5. Sparse Meta Networks: the shipped WCST agent and the shipped Online-hanzi model next to
 #      their gradient baselines (doc/smn.md)
@@ -35,7 +35,7 @@ if ! "$METACL" data info text >/dev/null 2>&1; then
         { echo "acl-demo: the text corpus could not be prepared (see above)" >&2; exit 1; }
 fi
 for f in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen acl-cil2-gen acl-2task-gen-acl2 smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi lm-text; do
-    [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
+    [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/scripts/train-acl-models.sh)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
 TMPD=$(mktemp -d "$OUT/.acl-demo.XXXXXX")
@@ -161,7 +161,7 @@ echo
 # 6. The adaptive character language model (doc/lm.md): the shipped model read three ways on the
 # first LM_CHARS bytes of the shifting test stream (the ten domains' test parts in blocks of
 # 10 000 bytes, so one block of each domain and nine switches). The settings are the ones the
-# grid searches on the valid stream chose (tools/lm-experiments.sh eval; doc/lm.md): dynamic
+# grid searches on the valid stream chose (tools/scripts/lm-experiments.sh eval; doc/lm.md): dynamic
 # evaluation at lr 0.03 with decay 1e-3, Sparse-MetaNet at p 0.02 with training's write (gamma 0,
 # beta 0/1). With the default LM_CHARS the table is doc/lm.md's. Table on stdout, figure in $OUT/lm/.
 LM_CHARS=${LM_CHARS:-100000}

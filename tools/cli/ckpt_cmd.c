@@ -3,7 +3,7 @@
  *
  *   info    what a checkpoint holds: model kind, format version, writer, config, optimizer
  *           state, random state and counters (the whole file is verified); --json: one
- *           JSON object with a provenance block (tools/json_out.h)
+ *           JSON object with a provenance block (tools/cli/json_out.h)
  *   export  the model alone (config + parameters, no optimizer state): what data/checkpoints/
  *           ships; written atomically. --format safetensors: an ACL model's parameters under
  *           the official PyTorch names and layouts (acl_interop.h, doc/interop.md)

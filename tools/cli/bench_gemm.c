@@ -4,8 +4,8 @@
  * deterministic values, runs two warm-up calls, then times single calls with
  * clock_gettime(CLOCK_MONOTONIC) until at least 0.3 s have been spent (at least 10 calls),
  * or exactly --reps calls. It reports GFLOP/s = 2*M*N*K / time for the fastest call and for
- * the median call. tools/openblas_gemm.c does the same with OpenBLAS, for comparison
- * (tools/gemm-vs-openblas.sh).
+ * the median call. tools/scripts/openblas_gemm.c does the same with OpenBLAS, for comparison
+ * (tools/scripts/gemm-vs-openblas.sh).
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
