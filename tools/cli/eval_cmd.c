@@ -114,7 +114,7 @@ static const mcl_key eval_keys[] = {
                    "ewc-online, lwf), gamma (ewc-online), fisher (ewc: examples of the\n"
                    "Fisher, 0 = all), c, xi (si), T (lwf), buffer, replay-batch (replay);\n"
                    "e.g. ewc:lambda=100,lr=0.01,epochs=5 (defaults and formulas: doc/acl.md)"),
-    MCL_OPT_ENUM("feature-stats", 0, eval_opts, feature_stats, "running|call|context", NULL,
+    MCL_OPT_ENUM("feature-stats", 0, eval_opts, feature_stats, MCL_ACL_FEATSTATS_CHOICES, NULL,
                  "evaluate every --ckpt (feature_norm batch) with these feature\n"
                  "statistics instead of its own model.feature_stats: running\n"
                  "estimates, each call's images, or each sequence's own context\n"
@@ -146,7 +146,7 @@ static const mcl_key eval_keys[] = {
 static const char eval_synopsis[] =
     "--ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil --data SPEC...\n"
     "... [--tasks T] [--n-way N] [--k-shot K] [--runs R] [--episodes E] [--seed S]\n"
-    "... [--baseline NAME[:KEY=VALUE,...]]... [--feature-stats running|call|context]\n"
+    "... [--baseline NAME[:KEY=VALUE,...]]... [--feature-stats " MCL_ACL_FEATSTATS_CHOICES "]\n"
     "... [--figures DIR] [--json] [--json-out FILE] [--backend ref|opencl]";
 static const char eval_about[] =
     "The evaluation protocols of doc/acl-model.md 5 on trained checkpoints, next to the hand-crafted\n"
@@ -340,10 +340,10 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
         mcl_json_begin_obj(&j, NULL);
         mcl_json_str(&j, "name", me[k].name);
         if (me[k].path) {
-            static const char *const fs_names[] = {"running", "call", "context"};
+            char fs[32];
             mcl_json_str(&j, "checkpoint", me[k].path);
-            if (me[k].m && me[k].m->cfg.feature_stats >= 0 && me[k].m->cfg.feature_stats <= 2)
-                mcl_json_str(&j, "feature_stats", fs_names[me[k].m->cfg.feature_stats]);
+            if (me[k].m && mcl_key_choice_name(MCL_ACL_FEATSTATS_CHOICES, me[k].m->cfg.feature_stats, fs, sizeof fs) == 0)
+                mcl_json_str(&j, "feature_stats", fs);
         } else {
             const mcl_baseline_config *b = &me[k].base;
             mcl_json_str(&j, "method", mcl_baseline_method_name(b->method, b->optim));
@@ -778,14 +778,10 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
                                        &me[k].m, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
             rc = 1;
-        } else if (me[k].path && o.feature_stats >= 0) {
-            if (o.feature_stats != MCL_ACL_FEATSTATS_RUNNING && me[k].m->cfg.feature_norm != MCL_ACL_FEATNORM_BATCH) {
-                fprintf(stderr, "metacl %s: --feature-stats: %s has model.feature_norm %s; call and context "
-                                "need feature_norm batch\n", cmd_name, me[k].path,
-                        me[k].m->cfg.feature_norm == MCL_ACL_FEATNORM_NONE ? "none" : "image");
-                rc = 1;
-            } else
-                me[k].m->cfg.feature_stats = o.feature_stats;
+        } else if (me[k].path && o.feature_stats >= 0 &&
+                   mcl_acl_set_feature_stats(me[k].m, o.feature_stats, err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl %s: --feature-stats: %s has %s\n", cmd_name, me[k].path, err);
+            rc = 1;
         }
     for (int k = 0; k < n_models && rc == 0; k++) /* NaN parameters evaluate to chance: say so */
         if (me[k].path) mcl_cli_warn_nonfinite(cmd_name, me[k].path, mcl_acl_params(me[k].m));

@@ -21,54 +21,78 @@
 #include "dist.h"
 #include "cli.h"
 #include "progress.h"
+#include "util.h"
 
-/* The whole of a small text file (config.txt), malloc'd; NULL if unreadable. */
-static char *read_text(const char *path)
+/* Is `name` a seed key: its last word "seed" (seed, model.seed, train.seed, wcst.seed, ...)? */
+static int is_seed_key(const char *name)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    size_t k;
-    while (b && (k = fread(b + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (n + 1 == cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) free(b);
-            b = nb;
+    const size_t n = strlen(name);
+    return n >= 4 && !strcmp(name + n - 4, "seed") && (n == 4 || name[n - 5] == '.' || name[n - 5] == '_');
+}
+
+/* The seeds of a run's config as JSON string members, read through the key tables (the
+ * family's groups, then train.*: the order of config.txt). */
+static void json_seeds(mcl_json *j, const mcl_run_cfg *rc)
+{
+    char name[256], v[64];
+    const mcl_family *fam = rc->family;
+    for (int g = 0; g < fam->n_groups; g++) {
+        const mcl_key_group *gr = fam->groups[g];
+        for (int i = 0; i < gr->n; i++) {
+            snprintf(name, sizeof name, "%s%s", gr->prefix, gr->keys[i].name);
+            if (!is_seed_key(name)) continue;
+            mcl_key_format(&gr->keys[i], (const char *)rc->fcfg + gr->off, v, sizeof v);
+            mcl_json_str(j, name, v);
         }
     }
-    fclose(f);
-    if (b) b[n] = 0;
-    return b;
+    int n = 0;
+    const mcl_key *tk = mcl_train_keys(&n);
+    for (int i = 0; i < n; i++)
+        if (is_seed_key(tk[i].name)) {
+            mcl_key_format(&tk[i], &rc->train, v, sizeof v);
+            mcl_json_str(j, tk[i].name, v);
+        }
 }
 
-/* The value of "key = value" in config text, into v (empty when absent). */
-static void cfg_value(const char *text, const char *key, char *v, size_t len)
+/* The data sets of a run's config: each name of data.domains (when the family has that key)
+ * in data.dir, as JSON objects. */
+static void json_datasets(mcl_json *j, const mcl_run_cfg *rc)
 {
-    v[0] = 0;
-    size_t kl = strlen(key);
-    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-        while (*p == ' ') p++;
-        if (strncmp(p, key, kl) != 0) continue;
-        const char *q = p + kl;
-        while (*q == ' ' || *q == '\t') q++;
-        if (*q != '=') continue;
-        q++;
-        while (*q == ' ' || *q == '\t') q++;
-        size_t n = strcspn(q, "\r\n");
-        while (n > 0 && (q[n - 1] == ' ' || q[n - 1] == '\t')) n--;
-        snprintf(v, len, "%.*s", (int)n, q);
-        return;
+    const mcl_family *fam = rc->family;
+    const mcl_key *doms = NULL, *dir = NULL;
+    const char *dobj = NULL, *dirobj = NULL;
+    for (int g = 0; g < fam->n_groups; g++) {
+        const mcl_key_group *gr = fam->groups[g];
+        char name[256];
+        for (int i = 0; i < gr->n; i++) {
+            snprintf(name, sizeof name, "%s%s", gr->prefix, gr->keys[i].name);
+            const char *obj = (const char *)rc->fcfg + gr->off;
+            if (!strcmp(name, "data.domains")) doms = &gr->keys[i], dobj = obj;
+            if (!strcmp(name, "data.dir")) dir = &gr->keys[i], dirobj = obj;
+        }
+    }
+    char ddir[4096] = "";
+    if (dir) mcl_key_format(dir, dirobj, ddir, sizeof ddir);
+    for (int i = 0; doms && i < mcl_key_list_count(doms, dobj); i++) {
+        const char *d = mcl_key_str_item(doms, dobj, i);
+        if (d && *d) mcl_cli_json_dataset(j, d, ddir[0] ? ddir : NULL);
     }
 }
 
-/* `train --json`: the summary and its provenance (config.txt of the run directory). */
-static void print_train_json(const char *run_dir, const mcl_train_result *res, mcl_ctx *ctx)
+/* `train --json`: the summary and its provenance: the run directory's config.txt as written
+ * (the "config" object), and its seeds and data sets through the family's key tables. */
+static void print_train_json(const char *run_dir, const mcl_family *fam, const mcl_train_result *res, mcl_ctx *ctx)
 {
-    char path[4200];
+    char path[4200], err[1024];
     snprintf(path, sizeof path, "%s/config.txt", run_dir);
-    char *text = read_text(path);
+    char *text = NULL;
+    mcl_run_cfg rc;
+    int parsed = 0;
+    if (mcl_read_text_file(path, (size_t)1 << 20, &text, err, sizeof err) == MCL_OK &&
+        mcl_run_cfg_init(&rc, fam, err, sizeof err) == MCL_OK) {
+        parsed = mcl_run_cfg_parse(&rc, text, path, err, sizeof err) == MCL_OK;
+        if (!parsed) mcl_run_cfg_free(&rc);
+    }
     mcl_json j;
     mcl_json_init(&j, stdout);
     mcl_json_begin_obj(&j, NULL);
@@ -80,41 +104,16 @@ static void print_train_json(const char *run_dir, const mcl_train_result *res, m
     mcl_json_num(&j, "train_seconds", res->train_seconds, 3);
     mcl_cli_json_provenance_begin(&j, ctx);
     mcl_json_config_obj(&j, "config", text);
-    /* seeds: every key whose last word is "seed" (model.seed, train.seed, data.seed, ...) */
     mcl_json_begin_obj(&j, "seeds");
-    for (const char *p = text; p && *p;) {
-        const char *e = strchr(p, '\n');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        char line[512];
-        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
-        p = e ? e + 1 : NULL;
-        char *eq = strchr(line, '=');
-        if (!eq || line[0] == '#') continue;
-        char *k = line, *ke = eq;
-        while (*k == ' ') k++;
-        while (ke > k && ke[-1] == ' ') ke--;
-        *ke = 0;
-        size_t kl = strlen(k);
-        if (kl >= 4 && !strcmp(k + kl - 4, "seed") && (kl == 4 || k[kl - 5] == '.' || k[kl - 5] == '_')) {
-            char v[256];
-            cfg_value(text, k, v, sizeof v);
-            mcl_json_str(&j, k, v);
-        }
-    }
+    if (parsed) json_seeds(&j, &rc);
     mcl_json_end_obj(&j);
-    /* data sets: data.domains (comma-separated) in data.dir */
-    char doms[4096], ddir[4096];
-    cfg_value(text, "data.domains", doms, sizeof doms);
-    cfg_value(text, "data.dir", ddir, sizeof ddir);
     mcl_json_begin_arr(&j, "data");
-    for (char *tok = strtok(doms, ","); tok; tok = strtok(NULL, ",")) {
-        while (*tok == ' ') tok++;
-        if (*tok) mcl_cli_json_dataset(&j, tok, ddir[0] ? ddir : NULL);
-    }
+    if (parsed) json_datasets(&j, &rc);
     mcl_json_end_arr(&j);
     mcl_json_end_obj(&j);
     mcl_json_end_obj(&j);
     mcl_json_finish(&j);
+    if (parsed) mcl_run_cfg_free(&rc);
     free(text);
 }
 
@@ -318,7 +317,7 @@ int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *
                 fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = stop_signal ? 128 + stop_signal : 1; /* the shell's convention for a signal */
         } else if (json && mcl_dist_rank() == 0) { /* MPI: rank 0 reports */
-            print_train_json(o.run_dir, &res, ctx);
+            print_train_json(o.run_dir, fam, &res, ctx);
         } else if (!json && !quiet && mcl_dist_rank() == 0) {
             char best[64] = "", chance[64] = "";
             if (!isnan(res.best_val)) snprintf(best, sizeof best, ", best validation %.4f", res.best_val);
