@@ -85,7 +85,7 @@ int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *
                        const char *epilog, int (*after)(const char *run_dir, int quiet, int json));
 /* `metacl online`: an online-transformer run (train oct) and its report. */
 int mcl_cli_online(int argc, char **argv);
-/* `metacl eval acl` (tools/cli/eval_cmd.c). */
+/* `metacl eval acl` (tools/cli/eval_acl.c). */
 int mcl_cli_eval(int argc, char **argv);
 /* `metacl eval smn` (eval_smn.c); argv[0] is the family word */
 int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv);

@@ -1,4 +1,4 @@
-/* eval_cmd.c — `metacl eval acl`: the evaluation protocols of doc/acl.md, Evaluation on trained ACL
+/* eval_acl.c — `metacl eval acl`: the evaluation protocols of doc/acl.md, Evaluation on trained ACL
  * checkpoints, next to the hand-crafted SGD/Adam baselines on the same data.
  *
  *   metacl eval acl --ckpt [NAME=]FILE... --protocol seq|two-task|split-dil|split-cil
@@ -649,36 +649,35 @@ int mcl_cli_eval(int argc, char **argv)
     return 2;
 }
 
-/* `metacl eval acl`: argv[0] is the family word. */
-static int eval_acl(const mcl_family *fam, int argc, char **argv)
+/* ------------------------------------------------------------------ the command, in phases */
+
+/* One `metacl eval acl` run: the options, the models and data sets, the protocol's settings,
+ * the context. Each phase below reads what the ones before it filled and returns the exit
+ * code so far (0: go on). */
+typedef struct acl_eval_run {
+    eval_opts o;
+    model_entry me[MAX_MODELS];
+    int n_models;
+    data_entry de[MAX_DATA];
+    int n_data;
+    const char *protocol, *figures, *data_dir, *json_out;
+    int seq, split_mode, tasks, runs; /* seq: task sequences (seq, two-task), else Split-X */
+    mcl_ctx *ctx;
+    mcl_class_pool pools[MCL_ACL_MAX_TASKS]; /* seq: the classes of each task position */
+    const char *task_names[MCL_ACL_MAX_TASKS];
+    char tn[MCL_ACL_MAX_TASKS][48];
+    mcl_seq_eval_cfg sc;
+    mcl_splitx_eval_cfg xc;
+} acl_eval_run;
+
+/* Phase 1a: --ckpt / --baseline into model entries, --data into data entries (2 on a bad one). */
+static int parse_entries(acl_eval_run *r)
 {
-    snprintf(cmd_name, sizeof cmd_name, "eval %s", fam->kind);
-    const mcl_cli_cmd cmd = {.name = cmd_name, .synopsis = eval_synopsis, .about = eval_about, .opts = eval_keys,
-                             .n_opts = N_EVAL_KEYS};
-    static model_entry me[MAX_MODELS];
-    static data_entry de[MAX_DATA];
-    static eval_opts o;
-    memset(me, 0, sizeof me);
-    memset(&o, 0, sizeof o);
-    o.protocol = -1;
-    o.feature_stats = -1;
-    mcl_cli_parsed parsed;
-    int rc = mcl_cli_parse(&cmd, argc, argv, &o, &parsed);
-    if (rc != MCL_CLI_GO) return rc;
-    rc = 0;
-    int n_models = 0, n_data = 0, tasks = o.tasks, runs = o.runs;
-    const int json = o.json, n_way = o.n_way, k_shot = o.k_shot, select = o.select;
-    const int episodes = o.episodes, seed = o.seed, final_only = o.final_only;
-    const char *protocol = o.protocol >= 0 ? protocol_names[o.protocol] : NULL;
-    const char *figures = o.figures[0] ? o.figures : NULL, *backend = o.backend, *device = o.device;
-    const char *data_dir = o.data_dir[0] ? o.data_dir : NULL;
-    const char *json_out = o.json_out[0] ? o.json_out : NULL;
-    if (mcl_dist_rank() != 0) figures = json_out = NULL; /* MPI: rank 0 writes the files */
-    if (o.quiet) mcl_progress_set_quiet(1);
-    for (int i = 0; i < o.n_models; i++) {
-        const char *v = o.models[i].value;
-        model_entry *e = &me[n_models++];
-        if (!strcmp(o.models[i].opt, "baseline")) {
+    const eval_opts *o = &r->o;
+    for (int i = 0; i < o->n_models; i++) {
+        const char *v = o->models[i].value;
+        model_entry *e = &r->me[r->n_models++];
+        if (!strcmp(o->models[i].opt, "baseline")) {
             char perr[512];
             if (parse_baseline(v, e, perr, sizeof perr)) {
                 fprintf(stderr, "metacl %s: --%s\n", cmd_name, perr);
@@ -696,327 +695,455 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
             e->path = v;
         }
     }
-    for (int i = 0; i < o.n_data; i++) {
-        if (parse_data(o.data[i].value, &de[n_data])) {
+    for (int i = 0; i < o->n_data; i++) {
+        if (parse_data(o->data[i].value, &r->de[r->n_data])) {
             fprintf(stderr, "metacl %s: --data '%s': want SPEC or SPEC@CLASSES (e.g. fmnist@0-4)\n", cmd_name,
-                    o.data[i].value);
+                    o->data[i].value);
             return 2;
         }
-        de[n_data++].arg = o.data[i].value;
+        r->de[r->n_data++].arg = o->data[i].value;
     }
-    int seq = 0, split_mode = -1;
+    return 0;
+}
+
+/* Phase 1b: the protocol, its defaults (tasks, runs) and the combinations it refuses (2). */
+static int check_protocol(acl_eval_run *r)
+{
+    const eval_opts *o = &r->o;
+    const char *protocol = r->protocol;
+    r->split_mode = -1;
     if (!protocol) {
         fprintf(stderr, "metacl %s: --protocol is required (seq, two-task, split-dil, split-cil)\n", cmd_name);
         return 2;
     } else if (!strcmp(protocol, "seq") || !strcmp(protocol, "two-task")) {
-        seq = 1;
-        if (!tasks) tasks = !strcmp(protocol, "two-task") ? 2 : (n_data > 1 ? n_data : 2);
-        if (!runs) runs = 5;
+        r->seq = 1;
+        if (!r->tasks) r->tasks = !strcmp(protocol, "two-task") ? 2 : (r->n_data > 1 ? r->n_data : 2);
+        if (!r->runs) r->runs = 5;
     } else if (!strcmp(protocol, "split-dil") || !strcmp(protocol, "split-cil")) {
-        split_mode = !strcmp(protocol, "split-dil") ? MCL_SPLITX_DOMAIN : MCL_SPLITX_CLASS;
-        if (!tasks) tasks = 5;
-        if (!runs) runs = 10;
+        r->split_mode = !strcmp(protocol, "split-dil") ? MCL_SPLITX_DOMAIN : MCL_SPLITX_CLASS;
+        if (!r->tasks) r->tasks = 5;
+        if (!r->runs) r->runs = 10;
     } else {
         fprintf(stderr, "metacl %s: unknown protocol '%s' (seq, two-task, split-dil, split-cil)\n", cmd_name, protocol);
         return 2;
     }
-    if (n_models == 0 || n_data == 0) {
+    if (r->n_models == 0 || r->n_data == 0) {
         fprintf(stderr, "metacl %s: give at least one --ckpt (or --baseline) and one --data\n", cmd_name);
         return 2;
     }
-    for (int k = 0; k < n_models && seq; k++)
-        if (!me[k].path && me[k].base.regime == MCL_BASELINE_FULL) {
+    for (int k = 0; k < r->n_models && r->seq; k++)
+        if (!r->me[k].path && r->me[k].base.regime == MCL_BASELINE_FULL) {
             fprintf(stderr, "metacl %s: --baseline %s: regime=full is for the split protocols (task "
-                            "sequences query images of the classes they learn)\n", cmd_name, me[k].name);
+                            "sequences query images of the classes they learn)\n", cmd_name, r->me[k].name);
             return 2;
         }
-    if (!seq && n_data != 1) {
+    if (!r->seq && r->n_data != 1) {
         fprintf(stderr, "metacl %s: %s takes exactly one --data\n", cmd_name, protocol);
         return 2;
     }
-    if (select && !seq && check_split_select(de[0].spec, protocol)) return 2;
-    if (o.val_classes && !seq) {
+    if (o->select && !r->seq && check_split_select(r->de[0].spec, protocol)) return 2;
+    if (o->val_classes && !r->seq) {
         fprintf(stderr, "metacl %s: --val-classes is for seq and two-task; the split protocols validate "
                         "on held-out training images with --data fmnist-val\n", cmd_name);
         return 2;
     }
-    for (int d = 0; d < n_data && o.val_classes; d++)
-        if (is_user_spec(de[d].spec)) {
+    for (int d = 0; d < r->n_data && o->val_classes; d++)
+        if (is_user_spec(r->de[d].spec)) {
             fprintf(stderr, "metacl %s: --val-classes: user data '%s' has no meta-validation classes\n",
-                    cmd_name, de[d].spec);
+                    cmd_name, r->de[d].spec);
             return 2;
         }
-    if (seq && n_data > tasks) {
+    if (r->seq && r->n_data > r->tasks) {
         fprintf(stderr, "metacl %s: %d --data for %d task%s (one per task; fewer: the last one is used for "
-                        "the remaining tasks)\n", cmd_name, n_data, tasks, tasks == 1 ? "" : "s");
+                        "the remaining tasks)\n", cmd_name, r->n_data, r->tasks, r->tasks == 1 ? "" : "s");
         return 2;
     }
+    return 0;
+}
 
-    mcl_ctx *ctx = NULL;
-    rc = mcl_cli_open_ctx(backend, device, &ctx);
-    if (rc) return rc;
+/* Phase 1: the arguments (MCL_CLI_GO's 0 to go on; 2 usage; 0 after --help is the parser's). */
+static int check_args(acl_eval_run *r, int argc, char **argv, int *done)
+{
+    const mcl_cli_cmd cmd = {.name = cmd_name, .synopsis = eval_synopsis, .about = eval_about, .opts = eval_keys,
+                             .n_opts = N_EVAL_KEYS};
+    eval_opts *o = &r->o;
+    o->protocol = -1;
+    o->feature_stats = -1;
+    mcl_cli_parsed parsed;
+    int rc = mcl_cli_parse(&cmd, argc, argv, o, &parsed);
+    if (rc != MCL_CLI_GO) {
+        *done = 1;
+        return rc;
+    }
+    r->tasks = o->tasks;
+    r->runs = o->runs;
+    r->protocol = o->protocol >= 0 ? protocol_names[o->protocol] : NULL;
+    r->figures = o->figures[0] ? o->figures : NULL;
+    r->data_dir = o->data_dir[0] ? o->data_dir : NULL;
+    r->json_out = o->json_out[0] ? o->json_out : NULL;
+    if (mcl_dist_rank() != 0) r->figures = r->json_out = NULL; /* MPI: rank 0 writes the files */
+    if (o->quiet) mcl_progress_set_quiet(1);
+    rc = parse_entries(r);
+    return rc ? rc : check_protocol(r);
+}
+
+/* Phase 2: the data sets (seq: the test or meta-validation classes; split: train and test). */
+static int load_data(acl_eval_run *r)
+{
     char err[1024];
-    /* data */
-    for (int d = 0; d < n_data && rc == 0; d++) {
-        int user = is_user_spec(de[d].spec);
-        mcl_split sp = user ? MCL_SPLIT_ALL : o.val_classes ? MCL_SPLIT_VAL : MCL_SPLIT_TEST;
-        if (mcl_dataset_load(de[d].spec, data_dir, sp, &de[d].ds, err, sizeof err) != MCL_OK) {
+    for (int d = 0; d < r->n_data; d++) {
+        data_entry *de = &r->de[d];
+        int user = is_user_spec(de->spec);
+        mcl_split sp = user ? MCL_SPLIT_ALL : r->o.val_classes ? MCL_SPLIT_VAL : MCL_SPLIT_TEST;
+        if (mcl_dataset_load(de->spec, r->data_dir, sp, &de->ds, err, sizeof err) != MCL_OK) {
             /* the loader's message names the set ("data set 'x' is not prepared ...") */
-            if (strstr(err, de[d].spec)) fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
-            else fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de[d].spec, err);
-            rc = 1;
-        } else if (!seq && mcl_dataset_load(de[d].spec, data_dir, user ? MCL_SPLIT_ALL : MCL_SPLIT_TRAIN,
-                                            &de[d].train, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl %s: data '%s' (train split): %s\n", cmd_name, de[d].spec, err);
-            rc = 1;
+            if (strstr(err, de->spec)) fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
+            else fprintf(stderr, "metacl %s: data '%s': %s\n", cmd_name, de->spec, err);
+            return 1;
+        } else if (!r->seq && mcl_dataset_load(de->spec, r->data_dir, user ? MCL_SPLIT_ALL : MCL_SPLIT_TRAIN,
+                                               &de->train, err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl %s: data '%s' (train split): %s\n", cmd_name, de->spec, err);
+            return 1;
         }
     }
-    /* models */
-    char ckpt_path[4096];
-    for (int k = 0; k < n_models && rc == 0; k++)
-        if (me[k].path && mcl_acl_open(ctx, mcl_cli_installed_file(me[k].path, "checkpoints", ".ckpt", ckpt_path, sizeof ckpt_path),
-                                       &me[k].m, err, sizeof err) != MCL_OK) {
+    return 0;
+}
+
+/* Phase 3: the checkpoints (with --feature-stats applied), a word on non-finite values. */
+static int load_models(acl_eval_run *r)
+{
+    char err[1024], ckpt_path[4096];
+    for (int k = 0; k < r->n_models; k++) {
+        model_entry *e = &r->me[k];
+        if (!e->path) continue;
+        if (mcl_acl_open(r->ctx, mcl_cli_installed_file(e->path, "checkpoints", ".ckpt", ckpt_path, sizeof ckpt_path),
+                         &e->m, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd_name, err);
-            rc = 1;
-        } else if (me[k].path && o.feature_stats >= 0 &&
-                   mcl_acl_set_feature_stats(me[k].m, o.feature_stats, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl %s: --feature-stats: %s has %s\n", cmd_name, me[k].path, err);
-            rc = 1;
+            return 1;
         }
-    for (int k = 0; k < n_models && rc == 0; k++) /* NaN parameters evaluate to chance: say so */
-        if (me[k].path) mcl_cli_warn_nonfinite(cmd_name, me[k].path, mcl_acl_params(me[k].m));
-    mcl_class_pool pools[MCL_ACL_MAX_TASKS];
-    const char *task_names[MCL_ACL_MAX_TASKS];
-    char tn[MCL_ACL_MAX_TASKS][48];
-    for (int i = 0; i < tasks; i++) {
-        const data_entry *d = &de[i < n_data ? i : n_data - 1];
-        pools[i].ds = d->ds;
-        pools[i].classes = d->n_classes ? d->classes : NULL;
-        pools[i].n_classes = d->n_classes;
-        snprintf(tn[i], sizeof tn[i], "%c", 'A' + i);
-        task_names[i] = tn[i];
+        if (r->o.feature_stats >= 0 && mcl_acl_set_feature_stats(e->m, r->o.feature_stats, err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl %s: --feature-stats: %s has %s\n", cmd_name, e->path, err);
+            return 1;
+        }
     }
-    mcl_seq_eval_cfg sc;
-    memset(&sc, 0, sizeof sc);
-    sc.n_way = n_way;
-    sc.k_shot = k_shot;
-    sc.n_query = 1;
-    sc.n_tasks = tasks;
-    sc.n_runs = runs;
-    sc.n_episodes = episodes;
-    sc.normalize = 1;
-    sc.seed = (uint64_t)seed;
-    mcl_splitx_eval_cfg xc;
-    memset(&xc, 0, sizeof xc);
-    xc.split.n_tasks = tasks;
-    xc.split.classes_per_task = 2;
-    xc.split.k_shot = k_shot;
-    xc.split.mode = split_mode == MCL_SPLITX_CLASS ? MCL_SPLITX_CLASS : MCL_SPLITX_DOMAIN;
-    xc.split.classes = de[0].n_classes ? de[0].classes : NULL;
-    xc.split.shuffle_seed = (uint64_t)seed;
-    xc.n_runs = runs;
-    xc.final_only = final_only;
-    xc.normalize = 1;
-    /* --select: each baseline's grid search on validation data, the same protocol */
+    for (int k = 0; k < r->n_models; k++) /* NaN parameters evaluate to chance: say so */
+        if (r->me[k].path) mcl_cli_warn_nonfinite(cmd_name, r->me[k].path, mcl_acl_params(r->me[k].m));
+    return 0;
+}
+
+/* Phase 4: the protocol's settings: the task positions' class pools, the seq and Split-X
+ * configs every model is evaluated with. */
+static void setup_protocol(acl_eval_run *r)
+{
+    const eval_opts *o = &r->o;
+    for (int i = 0; i < r->tasks; i++) {
+        const data_entry *d = &r->de[i < r->n_data ? i : r->n_data - 1];
+        r->pools[i].ds = d->ds;
+        r->pools[i].classes = d->n_classes ? d->classes : NULL;
+        r->pools[i].n_classes = d->n_classes;
+        snprintf(r->tn[i], sizeof r->tn[i], "%c", 'A' + i);
+        r->task_names[i] = r->tn[i];
+    }
+    mcl_seq_eval_cfg *sc = &r->sc;
+    memset(sc, 0, sizeof *sc);
+    sc->n_way = o->n_way;
+    sc->k_shot = o->k_shot;
+    sc->n_query = 1;
+    sc->n_tasks = r->tasks;
+    sc->n_runs = r->runs;
+    sc->n_episodes = o->episodes;
+    sc->normalize = 1;
+    sc->seed = (uint64_t)o->seed;
+    mcl_splitx_eval_cfg *xc = &r->xc;
+    memset(xc, 0, sizeof *xc);
+    xc->split.n_tasks = r->tasks;
+    xc->split.classes_per_task = 2;
+    xc->split.k_shot = o->k_shot;
+    xc->split.mode = r->split_mode == MCL_SPLITX_CLASS ? MCL_SPLITX_CLASS : MCL_SPLITX_DOMAIN;
+    xc->split.classes = r->de[0].n_classes ? r->de[0].classes : NULL;
+    xc->split.shuffle_seed = (uint64_t)o->seed;
+    xc->n_runs = r->runs;
+    xc->final_only = o->final_only;
+    xc->normalize = 1;
+}
+
+/* The validation data of --select: the same protocol over the meta-validation classes (seq),
+ * or the same Split-X with contexts from the train split and queries from its held-out val
+ * split (fmnist-val: 55 000 images; only the final accuracies, the score ACC, are measured).
+ * vds[] (the loaded sets, freed by the caller), vpools and xv are filled for vd; vwhere
+ * says where, for the log. */
+static int select_data(acl_eval_run *r, mcl_dataset **vds, mcl_class_pool *vpools, mcl_splitx_eval_cfg *xv,
+                       mcl_eval_data *vd, char *vwhere, size_t vlen)
+{
+    char err[1024];
+    memset(vd, 0, sizeof *vd);
+    if (r->seq) {
+        for (int d = 0; d < r->n_data; d++) {
+            const data_entry *de = &r->de[d];
+            if (is_user_spec(de->spec) || de->n_classes) {
+                fprintf(stderr, "metacl %s: --select: '%s%s' has no meta-validation split\n", cmd_name, de->spec,
+                        de->n_classes ? "@classes" : "");
+                return 1;
+            }
+            if (mcl_dataset_load(de->spec, r->data_dir, MCL_SPLIT_VAL, &vds[d], err, sizeof err) != MCL_OK) {
+                fprintf(stderr, "metacl %s: --select: '%s' has no meta-validation split: %s\n", cmd_name, de->spec,
+                        err);
+                return 1;
+            }
+        }
+        for (int i = 0; i < r->tasks; i++) {
+            vpools[i].ds = vds[i < r->n_data ? i : r->n_data - 1];
+            vpools[i].classes = NULL;
+            vpools[i].n_classes = 0;
+        }
+        vd->kind = MCL_EVAL_SEQ;
+        vd->pools = vpools;
+        vd->seq = &r->sc;
+        snprintf(vwhere, vlen, "the meta-validation classes");
+        return 0;
+    }
+    if (mcl_dataset_load(r->de[0].spec, r->data_dir, MCL_SPLIT_VAL, &vds[0], err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl %s: --select: data '%s' (val split): %s\n", cmd_name, r->de[0].spec, err);
+        return 1;
+    }
+    *xv = r->xc;
+    xv->final_only = 1;
+    if (r->split_mode == MCL_SPLITX_CLASS) xv->n_outputs = 2 * r->tasks; /* as the evaluation */
+    vd->kind = MCL_EVAL_SPLITX;
+    vd->train = r->de[0].train;
+    vd->test = vds[0];
+    vd->splitx = xv;
+    snprintf(vwhere, vlen, "%s: contexts from its %lld training images, queries its %lld held-out 'val' images",
+             r->de[0].spec, (long long)r->de[0].train->n, (long long)vds[0]->n);
+    return 0;
+}
+
+/* --select for one baseline: its grid search on vd, the grid on stderr, the best point kept
+ * as the baseline to evaluate (and its name). */
+static int select_one(acl_eval_run *r, model_entry *e, const mcl_eval_data *vd, const char *vwhere)
+{
+    e->base.seed = (uint64_t)r->o.seed;
+    const float lr = e->base.lr, hp = mcl_baseline_get_hp(&e->base);
+    const int ep = e->base.epochs;
+    /* "lr, epochs, lambda": what the grid searches; "; fixed: epochs 1": what it keeps */
+    char what[96] = "", fixed[128] = "";
+    if (!e->fix_lr) snprintf(what + strlen(what), sizeof what - strlen(what), "%slr", what[0] ? ", " : "");
+    if (!e->fix_epochs) snprintf(what + strlen(what), sizeof what - strlen(what), "%sepochs", what[0] ? ", " : "");
+    if (e->hp_name && !e->fix_hp)
+        snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", what[0] ? ", " : "", e->hp_name);
+    if (e->fix_lr) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " lr %g", (double)lr);
+    if (e->fix_epochs) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " epochs %d", ep);
+    if (e->fix_hp) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " %s %g", e->hp_name, (double)hp);
+    fprintf(stderr, "selecting %s of %s by %s on %s%s%s...\n", what[0] ? what : "nothing (every value is given)",
+            mcl_baseline_method_name(e->base.method, e->base.optim), r->protocol, vwhere, fixed[0] ? "; fixed:" : "",
+            fixed);
+    mcl_baseline_config best;
+    if (mcl_baseline_select_hp(r->ctx, &e->base, vd, e->fix_lr ? &lr : NULL, 1, e->fix_epochs ? &ep : NULL, 1,
+                               e->fix_hp ? &hp : NULL, 1, &best, &e->sel) != MCL_OK) {
+        fprintf(stderr, "metacl %s: --select: %s\n", cmd_name, mcl_ctx_error(r->ctx));
+        return 1;
+    }
+    for (int g = 0; g < e->sel.n; g++) {
+        const mcl_baseline_grid_point *p = &e->sel.point[g];
+        char hps[48] = "";
+        if (e->hp_name) snprintf(hps, sizeof hps, " %s %-7g", e->hp_name, (double)p->hp);
+        fprintf(stderr, "  lr %-7g epochs %-3d%s ACC %.4f ± %.4f%s\n", (double)p->lr, p->epochs, hps, p->score,
+                p->score_std, g == e->sel.best ? "   <- best" : "");
+    }
+    e->selected = 1;
+    e->base = best;
+    mcl_baseline_describe(&best, e->name, sizeof e->name);
+    fprintf(stderr, "selected: %s (validation ACC %.4f ± %.4f, point %d of %d)\n", e->name,
+            e->sel.point[e->sel.best].score, e->sel.point[e->sel.best].score_std, e->sel.best + 1, e->sel.n);
+    return 0;
+}
+
+/* Phase 5: --select: each baseline's hyperparameters chosen on validation data. */
+static int select_baselines(acl_eval_run *r)
+{
     int any_baseline = 0;
-    for (int k = 0; k < n_models; k++) any_baseline |= !me[k].path;
+    for (int k = 0; k < r->n_models; k++) any_baseline |= !r->me[k].path;
+    if (!r->o.select || !any_baseline) return 0;
     mcl_dataset *vds[MAX_DATA] = {NULL};
     mcl_class_pool vpools[MCL_ACL_MAX_TASKS];
-    mcl_splitx_eval_cfg xv = xc;
+    mcl_splitx_eval_cfg xv;
     mcl_eval_data vd;
-    memset(&vd, 0, sizeof vd);
     char vwhere[1200] = "";
-    if (rc == 0 && select && any_baseline) {
-        if (seq) { /* the same task sequences over the meta-validation classes of each --data */
-            for (int d = 0; d < n_data && rc == 0; d++) {
-                if (is_user_spec(de[d].spec) || de[d].n_classes) {
-                    fprintf(stderr, "metacl %s: --select: '%s%s' has no meta-validation split\n", cmd_name,
-                            de[d].spec, de[d].n_classes ? "@classes" : "");
-                    rc = 1;
-                } else if (mcl_dataset_load(de[d].spec, data_dir, MCL_SPLIT_VAL, &vds[d], err, sizeof err) != MCL_OK) {
-                    fprintf(stderr, "metacl %s: --select: '%s' has no meta-validation split: %s\n", cmd_name,
-                            de[d].spec, err);
-                    rc = 1;
-                }
-            }
-            for (int i = 0; i < tasks && rc == 0; i++) {
-                vpools[i].ds = vds[i < n_data ? i : n_data - 1];
-                vpools[i].classes = NULL;
-                vpools[i].n_classes = 0;
-            }
-            vd.kind = MCL_EVAL_SEQ;
-            vd.pools = vpools;
-            vd.seq = &sc;
-            snprintf(vwhere, sizeof vwhere, "the meta-validation classes");
-        } else { /* the same Split-X (tasks, shots, mode, classes, runs), contexts from the
-                  * train split (fmnist-val: 55 000 images), queries its held-out val split;
-                  * only the final accuracies, the score (ACC), are measured */
-            if (mcl_dataset_load(de[0].spec, data_dir, MCL_SPLIT_VAL, &vds[0], err, sizeof err) != MCL_OK) {
-                fprintf(stderr, "metacl %s: --select: data '%s' (val split): %s\n", cmd_name, de[0].spec, err);
-                rc = 1;
-            }
-            xv.final_only = 1;
-            if (split_mode == MCL_SPLITX_CLASS) xv.n_outputs = 2 * tasks; /* as the evaluation below */
-            vd.kind = MCL_EVAL_SPLITX;
-            vd.train = de[0].train;
-            vd.test = vds[0];
-            vd.splitx = &xv;
-            if (rc == 0)
-                snprintf(vwhere, sizeof vwhere, "%s: contexts from its %lld training images, queries its %lld held-out "
-                         "'val' images", de[0].spec, (long long)de[0].train->n, (long long)vds[0]->n);
-        }
-    }
-    for (int k = 0; k < n_models && rc == 0 && select; k++) {
-        model_entry *e = &me[k];
-        if (e->path) continue;
-        e->base.seed = (uint64_t)seed;
-        const float lr = e->base.lr, hp = mcl_baseline_get_hp(&e->base);
-        const int ep = e->base.epochs;
-        /* "lr, epochs, lambda": what the grid searches; "; fixed: epochs 1": what it keeps */
-        char what[96] = "", fixed[128] = "";
-        if (!e->fix_lr) snprintf(what + strlen(what), sizeof what - strlen(what), "%slr", what[0] ? ", " : "");
-        if (!e->fix_epochs) snprintf(what + strlen(what), sizeof what - strlen(what), "%sepochs", what[0] ? ", " : "");
-        if (e->hp_name && !e->fix_hp)
-            snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", what[0] ? ", " : "", e->hp_name);
-        if (e->fix_lr) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " lr %g", (double)lr);
-        if (e->fix_epochs) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " epochs %d", ep);
-        if (e->fix_hp) snprintf(fixed + strlen(fixed), sizeof fixed - strlen(fixed), " %s %g", e->hp_name, (double)hp);
-        fprintf(stderr, "selecting %s of %s by %s on %s%s%s...\n", what[0] ? what : "nothing (every value is given)",
-                mcl_baseline_method_name(e->base.method, e->base.optim), protocol, vwhere, fixed[0] ? "; fixed:" : "",
-                fixed);
-        mcl_baseline_config best;
-        if (mcl_baseline_select_hp(ctx, &e->base, &vd, e->fix_lr ? &lr : NULL, 1, e->fix_epochs ? &ep : NULL, 1,
-                                   e->fix_hp ? &hp : NULL, 1, &best, &e->sel) != MCL_OK) {
-            fprintf(stderr, "metacl %s: --select: %s\n", cmd_name, mcl_ctx_error(ctx));
-            rc = 1;
-            break;
-        }
-        for (int g = 0; g < e->sel.n; g++) {
-            const mcl_baseline_grid_point *p = &e->sel.point[g];
-            char hps[48] = "";
-            if (e->hp_name) snprintf(hps, sizeof hps, " %s %-7g", e->hp_name, (double)p->hp);
-            fprintf(stderr, "  lr %-7g epochs %-3d%s ACC %.4f ± %.4f%s\n", (double)p->lr, p->epochs, hps, p->score,
-                    p->score_std, g == e->sel.best ? "   <- best" : "");
-        }
-        e->selected = 1;
-        e->base = best;
-        mcl_baseline_describe(&best, e->name, sizeof e->name);
-        fprintf(stderr, "selected: %s (validation ACC %.4f ± %.4f, point %d of %d)\n", e->name,
-                e->sel.point[e->sel.best].score, e->sel.point[e->sel.best].score_std, e->sel.best + 1, e->sel.n);
-    }
+    int rc = select_data(r, vds, vpools, &xv, &vd, vwhere, sizeof vwhere);
+    for (int k = 0; k < r->n_models && rc == 0; k++)
+        if (!r->me[k].path) rc = select_one(r, &r->me[k], &vd, vwhere);
     for (int d = 0; d < MAX_DATA; d++) mcl_dataset_free(vds[d]);
-    /* progress: runs done of (models x runs), reported by the protocols after each run */
+    return rc;
+}
+
+/* Phase 6: every model and baseline on the protocol; a progress line counts the runs of all
+ * models (the protocols report each finished run). */
+static int evaluate(acl_eval_run *r)
+{
     int64_t runs_done = 0;
-    for (int k = 0; k < n_models && rc == 0; k++) {
+    const int runs = r->runs;
+    for (int k = 0; k < r->n_models; k++) {
+        model_entry *e = &r->me[k];
         mcl_status st;
         char label[200];
-        mcl_progress_note("evaluating %s (%s, %d run%s)...", me[k].name, protocol, runs, runs == 1 ? "" : "s");
-        snprintf(label, sizeof label, "model %d/%d %.150s, runs", k + 1, n_models, me[k].name);
+        mcl_progress_note("evaluating %s (%s, %d run%s)...", e->name, r->protocol, runs, runs == 1 ? "" : "s");
+        snprintf(label, sizeof label, "model %d/%d %.150s, runs", k + 1, r->n_models, e->name);
         if (k == 0)
-            mcl_progress_start(label, (int64_t)n_models * runs);
+            mcl_progress_start(label, (int64_t)r->n_models * runs);
         else
             mcl_progress_label(label);
         run_progress rp = {runs_done};
-        mcl_seq_eval_cfg sk = sc;
+        mcl_seq_eval_cfg sk = r->sc;
         sk.on_run = on_run;
         sk.on_run_arg = &rp;
-        mcl_splitx_eval_cfg xk = xc;
+        mcl_splitx_eval_cfg xk = r->xc;
         xk.on_run = on_run;
         xk.on_run_arg = &rp;
-        if (me[k].path)
-            st = seq ? mcl_acl_eval_seq(me[k].m, ctx, pools, &sk, &me[k].res)
-                     : mcl_acl_eval_splitx(me[k].m, ctx, de[0].train, de[0].ds, &xk, &me[k].res);
+        const data_entry *d0 = &r->de[0];
+        if (e->path)
+            st = r->seq ? mcl_acl_eval_seq(e->m, r->ctx, r->pools, &sk, &e->res)
+                        : mcl_acl_eval_splitx(e->m, r->ctx, d0->train, d0->ds, &xk, &e->res);
         else {
-            me[k].base.seed = (uint64_t)seed;
-            if (!seq && split_mode == MCL_SPLITX_CLASS) xk.n_outputs = 2 * tasks;
-            st = seq ? mcl_baseline_eval_seq(ctx, &me[k].base, pools, &sk, &me[k].res)
-                     : mcl_baseline_eval_splitx(ctx, &me[k].base, de[0].train, de[0].ds, &xk, &me[k].res);
+            e->base.seed = (uint64_t)r->o.seed;
+            if (!r->seq && r->split_mode == MCL_SPLITX_CLASS) xk.n_outputs = 2 * r->tasks;
+            st = r->seq ? mcl_baseline_eval_seq(r->ctx, &e->base, r->pools, &sk, &e->res)
+                        : mcl_baseline_eval_splitx(r->ctx, &e->base, d0->train, d0->ds, &xk, &e->res);
         }
         runs_done = (int64_t)(k + 1) * runs;
         mcl_progress_update(runs_done);
         if (st != MCL_OK) {
             mcl_progress_finish();
-            fprintf(stderr, "metacl %s: %s: %s\n", cmd_name, me[k].name, mcl_ctx_error(ctx));
-            rc = 1;
+            fprintf(stderr, "metacl %s: %s: %s\n", cmd_name, e->name, mcl_ctx_error(r->ctx));
+            return 1;
         }
     }
     mcl_progress_finish();
-    eval_facts facts = {protocol, data_dir, tasks, runs, n_way, k_shot, episodes, seed, final_only,
-                        select, o.val_classes, de, n_data, seq};
-    if (rc == 0 && json_out) rc = write_json_file(json_out, me, n_models, &facts, ctx);
-    if (rc == 0) {
-        if (json)
-            print_json(stdout, me, n_models, &facts, ctx);
-        else {
-            printf("\n%s, %d task%s, ", protocol, tasks, tasks == 1 ? "" : "s");
-            if (seq)
-                printf("%d-way %d-shot, data:", n_way, k_shot);
-            else
-                printf("%d training images per class, data:", k_shot);
-            for (int d = 0; d < n_data; d++) printf(" %s%s", de[d].spec, de[d].n_classes ? "@subset" : "");
-            if (o.val_classes) printf(" (meta-validation classes)");
-            printf("; accuracy %% (mean ± std over %d runs), backend %s\n\n", runs, mcl_ctx_backend_name(ctx));
-            if (seq)
-                print_seq_table(me, n_models, tasks, task_names);
-            else
-                print_split_table(me, n_models, tasks);
-        }
+    return 0;
+}
+
+/* Phase 7: the table (or --json) on stdout, --json-out's file. */
+static int report(acl_eval_run *r)
+{
+    const eval_opts *o = &r->o;
+    eval_facts facts = {r->protocol, r->data_dir, r->tasks, r->runs, o->n_way, o->k_shot, o->episodes, o->seed,
+                        o->final_only, o->select, o->val_classes, r->de, r->n_data, r->seq};
+    if (r->json_out && write_json_file(r->json_out, r->me, r->n_models, &facts, r->ctx)) return 1;
+    if (o->json) {
+        print_json(stdout, r->me, r->n_models, &facts, r->ctx);
+        return 0;
     }
-    if (rc == 0 && figures) {
-        char e2[512];
-        if (mcl_mkdir_p(figures, e2, sizeof e2) != MCL_OK) {
-            fprintf(stderr, "metacl %s: --figures: %s\n", cmd_name, e2);
-            rc = 1;
+    printf("\n%s, %d task%s, ", r->protocol, r->tasks, r->tasks == 1 ? "" : "s");
+    if (r->seq)
+        printf("%d-way %d-shot, data:", o->n_way, o->k_shot);
+    else
+        printf("%d training images per class, data:", o->k_shot);
+    for (int d = 0; d < r->n_data; d++) printf(" %s%s", r->de[d].spec, r->de[d].n_classes ? "@subset" : "");
+    if (o->val_classes) printf(" (meta-validation classes)");
+    printf("; accuracy %% (mean ± std over %d runs), backend %s\n\n", r->runs, mcl_ctx_backend_name(r->ctx));
+    if (r->seq)
+        print_seq_table(r->me, r->n_models, r->tasks, r->task_names);
+    else
+        print_split_table(r->me, r->n_models, r->tasks);
+    return 0;
+}
+
+/* The SRWM heat-maps of model e on a demo sequence: run 0's Split-X context (its first two
+ * tasks), or one episode's first task. */
+static int demo_figure(acl_eval_run *r, const model_entry *e, const char *safe)
+{
+    char e2[512];
+    int rc = 0;
+    if (!r->seq) {
+        mcl_splitx *sx = NULL;
+        mcl_splitx_cfg c = r->xc.split;
+        c.run = 0;
+        if (mcl_splitx_create(r->de[0].train, r->de[0].ds, &c, &sx, e2, sizeof e2) == MCL_OK) {
+            int64_t n = sx->task_ctx_start[r->tasks < 2 ? r->tasks : 2]; /* first two tasks */
+            rc = write_srwm_png(r->figures, safe, e->name, e->m, r->ctx, r->de[0].train, sx->ctx_index, sx->ctx_label,
+                                n, 1);
+            mcl_splitx_free(sx);
         }
-        if (rc == 0 && n_models > 1) { /* all models side by side, one colour bar */
-            char path[4400];
-            snprintf(path, sizeof path, "%s/%s-accuracy.png", figures, protocol);
-            rc = write_matrices(path, me, 0, n_models, protocol, tasks);
-        }
-        for (int k = 0; k < n_models && rc == 0; k++) {
-            char safe[128], path[4400];
-            figure_slug(me[k].name, safe, sizeof safe);
-            snprintf(path, sizeof path, "%s/%s-%s-accuracy.png", figures, safe, protocol);
-            rc = write_matrices(path, me, k, k + 1, protocol, tasks);
-            if (rc == 0 && k == 0 && me[k].path) {
-                /* demo sequence: run 0's Split-X context, or one episode's first task */
-                if (!seq) {
-                    mcl_splitx *sx = NULL;
-                    mcl_splitx_cfg c = xc.split;
-                    c.run = 0;
-                    if (mcl_splitx_create(de[0].train, de[0].ds, &c, &sx, e2, sizeof e2) == MCL_OK) {
-                        int64_t n = sx->task_ctx_start[tasks < 2 ? tasks : 2]; /* first two tasks */
-                        rc = write_srwm_png(figures, safe, me[k].name, me[k].m, ctx, de[0].train, sx->ctx_index,
-                                            sx->ctx_label, n, 1);
-                        mcl_splitx_free(sx);
-                    }
-                } else {
-                    mcl_episode_cfg ec;
-                    memset(&ec, 0, sizeof ec);
-                    ec.n_way = n_way;
-                    ec.k_shot = k_shot;
-                    ec.n_query = 1;
-                    ec.n_tasks = 1;
-                    mcl_episode *ep = NULL;
-                    mcl_rng rng;
-                    mcl_rng_init(&rng, (uint64_t)seed, 999);
-                    if (mcl_episode_create(&ec, &ep) == MCL_OK &&
-                        mcl_episode_sample(ep, pools, &rng, e2, sizeof e2) == MCL_OK)
-                        rc = write_srwm_png(figures, safe, me[k].name, me[k].m, ctx, pools[0].ds, ep->task[0].ctx_index,
-                                            ep->task[0].ctx_label, (int64_t)n_way * k_shot, 1);
-                    mcl_episode_free(ep);
-                }
-            }
-        }
+        return rc;
     }
-    for (int k = 0; k < n_models; k++) {
-        mcl_cl_result_free(&me[k].res);
-        mcl_acl_free(me[k].m);
+    mcl_episode_cfg ec;
+    memset(&ec, 0, sizeof ec);
+    ec.n_way = r->o.n_way;
+    ec.k_shot = r->o.k_shot;
+    ec.n_query = 1;
+    ec.n_tasks = 1;
+    mcl_episode *ep = NULL;
+    mcl_rng rng;
+    mcl_rng_init(&rng, (uint64_t)r->o.seed, 999);
+    if (mcl_episode_create(&ec, &ep) == MCL_OK && mcl_episode_sample(ep, r->pools, &rng, e2, sizeof e2) == MCL_OK)
+        rc = write_srwm_png(r->figures, safe, e->name, e->m, r->ctx, r->pools[0].ds, ep->task[0].ctx_index,
+                            ep->task[0].ctx_label, (int64_t)r->o.n_way * r->o.k_shot, 1);
+    mcl_episode_free(ep);
+    return rc;
+}
+
+/* Phase 8: --figures: the accuracy matrices (all models side by side, then each), and the
+ * first checkpoint's SRWM heat-maps. */
+static int figures(acl_eval_run *r)
+{
+    char e2[512];
+    if (mcl_mkdir_p(r->figures, e2, sizeof e2) != MCL_OK) {
+        fprintf(stderr, "metacl %s: --figures: %s\n", cmd_name, e2);
+        return 1;
     }
-    for (int d = 0; d < n_data; d++) {
-        mcl_dataset_free(de[d].ds);
-        mcl_dataset_free(de[d].train);
+    int rc = 0;
+    if (r->n_models > 1) { /* all models side by side, one colour bar */
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s-accuracy.png", r->figures, r->protocol);
+        rc = write_matrices(path, r->me, 0, r->n_models, r->protocol, r->tasks);
     }
-    mcl_ctx_free(ctx);
+    for (int k = 0; k < r->n_models && rc == 0; k++) {
+        char safe[128], path[4400];
+        figure_slug(r->me[k].name, safe, sizeof safe);
+        snprintf(path, sizeof path, "%s/%s-%s-accuracy.png", r->figures, safe, r->protocol);
+        rc = write_matrices(path, r->me, k, k + 1, r->protocol, r->tasks);
+        if (rc == 0 && k == 0 && r->me[k].path) rc = demo_figure(r, &r->me[k], safe);
+    }
+    return rc;
+}
+
+static void run_free(acl_eval_run *r)
+{
+    for (int k = 0; k < r->n_models; k++) {
+        mcl_cl_result_free(&r->me[k].res);
+        mcl_acl_free(r->me[k].m);
+    }
+    for (int d = 0; d < r->n_data; d++) {
+        mcl_dataset_free(r->de[d].ds);
+        mcl_dataset_free(r->de[d].train);
+    }
+    mcl_ctx_free(r->ctx);
+    free(r);
+}
+
+/* `metacl eval acl`: argv[0] is the family word. The phases in order: check arguments ->
+ * load data -> load models -> the protocol's settings -> --select -> evaluate -> report ->
+ * figures; the first that fails ends the run with its exit code. */
+static int eval_acl(const mcl_family *fam, int argc, char **argv)
+{
+    snprintf(cmd_name, sizeof cmd_name, "eval %s", fam->kind);
+    acl_eval_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "metacl %s: out of memory\n", cmd_name);
+        return 1;
+    }
+    int done = 0, rc = check_args(r, argc, argv, &done);
+    if (done || rc) {
+        free(r);
+        return rc;
+    }
+    rc = mcl_cli_open_ctx(r->o.backend, r->o.device, &r->ctx);
+    if (rc == 0) rc = load_data(r);
+    if (rc == 0) rc = load_models(r);
+    if (rc == 0) setup_protocol(r);
+    if (rc == 0) rc = select_baselines(r);
+    if (rc == 0) rc = evaluate(r);
+    if (rc == 0) rc = report(r);
+    if (rc == 0 && r->figures) rc = figures(r);
+    run_free(r);
     return rc;
 }
