@@ -178,29 +178,172 @@ static const char train_epilog[] = "A run directory gets config.txt, metrics.csv
 
 int mcl_cli_train(int argc, char **argv) { return mcl_cli_train_with(argc, argv, NULL, NULL, NULL, NULL); }
 
-int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *about,
-                       const char *epilog, int (*after)(const char *run_dir, int quiet, int json))
+/* The family of `metacl train FAMILY ...` (argv[1]), or NULL with *rc the exit code: no word
+ * or --help (the command's help), an option first, an unknown family (2). */
+static const mcl_family *train_family(int argc, char **argv, const mcl_cli_cmd *cmd, int *rc)
 {
-    mcl_cli_cmd cmd = {.name = "train FAMILY", .synopsis = train_synopsis, .about = "Train a model of a family on the harness.",
-                       .opts = train_keys, .n_opts = N_TRAIN_KEYS, .epilog = train_epilog,
-                       .more_help = print_families};
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        mcl_cli_help(argc < 2 ? stderr : stdout, &cmd);
-        return argc < 2 ? 2 : 0;
+        mcl_cli_help(argc < 2 ? stderr : stdout, cmd);
+        *rc = argc < 2 ? 2 : 0;
+        return NULL;
     }
+    *rc = 2;
     if (argv[1][0] == '-') {
         fprintf(stderr, "metacl train: which family? (");
         mcl_cli_print_families(stderr);
         fprintf(stderr, ") comes first: metacl train FAMILY [options]\n");
-        return 2;
+        return NULL;
     }
     const mcl_family *fam = mcl_family_find(argv[1]);
     if (!fam) {
         fprintf(stderr, "metacl train: unknown model family '%s' (available: ", argv[1]);
         mcl_cli_print_families(stderr);
         fprintf(stderr, ")\n");
+        return NULL;
+    }
+    *rc = 0;
+    return fam;
+}
+
+/* One `metacl train` run: the family, the options, the config and where the run goes. */
+typedef struct train_run {
+    const mcl_family *fam;
+    train_opts *opt;
+    const char **sets; /* the --set values */
+    const char *config, *out, *resume;
+    mcl_run_cfg cfg;
+    char dir[1024], config_path[4096];
+} train_run;
+
+/* The arguments: each --set is key=value, one of --config / --resume, no --out with --resume
+ * (2 on a usage error). */
+static int train_check_args(train_run *r)
+{
+    const train_opts *opt = r->opt;
+    r->config = opt->config[0] ? opt->config : NULL;
+    r->out = opt->out[0] ? opt->out : NULL;
+    r->resume = opt->resume[0] ? opt->resume : NULL;
+    for (int i = 0; i < opt->n_sets; i++) {
+        r->sets[i] = opt->sets[i].value;
+        if (!strchr(r->sets[i], '=')) {
+            fprintf(stderr, "metacl train %s: --set '%s': want key=value\n", r->fam->kind, r->sets[i]);
+            return 2;
+        }
+    }
+    if (!r->config == !r->resume) {
+        fprintf(stderr, "metacl train %s: give exactly one of --config FILE or --resume RUN_DIR\n", r->fam->kind);
         return 2;
     }
+    if (r->resume && r->out) {
+        fprintf(stderr, "metacl train %s: --out does not go with --resume (the run stays in its directory)\n",
+                r->fam->kind);
+        return 2;
+    }
+    return 0;
+}
+
+/* The config: --config's file with the --set overrides, checked, the run directory defaulting
+ * to runs/<config name>; with --resume only the overrides, checked here before anything runs
+ * (an unknown key or a bad value is a usage error, 2) and applied to the run's config.txt by
+ * the harness. */
+static int train_load_config(train_run *r)
+{
+    char err[2048];
+    const char *kind = r->fam->kind;
+    if (r->config) {
+        r->config = mcl_cli_installed_file(r->config, "configs", ".conf", r->config_path, sizeof r->config_path);
+        if (mcl_run_cfg_load(&r->cfg, r->config, err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl train %s: %s\n", kind, err);
+            return 1;
+        }
+    }
+    for (int i = 0; i < r->opt->n_sets; i++)
+        if (mcl_run_cfg_parse(&r->cfg, r->sets[i], "--set", err, sizeof err) != MCL_OK) {
+            fprintf(stderr, "metacl train %s: %s\n", kind, err);
+            return 2;
+        }
+    if (!r->config) return 0;
+    if (mcl_run_cfg_check(&r->cfg, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "metacl train %s: %s\n", kind, err);
+        return 1;
+    }
+    if (!r->out) { /* runs/<config file name without directory and .conf> */
+        const char *base = strrchr(r->config, '/');
+        base = base ? base + 1 : r->config;
+        size_t n = strlen(base);
+        if (n > 5 && !strcmp(base + n - 5, ".conf")) n -= 5;
+        snprintf(r->dir, sizeof r->dir, "runs/%.*s", (int)n, base);
+        r->out = r->dir;
+    }
+    return 0;
+}
+
+/* The last line of a run on stdout (not with --json or --quiet). */
+static void print_train_summary(const char *run_dir, const mcl_train_result *res)
+{
+    char best[64] = "", chance[64] = "";
+    if (!isnan(res->best_val)) snprintf(best, sizeof best, ", best validation %.4f", res->best_val);
+    if (res->chance_step > 0) snprintf(chance, sizeof chance, ", left chance at step %lld", (long long)res->chance_step);
+    printf("run %s: %lld steps, last loss %.4f%s%s, %.1f s of training\n", run_dir, (long long)res->steps_done,
+           res->last_loss, best, chance, res->train_seconds);
+}
+
+/* Train: the context, the harness's run with SIGINT / SIGTERM ending it cleanly, the report
+ * (rank 0 under MPI), then `after` on the run directory. */
+static int train_go(train_run *r, int (*after)(const char *run_dir, int quiet, int json))
+{
+    const int quiet = r->opt->quiet, json = r->opt->json, n_set = r->opt->n_sets;
+    const char *kind = r->fam->kind;
+    mcl_ctx *ctx = NULL;
+    int rc = mcl_cli_open_ctx(r->opt->backend, r->opt->device, &ctx);
+    if (rc) return rc;
+    mcl_train_opts o;
+    memset(&o, 0, sizeof o);
+    o.run_dir = r->resume ? r->resume : r->out;
+    o.resume = r->resume != NULL;
+    o.progress = mcl_progress_enabled();
+    o.log = quiet || json ? NULL : stdout;
+    o.overrides = r->sets;
+    o.n_overrides = r->resume ? n_set : 0;
+    o.stop = &stop_signal;
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    mcl_train_result res;
+    char err[2048];
+    mcl_status st = mcl_train_run(ctx, r->fam, r->config ? &r->cfg : NULL, &o, &res, err, sizeof err);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (st != MCL_OK) {
+        /* MPI: an error of this rank alone names the rank (main then stops the job); one
+         * that every rank saw is printed once, by rank 0 */
+        if (mcl_dist_size() > 1 && res.error_scope == MCL_TRAIN_ERR_LOCAL)
+            fprintf(stderr, "metacl train %s: %s: %s\n", kind, mcl_dist_where(), err);
+        else if (res.error_scope != MCL_TRAIN_ERR_OTHER && mcl_dist_rank() == 0)
+            fprintf(stderr, "metacl train %s: %s\n", kind, err);
+        rc = stop_signal ? 128 + stop_signal : 1; /* the shell's convention for a signal */
+    } else if (json && mcl_dist_rank() == 0) { /* MPI: rank 0 reports */
+        print_train_json(o.run_dir, r->fam, &res, ctx);
+    } else if (!json && !quiet && mcl_dist_rank() == 0) {
+        print_train_summary(o.run_dir, &res);
+    }
+    mcl_ctx_free(ctx);
+    if (rc == 0 && after && mcl_dist_rank() == 0) rc = after(o.run_dir, quiet, json);
+    return rc;
+}
+
+int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *about,
+                       const char *epilog, int (*after)(const char *run_dir, int quiet, int json))
+{
+    mcl_cli_cmd cmd = {.name = "train FAMILY", .synopsis = train_synopsis, .about = "Train a model of a family on the harness.",
+                       .opts = train_keys, .n_opts = N_TRAIN_KEYS, .epilog = train_epilog,
+                       .more_help = print_families};
+    int rc;
+    const mcl_family *fam = train_family(argc, argv, &cmd, &rc);
+    if (!fam) return rc;
     char name[64];
     if (about) cmd.about = about;
     if (epilog) cmd.epilog = epilog;
@@ -211,126 +354,35 @@ int mcl_cli_train_with(int argc, char **argv, const char *cmd_name, const char *
     cmd.name = name;
     cmd.more_help = print_keys;
     cmd.more_arg = fam;
+    train_run *r = calloc(1, sizeof *r);
     train_opts *opt = calloc(1, sizeof *opt);
     const char **sets = calloc(MAX_SETS, sizeof *sets);
-    if (!opt || !sets) {
+    if (!r || !opt || !sets) {
+        free(r);
         free(opt);
         free(sets);
         return 1;
     }
+    r->fam = fam;
+    r->opt = opt;
+    r->sets = sets;
     mcl_cli_parsed parsed;
-    int rc = mcl_cli_parse(&cmd, argc - 1, argv + 1, opt, &parsed);
-    if (rc != MCL_CLI_GO) {
-        free(opt);
-        free(sets);
-        return rc;
-    }
-    rc = 0;
-    const char *config = opt->config[0] ? opt->config : NULL, *out = opt->out[0] ? opt->out : NULL;
-    const char *resume = opt->resume[0] ? opt->resume : NULL;
-    const char *backend = opt->backend, *device = opt->device;
-    const int quiet = opt->quiet, n_set = opt->n_sets, json = opt->json;
-    if (quiet) mcl_progress_set_quiet(1);
-    for (int i = 0; i < n_set && rc == 0; i++) {
-        sets[i] = opt->sets[i].value;
-        if (!strchr(sets[i], '=')) {
-            fprintf(stderr, "metacl train %s: --set '%s': want key=value\n", fam->kind, sets[i]);
-            rc = 2;
-        }
-    }
-    if (rc == 0 && !config == !resume) {
-        fprintf(stderr, "metacl train %s: give exactly one of --config FILE or --resume RUN_DIR\n", fam->kind);
-        rc = 2;
-    }
-    if (rc == 0 && resume && out) {
-        fprintf(stderr, "metacl train %s: --out does not go with --resume (the run stays in its directory)\n", fam->kind);
-        rc = 2;
-    }
-    mcl_run_cfg cfg;
-    char err[2048], dir[1024];
-    if (mcl_run_cfg_init(&cfg, fam, err, sizeof err) != MCL_OK) {
-        fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
-        free(sets);
-        free(opt);
-        return 1;
-    }
-    char config_path[4096];
-    if (rc == 0 && config) {
-        config = mcl_cli_installed_file(config, "configs", ".conf", config_path, sizeof config_path);
-        if (mcl_run_cfg_load(&cfg, config, err, sizeof err) != MCL_OK) {
+    rc = mcl_cli_parse(&cmd, argc - 1, argv + 1, opt, &parsed);
+    if (rc == MCL_CLI_GO) {
+        if (opt->quiet) mcl_progress_set_quiet(1);
+        rc = train_check_args(r);
+        char err[2048];
+        if (mcl_run_cfg_init(&r->cfg, fam, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
             rc = 1;
-        }
-        for (int i = 0; rc == 0 && i < n_set; i++)
-            if (mcl_run_cfg_parse(&cfg, sets[i], "--set", err, sizeof err) != MCL_OK) {
-                fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
-                rc = 2;
-            }
-        if (rc == 0 && mcl_run_cfg_check(&cfg, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
-            rc = 1;
-        }
-        if (rc == 0 && !out) { /* runs/<config file name without directory and .conf> */
-            const char *base = strrchr(config, '/');
-            base = base ? base + 1 : config;
-            size_t n = strlen(base);
-            if (n > 5 && !strcmp(base + n - 5, ".conf")) n -= 5;
-            snprintf(dir, sizeof dir, "runs/%.*s", (int)n, base);
-            out = dir;
+        } else {
+            if (rc == 0) rc = train_load_config(r);
+            if (rc == 0) rc = train_go(r, after);
+            mcl_run_cfg_free(&r->cfg);
         }
     }
-    /* --resume: the overrides are applied to the run's config.txt later; an unknown key or a bad
-     * value is a usage error all the same (2), found here before anything runs */
-    for (int i = 0; rc == 0 && resume && i < n_set; i++)
-        if (mcl_run_cfg_parse(&cfg, sets[i], "--set", err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
-            rc = 2;
-        }
-    mcl_ctx *ctx = NULL;
-    if (rc == 0) rc = mcl_cli_open_ctx(backend, device, &ctx);
-    if (rc == 0) {
-        mcl_train_opts o;
-        memset(&o, 0, sizeof o);
-        o.run_dir = resume ? resume : out;
-        o.resume = resume != NULL;
-        o.progress = mcl_progress_enabled();
-        o.log = quiet || json ? NULL : stdout;
-        o.overrides = sets;
-        o.n_overrides = resume ? n_set : 0;
-        o.stop = &stop_signal;
-        struct sigaction sa, old_int, old_term;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-        mcl_train_result res;
-        mcl_status st = mcl_train_run(ctx, fam, config ? &cfg : NULL, &o, &res, err, sizeof err);
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        if (st != MCL_OK) {
-            /* MPI: an error of this rank alone names the rank (main then stops the job); one
-             * that every rank saw is printed once, by rank 0 */
-            if (mcl_dist_size() > 1 && res.error_scope == MCL_TRAIN_ERR_LOCAL)
-                fprintf(stderr, "metacl train %s: %s: %s\n", fam->kind, mcl_dist_where(), err);
-            else if (res.error_scope != MCL_TRAIN_ERR_OTHER && mcl_dist_rank() == 0)
-                fprintf(stderr, "metacl train %s: %s\n", fam->kind, err);
-            rc = stop_signal ? 128 + stop_signal : 1; /* the shell's convention for a signal */
-        } else if (json && mcl_dist_rank() == 0) { /* MPI: rank 0 reports */
-            print_train_json(o.run_dir, fam, &res, ctx);
-        } else if (!json && !quiet && mcl_dist_rank() == 0) {
-            char best[64] = "", chance[64] = "";
-            if (!isnan(res.best_val)) snprintf(best, sizeof best, ", best validation %.4f", res.best_val);
-            if (res.chance_step > 0)
-                snprintf(chance, sizeof chance, ", left chance at step %lld", (long long)res.chance_step);
-            printf("run %s: %lld steps, last loss %.4f%s%s, %.1f s of training\n", o.run_dir,
-                   (long long)res.steps_done, res.last_loss, best, chance, res.train_seconds);
-        }
-        mcl_ctx_free(ctx);
-        if (rc == 0 && after && mcl_dist_rank() == 0) rc = after(o.run_dir, quiet, json);
-    }
-    mcl_run_cfg_free(&cfg);
     free(sets);
     free(opt);
+    free(r);
     return rc;
 }
