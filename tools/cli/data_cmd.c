@@ -397,6 +397,183 @@ static int cmd_info_text(const char *name, const char *dir, int json)
     return rc;
 }
 
+/* One `metacl data info` of an image set: what was read and what is reported. */
+typedef struct info_run {
+    const char *name, *data_dir;
+    int user; /* idx: or pngdir: data (no prepared directory) */
+    char dir[4096], err[1024], verr[1024];
+    mcl_prepared_meta meta;
+    mcl_class_info *ci;
+    uint8_t *sp;
+    mcl_sum_entry *sums;
+    int n_sums;
+    mcl_status vst; /* the SHA-256 verification */
+    mcl_dataset *ds;
+    int64_t mn, mx;     /* images per class */
+    double avg;
+    int64_t sp_img[4];  /* [1..3] = train, val, test */
+    int sp_cls[4];
+} info_run;
+
+/* Load the set; a prepared one's hashes are checked first, so that damage is reported as such
+ * even when it also keeps the set from loading. 0, 1 after a message, or -1: a text corpus
+ * (r->dir names it). */
+static int info_load(info_run *r)
+{
+    mcl_status st = MCL_OK;
+    if (!r->user) {
+        /* a view (fmnist-val) is described from the prepared set it reads */
+        st = mcl_prepared_dir(r->data_dir, mcl_dataset_prepared_name(r->name), r->dir, sizeof r->dir, r->err,
+                              sizeof r->err);
+        if (st == MCL_OK && mcl_text_is_corpus(r->dir)) return -1;
+        if (st == MCL_OK && strcmp(r->name, "text") == 0) {
+            fprintf(stderr, "metacl data info: no text corpus in %s; run: metacl data prepare text%s%s\n", r->dir,
+                    r->data_dir ? " --data-dir " : "", r->data_dir ? r->data_dir : "");
+            return 1;
+        }
+        if (st == MCL_OK && mcl_prepared_exists(r->dir))
+            r->vst = mcl_prepared_verify(r->dir, &r->sums, &r->n_sums, r->verr, sizeof r->verr);
+    }
+    if (st == MCL_OK) st = mcl_dataset_load(r->name, r->data_dir, MCL_SPLIT_ALL, &r->ds, r->err, sizeof r->err);
+    if (st == MCL_OK && !r->user) {
+        st = mcl_prepared_read_meta(r->dir, &r->meta, r->err, sizeof r->err);
+        if (st == MCL_OK) st = mcl_prepared_read_classes(r->dir, r->meta.classes, &r->ci, r->err, sizeof r->err);
+        if (st == MCL_OK) st = mcl_prepared_read_split(r->dir, r->meta.n, &r->sp, r->err, sizeof r->err);
+        if (st == MCL_OK)
+            st = mcl_dataset_view_splits(r->name, r->ds->labels, r->sp, r->meta.n, r->meta.classes, r->err,
+                                         sizeof r->err);
+    }
+    if (st == MCL_OK) return 0;
+    for (int i = 0; i < r->n_sums; i++)
+        if (!r->sums[i].ok)
+            fprintf(stderr, "metacl data info: %s/%s: %s\n", r->dir, r->sums[i].file,
+                    r->sums[i].got[0] ? "SHA-256 differs from SHA256SUMS" : "unreadable");
+    fprintf(stderr, "metacl data info: %s\n", r->err[0] ? r->err : mcl_status_str(st));
+    return 1;
+}
+
+/* Images per class (min, max, mean) and the classes and images of each split (user data: all
+ * train). 0, or 1 after a message. */
+static int info_stats(info_run *r)
+{
+    const mcl_dataset *ds = r->ds;
+    r->mn = INT64_MAX;
+    r->mx = 0;
+    for (int c = 0; c < ds->n_classes; c++) {
+        int64_t k = ds->class_start[c + 1] - ds->class_start[c];
+        if (k < r->mn) r->mn = k;
+        if (k > r->mx) r->mx = k;
+    }
+    if (ds->n_classes == 0) r->mn = 0;
+    r->avg = ds->n_classes ? (double)ds->n / ds->n_classes : 0.0;
+    if (r->user) {
+        r->sp_img[1] = ds->n;
+        r->sp_cls[1] = ds->n_classes;
+        return 0;
+    }
+    int nc = ds->n_classes_total;
+    unsigned char *seen = calloc((size_t)nc * 4, 1);
+    if (!seen) {
+        fprintf(stderr, "metacl data info: out of memory\n");
+        return 1;
+    }
+    for (int64_t i = 0; i < ds->n; i++) {
+        int32_t c = ds->labels[i];
+        int s = r->sp ? r->sp[i] : (int)r->ci[c].split;
+        if (s < 1 || s > 3) s = 1; /* a class marked "all" counts as train */
+        r->sp_img[s]++;
+        if (!seen[(size_t)c * 4 + (size_t)s]) {
+            seen[(size_t)c * 4 + (size_t)s] = 1;
+            r->sp_cls[s]++;
+        }
+    }
+    free(seen);
+    return 0;
+}
+
+static void info_print_json(const info_run *r)
+{
+    const mcl_dataset *ds = r->ds;
+    mcl_json j;
+    mcl_json_init(&j, stdout);
+    mcl_json_begin_obj(&j, NULL);
+    mcl_json_str(&j, "name", r->user ? ds->name : r->name);
+    mcl_json_str(&j, "spec", r->name);
+    if (!r->user) {
+        mcl_json_str(&j, "dir", r->dir);
+        mcl_json_str(&j, "source", r->meta.source);
+        mcl_json_str(&j, "licence", r->meta.licence);
+        mcl_json_str(&j, "split_by", r->sp ? "example" : "class");
+        mcl_json_u64(&j, "seed", (uint64_t)r->meta.seed);
+        mcl_json_int(&j, "instances", r->meta.instances);
+    }
+    mcl_json_int(&j, "images", (long long)ds->n);
+    mcl_json_int(&j, "classes", ds->n_classes);
+    mcl_json_int(&j, "classes_total", ds->n_classes_total);
+    mcl_json_begin_obj(&j, "per_class");
+    mcl_json_int(&j, "min", (long long)r->mn);
+    mcl_json_int(&j, "max", (long long)r->mx);
+    mcl_json_num(&j, "mean", r->avg, 3);
+    mcl_json_end_obj(&j);
+    mcl_json_begin_obj(&j, "splits");
+    for (int s = 1; s <= 3; s++) {
+        mcl_json_begin_obj(&j, split_names[s]);
+        mcl_json_int(&j, "classes", r->sp_cls[s]);
+        mcl_json_int(&j, "images", (long long)r->sp_img[s]);
+        mcl_json_end_obj(&j);
+    }
+    mcl_json_end_obj(&j);
+    mcl_json_num(&j, "mean", (double)ds->mean, 6);
+    mcl_json_num(&j, "std", (double)ds->std, 6);
+    if (!r->user) {
+        mcl_json_begin_arr(&j, "files");
+        for (int i = 0; i < r->n_sums; i++) {
+            mcl_json_begin_obj(&j, NULL);
+            mcl_json_str(&j, "file", r->sums[i].file);
+            mcl_json_str(&j, "sha256", r->sums[i].got);
+            mcl_json_str(&j, "expected", r->sums[i].want);
+            mcl_json_bool(&j, "ok", r->sums[i].ok);
+            mcl_json_end_obj(&j);
+        }
+        mcl_json_end_arr(&j);
+        mcl_json_bool(&j, "verified", r->vst == MCL_OK);
+        if (r->vst != MCL_OK) mcl_json_str(&j, "error", r->verr);
+    }
+    mcl_json_end_obj(&j);
+    mcl_json_finish(&j);
+}
+
+static void info_print_text(const info_run *r)
+{
+    const mcl_dataset *ds = r->ds;
+    const int user = r->user;
+    printf("%s%s%s\n", user ? ds->name : r->name, user ? "" : ": ", r->dir);
+    if (!user) {
+        printf("  source     %s\n", r->meta.source);
+        printf("  licence    %s\n", r->meta.licence);
+        if (r->meta.instances)
+            printf("  rendering  %d instances per class, seed %llu\n", r->meta.instances,
+                   (unsigned long long)r->meta.seed);
+    }
+    printf("  images     %lld (1x32x32 uint8)\n", (long long)ds->n);
+    printf("  classes    %d (ids 0..%d)\n", ds->n_classes, ds->n_classes_total - 1);
+    printf("  per class  min %lld, max %lld, mean %.1f images\n", (long long)r->mn, (long long)r->mx, r->avg);
+    printf("  split      %s\n", user ? "none (user data: everything is train)"
+                                     : r->sp ? "by example (split.idx)" : "by class (classes.txt)");
+    for (int s = 1; s <= 3; s++)
+        printf("    %-6s   %d classes, %lld images\n", split_names[s], r->sp_cls[s], (long long)r->sp_img[s]);
+    printf("  mean/std   %.4f / %.4f (pixels in [0,1], %s)\n", (double)ds->mean, (double)ds->std,
+           user ? "all images" : "train split");
+    if (!user) {
+        printf("  SHA-256 (checked against SHA256SUMS)\n");
+        for (int i = 0; i < r->n_sums; i++)
+            printf("    %s  %-12s %s\n", r->sums[i].got[0] ? r->sums[i].got : r->sums[i].want, r->sums[i].file,
+                   r->sums[i].ok ? "ok" : r->sums[i].got[0] ? "MISMATCH" : "UNREADABLE");
+    }
+}
+
+/* `metacl data info NAME`: load (hashes first) -> statistics -> the report (text or JSON) ->
+ * exit 1 when the verification failed. A text corpus goes to cmd_info_text. */
 static int cmd_info(int argc, char **argv)
 {
     info_opts o;
@@ -408,170 +585,33 @@ static int cmd_info(int argc, char **argv)
                 "or pngdir:DIR)\n");
         return 2;
     }
-    const char *name = p.pos[0], *data_dir = o.data_dir[0] ? o.data_dir : NULL;
-    const int json = o.json;
-    char err[1024] = "", dir[4096] = "";
-    int user = is_user_spec(name);
-    mcl_prepared_meta meta;
-    memset(&meta, 0, sizeof meta);
-    mcl_class_info *ci = NULL;
-    uint8_t *sp = NULL;
-    mcl_sum_entry *sums = NULL;
-    int n_sums = 0, rc = 1;
-    mcl_status vst = MCL_OK;
-    char verr[1024] = "";
-    mcl_dataset *ds = NULL;
-    mcl_status st = MCL_OK;
-    /* a prepared set: check the hashes first, so that damage is reported as such even when
-     * it also keeps the set from loading */
-    if (!user) {
-        /* a view (fmnist-val) is described from the prepared set it reads */
-        st = mcl_prepared_dir(data_dir, mcl_dataset_prepared_name(name), dir, sizeof dir, err,
-                              sizeof err);
-        if (st == MCL_OK && mcl_text_is_corpus(dir)) return cmd_info_text(name, dir, json);
-        if (st == MCL_OK && strcmp(name, "text") == 0) {
-            fprintf(stderr, "metacl data info: no text corpus in %s; run: metacl data prepare text%s%s\n",
-                    dir, data_dir ? " --data-dir " : "", data_dir ? data_dir : "");
-            return 1;
-        }
-        if (st == MCL_OK && mcl_prepared_exists(dir))
-            vst = mcl_prepared_verify(dir, &sums, &n_sums, verr, sizeof verr);
+    info_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "metacl data info: out of memory\n");
+        return 1;
     }
-    if (st == MCL_OK) st = mcl_dataset_load(name, data_dir, MCL_SPLIT_ALL, &ds, err, sizeof err);
-    if (st == MCL_OK && !user) {
-        st = mcl_prepared_read_meta(dir, &meta, err, sizeof err);
-        if (st == MCL_OK) st = mcl_prepared_read_classes(dir, meta.classes, &ci, err, sizeof err);
-        if (st == MCL_OK) st = mcl_prepared_read_split(dir, meta.n, &sp, err, sizeof err);
-        if (st == MCL_OK)
-            st = mcl_dataset_view_splits(name, ds->labels, sp, meta.n, meta.classes, err, sizeof err);
-    }
-    if (st != MCL_OK) {
-        for (int i = 0; i < n_sums; i++)
-            if (!sums[i].ok)
-                fprintf(stderr, "metacl data info: %s/%s: %s\n", dir, sums[i].file,
-                        sums[i].got[0] ? "SHA-256 differs from SHA256SUMS" : "unreadable");
-        fprintf(stderr, "metacl data info: %s\n", err[0] ? err : mcl_status_str(st));
-        goto done;
-    }
-    /* images per class */
-    int64_t mn = INT64_MAX, mx = 0;
-    for (int c = 0; c < ds->n_classes; c++) {
-        int64_t k = ds->class_start[c + 1] - ds->class_start[c];
-        if (k < mn) mn = k;
-        if (k > mx) mx = k;
-    }
-    if (ds->n_classes == 0) mn = 0;
-    double avg = ds->n_classes ? (double)ds->n / ds->n_classes : 0.0;
-    /* split sizes: [1..3] = train, val, test */
-    int64_t sp_img[4] = {0};
-    int sp_cls[4] = {0};
-    if (!user) {
-        int nc = ds->n_classes_total;
-        unsigned char *seen = calloc((size_t)nc * 4, 1);
-        if (!seen) {
-            fprintf(stderr, "metacl data info: out of memory\n");
-            goto done;
-        }
-        for (int64_t i = 0; i < ds->n; i++) {
-            int32_t c = ds->labels[i];
-            int s = sp ? sp[i] : (int)ci[c].split;
-            if (s < 1 || s > 3) s = 1; /* a class marked "all" counts as train */
-            sp_img[s]++;
-            if (!seen[(size_t)c * 4 + (size_t)s]) {
-                seen[(size_t)c * 4 + (size_t)s] = 1;
-                sp_cls[s]++;
-            }
-        }
-        free(seen);
-    } else {
-        sp_img[1] = ds->n;
-        sp_cls[1] = ds->n_classes;
-    }
-    if (json) {
-        mcl_json j;
-        mcl_json_init(&j, stdout);
-        mcl_json_begin_obj(&j, NULL);
-        mcl_json_str(&j, "name", user ? ds->name : name);
-        mcl_json_str(&j, "spec", name);
-        if (!user) {
-            mcl_json_str(&j, "dir", dir);
-            mcl_json_str(&j, "source", meta.source);
-            mcl_json_str(&j, "licence", meta.licence);
-            mcl_json_str(&j, "split_by", sp ? "example" : "class");
-            mcl_json_u64(&j, "seed", (uint64_t)meta.seed);
-            mcl_json_int(&j, "instances", meta.instances);
-        }
-        mcl_json_int(&j, "images", (long long)ds->n);
-        mcl_json_int(&j, "classes", ds->n_classes);
-        mcl_json_int(&j, "classes_total", ds->n_classes_total);
-        mcl_json_begin_obj(&j, "per_class");
-        mcl_json_int(&j, "min", (long long)mn);
-        mcl_json_int(&j, "max", (long long)mx);
-        mcl_json_num(&j, "mean", avg, 3);
-        mcl_json_end_obj(&j);
-        mcl_json_begin_obj(&j, "splits");
-        for (int s = 1; s <= 3; s++) {
-            mcl_json_begin_obj(&j, split_names[s]);
-            mcl_json_int(&j, "classes", sp_cls[s]);
-            mcl_json_int(&j, "images", (long long)sp_img[s]);
-            mcl_json_end_obj(&j);
-        }
-        mcl_json_end_obj(&j);
-        mcl_json_num(&j, "mean", (double)ds->mean, 6);
-        mcl_json_num(&j, "std", (double)ds->std, 6);
-        if (!user) {
-            mcl_json_begin_arr(&j, "files");
-            for (int i = 0; i < n_sums; i++) {
-                mcl_json_begin_obj(&j, NULL);
-                mcl_json_str(&j, "file", sums[i].file);
-                mcl_json_str(&j, "sha256", sums[i].got);
-                mcl_json_str(&j, "expected", sums[i].want);
-                mcl_json_bool(&j, "ok", sums[i].ok);
-                mcl_json_end_obj(&j);
-            }
-            mcl_json_end_arr(&j);
-            mcl_json_bool(&j, "verified", vst == MCL_OK);
-            if (vst != MCL_OK) mcl_json_str(&j, "error", verr);
-        }
-        mcl_json_end_obj(&j);
-        mcl_json_finish(&j);
-    } else {
-        printf("%s%s%s\n", user ? ds->name : name, user ? "" : ": ", dir);
-        if (!user) {
-            printf("  source     %s\n", meta.source);
-            printf("  licence    %s\n", meta.licence);
-            if (meta.instances)
-                printf("  rendering  %d instances per class, seed %llu\n", meta.instances,
-                       (unsigned long long)meta.seed);
-        }
-        printf("  images     %lld (1x32x32 uint8)\n", (long long)ds->n);
-        printf("  classes    %d (ids 0..%d)\n", ds->n_classes, ds->n_classes_total - 1);
-        printf("  per class  min %lld, max %lld, mean %.1f images\n", (long long)mn,
-               (long long)mx, avg);
-        printf("  split      %s\n", user ? "none (user data: everything is train)"
-                                         : sp ? "by example (split.idx)" : "by class (classes.txt)");
-        for (int s = 1; s <= 3; s++)
-            printf("    %-6s   %d classes, %lld images\n", split_names[s], sp_cls[s],
-                   (long long)sp_img[s]);
-        printf("  mean/std   %.4f / %.4f (pixels in [0,1], %s)\n", (double)ds->mean,
-               (double)ds->std, user ? "all images" : "train split");
-        if (!user) {
-            printf("  SHA-256 (checked against SHA256SUMS)\n");
-            for (int i = 0; i < n_sums; i++)
-                printf("    %s  %-12s %s\n", sums[i].got[0] ? sums[i].got : sums[i].want,
-                       sums[i].file, sums[i].ok ? "ok" : sums[i].got[0] ? "MISMATCH" : "UNREADABLE");
+    r->name = p.pos[0];
+    r->data_dir = o.data_dir[0] ? o.data_dir : NULL;
+    r->user = is_user_spec(r->name);
+    r->vst = MCL_OK;
+    int rc = info_load(r);
+    if (rc < 0) {
+        rc = cmd_info_text(r->name, r->dir, o.json);
+    } else if (rc == 0 && (rc = info_stats(r)) == 0) {
+        if (o.json)
+            info_print_json(r);
+        else
+            info_print_text(r);
+        if (!r->user && r->vst != MCL_OK) {
+            fprintf(stderr, "metacl data info: %s: verification failed: %s\n", r->name, r->verr);
+            rc = 1;
         }
     }
-    if (!user && vst != MCL_OK) {
-        fprintf(stderr, "metacl data info: %s: verification failed: %s\n", name, verr);
-        goto done;
-    }
-    rc = 0;
-done:
-    free(ci);
-    free(sp);
-    free(sums);
-    mcl_dataset_free(ds);
+    free(r->ci);
+    free(r->sp);
+    free(r->sums);
+    mcl_dataset_free(r->ds);
+    free(r);
     return rc;
 }
 
