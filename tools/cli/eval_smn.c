@@ -498,55 +498,52 @@ static int parse_lengths(const char *s, len_range *L, int *n)
     return *n > 0 ? 0 : -1;
 }
 
-int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv)
-{
-    (void)fam;
-    const mcl_cli_cmd c = {.name = cmd, .synopsis = synopsis, .about = about, .opts = smn_eval_keys, .n_opts = N_KEYS};
-    static smn_eval_opts o;
-    static agent ag[MAX_AGENTS];
-    memset(&o, 0, sizeof o);
-    memset(ag, 0, sizeof ag);
-    o.protocol = -1;
-    mcl_cli_parsed parsed;
-    int rc = mcl_cli_parse(&c, argc, argv, &o, &parsed);
-    if (rc != MCL_CLI_GO) return rc;
-    if (o.protocol < 0) return fail_usage("--protocol is required (wcst or online)");
-    const int online = o.protocol == 1;
-    if (o.quiet) mcl_progress_set_quiet(1);
+/* One `metacl eval smn` run: the options, the agents, the protocol's sizes, the context. */
+typedef struct smn_eval_run {
+    smn_eval_opts o;
+    agent ag[MAX_AGENTS];
+    int na;
+    int online;             /* the Online-X protocol (else WCST) */
     len_range L[MAX_LENGTHS];
-    int nl = 1;
-    if (online && parse_lengths(o.lengths, L, &nl)) return fail_usage("--lengths: want A-B[,C-D...] with 1 <= A <= B");
-    const int T = o.tasks ? o.tasks : online ? 400 : 30, runs = o.runs;
-    const int64_t max_steps = o.max_steps ? o.max_steps : (int64_t)200 * T;
+    int nl;                 /* length ranges (online; 1 for WCST) */
+    int T, runs;
+    int64_t max_steps;
+    mcl_ctx *ctx;
     char err[1024];
-    /* the agents, in command-line order; baselines see the first checkpoint's config */
+} smn_eval_run;
+
+/* The agents, in command-line order (--ckpt: a Sparse-MetaNet checkpoint; --baseline: a
+ * baseline, which sees the first checkpoint's config). 0, or the exit code after a message. */
+static int read_agents(smn_eval_run *r)
+{
+    const smn_eval_opts *o = &r->o;
     mcl_smn_run smn_cfg;
-    int have_smn = 0, na = 0;
-    for (int i = 0; i < o.n_agents; i++)
-        if (!strcmp(o.agents[i].opt, "ckpt") && !have_smn) {
-            const char *v = o.agents[i].value, *eq = strchr(v, '=');
-            if (mcl_smn_run_from_ckpt(eq ? eq + 1 : v, &smn_cfg, err, sizeof err) != MCL_OK) {
-                fprintf(stderr, "metacl %s: %s\n", cmd, err);
+    int have_smn = 0;
+    for (int i = 0; i < o->n_agents; i++)
+        if (!strcmp(o->agents[i].opt, "ckpt") && !have_smn) {
+            const char *v = o->agents[i].value, *eq = strchr(v, '=');
+            if (mcl_smn_run_from_ckpt(eq ? eq + 1 : v, &smn_cfg, r->err, sizeof r->err) != MCL_OK) {
+                fprintf(stderr, "metacl %s: %s\n", cmd, r->err);
                 return 1;
             }
             have_smn = 1;
         }
-    for (int i = 0; i < o.n_agents; i++) {
-        agent *a = &ag[na++];
-        const char *v = o.agents[i].value;
-        if (!strcmp(o.agents[i].opt, "baseline")) {
-            int r = parse_baseline(v, online, a, &smn_cfg, have_smn, err, sizeof err);
-            if (r) {
-                fprintf(stderr, "metacl %s: %s\n", cmd, err);
-                return r;
+    for (int i = 0; i < o->n_agents; i++) {
+        agent *a = &r->ag[r->na++];
+        const char *v = o->agents[i].value;
+        if (!strcmp(o->agents[i].opt, "baseline")) {
+            int rc = parse_baseline(v, r->online, a, &smn_cfg, have_smn, r->err, sizeof r->err);
+            if (rc) {
+                fprintf(stderr, "metacl %s: %s\n", cmd, r->err);
+                return rc;
             }
             continue;
         }
         const char *eq = strchr(v, '=');
         const char *path = eq && eq != v ? eq + 1 : v;
         snprintf(a->ckpt, sizeof a->ckpt, "%s", path);
-        if (mcl_smn_run_from_ckpt(path, &a->cfg, err, sizeof err) != MCL_OK) {
-            fprintf(stderr, "metacl %s: %s\n", cmd, err);
+        if (mcl_smn_run_from_ckpt(path, &a->cfg, r->err, sizeof r->err) != MCL_OK) {
+            fprintf(stderr, "metacl %s: %s\n", cmd, r->err);
             return 1;
         }
         if (!a->cfg.model.fast) {
@@ -555,111 +552,171 @@ int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv)
         }
         if (eq && eq != v) snprintf(a->name, sizeof a->name, "%.*s", (int)(eq - v), v);
         else snprintf(a->name, sizeof a->name, "Sparse-MetaNet");
-        a->o.agent = online ? MCL_SMN_AGENT_FAST_ONLY : MCL_SMN_AGENT_ALG1;
+        a->o.agent = r->online ? MCL_SMN_AGENT_FAST_ONLY : MCL_SMN_AGENT_ALG1;
         a->o.optimizer = a->cfg.optimizer;
-        a->o.lr = o.smn_lr; /* wcst: Algorithm 1 goes on (online: unused) */
+        a->o.lr = o->smn_lr; /* wcst: Algorithm 1 goes on (online: unused) */
         a->lr_given = 1;
     }
-    if (na == 0) return fail_usage("give at least one --ckpt or --baseline");
-    for (int k = 0; k < na; k++)
-        if (ag[k].o.lr < 0.0f) ag[k].o.lr = o.smn_lr;
-    for (int k = 0; k < na; k++)
-        if ((ag[k].cfg.task == MCL_SMN_TASK_WCST) == online && ag[k].o.agent != MCL_SMN_AGENT_ONLINE &&
-            ag[k].o.agent != MCL_SMN_AGENT_OFFLINE) {
-            fprintf(stderr, "metacl %s: agent '%s' was trained for %s, not for this protocol\n", cmd, ag[k].name,
-                    ag[k].cfg.task == MCL_SMN_TASK_WCST ? "wcst" : "images");
+    return 0;
+}
+
+/* Phase 1: the arguments and the agents; every agent fits the protocol (2 otherwise). */
+static int smn_check_args(smn_eval_run *r, int argc, char **argv, int *done)
+{
+    const mcl_cli_cmd c = {.name = cmd, .synopsis = synopsis, .about = about, .opts = smn_eval_keys, .n_opts = N_KEYS};
+    smn_eval_opts *o = &r->o;
+    o->protocol = -1;
+    mcl_cli_parsed parsed;
+    int rc = mcl_cli_parse(&c, argc, argv, o, &parsed);
+    if (rc != MCL_CLI_GO) {
+        *done = 1;
+        return rc;
+    }
+    if (o->protocol < 0) return fail_usage("--protocol is required (wcst or online)");
+    r->online = o->protocol == 1;
+    if (o->quiet) mcl_progress_set_quiet(1);
+    r->nl = 1;
+    if (r->online && parse_lengths(o->lengths, r->L, &r->nl))
+        return fail_usage("--lengths: want A-B[,C-D...] with 1 <= A <= B");
+    r->T = o->tasks ? o->tasks : r->online ? 400 : 30;
+    r->runs = o->runs;
+    r->max_steps = o->max_steps ? o->max_steps : (int64_t)200 * r->T;
+    rc = read_agents(r);
+    if (rc) return rc;
+    if (r->na == 0) return fail_usage("give at least one --ckpt or --baseline");
+    for (int k = 0; k < r->na; k++)
+        if (r->ag[k].o.lr < 0.0f) r->ag[k].o.lr = o->smn_lr;
+    for (int k = 0; k < r->na; k++) {
+        const agent *a = &r->ag[k];
+        if ((a->cfg.task == MCL_SMN_TASK_WCST) == r->online && a->o.agent != MCL_SMN_AGENT_ONLINE &&
+            a->o.agent != MCL_SMN_AGENT_OFFLINE) {
+            fprintf(stderr, "metacl %s: agent '%s' was trained for %s, not for this protocol\n", cmd, a->name,
+                    a->cfg.task == MCL_SMN_TASK_WCST ? "wcst" : "images");
             return 2;
         }
-    if (!online)
-        for (int k = 0; k < na; k++) ag[k].cfg.task = MCL_SMN_TASK_WCST;
-    mcl_ctx *ctx = NULL;
-    rc = mcl_cli_open_ctx(o.backend, o.device, &ctx);
-    if (rc) return rc;
+    }
+    if (!r->online)
+        for (int k = 0; k < r->na; k++) r->ag[k].cfg.task = MCL_SMN_TASK_WCST;
+    return 0;
+}
+
+/* Phase 2, one agent: its result arrays, the grid search of its learning rate when none was
+ * given, then every run (online: every length range) recorded. */
+static mcl_status evaluate_agent(smn_eval_run *r, agent *a)
+{
+    const int online = r->online, runs = r->runs, T = r->T, nl = r->nl;
+    const smn_eval_opts *o = &r->o;
+    const size_t nres = online ? (size_t)(nl * runs) : (size_t)(runs * T);
+    a->upd = malloc(nres * sizeof *a->upd);
+    a->per = malloc(nres * sizeof *a->per);
+    a->acc = malloc(nres * sizeof *a->acc);
+    a->prate = malloc(nres * sizeof *a->prate);
+    a->irate = malloc(nres * sizeof *a->irate);
+    a->solved = calloc((size_t)T, sizeof *a->solved);
+    if (!a->upd || !a->per || !a->acc || !a->prate || !a->irate || !a->solved) {
+        snprintf(r->err, sizeof r->err, "out of memory");
+        return MCL_ERR_OOM;
+    }
     mcl_status st = MCL_OK;
-    for (int k = 0; k < na && st == MCL_OK; k++) {
-        agent *a = &ag[k];
-        const size_t nres = online ? (size_t)(nl * runs) : (size_t)(runs * T);
-        a->upd = malloc(nres * sizeof *a->upd);
-        a->per = malloc(nres * sizeof *a->per);
-        a->acc = malloc(nres * sizeof *a->acc);
-        a->prate = malloc(nres * sizeof *a->prate);
-        a->irate = malloc(nres * sizeof *a->irate);
-        a->solved = calloc((size_t)T, sizeof *a->solved);
-        if (!a->upd || !a->per || !a->acc || !a->prate || !a->irate || !a->solved) {
-            st = MCL_ERR_OOM;
-            snprintf(err, sizeof err, "out of memory");
-            break;
-        }
-        if (!a->lr_given && a->o.agent != MCL_SMN_AGENT_FAST_ONLY)
-            st = grid_search(ctx, a, online, &o, L, T, max_steps, err, sizeof err);
-        const double t0 = mcl_now_s();
-        char label[160];
-        snprintf(label, sizeof label, "%s", a->name);
-        mcl_progress_start(label, (int64_t)(online ? nl * runs : runs));
-        for (int l = 0; l < nl && st == MCL_OK; l++)
-            for (int r = 0; r < runs && st == MCL_OK; r++) {
-                mcl_smn_online_result res;
-                mcl_smn_run cfg = online ? online_cfg(a, o.data, o.data_dir[0] ? o.data_dir : NULL, 3, T, L[l]) : a->cfg;
-                st = run_one(ctx, a, &cfg, (uint64_t)o.seed + (uint64_t)r, T, online ? 0 : max_steps, o.round, &res, err,
-                             sizeof err);
-                if (st != MCL_OK) break;
-                if (online) {
-                    online_summary(&res, &a->acc[l * runs + r], &a->prate[l * runs + r], &a->irate[l * runs + r]);
-                } else {
-                    for (int i = 0; i < T; i++) {
-                        const int ok = i < res.n_tasks && res.task[i].updates_to_solve >= 0;
-                        /* a rule reached but not solved when the run ended: the updates spent
-                         * on it, a lower bound (counted in the table's brackets) */
-                        a->upd[r * T + i] = ok ? (double)res.task[i].updates_to_solve
-                                            : i < res.n_tasks ? (double)res.task[i].steps : NAN;
-                        a->per[r * T + i] = i < res.n_tasks ? (double)res.task[i].persev_errors : NAN;
-                        a->solved[i] += ok;
-                    }
+    if (!a->lr_given && a->o.agent != MCL_SMN_AGENT_FAST_ONLY)
+        st = grid_search(r->ctx, a, online, o, r->L, T, r->max_steps, r->err, sizeof r->err);
+    const double t0 = mcl_now_s();
+    char label[160];
+    snprintf(label, sizeof label, "%s", a->name);
+    mcl_progress_start(label, (int64_t)(online ? nl * runs : runs));
+    for (int l = 0; l < nl && st == MCL_OK; l++)
+        for (int k = 0; k < runs && st == MCL_OK; k++) {
+            mcl_smn_online_result res;
+            mcl_smn_run cfg = online ? online_cfg(a, o->data, o->data_dir[0] ? o->data_dir : NULL, 3, T, r->L[l]) : a->cfg;
+            st = run_one(r->ctx, a, &cfg, (uint64_t)o->seed + (uint64_t)k, T, online ? 0 : r->max_steps, o->round, &res,
+                         r->err, sizeof r->err);
+            if (st != MCL_OK) break;
+            if (online) {
+                online_summary(&res, &a->acc[l * runs + k], &a->prate[l * runs + k], &a->irate[l * runs + k]);
+            } else {
+                for (int i = 0; i < T; i++) {
+                    const int ok = i < res.n_tasks && res.task[i].updates_to_solve >= 0;
+                    /* a rule reached but not solved when the run ended: the updates spent
+                     * on it, a lower bound (counted in the table's brackets) */
+                    a->upd[k * T + i] = ok ? (double)res.task[i].updates_to_solve
+                                        : i < res.n_tasks ? (double)res.task[i].steps : NAN;
+                    a->per[k * T + i] = i < res.n_tasks ? (double)res.task[i].persev_errors : NAN;
+                    a->solved[i] += ok;
                 }
-                mcl_smn_online_result_free(&res);
-                mcl_progress_update((int64_t)(l * runs + r + 1));
             }
-        mcl_progress_finish();
-        a->seconds = mcl_now_s() - t0;
-    }
-    if (st != MCL_OK) {
-        fprintf(stderr, "metacl %s: %s\n", cmd, err);
-        rc = 1;
-    } else {
-        if (o.json) json_out(stdout, ctx, ag, na, online, runs, T, L, nl);
-        else if (online) online_tables(stdout, ag, na, runs, L, nl);
-        else wcst_tables(stdout, ag, na, runs, T);
-        if (o.json_out[0]) { /* written atomically (temp + fsync + rename) */
-            char *buf = NULL;
-            size_t blen = 0;
-            FILE *mf = open_memstream(&buf, &blen);
-            if (mf) {
-                json_out(mf, ctx, ag, na, online, runs, T, L, nl);
-                fclose(mf);
-            }
-            if (!mf || !buf || mcl_write_file_atomic(o.json_out, buf, blen, err, sizeof err) != MCL_OK) {
-                fprintf(stderr, "metacl %s: cannot write %s: %s\n", cmd, o.json_out, mf ? err : "out of memory");
-                rc = 1;
-            }
-            free(buf);
+            mcl_smn_online_result_free(&res);
+            mcl_progress_update((int64_t)(l * runs + k + 1));
         }
-        if (o.figures[0] && mcl_dist_rank() == 0) {
-            if (mcl_mkdir_p(o.figures, err, sizeof err) != MCL_OK) {
-                fprintf(stderr, "metacl %s: %s\n", cmd, err);
-                rc = 1;
-            } else if (online ? online_figures(o.figures, ag, na, runs, L, nl) : wcst_figures(o.figures, ag, na, runs, T)) {
-                rc = 1;
-            }
+    mcl_progress_finish();
+    a->seconds = mcl_now_s() - t0;
+    return st;
+}
+
+/* Phase 3: the tables (or --json) on stdout, --json-out's file (atomically: temp + fsync +
+ * rename), --figures (rank 0). */
+static int smn_report(smn_eval_run *r)
+{
+    const smn_eval_opts *o = &r->o;
+    int rc = 0;
+    if (o->json) json_out(stdout, r->ctx, r->ag, r->na, r->online, r->runs, r->T, r->L, r->nl);
+    else if (r->online) online_tables(stdout, r->ag, r->na, r->runs, r->L, r->nl);
+    else wcst_tables(stdout, r->ag, r->na, r->runs, r->T);
+    if (o->json_out[0]) {
+        char *buf = NULL;
+        size_t blen = 0;
+        FILE *mf = open_memstream(&buf, &blen);
+        if (mf) {
+            json_out(mf, r->ctx, r->ag, r->na, r->online, r->runs, r->T, r->L, r->nl);
+            fclose(mf);
+        }
+        if (!mf || !buf || mcl_write_file_atomic(o->json_out, buf, blen, r->err, sizeof r->err) != MCL_OK) {
+            fprintf(stderr, "metacl %s: cannot write %s: %s\n", cmd, o->json_out, mf ? r->err : "out of memory");
+            rc = 1;
+        }
+        free(buf);
+    }
+    if (o->figures[0] && mcl_dist_rank() == 0) {
+        if (mcl_mkdir_p(o->figures, r->err, sizeof r->err) != MCL_OK) {
+            fprintf(stderr, "metacl %s: %s\n", cmd, r->err);
+            rc = 1;
+        } else if (r->online ? online_figures(o->figures, r->ag, r->na, r->runs, r->L, r->nl)
+                             : wcst_figures(o->figures, r->ag, r->na, r->runs, r->T)) {
+            rc = 1;
         }
     }
-    for (int k = 0; k < na; k++) {
-        free(ag[k].upd);
-        free(ag[k].per);
-        free(ag[k].acc);
-        free(ag[k].prate);
-        free(ag[k].irate);
-        free(ag[k].solved);
+    return rc;
+}
+
+/* `metacl eval smn`: check arguments and read the agents -> evaluate each agent -> report. */
+int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv)
+{
+    (void)fam;
+    smn_eval_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "metacl %s: out of memory\n", cmd);
+        return 1;
     }
-    mcl_ctx_free(ctx);
+    int done = 0, rc = smn_check_args(r, argc, argv, &done);
+    if (!done && rc == 0) rc = mcl_cli_open_ctx(r->o.backend, r->o.device, &r->ctx);
+    if (!done && rc == 0) {
+        mcl_status st = MCL_OK;
+        for (int k = 0; k < r->na && st == MCL_OK; k++) st = evaluate_agent(r, &r->ag[k]);
+        if (st != MCL_OK) {
+            fprintf(stderr, "metacl %s: %s\n", cmd, r->err);
+            rc = 1;
+        } else {
+            rc = smn_report(r);
+        }
+    }
+    for (int k = 0; k < r->na; k++) {
+        free(r->ag[k].upd);
+        free(r->ag[k].per);
+        free(r->ag[k].acc);
+        free(r->ag[k].prate);
+        free(r->ag[k].irate);
+        free(r->ag[k].solved);
+    }
+    mcl_ctx_free(r->ctx);
+    free(r);
     return rc;
 }
