@@ -103,6 +103,9 @@ mcl_tensor *mcl_bench_rand(mcl_ctx *ctx, int ndim, const int64_t *shape, uint64_
     return t;
 }
 
+/* Why this function is long (~135 lines): it is every `metacl bench` family command's one
+ * loop (options, the context, each workload's setup, warm-up, timed repetitions and counters,
+ * the table or JSON row), written once for all of them; its steps share the timing state. */
 int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                    const mcl_bench_workload *workloads, int n_workloads, uint64_t seed, int argc,
                    char **argv)

@@ -295,6 +295,10 @@ static int write_figure(const char *dir, const mode_run *mr, char *err, size_t l
     return 0;
 }
 
+/* Why this function is long (~135 lines): one straight pass of `eval lm` (options and
+ * modes, the checkpoint, the stream, the evaluations asked for, the report); it is the
+ * next candidate for the phases over one run struct that eval_acl.c, eval_smn.c and
+ * train_cmd.c use. */
 int mcl_cli_eval_lm(const mcl_family *fam, int argc, char **argv)
 {
     (void)fam;

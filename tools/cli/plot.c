@@ -587,6 +587,10 @@ static mcl_status hm_validate(const mcl_heatmap_spec *sp, int n, const mcl_heatm
     return MCL_OK;
 }
 
+/* Why this function is long (~135 lines): it is the heat-maps' whole layout in one place
+ * (tick labels, the cell size, one slot per panel, the scales, the right margin), shared by
+ * the drawing and by the public geometry queries so that both see the same numbers; each
+ * step sizes what the next one places. */
 static mcl_status hm_compute(const mcl_heatmap_spec *sp, int n, const mcl_heatmap_panel *pn,
                              hm_layout *L, char *err, size_t err_len)
 {
@@ -1112,6 +1116,11 @@ static void draw_band(cairo_t *cr, const mcl_plot_axes *a, const mcl_series *se,
     }
 }
 
+/* Why this function is long (~230 lines): it is one cairo drawing in the order the figure is
+ * laid out (checks, data range and nice ticks, the legend's size, the plot area, grid and
+ * labels, the clipped data, the legend), and each step uses the geometry the ones before it
+ * computed; cut into pieces it would pass a dozen layout values between them. The heat-maps'
+ * layout, which callers query, is the separate hm_compute. */
 mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n_series,
                              const mcl_series *series, mcl_plot_axes *axes_out, char *err,
                              size_t err_len)
