@@ -1,6 +1,6 @@
 /* smn_online.c — the online runs of `metacl eval smn` (smn_train.h, mcl_smn_online_run):
  * one agent learns a WCST rule sequence or an Online-X stream as it goes, and the per-task
- * record is the result. Four agents (mcl_smn_agent):
+ * record is the result. The agents (mcl_smn_agent):
  *   alg1       Algorithm 1 going on: the window's fast steps and its gradient step into θ, φ
  *   fast-only  the fast-weight writes only (no gradient into θ, φ)
  *   online     a plain network trained by one optimizer step per environment step
