@@ -55,9 +55,79 @@ train.ckpt_every = 3
 train.log_every = 1
 CONF
     shift 2
+    set_keys "$_tc_file" "$@"
+}
+# set_keys FILE [KEY=VALUE]...: each KEY=VALUE replaces that key's line of the config FILE (or
+# is added when the key is not there).
+set_keys() {
+    _sk_file=$1
+    shift
     for _tc_kv in "$@"; do
         awk -v k="${_tc_kv%%=*}" -v v="${_tc_kv#*=}" '
             $1 == k { print k " = " v; done = 1; next } { print } END { if (!done) print k " = " v }
+        ' "$_sk_file" >"$_sk_file.new" && mv "$_sk_file.new" "$_sk_file"
+    done
+}
+# tiny_oct_conf FILE DATA_DIR [KEY=VALUE]...: the tiny online-transformer run of the CLI tests
+# (pi-transformer, 2 blocks of width 16, 5-way maps of hershey classes, 4 tasks of 20 examples,
+# chunks of 10, 2 readers, a checkpoint every 3 steps), KEY=VALUE as in tiny_conf.
+tiny_oct_conf() {
+    cat >"$1" <<CONF
+model.arch = pi
+model.channels = 4
+model.width = 16
+model.blocks = 2
+model.heads = 2
+model.head_dim = 8
+model.window = 15
+model.n_way = 5
+data.source = hershey
+data.dir = $2
+stream.tasks = 4
+stream.per_task = 20
+online.streams = 2
+train.batch = 10
+train.ckpt_every = 3
+CONF
+    _to_file=$1
+    shift 2
+    set_keys "$_to_file" "$@"
+}
+# tiny_lm_corpus DATA_DIR: a 3000-word corpus of twelve words prepared as DATA_DIR/tiny (the
+# `check` of `metacl data prepare` counts as a test).
+tiny_lm_corpus() {
+    awk 'BEGIN { split("the a cat dog sat ran on under mat hat big small", w, " ");
+                 for (i = 0; i < 3000; i++) { printf "%s ", w[(i * 7 + int(i / 13)) % 12 + 1]; if (i % 11 == 10) printf "\n" } }' \
+        >"$1.words.txt"
+    check "lm corpus" 0 "$METACL" data prepare "txt:$1.words.txt" --name tiny --data-dir "$1"
+}
+# tiny_lm_conf FILE CORPUS_DIR [KEY=VALUE]...: the tiny language model of the CLI tests (1
+# layer of width 8, memory 8, k 2; 2 blocks of 200 bytes per step, 2 steps, no validation) on
+# the corpus of tiny_lm_corpus (CORPUS_DIR = its DATA_DIR/tiny), KEY=VALUE as in tiny_conf.
+tiny_lm_conf() {
+    cat >"$1" <<CONF
+model.layers = 1
+model.width = 8
+model.heads = 2
+model.head_dim = 4
+model.ffw = 16
+model.mem_len = 8
+model.meta_hidden = 2
+smn.k = 2
+smn.fast_len = 4
+smn.seg_len = 8
+data.dir = $2
+data.block = 200
+data.val_chars = 100
+data.eval_block = 100
+train.batch = 2
+train.steps = 2
+train.val_every = 0
+CONF
+    _tl_file=$1
+    shift 2
+    set_keys "$_tl_file" "$@"
+}
         ' "$_tc_file" >"$_tc_file.new" && mv "$_tc_file.new" "$_tc_file"
     done
 }

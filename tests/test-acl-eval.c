@@ -33,36 +33,12 @@
 
 /* ------------------------------------------------------------------ synthetic data */
 
-static uint32_t lcg(uint32_t *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return *s >> 8;
-}
-
 /* NCLASS classes, per_class images each (classes interleaved). Class c: a 7×7 square of
  * value 200..255 at row 1 + 10·(c / 4), column 8·(c % 4) on a background of 0..40. */
 static mcl_dataset *make_ds(const char *name, int per_class, uint32_t salt)
 {
-    const int64_t n = (int64_t)NCLASS * per_class;
-    uint8_t *img = malloc((size_t)n * 1024);
-    int32_t *lab = malloc((size_t)n * sizeof *lab);
-    uint32_t s = 12345u + salt;
-    for (int64_t i = 0; i < n; i++) {
-        int c = (int)(i % NCLASS);
-        lab[i] = c;
-        uint8_t *p = img + i * 1024;
-        for (int q = 0; q < 1024; q++) p[q] = (uint8_t)(lcg(&s) % 41);
-        int y0 = 1 + 10 * (c / 4), x0 = 8 * (c % 4);
-        for (int y = y0; y < y0 + 7; y++)
-            for (int x = x0; x < x0 + 7; x++) p[y * 32 + x] = (uint8_t)(200 + lcg(&s) % 56);
-    }
-    mcl_dataset *ds = NULL;
-    char err[256] = "";
-    mcl_status st = mcl_dataset_from_arrays(name, img, lab, n, &ds, err, sizeof err);
-    CHECK(st == MCL_OK && ds, "dataset %s: %s", name, err);
-    free(img);
-    free(lab);
-    return ds;
+    const tu_blocks b = {NCLASS, 12345u + salt, 1664525u, 1013904223u, 8, 40, 200, 56, 1, 10, 0, 8, 7, 7};
+    return tu_blocks_dataset(name, per_class, &b);
 }
 
 static mcl_acl *tiny_model(mcl_ctx *ctx, int n_way)

@@ -63,14 +63,7 @@ static void tiny_cfg(mcl_acl_config *c, int stats)
 /* Images (N(0,1) from a fixed stream) and labels 0..NWAY-1 for B sequences of n steps. */
 static void make_part(mcl_ctx *ctx, mcl_tensor **img, mcl_tensor **lab, int64_t n, uint64_t stream)
 {
-    const int64_t rows = B * n;
-    *img = mcl_tensor_new(ctx, rows, 1, 32, 32);
-    *lab = mcl_tensor_new(ctx, rows, 0, 0, 0);
-    mcl_tensor_randn(*img, SEED, stream, 0.0f, 1.0f);
-    float *lv = malloc((size_t)rows * sizeof *lv);
-    for (int64_t i = 0; i < rows; i++) lv[i] = (float)((i * 5 + (int64_t)stream) % NWAY);
-    mcl_tensor_write(*lab, lv, rows);
-    free(lv);
+    tu_images_labels(ctx, B * n, 32, SEED, stream, 5, NWAY, img, lab);
 }
 
 typedef struct inputs {
@@ -498,6 +491,36 @@ static void test_objective_and_config(void)
     mcl_ctx_free(ctx);
 }
 
+/* mcl_acl_set_feature_stats (`eval acl --feature-stats`): call and context only with
+ * feature_norm batch; a refusal leaves the model as it was and names its feature_norm. */
+static void test_set_feature_stats(void)
+{
+    mcl_ctx *ctx = tu_ctx_ref();
+    if (!ctx) return;
+    for (int norm = MCL_ACL_FEATNORM_NONE; norm <= MCL_ACL_FEATNORM_IMAGE; norm++) {
+        mcl_acl_config c;
+        tiny_cfg(&c, MCL_ACL_FEATSTATS_RUNNING);
+        c.feature_norm = norm;
+        mcl_acl *m = mcl_acl_create(ctx, &c);
+        if (!CHECK(m != NULL, "model (feature_norm %d): %s", norm, mcl_ctx_error(ctx))) continue;
+        for (int fs = MCL_ACL_FEATSTATS_RUNNING; fs <= MCL_ACL_FEATSTATS_CONTEXT; fs++) {
+            char err[256] = "";
+            const int want_ok = fs == MCL_ACL_FEATSTATS_RUNNING || norm == MCL_ACL_FEATNORM_BATCH;
+            const int before = m->cfg.feature_stats;
+            mcl_status st = mcl_acl_set_feature_stats(m, fs, err, sizeof err);
+            if (want_ok)
+                CHECK(st == MCL_OK && m->cfg.feature_stats == fs, "feature_norm %d, stats %d: accepted (%s)", norm, fs, err);
+            else
+                CHECK(st == MCL_ERR_INVALID && m->cfg.feature_stats == before &&
+                          strstr(err, norm == MCL_ACL_FEATNORM_NONE ? "feature_norm none" : "feature_norm image"),
+                      "feature_norm %d, stats %d: refused, model unchanged, the message names the norm: %s", norm, fs, err);
+        }
+        CHECK(mcl_acl_set_feature_stats(m, 7, NULL, 0) == MCL_ERR_INVALID, "a value out of the enum is refused");
+        mcl_acl_free(m);
+    }
+    mcl_ctx_free(ctx);
+}
+
 int main(void)
 {
     tu_begin("test-acl-featstats", SEED);
@@ -506,5 +529,6 @@ int main(void)
     test_gradcheck();
     test_opencl();
     test_objective_and_config();
+    test_set_feature_stats();
     return tu_summary();
 }

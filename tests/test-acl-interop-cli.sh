@@ -6,7 +6,7 @@
 # a config that does not fit, a renamed tensor, truncated and garbage files, a non-ACL model
 # are refused with exit 1 (a failed import leaves an existing output as it was); bad flags exit
 # 2. When python3 is there, an independent standard-library reader
-# (tools/acl-safetensors.py) checks the file against the official names and shapes.
+# (tools/scripts/acl-safetensors.py) checks the file against the official names and shapes.
 METACL=${METACL:-./metacl}
 SRC=${METACL_SRCDIR:-$(dirname "$0")/..}
 TMP=test-acl-interop-cli.tmp.$$
@@ -80,9 +80,9 @@ expect_text "documents --template" "--template CKPT"
 
 # an independent reader (Python standard library only) agrees on the names and shapes
 if command -v python3 >/dev/null 2>&1; then
-    check "python reader: the official names and shapes" 0 python3 "$SRC/tools/acl-safetensors.py" "$ST" --acl
+    check "python reader: the official names and shapes" 0 python3 "$SRC/tools/scripts/acl-safetensors.py" "$ST" --acl
     expect_text "all of them" "ok: the 48 official names and shapes, exactly"
-    check "python reader: a renamed tensor fails" 1 python3 "$SRC/tools/acl-safetensors.py" "$TMP/renamed.safetensors" --acl
+    check "python reader: a renamed tensor fails" 1 python3 "$SRC/tools/scripts/acl-safetensors.py" "$TMP/renamed.safetensors" --acl
 else
     echo "note: no python3: the independent reader check is skipped"
 fi

@@ -44,16 +44,11 @@ static void tiny_cfg(mcl_acl_config *c, int layers)
     c->seed = SEED;
 }
 
+/* Images ~ N(0, 1) and labels 0..NWAY (one beyond the classes) from a fixed stream. */
 static void make_inputs(mcl_ctx *ctx, mcl_tensor **img, mcl_tensor **lab, int64_t rows,
                         uint64_t stream)
 {
-    *img = mcl_tensor_new(ctx, rows, 1, g_side, g_side);
-    *lab = mcl_tensor_new(ctx, rows, 0, 0, 0);
-    mcl_tensor_randn(*img, SEED, stream, 0.0f, 1.0f);
-    float *lv = malloc((size_t)rows * sizeof *lv);
-    for (int64_t i = 0; i < rows; i++) lv[i] = (float)((i * 7 + (int64_t)stream) % (NWAY + 1));
-    mcl_tensor_write(*lab, lv, rows);
-    free(lv);
+    tu_images_labels(ctx, rows, g_side, SEED, stream, 7, NWAY + 1, img, lab);
 }
 
 /* Rows [start, start+len) of each sequence: images [B*L,...] -> [B*len,...] (host copy). */

@@ -49,14 +49,7 @@ static void tiny_cfg(mcl_acl_config *c, float dropout)
 static void make_part(mcl_ctx *ctx, mcl_tensor **img, mcl_tensor **lab, int64_t n,
                       uint64_t stream)
 {
-    int64_t rows = B * n;
-    *img = mcl_tensor_new(ctx, rows, 1, 32, 32);
-    *lab = mcl_tensor_new(ctx, rows, 0, 0, 0);
-    mcl_tensor_randn(*img, SEED, stream, 0.0f, 1.0f);
-    float *lv = malloc((size_t)rows * sizeof *lv);
-    for (int64_t i = 0; i < rows; i++) lv[i] = (float)((i * 5 + (int64_t)stream) % NWAY);
-    mcl_tensor_write(*lab, lv, rows);
-    free(lv);
+    tu_images_labels(ctx, B * n, 32, SEED, stream, 5, NWAY, img, lab);
 }
 
 static void make_tasks(mcl_ctx *ctx, mcl_acl_task_data td[2])

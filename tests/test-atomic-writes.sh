@@ -21,9 +21,9 @@ rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
 ALLOW='src/common/util.c the atomic writer itself, the append-only logs and the lock file
 src/opencl/devices.c a probe that the kernel cache directory is writable, removed at once
 src/data/prepare/text_fetch.c the log of a download helper (its stderr, appended)
-tools/embed-kernels.c a build tool run by make (kernels_embedded.c), not part of the CLI
-tools/cli_common.c /dev/null
-tools/metacl.c /dev/null (freopen of stdout)'
+tools/build/embed-kernels.c a build tool run by make (kernels_embedded.c), not part of the CLI
+tools/cli/cli_common.c /dev/null
+tools/cli/metacl.c /dev/null (freopen of stdout)'
 (cd "$SRCDIR" && grep -nE 'fopen\([^;]*"[wa+]|freopen\(|[^_a-z]creat\(|[^_a-z]open(at)?\([^;]*O_(WRONLY|RDWR|CREAT)' \
     $(find src tools -name '*.c' | sort)) >"$TMP/writers" 2>/dev/null
 echo "$ALLOW" | cut -d' ' -f1 >"$TMP/allow"

@@ -27,36 +27,12 @@
 
 /* ------------------------------------------------------------------ synthetic data */
 
-static uint32_t lcg(uint32_t *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return *s >> 9;
-}
-
-/* NCLASS classes, per_class images each. Class c: an 8×8 bright block at row 2 + 14·(c / 4),
- * column 1 + 8·(c % 4) on a noisy background (0..50). */
+/* NCLASS classes, per_class images each. Class c: an 8×6 bright block (8 rows, 6 columns) at
+ * row 2 + 14·(c / 4), column 1 + 8·(c % 4) on a noisy background (0..50). */
 static mcl_dataset *make_ds(const char *name, int per_class, uint32_t salt)
 {
-    const int64_t n = (int64_t)NCLASS * per_class;
-    uint8_t *img = malloc((size_t)n * 1024);
-    int32_t *lab = malloc((size_t)n * sizeof *lab);
-    uint32_t s = 777u + salt;
-    for (int64_t i = 0; i < n; i++) {
-        const int c = (int)(i % NCLASS);
-        lab[i] = c;
-        uint8_t *p = img + i * 1024;
-        for (int q = 0; q < 1024; q++) p[q] = (uint8_t)(lcg(&s) % 51);
-        const int y0 = 2 + 14 * (c / 4), x0 = 1 + 8 * (c % 4);
-        for (int y = y0; y < y0 + 8; y++)
-            for (int x = x0; x < x0 + 6; x++) p[y * 32 + x] = (uint8_t)(190 + lcg(&s) % 66);
-    }
-    mcl_dataset *ds = NULL;
-    char err[256] = "";
-    mcl_status st = mcl_dataset_from_arrays(name, img, lab, n, &ds, err, sizeof err);
-    CHECK(st == MCL_OK && ds, "dataset %s: %s", name, err);
-    free(img);
-    free(lab);
-    return ds;
+    const tu_blocks b = {NCLASS, 777u + salt, 1103515245u, 12345u, 9, 50, 190, 66, 2, 14, 1, 8, 8, 6};
+    return tu_blocks_dataset(name, per_class, &b);
 }
 
 /* ------------------------------------------------------------------ EWC by hand */

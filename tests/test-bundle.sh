@@ -1,6 +1,6 @@
 #!/bin/sh
 # test-bundle.sh — the relocatable bundle (doc/bundle.md), assembled from this build by
-# tools/make-bundle.sh --from-build (the fast mode; `make bundle` builds its own), moved to
+# tools/bundle/make-bundle.sh --from-build (the fast mode; `make bundle` builds its own), moved to
 # another folder and started from / with LD_LIBRARY_PATH unset:
 #   - run metacl devices lists the OpenCL device, and an op family passes on it (test-ops
 #     --backend opencl --family activation);
@@ -44,7 +44,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/test-bundle.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 # ---------------------------------------------------------------- assemble, then move it
-if "$src/tools/make-bundle.sh" --from-build "$bld" --srcdir "$src" --out "$tmp/made" \
+if "$src/tools/bundle/make-bundle.sh" --from-build "$bld" --srcdir "$src" --out "$tmp/made" \
         --tarball "$tmp/made.tar.gz" > "$tmp/make.log" 2>&1; then
     ok "make-bundle.sh --from-build assembled a bundle: $(tail -n 2 "$tmp/make.log" | tr '\n' ' ')"
 else

@@ -26,23 +26,7 @@ prepare_hershey "$TMP/data"
 
 # an online (oct) run
 O=$TMP/oct.conf
-cat >"$O" <<CONF
-model.arch = pi
-model.channels = 4
-model.width = 16
-model.blocks = 2
-model.heads = 2
-model.head_dim = 8
-model.window = 15
-model.n_way = 5
-data.source = hershey
-data.dir = $TMP/data
-stream.tasks = 4
-stream.per_task = 20
-online.streams = 2
-train.batch = 10
-train.ckpt_every = 3
-CONF
+tiny_oct_conf "$O" "$TMP/data"
 check "online run" 0 to "$METACL" online --config "$O" --out "$TMP/oct" --quiet
 for ck in "$TMP/oct/last.ckpt" "$SRCDIR/data/checkpoints/acl-2task.ckpt" "$SRCDIR/data/checkpoints/smn-wcst.ckpt" \
           "$SRCDIR/data/checkpoints/lm-text.ckpt"; do
@@ -98,30 +82,8 @@ check "smn: refused resume (WCST state)" 1 resume train smn --resume "$TMP/smn" 
 expect_text "smn: says why" "WCST"
 noleak smn
 # lm
-awk 'BEGIN { split("the a cat dog sat ran on under mat hat big small", w, " ");
-             for (i = 0; i < 3000; i++) { printf "%s ", w[(i * 7 + int(i / 13)) % 12 + 1]; if (i % 11 == 10) printf "\n" } }' \
-    >"$TMP/words.txt"
-check "lm corpus" 0 to "$METACL" data prepare "txt:$TMP/words.txt" --name tiny --data-dir "$TMP/data"
-cat >"$TMP/lm.conf" <<CONF
-model.layers = 1
-model.width = 8
-model.heads = 2
-model.head_dim = 4
-model.ffw = 16
-model.mem_len = 8
-model.meta_hidden = 2
-smn.k = 2
-smn.fast_len = 4
-smn.seg_len = 8
-data.dir = $TMP/data/tiny
-data.block = 200
-data.val_chars = 100
-data.eval_block = 100
-train.batch = 2
-train.steps = 2
-train.val_every = 0
-train.ckpt_every = 1
-CONF
+tiny_lm_corpus "$TMP/data"
+tiny_lm_conf "$TMP/lm.conf" "$TMP/data/tiny" train.ckpt_every=1
 check "lm run" 0 to "$METACL" train lm --config "$TMP/lm.conf" --out "$TMP/lm" --quiet
 "$HELPER" set-counter "$TMP/lm/last.ckpt" lm.mem_rows 1000
 check "lm: refused resume (mem_rows above mem_len)" 1 resume train lm --resume "$TMP/lm" --quiet

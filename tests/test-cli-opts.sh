@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-cli-opts.sh — the option parser every metacl subcommand shares (tools/cli_opts.c):
+# test-cli-opts.sh — the option parser every metacl subcommand shares (tools/cli/cli_opts.c):
 # --opt=value, -o value, `--`, generated -h/--help (exit 0, on stdout) on every subcommand,
 # unknown options / missing and bad values (exit 2 with a message), decimal integers ("010"
 # is ten), --version. Uses the IDX fixture of data/fixtures (found through METACL_SRCDIR).
@@ -58,7 +58,7 @@ check "--version" 0 "$METACL" --version
 expect_text "version line" "metacl "
 expect_text "says whether OpenCL is built" "OpenCL backend: "
 check "version --bogus" 2 "$METACL" version --bogus
-# the OpenMP wait policy (tools/omp_wait.c): passive unless the user chose, on >= 2 processors
+# the OpenMP wait policy (tools/cli/omp_wait.c): passive unless the user chose, on >= 2 processors
 if [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && "$METACL" version | grep -q "OpenMP: yes"; then
     check "version without a wait policy" 0 env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$METACL" version
     expect_text "metacl chose the passive wait policy" "wait policy passive"

@@ -253,7 +253,7 @@ static const char *srcdir(void)
     return NULL;
 }
 
-/* Recorded at fixture generation (tools/make-fixtures.c): SHA-256 of the decoded pixels and
+/* Recorded at fixture generation (tools/build/make-fixtures.c): SHA-256 of the decoded pixels and
  * labels as loaded. */
 #define FIX_IDX_IMAGES_SHA "e158cd05dc0655422e7a84a44a5899dee3bb2d6c0714329aa5e4cefe524c246d"
 #define FIX_IDX_LABELS_SHA "0d6036a2fc0ec3ed212cec7556dcd074bb587c0d84a7a52bc523f66bd628ffc3"

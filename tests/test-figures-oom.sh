@@ -4,7 +4,7 @@
 # from 10 MiB below the smallest one at which it succeeds up to that one must exit 0 or 1.
 # Cairo's scan converters longjmp through a frame they have not set up when an allocation fails
 # in a stroke: before the fix some limits ended in SIGSEGV (exit 139); now the drawing starts
-# only with a reserve of memory in hand (tools/plot.c, fig_begin) and the PNG is encoded by
+# only with a reserve of memory in hand (tools/cli/plot.c, fig_begin) and the PNG is encoded by
 # metacl's own writer. Skipped in AddressSanitizer builds (the shadow memory needs terabytes
 # of address space, so `ulimit -v` cannot be used).
 METACL=${METACL:-./metacl}
@@ -21,29 +21,8 @@ BIN=$METACL
 
 echo "test-figures-oom: binary $BIN"
 rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
-awk 'BEGIN { split("the a cat dog sat ran on under mat hat big small", w, " ");
-             for (i = 0; i < 3000; i++) { printf "%s ", w[(i * 7 + int(i / 13)) % 12 + 1]; if (i % 11 == 10) printf "\n" } }' \
-    >"$TMP/words.txt"
-check "lm corpus" 0 "$METACL" data prepare "txt:$TMP/words.txt" --name tiny --data-dir "$TMP/data"
-cat >"$TMP/lm.conf" <<CONF
-model.layers = 1
-model.width = 8
-model.heads = 2
-model.head_dim = 4
-model.ffw = 16
-model.mem_len = 8
-model.meta_hidden = 2
-smn.k = 2
-smn.fast_len = 4
-smn.seg_len = 8
-data.dir = $TMP/data/tiny
-data.block = 200
-data.val_chars = 100
-data.eval_block = 100
-train.batch = 2
-train.steps = 2
-train.val_every = 0
-CONF
+tiny_lm_corpus "$TMP/data"
+tiny_lm_conf "$TMP/lm.conf" "$TMP/data/tiny"
 check "tiny lm run" 0 "$METACL" train lm --config "$TMP/lm.conf" --out "$TMP/lm" --quiet
 ev() { # ev LIMIT_KIB: the exit status of eval lm --figures under that limit
     rm -rf "$TMP/fig"

@@ -26,7 +26,7 @@ allowed() {
 # where(header) -> the directory holding it (empty if none of ours: system or generated)
 where() {
     for d in src/common src/ref src/ref/naive src/opencl src/nn src/data src/data/prepare \
-             src/dist src/learn src/models src/models/acl src/models/oct src/models/smn tools; do
+             src/dist src/learn src/models src/models/acl src/models/oct src/models/smn tools/cli; do
         [ -f "$d/$1" ] && { echo "$d"; return; }
     done
 }

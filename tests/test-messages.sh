@@ -45,22 +45,7 @@ expect_text "says reversed" "reversed"
 lacks "not 'outside'" "outside the"
 # an online run: no validation, so no "best" at all
 prepare_hershey "$TMP/data"
-cat >"$TMP/o.conf" <<CONF
-model.arch = pi
-model.channels = 4
-model.width = 16
-model.blocks = 1
-model.heads = 2
-model.head_dim = 8
-model.window = 15
-model.n_way = 5
-data.source = hershey
-data.dir = $TMP/data
-stream.tasks = 2
-stream.per_task = 10
-online.streams = 1
-train.batch = 10
-CONF
+tiny_oct_conf "$TMP/o.conf" "$TMP/data" model.blocks=1 stream.tasks=2 stream.per_task=10 online.streams=1 train.ckpt_every=500
 check "online run" 0 "$METACL" train oct --config "$TMP/o.conf" --out "$TMP/run"
 lacks "summary: no best nan" "best validation nan"
 lacks "summary: no left chance at step 0" "left chance at step 0"

@@ -12,23 +12,7 @@ echo "test-online-cli: binary $METACL (seeds: model.seed 1, train.seed 1, stream
 rm -rf "$TMP" && mkdir "$TMP" || { echo "cannot create $TMP"; exit 1; }
 prepare_hershey "$TMP/data"
 CONF=$TMP/tiny.conf
-cat >"$CONF" <<CONF
-model.arch = pi
-model.channels = 4
-model.width = 16
-model.blocks = 2
-model.heads = 2
-model.head_dim = 8
-model.window = 15
-model.n_way = 5
-data.source = hershey
-data.dir = $TMP/data
-stream.tasks = 4
-stream.per_task = 20
-online.streams = 2
-train.batch = 10
-train.ckpt_every = 3
-CONF
+tiny_oct_conf "$CONF" "$TMP/data"
 
 check "no arguments" 2 "$METACL" online
 check "unknown option" 2 "$METACL" online --config "$CONF" --bogus
@@ -79,6 +63,7 @@ head -c 300 "$TMP/ref-whole/last.ckpt" >"$TMP/trunc.ckpt" && cp "$TMP/trunc.ckpt
 check "report of a run with a truncated checkpoint" 1 "$METACL" online --report "$TMP/ref-whole"
 expect_text "says truncated" "truncated"
 check "resume from a truncated checkpoint" 1 "$METACL" online --resume "$TMP/ref-whole" --quiet
+expect_text "says the checkpoint is truncated" "truncated"
 if [ "$backends" = "ref opencl" ]; then
     l_ref=$(sed -n 2p "$TMP/ref-split/metrics.csv" | cut -d, -f2); l_ocl=$(sed -n 2p "$TMP/opencl-split/metrics.csv" | cut -d, -f2)
     if awk -v a="$l_ref" -v b="$l_ocl" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-4*(a<0?-a:a)+1e-5)}'; then pass=$((pass + 1)); else

@@ -1,4 +1,4 @@
-/* test-plot.c — the plot module (tools/plot.c, drawn with cairo).
+/* test-plot.c — the plot module (tools/cli/plot.c, drawn with cairo).
  *
  * Draws each kind of figure into a temporary directory and checks real properties: the PNG
  * decodes with the project's reader (src/data/png_io.h) at the size the layout reports; read

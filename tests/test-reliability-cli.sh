@@ -45,6 +45,7 @@ expect_text "names the variable" "METACL_MEMORY_LIMIT"
 METACL_MEMORY_LIMIT=lots check "a malformed METACL_MEMORY_LIMIT is a usage error" 2 "$METACL" train acl --config "$CONF" --out "$TMP/lim2" --quiet
 expect_text "says what it wants" "want a size"
 check "--memory-limit takes a size" 2 "$METACL" train acl --config "$CONF" --memory-limit lots --out "$TMP/lim"
+expect_text "says it wants a size" "not a size"
 
 # duplicate keys in a file; --set after the file is an override, not a duplicate
 cp "$CONF" "$TMP/dup.conf" && echo "train.batch = 3" >>"$TMP/dup.conf"

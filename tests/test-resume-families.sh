@@ -77,49 +77,10 @@ every_stop smn "$TMP/onlinex.conf" 6
 mv "$TMP/smn-whole" "$TMP/smn-onlinex"
 printf 'task = wcst\nmodel.hidden = 16\nmodel.meta_hidden = 4\ntrain.steps = 8\ntrain.ckpt_every = 100\ntrain.log_every = 1\n' >"$TMP/wcst.conf"
 every_stop smn "$TMP/wcst.conf" 6
-cat >"$TMP/oct.conf" <<CONF
-model.arch = pi
-model.channels = 4
-model.width = 16
-model.blocks = 2
-model.heads = 2
-model.head_dim = 8
-model.window = 15
-model.n_way = 5
-data.source = hershey
-data.dir = $TMP/data
-stream.tasks = 3
-stream.per_task = 20
-online.streams = 2
-train.batch = 10
-train.ckpt_every = 100
-CONF
+tiny_oct_conf "$TMP/oct.conf" "$TMP/data" stream.tasks=3 train.ckpt_every=100
 every_stop oct "$TMP/oct.conf" 6
-awk 'BEGIN { split("the a cat dog sat ran on under mat hat big small", w, " ");
-             for (i = 0; i < 3000; i++) { printf "%s ", w[(i * 7 + int(i / 13)) % 12 + 1]; if (i % 11 == 10) printf "\n" } }' \
-    >"$TMP/words.txt"
-check "lm corpus" 0 to "$METACL" data prepare "txt:$TMP/words.txt" --name tiny --data-dir "$TMP/data"
-cat >"$TMP/lm.conf" <<CONF
-model.layers = 1
-model.width = 8
-model.heads = 2
-model.head_dim = 4
-model.ffw = 16
-model.mem_len = 8
-model.meta_hidden = 2
-smn.k = 2
-smn.fast_len = 4
-smn.seg_len = 8
-data.dir = $TMP/data/tiny
-data.block = 200
-data.val_chars = 100
-data.eval_block = 100
-train.batch = 2
-train.steps = 6
-train.val_every = 3
-train.ckpt_every = 100
-train.log_every = 1
-CONF
+tiny_lm_corpus "$TMP/data"
+tiny_lm_conf "$TMP/lm.conf" "$TMP/data/tiny" train.steps=6 train.val_every=3 train.ckpt_every=100 train.log_every=1
 every_stop lm "$TMP/lm.conf" 4
 
 echo "test-resume-families: $pass passed, $fail failed"

@@ -121,8 +121,10 @@ expect_text "interference table" "Interference error rate"
 [ -s "$TMP/fig/online-accuracy.png" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: online figure missing"; }
 head -c 300 "$TMP/x.ckpt" >"$TMP/trunc.ckpt"
 check "a truncated checkpoint" 1 "$METACL" eval smn --protocol online --ckpt "$TMP/trunc.ckpt" --data hershey --data-dir "$TMP/data"
+expect_text "says the checkpoint is truncated" "truncated"
 head -c 300 "$TMP/ref-wcst-whole/last.ckpt" >"$TMP/t.ckpt" && cp "$TMP/t.ckpt" "$TMP/ref-wcst-whole/last.ckpt"
 check "resume from a truncated checkpoint" 1 "$METACL" train smn --resume "$TMP/ref-wcst-whole" --quiet
+expect_text "says the checkpoint is truncated" "truncated"
 if [ "$backends" = "ref opencl" ]; then
     l_ref=$(sed -n 2p "$TMP/ref-wcst-split/metrics.csv" | cut -d, -f2); l_ocl=$(sed -n 2p "$TMP/opencl-wcst-split/metrics.csv" | cut -d, -f2)
     if awk -v a="$l_ref" -v b="$l_ocl" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-4*(a<0?-a:a)+1e-5)}'; then pass=$((pass + 1)); else

@@ -4,7 +4,7 @@
  *
  * For each family (acl, oct, smn on its supervised Online-X task, lm) a tiny config is
  * trained through mcl_train_session_step (src/learn/train.c: the family's step_loss with the
- * metrics it logs, backward, the optimizer step) on generated data (tools/bench_train.c, the
+ * metrics it logs, backward, the optimizer step) on generated data (tools/cli/bench_train.c, the
  * benches' own helper): one warm-up step, then STEPS steps whose counters (mcl_ctx_stats) are
  * checked: blocking calls per step <= 1, and the metrics were read (d->h bytes > 0). The
  * enqueues, blocking calls and bytes per step are printed (the numbers of

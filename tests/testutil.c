@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testutil.h"
 #include "tensor_impl.h"
+#include "dataset.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -263,4 +264,50 @@ int tu_count_entries(const char *dir, const char *substr)
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strstr(e->d_name, substr)) n++;
     closedir(d);
     return n;
+}
+
+void tu_images_labels(mcl_ctx *ctx, int64_t rows, int64_t side, uint64_t seed, uint64_t stream, int64_t mul,
+                      int64_t n_labels, mcl_tensor **img, mcl_tensor **lab)
+{
+    *img = mcl_tensor_new(ctx, rows, 1, side, side);
+    *lab = mcl_tensor_new(ctx, rows, 0, 0, 0);
+    mcl_tensor_randn(*img, seed, stream, 0.0f, 1.0f);
+    float *lv = malloc((size_t)rows * sizeof *lv);
+    for (int64_t i = 0; lv && i < rows; i++) lv[i] = (float)((i * mul + (int64_t)stream) % n_labels);
+    if (lv) mcl_tensor_write(*lab, lv, rows);
+    free(lv);
+}
+
+static uint32_t blocks_next(uint32_t *s, const tu_blocks *b)
+{
+    *s = *s * b->mul + b->add;
+    return *s >> b->shift;
+}
+
+mcl_dataset *tu_blocks_dataset(const char *name, int per_class, const tu_blocks *b)
+{
+    const int64_t n = (int64_t)b->n_class * per_class;
+    uint8_t *img = malloc((size_t)n * 1024);
+    int32_t *lab = malloc((size_t)n * sizeof *lab);
+    mcl_dataset *ds = NULL;
+    char err[256] = "out of memory";
+    if (img && lab) {
+        uint32_t s = b->seed;
+        for (int64_t i = 0; i < n; i++) {
+            const int c = (int)(i % b->n_class);
+            lab[i] = c;
+            uint8_t *p = img + i * 1024;
+            for (int q = 0; q < 1024; q++) p[q] = (uint8_t)(blocks_next(&s, b) % (uint32_t)(b->bg + 1));
+            const int y0 = b->y0 + b->dy * (c / 4), x0 = b->x0 + b->dx * (c % 4);
+            for (int y = y0; y < y0 + b->h; y++)
+                for (int x = x0; x < x0 + b->w; x++)
+                    p[y * 32 + x] = (uint8_t)(b->fg + (int)(blocks_next(&s, b) % (uint32_t)b->fg_span));
+        }
+        mcl_status st = mcl_dataset_from_arrays(name, img, lab, n, &ds, err, sizeof err);
+        if (st != MCL_OK) ds = NULL;
+    }
+    CHECK(ds != NULL, "dataset %s: %s", name, err);
+    free(img);
+    free(lab);
+    return ds;
 }

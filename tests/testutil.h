@@ -98,4 +98,27 @@ int tu_summary(void);
 int tu_passed(void);
 int tu_failed(void);
 
+/* ---- synthetic data shared by the model tests ---- */
+
+/* Random images and labels, as the ACL model tests feed the model: img [rows, 1, side, side]
+ * ~ N(0, 1) from Philox (seed, stream), lab [rows] = (i·mul + stream) mod n_labels. */
+void tu_images_labels(mcl_ctx *ctx, int64_t rows, int64_t side, uint64_t seed, uint64_t stream, int64_t mul,
+                      int64_t n_labels, mcl_tensor **img, mcl_tensor **lab);
+
+/* An easily separable image set of bright blocks (the evaluation and baseline tests):
+ * n_class classes of per_class 32×32 images, interleaved (image i is class i % n_class).
+ * Every pixel of the background is uniform in [0, bg]; class c's block (h rows × w columns at
+ * row y0 + dy·(c / 4), column x0 + dx·(c % 4)) is uniform in [fg, fg + fg_span). The values
+ * come from the LCG s = s·mul + add (value s >> shift), s starting at seed. */
+typedef struct tu_blocks {
+    int n_class;
+    uint32_t seed, mul, add;
+    int shift, bg, fg, fg_span;
+    int y0, dy, x0, dx, h, w;
+} tu_blocks;
+struct mcl_dataset;
+/* The set as a named in-memory data set (mcl_dataset_from_arrays); NULL (and a failed CHECK)
+ * on error. */
+struct mcl_dataset *tu_blocks_dataset(const char *name, int per_class, const tu_blocks *b);
+
 #endif

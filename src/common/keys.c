@@ -36,6 +36,7 @@ static int choice_index(const char *choices, const char *v)
 /* The i-th name of choices into out; 0, or -1 when there is none. */
 static int choice_name(const char *choices, int i, char *out, size_t cap)
 {
+    if (out && cap) out[0] = 0;
     const char *p = choices;
     for (int j = 0; p && j < i; j++) {
         p = strchr(p, '|');
@@ -333,4 +334,21 @@ void mcl_keys_print_help(FILE *f, const mcl_key *keys, int n, const char *prefix
                  keys[i].def && keys[i].def[0] ? keys[i].def : "\"\"");
         fprintf(f, "  %-34s %s (%s)\n", name, keys[i].help ? keys[i].help : "", want);
     }
+}
+
+int mcl_key_choice_name(const char *choices, int i, char *out, size_t cap)
+{
+    return choice_name(choices, i, out, cap);
+}
+
+int mcl_key_list_count(const mcl_key *k, const void *obj)
+{
+    if (k->type != MCL_KEY_TYPE_STRLIST && k->type != MCL_KEY_TYPE_FLOATLIST) return 0;
+    return *(const int *)(const void *)((const char *)obj + k->count_off);
+}
+
+const char *mcl_key_str_item(const mcl_key *k, const void *obj, int i)
+{
+    if (k->type != MCL_KEY_TYPE_STRLIST || i < 0 || i >= mcl_key_list_count(k, obj)) return NULL;
+    return CFIELD(obj, k, char) + (size_t)i * (k->size / (size_t)k->max);
 }

@@ -1,6 +1,6 @@
 /* keys.h — typed key tables: one description per setting (name, type, range, default, help),
  * used to parse "key = value" configs, write them back as text, print --help, and parse the
- * command line's options (tools/cli_opts.c). Every config of the library (the model configs,
+ * command line's options (tools/cli/cli_opts.c). Every config of the library (the model configs,
  * the training harness, each family's task/data keys) and every CLI option is a row of such a
  * table, so parsing, config.txt and the help texts cannot drift apart.
  *
@@ -122,6 +122,16 @@ void mcl_keys_print_help(FILE *f, const mcl_key *keys, int n, const char *prefix
 
 /* "integer in [1, 64]", "one of none|batch|image", ...: what a row accepts. */
 void mcl_key_describe(const mcl_key *k, char *out, size_t cap);
+
+/* The i-th name of an enum's choices ("none|batch|image", 1 -> "batch") into out: 0, or -1
+ * (out empty) when there is none. The one way from an enum's value to its name: the CLI's
+ * messages and JSON use it with the same choices string as the key row. */
+int mcl_key_choice_name(const char *choices, int i, char *out, size_t cap);
+
+/* Lists: the number of items of row k in obj (0 for a row that is not a list), and item i of
+ * a STRLIST row (NULL when out of range or not a STRLIST). */
+int mcl_key_list_count(const mcl_key *k, const void *obj);
+const char *mcl_key_str_item(const mcl_key *k, const void *obj, int i);
 
 #ifdef __cplusplus
 }

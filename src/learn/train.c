@@ -1,6 +1,6 @@
 /* train.c — the model-family harness: config, the training loop, run directory, exact resume.
  * See train.h for the guarantees; a family supplies only its model, data, loss, validation
- * and checkpoint (src/models/<family>/<family>_family.c). */
+ * and checkpoint (src/models/<family>/<family>_train.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "train.h"
 

@@ -1,5 +1,6 @@
 /* train.h — the model-family harness: one training loop, run directory and resume for every
- * family (ACL now; Sparse Meta Networks and the online transformers as they land).
+ * family (ACL, Sparse Meta Networks, the online transformers, the language model: the list is
+ * src/models/families.c).
  *
  * A family is a table of functions (mcl_family below): its config keys, how to build its model
  * and data, the loss of one step, validation and its checkpoint. The harness owns everything

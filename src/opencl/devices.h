@@ -10,8 +10,9 @@ struct mcl_ctx;
 struct mcl_backend;
 
 /* The backend's constructor (device: index in the listing order of `metacl devices`, or a
- * name substring; NULL = $METACL_DEVICE, else the default: the first GPU of any platform,
- * else the first accelerator, else the first CPU device). Called only through src/common/backends.c, which
+ * name substring; NULL = $METACL_DEVICE, else the default of mcl_ocl_pick_default: the first
+ * GPU in that listing order (platforms as the ICD loader gives them), else the first
+ * accelerator, else the first CPU device, else device 0). Called only through src/common/backends.c, which
  * declares it itself so that the engine includes nothing from src/opencl/. */
 mcl_status mcl_opencl_backend_create(struct mcl_ctx *ctx, const char *device,
                                      struct mcl_backend **out);

@@ -292,7 +292,7 @@ const char *mcl_ocl_type_str(cl_device_type t, char *buf, size_t len);
 /* __local bytes of one srwm work-group for head size D (forward bwd = 0, backward 1). */
 size_t mcl_ocl_srwm_local_bytes(int bwd, int64_t D);
 
-/* Embedded kernel sources (generated at build time from kernels/<family>.cl by tools/embed-kernels). */
+/* Embedded kernel sources (generated at build time from kernels/<family>.cl by tools/build/embed-kernels). */
 extern const int mcl_kernel_count;
 extern const char *const mcl_kernel_names[];   /* "rng.cl", "common.cl", ... */
 extern const char *const mcl_kernel_sources[];

@@ -1,6 +1,7 @@
 /* acl.c — the ACL model (doc/acl-model.md §2). See acl.h. */
 #include <assert.h>
 #include "acl.h"
+#include "keys.h"
 #include "tensor_impl.h"
 #include "util.h"
 
@@ -34,6 +35,24 @@ static mcl_tensor *add_param(mcl_acl *m, uint64_t *stream, const char *name, int
     return st == MCL_OK ? t : NULL;
 }
 
+
+int mcl_acl_feature_stats_ok(int feature_norm, int feature_stats)
+{
+    if (feature_stats < MCL_ACL_FEATSTATS_RUNNING || feature_stats > MCL_ACL_FEATSTATS_CONTEXT) return 0;
+    return feature_stats == MCL_ACL_FEATSTATS_RUNNING || feature_norm == MCL_ACL_FEATNORM_BATCH;
+}
+
+mcl_status mcl_acl_set_feature_stats(mcl_acl *m, int fs, char *err, size_t err_len)
+{
+    if (!mcl_acl_feature_stats_ok(m->cfg.feature_norm, fs)) {
+        char norm[32];
+        mcl_key_choice_name(MCL_ACL_FEATNORM_CHOICES, m->cfg.feature_norm, norm, sizeof norm);
+        return mcl_errbuf(err, err_len, MCL_ERR_INVALID,
+                          "model.feature_norm %s; call and context need feature_norm batch", norm);
+    }
+    m->cfg.feature_stats = fs;
+    return MCL_OK;
+}
 /* Sums in double: every config key is bounded, so this is exact far beyond any budget. */
 static uint64_t to_u64(double x) { return x >= 1.8e19 ? UINT64_MAX : (uint64_t)x; }
 
@@ -107,8 +126,7 @@ mcl_acl *mcl_acl_create(mcl_ctx *ctx, const mcl_acl_config *cfg)
                           c->feature_norm);
         return NULL;
     }
-    if (c->feature_stats < MCL_ACL_FEATSTATS_RUNNING || c->feature_stats > MCL_ACL_FEATSTATS_CONTEXT ||
-        (c->feature_stats != MCL_ACL_FEATSTATS_RUNNING && c->feature_norm != MCL_ACL_FEATNORM_BATCH)) {
+    if (!mcl_acl_feature_stats_ok(c->feature_norm, c->feature_stats)) {
         mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
                           "mcl_acl_create: feature_stats %d needs feature_norm batch (have %d); "
                           "call and context choose the statistics of batch normalization",

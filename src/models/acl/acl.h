@@ -31,6 +31,8 @@ typedef enum mcl_acl_feature_norm {
     MCL_ACL_FEATNORM_IMAGE     /* per image over its F features (mean 0, var 1): never mixes
                                   examples, same in training and evaluation                  */
 } mcl_acl_feature_norm;
+/* Their names, in enum order: the key row model.feature_norm and the CLI use this string. */
+#define MCL_ACL_FEATNORM_CHOICES "none|batch|image"
 
 /* With feature_norm = batch: whose statistics normalize the features (doc/acl-model.md §2,
  * "Feature statistics"). */
@@ -44,6 +46,9 @@ typedef enum mcl_acl_feature_stats {
                                       (gradient through the statistics) and evaluation;
                                       queries read them from the state                      */
 } mcl_acl_feature_stats;
+/* Their names, in enum order: the key row model.feature_stats, `eval acl --feature-stats` and
+ * the JSON use this string. */
+#define MCL_ACL_FEATSTATS_CHOICES "running|call|context"
 
 typedef struct mcl_acl_config {
     int n_way;          /* N output classes; label input has N+1 entries          */
@@ -357,6 +362,15 @@ mcl_status mcl_acl_config_parse(mcl_acl_config *cfg, const char *text, char *err
 mcl_status mcl_acl_save(mcl_acl *m, const char *path, const mcl_optim *optim,
                         const mcl_ckpt_counter *counters, int n_counters, char *err,
                         size_t err_len);
+/* May a model with this feature_norm use these feature statistics? running always; call and
+ * context only with feature_norm batch (they choose the statistics of batch normalization).
+ * The one check: mcl_acl_create and mcl_acl_set_feature_stats ask it. */
+int mcl_acl_feature_stats_ok(int feature_norm, int feature_stats);
+/* Evaluate m with the feature statistics fs (mcl_acl_feature_stats) instead of its own
+ * model.feature_stats (`eval acl --feature-stats`). MCL_ERR_INVALID, m unchanged and
+ * "model.feature_norm NAME; call and context need feature_norm batch" in err, when
+ * mcl_acl_feature_stats_ok says no. */
+mcl_status mcl_acl_set_feature_stats(mcl_acl *m, int fs, char *err, size_t err_len);
 /* Build a model from a checkpoint alone: its config, then its parameters. *out is NULL on
  * error (wrong model kind, bad config text, or any checkpoint error). */
 mcl_status mcl_acl_open(mcl_ctx *ctx, const char *path, mcl_acl **out, char *err,

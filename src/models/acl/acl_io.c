@@ -26,9 +26,9 @@ const mcl_key mcl_acl_config_key_table[MCL_ACL_CONFIG_N_KEYS] = {
     MCL_KEY_INT("conv_channels", C, conv_channels, 1, 4096, "32", "Conv-4 channels"),
     MCL_KEY_INT("image_size", C, image_size, 16, 4096, "32", "image side S (>= 16; any, e.g. 28: pooling floors)"),
     MCL_KEY_INT("in_channels", C, in_channels, 1, 64, "1", "image channels"),
-    MCL_KEY_ENUM("feature_norm", C, feature_norm, "none|batch|image", "none",
+    MCL_KEY_ENUM("feature_norm", C, feature_norm, MCL_ACL_FEATNORM_CHOICES, "none",
                  "normalization of the Conv-4 features (none = the paper)"),
-    MCL_KEY_ENUM("feature_stats", C, feature_stats, "running|call|context", "running",
+    MCL_KEY_ENUM("feature_stats", C, feature_stats, MCL_ACL_FEATSTATS_CHOICES, "running",
                  "feature_norm batch statistics: running (evaluation: running estimates), call "
                  "(the call's images) or context (each sequence's own context examples)"),
     MCL_KEY_U64("seed", C, seed, "1", "initialization seed (one Philox stream per tensor)"),

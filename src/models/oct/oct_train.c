@@ -1,8 +1,9 @@
 /* oct_train.c — the online transformers on the training harness (see oct_train.h): config
  * keys, the stream, the readers (replay streams) and their rings, the loss of a step, the
- * per-example record, checkpoints; and the report of a finished or stopped run. */
+ * per-example record, checkpoints and the family table. The report of a finished or stopped
+ * run is in oct_report.c. */
 #define _POSIX_C_SOURCE 200809L
-#include "oct_train.h"
+#include "oct_stream.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +19,6 @@
 
 #define fail mcl_errbuf
 
-#define STREAM_DATA 3000000ULL   /* the stream's draw                        */
 #define STREAM_REPLAY 4000000ULL /* + turn: the replay readers' restarts      */
 
 /* ====================================================================== config */
@@ -79,12 +79,10 @@ static void oct_cfg_default(void *fcfg, mcl_train_cfg *t)
     t->ckpt_every = 500;
 }
 
-static int64_t stream_len(const mcl_oct_run *c) { return (int64_t)c->n_tasks * c->per_task; }
-
 static int64_t oct_total_steps(const void *fcfg, const mcl_train_cfg *t)
 {
     const mcl_oct_run *c = fcfg;
-    return (stream_len(c) + t->batch - 1) / t->batch * c->streams;
+    return (mcl_oct_stream_len(c) + t->batch - 1) / t->batch * c->streams;
 }
 
 static mcl_status oct_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *err, size_t len)
@@ -98,17 +96,28 @@ static mcl_status oct_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *
     if (t->steps > oct_total_steps(c, t))
         return fail(err, len, MCL_ERR_INVALID,
                     "train.steps = %lld is more than the stream holds (%lld chunks x %d readers = %lld)",
-                    (long long)t->steps, (long long)((stream_len(c) + t->batch - 1) / t->batch),
+                    (long long)t->steps, (long long)((mcl_oct_stream_len(c) + t->batch - 1) / t->batch),
                     c->streams, (long long)oct_total_steps(c, t));
     if (c->model.arch == MCL_OCT_CNN && c->streams > 1)
         return fail(err, len, MCL_ERR_INVALID,
                     "online.streams = %d: replay needs a transformer's rings; the cnn baseline is "
                     "trained online with 1 stream",
                     c->streams);
-    if (stream_len(c) > ((int64_t)1 << 26))
+    if (mcl_oct_stream_len(c) > ((int64_t)1 << 26))
         return fail(err, len, MCL_ERR_INVALID, "stream of %lld examples: at most 2^26",
-                    (long long)stream_len(c));
+                    (long long)mcl_oct_stream_len(c));
     return MCL_OK;
+}
+
+/* ====================================================================== the stream */
+
+mcl_status mcl_oct_stream_draw(const mcl_oct_run *c, mcl_dataset *ds, mcl_stream **out, char *err, size_t len)
+{
+    mcl_class_pool pool = {ds, NULL, 0};
+    mcl_pwstream_cfg pc = {c->n_tasks, c->model.n_way, c->per_task};
+    mcl_rng rng;
+    mcl_rng_init(&rng, c->data_seed, MCL_OCT_STREAM_DATA);
+    return mcl_stream_piecewise(&pool, &pc, &rng, out, err, len);
 }
 
 /* ====================================================================== the family state */
@@ -185,7 +194,7 @@ static mcl_status add_state(mcl_params *p, const mcl_oct_run *c, mcl_oct_ring *r
             ring[e].v[l] = state_tensor(p, nm, 3, rs);
             if (!ring[e].k[l] || !ring[e].v[l]) return MCL_ERR_OOM;
         }
-    const int64_t ns[1] = {stream_len(c)};
+    const int64_t ns[1] = {mcl_oct_stream_len(c)};
     *rec_nll = state_tensor(p, "state.record.nll", 1, ns);
     *rec_hit = state_tensor(p, "state.record.hit", 1, ns);
     return *rec_nll && *rec_hit ? MCL_OK : MCL_ERR_OOM;
@@ -203,7 +212,7 @@ static mcl_status oct_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
     t->ctx = ctx;
     t->last_acc = t->last_nll = NAN;
     const mcl_oct_run *c = &t->cfg;
-    const int64_t n = stream_len(c), E = c->streams, rows = mcl_oct_ring_rows(&c->model);
+    const int64_t n = mcl_oct_stream_len(c), E = c->streams, rows = mcl_oct_ring_rows(&c->model);
     const uint64_t ring_bytes = (uint64_t)E * (uint64_t)c->model.blocks * 2u * (uint64_t)rows *
                                 (uint64_t)c->model.kv_heads * (uint64_t)c->model.head_dim * 4u * 3u;
     char e2[768];
@@ -215,11 +224,7 @@ static mcl_status oct_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
     st = mcl_dataset_load(c->source, dd, (mcl_split)c->split, &t->ds, e2, sizeof e2);
     if (st != MCL_OK) /* the loader's message may name the set already ("data set 'x' is not prepared") */
         return strstr(e2, c->source) ? fail(err, len, st, "%s", e2) : fail(err, len, st, "data set '%s': %s", c->source, e2);
-    mcl_class_pool pool = {t->ds, NULL, 0};
-    mcl_pwstream_cfg pc = {c->n_tasks, c->model.n_way, c->per_task};
-    mcl_rng rng;
-    mcl_rng_init(&rng, c->data_seed, STREAM_DATA);
-    st = mcl_stream_piecewise(&pool, &pc, &rng, &t->stream, e2, sizeof e2);
+    st = mcl_oct_stream_draw(c, t->ds, &t->stream, e2, sizeof e2);
     if (st != MCL_OK) return fail(err, len, st, "stream: %s", e2);
     mcl_train_logf(log, "stream: %d tasks x %lld examples of %d-way maps over %d classes of %s "
                         "(%lld images); chunks of %d, %d reader%s",
@@ -276,7 +281,7 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
                     "process with train.parts = 1",
                     part->count);
     const int E = t->cfg.streams;
-    const int64_t turn = (s - 1) / E, n = stream_len(&t->cfg);
+    const int64_t turn = (s - 1) / E, n = mcl_oct_stream_len(&t->cfg);
     const int e = (int)((s - 1) % E);
     const int64_t chunk = e == 0 ? turn : t->pos[e];
     const int64_t lo = chunk * t->S, hi = lo + t->S < n ? lo + t->S : n;
@@ -393,7 +398,7 @@ static mcl_status oct_save(void *fs, const char *path, const mcl_optim *opt,
                            const mcl_ckpt_counter *cn, int n_cn, char *err, size_t len)
 {
     oct_fs *t = fs;
-    const int64_t n = stream_len(&t->cfg);
+    const int64_t n = mcl_oct_stream_len(&t->cfg);
     mcl_status st = mcl_tensor_write(t->rec_nll, t->nll, n);
     if (st == MCL_OK) st = mcl_tensor_write(t->rec_hit, t->hit, n);
     if (st != MCL_OK) return fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
@@ -435,7 +440,7 @@ static mcl_status oct_load(void *fs, const char *path, mcl_optim *opt, mcl_ckpt_
     oct_fs *t = fs;
     mcl_status st = mcl_ckpt_load(t->ctx, path, MCL_OCT_CKPT_KIND, t->m->params, opt, info, err, len);
     if (st != MCL_OK) return st;
-    const int64_t n = stream_len(&t->cfg), C = t->cfg.model.window;
+    const int64_t n = mcl_oct_stream_len(&t->cfg), C = t->cfg.model.window;
     char nm[MCL_CKPT_NAME_MAX + 1];
     uint64_t v[3];
     for (int e = 0; e < t->cfg.streams; e++) {
@@ -496,7 +501,7 @@ static double oct_ckpt_floats(const void *fcfg, const mcl_train_cfg *t)
     (void)t;
     const mcl_oct_run *c = fcfg;
     const mcl_oct_config *m = &c->model;
-    double n = mcl_oct_param_floats(m, NULL) + 2.0 * (double)stream_len(c);
+    double n = mcl_oct_param_floats(m, NULL) + 2.0 * (double)mcl_oct_stream_len(c);
     if (m->arch != MCL_OCT_CNN)
         n += (double)c->streams * m->blocks * 2.0 * (double)mcl_oct_ring_rows(m) * m->kv_heads * m->head_dim;
     return n;
@@ -584,118 +589,3 @@ const mcl_family mcl_oct_family = {
     .ckpt_export = oct_ckpt_export,
     .ckpt_close = oct_ckpt_close,
 };
-
-/* ====================================================================== the report */
-
-void mcl_oct_report_free(mcl_oct_report *rep)
-{
-    if (!rep) return;
-    free(rep->task_acc);
-    free(rep->task_nll);
-    free(rep->hit);
-    free(rep->nll);
-    free(rep->task);
-    free(rep->pos);
-    memset(rep, 0, sizeof *rep);
-}
-
-mcl_status mcl_oct_report_load(const char *run_dir, mcl_oct_report *rep, char *err, size_t len)
-{
-    memset(rep, 0, sizeof *rep);
-    char path[2048];
-    snprintf(path, sizeof path, "%s/config.txt", run_dir);
-    mcl_run_cfg rc;
-    mcl_status st = mcl_run_cfg_init(&rc, &mcl_oct_family, err, len);
-    if (st != MCL_OK) return st;
-    st = mcl_run_cfg_load(&rc, path, err, len);
-    /* the run's config.txt is checked as `online --config` is (a stream of at most 2^26
-     * examples), and what the report holds (the stream, the record) against the budget */
-    if (st == MCL_OK) st = mcl_run_cfg_check(&rc, err, len);
-    if (st == MCL_OK)
-        st = mcl_check_budget(mcl_budget_bytes((double)stream_len(rc.fcfg) * 48.0),
-                              "the report of this stream", err, len);
-    if (st != MCL_OK) {
-        mcl_run_cfg_free(&rc);
-        return st;
-    }
-    const mcl_oct_run *c = rc.fcfg;
-    const int64_t n = stream_len(c);
-    /* the stream's tags: the same draw as the run's (no images are read) */
-    mcl_dataset *ds = NULL;
-    mcl_stream *sm = NULL;
-    char e2[768];
-    st = mcl_dataset_load(c->source, c->data_dir[0] ? c->data_dir : NULL, (mcl_split)c->split, &ds, e2, sizeof e2);
-    if (st == MCL_OK) {
-        mcl_class_pool pool = {ds, NULL, 0};
-        mcl_pwstream_cfg pc = {c->n_tasks, c->model.n_way, c->per_task};
-        mcl_rng rng;
-        mcl_rng_init(&rng, c->data_seed, STREAM_DATA);
-        st = mcl_stream_piecewise(&pool, &pc, &rng, &sm, e2, sizeof e2);
-    }
-    if (st != MCL_OK) fail(err, len, st, "%s", e2);
-    /* the record: last.ckpt's state tensors */
-    mcl_ckpt_info info;
-    memset(&info, 0, sizeof info);
-    float *nll = NULL, *hit = NULL;
-    if (st == MCL_OK) {
-        snprintf(path, sizeof path, "%s/last.ckpt", run_dir);
-        st = mcl_ckpt_read_tensor(path, "state.record.nll", n, &nll, &info, err, len);
-        if (st == MCL_OK) st = mcl_ckpt_read_tensor(path, "state.record.hit", n, &hit, NULL, err, len);
-    }
-    uint64_t sc = 0;
-    if (st == MCL_OK && (!mcl_ckpt_info_counter(&info, "scored", &sc) || sc > (uint64_t)n))
-        st = fail(err, len, MCL_ERR_FORMAT, "%s: counter scored missing or out of range", path);
-    if (st == MCL_OK) {
-        rep->n = (int64_t)sc;
-        rep->n_tasks = c->n_tasks;
-        rep->n_way = c->model.n_way;
-        rep->per_task_max = 0;
-        rep->task_acc = calloc((size_t)c->n_tasks, sizeof *rep->task_acc);
-        rep->task_nll = calloc((size_t)c->n_tasks, sizeof *rep->task_nll);
-        rep->hit = calloc((size_t)(rep->n + 1), sizeof *rep->hit);
-        rep->nll = calloc((size_t)(rep->n + 1), sizeof *rep->nll);
-        rep->task = calloc((size_t)(rep->n + 1), sizeof *rep->task);
-        rep->pos = calloc((size_t)(rep->n + 1), sizeof *rep->pos);
-        if (!rep->task_acc || !rep->task_nll || !rep->hit || !rep->nll || !rep->task || !rep->pos)
-            st = fail(err, len, MCL_ERR_OOM, "out of memory");
-    }
-    if (st == MCL_OK) {
-        double sn = 0.0, sh = 0.0;
-        for (int tk = 0; tk < c->n_tasks; tk++) {
-            double a = 0.0, l = 0.0;
-            int64_t k = 0;
-            for (int64_t i = sm->task_start[tk]; i < sm->task_start[tk + 1] && i < rep->n; i++, k++) {
-                a += hit[i];
-                l += nll[i];
-                rep->task[i] = tk;
-                rep->pos[i] = i - sm->task_start[tk];
-                rep->hit[i] = hit[i];
-                rep->nll[i] = nll[i];
-            }
-            rep->task_acc[tk] = k ? a / (double)k : NAN;
-            rep->task_nll[tk] = k ? l / (double)k : NAN;
-            if (sm->task_len[tk] > rep->per_task_max) rep->per_task_max = sm->task_len[tk];
-        }
-        for (int64_t i = 0; i < rep->n; i++) sn += nll[i], sh += hit[i];
-        rep->cum_nll = rep->n ? sn / (double)rep->n : NAN;
-        rep->online_acc = rep->n ? sh / (double)rep->n : NAN;
-    }
-    free(nll);
-    free(hit);
-    mcl_ckpt_info_free(&info);
-    mcl_stream_free(sm);
-    mcl_dataset_free(ds);
-    mcl_run_cfg_free(&rc);
-    if (st != MCL_OK) mcl_oct_report_free(rep);
-    return st;
-}
-
-double mcl_oct_within_acc(const mcl_oct_report *rep, int t0, int t1, int64_t i, int64_t half)
-{
-    double s = 0.0;
-    int64_t k = 0;
-    for (int64_t j = 0; j < rep->n; j++)
-        if (rep->task[j] >= t0 && rep->task[j] < t1 && rep->pos[j] >= i - half && rep->pos[j] <= i + half)
-            s += rep->hit[j], k++;
-    return k ? s / (double)k : NAN;
-}

@@ -1,8 +1,9 @@
 /* smn_train.c — Sparse Meta Networks on the training harness (see smn_train.h): config keys,
  * the environments (WCST episodes, Online-X rounds, class batches), the window of
- * Algorithm 1, checkpoints; and the online runs of the evaluation protocols. */
+ * Algorithm 1, checkpoints and the family table. The online runs of the evaluation
+ * protocols, which drive the same environment steps, are in smn_online.c (smn_env.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "smn_train.h"
+#include "smn_env.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -96,15 +97,13 @@ static void smn_cfg_default(void *fcfg, mcl_train_cfg *t)
     t->ckpt_every = 200;
 }
 
-static int window_len(const mcl_smn_config *m) { return m->fast ? m->k : 1; }
-
 static int64_t smn_total_steps(const void *fcfg, const mcl_train_cfg *t)
 {
     const mcl_smn_run *c = fcfg;
     (void)t;
     if (c->task != MCL_SMN_TASK_ONLINEX) return 0; /* wcst and classes: train.steps must be set */
     /* the stream's rounds are drawn at create; the fewest it can have, in whole windows */
-    return (int64_t)c->n_tasks * c->len_min / window_len(&c->model);
+    return (int64_t)c->n_tasks * c->len_min / mcl_smn_window_len(&c->model);
 }
 
 static mcl_status smn_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *err, size_t len)
@@ -139,48 +138,14 @@ static mcl_status smn_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *
         if (c->task == MCL_SMN_TASK_ONLINEX && t->steps > smn_total_steps(c, t))
             return fail(err, len, MCL_ERR_INVALID,
                         "train.steps = %lld: the stream is sure to hold only %lld windows of %d rounds", (long long)t->steps,
-                        (long long)smn_total_steps(c, t), window_len(&c->model));
+                        (long long)smn_total_steps(c, t), mcl_smn_window_len(&c->model));
     }
     return MCL_OK;
 }
 
 /* ====================================================================== the family state */
 
-typedef struct smn_fs {
-    mcl_smn_run cfg;
-    mcl_ctx *ctx;
-    mcl_smn *m;
-    uint64_t seed;    /* train.seed: actions, batches */
-    int B;            /* train.batch: round / batch size */
-    /* wcst */
-    mcl_wcst *env;
-    float obs[MCL_WCST_CARD_DIM];
-    /* onlinex, classes */
-    mcl_dataset *ds;
-    mcl_stream *stream;
-    int32_t *class_pos; /* classes: [ds->n] class position of each image */
-    int64_t round;      /* onlinex: next round                           */
-    int64_t n_rounds;
-    /* counters */
-    int64_t env_steps, updates;
-    /* onlinex per-task record */
-    mcl_smn_task_rec *rec;
-    int n_rec;
-    mcl_tensor *rec_t;  /* state: the record [n_tasks, REC_FIELDS] (checkpoints) */
-    /* the window in flight */
-    double win_hits, win_n;
-    /* onlinex, classes: the predictions of the window's rounds/batches, queued for reading
-     * and scored once the step is done (smn_step_metrics): n_pend slots of B x n_out logits */
-    float *pend;
-    int64_t pend_lo[MCL_METANET_MAX_K]; /* onlinex: the round's first example            */
-    int32_t *pend_lab;                  /* classes: the batch's labels [MAX_K * B]        */
-    int n_pend;
-    int in_window;
-    mcl_status end_status; /* of the last step_end, reported by the next step */
-    char end_err[256];
-} smn_fs;
-
-static void smn_free_fs(void *p)
+void mcl_smn_fs_free(void *p)
 {
     smn_fs *t = p;
     if (!t) return;
@@ -265,7 +230,7 @@ static mcl_status make_env(smn_fs *t, char *err, size_t len)
     return MCL_OK;
 }
 
-static mcl_status fs_create(mcl_ctx *ctx, const mcl_smn_run *cfg, int batch, uint64_t seed, mcl_train_log *log,
+mcl_status mcl_smn_fs_create(mcl_ctx *ctx, const mcl_smn_run *cfg, int batch, uint64_t seed, mcl_train_log *log,
                             smn_fs **out, char *err, size_t len)
 {
     smn_fs *t = calloc(1, sizeof *t);
@@ -294,14 +259,14 @@ static mcl_status smn_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
                              char *err, size_t len)
 {
     smn_fs *t = NULL;
-    mcl_status st = fs_create(ctx, fcfg, tc->batch, tc->seed, log, &t, err, len);
+    mcl_status st = mcl_smn_fs_create(ctx, fcfg, tc->batch, tc->seed, log, &t, err, len);
     *out = t;
     return st;
 }
 
 static mcl_params *smn_params(void *fs) { return ((smn_fs *)fs)->m->params; }
 
-static mcl_optim_kind optim_kind(int o)
+mcl_optim_kind mcl_smn_optim_kind(int o)
 {
     return o == MCL_SMN_OPT_SGD ? MCL_OPTIM_SGD : o == MCL_SMN_OPT_RMSPROP ? MCL_OPTIM_RMSPROP : MCL_OPTIM_ADAM;
 }
@@ -309,7 +274,7 @@ static mcl_optim_kind optim_kind(int o)
 static void smn_optim_config(void *fs, mcl_optim_config *oc)
 {
     const smn_fs *t = fs;
-    oc->kind = optim_kind(t->cfg.optimizer);
+    oc->kind = mcl_smn_optim_kind(t->cfg.optimizer);
 }
 
 static const char *const smn_metric_names[] = {"acc", "tasks", "updates", "persev"};
@@ -323,7 +288,7 @@ static double smn_chance(void *fs)
 /* ---------------------------------------------------------------- environment steps */
 
 /* A read of a [rows, n] device tensor into a fresh host array. */
-static float *read_host(mcl_tensor *x, int64_t n)
+float *mcl_smn_read_host(mcl_tensor *x, int64_t n)
 {
     float *h = malloc((size_t)n * sizeof *h);
     if (h && mcl_tensor_read(x, h, n) != MCL_OK) {
@@ -416,7 +381,7 @@ static mcl_status wcst_episode(smn_fs *t, mcl_smn_mode mode, mcl_tensor **loss)
     mcl_tensor *lg = NULL, *v = NULL;
     mcl_tensor *x = st == MCL_OK ? host_tensor(ctx, obs, L, D) : NULL;
     if (st == MCL_OK) st = x ? mcl_smn_forward(t->m, mode, x, L, &lg, &v) : mcl_ctx_status(ctx);
-    float *vh = st == MCL_OK ? read_host(v, L) : NULL;
+    float *vh = st == MCL_OK ? mcl_smn_read_host(v, L) : NULL;
     if (st == MCL_OK && !vh) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
     if (st == MCL_OK) {
         for (int c = 0; c < L; c++) cw[c * A + act[c]] = (rew[c] - vh[c]) / (float)L;
@@ -528,7 +493,7 @@ static mcl_status class_batch(smn_fs *t, mcl_tensor **loss)
 }
 
 /* One environment step (an episode, a round or a batch): its loss on the tape. */
-static mcl_status env_step(smn_fs *t, mcl_smn_mode mode, mcl_tensor **loss)
+mcl_status mcl_smn_env_step(smn_fs *t, mcl_smn_mode mode, mcl_tensor **loss)
 {
     *loss = NULL;
     mcl_status st = t->cfg.task == MCL_SMN_TASK_WCST      ? wcst_episode(t, mode, loss)
@@ -541,27 +506,27 @@ static mcl_status env_step(smn_fs *t, mcl_smn_mode mode, mcl_tensor **loss)
 /* The window of Algorithm 1 up to the loss of its gradient step (left on the tape): with fast
  * weights, k − 1 fast steps (predict, loss, G by a partial backward, write) then the k-th
  * step's forward through M_{k-1} rebuilt from the window's writes. */
-static mcl_status window_loss(smn_fs *t, mcl_tensor **loss)
+mcl_status mcl_smn_window_loss(smn_fs *t, mcl_tensor **loss)
 {
     mcl_smn *m = t->m;
-    const int k = window_len(&t->cfg.model);
+    const int k = mcl_smn_window_len(&t->cfg.model);
     mcl_status st = MCL_OK;
     if (m->mn) st = mcl_metanet_window_begin(m->mn);
     for (int j = 0; j < k - 1 && st == MCL_OK; j++) {
         const size_t mark = mcl_tape_mark(t->ctx);
         mcl_tensor *l = NULL;
-        st = env_step(t, MCL_SMN_FAST_STEP, &l);
+        st = mcl_smn_env_step(t, MCL_SMN_FAST_STEP, &l);
         if (st == MCL_OK) st = mcl_metanet_write(m->mn, l, mark, &t->cfg.model.train_h, 1);
         if (st == MCL_OK) t->updates++;
     }
-    if (st == MCL_OK) st = env_step(t, m->mn ? MCL_SMN_WINDOW_END : MCL_SMN_FAST_STEP, loss);
+    if (st == MCL_OK) st = mcl_smn_env_step(t, m->mn ? MCL_SMN_WINDOW_END : MCL_SMN_FAST_STEP, loss);
     if (st == MCL_OK) t->updates++;
     t->in_window = st == MCL_OK;
     return st;
 }
 
 /* After the backward of the window's gradient step (before the optimizer step). */
-static mcl_status window_end(smn_fs *t)
+mcl_status mcl_smn_window_end(smn_fs *t)
 {
     if (!t->in_window) return MCL_OK;
     t->in_window = 0;
@@ -569,7 +534,7 @@ static mcl_status window_end(smn_fs *t)
 }
 
 /* Tasks solved so far (wcst) or reached (onlinex). */
-static int tasks_done(const smn_fs *t)
+int mcl_smn_fs_tasks_done(const smn_fs *t)
 {
     if (t->cfg.task == MCL_SMN_TASK_WCST) {
         int n = 0;
@@ -608,7 +573,7 @@ static mcl_status smn_step_loss(void *fs, int64_t s, const mcl_train_part *part,
                     part->count);
     t->win_hits = t->win_n = 0.0;
     t->n_pend = 0;
-    mcl_status st = window_loss(t, loss);
+    mcl_status st = mcl_smn_window_loss(t, loss);
     if (st != MCL_OK) return fail(err, len, st, "step %lld: %s", (long long)s, mcl_ctx_error(t->ctx));
     (void)metrics; /* smn_step_metrics */
     return MCL_OK;
@@ -632,7 +597,7 @@ static void smn_step_metrics(void *fs, double *metrics)
     }
     t->n_pend = 0;
     metrics[0] = t->win_n > 0 ? t->win_hits / t->win_n : NAN;
-    metrics[1] = tasks_done(t);
+    metrics[1] = mcl_smn_fs_tasks_done(t);
     metrics[2] = (double)t->updates;
     metrics[3] = persev_metric(t);
 }
@@ -640,7 +605,7 @@ static void smn_step_metrics(void *fs, double *metrics)
 static void smn_step_end(void *fs)
 {
     smn_fs *t = fs;
-    t->end_status = window_end(t);
+    t->end_status = mcl_smn_window_end(t);
     if (t->end_status != MCL_OK) snprintf(t->end_err, sizeof t->end_err, "%s", mcl_ctx_error(t->ctx));
 }
 
@@ -780,14 +745,14 @@ static mcl_status smn_load(void *fs, const char *path, mcl_optim *opt, mcl_ckpt_
 static mcl_status add_family_state(mcl_smn *m, const mcl_smn_run *cfg);
 
 /* Copy the tensors of another smn checkpoint that have the same name and shape. */
-static mcl_status copy_matching(smn_fs *t, const char *path, int skip_head, int *copied, char *err, size_t len)
+mcl_status mcl_smn_fs_copy_matching(smn_fs *t, const char *path, int skip_head, int *copied, char *err, size_t len)
 {
     mcl_smn_run src_cfg;
     mcl_status st = mcl_smn_run_from_ckpt(path, &src_cfg, err, len);
     if (st != MCL_OK) return st;
     mcl_smn *src = mcl_smn_create(t->ctx, &src_cfg.model);
     if (!src) return fail(err, len, MCL_ERR_FORMAT, "checkpoint '%s': %s", path, mcl_ctx_error(t->ctx));
-    st = add_family_state(src, &src_cfg); /* the family's record, as fs_create adds it */
+    st = add_family_state(src, &src_cfg); /* the family's record, as mcl_smn_fs_create adds it */
     if (st != MCL_OK) fail(err, len, st, "%s", mcl_ctx_error(t->ctx));
     if (st == MCL_OK) st = mcl_ckpt_load(t->ctx, path, MCL_SMN_CKPT_KIND, src->params, NULL, NULL, err, len);
     static const char *const heads[] = {"head.", "policy.", "value."};
@@ -804,7 +769,7 @@ static mcl_status smn_init_from(void *fs, const char *path, char *note, size_t n
 {
     smn_fs *t = fs;
     int copied = 0;
-    mcl_status st = copy_matching(t, path, 0, &copied, err, len);
+    mcl_status st = mcl_smn_fs_copy_matching(t, path, 0, &copied, err, len);
     if (st == MCL_OK) {
         if (t->m->mn) st = mcl_metanet_clear(t->m->mn);
         snprintf(note, note_len, "%d tensors of the same name and shape copied from %s", copied, path);
@@ -872,7 +837,7 @@ const mcl_family mcl_smn_family = {
     .cfg_check = smn_cfg_check,
     .total_steps = smn_total_steps,
     .create = smn_create,
-    .free = smn_free_fs,
+    .free = mcl_smn_fs_free,
     .params = smn_params,
     .optim_config = smn_optim_config,
     .n_metrics = 4,
@@ -933,170 +898,4 @@ mcl_status mcl_smn_open(mcl_ctx *ctx, const char *path, mcl_smn **out, mcl_ckpt_
 mcl_status mcl_smn_export(mcl_smn *m, const char *path, const mcl_ckpt_info *info, char *err, size_t len)
 {
     return mcl_ckpt_export(m->ctx, path, MCL_SMN_CKPT_KIND, m->params, info, err, len);
-}
-
-void mcl_smn_online_result_free(mcl_smn_online_result *r)
-{
-    if (!r) return;
-    free(r->task);
-    memset(r, 0, sizeof *r);
-}
-
-/* The per-task record of a finished run. */
-static mcl_status collect(const smn_fs *t, mcl_smn_online_result *out, int max_tasks)
-{
-    if (t->env) {
-        int n = mcl_wcst_num_tasks(t->env);
-        out->task = calloc((size_t)(n > 0 ? n : 1), sizeof *out->task);
-        if (!out->task) return MCL_ERR_OOM;
-        for (int i = 0; i < n; i++) {
-            const mcl_wcst_task_stats *s = mcl_wcst_task(t->env, i);
-            mcl_smn_task_rec *r = &out->task[i];
-            r->steps = (s->cards + t->cfg.episode_len - 1) / t->cfg.episode_len;
-            r->updates_to_solve = s->episodes_to_solve; /* one update (fast or gradient) per episode */
-            r->persev_errors = s->persev_errors;
-            r->hits = s->cards - s->errors;
-            r->n = s->cards;
-            r->persev_n = r->kept_err = r->kept_n = 0;
-        }
-        out->n_tasks = n;
-    } else {
-        int n = tasks_done(t);
-        if (n > max_tasks) n = max_tasks;
-        out->task = calloc((size_t)(n > 0 ? n : 1), sizeof *out->task);
-        if (!out->task) return MCL_ERR_OOM;
-        memcpy(out->task, t->rec, (size_t)n * sizeof *out->task);
-        for (int i = 0; i < n; i++) out->task[i].updates_to_solve = -1;
-        out->n_tasks = n;
-    }
-    out->steps = t->env_steps;
-    out->updates = t->updates;
-    return MCL_OK;
-}
-
-/* Host copies of every parameter (the offline agents' reset point). */
-static float **params_snapshot(mcl_params *p)
-{
-    const int n = mcl_params_count(p);
-    float **v = calloc((size_t)n, sizeof *v);
-    for (int i = 0; v && i < n; i++) {
-        mcl_tensor *x = mcl_params_get(p, i);
-        v[i] = read_host(x, mcl_tensor_numel(x));
-        if (!v[i]) {
-            for (int j = 0; j < i; j++) free(v[j]);
-            free(v);
-            return NULL;
-        }
-    }
-    return v;
-}
-
-static void params_snapshot_free(float **v, int n)
-{
-    for (int i = 0; v && i < n; i++) free(v[i]);
-    free(v);
-}
-
-static mcl_status params_restore(mcl_params *p, float **v)
-{
-    mcl_status st = MCL_OK;
-    for (int i = 0; i < mcl_params_count(p) && st == MCL_OK; i++) {
-        mcl_tensor *x = mcl_params_get(p, i);
-        st = mcl_tensor_write(x, v[i], mcl_tensor_numel(x));
-    }
-    return st;
-}
-
-static mcl_status make_optim(smn_fs *t, const mcl_smn_online_opts *o, mcl_optim **opt)
-{
-    mcl_optim_config oc;
-    memset(&oc, 0, sizeof oc);
-    oc.kind = optim_kind(o->optimizer);
-    oc.sched.kind = MCL_SCHED_CONSTANT;
-    oc.sched.base_lr = o->lr;
-    mcl_optim_free(*opt);
-    *opt = NULL;
-    return mcl_optim_create(t->ctx, &oc, t->m->params, opt);
-}
-
-/* The current task index (onlinex: of the next round; wcst: of the next card). */
-static int current_task(const smn_fs *t)
-{
-    if (t->env) return mcl_wcst_num_tasks(t->env) - 1;
-    return t->round < t->n_rounds ? t->stream->task[t->round * t->B] : t->cfg.n_tasks;
-}
-
-mcl_status mcl_smn_online_run(mcl_ctx *ctx, const mcl_smn_run *cfg_in, const mcl_smn_online_opts *o,
-                              mcl_smn_online_result *out, char *err, size_t len)
-{
-    memset(out, 0, sizeof *out);
-    mcl_smn_run cfg = *cfg_in;
-    cfg.env_seed = o->seed;
-    cfg.data_seed = o->seed;
-    const int fast_agent = o->agent == MCL_SMN_AGENT_ALG1 || o->agent == MCL_SMN_AGENT_FAST_ONLY;
-    if (fast_agent && !cfg.model.fast)
-        return fail(err, len, MCL_ERR_INVALID, "this agent needs a model with fast weights (model.fast = 1)");
-    if (!fast_agent) {
-        cfg.model.fast = 0;
-        cfg.model.k = 1;
-    }
-    const int grad_agent = o->agent == MCL_SMN_AGENT_ALG1 || o->agent == MCL_SMN_AGENT_ONLINE ||
-                           o->agent == MCL_SMN_AGENT_OFFLINE;
-    if (grad_agent && !(o->lr > 0.0f)) return fail(err, len, MCL_ERR_INVALID, "lr = %g must be > 0", (double)o->lr);
-    smn_fs *t = NULL;
-    mcl_optim *opt = NULL;
-    float **init = NULL;
-    const double t0 = mcl_now_s();
-    mcl_status st = fs_create(ctx, &cfg, o->round_size > 0 ? o->round_size : 32, o->seed, NULL, &t, err, len);
-    if (st == MCL_OK && o->init) {
-        int copied = 0;
-        st = copy_matching(t, o->init, o->new_head, &copied, err, len);
-        if (st == MCL_OK && copied == 0)
-            st = fail(err, len, MCL_ERR_INVALID, "nothing in '%s' fits this model", o->init);
-    }
-    if (st == MCL_OK && t->m->mn && mcl_metanet_clear(t->m->mn) != MCL_OK)
-        st = fail(err, len, mcl_ctx_status(ctx), "%s", mcl_ctx_error(ctx));
-    if (st == MCL_OK && grad_agent && make_optim(t, o, &opt) != MCL_OK)
-        st = fail(err, len, mcl_ctx_status(ctx), "optimizer: %s", mcl_ctx_error(ctx));
-    if (st == MCL_OK && o->agent == MCL_SMN_AGENT_OFFLINE && !(init = params_snapshot(t->m->params)))
-        st = fail(err, len, MCL_ERR_OOM, "out of memory");
-    int last_task = st == MCL_OK ? current_task(t) : 0;
-    const int k = window_len(&t->cfg.model);
-    while (st == MCL_OK) {
-        if (t->env ? tasks_done(t) >= o->max_tasks : current_task(t) >= o->max_tasks) break;
-        if (o->max_steps > 0 && t->env_steps >= o->max_steps) break;
-        if (t->stream && t->round + k > t->n_rounds) break;
-        if (o->agent == MCL_SMN_AGENT_OFFLINE && current_task(t) != last_task) { /* told the switch */
-            last_task = current_task(t);
-            st = params_restore(t->m->params, init);
-            if (st == MCL_OK) st = make_optim(t, o, &opt);
-        }
-        mcl_tensor *loss = NULL;
-        t->win_hits = t->win_n = 0.0;
-        if (st == MCL_OK && grad_agent) {
-            mcl_optim_zero_grad(opt);
-            st = window_loss(t, &loss);
-            if (st == MCL_OK) st = mcl_backward(ctx, loss);
-            if (st == MCL_OK) st = window_end(t);
-            if (st == MCL_OK) st = mcl_optim_step(opt);
-        } else if (st == MCL_OK && o->agent == MCL_SMN_AGENT_FAST_ONLY) {
-            const size_t mark = mcl_tape_mark(ctx);
-            st = env_step(t, MCL_SMN_FAST_STEP, &loss);
-            if (st == MCL_OK) st = mcl_metanet_write(t->m->mn, loss, mark, &t->cfg.model.eval_h, 0);
-            if (st == MCL_OK) t->updates++;
-        } else if (st == MCL_OK) {
-            mcl_no_grad_begin(ctx);
-            st = env_step(t, MCL_SMN_FAST_STEP, &loss);
-            mcl_no_grad_end(ctx);
-        }
-        if (st != MCL_OK) st = fail(err, len, st, "step %lld: %s", (long long)t->env_steps, mcl_ctx_error(ctx));
-        mcl_ctx_reset(ctx);
-    }
-    if (st == MCL_OK && collect(t, out, o->max_tasks) != MCL_OK) st = fail(err, len, MCL_ERR_OOM, "out of memory");
-    out->seconds = mcl_now_s() - t0;
-    if (t) params_snapshot_free(init, mcl_params_count(t->m->params));
-    mcl_optim_free(opt);
-    smn_free_fs(t);
-    if (st != MCL_OK) mcl_smn_online_result_free(out);
-    return st;
 }

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""bench-shared.py — `metacl bench B` on a shared machine: with one CPU-bound competitor per
+core running, each workload at 1 thread and at T threads, side by side.
+
+The question (issue 30): with other work on every core, are T threads ever slower than 1? A
+thread that waits at an OpenMP barrier for a descheduled one can make a multi-threaded run
+several times slower than a single-threaded one (tools/cli/omp_wait.c). This script starts
+--competitors busy processes (default: one per processor; each is `python3 -c "while 1: pass"`),
+runs `<metacl> bench B --json --threads 1` and `--threads T` while they run, stops them, and
+prints a Markdown table: the medians at 1 and T threads, T-thread speed-up (1-thread median /
+T-thread median) and whether T threads were no slower. --competitors 0 runs the same on
+whatever the machine is doing.
+
+Usage:
+  python3 tools/scripts/bench-shared.py --bench lm --only lm_eval_static            # T = 2
+  python3 tools/scripts/bench-shared.py --bench acl --threads 4 --competitors 4 --reps 3
+  python3 tools/scripts/bench-shared.py --bench lm --env OMP_WAIT_POLICY=active     # the old policy
+Options: --metacl PATH (default ./metacl at the repo root), --bench acl|oct|smn|lm (default
+  acl), --threads T (default 2), --competitors K (default: os.cpu_count()), --reps R,
+  --only NAME[,NAME], --env NAME=VALUE (repeatable: for metacl), --json.
+Exit status: 0 ok (whatever the result), 1 when metacl fails, 2 on bad flags.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="bench-shared.py",
+                                description="metacl bench at 1 and T threads beside CPU-bound competitors")
+    p.add_argument("--metacl", default=os.path.join(REPO, "metacl"))
+    p.add_argument("--bench", choices=("acl", "oct", "smn", "lm"), default="acl")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--competitors", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--reps", type=int, default=None)
+    p.add_argument("--only", default=None)
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    if a.threads < 2:
+        p.error("--threads must be >= 2 (it is compared with 1)")
+    if a.competitors < 0 or (a.reps is not None and a.reps < 1):
+        p.error("--competitors must be >= 0 and --reps >= 1")
+    for e in a.env:
+        if "=" not in e or not e.split("=", 1)[0]:
+            p.error("--env wants NAME=VALUE (not %r)" % e)
+    return a
+
+
+def run_bench(a, threads, env):
+    cmd = [a.metacl, "bench", a.bench, "--json", "--threads", str(threads)]
+    if a.reps is not None:
+        cmd += ["--reps", str(a.reps)]
+    if a.only:
+        cmd += ["--only", a.only]
+    print("bench-shared: running %s" % " ".join(cmd), file=sys.stderr)
+    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if r.returncode != 0:
+        print("bench-shared: metacl failed (exit %d):\n%s" % (r.returncode, r.stderr), file=sys.stderr)
+        return None
+    try:
+        return {w["name"]: float(w["ms_median"]) for w in json.loads(r.stdout)["workloads"]}
+    except (ValueError, KeyError, TypeError) as e:
+        print("bench-shared: metacl printed no valid JSON (%s)" % e, file=sys.stderr)
+        return None
+
+
+def main(argv):
+    a = parse_args(argv)
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    for e in a.env:
+        k, v = e.split("=", 1)
+        env[k] = v
+    busy = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(a.competitors)]
+    try:
+        one = run_bench(a, 1, env)
+        many = run_bench(a, a.threads, env) if one is not None else None
+    finally:
+        for b in busy:
+            b.kill()
+        for b in busy:
+            b.wait()
+    if one is None or many is None:
+        return 1
+    rows = []
+    for name in one:
+        if name in many and many[name] > 0:
+            rows.append({"name": name, "ms_1": one[name], "ms_T": many[name],
+                         "speedup": one[name] / many[name], "no_slower": many[name] <= one[name]})
+    if a.json:
+        print(json.dumps({"bench": a.bench, "threads": a.threads, "competitors": a.competitors,
+                          "env": a.env, "workloads": rows}))
+        return 0
+    print("metacl bench %s beside %d CPU-bound competitor(s)%s" % (
+        a.bench, a.competitors, (", " + " ".join(a.env)) if a.env else ""))
+    print()
+    print("| workload | 1 thread ms (median) | %d threads ms (median) | speed-up | %d no slower |"
+          % (a.threads, a.threads))
+    print("|---|---:|---:|---:|:---:|")
+    for r in rows:
+        print("| %s | %.2f | %.2f | %.2fx | %s |" % (r["name"], r["ms_1"], r["ms_T"], r["speedup"],
+                                                   "yes" if r["no_slower"] else "no"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
