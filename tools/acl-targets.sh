@@ -1,6 +1,6 @@
 #!/bin/sh
 # acl-targets.sh SUMMARY.md — the generalization targets of doc/acl.md ("The targets"), computed
-# from the tables the main job (tools/acl-demo.sh) just printed, each with its numbers and
+# from the tables the main job (tools/reproduce.sh) just printed, each with its numbers and
 # "met" or "NOT met". Reads only the Markdown tables (mean ± std cells), so it computes
 # nothing that the tables do not show. Exit 0 (a missed target is a result, not an error);
 # exit 1 when a table or row it needs is missing.

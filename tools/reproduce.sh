@@ -1,6 +1,7 @@
 #!/bin/sh
-# acl-demo.sh — the main job: evaluate the shipped ACL models (data/checkpoints/) next to the
-# no-ACL model and the SGD / Adam baselines, print the tables and write the figures.
+# reproduce.sh — the main job: evaluate the shipped models of every family (ACL, OCT, SMN, LM;
+# data/checkpoints/) next to their baselines, print the tables and write the figures. ACL: the
+# ACL models next to the no-ACL model and the SGD / Adam baselines:
 #   1. two-task, in-domain held-out classes: A = hanzi, B = hershey (5-way 5-shot)
 #   2. two-task, unseen domains: Fashion-MNIST classes 0-4 -> 5-9; kanji (a stroke set never
 #      trained on)
@@ -32,13 +33,13 @@ done
 # were never fetched needs `apt-get update` first (as root)
 if ! "$METACL" data info text >/dev/null 2>&1; then
     "$METACL" data prepare text || { [ "$(id -u)" = 0 ] && apt-get update >/dev/null && "$METACL" data prepare text; } ||
-        { echo "acl-demo: the text corpus could not be prepared (see above)" >&2; exit 1; }
+        { echo "reproduce: the text corpus could not be prepared (see above)" >&2; exit 1; }
 fi
 for f in acl-2task noacl-2task acl-split5 acl-2task-gen noacl-2task-gen acl-split5-gen acl-cil10-gen acl-cil2-gen acl-2task-gen-acl2 smn-wcst smn-online-hanzi smn-online-hanzi-ft smn-pretrain-hanzi lm-text; do
-    [ -s "$CK/$f.ckpt" ] || { echo "acl-demo: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
+    [ -s "$CK/$f.ckpt" ] || { echo "reproduce: $CK/$f.ckpt is missing (retrain: tools/train-acl-models.sh)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
-TMPD=$(mktemp -d "$OUT/.acl-demo.XXXXXX")
+TMPD=$(mktemp -d "$OUT/.reproduce.XXXXXX")
 trap 'rm -rf "$TMPD"' EXIT
 n=0
 # heading TEXT: on stdout and in summary.md
@@ -169,4 +170,4 @@ echo "## 6. Adaptive character language model: bits per byte on a stream that sw
 "$METACL" eval lm --ckpt "$CK/lm-text.ckpt" --block 10000 --max-chars "$LM_CHARS" --lr 0.03 --decay 0.001 \
     --p 0.02 --gamma 0 --beta1 0 --beta2 1 --figures "$OUT/lm" --quiet "$@"
 echo
-echo "acl-demo: done in $(( $(date +%s) - start )) s; figures, summary.md and summary.json in $OUT/"
+echo "reproduce: done in $(( $(date +%s) - start )) s; figures, summary.md and summary.json in $OUT/"
