@@ -51,6 +51,8 @@ static const command commands[] = {
     {"ckpt", "", "checkpoints", mcl_cli_ckpt, mcl_cli_ckpt_subs, &mcl_cli_n_ckpt_subs},
     {"plot", "RUN_DIR.. --out F.png [--y COLUMN] [--chance P]", "learning curves from run directories",
      mcl_cli_plot, NULL, NULL},
+    {"stats", "ci|target|paired ...", "95 % intervals over runs, met / not met / inconclusive, paired tie (doc/architecture.md)",
+     mcl_cli_stats, NULL, NULL},
     {"version", "", "print the version and build facts (also --version)", cmd_version, NULL, NULL},
     {"help", "", "this text (also -h, --help); `metacl <command> --help`: a command's options",
      cmd_help, NULL, NULL},
