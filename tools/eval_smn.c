@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "metrics.h"
 #include "dist.h"
 #include "plot.h"
 #include "progress.h"
@@ -404,7 +405,8 @@ static void json_out(FILE *fp, mcl_ctx *ctx, agent *ag, int na, int online, int 
     mcl_json_finish(&j);
 }
 
-/* Per task index, one line per agent with a ±1 std band. */
+/* Per task index, one line per agent with the 95 % interval of its mean over the runs that
+ * reached the rule (Student's t, metrics.h; none with one run) as a band, clamped at 0 (counts). */
 static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
 {
     static const char *const file[2] = {"wcst-updates.png", "wcst-persev.png"};
@@ -417,19 +419,20 @@ static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
         for (int k = 0; k < na; k++) {
             for (int i = 0; i < T; i++) {
                 x[i] = i + 1;
-                y[k * T + i] = mean_of((w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, &b[k * T + i]);
+                mcl_ci95((w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, &y[k * T + i], &b[k * T + i], NULL);
             }
             se[k] = (mcl_series){ag[k].name, x, y + k * T, T, b + k * T};
         }
-        char path[4200], err[256], title[128];
+        char path[4200], err[256], title[192];
         snprintf(path, sizeof path, "%s/%s", dir, file[w]);
-        snprintf(title, sizeof title, "WCST: %s per rule (mean +- std, %d runs)", ylab[w], runs);
+        snprintf(title, sizeof title, "WCST: %s per rule (mean, band: 95%% CI, %d runs)", ylab[w], runs);
         mcl_lines_spec ls;
         memset(&ls, 0, sizeof ls);
         ls.title = title;
         ls.xlabel = "task (rule) index";
         ls.ylabel = ylab[w];
         ls.ref_y = NAN;
+        ls.band_floor0 = 1;
         if (mcl_plot_lines_ex(path, &ls, na, se, NULL, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd, err);
             rc = 1;
@@ -444,7 +447,7 @@ static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
 }
 
 /* The paper's Fig. 4: one panel (file) per metric, x = the stream's mean task length. */
-static int online_figures(const char *dir, agent *ag, int na, int runs, const len_range *L, int nl)
+static int online_figures(const char *dir, const char *domain, agent *ag, int na, int runs, const len_range *L, int nl)
 {
     static const char *const file[3] = {"online-accuracy.png", "online-persev.png", "online-interference.png"};
     static const char *const ylab[3] = {"average task accuracy (%)", "perseveration error rate (%)",
@@ -457,14 +460,18 @@ static int online_figures(const char *dir, agent *ag, int na, int runs, const le
         for (int k = 0; k < na; k++) {
             const double *v = w == 0 ? ag[k].acc : w == 1 ? ag[k].prate : ag[k].irate;
             for (int l = 0; l < nl; l++) {
-                y[k][l] = 100 * mean_of(v + l * runs, runs, 1, &b[k][l]);
+                mcl_ci95(v + l * runs, runs, 1, &y[k][l], &b[k][l], NULL);
+                y[k][l] *= 100;
                 b[k][l] *= 100;
             }
             se[k] = (mcl_series){ag[k].name, x, y[k], nl, b[k]};
         }
-        char path[4200], err[256], title[128];
+        char path[4200], err[256], title[512];
         snprintf(path, sizeof path, "%s/%s", dir, file[w]);
-        snprintf(title, sizeof title, "Online-X test streams: %s", ylab[w]);
+        if (runs > 1)
+            snprintf(title, sizeof title, "Online-%s test streams: %s (band: 95%% CI, %d runs)", domain, ylab[w], runs);
+        else
+            snprintf(title, sizeof title, "Online-%s test streams: %s (1 run: no interval)", domain, ylab[w]);
         mcl_lines_spec ls;
         memset(&ls, 0, sizeof ls);
         ls.title = title;
@@ -472,6 +479,7 @@ static int online_figures(const char *dir, agent *ag, int na, int runs, const le
         ls.ylabel = ylab[w];
         ls.ref_y = w == 0 ? 20.0 : NAN;
         ls.ref_label = "chance (5-way)";
+        ls.band_floor0 = 1;
         if (mcl_plot_lines_ex(path, &ls, na, se, NULL, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd, err);
             rc = 1;
@@ -647,7 +655,7 @@ int mcl_cli_eval_smn(const mcl_family *fam, int argc, char **argv)
             if (mcl_mkdir_p(o.figures, err, sizeof err) != MCL_OK) {
                 fprintf(stderr, "metacl %s: %s\n", cmd, err);
                 rc = 1;
-            } else if (online ? online_figures(o.figures, ag, na, runs, L, nl) : wcst_figures(o.figures, ag, na, runs, T)) {
+            } else if (online ? online_figures(o.figures, o.data, ag, na, runs, L, nl) : wcst_figures(o.figures, ag, na, runs, T)) {
                 rc = 1;
             }
         }
