@@ -496,8 +496,10 @@ static void figure_slug(const char *name, char *out, size_t n)
 }
 
 /* The accuracy matrices (mean ± std over runs, in %) of models [k0, k1) side by side with
- * one colour bar, into path. */
-static int write_matrices(const char *path, model_entry *me, int k0, int k1, const char *protocol, int T)
+ * one colour bar, into path; the title names the protocol, the data (data: "hanzi -> hershey")
+ * and the number of runs. */
+static int write_matrices(const char *path, model_entry *me, int k0, int k1, const char *protocol, int T,
+                          const char *data, int runs)
 {
     mcl_heatmap_panel pn[MAX_MODELS];
     float *buf = malloc((size_t)(2 * MAX_MODELS * T * T) * sizeof *buf);
@@ -512,9 +514,11 @@ static int write_matrices(const char *path, model_entry *me, int k0, int k1, con
         pn[k - k0] = (mcl_heatmap_panel){k1 - k0 > 1 ? me[k].name : NULL, v, e, T, T};
     }
     if (k1 - k0 == 1)
-        snprintf(title, sizeof title, "%s, %s: accuracy %% (mean \xC2\xB1 std)", me[k0].name, protocol);
+        snprintf(title, sizeof title, "%s, %s, %s: accuracy %% (mean \xC2\xB1 std over %d run%s)", me[k0].name,
+                 protocol, data, runs, runs == 1 ? "" : "s");
     else
-        snprintf(title, sizeof title, "%s: accuracy matrices (%%, mean \xC2\xB1 std over runs)", protocol);
+        snprintf(title, sizeof title, "%s, %s: accuracy matrices (%%, mean \xC2\xB1 std over %d run%s)", protocol,
+                 data, runs, runs == 1 ? "" : "s");
     mcl_heatmap_spec sp;
     memset(&sp, 0, sizeof sp);
     sp.title = title;
@@ -1013,16 +1017,21 @@ static int eval_acl(const mcl_family *fam, int argc, char **argv)
             fprintf(stderr, "metacl %s: --figures: %s\n", cmd_name, e2);
             rc = 1;
         }
+        char dtxt[256] = "";
+        for (int d = 0; d < n_data; d++) {
+            const size_t u = strlen(dtxt);
+            snprintf(dtxt + u, sizeof dtxt - u, "%s%s", d ? " -> " : "", de[d].spec);
+        }
         if (rc == 0 && n_models > 1) { /* all models side by side, one colour bar */
             char path[4400];
             snprintf(path, sizeof path, "%s/%s-accuracy.png", figures, protocol);
-            rc = write_matrices(path, me, 0, n_models, protocol, tasks);
+            rc = write_matrices(path, me, 0, n_models, protocol, tasks, dtxt, runs);
         }
         for (int k = 0; k < n_models && rc == 0; k++) {
             char safe[128], path[4400];
             figure_slug(me[k].name, safe, sizeof safe);
             snprintf(path, sizeof path, "%s/%s-%s-accuracy.png", figures, safe, protocol);
-            rc = write_matrices(path, me, k, k + 1, protocol, tasks);
+            rc = write_matrices(path, me, k, k + 1, protocol, tasks, dtxt, runs);
             if (rc == 0 && k == 0 && me[k].path) {
                 /* demo sequence: run 0's Split-X context, or one episode's first task */
                 if (!seq) {
