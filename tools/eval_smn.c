@@ -3,7 +3,7 @@
  *   --protocol wcst    R runs of a fresh WCST environment (seed + r) per agent; each run goes
  *                      on until T rules are solved (or the episode cap). Per task index: the
  *                      updates needed to solve it (fast and gradient updates both count, one
- *                      per episode) and the perseveration errors, mean ± std over the runs.
+ *                      per episode) and the perseveration errors, mean ± 95 % CI over the runs.
  *   --protocol online  Online-X test streams of T tasks for each task-length range, R runs
  *                      each (stream seed + r): average task accuracy (prequential, each
  *                      round scored before its update), perseveration error rate,
@@ -83,7 +83,7 @@ static const char synopsis[] =
 static const char about[] =
     "The Sparse-MetaNet protocols: WCST (updates to solve each rule and perseveration errors per\n"
     "task index) and Online-X streams (task accuracy, perseveration and interference error rates),\n"
-    "for the checkpoints and the gradient baselines, mean +- std over runs.";
+    "for the checkpoints and the gradient baselines, mean +- 95 % CI half-width over runs.";
 
 /* One agent of the comparison. */
 typedef struct agent {
@@ -167,19 +167,6 @@ static int parse_baseline(const char *v, int online, agent *a, const mcl_smn_run
     if (mcl_smn_run_from_ckpt(ck, &a->cfg, err, len) != MCL_OK) return 1;
     snprintf(a->name, sizeof a->name, "%.60s", kind);
     return 0;
-}
-
-static double mean_of(const double *v, int n, int stride, double *sd)
-{
-    double s = 0.0, q = 0.0;
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (isfinite(v[i * stride])) s += v[i * stride], k++;
-    double m = k ? s / k : NAN;
-    for (int i = 0; i < n; i++)
-        if (isfinite(v[i * stride])) q += (v[i * stride] - m) * (v[i * stride] - m);
-    if (sd) *sd = k > 1 ? sqrt(q / (k - 1)) : (k == 1 ? 0.0 : NAN);
-    return m;
 }
 
 /* ---------------------------------------------------------------- running agents */
@@ -281,11 +268,25 @@ static mcl_status grid_search(mcl_ctx *ctx, agent *a, int online, const smn_eval
 
 /* ---------------------------------------------------------------- output */
 
+/* " m +- h" (scaled): the mean over the runs v[0], v[stride], ... and the half-width of its
+ * 95 % interval (metrics.h); " m" alone with one run, " -" when nothing was measured. */
+static void put_ci(FILE *f, const double *v, int n, int stride, double scale)
+{
+    double m, h;
+    mcl_ci95(v, n, stride, &m, &h, NULL);
+    if (isnan(m)) fprintf(f, " -");
+    else if (isnan(h)) fprintf(f, " %.1f", scale * m);
+    else fprintf(f, " %.1f +- %.1f", scale * m, scale * h);
+}
+
+/* The header's words for n runs. */
+static const char *ci_words(int n) { return n > 1 ? "mean +- 95 % CI half-width" : "mean, no interval"; }
+
 static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
 {
     static const char *const what[2] = {"Updates to solve each rule", "Perseveration errors per rule"};
     for (int w = 0; w < 2; w++) {
-        fprintf(f, "\n### %s (mean +- std over %d runs%s)\n\n| task |", what[w], runs,
+        fprintf(f, "\n### %s (%s over %d run%s%s)\n\n| task |", what[w], ci_words(runs), runs, runs == 1 ? "" : "s",
                 w == 0 ? "; [k]: k runs reached the rule without solving it, counted with the updates "
                          "they spent on it (a lower bound); - : no run reached it" : "");
         for (int k = 0; k < na; k++) fprintf(f, " %s |", ag[k].name);
@@ -295,9 +296,7 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
         for (int i = 0; i < T; i++) {
             fprintf(f, "| %d |", i + 1);
             for (int k = 0; k < na; k++) {
-                double sd, m = mean_of((w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, &sd);
-                if (isfinite(m)) fprintf(f, " %.1f +- %.1f", m, sd);
-                else fprintf(f, " -");
+                put_ci(f, (w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, 1.0);
                 int reached = 0;
                 for (int r = 0; r < runs; r++) reached += isfinite(ag[k].upd[r * T + i]);
                 if (w == 0 && ag[k].solved[i] < reached) fprintf(f, " [%d]", reached - ag[k].solved[i]);
@@ -307,10 +306,10 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
         }
     }
     const int cut = T > 10 ? 10 : (T + 1) / 2; /* the paper's "after ~10 tasks", or half */
-    fprintf(f, "\n### Summary (mean over task indices; std over runs)\n\n| agent | updates, tasks 1-%d | "
+    fprintf(f, "\n### Summary (mean over task indices; %s over the runs)\n\n| agent | updates, tasks 1-%d | "
                "updates, tasks %d-%d | persev. errors, tasks 1-%d | persev. errors, tasks %d-%d | seconds |\n"
                "|---|---|---|---|---|---|\n",
-            cut, cut + 1, T, cut, cut + 1, T);
+            ci_words(runs), cut, cut + 1, T, cut, cut + 1, T);
     for (int k = 0; k < na; k++) {
         fprintf(f, "| %s |", ag[k].name);
         for (int w = 0; w < 2; w++)
@@ -326,10 +325,10 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
                     }
                     pr[r] = c ? s / c : NAN;
                 }
-                double sd, m = pr ? mean_of(pr, runs, 1, &sd) : NAN;
+                if (i0 < i1 && pr) put_ci(f, pr, runs, 1, 1.0);
+                else fprintf(f, " -");
+                fprintf(f, " |");
                 free(pr);
-                if (i0 < i1 && isfinite(m)) fprintf(f, " %.1f +- %.1f |", m, sd);
-                else fprintf(f, " - |");
             }
         fprintf(f, " %.0f |\n", ag[k].seconds);
     }
@@ -340,7 +339,7 @@ static void online_tables(FILE *f, agent *ag, int na, int runs, const len_range 
     static const char *const what[3] = {"Average task accuracy (%)", "Perseveration error rate (%)",
                                         "Interference error rate on kept classes (%)"};
     for (int w = 0; w < 3; w++) {
-        fprintf(f, "\n### %s, mean +- std over %d runs\n\n| agent |", what[w], runs);
+        fprintf(f, "\n### %s, %s over %d run%s\n\n| agent |", what[w], ci_words(runs), runs, runs == 1 ? "" : "s");
         for (int l = 0; l < nl; l++) fprintf(f, " lengths %d-%d |", L[l].lo, L[l].hi);
         fprintf(f, "\n|---|");
         for (int l = 0; l < nl; l++) fprintf(f, "---|");
@@ -349,9 +348,8 @@ static void online_tables(FILE *f, agent *ag, int na, int runs, const len_range 
             fprintf(f, "| %s |", ag[k].name);
             const double *v = w == 0 ? ag[k].acc : w == 1 ? ag[k].prate : ag[k].irate;
             for (int l = 0; l < nl; l++) {
-                double sd, m = mean_of(v + l * runs, runs, 1, &sd);
-                if (isfinite(m)) fprintf(f, " %.1f +- %.1f |", 100 * m, 100 * sd);
-                else fprintf(f, " - |");
+                put_ci(f, v + l * runs, runs, 1, 100.0);
+                fprintf(f, " |");
             }
             fprintf(f, "\n");
         }
