@@ -19,7 +19,6 @@ n=$(grep -c '^doc/' "$SRC/tests/doc-numbers.txt")
 mkdir -p "$TMP/doc" "$TMP/data/fixtures"
 cp "$SRC"/doc/*.md "$TMP/doc/" && cp -r "$SRC/data/fixtures/main-job" "$TMP/data/fixtures/"
 first=$(grep '^doc/' "$SRC/tests/doc-numbers.txt" | head -1)
-doc=$(echo "$first" | cut -d'|' -f1 | tr -d ' ')
 js=$(echo "$first" | cut -d'|' -f2 | tr -d ' ')
 path=$(echo "$first" | cut -d'|' -f3 | tr -d ' ' | cut -d, -f1)
 # the JSON: its first checked value plus 0.5
