@@ -188,6 +188,76 @@ static void test_result(void)
     mcl_cl_result_free(NULL);
 }
 
+/* The 95 % interval and the three-word rule (metrics.h): t quantiles against published values,
+ * one interval by hand, the verdicts on both sides of a threshold, no verdict from one run,
+ * and a paired comparison that separates two models whose unpaired intervals overlap. */
+static void test_intervals_and_verdicts(void)
+{
+    /* t_{0.975}: df 1 12.7062, df 4 2.7764, df 9 2.2622, df 40 2.0211 (anchor), df 35 2.0301
+     * (tables: 2.030108; the 1/df interpolation is within 1e-4), df 1e6 -> 1.96 */
+    CHECK_NEAR("t975 df1", mcl_t975(1), 12.706205, 1e-6, 0);
+    CHECK_NEAR("t975 df4", mcl_t975(4), 2.776445, 1e-6, 0);
+    CHECK_NEAR("t975 df9", mcl_t975(9), 2.262157, 1e-6, 0);
+    CHECK_NEAR("t975 df40", mcl_t975(40), 2.021075, 1e-6, 0);
+    CHECK_NEAR("t975 df35", mcl_t975(35), 2.030108, 1e-4, 0);
+    CHECK_NEAR("t975 df1e6", mcl_t975(1000000), 1.959964, 1e-4, 0);
+    CHECK(isnan(mcl_t975(0)), "t975 df 0 is NaN");
+    /* x = 1..5: mean 3, s = sqrt(10/4) = 1.581139, half = 2.776445 · 1.581139 / sqrt(5)
+     * = 2.776445 · 0.707107 = 1.963243 */
+    const double x[5] = {1, 2, 3, 4, 5};
+    double m, h;
+    int k;
+    mcl_ci95(x, 5, 1, &m, &h, &k);
+    CHECK_NEAR("ci mean", m, 3.0, TOL, 0);
+    CHECK_NEAR("ci half", h, 1.963243, 1e-6, 0);
+    CHECK(k == 5, "ci used 5 values");
+    /* the interval [1.036757, 4.963243]: 1.0 met, 1.1 and 4.9 inconclusive, 5.0 not met */
+    CHECK(mcl_target_verdict(m, h, 1.0, 1) == MCL_VERDICT_MET, ">= 1.0 met");
+    CHECK(mcl_target_verdict(m, h, 1.1, 1) == MCL_VERDICT_INCONCLUSIVE, ">= 1.1 inconclusive");
+    CHECK(mcl_target_verdict(m, h, 4.9, 1) == MCL_VERDICT_INCONCLUSIVE, ">= 4.9 inconclusive");
+    CHECK(mcl_target_verdict(m, h, 5.0, 1) == MCL_VERDICT_NOT_MET, ">= 5.0 not met");
+    CHECK(mcl_target_verdict(m, h, 5.0, 0) == MCL_VERDICT_MET, "<= 5.0 met");
+    CHECK(mcl_target_verdict(m, h, 1.0, 0) == MCL_VERDICT_NOT_MET, "<= 1.0 not met");
+    /* deliberately wrong: a normal quantile (1.96 · 0.707107 = 1.385929) would call ">= 1.5"
+     * met (lower end 1.614); Student's t must leave it inconclusive */
+    CHECK(mcl_target_verdict(m, h, 1.5, 1) == MCL_VERDICT_INCONCLUSIVE, "t, not the normal quantile");
+    CHECK(mcl_target_verdict(m, 1.385929, 1.5, 1) == MCL_VERDICT_MET, "the normal interval would say met");
+    /* one run: no interval, never met (the "+- 0.0 / met" of a single run) */
+    mcl_ci95(x, 1, 1, &m, &h, &k);
+    CHECK(m == 1.0 && isnan(h) && k == 1, "one value: mean, no interval");
+    CHECK(mcl_target_verdict(m, h, 0.5, 1) == MCL_VERDICT_INCONCLUSIVE, "one run is inconclusive");
+    /* NaN values are left out: {1, NaN, 3} -> mean 2, s = sqrt(2), half = 12.706205 · 1 */
+    const double xn[3] = {1, NAN, 3};
+    mcl_ci95(xn, 3, 1, &m, &h, &k);
+    CHECK(k == 2, "NaN skipped");
+    CHECK_NEAR("NaN-skipping half", h, 12.706205, 1e-6, 0);
+    /* paired: y = x − (0.010, 0.012, 0.009, 0.011, 0.010) per run; the runs vary by ±0.035,
+     * so the unpaired intervals overlap, but the differences are 0.0104 ± 0.0015:
+     * d mean = 0.052 / 5 = 0.0104, s = sqrt(((-.0004)²+.0016²+(-.0014)²+.0006²+(-.0004)²)/4)
+     *       = sqrt(5.2e-6 / 4) = 0.0011402, half = 2.776445 · 0.0011402 / 2.236068 = 0.0014157 */
+    const double px[5] = {0.80, 0.82, 0.78, 0.85, 0.81};
+    const double py[5] = {0.79, 0.808, 0.771, 0.839, 0.80};
+    double d, dh, mx, hx, my, hy;
+    mcl_ci95(px, 5, 1, &mx, &hx, NULL);
+    mcl_ci95(py, 5, 1, &my, &hy, NULL);
+    CHECK(mx - hx < my + hy, "the unpaired intervals overlap");
+    CHECK(mcl_paired_verdict(px, py, 5, 0.0, &d, &dh) == MCL_VERDICT_FIRST, "paired: x larger");
+    CHECK_NEAR("paired diff", d, 0.0104, 1e-9, 0);
+    CHECK_NEAR("paired half", dh, 0.0014157, 1e-6, 0);
+    CHECK(mcl_paired_verdict(py, px, 5, 0.0, NULL, NULL) == MCL_VERDICT_SECOND, "paired: swapped");
+    /* with a margin: "x beats y by >= 0.02" is clearly not the case (upper end 0.0118) */
+    CHECK(mcl_paired_verdict(px, py, 5, 0.02, NULL, NULL) == MCL_VERDICT_SECOND, "margin not reached");
+    /* a tie: differences 0.02, -0.01, 0.015, -0.02, 0 (mean 0.001) */
+    const double ty[5] = {0.78, 0.83, 0.765, 0.87, 0.81};
+    CHECK(mcl_paired_verdict(px, ty, 5, 0.0, &d, &dh) == MCL_VERDICT_TIE, "paired tie");
+    CHECK(d - dh < 0 && d + dh > 0, "the tie's interval holds 0");
+    CHECK(mcl_paired_verdict(px, ty, 1, 0.0, NULL, NULL) == MCL_VERDICT_INCONCLUSIVE, "one run: no paired verdict");
+    CHECK(strcmp(mcl_verdict_name(MCL_VERDICT_INCONCLUSIVE), "inconclusive") == 0 &&
+              strcmp(mcl_verdict_name(MCL_VERDICT_NOT_MET), "not met") == 0 &&
+              strcmp(mcl_verdict_name(MCL_VERDICT_TIE), "tie") == 0,
+          "verdict names");
+}
+
 int main(void)
 {
     tu_begin("test-metrics", SEED);
@@ -197,5 +267,6 @@ int main(void)
     test_t1_and_nan();
     test_mean_std();
     test_result();
+    test_intervals_and_verdicts();
     return tu_summary();
 }

@@ -79,6 +79,26 @@ EOF
         check "info text" 0 "$METACL" data info text --data-dir "$TMP/d"
         expect_text "domain row" "dictionary"
         expect_text "verified" "all ok"
+        # the pinned manifest: the same corpus is "pinned"; another version and another digest are
+        # named as drift (pinned -> here), exit 0 (drift is not damage)
+        { echo "kind = text-manifest"; echo "format = 1"; echo "domains = dictionary"
+          echo "dictionary.packages = dict-gcide 9.9-fake1"
+          awk '{ print "sha256." $2 " = " $1 }' "$TMP/d/text/SHA256SUMS"; } >"$TMP/pin-same.txt"
+        check "info text, pinned manifest" 0 "$METACL" data info text --data-dir "$TMP/d" --manifest "$TMP/pin-same.txt"
+        expect_text "all domains as pinned" "1 of 1 domains as pinned"
+        sed 's/^dictionary.packages = .*/dictionary.packages = dict-gcide 9.8-fake0/; s/^\(sha256.dictionary.test = \)./\1x/' \
+            "$TMP/pin-same.txt" >"$TMP/pin-old.txt"
+        check "info text, drifted manifest" 0 "$METACL" data info text --data-dir "$TMP/d" --manifest "$TMP/pin-old.txt"
+        expect_text "counts the drift" "0 of 1 domains as pinned"
+        expect_text "names the version change" "dictionary     DRIFTED: packages dict-gcide 9.8-fake0 -> 9.9-fake1 (pinned -> here)"
+        expect_text "names the file" "files differ: dictionary.test"
+        check "info text --json, drifted manifest" 0 "$METACL" data info text --data-dir "$TMP/d" --manifest "$TMP/pin-old.txt" --json
+        expect_text "JSON drift state" '"state":"drifted"'
+        printf 'kind = text\n' >"$TMP/pin-bad.txt"
+        check "info text, not a manifest" 0 "$METACL" data info text --data-dir "$TMP/d" --manifest "$TMP/pin-bad.txt"
+        expect_text "says it is not a manifest" "not a text manifest"
+        PATH="$TMP/fail-bin:$PATH" check "prepare text --manifest" 0 "$METACL" data prepare text --domains dictionary --debs "$TMP/debs" --name text3 --manifest "$TMP/pin-old.txt" --data-dir "$TMP/d"
+        expect_text "prepare names the drift" "dict-gcide 9.8-fake0 -> 9.9-fake1"
         # --debs: no apt-get at all (the failing stub first in PATH)
         PATH="$TMP/fail-bin:$PATH" check "prepare text --debs" 0 "$METACL" data prepare text --domains dictionary --debs "$TMP/debs" --name text2 --data-dir "$TMP/d"
         cmp -s "$TMP/d/text/dictionary.train" "$TMP/d/text2/dictionary.train" && pass=$((pass + 1)) ||
@@ -89,6 +109,25 @@ EOF
 else
     echo "note: no dpkg-deb; the fake-package checks are skipped"
 fi
+
+# ---- the pinned corpus shipped in the tree: data/text-manifest.txt and the excerpts the main
+# job's LM evaluation reads (data/text-eval), which must verify and hold every pinned domain ----
+SRC=${METACL_SRCDIR:-$(dirname "$0")/..}
+check "the shipped excerpts verify" 0 "$METACL" data info text-eval --data-dir "$SRC/data"
+expect_text "excerpts all ok" "all ok"
+doms=$(sed -n 's/^domains = //p' "$SRC/data/text-manifest.txt")
+[ -n "$doms" ] && [ "$doms" = "$(sed -n 's/^domains = //p' "$SRC/data/text-eval/meta.txt")" ] && pass=$((pass + 1)) ||
+    { fail=$((fail + 1)); echo "FAIL: data/text-eval's domains ($doms) are not the manifest's"; }
+for d in $(echo "$doms" | tr ',' ' '); do
+    want=$(sed -n "s/^$d.packages = //p" "$SRC/data/text-manifest.txt")
+    got=$(sed -n "s/^$d.packages = //p" "$SRC/data/text-eval/meta.txt")
+    [ -n "$want" ] && [ "$want" = "$got" ] && pass=$((pass + 1)) ||
+        { fail=$((fail + 1)); echo "FAIL: $d: excerpt packages '$got', manifest '$want'"; }
+    for p in $(echo "$want" | sed 's/, /\n/g' | awk '{ print $1 }'); do
+        [ -s "$SRC/data/text-eval/copyright/$p" ] && pass=$((pass + 1)) ||
+            { fail=$((fail + 1)); echo "FAIL: data/text-eval lacks copyright/$p"; }
+    done
+done
 
 # ---- the user's files ----
 printf 'first line\nsecond line\n' >"$TMP/a.txt"

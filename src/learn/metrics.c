@@ -176,3 +176,93 @@ void mcl_cl_result_set_run_hits(mcl_cl_result *res, int r, const int64_t *hits, 
     res->alone[(int64_t)r * T] = R[0];
     for (int i = 1; i < T; i++) res->alone[(int64_t)r * T + i] = (double)hits[T * T + i] / count;
 }
+
+/* ======================================================================= intervals and verdicts */
+
+/* t_{0.975, df} for df = 1..30 (Student's t, two-sided 95 %), then at df = 40, 60, 120 and the
+ * normal quantile as df -> infinity; between the anchors beyond 30, linear in 1/df (the error
+ * of that is below 1e-4 there). */
+static const double t975_table[30] = {
+    12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004,
+    2.262157,  2.228139, 2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905,
+    2.109816,  2.100922, 2.093024, 2.085963, 2.079614, 2.073873, 2.068658, 2.063899,
+    2.059539,  2.055529, 2.051831, 2.048407, 2.045230, 2.042272};
+
+double mcl_t975(int df)
+{
+    if (df < 1) return NAN;
+    if (df <= 30) return t975_table[df - 1];
+    static const double at[5] = {30, 40, 60, 120, INFINITY}, tv[5] = {2.042272, 2.021075, 2.000298, 1.979930, 1.959964};
+    const double u = 1.0 / df;
+    for (int i = 0; i < 4; i++) {
+        const double u0 = 1.0 / at[i], u1 = isinf(at[i + 1]) ? 0.0 : 1.0 / at[i + 1];
+        if (u <= u0 && u >= u1) return tv[i + 1] + (tv[i] - tv[i + 1]) * (u - u1) / (u0 - u1);
+    }
+    return tv[4];
+}
+
+/* mean = Σ x / k, half = t_{0.975, k-1} · sqrt(Σ (x − mean)² / (k − 1)) / sqrt(k) over the
+ * k non-NaN values */
+void mcl_ci95(const double *x, int n, int64_t stride, double *mean, double *half, int *used)
+{
+    double sum = 0.0, m = NAN, h = NAN;
+    int k = 0;
+    for (int i = 0; x && i < n; i++) {
+        const double v = x[(int64_t)i * stride];
+        if (!isnan(v)) {
+            sum += v;
+            k++;
+        }
+    }
+    if (k > 0) m = sum / k;
+    if (k > 1) {
+        double ss = 0.0;
+        for (int i = 0; i < n; i++) {
+            const double v = x[(int64_t)i * stride];
+            if (!isnan(v)) ss += (v - m) * (v - m);
+        }
+        h = mcl_t975(k - 1) * sqrt(ss / (k - 1)) / sqrt((double)k);
+    }
+    if (mean) *mean = m;
+    if (half) *half = h;
+    if (used) *used = k;
+}
+
+const char *mcl_verdict_name(mcl_verdict v)
+{
+    switch (v) {
+    case MCL_VERDICT_MET: return "met";
+    case MCL_VERDICT_NOT_MET: return "not met";
+    case MCL_VERDICT_TIE: return "tie";
+    case MCL_VERDICT_FIRST: return "first";
+    case MCL_VERDICT_SECOND: return "second";
+    default: return "inconclusive";
+    }
+}
+
+mcl_verdict mcl_target_verdict(double mean, double half, double thr, int higher)
+{
+    if (isnan(mean) || isnan(half) || isnan(thr)) return MCL_VERDICT_INCONCLUSIVE;
+    const double lo = mean - half, hi = mean + half;
+    if (higher) return lo >= thr ? MCL_VERDICT_MET : hi < thr ? MCL_VERDICT_NOT_MET : MCL_VERDICT_INCONCLUSIVE;
+    return hi <= thr ? MCL_VERDICT_MET : lo > thr ? MCL_VERDICT_NOT_MET : MCL_VERDICT_INCONCLUSIVE;
+}
+
+/* d_r = x_r − y_r over the runs where both are numbers; its interval against margin */
+mcl_verdict mcl_paired_verdict(const double *x, const double *y, int n, double margin,
+                               double *diff, double *half)
+{
+    double m = NAN, h = NAN;
+    double *d = n > 0 ? malloc(sizeof *d * (size_t)n) : NULL;
+    int k = 0;
+    for (int r = 0; d && x && y && r < n; r++)
+        if (!isnan(x[r]) && !isnan(y[r])) d[k++] = x[r] - y[r];
+    if (d) mcl_ci95(d, k, 1, &m, &h, NULL);
+    free(d);
+    if (diff) *diff = m;
+    if (half) *half = h;
+    if (isnan(h)) return MCL_VERDICT_INCONCLUSIVE;
+    if (m - h > margin) return MCL_VERDICT_FIRST;
+    if (m + h < margin) return MCL_VERDICT_SECOND;
+    return MCL_VERDICT_TIE;
+}

@@ -90,6 +90,50 @@ mcl_status mcl_cl_result_finish(mcl_cl_result *res, mcl_status st);
 void mcl_cl_result_set_run_hits(mcl_cl_result *res, int r, const int64_t *hits, double count,
                                 int with_alone);
 
+/* ======================================================================= intervals and verdicts
+ *
+ * What the tables and the targets say about runs (doc/architecture.md's statistics rule):
+ * a mean with a 95 % confidence interval over n independent runs, Student's t:
+ *     half = t_{0.975, n-1} · s / sqrt(n),   s = the sample std (n − 1)
+ * (no interval, half = NaN, for n < 2). A target "x >= thr" is
+ *     met           when the interval clears it:          mean − half >= thr
+ *     not met       when it clears it the other way:      mean + half <  thr
+ *     inconclusive  otherwise, and always without an interval (one run).
+ * Two models measured on the same runs (the same episodes or streams) are compared by the
+ * paired t-test: the interval of the per-run differences d_r = x_r − y_r; "tie" when it
+ * holds 0 (the test cannot separate them at the 5 % level), else the better of the two. */
+
+/* t_{0.975, df}: the two-sided 95 % quantile of Student's t with df >= 1 degrees of freedom
+ * (a table for df <= 30, interpolated in 1/df beyond, 1.959964 as df -> infinity); NaN for
+ * df < 1. */
+double mcl_t975(int df);
+/* Mean and 95 % half-width of x[0], x[stride], ... (n values; NaN values are skipped and not
+ * counted). *half is NaN when fewer than 2 values remain; *mean NaN when none. *used (may be
+ * NULL) gets the number of values used. */
+void mcl_ci95(const double *x, int n, int64_t stride, double *mean, double *half, int *used);
+
+typedef enum mcl_verdict {
+    MCL_VERDICT_INCONCLUSIVE = 0,
+    MCL_VERDICT_MET,
+    MCL_VERDICT_NOT_MET,
+    MCL_VERDICT_TIE,    /* a paired comparison that cannot separate the two */
+    MCL_VERDICT_FIRST,  /* ... that finds the first one larger */
+    MCL_VERDICT_SECOND  /* ... that finds the second one larger */
+} mcl_verdict;
+
+/* "met", "not met", "inconclusive", "tie", "first", "second". */
+const char *mcl_verdict_name(mcl_verdict v);
+/* A target "value >= thr" (higher = 1) or "value <= thr" (higher = 0) judged on the interval
+ * mean ± half (half NaN: inconclusive). */
+mcl_verdict mcl_target_verdict(double mean, double half, double thr, int higher);
+/* The paired comparison of x and y over n runs (run r: x[r], y[r]; a run where either is NaN
+ * is left out): *diff and *half the mean and 95 % half-width of x − y (may be NULL).
+ * Returns MCL_VERDICT_FIRST / _SECOND when the interval excludes 0 on that side, _TIE when it
+ * holds 0, _INCONCLUSIVE when fewer than 2 runs remain. margin shifts the question to
+ * "x − y >= margin" (first) vs "< margin" (second); 0 for a plain comparison. */
+mcl_verdict mcl_paired_verdict(const double *x, const double *y, int n, double margin,
+                               double *diff, double *half);
+
 #ifdef __cplusplus
 }
 #endif

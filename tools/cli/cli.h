@@ -101,6 +101,8 @@ int mcl_cli_eval_lm(const mcl_family *fam, int argc, char **argv);
 int mcl_cli_sample_lm(int argc, char **argv);
 /* `metacl ckpt info|export` (tools/cli/ckpt_cmd.c). */
 int mcl_cli_ckpt(int argc, char **argv);
+/* `metacl stats`: the statistics of metrics.h on numbers from the command line (stats_cmd.c). */
+int mcl_cli_stats(int argc, char **argv);
 /* `metacl plot` (tools/cli/plot_cmd.c). */
 int mcl_cli_plot(int argc, char **argv);
 

@@ -58,6 +58,8 @@ static void prepare_progress(void *arg, int64_t done, int64_t total)
     }
 }
 
+#define MANIFEST_HELP "text: the pinned corpus to compare with (default data/" MCL_TEXT_MANIFEST ",\n" \
+                      "else " MCL_PKGDATADIR "/" MCL_TEXT_MANIFEST ")"
 #define DATA_DIR_HELP "data directory (default $METACL_DATA, else ./data/cache if it exists, else $XDG_DATA_HOME/metacl)"
 
 typedef struct prepare_opts {
@@ -70,6 +72,7 @@ typedef struct prepare_opts {
     char name[64];
     int per_file;
     char debs[4096];
+    char manifest[4096];
 } prepare_opts;
 
 static const mcl_key prepare_keys[] = {
@@ -88,21 +91,99 @@ static const mcl_key prepare_keys[] = {
                  "txt:: one domain per file (named after it) instead of one for all"),
     MCL_OPT_STR("debs", 0, prepare_opts, debs, NULL, "DIR",
                 "text: take PKG_*.deb from DIR when there (else apt-get download)"),
+    MCL_OPT_STR("manifest", 0, prepare_opts, manifest, NULL, "FILE", MANIFEST_HELP),
 };
 static const mcl_cli_cmd prepare_cmd = {
     .name = "data prepare",
     .synopsis = "NAME [--data-dir DIR] [--instances N] [--seed N]\n"
-                "text [--domains D,...] [--cap-mb N] [--name NAME] [--debs DIR] [--data-dir DIR]\n"
+                "text [--domains D,...] [--cap-mb N] [--name NAME] [--debs DIR] [--manifest FILE] [--data-dir DIR]\n"
                 "txt:FILE[,FILE...] [--name NAME] [--per-file] [--cap-mb N] [--data-dir DIR]",
     .about = "Build the prepared set NAME (fmnist, hanzi, kanji, hershey) in DIR/NAME; `text`: the\n"
              "multi-domain text corpus from Debian packages (apt-get download, dpkg-deb -x) in\n"
              "DIR/text; `txt:FILE,...`: a corpus of the same layout from UTF-8 files (doc/data.md).",
     .opts = prepare_keys, .n_opts = (int)(sizeof prepare_keys / sizeof prepare_keys[0]), .max_pos = 1};
 
-static const char *const text_only_opts[] = {"cap-mb", "domains", "name", "per-file", "debs", NULL};
+static const char *const text_only_opts[] = {"cap-mb", "domains", "name", "per-file", "debs", "manifest", NULL};
 
-/* The sizes of a prepared corpus, after `data prepare text|txt:`. */
-static int print_text_summary(const char *dd, const char *name)
+/* The pinned manifest: given (any path), else data/text-manifest.txt in the working directory
+ * (a source tree), else the installed one; NULL when none is readable. */
+static const char *find_manifest(const char *given, char *buf, size_t cap)
+{
+    if (given && given[0]) return given;
+    snprintf(buf, cap, "data/%s", MCL_TEXT_MANIFEST);
+    FILE *f = fopen(buf, "r");
+    if (!f && MCL_PKGDATADIR[0]) {
+        snprintf(buf, cap, "%s/%s", MCL_PKGDATADIR, MCL_TEXT_MANIFEST);
+        f = fopen(buf, "r");
+    }
+    if (!f) return NULL;
+    fclose(f);
+    return buf;
+}
+
+/* A corpus built from Debian packages by `data prepare text` (not txt:, not an excerpt)? */
+static int is_debian_corpus(const mcl_text_corpus *c)
+{
+    const char *src = mcl_text_meta(c, "source");
+    return src && strncmp(src, "Debian packages", 15) == 0;
+}
+
+/* The corpus in dir against the pinned manifest: per domain "pinned" or what drifted, as text
+ * (f) or JSON (j, an object "pin"). Returns the number of drifted domains, -1 when the
+ * comparison could not be made (said on stderr; not an error of the corpus). */
+static int report_pin(const char *cmd, const char *dir, const char *given, FILE *f, mcl_json *j)
+{
+    char buf[4096], err[1024] = "";
+    const char *man = find_manifest(given, buf, sizeof buf);
+    mcl_text_drift *dr = NULL;
+    int nd = 0, drifted = 0;
+    if (!man) {
+        fprintf(stderr, "%s: no pinned manifest (data/%s) to compare the corpus with\n", cmd,
+                MCL_TEXT_MANIFEST);
+        return -1;
+    }
+    if (mcl_text_pin_compare(dir, man, &dr, &nd, err, sizeof err) != MCL_OK) {
+        fprintf(stderr, "%s: %s\n", cmd, err);
+        return -1;
+    }
+    for (int d = 0; d < nd; d++) drifted += dr[d].state != MCL_TEXT_PIN_SAME;
+    if (j) {
+        mcl_json_begin_obj(j, "pin");
+        mcl_json_str(j, "manifest", man);
+        mcl_json_bool(j, "same", drifted == 0);
+        mcl_json_begin_arr(j, "domains");
+        for (int d = 0; d < nd; d++) {
+            mcl_json_begin_obj(j, NULL);
+            mcl_json_str(j, "name", dr[d].domain);
+            mcl_json_str(j, "state", dr[d].state == MCL_TEXT_PIN_SAME ? "pinned"
+                                     : dr[d].state == MCL_TEXT_PIN_DRIFTED ? "drifted" : "unpinned");
+            mcl_json_str(j, "packages", dr[d].packages);
+            mcl_json_str(j, "files", dr[d].files);
+            mcl_json_end_obj(j);
+        }
+        mcl_json_end_arr(j);
+        mcl_json_end_obj(j);
+    } else {
+        fprintf(f, "  pinned     %s: %d of %d domains as pinned%s\n", man, nd - drifted, nd,
+                drifted ? "; the docs' LM numbers were measured on the pinned corpus" : "");
+        for (int d = 0; d < nd; d++) {
+            if (dr[d].state == MCL_TEXT_PIN_SAME) continue;
+            fprintf(f, "    %-14s %s", dr[d].domain, mcl_text_pin_state_name(dr[d].state));
+            if (dr[d].packages[0]) fprintf(f, ": packages %s (pinned -> here)", dr[d].packages);
+            if (dr[d].files[0]) fprintf(f, "%s files differ: %s", dr[d].packages[0] ? ";" : ":", dr[d].files);
+            fprintf(f, "\n");
+        }
+    }
+    if (drifted)
+        fprintf(stderr, "%s: %d domain%s of %s differ%s from the pinned corpus (%s)\n", cmd, drifted,
+                drifted == 1 ? "" : "s", dir, drifted == 1 ? "s" : "", man);
+    free(dr);
+    return drifted;
+}
+
+/* The sizes of a prepared corpus, after `data prepare text|txt:`; a Debian corpus compared
+ * with the pinned manifest (given, or the default). */
+static int print_text_summary(const char *dd, const char *name, const char *manifest)
 {
     char dir[4096], err[1024] = "";
     mcl_text_corpus *c = NULL;
@@ -126,7 +207,9 @@ static int print_text_summary(const char *dd, const char *name)
                (long long)n[1], (long long)n[2], (long long)n[3]);
     }
     printf("  %-14s %10lld %10lld %10lld %10lld\n", "total", tot[0], tot[1], tot[2], tot[3]);
+    int deb = is_debian_corpus(c);
     mcl_text_close(c);
+    if (deb) (void)report_pin("metacl data prepare text", dir, manifest, stdout, NULL);
     return 0;
 }
 
@@ -196,7 +279,7 @@ static int cmd_prepare_text(const prepare_opts *o, const mcl_cli_parsed *p, cons
         fprintf(stderr, "metacl data prepare %s: %s\n", user ? name : "text", err[0] ? err : mcl_status_str(st));
         return 1;
     }
-    return print_text_summary(dd, cname);
+    return print_text_summary(dd, cname, o->manifest);
 }
 
 static int cmd_prepare(int argc, char **argv)
@@ -278,14 +361,16 @@ static const char *const split_names[4] = {"all", "train", "val", "test"};
 typedef struct info_opts {
     char data_dir[4096];
     int json;
+    char manifest[4096];
 } info_opts;
 
 static const mcl_key info_keys[] = {
     MCL_OPT_STR("data-dir", 0, info_opts, data_dir, NULL, "DIR", DATA_DIR_HELP),
     MCL_OPT_FLAG("json", 0, info_opts, json, "print JSON"),
+    MCL_OPT_STR("manifest", 0, info_opts, manifest, NULL, "FILE", MANIFEST_HELP),
 };
 static const mcl_cli_cmd info_cmd = {
-    .name = "data info", .synopsis = "NAME [--data-dir DIR] [--json]",
+    .name = "data info", .synopsis = "NAME [--data-dir DIR] [--json] [--manifest FILE]",
     .about = "Classes, images per class, split sizes, mean/std, SHA-256 of the files (checked against\n"
              "SHA256SUMS: a mismatch exits 1). NAME: a prepared set, idx:IMAGES,LABELS or pngdir:DIR;\n"
              "for a text corpus (text, or the NAME of a txt: corpus) its domains and part sizes.",
@@ -293,7 +378,7 @@ static const mcl_cli_cmd info_cmd = {
 
 /* `data info` of a text corpus: per domain the part sizes and whether their files match
  * SHA256SUMS; every file checked. Exit 1 on any mismatch. */
-static int cmd_info_text(const char *name, const char *dir, int json)
+static int cmd_info_text(const char *name, const char *dir, int json, const char *manifest)
 {
     char err[1024] = "", verr[1024] = "";
     mcl_text_check *ch = NULL;
@@ -364,6 +449,7 @@ static int cmd_info_text(const char *name, const char *dir, int json)
         mcl_json_end_arr(&j);
         mcl_json_bool(&j, "verified", vst == MCL_OK);
         if (vst != MCL_OK) mcl_json_str(&j, "error", verr);
+        if (is_debian_corpus(c)) (void)report_pin("metacl data info", dir, manifest, NULL, &j);
         mcl_json_end_obj(&j);
         mcl_json_finish(&j);
     } else {
@@ -392,6 +478,7 @@ static int cmd_info_text(const char *name, const char *dir, int json)
         for (int i = 0; i < nch; i++)
             if (!ch[i].ok)
                 printf("    %-24s %s\n", ch[i].file, ch[i].got[0] ? "MISMATCH" : "UNREADABLE");
+        if (is_debian_corpus(c)) (void)report_pin("metacl data info", dir, manifest, stdout, NULL);
     }
     if (vst != MCL_OK)
         fprintf(stderr, "metacl data info: %s: verification failed: %s\n", name, verr);
@@ -609,7 +696,7 @@ static int cmd_info(int argc, char **argv)
     r->vst = MCL_OK;
     int rc = info_load(r);
     if (rc < 0) {
-        rc = cmd_info_text(r->name, r->dir, o.json);
+        rc = cmd_info_text(r->name, r->dir, o.json, o.manifest);
     } else if (rc == 0 && (rc = info_stats(r)) == 0) {
         if (o.json)
             info_print_json(r);

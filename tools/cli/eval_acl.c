@@ -12,7 +12,7 @@
  * position (the last one repeats); the TEST split (held-out classes of stroke sets, the test
  * file of fmnist). split-dil / split-cil: one SPEC whose train split gives the context
  * examples and whose test split the queries (doc/acl.md, Evaluation).
- * Output: a Markdown table on stdout (mean ± std over runs, in %), or JSON with --json;
+ * Output: a Markdown table on stdout (mean ± 95 % CI over runs, in %), or JSON with --json;
  * --json-out FILE writes the JSON to FILE (atomically) as well as the table to stdout. The JSON
  * carries accuracies as fractions in [0, 1] with 6 decimals ("units": "fraction"): the table's
  * cells are these numbers times 100, rounded to one decimal. It ends with a provenance block
@@ -150,7 +150,7 @@ static const char eval_synopsis[] =
     "... [--figures DIR] [--json] [--json-out FILE] [--backend ref|opencl]";
 static const char eval_about[] =
     "The evaluation protocols of doc/acl-model.md 5 on trained checkpoints, next to the hand-crafted\n"
-    "baselines (SGD, Adam, EWC, online EWC, SI, LwF, replay) on the same data. A table on stdout (mean +- std over runs, in %).";
+    "baselines (SGD, Adam, EWC, online EWC, SI, LwF, replay) on the same data. A table on stdout (mean +- 95 % CI half-width over runs, in %).";
 
 /* "SPEC[@a-b,c,...]" */
 static int parse_data(const char *arg, data_entry *d)
@@ -190,15 +190,24 @@ static char cmd_name[64] = "eval";
 
 /* ------------------------------------------------------------------ output */
 
-/* One table cell " mean ± std |" in percent ("–" for NaN), in bold when asked. */
-static void cell(double m, double s, int bold)
+/* One table cell " mean ± h |" in percent: the mean over the runs x[0], x[stride], ... (n of
+ * them) and the half-width h of its 95 % interval (Student's t, metrics.h); with one run the
+ * mean alone (no interval: never "± 0.0"); "–" when nothing was measured. Bold when asked. */
+static void cell(const double *x, int n, int64_t stride, int bold)
 {
     const char *b = bold ? "**" : "";
+    double m, h;
+    mcl_ci95(x, n, stride, &m, &h, NULL);
     if (isnan(m))
         printf(" %s–%s |", b, b);
+    else if (isnan(h))
+        printf(" %s%.1f%s |", b, 100.0 * m, b);
     else
-        printf(" %s%.1f ± %.1f%s |", b, 100.0 * m, isnan(s) ? 0.0 : 100.0 * s, b);
+        printf(" %s%.1f ± %.1f%s |", b, 100.0 * m, 100.0 * h, b);
 }
+
+/* the per-run metrics: run[r].acc is at &run[0].acc + r * RUN_STRIDE */
+#define RUN_STRIDE ((int64_t)(sizeof(mcl_cl_metrics) / sizeof(double)))
 
 static void print_seq_table(model_entry *me, int n, int T, const char *const *task_names)
 {
@@ -210,11 +219,12 @@ static void print_seq_table(model_entry *me, int n, int T, const char *const *ta
     printf("\n");
     for (int k = 0; k < n; k++) {
         mcl_cl_result *r = &me[k].res;
+        const int R = r->n_runs;
         printf("| %s |", me[k].name);
-        for (int j = 0; j < T; j++) cell(r->alone_mean[j], r->alone_std[j], 0);
-        for (int j = 0; j < T; j++) cell(r->final_mean[j], r->final_std[j], 0);
-        cell(r->mean.acc, r->std.acc, 0);
-        cell(r->mean.bwt, r->std.bwt, 0);
+        for (int j = 0; j < T; j++) cell(r->alone + j, R, T, 0);
+        for (int j = 0; j < T; j++) cell(r->final_acc + j, R, T, 0);
+        cell(&r->run[0].acc, R, RUN_STRIDE, 0);
+        cell(&r->run[0].bwt, R, RUN_STRIDE, 0);
         printf("\n");
     }
 }
@@ -228,13 +238,29 @@ static void print_split_table(model_entry *me, int n, int T)
     printf("\n");
     for (int k = 0; k < n; k++) {
         mcl_cl_result *r = &me[k].res;
+        const int R = r->n_runs;
         printf("| %s |", me[k].name);
-        for (int j = 0; j < T; j++) cell(r->final_mean[j], r->final_std[j], 0);
-        cell(r->mean.acc, r->std.acc, 1);
-        cell(r->mean.bwt, r->std.bwt, 0);
-        cell(r->mean.forgetting, r->std.forgetting, 0);
+        for (int j = 0; j < T; j++) cell(r->final_acc + j, R, T, 0);
+        cell(&r->run[0].acc, R, RUN_STRIDE, 1);
+        cell(&r->run[0].bwt, R, RUN_STRIDE, 0);
+        cell(&r->run[0].forgetting, R, RUN_STRIDE, 0);
         printf("\n");
     }
+}
+
+/* key: the runs' values x[0], x[stride], ... (n) as an array; key_ci95: their 95 % half-width
+ * (null with one run). The per-run arrays let a reader (tools/scripts/acl-targets.sh) pair two models
+ * run by run: run r of every model reads the same episodes (seed, Philox stream r). */
+static void json_runs(mcl_json *j, const char *key, const double *x, int n, int64_t stride)
+{
+    double m, h, *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+    char k2[64];
+    for (int i = 0; v && i < n; i++) v[i] = x[(int64_t)i * stride];
+    mcl_json_num_array(j, key, v, v ? n : 0, 6);
+    free(v);
+    mcl_ci95(x, n, stride, &m, &h, NULL);
+    snprintf(k2, sizeof k2, "%s_ci95", key);
+    mcl_json_num(j, k2, h, 6);
 }
 
 /* What the provenance block of the JSON needs besides the context. */
@@ -320,6 +346,17 @@ static void print_json(FILE *f, model_entry *me, int n, const eval_facts *x, mcl
         mcl_json_num(&j, "bwt_std", r->std.bwt, 6);
         mcl_json_num(&j, "forgetting", r->mean.forgetting, 6);
         mcl_json_num(&j, "forgetting_std", r->std.forgetting, 6);
+        /* per run (run r: the same episodes for every model) and the 95 % half-widths */
+        json_runs(&j, "acc_runs", &r->run[0].acc, r->n_runs, RUN_STRIDE);
+        json_runs(&j, "bwt_runs", &r->run[0].bwt, r->n_runs, RUN_STRIDE);
+        json_runs(&j, "forgetting_runs", &r->run[0].forgetting, r->n_runs, RUN_STRIDE);
+        for (int t = 0; t < T && t < 16; t++) {
+            char key[32];
+            snprintf(key, sizeof key, "alone%d_runs", t);
+            json_runs(&j, key, r->alone + t, r->n_runs, T);
+            snprintf(key, sizeof key, "final%d_runs", t);
+            json_runs(&j, key, r->final_acc + t, r->n_runs, T);
+        }
         if (me[k].selected) print_selection(&j, &me[k], x);
         mcl_json_end_obj(&j);
     }
@@ -459,8 +496,10 @@ static void figure_slug(const char *name, char *out, size_t n)
 }
 
 /* The accuracy matrices (mean ± std over runs, in %) of models [k0, k1) side by side with
- * one colour bar, into path. */
-static int write_matrices(const char *path, model_entry *me, int k0, int k1, const char *protocol, int T)
+ * one colour bar, into path; the title names the protocol, the data (data: "hanzi -> hershey")
+ * and the number of runs. */
+static int write_matrices(const char *path, model_entry *me, int k0, int k1, const char *protocol, int T,
+                          const char *data, int runs)
 {
     mcl_heatmap_panel pn[MAX_MODELS];
     float *buf = malloc((size_t)(2 * MAX_MODELS * T * T) * sizeof *buf);
@@ -475,9 +514,11 @@ static int write_matrices(const char *path, model_entry *me, int k0, int k1, con
         pn[k - k0] = (mcl_heatmap_panel){k1 - k0 > 1 ? me[k].name : NULL, v, e, T, T};
     }
     if (k1 - k0 == 1)
-        snprintf(title, sizeof title, "%s, %s: accuracy %% (mean \xC2\xB1 std)", me[k0].name, protocol);
+        snprintf(title, sizeof title, "%s, %s, %s: accuracy %% (mean \xC2\xB1 std over %d run%s)", me[k0].name,
+                 protocol, data, runs, runs == 1 ? "" : "s");
     else
-        snprintf(title, sizeof title, "%s: accuracy matrices (%%, mean \xC2\xB1 std over runs)", protocol);
+        snprintf(title, sizeof title, "%s, %s: accuracy matrices (%%, mean \xC2\xB1 std over %d run%s)", protocol,
+                 data, runs, runs == 1 ? "" : "s");
     mcl_heatmap_spec sp;
     memset(&sp, 0, sizeof sp);
     sp.title = title;
@@ -1039,7 +1080,12 @@ static int report(acl_eval_run *r)
         printf("%d training images per class, data:", o->k_shot);
     for (int d = 0; d < r->n_data; d++) printf(" %s%s", r->de[d].spec, r->de[d].n_classes ? "@subset" : "");
     if (o->val_classes) printf(" (meta-validation classes)");
-    printf("; accuracy %% (mean ± std over %d runs), backend %s\n\n", r->runs, mcl_ctx_backend_name(r->ctx));
+    if (r->runs > 1)
+        printf("; accuracy %% (mean ± 95 %% CI half-width over %d runs, Student's t; run r: the same episodes for "
+               "every model), backend %s\n\n",
+               r->runs, mcl_ctx_backend_name(r->ctx));
+    else
+        printf("; accuracy %% (1 run: means without an interval), backend %s\n\n", mcl_ctx_backend_name(r->ctx));
     if (r->seq)
         print_seq_table(r->me, r->n_models, r->tasks, r->task_names);
     else
@@ -1090,17 +1136,22 @@ static int figures(acl_eval_run *r)
         fprintf(stderr, "metacl %s: --figures: %s\n", cmd_name, e2);
         return 1;
     }
+    char dtxt[256] = ""; /* the data of the sequence, "hanzi -> hershey", for the titles */
+    for (int d = 0; d < r->n_data; d++) {
+        const size_t u = strlen(dtxt);
+        snprintf(dtxt + u, sizeof dtxt - u, "%s%s", d ? " -> " : "", r->de[d].spec);
+    }
     int rc = 0;
     if (r->n_models > 1) { /* all models side by side, one colour bar */
         char path[4400];
         snprintf(path, sizeof path, "%s/%s-accuracy.png", r->figures, r->protocol);
-        rc = write_matrices(path, r->me, 0, r->n_models, r->protocol, r->tasks);
+        rc = write_matrices(path, r->me, 0, r->n_models, r->protocol, r->tasks, dtxt, r->runs);
     }
     for (int k = 0; k < r->n_models && rc == 0; k++) {
         char safe[128], path[4400];
         figure_slug(r->me[k].name, safe, sizeof safe);
         snprintf(path, sizeof path, "%s/%s-%s-accuracy.png", r->figures, safe, r->protocol);
-        rc = write_matrices(path, r->me, k, k + 1, r->protocol, r->tasks);
+        rc = write_matrices(path, r->me, k, k + 1, r->protocol, r->tasks, dtxt, r->runs);
         if (rc == 0 && k == 0 && r->me[k].path) rc = demo_figure(r, &r->me[k], safe);
     }
     return rc;

@@ -3,7 +3,7 @@
  *   --protocol wcst    R runs of a fresh WCST environment (seed + r) per agent; each run goes
  *                      on until T rules are solved (or the episode cap). Per task index: the
  *                      updates needed to solve it (fast and gradient updates both count, one
- *                      per episode) and the perseveration errors, mean ± std over the runs.
+ *                      per episode) and the perseveration errors, mean ± 95 % CI over the runs.
  *   --protocol online  Online-X test streams of T tasks for each task-length range, R runs
  *                      each (stream seed + r): average task accuracy (prequential, each
  *                      round scored before its update), perseveration error rate,
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "metrics.h"
 #include "dist.h"
 #include "plot.h"
 #include "progress.h"
@@ -82,7 +83,7 @@ static const char synopsis[] =
 static const char about[] =
     "The Sparse-MetaNet protocols: WCST (updates to solve each rule and perseveration errors per\n"
     "task index) and Online-X streams (task accuracy, perseveration and interference error rates),\n"
-    "for the checkpoints and the gradient baselines, mean +- std over runs.";
+    "for the checkpoints and the gradient baselines, mean +- 95 % CI half-width over runs.";
 
 /* One agent of the comparison. */
 typedef struct agent {
@@ -166,19 +167,6 @@ static int parse_baseline(const char *v, int online, agent *a, const mcl_smn_run
     if (mcl_smn_run_from_ckpt(ck, &a->cfg, err, len) != MCL_OK) return 1;
     snprintf(a->name, sizeof a->name, "%.60s", kind);
     return 0;
-}
-
-static double mean_of(const double *v, int n, int stride, double *sd)
-{
-    double s = 0.0, q = 0.0;
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (isfinite(v[i * stride])) s += v[i * stride], k++;
-    double m = k ? s / k : NAN;
-    for (int i = 0; i < n; i++)
-        if (isfinite(v[i * stride])) q += (v[i * stride] - m) * (v[i * stride] - m);
-    if (sd) *sd = k > 1 ? sqrt(q / (k - 1)) : (k == 1 ? 0.0 : NAN);
-    return m;
 }
 
 /* ---------------------------------------------------------------- running agents */
@@ -280,11 +268,25 @@ static mcl_status grid_search(mcl_ctx *ctx, agent *a, int online, const smn_eval
 
 /* ---------------------------------------------------------------- output */
 
+/* " m +- h" (scaled): the mean over the runs v[0], v[stride], ... and the half-width of its
+ * 95 % interval (metrics.h); " m" alone with one run, " -" when nothing was measured. */
+static void put_ci(FILE *f, const double *v, int n, int stride, double scale)
+{
+    double m, h;
+    mcl_ci95(v, n, stride, &m, &h, NULL);
+    if (isnan(m)) fprintf(f, " -");
+    else if (isnan(h)) fprintf(f, " %.1f", scale * m);
+    else fprintf(f, " %.1f +- %.1f", scale * m, scale * h);
+}
+
+/* The header's words for n runs. */
+static const char *ci_words(int n) { return n > 1 ? "mean +- 95 % CI half-width" : "mean, no interval"; }
+
 static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
 {
     static const char *const what[2] = {"Updates to solve each rule", "Perseveration errors per rule"};
     for (int w = 0; w < 2; w++) {
-        fprintf(f, "\n### %s (mean +- std over %d runs%s)\n\n| task |", what[w], runs,
+        fprintf(f, "\n### %s (%s over %d run%s%s)\n\n| task |", what[w], ci_words(runs), runs, runs == 1 ? "" : "s",
                 w == 0 ? "; [k]: k runs reached the rule without solving it, counted with the updates "
                          "they spent on it (a lower bound); - : no run reached it" : "");
         for (int k = 0; k < na; k++) fprintf(f, " %s |", ag[k].name);
@@ -294,9 +296,7 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
         for (int i = 0; i < T; i++) {
             fprintf(f, "| %d |", i + 1);
             for (int k = 0; k < na; k++) {
-                double sd, m = mean_of((w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, &sd);
-                if (isfinite(m)) fprintf(f, " %.1f +- %.1f", m, sd);
-                else fprintf(f, " -");
+                put_ci(f, (w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, 1.0);
                 int reached = 0;
                 for (int r = 0; r < runs; r++) reached += isfinite(ag[k].upd[r * T + i]);
                 if (w == 0 && ag[k].solved[i] < reached) fprintf(f, " [%d]", reached - ag[k].solved[i]);
@@ -306,10 +306,10 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
         }
     }
     const int cut = T > 10 ? 10 : (T + 1) / 2; /* the paper's "after ~10 tasks", or half */
-    fprintf(f, "\n### Summary (mean over task indices; std over runs)\n\n| agent | updates, tasks 1-%d | "
+    fprintf(f, "\n### Summary (mean over task indices; %s over the runs)\n\n| agent | updates, tasks 1-%d | "
                "updates, tasks %d-%d | persev. errors, tasks 1-%d | persev. errors, tasks %d-%d | seconds |\n"
                "|---|---|---|---|---|---|\n",
-            cut, cut + 1, T, cut, cut + 1, T);
+            ci_words(runs), cut, cut + 1, T, cut, cut + 1, T);
     for (int k = 0; k < na; k++) {
         fprintf(f, "| %s |", ag[k].name);
         for (int w = 0; w < 2; w++)
@@ -325,10 +325,10 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
                     }
                     pr[r] = c ? s / c : NAN;
                 }
-                double sd, m = pr ? mean_of(pr, runs, 1, &sd) : NAN;
+                if (i0 < i1 && pr) put_ci(f, pr, runs, 1, 1.0);
+                else fprintf(f, " -");
+                fprintf(f, " |");
                 free(pr);
-                if (i0 < i1 && isfinite(m)) fprintf(f, " %.1f +- %.1f |", m, sd);
-                else fprintf(f, " - |");
             }
         fprintf(f, " %.0f |\n", ag[k].seconds);
     }
@@ -339,7 +339,7 @@ static void online_tables(FILE *f, agent *ag, int na, int runs, const len_range 
     static const char *const what[3] = {"Average task accuracy (%)", "Perseveration error rate (%)",
                                         "Interference error rate on kept classes (%)"};
     for (int w = 0; w < 3; w++) {
-        fprintf(f, "\n### %s, mean +- std over %d runs\n\n| agent |", what[w], runs);
+        fprintf(f, "\n### %s, %s over %d run%s\n\n| agent |", what[w], ci_words(runs), runs, runs == 1 ? "" : "s");
         for (int l = 0; l < nl; l++) fprintf(f, " lengths %d-%d |", L[l].lo, L[l].hi);
         fprintf(f, "\n|---|");
         for (int l = 0; l < nl; l++) fprintf(f, "---|");
@@ -348,9 +348,8 @@ static void online_tables(FILE *f, agent *ag, int na, int runs, const len_range 
             fprintf(f, "| %s |", ag[k].name);
             const double *v = w == 0 ? ag[k].acc : w == 1 ? ag[k].prate : ag[k].irate;
             for (int l = 0; l < nl; l++) {
-                double sd, m = mean_of(v + l * runs, runs, 1, &sd);
-                if (isfinite(m)) fprintf(f, " %.1f +- %.1f |", 100 * m, 100 * sd);
-                else fprintf(f, " - |");
+                put_ci(f, v + l * runs, runs, 1, 100.0);
+                fprintf(f, " |");
             }
             fprintf(f, "\n");
         }
@@ -404,7 +403,8 @@ static void json_out(FILE *fp, mcl_ctx *ctx, agent *ag, int na, int online, int 
     mcl_json_finish(&j);
 }
 
-/* Per task index, one line per agent with a ±1 std band. */
+/* Per task index, one line per agent with the 95 % interval of its mean over the runs that
+ * reached the rule (Student's t, metrics.h; none with one run) as a band, clamped at 0 (counts). */
 static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
 {
     static const char *const file[2] = {"wcst-updates.png", "wcst-persev.png"};
@@ -417,19 +417,20 @@ static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
         for (int k = 0; k < na; k++) {
             for (int i = 0; i < T; i++) {
                 x[i] = i + 1;
-                y[k * T + i] = mean_of((w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, &b[k * T + i]);
+                mcl_ci95((w == 0 ? ag[k].upd : ag[k].per) + i, runs, T, &y[k * T + i], &b[k * T + i], NULL);
             }
             se[k] = (mcl_series){ag[k].name, x, y + k * T, T, b + k * T};
         }
-        char path[4200], err[256], title[128];
+        char path[4200], err[256], title[192];
         snprintf(path, sizeof path, "%s/%s", dir, file[w]);
-        snprintf(title, sizeof title, "WCST: %s per rule (mean +- std, %d runs)", ylab[w], runs);
+        snprintf(title, sizeof title, "WCST: %s per rule (mean, band: 95%% CI, %d runs)", ylab[w], runs);
         mcl_lines_spec ls;
         memset(&ls, 0, sizeof ls);
         ls.title = title;
         ls.xlabel = "task (rule) index";
         ls.ylabel = ylab[w];
         ls.ref_y = NAN;
+        ls.band_floor0 = 1;
         if (mcl_plot_lines_ex(path, &ls, na, se, NULL, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd, err);
             rc = 1;
@@ -444,7 +445,7 @@ static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
 }
 
 /* The paper's Fig. 4: one panel (file) per metric, x = the stream's mean task length. */
-static int online_figures(const char *dir, agent *ag, int na, int runs, const len_range *L, int nl)
+static int online_figures(const char *dir, const char *domain, agent *ag, int na, int runs, const len_range *L, int nl)
 {
     static const char *const file[3] = {"online-accuracy.png", "online-persev.png", "online-interference.png"};
     static const char *const ylab[3] = {"average task accuracy (%)", "perseveration error rate (%)",
@@ -457,14 +458,18 @@ static int online_figures(const char *dir, agent *ag, int na, int runs, const le
         for (int k = 0; k < na; k++) {
             const double *v = w == 0 ? ag[k].acc : w == 1 ? ag[k].prate : ag[k].irate;
             for (int l = 0; l < nl; l++) {
-                y[k][l] = 100 * mean_of(v + l * runs, runs, 1, &b[k][l]);
+                mcl_ci95(v + l * runs, runs, 1, &y[k][l], &b[k][l], NULL);
+                y[k][l] *= 100;
                 b[k][l] *= 100;
             }
             se[k] = (mcl_series){ag[k].name, x, y[k], nl, b[k]};
         }
-        char path[4200], err[256], title[128];
+        char path[4200], err[256], title[512];
         snprintf(path, sizeof path, "%s/%s", dir, file[w]);
-        snprintf(title, sizeof title, "Online-X test streams: %s", ylab[w]);
+        if (runs > 1)
+            snprintf(title, sizeof title, "Online-%s test streams: %s (band: 95%% CI, %d runs)", domain, ylab[w], runs);
+        else
+            snprintf(title, sizeof title, "Online-%s test streams: %s (1 run: no interval)", domain, ylab[w]);
         mcl_lines_spec ls;
         memset(&ls, 0, sizeof ls);
         ls.title = title;
@@ -472,6 +477,7 @@ static int online_figures(const char *dir, agent *ag, int na, int runs, const le
         ls.ylabel = ylab[w];
         ls.ref_y = w == 0 ? 20.0 : NAN;
         ls.ref_label = "chance (5-way)";
+        ls.band_floor0 = 1;
         if (mcl_plot_lines_ex(path, &ls, na, se, NULL, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd, err);
             rc = 1;
@@ -679,7 +685,7 @@ static int smn_report(smn_eval_run *r)
         if (mcl_mkdir_p(o->figures, r->err, sizeof r->err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd, r->err);
             rc = 1;
-        } else if (r->online ? online_figures(o->figures, r->ag, r->na, r->runs, r->L, r->nl)
+        } else if (r->online ? online_figures(o->figures, o->data, r->ag, r->na, r->runs, r->L, r->nl)
                              : wcst_figures(o->figures, r->ag, r->na, r->runs, r->T)) {
             rc = 1;
         }

@@ -51,6 +51,8 @@ static const command commands[] = {
     {"ckpt", "", "checkpoints", mcl_cli_ckpt, mcl_cli_ckpt_subs, &mcl_cli_n_ckpt_subs},
     {"plot", "RUN_DIR.. --out F.png [--y COLUMN] [--chance P]", "learning curves from run directories",
      mcl_cli_plot, NULL, NULL},
+    {"stats", "ci|target|paired ...", "95 % intervals over runs, met / not met / inconclusive, paired tie (doc/architecture.md)",
+     mcl_cli_stats, NULL, NULL},
     {"version", "", "print the version and build facts (also --version)", cmd_version, NULL, NULL},
     {"help", "", "this text (also -h, --help); `metacl <command> --help`: a command's options",
      cmd_help, NULL, NULL},
@@ -117,7 +119,7 @@ static int cmd_version(int argc, char **argv)
 #ifdef _OPENMP
     printf("OpenMP: yes (%d), wait policy %s\n", (int)_OPENMP,
            getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY")
-           : getenv("GOMP_SPINCOUNT") ? "GOMP_SPINCOUNT" : "the runtime's default (tools/omp_wait.c)");
+           : getenv("GOMP_SPINCOUNT") ? "GOMP_SPINCOUNT" : "the runtime's default (tools/cli/omp_wait.c)");
 #else
     printf("OpenMP: no\n");
 #endif
@@ -328,7 +330,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    mcl_cli_omp_wait_policy(argv); /* may execute metacl again (tools/omp_wait.c) */
+    mcl_cli_omp_wait_policy(argv); /* may execute metacl again (tools/cli/omp_wait.c) */
     const char *cmd = argv[1];
     const char *limit = getenv("METACL_MEMORY_LIMIT");
     uint64_t lv = 0;

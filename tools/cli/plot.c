@@ -991,9 +991,9 @@ void mcl_moving_average(const double *y, int n, int window, double *out)
 }
 
 /* Range of one coordinate over all series (plus `extra` when finite), widened when empty or
- * flat, plus a 4% margin each way; -1 when it overflows. */
+ * flat, plus a 4% margin each way; -1 when it overflows. floor0: bands end at 0 below. */
 static int axis_range(const mcl_series *series, int n_series, int use_y, const double *extra,
-                      int n_extra, double *lo_out, double *hi_out)
+                      int n_extra, int floor0, double *lo_out, double *hi_out)
 {
     double lo = INFINITY, hi = -INFINITY;
     for (int s = 0; s < n_series; s++)
@@ -1002,7 +1002,8 @@ static int axis_range(const mcl_series *series, int n_series, int use_y, const d
             if (!isfinite(x) || !isfinite(y)) continue;
             double b = use_y && series[s].band && isfinite(series[s].band[i]) ? fabs(series[s].band[i]) : 0.0;
             double v = use_y ? y : x;
-            if (v - b < lo) lo = v - b;
+            const double vlo = floor0 && use_y && b > 0 ? fmax(0.0, v - b) : v - b;
+            if (vlo < lo) lo = vlo;
             if (v + b > hi) hi = v + b;
         }
     for (int i = 0; i < n_extra; i++)
@@ -1092,8 +1093,9 @@ static void legend_sample(cairo_t *cr, double x, double y, rgbf col, int dashed,
     cairo_set_dash(cr, NULL, 0, 0);
 }
 
-/* The band y ± band of a series, one filled polygon per run of finite points. */
-static void draw_band(cairo_t *cr, const mcl_plot_axes *a, const mcl_series *se, rgbf col)
+/* The band y ± band of a series, one filled polygon per run of finite points; with floor0 its
+ * lower edge does not go below 0. */
+static void draw_band(cairo_t *cr, const mcl_plot_axes *a, const mcl_series *se, rgbf col, int floor0)
 {
     cairo_set_source_rgba(cr, col.r, col.g, col.b, 0.18);
     int i = 0;
@@ -1108,7 +1110,9 @@ static void draw_band(cairo_t *cr, const mcl_plot_axes *a, const mcl_series *se,
                 else cairo_line_to(cr, px, py);
             }
             for (int k = j - 1; k >= i; k--)
-                cairo_line_to(cr, mcl_axes_px(a, se->x[k]), mcl_axes_py(a, se->y[k] - fabs(se->band[k])));
+                cairo_line_to(cr, mcl_axes_px(a, se->x[k]),
+                              mcl_axes_py(a, floor0 ? fmax(0.0, se->y[k] - fabs(se->band[k]))
+                                                    : se->y[k] - fabs(se->band[k])));
             cairo_close_path(cr);
             cairo_fill(cr);
         }
@@ -1159,8 +1163,8 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
     }
     mcl_plot_axes a;
     memset(&a, 0, sizeof a);
-    if (axis_range(series, n_series, 0, spec->marker_x, nm, &a.xmin, &a.xmax) != 0 ||
-        axis_range(series, n_series, 1, ys_extra, 1 + nseg, &a.ymin, &a.ymax) != 0) {
+    if (axis_range(series, n_series, 0, spec->marker_x, nm, 0, &a.xmin, &a.xmax) != 0 ||
+        axis_range(series, n_series, 1, ys_extra, 1 + nseg, spec->band_floor0, &a.ymin, &a.ymax) != 0) {
         set_err(err, err_len, "lines: the data span too large a range to plot");
         return MCL_ERR_INVALID;
     }
@@ -1296,7 +1300,7 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
     }
     for (int s = 0; s < n_series; s++) { /* the bands first, under every line */
         const mcl_series *se = &series[s];
-        if (se->band) draw_band(cr, &a, se, to_f(mcl_plot_series_color(s)));
+        if (se->band) draw_band(cr, &a, se, to_f(mcl_plot_series_color(s)), spec->band_floor0);
     }
     for (int s = 0; s < n_series; s++) {
         rgbf col = to_f(mcl_plot_series_color(s));

@@ -178,6 +178,7 @@ typedef struct mcl_lines_spec {
      * ref_y and under its legend entry (0..MCL_PLOT_MAX_MARKERS + 1 segments) */
     int n_ref_segments;
     const double *ref_seg_x0, *ref_seg_x1, *ref_seg_y;
+    int band_floor0;         /* 1: every band's lower edge is max(0, y - band) (counts, rates) */
 } mcl_lines_spec;
 
 /* Where a line plot maps data: x = xmin at column `left`, xmax at `right`; y = ymin at row

@@ -2,7 +2,7 @@
 """bench-lm-torch.py — the PyTorch baseline for `metacl bench lm`, on the CPU or (--device
 cuda) on a GPU.
 
-The same workloads with the same shapes as tools/bench_lm.c (wall-clock time per iteration,
+The same workloads with the same shapes as tools/cli/bench_lm.c (wall-clock time per iteration,
 --warmup untimed iterations (1 on the CPU, 3 on CUDA), then --reps timed iterations; ms_best =
 fastest, ms_median = median; on CUDA each timed iteration lies between two
 torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/torch/bench_common.py).
@@ -52,7 +52,7 @@ reset), global-norm clipping and Adam.
 
 Every workload starts with a full memory (one no_grad forward of a 128-byte segment in setup)
 and commits the memory of its segments, so it stays at 128 rows. The data are the fixed
-pseudo-random bytes of tools/bench_lm.c (x_{i+1} = (1103515245 x_i + 12345) mod 2^31 from
+pseudo-random bytes of tools/cli/bench_lm.c (x_{i+1} = (1103515245 x_i + 12345) mod 2^31 from
 x_0 = 13, byte = (x >> 16) mod 256).
 
 Extras in a workload's JSON entry: bytes_per_s, the bytes predicted per second at the median
@@ -85,7 +85,7 @@ H_META, SLOPE, PRE_P, LN_EPS, INIT_STD = 20, 0.01, 10.0, 1e-5, 0.02
 
 
 def lcg_bytes(count):
-    """The fixed data of tools/bench_lm.c: count bytes from the LCG."""
+    """The fixed data of tools/cli/bench_lm.c: count bytes from the LCG."""
     x, out = SEED, []
     for _ in range(count):
         x = (1103515245 * x + 12345) & 0x7fffffff

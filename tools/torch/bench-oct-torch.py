@@ -2,7 +2,7 @@
 """bench-oct-torch.py — the PyTorch baseline for `metacl bench oct`, on the CPU or (--device
 cuda) on a GPU.
 
-The same workloads with the same shapes as tools/bench_oct.c (wall-clock time per iteration,
+The same workloads with the same shapes as tools/cli/bench_oct.c (wall-clock time per iteration,
 --warmup untimed iterations (1 on the CPU, 3 on CUDA), then --reps timed iterations; ms_best =
 fastest, ms_median = median; on CUDA each timed iteration lies between two
 torch.cuda.synchronize() calls, TF32 off unless --tf32: tools/torch/bench_common.py):

@@ -9,6 +9,7 @@
  *   text_fetch.c    apt-get download / dpkg-deb, run without a shell
  *   text_write.c    the corpus directory: parts, meta.txt, copyright/, SHA256SUMS
  *   text_prepare.c  the domains and the orchestration
+ *   text_pin.c      a corpus compared with the pinned manifest (data/text-manifest.txt)
  */
 #ifndef MCL_TEXTPREP_H
 #define MCL_TEXTPREP_H
@@ -211,5 +212,30 @@ mcl_status mcl_text_prepare(const mcl_text_prepare_opts *o, char *err, size_t le
  * other characters than letters, digits, '-' and '_' made '_', -2, -3, ... on a clash). */
 mcl_status mcl_text_prepare_user(const mcl_text_prepare_opts *o, const char *const *files,
                                  int n_files, char *err, size_t len);
+
+/* ---- text_pin.c ---- */
+
+/* The manifest of the corpus the docs were measured on, in the source tree (tools/scripts/pin-text.sh
+ * writes it) and installed in $(pkgdatadir). */
+#define MCL_TEXT_MANIFEST "text-manifest.txt"
+
+enum { MCL_TEXT_PIN_SAME = 0, MCL_TEXT_PIN_DRIFTED = 1, MCL_TEXT_PIN_UNPINNED = 2 };
+
+/* One domain of a corpus against the manifest. */
+typedef struct mcl_text_drift {
+    char domain[MCL_TEXT_MAX_NAME + 1];
+    int state;          /* MCL_TEXT_PIN_* */
+    char packages[1024]; /* "linux-doc-6.1 6.1.192-3 -> 6.1.192-4, ..." (pinned -> here); "" */
+    char files[1024];    /* the files whose SHA-256 is not the manifest's: "rst.train, ..."; "" */
+} mcl_text_drift;
+
+/* Compare the corpus in dir with the manifest file: per domain (the corpus's order) whether
+ * its package versions and the SHA-256 of its parts and copyright files are the pinned ones.
+ * *out (malloc'd, free()) gets one entry per domain of the corpus, *n their number. An
+ * unreadable or malformed manifest or corpus is an error (err says which). */
+mcl_status mcl_text_pin_compare(const char *dir, const char *manifest, mcl_text_drift **out,
+                                int *n, char *err, size_t len);
+/* "pinned", "DRIFTED" or "unpinned". */
+const char *mcl_text_pin_state_name(int state);
 
 #endif
