@@ -60,7 +60,7 @@ mv "$tmp/made" "$tmp/elsewhere/bundle"
 B=$tmp/elsewhere/bundle
 
 missing=
-for f in run MANIFEST.txt README.md tools/gpu-check.sh tools/torch/bench-acl-torch.py tools/torch/bench_common.py \
+for f in run MANIFEST.txt README.md tools/gpu-check.sh tools/torch/bench-acl-torch.py tools/torch/bench_common.py tools/torch/metanet_torch.py \
          lib/ld-linux-x86-64.so.2 lib/libc.so.6 lib/libm.so.6 lib/libpthread.so.0 lib/libOpenCL.so.1 \
          lib/libclblast.so.1 lib/libmetacl.so.0 lib/libstdc++.so.6 lib/libgomp.so.1; do
     [ -e "$B/$f" ] || missing="$missing $f"

@@ -174,3 +174,53 @@ void mcl_notice(const char *fmt, ...)
     va_end(ap);
     notice_fn(notice_arg, msg);
 }
+
+/* ---- a key = value text kept as a list ---- */
+
+static mcl_status kv_list_add(void *obj, const char *key, const char *value, char *msg, size_t msg_len)
+{
+    mcl_kv_list *m = obj;
+    if (m->n == m->cap) {
+        const int nc = m->cap ? m->cap * 2 : 64;
+        if (nc > 100000) return mcl_errbuf(msg, msg_len, MCL_ERR_FORMAT, "too many keys");
+        mcl_kv_pair *nk = realloc(m->kv, sizeof *nk * (size_t)nc);
+        if (!nk) return mcl_errbuf(msg, msg_len, MCL_ERR_OOM, "out of memory");
+        m->kv = nk;
+        m->cap = nc;
+    }
+    m->kv[m->n].key = strdup(key);
+    m->kv[m->n].value = strdup(value);
+    if (!m->kv[m->n].key || !m->kv[m->n].value) {
+        free(m->kv[m->n].key);
+        free(m->kv[m->n].value);
+        return mcl_errbuf(msg, msg_len, MCL_ERR_OOM, "out of memory");
+    }
+    m->n++;
+    return MCL_OK;
+}
+
+mcl_status mcl_kv_list_parse(const char *text, const char *what, mcl_kv_list *list, char *err, size_t len)
+{
+    if (!list) return mcl_errbuf(err, len, MCL_ERR_NULL, "NULL argument");
+    mcl_status s = mcl_kv_parse(text, what, kv_list_add, list, err, len);
+    if (s != MCL_OK) mcl_kv_list_free(list);
+    return s;
+}
+
+const char *mcl_kv_list_get(const mcl_kv_list *list, const char *key)
+{
+    for (int i = 0; list && key && i < list->n; i++)
+        if (strcmp(list->kv[i].key, key) == 0) return list->kv[i].value;
+    return NULL;
+}
+
+void mcl_kv_list_free(mcl_kv_list *list)
+{
+    if (!list) return;
+    for (int i = 0; i < list->n; i++) {
+        free(list->kv[i].key);
+        free(list->kv[i].value);
+    }
+    free(list->kv);
+    memset(list, 0, sizeof *list);
+}

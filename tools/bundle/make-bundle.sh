@@ -195,7 +195,7 @@ cp "$srcdir/tools/bundle/gpu-check.sh" "$stage/tools/gpu-check.sh"
 chmod 755 "$stage/tools/gpu-check.sh"
 mkdir -p "$stage/tools/torch"
 for b in acl oct smn lm; do cp "$srcdir/tools/torch/bench-$b-torch.py" "$stage/tools/torch/"; done
-cp "$srcdir/tools/torch/bench_common.py" "$stage/tools/torch/"
+cp "$srcdir/tools/torch/bench_common.py" "$srcdir/tools/torch/metanet_torch.py" "$stage/tools/torch/"
 cp "$srcdir/doc/bundle.md" "$stage/README.md"
 
 # The bundle must start: metacl --version through the bundle's loader, with no driver.

@@ -71,6 +71,7 @@ import math
 import sys
 
 import bench_common
+from metanet_torch import g_phi, make_aug, preproc
 
 WORKLOADS = ("lm_train_window", "lm_train_plain", "lm_eval_static", "lm_eval_dynamic", "lm_eval_smn")
 DEFAULT_REPS = {"lm_train_window": 3, "lm_train_plain": 3, "lm_eval_static": 10, "lm_eval_dynamic": 5,
@@ -81,7 +82,7 @@ K, FAST_LEN, SEG_LEN, LANES = 5, 64, 128, 8
 LR, CLIP, DYN_LR, DYN_DECAY = 7e-4, 0.5, 1e-4, 1e-3
 TRAIN_H = (0.05, 0.0, 0.0, 1.0)   # p, gamma, beta1, beta2
 EVAL_H = (0.5, 0.999, 0.5, 0.5)
-H_META, SLOPE, PRE_P, LN_EPS, INIT_STD = 20, 0.01, 10.0, 1e-5, 0.02
+LN_EPS, INIT_STD = 1e-5, 0.02
 
 
 def lcg_bytes(count):
@@ -93,30 +94,10 @@ def lcg_bytes(count):
     return out
 
 
-def preproc(torch, z):
-    """z [m] -> [m, 2]: (log|z| / P, sign z) where |z| >= e^-P, else (-1, e^P z)."""
-    a = z.abs()
-    big = a >= math.exp(-PRE_P)
-    x0 = torch.where(big, torch.log(a.clamp_min(1e-30)) / PRE_P, torch.full_like(z, -1.0))
-    x1 = torch.where(big, torch.sign(z), z * math.exp(PRE_P))
-    return torch.stack([x0, x1], 1)
 
 
-def make_aug(torch, nn, w, gen):
-    """A fast weight for the slow weight w: M, I and g_phi's parameters (output layer 0)."""
-    phi = nn.ParameterList([
-        nn.Parameter(torch.randn(H_META, 2, generator=gen) * math.sqrt(0.5)), nn.Parameter(torch.zeros(H_META)),
-        nn.Parameter(torch.randn(H_META, H_META, generator=gen) * math.sqrt(1.0 / H_META)),
-        nn.Parameter(torch.zeros(H_META)), nn.Parameter(torch.zeros(1, H_META)), nn.Parameter(torch.zeros(1))])
-    return {"w": w, "M": torch.zeros_like(w.detach()), "I": torch.zeros_like(w.detach()), "phi": phi}
 
 
-def g_phi(torch, phi, zs):
-    """zs [m, 2] -> [m]"""
-    F = torch.nn.functional
-    h = F.leaky_relu(F.linear(zs, phi[0], phi[1]), SLOPE)
-    h = F.leaky_relu(F.linear(h, phi[2], phi[3]), SLOPE)
-    return F.linear(h, phi[4], phi[5]).squeeze(1)
 
 
 def sinusoids(torch, rows):

@@ -45,36 +45,17 @@ import math
 import sys
 
 import bench_common
+from metanet_torch import g_phi, make_aug, preproc
 
 WORKLOADS = ("smn_wcst_window", "smn_resnet_window", "smn_resnet_plain")
 DEFAULT_REPS = {"smn_wcst_window": 20, "smn_resnet_window": 5, "smn_resnet_plain": 10}
-K, ROWS, CARD, ACTIONS, CLASSES, H = 3, 16, 12, 4, 5, 20
-SLOPE, PRE_P = 0.01, 10.0
+K, ROWS, CARD, ACTIONS, CLASSES = 3, 16, 12, 4, 5
 
 
-def preproc(torch, z):
-    """z [m] -> [m, 2]: (log|z| / P, sign z) where |z| >= e^-P, else (-1, e^P z)."""
-    a = z.abs()
-    big = a >= math.exp(-PRE_P)
-    x0 = torch.where(big, torch.log(a.clamp_min(1e-30)) / PRE_P, torch.full_like(z, -1.0))
-    x1 = torch.where(big, torch.sign(z), z * math.exp(PRE_P))
-    return torch.stack([x0, x1], 1)
 
 
-def make_aug(torch, nn, w, gen):
-    """A fast weight for the slow weight w: M, I and g_phi's parameters."""
-    phi = nn.ParameterList([
-        nn.Parameter(torch.randn(H, 2, generator=gen) * math.sqrt(0.5)), nn.Parameter(torch.zeros(H)),
-        nn.Parameter(torch.randn(H, H, generator=gen) * math.sqrt(1.0 / H)), nn.Parameter(torch.zeros(H)),
-        nn.Parameter(torch.zeros(1, H)), nn.Parameter(torch.zeros(1))])
-    return {"w": w, "M": torch.zeros_like(w.detach()), "I": torch.zeros_like(w.detach()), "phi": phi}
 
 
-def g_phi(torch, phi, zs):
-    F = torch.nn.functional
-    h = F.leaky_relu(F.linear(zs, phi[0], phi[1]), SLOPE)
-    h = F.leaky_relu(F.linear(h, phi[2], phi[3]), SLOPE)
-    return F.linear(h, phi[4], phi[5]).squeeze(1)
 
 
 def build(torch, kind, dev):
