@@ -47,17 +47,9 @@
 
 static void tiny_cfg(mcl_acl_config *c, int stats)
 {
-    mcl_acl_config_default(c);
-    c->n_way = NWAY;
-    c->hidden = 16;
-    c->heads = 2;
-    c->layers = 2;
-    c->ff_mult = 2;
-    c->dropout = 0.0f;
-    c->conv_channels = 4;
+    tu_acl_tiny_config(c, NWAY, SEED);
     c->feature_norm = MCL_ACL_FEATNORM_BATCH;
     c->feature_stats = stats;
-    c->seed = SEED;
 }
 
 /* Images (N(0,1) from a fixed stream) and labels 0..NWAY-1 for B sequences of n steps. */

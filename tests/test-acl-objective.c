@@ -34,15 +34,8 @@
 
 static void tiny_cfg(mcl_acl_config *c, float dropout)
 {
-    mcl_acl_config_default(c);
-    c->n_way = NWAY;
-    c->hidden = 16;
-    c->heads = 2;
-    c->layers = 2;
-    c->ff_mult = 2;
+    tu_acl_tiny_config(c, NWAY, SEED);
     c->dropout = dropout;
-    c->conv_channels = 4;
-    c->seed = SEED;
 }
 
 /* Random images and labels 0..NWAY-1 for rows = B·n, written from a fixed stream. */

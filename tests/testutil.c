@@ -3,6 +3,7 @@
 #include "testutil.h"
 #include "tensor_impl.h"
 #include "dataset.h"
+#include "acl.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -310,4 +311,17 @@ mcl_dataset *tu_blocks_dataset(const char *name, int per_class, const tu_blocks 
     free(img);
     free(lab);
     return ds;
+}
+
+void tu_acl_tiny_config(mcl_acl_config *c, int n_way, uint64_t seed)
+{
+    mcl_acl_config_default(c);
+    c->n_way = n_way;
+    c->hidden = 16;
+    c->heads = 2;
+    c->layers = 2;
+    c->ff_mult = 2;
+    c->dropout = 0.0f;
+    c->conv_channels = 4;
+    c->seed = seed;
 }

@@ -121,4 +121,10 @@ struct mcl_dataset;
  * on error. */
 struct mcl_dataset *tu_blocks_dataset(const char *name, int per_class, const tu_blocks *b);
 
+/* The tiny ACL model of the model tests (test-acl-objective, test-acl-featstats): defaults with
+ * hidden 16, 2 heads, 2 layers, feed-forward x2, 4 conv channels, no dropout, n_way classes and
+ * the given seed; a test changes what it studies afterwards. */
+struct mcl_acl_config;
+void tu_acl_tiny_config(struct mcl_acl_config *c, int n_way, uint64_t seed);
+
 #endif
