@@ -2,7 +2,8 @@
 # test-online-cli.sh — `metacl online` end to end on a tiny stream (hershey, 5-way, 4 tasks of
 # 20 examples, chunks of 10, 2 readers): usage errors (exit 2), bad configs (exit 1, file:line),
 # a run with its report (summary.json, the figures), exact resume (the metrics of a run
-# stopped after 7 steps and resumed equal an uninterrupted run's, as printed), a corrupt
+# stopped after 7 steps and resumed equal an uninterrupted run's, as printed), the
+# online.freeze_at ablation (no step after the freeze moves the weights), a corrupt
 # checkpoint refused, `--report` of several runs; on the reference and, when a device exists,
 # OpenCL (whose first loss agrees with the reference's to 4 digits).
 METACL=${METACL:-./metacl}
@@ -50,6 +51,34 @@ for b in $backends; do
     sed 's/"run": "[^"]*"//' "$TMP/$b-split/summary.json" >"$TMP/s2"
     if cmp -s "$TMP/s1" "$TMP/s2"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $b: summaries differ"; fi
 done
+# online.freeze_at (the paper's Fig. 5 ablation): from example 40 on (step 9 = turn 4) no
+# gradient step. The first 8 steps are the whole run's; the run differs after them; a run
+# stopped after 8 steps and resumed with the freeze and a learning rate 500 times larger
+# gives the same metrics (the lr is never used again), which it could not if any step after
+# the freeze moved the weights; a frozen replay step reports loss 0.
+check "freeze_at beyond the stream" 1 "$METACL" online --config "$CONF" --set online.freeze_at=80 --out "$TMP/u"
+expect_text "says why" "would never freeze"
+check "negative freeze_at" 2 "$METACL" online --config "$CONF" --set online.freeze_at=-1 --out "$TMP/u"
+check "8 steps (the control)" 0 "$METACL" online --config "$CONF" --out "$TMP/split8" --quiet --set train.steps=8
+check "frozen from example 40" 0 "$METACL" online --config "$CONF" --out "$TMP/frz" --quiet --set online.freeze_at=40
+head -9 "$TMP/ref-whole/metrics.csv" | cut -d, -f1-6 >"$TMP/a"
+head -9 "$TMP/frz/metrics.csv" | cut -d, -f1-6 >"$TMP/b"
+if cmp -s "$TMP/a" "$TMP/b"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: freeze_at: the steps before the freeze differ from the whole run's"; diff "$TMP/a" "$TMP/b" | head; fi
+cut -d, -f1-6 "$TMP/ref-whole/metrics.csv" >"$TMP/a"
+cut -d, -f1-6 "$TMP/frz/metrics.csv" >"$TMP/b"
+cmp -s "$TMP/a" "$TMP/b" && { fail=$((fail + 1)); echo "FAIL: freeze_at changed nothing"; } || pass=$((pass + 1))
+l10=$(awk -F, '$1 == 10 {print $2}' "$TMP/frz/metrics.csv")
+[ "$l10" = 0 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: frozen replay step 10 reports loss '$l10', want 0"; }
+check "8 steps, then" 0 "$METACL" online --config "$CONF" --out "$TMP/frz2" --quiet --set train.steps=8
+check "resumed frozen with lr x500" 0 "$METACL" online --resume "$TMP/frz2" --quiet --set online.freeze_at=40 \
+    --set train.lr=0.5 --set train.steps=16
+cut -d, -f1-6 "$TMP/frz2/metrics.csv" >"$TMP/c"
+if cmp -s "$TMP/b" "$TMP/c"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: freeze_at: a step after the freeze used the learning rate"; diff "$TMP/b" "$TMP/c" | head; fi
+check "resumed unfrozen with lr x500" 0 "$METACL" online --resume "$TMP/split8" --quiet --set train.lr=0.5 --set train.steps=16
+cut -d, -f1-6 "$TMP/split8/metrics.csv" >"$TMP/c"
+cmp -s "$TMP/a" "$TMP/c" && { fail=$((fail + 1)); echo "FAIL: the lr-x500 control did not change an unfrozen run"; } || pass=$((pass + 1))
 # a wrong record is seen: a summary of another run differs
 check "cnn baseline run" 0 "$METACL" online --config "$CONF" --out "$TMP/cnn" --quiet --set model.arch=cnn --set online.streams=1 --set online.optimizer=adam
 sed 's/"run": "[^"]*"//' "$TMP/cnn/summary.json" >"$TMP/s3"

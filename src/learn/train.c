@@ -558,14 +558,16 @@ static mcl_train_part part_of(const runner *r, int p)
 /* Loss, backward of part p of step s; *lv = its (weighted) loss, m = its metrics. With
  * `deferred` (one part, train.h "no stalls"), *lv and the family's step_metrics are filled
  * only when the caller has finished the queue (the read of *lv is queued here). */
-static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m, int deferred)
+static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m, int deferred, int frozen)
 {
     const int64_t B = r->cfg.train.batch;
     const mcl_train_part part = part_of(r, p);
     mcl_tensor *loss = NULL;
     *lv = NAN;
     if (r->parts > 1) mcl_ctx_set_stream(r->ctx, part_stream(s, p));
+    if (frozen) mcl_no_grad_begin(r->ctx); /* a frozen step: no tape, no backward */
     mcl_status st = r->fam->step_loss(r->fs, s, &part, &loss, m, r->err, r->err_len);
+    if (frozen) mcl_no_grad_end(r->ctx);
     if (st != MCL_OK) return st; /* the family's message */
     if (r->parts > 1) /* the part's share of the batch mean */
         loss = mcl_scale(r->ctx, loss, (float)(part.hi - part.lo) / (float)B);
@@ -577,7 +579,7 @@ static mcl_status run_part(runner *r, int64_t s, int p, float *lv, double *m, in
     const char *stall = getenv("METACL_TEST_STALL");
     if (st == MCL_OK && stall && strcmp(stall, "1") == 0) st = mcl_tensor_read(loss, lv, 1);
 #endif
-    if (st == MCL_OK) st = mcl_backward(r->ctx, loss);
+    if (st == MCL_OK && !frozen) st = mcl_backward(r->ctx, loss);
     if (st == MCL_OK && !deferred) { /* several parts: the part's loss and metrics now */
         st = mcl_ctx_finish(r->ctx);
         if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
@@ -599,6 +601,7 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
     r->scope = MCL_TRAIN_ERR_LOCAL;
     /* one part: the loss and metrics are read once, after the optimizer step (train.h) */
     const int deferred = r->parts == 1 && r->size == 1;
+    const int frozen = r->fam->frozen && r->fam->frozen(r->fs, s); /* no update (train.h) */
     double m[MCL_TRAIN_MAX_METRICS];
     float lv = NAN;
     for (int p = r->p0; p < r->p1 && st == MCL_OK; p++) {
@@ -607,7 +610,7 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
         lv = NAN;
         for (int i = 0; i < MCL_TRAIN_MAX_METRICS; i++) m[i] = NAN;
         mcl_optim_zero_grad(r->opt);
-        st = run_part(r, s, p, &lv, m, deferred);
+        st = run_part(r, s, p, &lv, m, deferred, frozen);
 #ifdef MCL_TEST_HOOKS
         /* test hook (tests/test-mpi.sh): rank METACL_TEST_FAIL_RANK fails at step
          * METACL_TEST_FAIL_STEP as a device or data error would */
@@ -616,7 +619,7 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
             st = fail(r->err, r->err_len, MCL_ERR_BACKEND, "step %lld: test hook: a failure on rank %d",
                       (long long)s, r->rank);
 #endif
-        if (st == MCL_OK && r->parts > 1) st = grads_move(r, r->gbuf, r->gbuf + r->gn, p > r->p0, 0);
+        if (st == MCL_OK && r->parts > 1 && !frozen) st = grads_move(r, r->gbuf, r->gbuf + r->gn, p > r->p0, 0);
         if (r->fam->step_end) r->fam->step_end(r->fs);
         if (r->parts > 1) mcl_ctx_reset(r->ctx);
         sc[0] = p == r->p0 ? (double)lv : sc[0] + (double)lv; /* in part order */
@@ -638,13 +641,13 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
     } else {
         *stop_out = r->opts->stop && *r->opts->stop;
     }
-    if (st == MCL_OK && r->parts > 1) {
+    if (st == MCL_OK && r->parts > 1 && !frozen) {
         st = mcl_dist_sum_f32(r->gbuf, r->gn, r->err, r->err_len);
         if (st == MCL_OK) st = grads_move(r, r->gbuf, NULL, 0, 1);
     }
     int stepped = 0, finished = 0;
     if (deferred && st == MCL_OK) { /* the optimizer step, then the one wait of the step */
-        st = mcl_optim_step(r->opt);
+        if (!frozen) st = mcl_optim_step(r->opt);
         if (st == MCL_OK) st = mcl_ctx_finish(r->ctx), finished = 1;
         if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
         if (st == MCL_OK && r->fam->step_metrics) r->fam->step_metrics(r->fs, m);
@@ -665,7 +668,7 @@ static mcl_status train_step(runner *r, double *loss_out, double *metrics, int *
                   "step %lld: the loss is %g: training stopped (the last good checkpoint, step "
                   "%lld or earlier, is kept)",
                   (long long)s, lv_sum, (long long)r->step);
-    } else if (st == MCL_OK && !stepped) {
+    } else if (st == MCL_OK && !stepped && !frozen) {
         st = mcl_optim_step(r->opt);
         if (st != MCL_OK) fail(r->err, r->err_len, st, "step %lld: %s", (long long)s, mcl_ctx_error(r->ctx));
     }

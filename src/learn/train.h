@@ -11,7 +11,8 @@
  *                 nothing; config.txt in the run directory is the full resolved config
  *   the loop      for step s = 1..train.steps: zero the gradients, the family's loss for
  *                 step s, a NaN/Inf loss stops the run (the last good checkpoint is kept),
- *                 backward, optimizer step (Adam family settings, schedule, clipping)
+ *                 backward, optimizer step (Adam family settings, schedule, clipping); a step
+ *                 the family declares frozen (mcl_family.frozen) has neither
  *   metrics.csv   "step,loss,<the family's metric names>,lr,steps_per_s,train_s,val_score",
  *                 one row every train.log_every steps, at validation steps and at the end;
  *                 on resume the rows after the checkpoint are dropped (atomic rewrite)
@@ -174,6 +175,12 @@ typedef struct mcl_family {
      * parts). Fills the metrics[] entries step_loss left NaN (it may fill the ones the host
      * knows itself). NULL: step_loss fills them all. See "no stalls" below. */
     void (*step_metrics)(void *fs, double *metrics);
+    /* Optional: 1 when step s takes no gradient step (an ablation that freezes the weights
+     * from some point of a run on; a function of the config and s alone, so every rank and a
+     * resumed run agree): step_loss then runs with gradient recording off and the harness
+     * does no backward and no optimizer step (the optimizer's state and step count stay as
+     * they were). NULL: every step updates. */
+    int (*frozen)(void *fs, int64_t step);
     /* Memory, from the config alone (may be NULL: the family checks its own budget):
      * ckpt_floats: the floats of every tensor the family registers with its parameters
      * (model, fast-weight and family state: what a checkpoint's params section holds), exact;

@@ -61,6 +61,9 @@ static const mcl_key run_keys[] = {
     MCL_KEY_ENUM("online.optimizer", R, optimizer, "adamw|adam|sgd", "adamw", "optimizer of every step"),
     MCL_KEY_FLOAT("online.weight_decay", R, weight_decay, 0, 10, "0.01", "weight decay (AdamW: decoupled)"),
     MCL_KEY_FLOAT("online.momentum", R, momentum, 0, 0.999, "0", "sgd momentum"),
+    MCL_KEY_I64("online.freeze_at", R, freeze_at, 0, 1e9, "0",
+                "ablation (the paper's Fig. 5): no gradient step from the chunk that starts at example P on; "
+                "predictions then use the frozen weights and the KV ring (0 = never)"),
 };
 #undef R
 
@@ -103,6 +106,10 @@ static mcl_status oct_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *
                     "online.streams = %d: replay needs a transformer's rings; the cnn baseline is "
                     "trained online with 1 stream",
                     c->streams);
+    if (c->freeze_at >= mcl_oct_stream_len(c))
+        return fail(err, len, MCL_ERR_INVALID,
+                    "online.freeze_at = %lld: the stream has %lld examples, so the run would never freeze "
+                    "(0 = never)", (long long)c->freeze_at, (long long)mcl_oct_stream_len(c));
     if (mcl_oct_stream_len(c) > ((int64_t)1 << 26))
         return fail(err, len, MCL_ERR_INVALID, "stream of %lld examples: at most 2^26",
                     (long long)mcl_oct_stream_len(c));
@@ -146,6 +153,7 @@ typedef struct oct_fs {
     mcl_oct_chunk ck;
     int have_ck;
     mcl_tensor *img, *lab; /* the step's chunk (ours until step_end) */
+    mcl_tensor *zero;      /* [1] the loss of a frozen replay step (online.freeze_at)     */
     mcl_status push_status; /* of the last step's ring update, and its message */
     char push_err[256];
 } oct_fs;
@@ -162,6 +170,7 @@ static void oct_free_fs(void *p)
     oct_fs *t = p;
     if (!t) return;
     drop_chunk(t);
+    mcl_tensor_free(t->zero);
     mcl_oct_free(t->m);
     mcl_stream_free(t->stream);
     mcl_dataset_free(t->ds);
@@ -268,6 +277,14 @@ static mcl_status chunk_data(oct_fs *t, int64_t lo, int64_t hi, mcl_tensor **img
                             hi - lo, t->cfg.normalize, img, lab);
 }
 
+/* online.freeze_at: step s (reader (s-1) mod E of turn (s-1)/E) takes no gradient step when
+ * reader 0's chunk of its turn starts at or after example freeze_at. */
+static int oct_frozen(void *fs, int64_t s)
+{
+    const oct_fs *t = fs;
+    return t->cfg.freeze_at > 0 && (s - 1) / t->cfg.streams * t->S >= t->cfg.freeze_at;
+}
+
 static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part, mcl_tensor **loss,
                                 double *metrics, char *err, size_t len)
 {
@@ -287,13 +304,20 @@ static mcl_status oct_step_loss(void *fs, int64_t s, const mcl_train_part *part,
     const int64_t lo = chunk * t->S, hi = lo + t->S < n ? lo + t->S : n;
     t->step = s;
     t->reader = e;
+    t->have_ck = 0;
+    t->lg_lo = t->lg_hi = 0;
+    if (e > 0 && oct_frozen(t, s)) { /* the weights are frozen: replay has nothing to do */
+        if (!t->zero) t->zero = mcl_tensor_new(t->ctx, 1, 0, 0, 0);
+        if (!t->zero) return fail(err, len, MCL_ERR_OOM, "%s", mcl_ctx_error(t->ctx));
+        *loss = t->zero;
+        return MCL_OK;
+    }
     mcl_tensor *logits = NULL;
     mcl_status st = chunk_data(t, lo, hi, &t->img, &t->lab); /* freed by step_end */
     if (st == MCL_OK) st = mcl_oct_forward(t->m, t->img, t->lab, hi - lo, &t->ring[e], &logits, loss, &t->ck);
     if (st != MCL_OK) return fail(err, len, st, "step %lld (reader %d, chunk %lld): %s", (long long)s, e,
                                   (long long)chunk, mcl_ctx_error(t->ctx));
     t->have_ck = 1;
-    t->lg_lo = t->lg_hi = 0;
     if (e == 0) { /* the prequential record: predictions made before training on the chunk,
                    * read once the step is done (oct_step_metrics) */
         const int64_t S = hi - lo, N = t->cfg.model.n_way;
@@ -579,6 +603,7 @@ const mcl_family mcl_oct_family = {
     .step_loss = oct_step_loss,
     .step_end = oct_step_end,
     .step_metrics = oct_step_metrics,
+    .frozen = oct_frozen,
     .validate = oct_validate,
     .save = oct_save,
     .load = oct_load,

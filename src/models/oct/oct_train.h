@@ -7,6 +7,11 @@
  * with probability S / t (t = examples seen), drawn from (train.seed, turn) alone.
  * Every reader's position and rings, and reader 0's per-example log-loss and hits, are in
  * the checkpoint, so a resumed run continues bit for bit.
+ * online.freeze_at = P (the paper's Fig. 5 ablation, "stop gradient updates at position P"):
+ * from the first chunk of reader 0 that starts at or after example P on, no step updates the
+ * weights; reader 0 is still scored and its ring still takes every chunk (the predictions
+ * then come from in-context conditioning alone), and the replay readers stop (a frozen
+ * replay step computes nothing and reports loss 0).
  */
 #ifndef MCL_MODELS_OCT_TRAIN_H
 #define MCL_MODELS_OCT_TRAIN_H
@@ -34,6 +39,8 @@ typedef struct mcl_oct_run {
     int optimizer;      /* 0 adamw, 1 adam, 2 sgd                                          */
     float weight_decay;
     float momentum;     /* sgd                                                             */
+    int64_t freeze_at;  /* > 0: no gradient step from the chunk that starts at example
+                           freeze_at on (the paper's Fig. 5 ablation; 0 = never)           */
 } mcl_oct_run;
 
 extern const mcl_family mcl_oct_family;
