@@ -128,6 +128,3 @@ CONF
     shift 2
     set_keys "$_tl_file" "$@"
 }
-        ' "$_tc_file" >"$_tc_file.new" && mv "$_tc_file.new" "$_tc_file"
-    done
-}
