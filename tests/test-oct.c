@@ -10,7 +10,11 @@
  *   - reference vs OpenCL: the loss and the gradient of every parameter of one chunk read
  *     against a filled ring, over Conv-4 and over Conv-8 (skipped only when there is no
  *     OpenCL device);
- *   - a frozen extractor gets no gradient.
+ *   - a frozen extractor gets no gradient;
+ *   - the stream of recurring classes (stream.pool): every class of the stream is one of P
+ *     pool classes, the pool is a function of stream.seed, every example's image belongs to
+ *     its task's class, and stream.pool = 0 is the draw it always was (the tasks of a stream
+ *     without a pool use far more than P classes, so the pool check can fail).
  * Seed printed first; tolerances next to each check.
  */
 #include <math.h>
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #include "oct.h"
+#include "oct_stream.h"
 #include "ops.h"
 #include "params.h"
 #include "rng.h"
@@ -384,6 +389,85 @@ static void test_frozen(void)
     mcl_ctx_free(ctx);
 }
 
+/* Classes of the stream: the distinct task classes (a bitmap over global ids < cap). */
+static int distinct_classes(const mcl_stream *st, int cap)
+{
+    char *seen = calloc((size_t)cap, 1);
+    int n = 0;
+    for (int i = 0; seen && i < st->n_tasks * st->n_way; i++) {
+        const int32_t c = st->task_class[i];
+        if (c >= 0 && c < cap && !seen[c]) seen[c] = 1, n++;
+    }
+    free(seen);
+    return n;
+}
+
+/* The stream of recurring classes on a synthetic set of 60 classes × 4 images: pool 8,
+ * 5-way tasks, 30 tasks of 12 examples. */
+static void test_pool(void)
+{
+    enum { NC = 60, PER = 4, POOL = 8 };
+    uint8_t *img = calloc((size_t)NC * PER * 1024, 1);
+    int32_t lab[NC * PER];
+    for (int i = 0; i < NC * PER; i++) lab[i] = i % NC, img[(size_t)i * 1024] = (uint8_t)i;
+    mcl_dataset *ds = NULL;
+    char err[512];
+    CHECK(img && mcl_dataset_from_arrays("pool", img, lab, NC * PER, &ds, err, sizeof err) == MCL_OK,
+          "synthetic set: %s", err);
+    free(img);
+    if (!ds) return;
+    mcl_oct_run c;
+    memset(&c, 0, sizeof c);
+    c.model.n_way = 5;
+    c.n_tasks = 30;
+    c.per_task = 12;
+    c.data_seed = 7;
+    c.pool = POOL;
+    mcl_stream *a = NULL, *b = NULL, *o = NULL, *d = NULL, *w = NULL;
+    CHECK(mcl_oct_stream_draw(&c, ds, &a, err, sizeof err) == MCL_OK, "pool %d: %s", POOL, err);
+    CHECK(mcl_oct_stream_draw(&c, ds, &b, err, sizeof err) == MCL_OK, "pool again: %s", err);
+    c.data_seed = 8;
+    CHECK(mcl_oct_stream_draw(&c, ds, &d, err, sizeof err) == MCL_OK, "pool, other seed: %s", err);
+    c.data_seed = 7;
+    c.pool = 0;
+    CHECK(mcl_oct_stream_draw(&c, ds, &o, err, sizeof err) == MCL_OK, "no pool: %s", err);
+    if (a && b && o && d) {
+        /* 30 tasks × 5 of 8 classes: all 8 appear (a missing one has probability < 1e-6) */
+        CHECK(distinct_classes(a, NC) == POOL, "pool: the stream uses exactly the %d pool classes (%d)", POOL,
+              distinct_classes(a, NC));
+        CHECK(distinct_classes(o, NC) > 3 * POOL, "no pool: the stream uses far more classes (%d; the pool "
+              "check above would fail on it)", distinct_classes(o, NC));
+        int same = a->n == b->n, other = 0, owned = 1;
+        for (int64_t i = 0; same && i < a->n; i++) same = a->index[i] == b->index[i] && a->label[i] == b->label[i];
+        for (int i = 0; i < a->n_tasks * a->n_way; i++) other |= a->task_class[i] != d->task_class[i];
+        for (int64_t i = 0; i < a->n; i++) /* the image's class is its task's class with that label */
+            owned &= ds->labels[a->index[i]] == a->task_class[a->task[i] * a->n_way + a->label[i]];
+        CHECK(same, "the same stream.seed draws the same pool and stream");
+        CHECK(other, "another stream.seed draws another stream");
+        CHECK(owned, "every example's image belongs to its task's class for its label");
+        /* stream.pool = 0 is the draw of mcl_stream_piecewise over every class, as before */
+        mcl_class_pool all = {ds, NULL, 0};
+        mcl_pwstream_cfg pc = {c.n_tasks, c.model.n_way, c.per_task};
+        mcl_rng rng;
+        mcl_rng_init(&rng, 7, MCL_OCT_STREAM_DATA);
+        CHECK(mcl_stream_piecewise(&all, &pc, &rng, &w, err, sizeof err) == MCL_OK, "%s", err);
+        int eq = w && w->n == o->n;
+        for (int64_t i = 0; eq && i < o->n; i++) eq = w->index[i] == o->index[i] && w->label[i] == o->label[i];
+        CHECK(eq, "stream.pool = 0 leaves the draw unchanged");
+    }
+    mcl_stream_free(w);
+    w = NULL;
+    c.pool = NC + 1;
+    CHECK(mcl_oct_stream_draw(&c, ds, &w, err, sizeof err) == MCL_ERR_INVALID && strstr(err, "only 60 classes"),
+          "a pool larger than the set is refused: %s", err);
+    mcl_stream_free(a);
+    mcl_stream_free(b);
+    mcl_stream_free(o);
+    mcl_stream_free(d);
+    mcl_stream_free(w);
+    mcl_dataset_free(ds);
+}
+
 int main(void)
 {
     tu_begin("test-oct", SEED);
@@ -398,5 +482,6 @@ int main(void)
     g_extractor = MCL_OCT_CONV8; /* the same comparison over the Conv-8 extractor */
     test_opencl();
     test_frozen();
+    test_pool();
     return tu_summary();
 }

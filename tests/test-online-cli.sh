@@ -3,7 +3,8 @@
 # 20 examples, chunks of 10, 2 readers): usage errors (exit 2), bad configs (exit 1, file:line),
 # a run with its report (summary.json, the figures), exact resume (the metrics of a run
 # stopped after 7 steps and resumed equal an uninterrupted run's, as printed), the
-# online.freeze_at ablation (no step after the freeze moves the weights), a corrupt
+# online.freeze_at ablation (no step after the freeze moves the weights), stream.pool (its
+# refusals, a run and its report), a corrupt
 # checkpoint refused, `--report` of several runs; on the reference and, when a device exists,
 # OpenCL (whose first loss agrees with the reference's to 4 digits).
 METACL=${METACL:-./metacl}
@@ -79,6 +80,16 @@ if cmp -s "$TMP/b" "$TMP/c"; then pass=$((pass + 1)); else
 check "resumed unfrozen with lr x500" 0 "$METACL" online --resume "$TMP/split8" --quiet --set train.lr=0.5 --set train.steps=16
 cut -d, -f1-6 "$TMP/split8/metrics.csv" >"$TMP/c"
 cmp -s "$TMP/a" "$TMP/c" && { fail=$((fail + 1)); echo "FAIL: the lr-x500 control did not change an unfrozen run"; } || pass=$((pass + 1))
+# stream.pool: the stream of recurring classes (the draw itself: tests/test-oct.c)
+check "pool smaller than a task" 1 "$METACL" online --config "$CONF" --set stream.pool=3 --out "$TMP/u"
+expect_text "says why" "a task needs model.n_way = 5"
+check "pool larger than the split" 1 "$METACL" online --config "$CONF" --set stream.pool=100000 --out "$TMP/u"
+expect_text "says why" "classes in this split"
+[ ! -e "$TMP/u/config.txt" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a refused pool left files"; }
+check "a run over a pool of 6 classes" 0 "$METACL" online --config "$CONF" --set stream.pool=6 --out "$TMP/pool"
+expect_text "logs the pool" "class pool: 6 classes"
+check "its report" 0 "$METACL" online --report "$TMP/pool" --json
+expect_text "the 5th-example accuracy" '"late_acc_at_5th"'
 # a wrong record is seen: a summary of another run differs
 check "cnn baseline run" 0 "$METACL" online --config "$CONF" --out "$TMP/cnn" --quiet --set model.arch=cnn --set online.streams=1 --set online.optimizer=adam
 sed 's/"run": "[^"]*"//' "$TMP/cnn/summary.json" >"$TMP/s3"

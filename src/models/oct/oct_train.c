@@ -57,6 +57,9 @@ static const mcl_key run_keys[] = {
     MCL_KEY_INT("stream.tasks", R, n_tasks, 1, 1 << 20, "100", "T tasks (each a random map of n_way classes to labels)"),
     MCL_KEY_I64("stream.per_task", R, per_task, 1, 1e9, "200", "M examples per task"),
     MCL_KEY_U64("stream.seed", R, data_seed, "1", "the stream's draw"),
+    MCL_KEY_INT("stream.pool", R, pool, 0, 1 << 20, "0",
+                "recurring classes: every task draws its classes from one fixed pool of this many classes "
+                "of the split, drawn once from stream.seed (0 = every class: classes hardly recur)"),
     MCL_KEY_INT("online.streams", R, streams, 1, MCL_OCT_MAX_STREAMS, "4", "E readers (1 = no replay)"),
     MCL_KEY_ENUM("online.optimizer", R, optimizer, "adamw|adam|sgd", "adamw", "optimizer of every step"),
     MCL_KEY_FLOAT("online.weight_decay", R, weight_decay, 0, 10, "0.01", "weight decay (AdamW: decoupled)"),
@@ -106,6 +109,9 @@ static mcl_status oct_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *
                     "online.streams = %d: replay needs a transformer's rings; the cnn baseline is "
                     "trained online with 1 stream",
                     c->streams);
+    if (c->pool > 0 && c->pool < c->model.n_way)
+        return fail(err, len, MCL_ERR_INVALID, "stream.pool = %d: a task needs model.n_way = %d classes",
+                    c->pool, c->model.n_way);
     if (c->freeze_at >= mcl_oct_stream_len(c))
         return fail(err, len, MCL_ERR_INVALID,
                     "online.freeze_at = %lld: the stream has %lld examples, so the run would never freeze "
@@ -118,13 +124,54 @@ static mcl_status oct_cfg_check(const void *fcfg, const mcl_train_cfg *t, char *
 
 /* ====================================================================== the stream */
 
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The fixed class pool of stream.pool = P: P distinct classes of ds drawn from (stream.seed,
+ * MCL_OCT_STREAM_POOL), as global class ids in ascending order, into cls[P]. */
+static mcl_status draw_pool(const mcl_oct_run *c, const mcl_dataset *ds, int32_t *cls, char *err, size_t len)
+{
+    if (c->pool > ds->n_classes)
+        return fail(err, len, MCL_ERR_INVALID, "stream.pool = %d: the data set has only %d classes in this split",
+                    c->pool, ds->n_classes);
+    int64_t *pick = malloc((size_t)c->pool * sizeof *pick);
+    if (!pick) return fail(err, len, MCL_ERR_OOM, "out of memory (class pool)");
+    mcl_rng rng;
+    mcl_rng_init(&rng, c->data_seed, MCL_OCT_STREAM_POOL);
+    mcl_status st = mcl_sample_distinct(&rng, ds->n_classes, c->pool, pick, NULL);
+    if (st == MCL_OK) {
+        qsort(pick, (size_t)c->pool, sizeof *pick, cmp_i64);
+        for (int i = 0; i < c->pool; i++) cls[i] = ds->class_ids[pick[i]];
+    }
+    free(pick);
+    return st == MCL_OK ? MCL_OK : fail(err, len, st, "drawing the class pool: %s", mcl_status_str(st));
+}
+
 mcl_status mcl_oct_stream_draw(const mcl_oct_run *c, mcl_dataset *ds, mcl_stream **out, char *err, size_t len)
 {
     mcl_class_pool pool = {ds, NULL, 0};
     mcl_pwstream_cfg pc = {c->n_tasks, c->model.n_way, c->per_task};
+    int32_t *cls = NULL;
+    *out = NULL;
+    if (c->pool > 0) { /* recurring classes: the tasks draw from the pool alone */
+        cls = malloc((size_t)c->pool * sizeof *cls);
+        if (!cls) return fail(err, len, MCL_ERR_OOM, "out of memory (class pool)");
+        mcl_status st = draw_pool(c, ds, cls, err, len);
+        if (st != MCL_OK) {
+            free(cls);
+            return st;
+        }
+        pool.classes = cls;
+        pool.n_classes = c->pool;
+    }
     mcl_rng rng;
     mcl_rng_init(&rng, c->data_seed, MCL_OCT_STREAM_DATA);
-    return mcl_stream_piecewise(&pool, &pc, &rng, out, err, len);
+    mcl_status st = mcl_stream_piecewise(&pool, &pc, &rng, out, err, len);
+    free(cls);
+    return st;
 }
 
 /* ====================================================================== the family state */
@@ -239,6 +286,18 @@ static mcl_status oct_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg
                         "(%lld images); chunks of %d, %d reader%s",
                    c->n_tasks, (long long)c->per_task, c->model.n_way, t->ds->n_classes, c->source,
                    (long long)t->ds->n, t->S, c->streams, c->streams > 1 ? "s (replay)" : "");
+    if (c->pool > 0) { /* recurring classes: the pool and how many images it holds per class */
+        int64_t lo = INT64_MAX, hi = 0;
+        for (int i = 0; i < c->n_tasks * c->model.n_way; i++) {
+            const int k = mcl_dataset_class_pos(t->ds, t->stream->task_class[i]);
+            const int64_t m = k < 0 ? 0 : t->ds->class_start[k + 1] - t->ds->class_start[k];
+            lo = m < lo ? m : lo;
+            hi = m > hi ? m : hi;
+        }
+        mcl_train_logf(log, "class pool: %d classes drawn once (stream.pool), recurring across tasks under new "
+                            "labels; %lld to %lld images per class, %lld examples per task",
+                       c->pool, (long long)lo, (long long)hi, (long long)c->per_task);
+    }
     /* state: the rings of every reader and block, the record */
     if (add_state(t->m->params, c, t->ring, &t->rec_nll, &t->rec_hit) != MCL_OK)
         return fail(err, len, MCL_ERR_OOM, "%s", mcl_ctx_error(ctx));

@@ -34,6 +34,8 @@ typedef struct mcl_oct_run {
     int normalize;
     int n_tasks;        /* T tasks                                                         */
     int64_t per_task;   /* M examples per task                                             */
+    int pool;           /* > 0: the tasks' classes come from a fixed pool of this many
+                           classes, so they recur across tasks (0 = every class)           */
     uint64_t data_seed; /* the stream's draw                                               */
     int streams;        /* E readers (1 = no replay)                                       */
     int optimizer;      /* 0 adamw, 1 adam, 2 sgd                                          */
