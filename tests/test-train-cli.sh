@@ -2,8 +2,9 @@
 # test-train-cli.sh — `metacl train acl` end to end on a tiny config: usage errors (exit 2),
 # bad configs (exit 1), a run directory with every file, exact resume (the losses of a run
 # split in two equal an uninterrupted run's, bit for bit as printed), a NaN loss stopping the
-# run with the last good checkpoint kept (only in a build with --enable-test-hooks); on the
-# reference and, when a device exists, OpenCL.
+# run with the last good checkpoint kept (only in a build with --enable-test-hooks), the
+# validation columns of metrics.csv (val_main_*, val_bwd_*: in-context forgetting during
+# meta-training); on the reference and, when a device exists, OpenCL.
 # Data: the hershey set prepared into a temporary data dir (Debian hershey-fonts-data).
 METACL=${METACL:-./metacl}
 TMP=test-train-cli.tmp.$$
@@ -178,6 +179,32 @@ if [ "$backends" = "ref opencl" ]; then
     if awk -v a="$l_ref" -v b="$l_ocl" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-4*(a<0?-a:a)+1e-5)}'; then pass=$((pass + 1)); else
         fail=$((fail + 1)); echo "FAIL: step-1 loss ref $l_ref vs OpenCL $l_ocl"; fi
 fi
+# The validation columns (the paper's Sec. 4.2 curve of in-context forgetting): a 2-task run
+# without the ACL term logs, at each validation point, the accuracy of each domain's tasks
+# after their own context (val_main_*) and after the later task's (val_bwd_*: A after B).
+# One domain, 2 tasks: val_score, the mean over the 2 main terms and the 1 bwd term of each
+# batch, must equal (2 main + bwd) / 3, which a wrong column breaks; other rows leave them
+# empty; a 1-task run has no bwd column; a run resumed from a metrics.csv without the columns
+# (an older version's) gets the current header.
+check "no-ACL run with validation columns" 0 "$METACL" train acl --config "$CONF" --out "$TMP/vc" --quiet --set task.acl=0
+head -1 "$TMP/vc/metrics.csv" | grep -q ',val_score,val_main_hershey,val_bwd_hershey$' && pass=$((pass + 1)) ||
+    { fail=$((fail + 1)); echo "FAIL: header lacks the validation columns: $(head -1 "$TMP/vc/metrics.csv")"; }
+if awk -F, '$1 == 3 || $1 == 6 { if ($9 == "" || $10 == "" || $11 == "") exit 1; d = $9 - (2 * $10 + $11) / 3;
+        if (d > 2e-6 || d < -2e-6) exit 1; n++ } $1 == 1 || $1 == 2 || $1 == 4 || $1 == 5 { if ($10 != "" || $11 != "") exit 1 }
+        END { exit n != 2 }' "$TMP/vc/metrics.csv"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: validation columns do not add up to val_score (6-decimal round-off: 2e-6)"; cat "$TMP/vc/metrics.csv"; fi
+# the same check on a deliberately wrong row (bwd + 0.1) fails
+if sed '4s/,\([0-9.]*\)$/,0.999999/' "$TMP/vc/metrics.csv" | awk -F, '$1 == 3 { d = $9 - (2 * $10 + $11) / 3; exit !(d > 2e-6 || d < -2e-6) }'; then
+    pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the column check does not see a wrong bwd value"; fi
+check "1-task run" 0 "$METACL" train acl --config "$CONF" --out "$TMP/vc1" --quiet --set task.n_tasks=1
+head -1 "$TMP/vc1/metrics.csv" | grep -q ',val_score,val_main_hershey$' && pass=$((pass + 1)) ||
+    { fail=$((fail + 1)); echo "FAIL: 1-task header: $(head -1 "$TMP/vc1/metrics.csv")"; }
+check "3 steps" 0 "$METACL" train acl --config "$CONF" --out "$TMP/vco" --quiet --set task.acl=0 --set train.steps=3
+sed -i '1s/,val_main_hershey,val_bwd_hershey$//' "$TMP/vco/metrics.csv"
+check "resumed under an old header" 0 "$METACL" train acl --resume "$TMP/vco" --quiet --set train.steps=6
+head -1 "$TMP/vco/metrics.csv" >"$TMP/h1"
+head -1 "$TMP/vc/metrics.csv" >"$TMP/h2"
+same_file "resume writes the current header" "$TMP/h1" "$TMP/h2"
 rm -rf "$TMP"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

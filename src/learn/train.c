@@ -15,6 +15,7 @@
 #include "tensor_impl.h"
 #include "util.h"
 
+#define CSV_HEADER_MAX 4096 /* metrics.csv's header line                                   */
 #define CHANCE_WINDOW 100          /* steps in the running accuracy */
 #define CHANCE_MARGIN 0.10         /* "left chance": chance + this  */
 #define MAX_CONFIG_BYTES (1u << 20)
@@ -267,6 +268,8 @@ typedef struct runner {
     mcl_optim *opt;
     mcl_train_log log;
     FILE *csv;
+    int n_valcols;                                  /* the family's validation columns */
+    const char *valcol[MCL_TRAIN_MAX_VAL_COLUMNS];
     char dir[MCL_TRAIN_PATH_MAX];
     int64_t step;    /* steps done */
     double train_ms; /* before this process */
@@ -333,6 +336,18 @@ static mcl_status save_ckpt(runner *r, const char *name)
 }
 
 /* Keep the metrics.csv rows of steps <= upto (resume): atomic rewrite. */
+/* metrics.csv's header line (with its '\n') into buf. */
+static void csv_header(const runner *r, char *buf, size_t n)
+{
+    size_t at = (size_t)snprintf(buf, n, "step,loss");
+    for (int i = 0; i < r->fam->n_metrics && at < n; i++) at += (size_t)snprintf(buf + at, n - at, ",%s", r->fam->metric_names[i]);
+    if (at < n) at += (size_t)snprintf(buf + at, n - at, ",lr,steps_per_s,train_s,val_score");
+    for (int i = 0; i < r->n_valcols && at < n; i++) at += (size_t)snprintf(buf + at, n - at, ",%s", r->valcol[i]);
+    if (at < n) snprintf(buf + at, n - at, "\n");
+}
+
+/* The rows up to step `upto`, under the current header (a run begun by an older version
+ * gets the columns added since; its earlier rows simply lack them). */
 static mcl_status truncate_csv(runner *r, const char *path, int64_t upto)
 {
     char *text = NULL;
@@ -352,8 +367,19 @@ static mcl_status truncate_csv(runner *r, const char *path, int64_t upto)
         }
         at = next;
     }
-    char e2[512];
-    st = mcl_write_file_atomic(path, text, keep, e2, sizeof e2);
+    char hdr[CSV_HEADER_MAX], e2[512];
+    csv_header(r, hdr, sizeof hdr);
+    const char *nl = keep ? memchr(text, '\n', keep) : NULL;
+    const size_t h0 = nl ? (size_t)(nl - text) + 1 : 0, hl = strlen(hdr); /* the old header */
+    char *out = malloc(hl + keep - h0 + 1);
+    if (!out) {
+        free(text);
+        return fail(r->err, r->err_len, MCL_ERR_OOM, "out of memory (metrics.csv)");
+    }
+    memcpy(out, hdr, hl);
+    memcpy(out + hl, text + h0, keep - h0);
+    st = mcl_write_file_atomic(path, out, hl + keep - h0, e2, sizeof e2);
+    free(out);
     free(text);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     return MCL_OK;
@@ -392,6 +418,8 @@ static mcl_status open_csv(runner *r, int resume)
 {
     char path[MCL_TRAIN_PATH_MAX + 32];
     path_join(path, sizeof path, r->dir, "metrics.csv");
+    r->n_valcols = r->fam->val_columns ? r->fam->val_columns(r->fs, r->valcol, MCL_TRAIN_MAX_VAL_COLUMNS) : 0;
+    if (r->n_valcols > MCL_TRAIN_MAX_VAL_COLUMNS) r->n_valcols = MCL_TRAIN_MAX_VAL_COLUMNS;
     if (resume) {
         mcl_status st = truncate_csv(r, path, r->step);
         if (st != MCL_OK) return st;
@@ -401,9 +429,9 @@ static mcl_status open_csv(runner *r, int resume)
     mcl_status st = mcl_fopen_append(path, fresh, &r->csv, e2, sizeof e2);
     if (st != MCL_OK) return fail(r->err, r->err_len, st, "%s", e2);
     if (fresh) {
-        fprintf(r->csv, "step,loss");
-        for (int i = 0; i < r->fam->n_metrics; i++) fprintf(r->csv, ",%s", r->fam->metric_names[i]);
-        fprintf(r->csv, ",lr,steps_per_s,train_s,val_score\n");
+        char hdr[CSV_HEADER_MAX];
+        csv_header(r, hdr, sizeof hdr);
+        fputs(hdr, r->csv);
     }
     fflush(r->csv);
     return MCL_OK;
@@ -1055,10 +1083,12 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
         steps_run++;
         track_chance(r, metrics[0], chance);
         int last = r->step == t->steps;
-        double val = NAN;
+        double val = NAN, vcol[MCL_TRAIN_MAX_VAL_COLUMNS];
+        for (int i = 0; i < MCL_TRAIN_MAX_VAL_COLUMNS; i++) vcol[i] = NAN;
         r->scope = MCL_TRAIN_ERR_LOCAL; /* validation and checkpoints: rank 0's own work */
         if (t->val_every > 0 && (r->step % t->val_every == 0 || last)) {
             if (r->rank == 0) st = r->fam->validate(r->fs, t->val_batches, &val, err, err_len);
+            if (st == MCL_OK && r->n_valcols > 0 && r->fam->val_values) r->fam->val_values(r->fs, vcol);
             if (st == MCL_OK) st = mcl_dist_bcast(&val, sizeof val, 0, err, err_len);
             if (st != MCL_OK) break;
             if (isnan(r->best_val))
@@ -1085,6 +1115,10 @@ mcl_status mcl_train_run(mcl_ctx *ctx, const mcl_family *family, const mcl_run_c
             fprintf(r->csv, ",%.9g,%.4f,%.3f,", (double)mcl_optim_last_lr(r->opt), sps,
                     elapsed_ms(r) / 1e3);
             if (!isnan(val)) fprintf(r->csv, "%.6f", val);
+            for (int i = 0; i < r->n_valcols; i++) { /* empty on rows without validation */
+                fputc(',', r->csv);
+                if (!isnan(val) && !isnan(vcol[i])) fprintf(r->csv, "%.6f", vcol[i]);
+            }
             fputc('\n', r->csv);
             fflush(r->csv);
             progress(r, loss, metrics[0], sps);

@@ -13,9 +13,11 @@
  *                 step s, a NaN/Inf loss stops the run (the last good checkpoint is kept),
  *                 backward, optimizer step (Adam family settings, schedule, clipping); a step
  *                 the family declares frozen (mcl_family.frozen) has neither
- *   metrics.csv   "step,loss,<the family's metric names>,lr,steps_per_s,train_s,val_score",
- *                 one row every train.log_every steps, at validation steps and at the end;
- *                 on resume the rows after the checkpoint are dropped (atomic rewrite)
+ *   metrics.csv   "step,loss,<the family's metric names>,lr,steps_per_s,train_s,val_score"
+ *                 and the family's validation columns (mcl_family.val_columns), one row
+ *                 every train.log_every steps, at validation steps and at the end; on resume
+ *                 the rows after the checkpoint are dropped and the header is the current
+ *                 one (atomic rewrite)
  *   validation    every train.val_every steps and at the end: the family's score (higher is
  *                 better); best.ckpt holds the best
  *   checkpoints   last.ckpt every train.ckpt_every steps and at the end (atomic writes);
@@ -58,6 +60,7 @@ extern "C" {
 
 #define MCL_TRAIN_PATH_MAX 1024
 #define MCL_TRAIN_MAX_METRICS 8
+#define MCL_TRAIN_MAX_VAL_COLUMNS 16
 
 /* The harness's own settings: the train.* keys. */
 typedef struct mcl_train_cfg {
@@ -181,6 +184,12 @@ typedef struct mcl_family {
      * does no backward and no optimizer step (the optimizer's state and step count stay as
      * they were). NULL: every step updates. */
     int (*frozen)(void *fs, int64_t step);
+    /* Optional: more validation columns of metrics.csv, after val_score. val_columns names
+     * them (at most max; the strings are the family state's, fixed from create on);
+     * val_values gives their values from the last validate (NaN = an empty cell). Rows
+     * without validation leave them empty. NULL: none. */
+    int (*val_columns)(void *fs, const char **names, int max);
+    void (*val_values)(void *fs, double *values);
     /* Memory, from the config alone (may be NULL: the family checks its own budget):
      * ckpt_floats: the floats of every tensor the family registers with its parameters
      * (model, fast-weight and family state: what a checkpoint's params section holds), exact;

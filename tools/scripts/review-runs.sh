@@ -13,6 +13,10 @@
 #                    fmnist-val (`--select`, the grid in the JSON), replay with buffers of 10 and
 #                    50, on Split-FMNIST DIL (15 shots) and the same methods in the CIL tables
 #                    (2 and 5 tasks)                                                ~10 h
+#   acl-emergence    the paper's Sec. 4.2 curve: noacl-2task.conf (hanzi and hershey, 2 tasks, no
+#                    ACL term) meta-trained from scratch for 6 000 steps with SEEDS seeds,
+#                    validated every 100 steps; metrics.csv's val_main_* and val_bwd_* (the
+#                    A-after-B accuracy) columns plotted per domain over the seeds ~13 h
 #   acl-split-hanzi  Split-hanzi domain-incremental at 5, 10 and 20 tasks (10 runs), next to
 #                    the paper's Split-Omniglot 92.3 / 82.0 / 67.6                 ~1 h
 #   oct-ablations    Split-hanzi online, SEEDS seeds × {E = 4 (shipped), C = 0, E = 1}
@@ -32,11 +36,6 @@
 #   lm-nofast        the Transformer-XL of lm-text.conf trained the same 6 000 steps without
 #                    fast weights (model.fast = 0), then static and dynamic evaluation of both
 #                    models on the pinned switching stream and on one domain at a time ~3 h
-# Not scripted yet, because the code lacks the switch it needs (listed so that nobody
-# believes it ran): the emergence curve of in-context forgetting in meta-training without
-# the ACL term (the paper's Sec. 4.2: the A-after-B accuracy at every validation point; ACL
-# training validates the main terms only and keeps one last.ckpt, so neither the log nor a
-# checkpoint per validation point exists to evaluate).
 # Environment: METACL (./metacl), OUT (runs/review), SEEDS (5), RUNS (evaluation runs, 10).
 set -eu
 METACL=${METACL:-./metacl}
@@ -78,7 +77,7 @@ step() {
 }
 
 for job; do
-    case $job in acl-seeds | acl-baselines | acl-split-hanzi | oct-ablations | oct-freeze | oct-recurring | smn-wcst | smn-online | lm-nofast) ;;
+    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-freeze | oct-recurring | smn-wcst | smn-online | lm-nofast) ;;
     *) echo "review-runs: unknown job '$job' (see the header of $0)" >&2; exit 2 ;;
     esac
     J=$OUT/$job
@@ -112,6 +111,17 @@ for job; do
                 step "$J/cil$t-select-$m.md" "$METACL" eval acl --protocol split-cil --data fmnist-val --tasks $t \
                     --k-shot 5 --runs 3 --select --baseline "$m:regime=shots" --json-out "$J/cil$t-select-$m.json" --quiet
             done
+        done ;;
+    acl-emergence)
+        s=1
+        while [ $s -le "$SEEDS" ]; do
+            train acl data/configs/noacl-2task.conf "$J/seed$s" --set train.init= --set train.steps=6000 \
+                --set train.val_every=100 --set model.seed=$s --set train.seed=$s
+            s=$((s + 1))
+        done
+        for c in main_hanzi main_hershey bwd_hanzi bwd_hershey; do
+            [ -s "$J/val_$c.png" ] && continue
+            "$METACL" plot "$J"/seed* --y "val_$c" --chance 0.2 --out "$J/val_$c.png"
         done ;;
     acl-split-hanzi)
         for t in 5 10 20; do

@@ -8,6 +8,7 @@
 #include "acl_eval.h"
 #include "tensor_impl.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,12 @@ typedef struct acl_fs {
     mcl_acl_task_data td[MCL_ACL_MAX_TASKS]; /* the current step's data */
     int have_td;
     mcl_acl_terms tm; /* the step's terms, read after its optimizer step (acl_step_metrics) */
+    /* the validation columns (acl_val_columns): per domain d, the query accuracy of its
+     * tasks right after their own context (main) and after the later tasks' (bwd: "A after
+     * B"), over the last validation; [0] main, [1] bwd */
+    char col[2 * MCL_TRAIN_MAX_DOMAINS][64];
+    double vsum[2][MCL_TRAIN_MAX_DOMAINS];
+    int vn[2][MCL_TRAIN_MAX_DOMAINS];
 } acl_fs;
 
 /* Every class of ds must hold the images of one task (first-shot + K + 1 query, disjoint):
@@ -464,6 +471,44 @@ static mcl_status validate_splitx(acl_fs *t, int64_t runs, double *score, char *
     return MCL_OK;
 }
 
+/* Validation columns of metrics.csv: with validation on the domains' held-out classes,
+ * val_main_<domain> for every domain and, with 2 or more tasks, val_bwd_<domain>: the accuracy
+ * on a task of that domain after the later tasks of the sequence (the paper's Sec. 4.2 curve
+ * of in-context forgetting, measured whether or not the ACL term is trained). The domain's
+ * name keeps [A-Za-z0-9_-] of its spec (others become '_'); a repeated name gets _<index>. */
+static int acl_val_columns(void *fs, const char **names, int max)
+{
+    acl_fs *t = fs;
+    const mcl_acl_task_cfg *c = &t->cfg;
+    if (c->val_data[0]) return 0; /* fmnist-val validates Split-FMNIST, not the terms */
+    int n = 0;
+    for (int k = 0; k < (c->n_tasks > 1 ? 2 : 1); k++)
+        for (int d = 0; d < c->n_domains && n < max && n < 2 * MCL_TRAIN_MAX_DOMAINS; d++) {
+            char nm[40];
+            size_t j = 0;
+            for (const char *p = c->domains[d]; *p && j < sizeof nm - 1; p++)
+                nm[j++] = (isalnum((unsigned char)*p) || *p == '_' || *p == '-') ? *p : '_';
+            nm[j] = '\0';
+            int dup = 0;
+            for (int e = 0; e < d; e++) dup |= strcmp(c->domains[e], c->domains[d]) == 0;
+            if (dup) snprintf(t->col[n], sizeof t->col[n], "val_%s_%s_%d", k ? "bwd" : "main", nm, d + 1);
+            else snprintf(t->col[n], sizeof t->col[n], "val_%s_%s", k ? "bwd" : "main", nm);
+            names[n] = t->col[n];
+            n++;
+        }
+    return n;
+}
+
+/* The columns' values from the last acl_validate (NaN where no term was seen). */
+static void acl_val_values(void *fs, double *values)
+{
+    const acl_fs *t = fs;
+    int n = 0;
+    for (int k = 0; k < (t->cfg.n_tasks > 1 ? 2 : 1); k++)
+        for (int d = 0; d < t->cfg.n_domains; d++, n++)
+            values[n] = t->vn[k][d] ? t->vsum[k][d] / t->vn[k][d] : NAN;
+}
+
 /* Validation score: mean query accuracy of the main and ACL terms over `batches` batches
  * (fixed episodes: the same every time), dropout off; the random state is put back. With
  * data.val = fmnist-val: validate_splitx with `batches` runs. */
@@ -480,6 +525,8 @@ static mcl_status acl_validate(void *fs, int64_t batches, double *score, char *e
     mcl_no_grad_begin(t->ctx);
     double sum = 0.0;
     int n = 0;
+    memset(t->vsum, 0, sizeof t->vsum);
+    memset(t->vn, 0, sizeof t->vn);
     mcl_status st = MCL_OK;
     for (int64_t v = 0; v < batches && st == MCL_OK; v++) {
         mcl_acl_task_data td[MCL_ACL_MAX_TASKS];
@@ -492,8 +539,14 @@ static mcl_status acl_validate(void *fs, int64_t batches, double *score, char *e
         mcl_tensor *loss = NULL;
         st = mcl_acl_objective_loss(t->m, t->ctx, &o, td, t->batch, &loss, &tm);
         if (st != MCL_OK) fail(err, err_len, st, "validation: %s", mcl_ctx_error(t->ctx));
-        for (int i = 0; st == MCL_OK && i < tm.n; i++)
-            if (tm.term[i].kind != MCL_ACL_TERM_FIRST_SHOT) sum += tm.term[i].accuracy, n++;
+        for (int i = 0; st == MCL_OK && i < tm.n; i++) {
+            const mcl_acl_term *x = &tm.term[i];
+            if (x->kind == MCL_ACL_TERM_FIRST_SHOT) continue;
+            sum += x->accuracy, n++;
+            const int k = x->kind == MCL_ACL_TERM_ACL, d = domain_of(&t->cfg, x->task, v);
+            t->vsum[k][d] += x->accuracy; /* per domain: the columns of acl_val_columns */
+            t->vn[k][d]++;
+        }
         for (int i = 0; i < t->cfg.n_tasks; i++) mcl_acl_task_data_free(&td[i]);
         mcl_ctx_reset(t->ctx);
     }
@@ -565,6 +618,8 @@ const mcl_family mcl_acl_family = {
     .step_end = acl_step_end,
     .buffers = acl_buffers,
     .validate = acl_validate,
+    .val_columns = acl_val_columns,
+    .val_values = acl_val_values,
     .save = acl_save,
     .load = acl_load,
     .init_from = acl_init_from,
