@@ -119,6 +119,13 @@ expect_text "accuracy table" "Average task accuracy"
 expect_text "perseveration table" "Perseveration error rate"
 expect_text "interference table" "Interference error rate"
 [ -s "$TMP/fig/online-accuracy.png" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: online figure missing"; }
+# a stream of more than MCL_METANET_MAX_K (64) rounds: every round's prediction is scored (the
+# queued predictions of a step were once never scored by the online runs: no accuracy, and a
+# refusal at step 64)
+check "online protocol, 30 tasks (> 64 rounds)" 0 "$METACL" eval smn --protocol online --ckpt "$TMP/x.ckpt" \
+    --data hershey --data-dir "$TMP/data" --lengths 3-4 --tasks 30 --runs 1 --round 4 --quiet
+if echo "$LAST_OUT" | sed -n '/Average task accuracy/,/Perseveration/p' | grep -q '^| [^|]* | [0-9][0-9.]* |'; then
+    pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: the accuracy table has no number"; echo "$LAST_OUT" | head -8; fi
 head -c 300 "$TMP/x.ckpt" >"$TMP/trunc.ckpt"
 check "a truncated checkpoint" 1 "$METACL" eval smn --protocol online --ckpt "$TMP/trunc.ckpt" --data hershey --data-dir "$TMP/data"
 expect_text "says the checkpoint is truncated" "truncated"

@@ -72,6 +72,8 @@ mcl_status mcl_smn_window_end(smn_fs *t);
 
 /* Tasks solved so far (wcst) or reached (onlinex). */
 int mcl_smn_fs_tasks_done(const smn_fs *t);
+/* Score the predictions the last step queued (t->n_pend slots) and empty the queue. */
+void mcl_smn_score_pending(smn_fs *t);
 
 /* The optimizer of the run key `optimizer` (MCL_SMN_OPT_*). */
 mcl_optim_kind mcl_smn_optim_kind(int o);

@@ -579,10 +579,11 @@ static mcl_status smn_step_loss(void *fs, int64_t s, const mcl_train_part *part,
     return MCL_OK;
 }
 
-/* Once the step is done: the window's queued predictions scored (in order), the metrics. */
-static void smn_step_metrics(void *fs, double *metrics)
+/* The window's queued predictions scored, in order (Online-X rounds, WCST hits), and the
+ * queue emptied: after each step of the harness (smn_step_metrics) and of the online runs
+ * (smn_online.c). */
+void mcl_smn_score_pending(smn_fs *t)
 {
-    smn_fs *t = fs;
     const int64_t B = t->B, N = t->cfg.model.n_out;
     for (int i = 0; i < t->n_pend; i++) {
         const float *h = t->pend + (size_t)i * (size_t)(B * N);
@@ -596,6 +597,13 @@ static void smn_step_metrics(void *fs, double *metrics)
         }
     }
     t->n_pend = 0;
+}
+
+/* Once the step is done: the window's queued predictions scored (in order), the metrics. */
+static void smn_step_metrics(void *fs, double *metrics)
+{
+    smn_fs *t = fs;
+    mcl_smn_score_pending(t);
     metrics[0] = t->win_n > 0 ? t->win_hits / t->win_n : NAN;
     metrics[1] = mcl_smn_fs_tasks_done(t);
     metrics[2] = (double)t->updates;
