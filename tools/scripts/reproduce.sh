@@ -151,7 +151,7 @@ heading "## 5. Sparse Meta Networks: WCST, 5 runs of 8 rules (doc/smn.md)"
     --json-out "$TMPD/smn-wcst.json" --quiet "$@" >"$TMPD/smn-wcst.md"
 show "$TMPD/smn-wcst.md"
 heading ""
-heading "## 5b. Sparse Meta Networks: Online-hanzi test streams (held-out classes), 5 runs of 10 tasks per stream"
+heading "## 5b. Sparse Meta Networks: Online-hanzi test streams (held-out classes), $SMN_RUNS runs of 10 tasks per stream"
 "$METACL" eval smn --protocol online --ckpt Sparse-MetaNet="$CK/smn-online-hanzi.ckpt" \
     --baseline online:"$CK/smn-online-hanzi-ft.ckpt":0.003 \
     --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt":0.003 \
