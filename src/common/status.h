@@ -51,21 +51,6 @@ typedef mcl_status (*mcl_kv_setter)(void *obj, const char *key, const char *valu
 mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, void *obj,
                         char *err, size_t len);
 
-/* Every key = value line of a text, kept in order (meta.txt of a text corpus, the pinned
- * manifest): mcl_kv_list_parse fills an empty (zeroed) list through mcl_kv_parse, refusing
- * more than 100 000 keys; mcl_kv_list_get is the value of key or NULL; mcl_kv_list_free
- * empties it (the list may be reused). */
-typedef struct mcl_kv_pair {
-    char *key, *value;
-} mcl_kv_pair;
-typedef struct mcl_kv_list {
-    mcl_kv_pair *kv;
-    int n, cap;
-} mcl_kv_list;
-mcl_status mcl_kv_list_parse(const char *text, const char *what, mcl_kv_list *list, char *err, size_t len);
-const char *mcl_kv_list_get(const mcl_kv_list *list, const char *key);
-void mcl_kv_list_free(mcl_kv_list *list);
-
 /* Notices for a person watching (e.g. "compiling the OpenCL kernels ..." before a build that
  * takes minutes). The library never prints: a program that wants them installs a sink, which
  * gets each message without a trailing newline. NULL (the default) drops them. Not
