@@ -172,9 +172,9 @@ void attn_q_rows(int kh, int u0, int S, int Hq, int Hk, int BQ, float alibi, __l
 /* ------------------------------------------------------------------------------------ */
 /* forward: s_j = scale·q·k_j − slope·(n + t − j), m, z online over the key tiles,
  *   o = Σ_j m_j exp(s_j − m) v_j / z,  lse = m + log z   (o = 0, lse = 0 for a row with no key)
- * One group per block of BQ query rows of one key head. __local: lf = Qs [BQ][Dk+1],
- * Ks [BK][Dk+1], Vs [BK][Dv+1], Ps [BQ][BK+1], mrow, arow, slope [BQ], z [BQ] pairs;
- * li = qrow, qt [BQ], kidx [BK]. */
+ * One group per block of BQ query rows of one key head. __local: lf = zhi, zlo [BQ] (the
+ * pair z in two arrays), Qs [BQ][Dk+1], Ks [BK][Dk+1], Vs [BK][Dv+1], Ps [BQ][BK+1], mrow,
+ * arow, slope [BQ]; li = qrow, qt [BQ], kidx [BK]. */
 __kernel void attn_kv_fwd(__global const float *q, long q_off, __global const float *k, long k_off,
                           __global const float *v, long v_off, __global const float *kb, long kb_off,
                           __global const float *vb, long vb_off, __global float *o, long o_off,
@@ -186,14 +186,17 @@ __kernel void attn_kv_fwd(__global const float *q, long q_off, __global const fl
     const int nqb = (R + BQ - 1) / BQ, kh = get_group_id(0) / nqb;
     const int u0 = (get_group_id(0) - kh * nqb) * BQ, bk_sh = 31 - clz(BK);
     const int ldk = Dk + 1, ldv = Dv + 1, ldp = BK + 1;
-    __local float2 *zrow = (__local float2 *)lf;
+    /* z per row as a (hi, lo) pair in two float arrays: a float2 view of lf would need 8-byte
+     * alignment that a __local float * argument does not promise (NVIDIA faulted on it) */
+    __local float *zhi = lf, *zlo = lf + BQ;
     __local float *Qs = lf + 2 * BQ, *Ks = Qs + BQ * ldk, *Vs = Ks + BK * ldk, *Ps = Vs + BK * ldv;
     __local float *mrow = Ps + BQ * ldp, *arow = mrow + BQ, *slope = arow + BQ;
     __local int *qrow = li, *qt = qrow + BQ, *kidx = qt + BQ;
     attn_q_rows(kh, u0, S, Hq, Hk, BQ, alibi, qrow, qt, slope);
     if (l < BQ) {
         mrow[l] = -INFINITY;
-        zrow[l] = (float2)(0.0f, 0.0f);
+        zhi[l] = 0.0f;
+        zlo[l] = 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     attn_tile_load(Qs, ldk, q, q, qrow, BQ, Dk);
@@ -224,10 +227,11 @@ __kernel void attn_kv_fwd(__global const float *q, long q_off, __global const fl
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (l < BQ) {
-            float2 z = zrow[l];
+            float2 z = (float2)(zhi[l], zlo[l]);
             float a;
             mrow[l] = attn_online(Ps + l * ldp, nt, mrow[l], &z, &a);
-            zrow[l] = z;
+            zhi[l] = z.x;
+            zlo[l] = z.y;
             arow[l] = a;
             const int jd = n + qt[l] - j0; /* mask 1: the diagonal counts in z, not in o */
             if (mask == 1 && qt[l] >= 0 && jd >= 0 && jd < nt) Ps[l * ldp + jd] = 0.0f;
@@ -243,10 +247,10 @@ __kernel void attn_kv_fwd(__global const float *q, long q_off, __global const fl
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (l < BQ && qrow[l] >= 0)
-        lse[qrow[l]] = mrow[l] == -INFINITY ? 0.0f : mrow[l] + mcl_acc_log(zrow[l]);
+        lse[qrow[l]] = mrow[l] == -INFINITY ? 0.0f : mrow[l] + mcl_acc_log((float2)(zhi[l], zlo[l]));
     for (int i = 0; i < ATTN_MAXC; i++) {
         if (orow[i] < 0 || qrow[orow[i]] < 0) continue;
-        const float2 z = zrow[orow[i]];
+        const float2 z = (float2)(zhi[orow[i]], zlo[orow[i]]);
         o[qrow[orow[i]] * Dv + ocol[i]] = z.x > 0.0f ? mcl_div_acc(mcl_acc_value(acc[i]), z) : 0.0f;
     }
 }
@@ -487,7 +491,7 @@ float rel_lscore(__local const float *qc, __local const float *qp, __local const
 /* forward: s_ij = scale·(qc_i·k_j + qp_i·r_{M+i−j}), m, z online over the key tiles,
  *   o_i = Σ_j exp(s_ij − m) v_j / z,  lse = m + log z
  * One group per block of BQ query rows of one (b, h); keys lo(i0) .. M + i_last in tiles.
- * __local: lf = z [BQ] pairs, Qc, Qp [BQ][D+1], Ks [BK][D+1], Vs [BK][Dv+1],
+ * __local: lf = zhi, zlo [BQ], Qc, Qp [BQ][D+1], Ks [BK][D+1], Vs [BK][Dv+1],
  * Rs [BQ+BK−1][D+1], Ps [BQ][BK+1], mrow, arow [BQ]; li = qrow, qi [BQ], kidx [BK],
  * ridx [BQ+BK−1]. */
 __kernel void rel_attn_fwd(REL_IN_ARGS, __global float *o, long o_off, __global float *lse,
@@ -499,14 +503,17 @@ __kernel void rel_attn_fwd(REL_IN_ARGS, __global float *o, long o_off, __global 
     const int nqb = (S + BQ - 1) / BQ, bh = get_group_id(0) / nqb;
     const int b = bh / H, h = bh - b * H, i0 = (get_group_id(0) - bh * nqb) * BQ;
     const int ld = D + 1, ldv = Dv + 1, ldp = BK + 1, bk_sh = 31 - clz(BK);
-    __local float2 *zrow = (__local float2 *)lf;
+    /* z per row as a (hi, lo) pair in two float arrays: a float2 view of lf would need 8-byte
+     * alignment that a __local float * argument does not promise (NVIDIA faulted on it) */
+    __local float *zhi = lf, *zlo = lf + BQ;
     __local float *Qc = lf + 2 * BQ, *Qp = Qc + BQ * ld, *Ks = Qp + BQ * ld, *Vs = Ks + BK * ld;
     __local float *Rs = Vs + BK * ldv, *Ps = Rs + NR * ld, *mrow = Ps + BQ * ldp, *arow = mrow + BQ;
     __local int *qrow = li, *qi = qrow + BQ, *kidx = qi + BQ, *ridx = kidx + BK;
     rel_q_rows(b, h, i0, S, H, BQ, qrow, qi);
     if (l < BQ) {
         mrow[l] = -INFINITY;
-        zrow[l] = (float2)(0.0f, 0.0f);
+        zhi[l] = 0.0f;
+        zlo[l] = 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     attn_tile_load(Qc, ld, qc, qc, qrow, BQ, D);
@@ -536,10 +543,11 @@ __kernel void rel_attn_fwd(REL_IN_ARGS, __global float *o, long o_off, __global 
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (l < BQ) {
-            float2 z = zrow[l];
+            float2 z = (float2)(zhi[l], zlo[l]);
             float a;
             mrow[l] = attn_online(Ps + l * ldp, nt, mrow[l], &z, &a);
-            zrow[l] = z;
+            zhi[l] = z.x;
+            zlo[l] = z.y;
             arow[l] = a;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -552,10 +560,10 @@ __kernel void rel_attn_fwd(REL_IN_ARGS, __global float *o, long o_off, __global 
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (l < BQ && qrow[l] >= 0) lse[qrow[l]] = mrow[l] + mcl_acc_log(zrow[l]);
+    if (l < BQ && qrow[l] >= 0) lse[qrow[l]] = mrow[l] + mcl_acc_log((float2)(zhi[l], zlo[l]));
     for (int i = 0; i < ATTN_MAXC; i++) {
         if (orow[i] < 0 || qrow[orow[i]] < 0) continue;
-        o[qrow[orow[i]] * Dv + ocol[i]] = mcl_div_acc(mcl_acc_value(acc[i]), zrow[orow[i]]);
+        o[qrow[orow[i]] * Dv + ocol[i]] = mcl_div_acc(mcl_acc_value(acc[i]), (float2)(zhi[orow[i]], zlo[orow[i]]));
     }
 }
 

@@ -175,6 +175,23 @@ if [ -n "$drvlib" ]; then
     printf '%s\n' "$out" | grep -q '^  opencl 0' &&
         ok "no .icd files: the first fallback library that exists is used (as /usr/local/nvidia/lib64/libnvidia-opencl.so.1 would be)" ||
         { printf '%s\n' "$out"; bad "the fallback driver library was not used"; }
+    # an .icd file that names a driver the bundle cannot load (the first GPU machine had only
+    # such a pocl.icd) must not hide the fallback library that exists
+    mkdir -p "$tmp/badvendors"
+    echo "libpocl.so.2.12.0" > "$tmp/badvendors/pocl.icd"           # a bare name, as seen there
+    echo "$tmp/nothing-here/libOther.so" > "$tmp/badvendors/other.icd" # a path that is not there
+    out=$(R env OCL_ICD_VENDORS="$tmp/badvendors" METACL_RUN_FALLBACK_ICD="$drvlib" \
+          "$B/run" metacl devices 2>&1)
+    printf '%s\n' "$out" | grep -q '^  opencl 0' &&
+        ok "an .icd file naming a driver that does not load: the fallback library is used too" ||
+        { printf '%s\n' "$out"; bad "an .icd file naming a missing driver hid the fallback library"; }
+    # ... and one that names the fallback library already does not get it twice (two platforms)
+    mkdir -p "$tmp/samevendors"
+    basename "$drvlib" > "$tmp/samevendors/drv.icd"
+    n=$(R env OCL_ICD_VENDORS="$tmp/samevendors" METACL_RUN_FALLBACK_ICD="$drvlib" "$B/run" --show 2>&1 |
+        grep -c '^vendor file:')
+    [ "$n" = 1 ] && ok "an .icd file naming the fallback library: one vendor file, not two" ||
+        bad "an .icd file naming the fallback library: $n vendor files"
 else
     bad "run --list-libs named no driver library opened by the ICD loader"
 fi

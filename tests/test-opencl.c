@@ -627,6 +627,48 @@ int main(void)
                   mcl_ctx_error(c));
         }
         mcl_ctx_free(c);
+        /* NVIDIA's ways of saying so (seen on the H200: clFinish returned
+         * CL_INVALID_COMMAND_QUEUE after attn_kv's misaligned access; -9999 from CLBlast):
+         * reported as a fault of the op, not as a queue or an unknown error */
+        const char *nv[] = {"relu@-36", "relu@-9999"};
+        for (int i = 0; i < 2; i++) {
+            setenv("METACL_TEST_FAULT", nv[i], 1);
+            c = open_ocl(NULL, err, sizeof err);
+            CHECK(c != NULL, "open with METACL_TEST_FAULT=%s: %s", nv[i], c ? "" : err);
+            if (c) {
+                mcl_tensor *x = mcl_tensor_new(c, 3, 5, 0, 0);
+                mcl_tensor_randn(x, 1, 1, 0.0f, 1.0f);
+                mcl_tensor *y = mcl_relu(c, x);
+                CHECK(y == NULL && strstr(mcl_ctx_error(c), "relu forward") &&
+                          strstr(mcl_ctx_error(c), "a kernel of this op faulted"),
+                      "METACL_TEST_FAULT=%s with METACL_SYNC=1: reported as relu's fault: '%s'", nv[i],
+                      mcl_ctx_error(c));
+                mcl_tensor_free(x);
+            }
+            mcl_ctx_free(c);
+        }
+        unsetenv("METACL_SYNC");
+        setenv("METACL_TEST_FAULT", "relu@-9999", 1);
+        c = open_ocl(NULL, err, sizeof err);
+        CHECK(c != NULL, "open with METACL_TEST_FAULT=relu@-9999: %s", c ? "" : err);
+        if (c) {
+            mcl_tensor *x = mcl_tensor_new(c, 3, 5, 0, 0);
+            mcl_tensor_randn(x, 1, 1, 0.0f, 1.0f);
+            mcl_tensor *y = mcl_relu(c, x);
+            float v[15];
+            st = y ? mcl_tensor_read(y, v, 15) : MCL_ERR_NULL;
+            CHECK(st == MCL_ERR_BACKEND && strstr(mcl_ctx_error(c), "illegal memory access") &&
+                      strstr(mcl_ctx_error(c), "METACL_SYNC=1"),
+                  "NVIDIA's -9999 at a read: a fault, pointing at METACL_SYNC=1: '%s'",
+                  mcl_ctx_error(c));
+            mcl_tensor_free(x);
+        }
+        mcl_ctx_free(c);
+        setenv("METACL_SYNC", "1", 1);
+        setenv("METACL_TEST_FAULT", "relu@-30", 1);
+        c = open_ocl(NULL, err, sizeof err);
+        CHECK(c == NULL && strstr(err, "@CODE"), "METACL_TEST_FAULT with a non-fault code is refused: '%s'", err);
+        mcl_ctx_free(c);
         setenv("METACL_TEST_FAULT", "nosuchop", 1);
         c = open_ocl(NULL, err, sizeof err);
         CHECK(c == NULL && strstr(err, "METACL_TEST_FAULT"), "a bad METACL_TEST_FAULT is refused: '%s'", err);

@@ -30,15 +30,17 @@
 
 /* ------------------------------------------------------------------ errors */
 
-/* Kernel faults on a GPU surface late: a kernel that reads out of bounds, or needs more
- * registers or resources than the device has, makes the NEXT blocking call (a read, a finish,
- * sometimes an enqueue) fail with CL_OUT_OF_RESOURCES, long after the op that queued it
- * returned. So CL_OUT_OF_RESOURCES is an allocation failure (MCL_ERR_OOM) only where memory is
- * being allocated (mcl_ocl_fail_alloc); anywhere else it is MCL_ERR_BACKEND with this hint. */
-#define FAULT_HINT                                                                            \
-    "; a kernel queued earlier probably faulted (an out-of-bounds access, or more registers or " \
-    "resources than the device has), which OpenCL reports at the next blocking call; rerun "   \
-    "with METACL_SYNC=1 to find which op"
+/* Kernel faults on a GPU surface late: a kernel that reads out of bounds or misaligned, or
+ * needs more registers or resources than the device has, makes the NEXT blocking call (a read,
+ * a finish, a program build, sometimes an enqueue) fail, long after the op that queued it
+ * returned: with CL_OUT_OF_RESOURCES, or on NVIDIA with CL_INVALID_COMMAND_QUEUE or its own
+ * -9999 (mcl_ocl_is_fault). So CL_OUT_OF_RESOURCES is an allocation failure (MCL_ERR_OOM) only
+ * where memory is being allocated (mcl_ocl_fail_alloc); anywhere else these are
+ * MCL_ERR_BACKEND with this hint. */
+#define FAULT_HINT                                                                              \
+    "; a kernel queued earlier probably faulted (an out-of-bounds or misaligned access, or more " \
+    "registers or resources than the device has), which OpenCL reports at the next blocking "   \
+    "call; rerun with METACL_SYNC=1 to find which op"
 
 static mcl_status fail_as(mcl_backend *be, mcl_status s, cl_int err, const char *what,
                           const char *hint)
@@ -48,16 +50,22 @@ static mcl_status fail_as(mcl_backend *be, mcl_status s, cl_int err, const char 
                              mcl_cl_status_str(err), (int)err, o ? o->device_name : "?", hint);
 }
 
+int mcl_ocl_is_fault(cl_int err)
+{
+    return err == CL_OUT_OF_RESOURCES || err == CL_INVALID_COMMAND_QUEUE ||
+           err == MCL_CL_NV_ILLEGAL_ACCESS;
+}
+
 mcl_status mcl_ocl_fail(mcl_backend *be, cl_int err, const char *what)
 {
     if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY)
         return fail_as(be, MCL_ERR_OOM, err, what, "");
-    if (err == CL_OUT_OF_RESOURCES) {
+    if (mcl_ocl_is_fault(err)) {
         const mcl_ocl *o = mcl_ocl_of(be);
         return fail_as(be, MCL_ERR_BACKEND, err, what,
                        o && o->sync ? "; a kernel of this op or of the one before it faulted "
-                                      "(an out-of-bounds access, or more registers or resources "
-                                      "than the device has)"
+                                      "(an out-of-bounds or misaligned access, or more registers "
+                                      "or resources than the device has)"
                                     : FAULT_HINT);
     }
     return fail_as(be, MCL_ERR_BACKEND, err, what, "");
@@ -86,7 +94,7 @@ static cl_int planted_fault(mcl_ocl *o, cl_int err)
 {
     if (err == CL_SUCCESS && o->fault_pending) {
         o->fault_pending = 0;
-        return CL_OUT_OF_RESOURCES;
+        return o->fault_code;
     }
     return err;
 }
@@ -859,9 +867,9 @@ static mcl_status sync_after(mcl_backend *be, const mcl_op_args *a, int backward
             be->ctx, err == CL_MEM_OBJECT_ALLOCATION_FAILURE ? MCL_ERR_OOM : MCL_ERR_BACKEND,
             "OpenCL: %s failed: METACL_SYNC=1 finished the queue after it and clFinish returned "
             "%s (%d) on %s%s", op, mcl_cl_status_str(err), (int)err, o->device_name,
-            err == CL_OUT_OF_RESOURCES ? ": a kernel of this op faulted (an out-of-bounds access, "
-                                         "or more registers or resources than the device has)"
-                                       : "");
+            mcl_ocl_is_fault(err) ? ": a kernel of this op faulted (an out-of-bounds or misaligned "
+                                    "access, or more registers or resources than the device has)"
+                                  : "");
     }
     describe_op(op, sizeof op, a, backward);
     if (mcl_ctx_error_seq(be->ctx) == seq) /* the op said nothing */
@@ -905,7 +913,7 @@ static mcl_status faulting_read(mcl_backend *be, void *handle, size_t off, void 
     if (o->fault_pending) {
         o->fault_pending = 0;
         be->stats.blocking++, be->stats.blocking_reads++; /* the read that reports it */
-        return mcl_ocl_fail(be, CL_OUT_OF_RESOURCES, "clEnqueueReadBuffer (a blocking read)");
+        return mcl_ocl_fail(be, o->fault_code, "clEnqueueReadBuffer (a blocking read)");
     }
     return plain_read(be, handle, off, dst, n);
 }
@@ -1035,13 +1043,28 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
         o->break_op = (int)op;
         be->post_op = break_hook;
     }
-    /* METACL_TEST_FAULT=<op>[:backward]: the kernels that op launches (in that direction)
-     * "fault": the next blocking call (a finish or a read) reports CL_OUT_OF_RESOURCES, as a
-     * GPU reports a kernel that read out of bounds. */
+    /* METACL_TEST_FAULT=<op>[:backward][@CODE]: the kernels that op launches (in that
+     * direction) "fault": the next blocking call (a finish or a read) reports
+     * CL_OUT_OF_RESOURCES, or the OpenCL status CODE (NVIDIA: -36 at a finish, -9999), as a GPU
+     * reports a kernel that read out of bounds. */
     const char *flt = getenv("METACL_TEST_FAULT");
     if (flt && *flt) {
         char name[64];
         snprintf(name, sizeof name, "%s", flt);
+        o->fault_code = CL_OUT_OF_RESOURCES;
+        char *at = strchr(name, '@');
+        if (at) {
+            char *end;
+            long code = strtol(at + 1, &end, 10);
+            if (end == at + 1 || *end || !mcl_ocl_is_fault((cl_int)code)) {
+                s = mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                      "METACL_TEST_FAULT=%s: @CODE must be a fault status (-5, -36, "
+                                      "-9999)", flt);
+                goto fail;
+            }
+            o->fault_code = (cl_int)code;
+            *at = '\0';
+        }
         char *colon = strchr(name, ':');
         o->fault_bwd = colon && strcmp(colon + 1, "backward") == 0;
         if (colon) *colon = '\0';

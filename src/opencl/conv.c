@@ -102,7 +102,7 @@ static mcl_status clblast_fail(mcl_backend *be, const char *whatc, const char *f
     char full[320];
     snprintf(full, sizeof full, "%s: %s(%s, %s, M=%lld N=%lld K=%lld)", whatc, fn,
              ta ? "A^T" : "A", tb ? "B^T" : "B", (long long)m, (long long)n, (long long)k);
-    if ((int)st < 0 && (int)st >= -63) /* an OpenCL error code */
+    if (((int)st < 0 && (int)st >= -63) || (int)st == MCL_CL_NV_ILLEGAL_ACCESS) /* OpenCL's */
         return mcl_ocl_fail(be, (cl_int)st, full);
     return mcl_ctx_set_error(be->ctx, MCL_ERR_BACKEND, "CLBlast: %s failed with status %d on %s",
                              full, (int)st, mcl_ocl_of(be)->device_name);

@@ -35,6 +35,7 @@ const char *mcl_cl_status_str(int code)
         C(CL_INVALID_PROPERTY)
 #undef C
     case -1001: return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL platform installed)";
+    case MCL_CL_NV_ILLEGAL_ACCESS: return "NVIDIA's illegal memory access (a kernel faulted)";
     default: return "unknown OpenCL error";
     }
 }

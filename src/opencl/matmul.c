@@ -454,7 +454,7 @@ static mcl_status gemm(mcl_backend *be, const char *what, int ta, int tb, int64_
     snprintf(full, sizeof full, "%s: %s(%s, %s, M=%lld N=%lld K=%lld, batch %lld)", what,
              batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched", ta ? "A^T" : "A",
              tb ? "B^T" : "B", (long long)m, (long long)n, (long long)k, (long long)batch);
-    if ((int)st < 0 && (int)st >= -63) /* an OpenCL error code */
+    if (((int)st < 0 && (int)st >= -63) || (int)st == MCL_CL_NV_ILLEGAL_ACCESS) /* OpenCL's */
         return mcl_ocl_fail(be, (cl_int)st, full);
     return mcl_ctx_set_error(be->ctx, MCL_ERR_BACKEND, "CLBlast: %s failed: %s (%d) on %s", full,
                              clblast_status_str(st), (int)st, o->device_name);

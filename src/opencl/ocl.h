@@ -60,6 +60,7 @@ typedef struct mcl_ocl {
     int break_op;            /* METACL_TEST_BREAK op id, or -1 (test hooks)    */
     int fault_op, fault_bwd; /* METACL_TEST_FAULT op id (-1) and direction     */
     int fault_pending;       /* a planted fault the next blocking call reports */
+    int fault_code;          /* the code it reports (CL_OUT_OF_RESOURCES, or @CODE) */
     int cur_op, cur_bwd;     /* the op running now (-1 between ops)            */
     int sync;                /* METACL_SYNC=1: finish the queue after every op */
     double build_seconds;    /* time spent obtaining the program (build/cache) */
@@ -135,6 +136,13 @@ static inline int64_t mcl_ocl_rows(const mcl_tensor *t)
  * is MCL_ERR_BACKEND with a hint: outside an allocation it is how GPUs report a kernel that
  * faulted earlier (at the next blocking call), and METACL_SYNC=1 finds the op. */
 mcl_status mcl_ocl_fail(mcl_backend *be, cl_int err, const char *what);
+/* NVIDIA's own status for an illegal memory access by a kernel (not in the OpenCL headers);
+ * clBuildProgram, reads and CLBlast calls return it after a kernel queued earlier faulted. */
+#define MCL_CL_NV_ILLEGAL_ACCESS (-9999)
+/* Whether err is how a device reports a kernel that faulted earlier: CL_OUT_OF_RESOURCES (the
+ * specification's), CL_INVALID_COMMAND_QUEUE (NVIDIA's clFinish after a fault: seen on the
+ * H200) or MCL_CL_NV_ILLEGAL_ACCESS. */
+int mcl_ocl_is_fault(cl_int err);
 /* The same for a failed allocation (clCreateBuffer ...): CL_OUT_OF_RESOURCES,
  * CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY and CL_INVALID_BUFFER_SIZE are
  * MCL_ERR_OOM. */

@@ -10,9 +10,10 @@
 #   --icd PATH     the OpenCL driver to use (repeatable): a driver's OpenCL library
 #                  (libnvidia-opencl.so.1, libpocl.so.2, ...) or an .icd file naming one.
 #                  Without it: the .icd files of $OCL_ICD_VENDORS (a folder, an .icd file or a
-#                  library) or else of /etc/OpenCL/vendors; if there are none, the first of
+#                  library) or else of /etc/OpenCL/vendors, and the first of
 #                  $METACL_RUN_FALLBACK_ICD (default /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-#                  and the usual NVIDIA library folders) that exists.
+#                  and the usual NVIDIA library folders) that exists, unless an .icd file
+#                  names a library of that name already.
 #   --no-driver    no OpenCL driver at all (an empty vendor folder)
 #   --list-libs    run PROG with the loader's LD_DEBUG report, then print every object loaded
 #                  into the process ("libs: CLASS PATH (why)"): bundle (from this folder),
@@ -120,18 +121,38 @@ else
         for f in "$src"/*.icd; do
             [ -f "$f" ] || continue
             l=$(icd_lib "$f")
-            [ -n "$l" ] && add_icd "$l"
+            case $l in
+            '') continue ;;
+            */*) if [ ! -e "$l" ]; then
+                     echo "$me: $f names $l, which does not exist: skipped" >&2
+                     continue
+                 fi ;;
+            esac
+            add_icd "$l"
         done
         how="the .icd files of $src"
     elif [ -n "${OCL_ICD_VENDORS:-}" ]; then
         add_given "$OCL_ICD_VENDORS"
         how="OCL_ICD_VENDORS=$OCL_ICD_VENDORS"
     fi
-    if [ "$n_icd" = 0 ]; then
-        for f in $fallback; do
-            if [ -e "$f" ]; then add_icd "$f"; how="$f (no .icd files in $src)"; break; fi
+    # The first fallback library that exists is added as well, unless an .icd file names a
+    # library of the same name: a GPU image may list only a CPU driver in /etc/OpenCL/vendors
+    # while the GPU's OpenCL library is mounted elsewhere (seen on the first GPU machine: one
+    # pocl.icd that the bundle could not load, NVIDIA's library in /usr/local/nvidia/lib64,
+    # and "no OpenCL platform found"). metacl prefers a GPU among the platforms it gets.
+    for f in $fallback; do
+        [ -e "$f" ] || continue
+        named=0
+        for g in "$vendors"/*.icd; do
+            [ -f "$g" ] || continue
+            [ "$(basename "$(cat "$g")")" = "$(basename "$f")" ] && named=1
         done
-    fi
+        if [ "$named" = 0 ]; then
+            add_icd "$f"
+            if [ "$n_icd" = 1 ]; then how="$f (no .icd files in $src)"; else how="$how, and $f"; fi
+        fi
+        break
+    done
     if [ "$n_icd" = 0 ]; then
         how="none found"
         echo "$me: no OpenCL driver: no .icd file in $src, and no fallback library (${fallback:-none}) exists; give --icd PATH (only the reference backend is there now)" >&2
