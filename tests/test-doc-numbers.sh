@@ -1,6 +1,6 @@
 #!/bin/sh
-# test-doc-numbers.sh — the numbers doc/*.md quotes from the main job are the ones the main
-# job's JSON holds: tests/check-doc-numbers.py over tests/doc-numbers.txt, against the JSON of
+# test-doc-numbers.sh — the numbers doc/*.md quotes from the main job (and from the GPU check's
+# JSON in doc/gpu-runs/) are the ones the JSON holds: tests/check-doc-numbers.py over tests/doc-numbers.txt, against the JSON of
 # the last main-job run committed in data/fixtures/main-job/ (tools/scripts/reproduce.sh writes it:
 # refresh the fixture from results/ when the main job's numbers change, and the docs with it).
 # Then the checker must fail on a doc with one number changed and on a JSON with one value
@@ -17,7 +17,8 @@ n=$(grep -c '^doc/' "$SRC/tests/doc-numbers.txt")
 [ "$n" -ge 10 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: only $n checks in doc-numbers.txt"; }
 # a copy of the tree's docs and fixtures with one number changed on each side
 mkdir -p "$TMP/doc" "$TMP/data/fixtures"
-cp "$SRC"/doc/*.md "$TMP/doc/" && cp -r "$SRC/data/fixtures/main-job" "$TMP/data/fixtures/"
+cp "$SRC"/doc/*.md "$TMP/doc/" && cp -r "$SRC/data/fixtures/main-job" "$TMP/data/fixtures/" &&
+    cp -r "$SRC/doc/gpu-runs" "$TMP/doc/"
 first=$(grep '^doc/' "$SRC/tests/doc-numbers.txt" | head -1)
 js=$(echo "$first" | cut -d'|' -f2 | tr -d ' ')
 path=$(echo "$first" | cut -d'|' -f3 | tr -d ' ' | cut -d, -f1)
