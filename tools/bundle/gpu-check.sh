@@ -21,7 +21,8 @@
 #   --python EXE     the interpreter for the PyTorch scripts (default python3: the host's,
 #                    never through the bundle's loader)
 #   --icd PATH       passed to run: the OpenCL driver to use (default: run's own search)
-#   --skip PATTERNS  skip the steps whose names match these shell patterns (test-ops-*, ...)
+#   --skip PATTERNS  skip the steps whose names match these comma-separated shell patterns
+#                    (test-ops-*,bench-lm); repeatable, the lists add up
 #   --keep-logs      keep DIR/logs/ besides logs.tar.gz
 #
 # Steps, in order: host, bundle (run --show, the manifest), nvidia-smi and clinfo (when
@@ -54,7 +55,7 @@ while [ $# -gt 0 ]; do
     --torch-device) [ $# -ge 2 ] || die "--torch-device needs a value"; torch_device=$2; shift 2 ;;
     --python) [ $# -ge 2 ] || die "--python needs an interpreter"; python=$2; shift 2 ;;
     --icd) [ $# -ge 2 ] || die "--icd needs a path"; icd=$2; shift 2 ;;
-    --skip) [ $# -ge 2 ] || die "--skip needs patterns"; skip=$2; shift 2 ;;
+    --skip) [ $# -ge 2 ] || die "--skip needs patterns"; skip="${skip:+$skip,}$2"; shift 2 ;;  # repeatable: the lists add up
     --keep-logs) keep_logs=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (--help)" ;;
@@ -160,6 +161,8 @@ record() { # name status exit secs reason numbers cmd [log]
 skipped_by_user() {
     local p
     local IFS=,
+    local -
+    set -f # the patterns are matched against step names, never expanded against files here
     for p in $skip; do
         # shellcheck disable=SC2254
         case $1 in $p) return 0 ;; esac
@@ -251,8 +254,13 @@ p_devices() {
         if (line) {
             sub(/^  opencl [0-9]+ (\(default\))? */, "", line)
             k = split(line, a, / \| /)
-            printf ", \"platform\": %s, \"device\": %s", jstr(trim(a[1])), jstr(trim(a[2]))
-            for (i = 3; i <= k; i++) {
+            # TYPE | PLATFORM | DEVICE | driver ... (metacl devices; older versions had no TYPE)
+            f = 1
+            if (trim(a[1]) ~ /^(CPU|GPU|ACCELERATOR|CUSTOM|DEFAULT|[A-Z]+\+[A-Z+]+)$/) {
+                printf ", \"type\": %s", jstr(trim(a[1])); f = 2
+            }
+            printf ", \"platform\": %s, \"device\": %s", jstr(trim(a[f])), jstr(trim(a[f + 1]))
+            for (i = f + 2; i <= k; i++) {
                 x = trim(a[i])
                 if (x ~ /^driver /) printf ", \"driver\": %s", jstr(substr(x, 8))
                 else if (x ~ /^OpenCL /) printf ", \"opencl\": %s", jstr(x)
