@@ -24,6 +24,10 @@
 #   --skip PATTERNS  skip the steps whose names match these comma-separated shell patterns
 #                    (test-ops-*,bench-lm); repeatable, the lists add up
 #   --keep-logs      keep DIR/logs/ besides logs.tar.gz
+#   --tune SECONDS   last, CLBlast's GEMM tuners (bundled from Debian's clblast-utils) on the
+#                    ACL step's most used products, at most SECONDS each, within the deadline;
+#                    each tuner's JSON goes to logs/ (default 0: no tuning). NVIDIA's compiler
+#                    makes them slow: 131 xgemm_direct configurations took 416 s on the H200
 #
 # Steps, in order: host, bundle (run --show, the manifest), nvidia-smi and clinfo (when
 # installed), devices (run metacl devices), libs (run --list-libs metacl devices: which
@@ -44,7 +48,7 @@ usage() { sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; }
 
 here=$(cd "$(dirname "$0")" && pwd -P)
 out=${OUT:-} bundle='' deadline=480 quick=0 reps='' torch_device=auto python=python3
-icd='' skip='' keep_logs=0
+icd='' skip='' keep_logs=0 tune=0
 while [ $# -gt 0 ]; do
     case $1 in
     --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift 2 ;;
@@ -57,11 +61,13 @@ while [ $# -gt 0 ]; do
     --icd) [ $# -ge 2 ] || die "--icd needs a path"; icd=$2; shift 2 ;;
     --skip) [ $# -ge 2 ] || die "--skip needs patterns"; skip="${skip:+$skip,}$2"; shift 2 ;;  # repeatable: the lists add up
     --keep-logs) keep_logs=1; shift ;;
+    --tune) [ $# -ge 2 ] || die "--tune needs seconds"; tune=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (--help)" ;;
     esac
 done
 case $deadline in ''|*[!0-9]*) die "--deadline takes whole seconds" ;; esac
+case $tune in ''|*[!0-9]*) die "--tune takes whole seconds (0: no tuning)" ;; esac
 [ -z "$reps" ] && { [ $quick = 1 ] && reps=1 || reps=3; }
 case $reps in ''|*[!0-9]*|0) die "--reps takes a positive number" ;; esac
 case $torch_device in auto|cuda|cuda:[0-9]*|cpu|none) ;; *) die "--torch-device: auto, cuda, cpu or none" ;; esac
@@ -134,9 +140,9 @@ write_summary() {
         printf '  "result": %s,\n' "$(json_str "$result")"
         printf '  "counts": {"ok": %d, "failed": %d, "timeout": %d, "skipped": %d},\n' $ok $failed $timedout $skipped
         printf '  "deadline_seconds": %d,\n  "deadline_hit": %s,\n' "$deadline" "$([ $deadline_hit = 1 ] && echo true || echo false)"
-        printf '  "options": {"quick": %s, "reps": %d, "torch_device": %s, "python": %s, "icd": %s},\n' \
+        printf '  "options": {"quick": %s, "reps": %d, "torch_device": %s, "python": %s, "icd": %s, "tune": %d},\n' \
             "$([ $quick = 1 ] && echo true || echo false)" "$reps" "$(json_str "$torch_device")" \
-            "$(json_str "$python")" "$(json_str "$icd")"
+            "$(json_str "$python")" "$(json_str "$icd")" "$tune"
         printf '  "bundle": %s,\n' "$(json_str "$bundle")"
         printf '  "steps": [\n'
         for ((i = 0; i < n; i++)); do
@@ -316,6 +322,13 @@ p_bench() {
         for (i = 1; i <= n; i++) printf "%s%s: {%s}", (i > 1 ? ", " : ""), jstr(order[i]), f[order[i]]
         printf "}}"
     }'
+}
+p_tune() { # a CLBlast tuner's JSON (printed after its run): the best kernel, time, parameters
+    awk "$AWK_LIB"'
+    /"(best_kernel|best_time|best_parameters|arg_m|arg_n|arg_k|kernel_family)": / {
+        k = $0; sub(/^ *"/, "", k); sub(/".*/, "", k)
+        v = $0; sub(/^[^:]*: *"/, "", v); sub(/",? *$/, "", v); f[++n] = jstr(k) ": " jstr(v) }
+    END { printf "{"; for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? ", " : ""), f[i]; printf "}" }' "$1"
 }
 p_profile() { # the METACL_PROFILE table: total and the 8 ops that took longest
     : > "$work/prof.rows"
@@ -504,6 +517,29 @@ if [ $have_device = 1 ]; then
     step profile-acl-step 120 p_profile env METACL_PROFILE=1 "$run" "${run_args[@]}" metacl bench acl --backend opencl --only acl_step --reps 1
 else
     note profile-acl-step skipped "no OpenCL device (see the devices step)"
+fi
+
+# CLBlast's tuners on the ACL step's most used products (doc/gpu.md): 80x256x128 (the SRWM
+# layers' projections, direct kernel), 32x5120x288 (Conv-4's, direct), 64x20480x288 (Conv-4's
+# largest, through Xgemm; m a multiple of 64 as the tuner wants, 2 % of its random search).
+# Each tuner writes clblast_<family>_1_32.json into the work folder; the step prints it.
+if [ "$tune" -gt 0 ]; then
+    for shape in "xgemm_direct 80 256 128" "xgemm_direct 32 5120 288" "xgemm 64 20480 288 -fraction 0.02"; do
+        set -- $shape
+        t=$1 m=$2 n=$3 k=$4
+        shift 4
+        name="tune-$t-${m}x${n}x${k}"
+        if [ $have_device = 0 ]; then
+            note "$name" skipped "no OpenCL device (see the devices step)"
+        elif [ ! -x "$bundle/bin/clblast_tuner_$t" ]; then
+            note "$name" skipped "the bundle has no clblast_tuner_$t (Debian's clblast-utils was not installed where it was made)"
+        else
+            rm -f "$work"/clblast_*_32.json
+            step "$name" "$tune" p_tune sh -c '"$@" && cat clblast_*_32.json' tune "$run" "${run_args[@]}" \
+                "clblast_tuner_$t" -m "$m" -n "$n" -k "$k" "$@"
+            for j in "$work"/clblast_*_32.json; do [ -f "$j" ] && cp "$j" "$logs/$name.json"; done
+        fi
+    done
 fi
 
 finished=true

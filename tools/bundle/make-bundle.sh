@@ -197,6 +197,14 @@ mkdir -p "$stage/tools/torch"
 for b in acl oct smn lm; do cp "$srcdir/tools/torch/bench-$b-torch.py" "$stage/tools/torch/"; done
 cp "$srcdir/tools/torch/bench_common.py" "$srcdir/tools/torch/metanet_torch.py" "$stage/tools/torch/"
 cp "$srcdir/doc/bundle.md" "$stage/README.md"
+# CLBlast's GEMM tuners (Debian's clblast-utils), when installed here: `gpu-check.sh --tune`
+# runs them on a GPU machine. They need only libraries the bundle has (libclblast, libOpenCL,
+# libstdc++, libc).
+for t in clblast_tuner_xgemm_direct clblast_tuner_xgemm; do
+    p=$(command -v "$t" 2>/dev/null) || continue
+    cp "$p" "$stage/bin/$t"
+    chmod 755 "$stage/bin/$t"
+done
 
 # The bundle must start: metacl --version through the bundle's loader, with no driver.
 version=$(env -u LD_LIBRARY_PATH "$stage/run" --no-driver metacl --version 2>&1) ||
@@ -317,7 +325,7 @@ prog_role() {
         echo "    sha256 $(sha256sum "$f" | cut -d' ' -f1)"
     done
     echo
-    echo "tools/: gpu-check.sh (doc/gpu.md) and the PyTorch twins of metacl bench: $(cd "$stage/tools" && ls *.py | tr '\n' ' ')"
+    echo "tools/: gpu-check.sh (doc/gpu.md) and the PyTorch twins of metacl bench: $(cd "$stage/tools" && ls torch/*.py | tr '\n' ' ')"
 } > "$stage/MANIFEST.txt"
 rm -f "$stage/needed.txt"
 
