@@ -309,12 +309,12 @@ p_bench() {
     grep '^{"bench"' "$1" | tail -n 1 | awk "$AWK_LIB"'
     {
         s = $0; n = 0; hdr = ""
-        while (match(s, /"(name|impl|backend|device|device_name|version)": *"[^"]*"|"(ms_best|ms_median|bytes_per_s)": *[-0-9.eE+]+|"tf32": *(true|false)/)) {
+        while (match(s, /"(name|impl|backend|device|device_name|version)": *"[^"]*"|"(ms_best|ms_median|bytes_per_s|op_calls|enqueues|blocking)": *[-0-9.eE+]+|"tf32": *(true|false)/)) {
             t = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
             k = t; sub(/^"/, "", k); sub(/".*/, "", k)
             v = t; sub(/^"[^"]*": */, "", v)
             if (k == "name") { cur = v; gsub(/"/, "", cur); order[++n] = cur; f[cur] = "" }
-            else if (k ~ /^(ms_best|ms_median|bytes_per_s)$/ && cur != "") f[cur] = f[cur] (f[cur] == "" ? "" : ", ") "\"" k "\": " v
+            else if (k ~ /^(ms_best|ms_median|bytes_per_s|op_calls|enqueues|blocking)$/ && cur != "") f[cur] = f[cur] (f[cur] == "" ? "" : ", ") "\"" k "\": " v
             else if (cur == "") hdr = hdr ", \"" k "\": " v
         }
         printf "{\"record\": %s", (hdr == "" ? "{}" : "{" substr(hdr, 3) "}")
