@@ -43,6 +43,7 @@ int main(void)
 #else
 #include "devices.h"
 #include "ocl.h"
+#include "profile.h"
 #include "tape.h"
 
 static char cache_root[512];
@@ -345,6 +346,34 @@ int main(void)
             CHECK(memcmp(got, wrong, sizeof got) != 0, "a wrong known answer is detected");
         }
         if (e == CL_SUCCESS) clReleaseMemObject(out);
+    }
+
+    /* 1b. Every CLBlast call is counted: conv2d's GEMMs (conv.c) as well as matmul's (an
+     * uncounted path made the launch counts of issue 28 too low by 113 per ACL step). */
+    {
+        mcl_ctx *c = open_ocl(NULL, err, sizeof err);
+        CHECK(c != NULL, "open for the counter check: %s", c ? "" : err);
+        if (c) {
+            mcl_tensor *x = mcl_tensor_new(c, 2, 3, 9, 9);
+            mcl_tensor *w = mcl_tensor_new(c, 4, 3, 3, 3);
+            mcl_tensor *bias = mcl_tensor_new(c, 4, 0, 0, 0);
+            mcl_tensor_randn(x, 1, 1, 0.0f, 1.0f);
+            mcl_tensor_randn(w, 1, 2, 0.0f, 1.0f);
+            mcl_tensor_randn(bias, 1, 3, 0.0f, 1.0f);
+            mcl_backend_stats a, z, d;
+            mcl_ctx_stats(c, &a);
+            mcl_tensor *y = mcl_conv2d(c, x, w, bias, 1, 1);
+            mcl_ctx_stats(c, &z);
+            mcl_backend_stats_sub(&d, &z, &a);
+            CHECK(y != NULL && d.clblast_calls >= 1 && d.enqueues >= d.clblast_calls + 1,
+                  "conv2d forward counts its CLBlast call and its im2col: %llu CLBlast calls, "
+                  "%llu enqueues (%s)", (unsigned long long)d.clblast_calls,
+                  (unsigned long long)d.enqueues, y ? "" : mcl_ctx_error(c));
+            mcl_tensor_free(bias); /* y is the context's (op results are freed with it) */
+            mcl_tensor_free(w);
+            mcl_tensor_free(x);
+        }
+        mcl_ctx_free(c);
     }
 
     /* 2. Device choice. */

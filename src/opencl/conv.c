@@ -124,6 +124,7 @@ static mcl_status sgemm(mcl_backend *be, const char *whatc, int ta, int tb, int6
         (size_t)lda, (size_t)boff, (size_t)ldb, (size_t)coff, (size_t)ldc, &o->queue, &temp);
     cl_mem tb_mem = st == CLBlastSuccess ? mcl_ocl_gemm_temp(be, temp) : NULL;
     if (st == CLBlastSuccess && !tb_mem) return mcl_ocl_recorded(be);
+    mcl_ocl_count_clblast(be);
     if (tb_mem)
         st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n,
                                         (size_t)k, alpha, A, (size_t)aoff, (size_t)lda, B,
@@ -161,6 +162,7 @@ static mcl_status gw_split_k(mcl_backend *be, const char *whatc, int64_t O, int6
     mcl_status st = be->buf_alloc(be, (size_t)(parts * n) * sizeof(float), &h);
     if (st != MCL_OK) return st;
     cl_mem part = ((mcl_ocl_block *)h)->mem;
+    mcl_ocl_count_clblast(be);
     CLBlastStatusCode cs = CLBlastSgemmStridedBatched(
         CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)O, (size_t)KK,
         (size_t)L, 1.0f, scr, (size_t)gwide_off, (size_t)ld, (size_t)L, scr, 0, (size_t)ld,

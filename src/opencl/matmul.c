@@ -420,7 +420,7 @@ static mcl_status gemm(mcl_backend *be, const char *what, int ta, int tb, int64_
     const CLBlastTranspose tA = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
     const CLBlastTranspose tB = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastStatusCode st;
-    be->stats.enqueues++, be->stats.clblast_calls++;
+    mcl_ocl_count_clblast(be);
     if (batch == 1) {
         size_t temp = 0;
         st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, tA, tB, (size_t)m, (size_t)n,

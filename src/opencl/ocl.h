@@ -91,6 +91,11 @@ static inline void mcl_ocl_count_finish(mcl_backend *be)
 {
     be->stats.blocking++, be->stats.finishes++;
 }
+/* One CLBlast routine call: one enqueue in the counters (CLBlast may launch several kernels). */
+static inline void mcl_ocl_count_clblast(mcl_backend *be)
+{
+    be->stats.enqueues++, be->stats.clblast_calls++;
+}
 static inline void mcl_ocl_count_read(mcl_backend *be, size_t n, int blocking)
 {
     be->stats.bytes_d2h += n;
