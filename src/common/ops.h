@@ -65,6 +65,9 @@ mcl_tensor *mcl_permute(mcl_ctx *ctx, mcl_tensor *a, const int perm[4]);
 
 /* x [..] -> [n, ..]: n copies along a new leading dim (gradient: the sum over it) */
 mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n);
+/* x [B, ..] -> [B, n, ..]: n copies of each row next to it (repeat_batch with axis 1; the
+ * gradient: the sum over the copies). Replaces repeat_batch + permute: one kernel. */
+mcl_tensor *mcl_repeat_rows(mcl_ctx *ctx, mcl_tensor *x, int64_t n);
 
 /* convolution and pooling, NCHW: x [B,C,H,W], w [O,C,k,k], b [O] */
 mcl_tensor *mcl_conv2d(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int stride,

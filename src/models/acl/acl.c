@@ -412,14 +412,12 @@ static mcl_tensor *seq_sum(mcl_ctx *ctx, mcl_tensor *x, int64_t B, int64_t L, in
 }
 
 /* s [B, F] -> [B·L, F]: sequence b's row at rows b·L .. b·L+L-1 (gradient: the sum over them).
- *   [B,F] -repeat-> [L,B,F] -reshape-> [L,B,1,F] -permute-> [B,L,1,F] -reshape-> [B·L,F] */
+ *   [B,F] -repeat_rows-> [B,L,F] -reshape-> [B·L,F] */
 static mcl_tensor *seq_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t B, int64_t L, int64_t F)
 {
-    const int64_t s4[4] = {L, B, 1, F}, s2[2] = {B * L, F};
-    const int perm[4] = {1, 0, 2, 3};
+    const int64_t s2[2] = {B * L, F};
     if (L == 1) return s;
-    mcl_tensor *r = mcl_reshape(ctx, mcl_repeat_batch(ctx, s, L), 4, s4);
-    return mcl_reshape(ctx, mcl_permute(ctx, r, perm), 2, s2);
+    return mcl_reshape(ctx, mcl_repeat_rows(ctx, s, L), 2, s2);
 }
 
 /* 1 / sqrt(m2 / n + eps), elementwise on m2 [B,F], as exp(−½·log(m2/n + eps)) (existing ops,

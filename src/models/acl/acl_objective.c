@@ -43,17 +43,14 @@ void mcl_acl_objective_mean(mcl_acl_objective *o, int n_tasks, int first_shot)
 }
 
 /* s [B, ...] (4-D) -> [B·Q, ...]: sequence b's copies at rows b·Q .. b·Q+Q-1.
- *   [B,d1,d2,d3] -reshape-> [B,F] -repeat-> [Q,B,F] -reshape-> [Q,B,1,F] -permute-> [B,Q,1,F]
- *   -reshape-> [B·Q,d1,d2,d3]. Gradient: the sum over the Q copies (repeat_batch's backward). */
+ *   [B,d1,d2,d3] -reshape-> [B,F] -repeat_rows-> [B,Q,F] -reshape-> [B·Q,d1,d2,d3]
+ * (one kernel). Gradient: the sum over the Q copies (repeat_batch's backward). */
 static mcl_tensor *repeat_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t Q)
 {
     const int64_t B = s->shape[0], F = mcl_tensor_numel(s) / B;
-    const int64_t s2[2] = {B, F}, s4[4] = {Q, B, 1, F};
+    const int64_t s2[2] = {B, F};
     const int64_t so[4] = {B * Q, s->shape[1], s->shape[2], s->shape[3]};
-    const int perm[4] = {1, 0, 2, 3};
-    mcl_tensor *r = mcl_repeat_batch(ctx, mcl_reshape(ctx, s, 2, s2), Q);
-    r = mcl_permute(ctx, mcl_reshape(ctx, r, 4, s4), perm);
-    return mcl_reshape(ctx, r, 4, so);
+    return mcl_reshape(ctx, mcl_repeat_rows(ctx, mcl_reshape(ctx, s, 2, s2), Q), 4, so);
 }
 
 /* stats [B, F] -> [B·Q, F] the same way (through a [B, F, 1, 1] view). */
