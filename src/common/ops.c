@@ -813,6 +813,9 @@ mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int6
     r.p.i[0] = axis;
     r.p.i[1] = start;
     r.p.i[2] = len;
+    if (a && ctx && a->ctx == ctx && ctx->status == MCL_OK && axis >= -a->ndim && axis < a->ndim &&
+        start == 0 && len == a->shape[axis < 0 ? axis + a->ndim : axis])
+        return mcl_reshape(ctx, a, a->ndim, a->shape); /* the whole axis: a view, no kernel */
     return run1(ctx, &r);
 }
 

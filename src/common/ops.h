@@ -55,6 +55,7 @@ mcl_tensor *mcl_cross_entropy(mcl_ctx *ctx, mcl_tensor *logits, mcl_tensor *targ
 
 /* shape */
 mcl_tensor *mcl_concat(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int axis);
+/* Rows [start, start+len) along axis; the whole axis is a reshape (a view, no kernel). */
 mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int64_t len);
 /* The same elements in a new shape: a view of a's buffer (no copy; doc/engine.md). */
 mcl_tensor *mcl_reshape(mcl_ctx *ctx, mcl_tensor *a, int ndim, const int64_t *shape);
