@@ -307,19 +307,18 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
     for (int i = 0; st == MCL_OK && i < obj->n_tasks; i++) {
         const mcl_acl_task_data *td = &tasks[i];
         const float ws = obj->scale * obj->task_scale[i];
-        mcl_tensor *ignored = NULL;
         if (obj->first_shot) {
             mcl_acl_state *fs = NULL;
-            st = mcl_acl_forward(m, ctx, td->first_img, td->first_lab, B, td->n_first, prev,
-                                 &ignored, &fs);
+            st = mcl_acl_forward_state(m, ctx, td->first_img, td->first_lab, B, td->n_first,
+                                       prev, &fs);
             if (st == MCL_OK)
                 st = add_term(m, ctx, fs, td, B, MCL_ACL_TERM_FIRST_SHOT, i, i, ws, &sum, terms);
             mcl_acl_state_free(fs);
         }
         mcl_acl_state *cur = NULL;
         if (st == MCL_OK)
-            st = mcl_acl_forward(m, ctx, td->ctx_img, td->ctx_lab, B, td->n_ctx, prev, &ignored,
-                                 &cur);
+            st = mcl_acl_forward_state(m, ctx, td->ctx_img, td->ctx_lab, B, td->n_ctx, prev,
+                                       &cur);
         mcl_acl_state_free(prev);
         prev = cur;
         if (st == MCL_OK)
