@@ -175,3 +175,32 @@ __kernel void repeat_batch_bwd(__global const float *g, long g_off, __global flo
     for (long i = 0; i < n; i++) acc = mcl_acc_add(acc, g[g_off + i * N + j]); /* no division */
     ga[ga_off + j] += mcl_acc_value(acc);
 }
+
+/* ---- repeat_batch with axis 1 (mcl_repeat_rows): each row's n copies next to it:
+ *   out[o, i, j] = a[o, j]                 a [outer, inner], out [outer, n, inner];
+ *                                          item q = (o * n + i) * inner + j over out
+ * backward:
+ *   ga[o, j] += sum_{i < n} gout[o, i, j]  item p = o * inner + j over ga, i in order, as a
+ *   (hi, lo) pair of common.cl
+ * The host launches chunks of whole rows o (n * inner elements of out each, fewer than 2^31
+ * per chunk), offsets moved to the chunk's first row. */
+__kernel void repeat_rows_fwd(__global const float *a, long a_off, __global float *out,
+                              long out_off, int inner, int n, int total)
+{
+    const int q = get_global_id(0);
+    if (q >= total) return;
+    const int r = q / inner, j = q - r * inner, o = r / n;
+    out[out_off + q] = a[a_off + o * inner + j];
+}
+
+__kernel void repeat_rows_bwd(__global const float *g, long g_off, __global float *ga,
+                              long ga_off, int inner, int n, int total)
+{
+    const int p = get_global_id(0);
+    if (p >= total) return;
+    const int o = p / inner, j = p - o * inner;
+    const int base = o * n * inner + j;
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (int i = 0; i < n; i++) acc = mcl_acc_add(acc, g[g_off + base + i * inner]);
+    ga[ga_off + p] += mcl_acc_value(acc);
+}

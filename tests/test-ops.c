@@ -867,17 +867,23 @@ static int gen_clip_scale(int k, tcase *tc)
     return 1;
 }
 
-/* repeat_batch: x [..] (1 to 3 dims), n = i0 copies. */
+/* repeat_batch: x [..] (1 to 3 dims), n = i0 copies along axis i1: 0 (a new leading dim)
+ * for the first 7 cases, 1 (each row's copies next to it, mcl_repeat_rows) for the rest:
+ * one row, a 1-D x, a single copy, the ACL query's state shape (4 sequences, 5 queries,
+ * rows of 2·4·4) and a big one. */
 static int gen_repeat_batch(int k, tcase *tc)
 {
     static const int64_t s[][5] = {{1, 1},       {1, 5},    {2, 7, 13},     {3, 2, 3, 5},
-                                   {1, 1},       {3, 2, 3, 1}, {3, 2, 131, 131}};
-    static const int64_t n[] = {1, 3, 2, 5, 7, 4, 4};
+                                   {1, 1},       {3, 2, 3, 1}, {3, 2, 131, 131},
+                                   {2, 1, 6},    {1, 7},    {2, 3, 4},      {2, 4, 32},
+                                   {3, 2, 3, 5}, {3, 3, 131, 131}};
+    static const int64_t n[] = {1, 3, 2, 5, 7, 4, 4, 3, 2, 1, 5, 4, 3};
     const int ns = (int)(sizeof s / sizeof s[0]);
     if (k >= ns) return 0;
-    if (k == ns - 1) mark_big(tc); /* out [4,2,131,131]: 137k elements */
+    if (k == 6 || k == ns - 1) mark_big(tc); /* out [4,2,131,131] / [3,3,131,131]: >137k elements */
     fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
     tc->p.i[0] = n[k];
+    tc->p.i[1] = k >= 7;
     return 1;
 }
 
@@ -1619,15 +1625,17 @@ static void nv_clip_scale(const tcase *tc, harr *w)
     for (int64_t i = 0; i < w[0].n; i++) w[0].d[i] *= s;
 }
 
-/* out[i, ..] = x[..] for i < n */
+/* axis 0: out[i, ..] = x[..] for i < n;  axis 1: out[b, i, ..] = x[b, ..] for i < n */
 static void nv_repeat_batch(const tcase *tc, harr *w)
 {
-    const int nd = tc->ndim[0];
-    int64_t so[4] = {tc->p.i[0], 1, 1, 1};
-    for (int d = 0; d < nd; d++) so[d + 1] = tc->shape[0][d];
+    const int nd = tc->ndim[0], ax = (int)tc->p.i[1];
+    const int64_t n = tc->p.i[0];
+    int64_t so[4] = {1, 1, 1, 1};
+    for (int d = 0, o = 0; d <= nd; d++) so[d] = d == ax ? n : tc->shape[0][o++];
     double *o = want_new(&w[0], nd + 1, so);
-    const int64_t N = tc_n(tc, 0);
-    for (int64_t i = 0; i < w[0].n; i++) o[i] = tc->x[0][i % N];
+    const int64_t N = tc_n(tc, 0), outer = ax == 1 ? tc->shape[0][0] : 1, inner = N / outer;
+    for (int64_t q = 0; q < w[0].n; q++) /* q = (b * n + i) * inner + j */
+        o[q] = tc->x[0][(q / (n * inner)) * inner + q % inner];
 }
 
 /* src/ref/naive/conv.c */

@@ -6,7 +6,8 @@
  * trained through mcl_train_session_step (src/learn/train.c: the family's step_loss with the
  * metrics it logs, backward, the optimizer step) on generated data (tools/cli/bench_train.c, the
  * benches' own helper): one warm-up step, then STEPS steps whose counters (mcl_ctx_stats) are
- * checked: blocking calls per step <= 1, and the metrics were read (d->h bytes > 0). The
+ * checked: blocking calls per step <= 1, the metrics were read (d->h bytes > 0), and the
+ * enqueues per step are at most the family's ceiling (max_enqueues). The
  * enqueues, blocking calls and bytes per step are printed (the numbers of
  * doc/opencl-backend.md come from `metacl bench B --only train_step`, the benches' shapes).
  *
@@ -37,26 +38,33 @@
 #define SEED 20261128u
 #define STEPS 2
 
+/* max_enqueues: the launch ceiling per step, the count measured on PoCL when it was last
+ * lowered (doc/opencl-backend.md) plus ENQ_SLACK for devices that split a launch differently;
+ * a change that adds launches to a family's step fails here (lower it when launches go). */
 typedef struct family_case {
     const char *family, *config;
+    uint64_t max_enqueues;
 } family_case;
+#define ENQ_SLACK(n) ((n) + (n) * 3 / 100) /* 3 %: chunking of huge launches, device limits */
 
 static const family_case cases[] = {
     {"acl", "model.n_way = 3\nmodel.hidden = 16\nmodel.heads = 2\nmodel.layers = 1\n"
             "model.conv_channels = 4\nmodel.image_size = 16\nmodel.feature_norm = batch\ntask.n_way = 3\ntask.k_shot = 2\n"
             "task.n_tasks = 2\ndata.domains = @IMAGES@\ntrain.batch = 2\ntrain.steps = 100\n"
-            "train.clip = 1\n"},
+            "train.clip = 1\n", ENQ_SLACK(1014)},
     {"oct", "model.arch = pi\nmodel.channels = 4\nmodel.width = 16\nmodel.blocks = 1\n"
             "model.heads = 2\nmodel.kv_heads = 1\nmodel.head_dim = 8\nmodel.ffw_mult = 2\n"
             "model.window = 16\nmodel.n_way = 3\ndata.source = @IMAGES@\ndata.split = all\n"
-            "stream.tasks = 4\nstream.per_task = 20\nonline.streams = 2\ntrain.batch = 5\ntrain.steps = 0\n"},
+            "stream.tasks = 4\nstream.per_task = 20\nonline.streams = 2\ntrain.batch = 5\ntrain.steps = 0\n",
+     ENQ_SLACK(107)},
     {"smn", "task = onlinex\nmodel.arch = resnet\nmodel.value_head = 0\nmodel.width = 4\nmodel.n_out = 5\n"
             "model.k = 2\ndata.source = @IMAGES@\ndata.split = all\nstream.tasks = 200\n"
-            "stream.len_min = 2\nstream.len_max = 3\ntrain.batch = 4\ntrain.steps = 100\n"},
+            "stream.len_min = 2\nstream.len_max = 3\ntrain.batch = 4\ntrain.steps = 100\n",
+     ENQ_SLACK(706)},
     {"lm", "model.layers = 1\nmodel.width = 16\nmodel.heads = 2\nmodel.head_dim = 8\n"
            "model.ffw = 32\nmodel.mem_len = 8\nsmn.k = 2\nsmn.fast_len = 8\nsmn.seg_len = 8\n"
            "data.dir = @TEXT@\ndata.block = 500\ndata.val_chars = 500\ndata.eval_block = 500\n"
-           "train.batch = 2\ntrain.steps = 100\ntrain.clip = 0.5\n"},
+           "train.batch = 2\ntrain.steps = 100\ntrain.clip = 0.5\n", ENQ_SLACK(324)},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -129,6 +137,9 @@ static void check_pieces(mcl_ctx *ctx)
 int main(void)
 {
     tu_begin("test-stalls", SEED);
+    /* The counters of the real step: `make check` sets METACL_DEBUG_POISON=1, whose NaN
+     * fills of fresh outputs are launches a run does not make. */
+    unsetenv("METACL_DEBUG_POISON");
     mcl_ctx *ctx = NULL;
     char err[512];
     mcl_status s = mcl_ctx_create(&ctx, MCL_BACKEND_OPENCL, NULL, err, sizeof err);
@@ -156,6 +167,33 @@ int main(void)
         CHECK(maxb <= 1, "%s: %llu blocking host calls in one training step (at most 1: the "
               "metrics after the optimizer step)", c->family, (unsigned long long)maxb);
         CHECK(per.bytes_d2h > 0, "%s: the step's metrics were never read", c->family);
+        CHECK(per.enqueues <= c->max_enqueues,
+              "%s: %llu enqueues per training step, more than the ceiling %llu (launches crept "
+              "back in)", c->family, (unsigned long long)per.enqueues,
+              (unsigned long long)c->max_enqueues);
+    }
+
+    /* Can fail: the same ACL step with one more layer (~a tenth more launches) is over the
+     * ACL ceiling. */
+    {
+        family_case more = cases[0];
+        size_t n = strlen(more.config) + 1;
+        char *cfg = malloc(n);
+        if (CHECK(cfg != NULL, "out of memory")) {
+            memcpy(cfg, more.config, n);
+            char *at = strstr(cfg, "model.layers = 1");
+            if (CHECK(at != NULL, "the ACL case has no 'model.layers = 1'")) at[15] = '2';
+            more.config = cfg;
+            mcl_backend_stats per;
+            uint64_t maxb = 0;
+            if (CHECK(measure(ctx, &more, 0, &per, &maxb) == 0, "acl with 2 layers: the steps failed"))
+                CHECK(per.enqueues > more.max_enqueues,
+                      "acl with 2 layers: %llu enqueues per step, the ceiling %llu must catch it",
+                      (unsigned long long)per.enqueues, (unsigned long long)more.max_enqueues);
+            printf("  acl with 2 layers: %llu enqueues per step (caught: > %llu)\n",
+                   (unsigned long long)per.enqueues, (unsigned long long)more.max_enqueues);
+            free(cfg);
+        }
     }
 
     /* Can fail: an extra blocking read in the step is caught by the same check. */

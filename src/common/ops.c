@@ -364,13 +364,13 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         return MCL_OK;
     }
     case MCL_OP_REPEAT_BATCH: {
-        int64_t nb = a->p.i[0];
+        int64_t nb = a->p.i[0], ax = a->p.i[1];
         if (x->ndim > 3)
             return SHAPE_ERR("repeat_batch: %s has 4 dims already", mcl_shape_str(x, s1, sizeof s1));
         if (nb < 1) return INVALID("repeat_batch: count %lld must be >= 1", (long long)nb);
+        if (ax != 0 && ax != 1) return INVALID("repeat_batch: axis %lld must be 0 or 1", (long long)ax);
         int64_t sh[4];
-        sh[0] = nb;
-        for (int d = 0; d < x->ndim; d++) sh[d + 1] = x->shape[d];
+        for (int d = 0, k = 0; d <= x->ndim; d++) sh[d] = d == ax ? nb : x->shape[k++];
         if ((s = mcl_shape_check(ctx, op, x->ndim + 1, sh)) != MCL_OK) return s;
         set_out(o, 0, x->ndim + 1, sh);
         return MCL_OK;
@@ -813,6 +813,9 @@ mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int6
     r.p.i[0] = axis;
     r.p.i[1] = start;
     r.p.i[2] = len;
+    if (a && ctx && a->ctx == ctx && ctx->status == MCL_OK && axis >= -a->ndim && axis < a->ndim &&
+        start == 0 && len == a->shape[axis < 0 ? axis + a->ndim : axis])
+        return mcl_reshape(ctx, a, a->ndim, a->shape); /* the whole axis: a view, no kernel */
     return run1(ctx, &r);
 }
 
@@ -964,6 +967,17 @@ mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n)
     r.op = MCL_OP_REPEAT_BATCH;
     r.in[0] = x;
     r.p.i[0] = n;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_repeat_rows(mcl_ctx *ctx, mcl_tensor *x, int64_t n)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_REPEAT_BATCH;
+    r.in[0] = x;
+    r.p.i[0] = n;
+    r.p.i[1] = 1;
     return run1(ctx, &r);
 }
 

@@ -55,6 +55,7 @@ mcl_tensor *mcl_cross_entropy(mcl_ctx *ctx, mcl_tensor *logits, mcl_tensor *targ
 
 /* shape */
 mcl_tensor *mcl_concat(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int axis);
+/* Rows [start, start+len) along axis; the whole axis is a reshape (a view, no kernel). */
 mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int64_t len);
 /* The same elements in a new shape: a view of a's buffer (no copy; doc/engine.md). */
 mcl_tensor *mcl_reshape(mcl_ctx *ctx, mcl_tensor *a, int ndim, const int64_t *shape);
@@ -65,6 +66,9 @@ mcl_tensor *mcl_permute(mcl_ctx *ctx, mcl_tensor *a, const int perm[4]);
 
 /* x [..] -> [n, ..]: n copies along a new leading dim (gradient: the sum over it) */
 mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n);
+/* x [B, ..] -> [B, n, ..]: n copies of each row next to it (repeat_batch with axis 1; the
+ * gradient: the sum over the copies). Replaces repeat_batch + permute: one kernel. */
+mcl_tensor *mcl_repeat_rows(mcl_ctx *ctx, mcl_tensor *x, int64_t n);
 
 /* convolution and pooling, NCHW: x [B,C,H,W], w [O,C,k,k], b [O] */
 mcl_tensor *mcl_conv2d(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int stride,

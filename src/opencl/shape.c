@@ -370,13 +370,45 @@ mcl_status mcl_ocl_permute_bwd(mcl_backend *be, const mcl_op_args *a)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* repeat_batch: n = p.i[0] copies along a new leading dim:
+/* repeat_batch: n = p.i[0] copies along a new leading dim (axis p.i[1] = 0; axis 1 is
+ * repeat_rows_launch above):
  *   out[i, ..] = a[..]   for 0 <= i < n
  * a [..] (N elements) -> out [n, ..]
  * backward: ga[j] += sum_{i < n} gout[i, j]  (one work-item per ga element, i in order) */
 
+/* repeat_batch with axis 1: a [outer, inner] -> out [outer, n, inner] (see shape.cl),
+ * forward (bwd 0) or backward (bwd 1), over chunks of whole rows o. */
+static mcl_status repeat_rows_launch(mcl_backend *be, const mcl_op_args *a, int bwd)
+{
+    const mcl_tensor *A = a->in[0];
+    const int64_t outer = A->shape[0], inner = mcl_tensor_numel(A) / (outer > 0 ? outer : 1);
+    const int64_t n = a->p.i[0];
+    const mcl_tensor *src = bwd ? a->gout[0] : A, *dst = bwd ? a->gin[0] : a->out[0];
+    char what[200];
+    what2(what, sizeof what, bwd ? "repeat_rows_bwd" : "repeat_rows_fwd", src, dst, "");
+    const int64_t chunk = rows_per_launch(be, n * inner, what); /* rows o per launch */
+    cl_kernel k = chunk ? mcl_ocl_kernel(be, bwd ? "repeat_rows_bwd" : "repeat_rows_fwd", NULL) : NULL;
+    if (!k) return mcl_ocl_recorded(be);
+    for (int64_t o0 = 0; o0 < outer; o0 += chunk) {
+        const int64_t no = outer - o0 < chunk ? outer - o0 : chunk;
+        const int64_t items = bwd ? no * inner : no * n * inner;
+        const int64_t s_at = bwd ? o0 * n * inner : o0 * inner, d_at = bwd ? o0 * inner : o0 * n * inner;
+        int i = mcl_ocl_arg_mem(be, k, 0, mcl_ocl_mem(src));
+        i = mcl_ocl_arg_long(be, k, i, src->offset + s_at);
+        i = mcl_ocl_arg_mem(be, k, i, mcl_ocl_mem(dst));
+        i = mcl_ocl_arg_long(be, k, i, dst->offset + d_at);
+        i = mcl_ocl_arg_int(be, k, i, (int)inner);
+        i = mcl_ocl_arg_int(be, k, i, (int)n);
+        i = mcl_ocl_arg_int(be, k, i, (int)items);
+        mcl_status s = mcl_ocl_launch(be, k, i, items, what);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
+
 mcl_status mcl_ocl_repeat_batch_fwd(mcl_backend *be, const mcl_op_args *a)
 {
+    if (a->p.i[1] == 1) return repeat_rows_launch(be, a, 0);
     const mcl_tensor *A = a->in[0], *out = a->out[0];
     const int64_t N = mcl_tensor_numel(A), copies = a->p.i[0];
     char what[200];
@@ -400,6 +432,7 @@ mcl_status mcl_ocl_repeat_batch_fwd(mcl_backend *be, const mcl_op_args *a)
 mcl_status mcl_ocl_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (!a->gin[0]) return MCL_OK;
+    if (a->p.i[1] == 1) return repeat_rows_launch(be, a, 1);
     int64_t N = mcl_tensor_numel(a->in[0]), n = a->p.i[0];
     char what[200];
     cl_kernel k = mcl_ocl_kernel(be, "repeat_batch_bwd", NULL);

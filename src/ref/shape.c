@@ -290,41 +290,62 @@ mcl_status mcl_ref_permute_bwd(mcl_backend *be, const mcl_op_args *a)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* repeat_batch: n = p.i[0] copies of a along a new leading dim. */
+/* repeat_batch: n = p.i[0] copies of a along a new dim at axis p.i[1] (0 or 1). Both are
+ * "a [outer, inner] -> out [outer, n, inner]": axis 0 is outer = 1, axis 1 outer = a's first
+ * dim (each row's n copies next to it). */
 
-/* Forward:  out[i, ..] = a[..]   for 0 <= i < n
- * a   [..] (N elements)
- * out [n, ..] */
+static void repeat_dims(const mcl_op_args *a, int64_t *outer, int64_t *inner)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t N = mcl_ref_rows(x) * mcl_ref_cols(x);
+    *outer = a->p.i[1] == 1 ? x->shape[0] : 1;
+    *inner = *outer > 0 ? N / *outer : 0;
+}
+
+/* Forward:  out[o, i, j] = a[o, j]   for 0 <= i < n
+ * a   [outer, inner]
+ * out [outer, n, inner] */
 mcl_status mcl_ref_repeat_batch_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
-    int64_t N = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]), n = a->p.i[0];
-    copy_rows(mcl_ref_ptr(a->out[0]), N, mcl_ref_ptr(a->in[0]), 0, n, N);
+    int64_t outer, inner, n = a->p.i[0];
+    repeat_dims(a, &outer, &inner);
+    const float *x = mcl_ref_ptr(a->in[0]);
+    float *out = mcl_ref_ptr(a->out[0]);
+    if (outer == 1) {
+        copy_rows(out, inner, x, 0, n, inner);
+        return MCL_OK;
+    }
+#pragma omp parallel for schedule(static) if (outer * n * inner >= SHAPE_PAR_MIN)
+    for (int64_t r = 0; r < outer * n; r++)
+        memcpy(out + r * inner, x + (r / n) * inner, (size_t)inner * sizeof(float));
     return MCL_OK;
 }
 
-/* Backward: ga[j] += sum_{i < n} gout[i, j]   (double, i in increasing order)
- * gout[0] [n, ..];  gin[0] like a (or NULL). Columns are cut into blocks of SHAPE_TILE * 4;
- * one thread sums a block over all i (deterministic for any thread count). */
+/* Backward: ga[o, j] += sum_{i < n} gout[o, i, j]   (double, i in increasing order)
+ * gout[0] [outer, n, inner];  gin[0] like a (or NULL). Each row's columns are cut into blocks
+ * of SHAPE_TILE * 4; one thread sums a block over all i (deterministic for any thread count). */
 mcl_status mcl_ref_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
     if (!a->gin[0]) return MCL_OK;
     enum { RB_COLS = SHAPE_TILE * 4 };
-    int64_t N = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]), n = a->p.i[0];
+    int64_t outer, inner, n = a->p.i[0];
+    repeat_dims(a, &outer, &inner);
     const float *G = mcl_ref_ptr(a->gout[0]);
     float *ga = mcl_ref_ptr(a->gin[0]);
-    int64_t nblocks = (N + RB_COLS - 1) / RB_COLS;
-#pragma omp parallel for schedule(static) if (nblocks > 1 && n * N >= SHAPE_PAR_MIN)
+    const int64_t per_row = (inner + RB_COLS - 1) / RB_COLS, nblocks = outer * per_row;
+#pragma omp parallel for schedule(static) if (nblocks > 1 && n * outer * inner >= SHAPE_PAR_MIN)
     for (int64_t blk = 0; blk < nblocks; blk++) {
-        int64_t j0 = blk * RB_COLS, nj = N - j0 < RB_COLS ? N - j0 : RB_COLS;
+        const int64_t o = blk / per_row, j0 = (blk - o * per_row) * RB_COLS;
+        const int64_t nj = inner - j0 < RB_COLS ? inner - j0 : RB_COLS;
         double acc[RB_COLS];
         for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
         for (int64_t i = 0; i < n; i++) {
-            const float *g = G + i * N + j0;
+            const float *g = G + (o * n + i) * inner + j0;
             for (int64_t j = 0; j < nj; j++) acc[j] += (double)g[j];
         }
-        for (int64_t j = 0; j < nj; j++) ga[j0 + j] += (float)acc[j];
+        for (int64_t j = 0; j < nj; j++) ga[o * inner + j0 + j] += (float)acc[j];
     }
     return MCL_OK;
 }

@@ -412,14 +412,12 @@ static mcl_tensor *seq_sum(mcl_ctx *ctx, mcl_tensor *x, int64_t B, int64_t L, in
 }
 
 /* s [B, F] -> [B·L, F]: sequence b's row at rows b·L .. b·L+L-1 (gradient: the sum over them).
- *   [B,F] -repeat-> [L,B,F] -reshape-> [L,B,1,F] -permute-> [B,L,1,F] -reshape-> [B·L,F] */
+ *   [B,F] -repeat_rows-> [B,L,F] -reshape-> [B·L,F] */
 static mcl_tensor *seq_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t B, int64_t L, int64_t F)
 {
-    const int64_t s4[4] = {L, B, 1, F}, s2[2] = {B * L, F};
-    const int perm[4] = {1, 0, 2, 3};
+    const int64_t s2[2] = {B * L, F};
     if (L == 1) return s;
-    mcl_tensor *r = mcl_reshape(ctx, mcl_repeat_batch(ctx, s, L), 4, s4);
-    return mcl_reshape(ctx, mcl_permute(ctx, r, perm), 2, s2);
+    return mcl_reshape(ctx, mcl_repeat_rows(ctx, s, L), 2, s2);
 }
 
 /* 1 / sqrt(m2 / n + eps), elementwise on m2 [B,F], as exp(−½·log(m2/n + eps)) (existing ops,
@@ -483,6 +481,10 @@ static mcl_status fail_from_ctx(mcl_ctx *ctx, const char *what)
     return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: %s failed", what);
 }
 
+/* logits NULL: the state only (state_out not NULL). The state is complete after the last
+ * layer's srwm, so that layer's output block and the head, whose values nothing would read,
+ * are not run; their dropouts' Philox streams are still taken, so every later dropout mask
+ * (and every result) is the same as with the logits computed. */
 static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tensor *labels_in,
                           int64_t B, int64_t L, const mcl_acl_state *state_in, int query,
                           mcl_tensor **logits, mcl_acl_state **state_out)
@@ -490,7 +492,7 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
     if (!ctx) return MCL_ERR_NULL;
     if (logits) *logits = NULL;
     if (state_out) *state_out = NULL;
-    if (!m || !images || !labels_in || !logits)
+    if (!m || !images || !labels_in || (!logits && !state_out))
         return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: NULL argument");
     if (ctx != m->ctx)
         return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
@@ -583,6 +585,11 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
             return fail_from_ctx(ctx, "srwm");
         }
         for (int k = 0; k < 4; k++) so->t[4 * l + k] = mcl_tensor_keep(sout[k]);
+        if (!logits && l == c->layers - 1) { /* state only: the rest is never read */
+            if (tr && p != 0.0f)
+                for (int k = 0; k < 3; k++) (void)mcl_ctx_next_stream(ctx); /* the 3 dropouts below */
+            break;
+        }
         y = mcl_reshape(ctx, mcl_permute(ctx, y, perm), 2, s2); /* concat heads */
         y = mcl_dropout(ctx, linear(ctx, y, ly->Wo, NULL), p, tr);
         h = mcl_add(ctx, mcl_layer_norm(ctx, h, ly->ln_g, ly->ln_b, ACL_NORM_EPS), y);
@@ -595,6 +602,11 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
             mcl_acl_state_free(so);
             return fail_from_ctx(ctx, "layer");
         }
+    }
+
+    if (!logits) { /* state only */
+        *state_out = so;
+        return MCL_OK;
     }
 
     /* 4. head on the last step */
@@ -618,7 +630,16 @@ mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_ten
                            int64_t B, int64_t L, const mcl_acl_state *state_in,
                            mcl_tensor **logits, mcl_acl_state **state_out)
 {
+    if (!logits) return ctx ? mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: NULL argument") : MCL_ERR_NULL;
     return forward(m, ctx, images, labels_in, B, L, state_in, 0, logits, state_out);
+}
+
+mcl_status mcl_acl_forward_state(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images,
+                                 mcl_tensor *labels_in, int64_t B, int64_t L,
+                                 const mcl_acl_state *state_in, mcl_acl_state **state_out)
+{
+    if (!state_out) return ctx ? mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward_state: NULL state_out") : MCL_ERR_NULL;
+    return forward(m, ctx, images, labels_in, B, L, state_in, 0, NULL, state_out);
 }
 
 mcl_status mcl_acl_forward_query(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images,

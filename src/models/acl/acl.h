@@ -207,6 +207,13 @@ mcl_status mcl_acl_forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_ten
                            int64_t B, int64_t L, const mcl_acl_state *state_in,
                            mcl_tensor **logits, mcl_acl_state **state_out);
 
+/* mcl_acl_forward for the new state only (*state_out; no logits): the last layer's output
+ * block and the head are not run (nothing reads them), so a call makes fewer launches; every
+ * result, the dropout masks of later calls included, is the same as mcl_acl_forward's. */
+mcl_status mcl_acl_forward_state(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images,
+                                 mcl_tensor *labels_in, int64_t B, int64_t L,
+                                 const mcl_acl_state *state_in, mcl_acl_state **state_out);
+
 /* mcl_acl_forward for length-L queries whose state update is discarded (mcl_acl_query
  * builds on it): with feature_stats = context the rows are normalized with state_in's
  * context statistics and not added to them (mcl_acl_forward adds every row of a call to

@@ -101,11 +101,11 @@ static mcl_status run_context(mcl_acl *m, mcl_ctx *ctx, mcl_acl_state **state,
             ri = pi;
             rl = pl;
         }
-        mcl_tensor *img = NULL, *lt = NULL, *logits = NULL;
+        mcl_tensor *img = NULL, *lt = NULL;
         mcl_acl_state *so = NULL, *det = NULL;
         st = mcl_learner_rows_side(ctx, "eval", ds, ri, rl, B * n, m->cfg.image_size, normalize,
                                    &img, &lt);
-        if (st == MCL_OK) st = mcl_acl_forward(m, ctx, img, lt, B, n, *state, &logits, &so);
+        if (st == MCL_OK) st = mcl_acl_forward_state(m, ctx, img, lt, B, n, *state, &so);
         if (st == MCL_OK && !(det = mcl_acl_state_detach(so))) st = fail_oom(ctx, "eval context");
         mcl_acl_state_free(so);
         mcl_tensor_free(img);

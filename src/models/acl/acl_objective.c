@@ -43,17 +43,14 @@ void mcl_acl_objective_mean(mcl_acl_objective *o, int n_tasks, int first_shot)
 }
 
 /* s [B, ...] (4-D) -> [B·Q, ...]: sequence b's copies at rows b·Q .. b·Q+Q-1.
- *   [B,d1,d2,d3] -reshape-> [B,F] -repeat-> [Q,B,F] -reshape-> [Q,B,1,F] -permute-> [B,Q,1,F]
- *   -reshape-> [B·Q,d1,d2,d3]. Gradient: the sum over the Q copies (repeat_batch's backward). */
+ *   [B,d1,d2,d3] -reshape-> [B,F] -repeat_rows-> [B,Q,F] -reshape-> [B·Q,d1,d2,d3]
+ * (one kernel). Gradient: the sum over the Q copies (repeat_batch's backward). */
 static mcl_tensor *repeat_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t Q)
 {
     const int64_t B = s->shape[0], F = mcl_tensor_numel(s) / B;
-    const int64_t s2[2] = {B, F}, s4[4] = {Q, B, 1, F};
+    const int64_t s2[2] = {B, F};
     const int64_t so[4] = {B * Q, s->shape[1], s->shape[2], s->shape[3]};
-    const int perm[4] = {1, 0, 2, 3};
-    mcl_tensor *r = mcl_repeat_batch(ctx, mcl_reshape(ctx, s, 2, s2), Q);
-    r = mcl_permute(ctx, mcl_reshape(ctx, r, 4, s4), perm);
-    return mcl_reshape(ctx, r, 4, so);
+    return mcl_reshape(ctx, mcl_repeat_rows(ctx, mcl_reshape(ctx, s, 2, s2), Q), 4, so);
 }
 
 /* stats [B, F] -> [B·Q, F] the same way (through a [B, F, 1, 1] view). */
@@ -310,19 +307,18 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
     for (int i = 0; st == MCL_OK && i < obj->n_tasks; i++) {
         const mcl_acl_task_data *td = &tasks[i];
         const float ws = obj->scale * obj->task_scale[i];
-        mcl_tensor *ignored = NULL;
         if (obj->first_shot) {
             mcl_acl_state *fs = NULL;
-            st = mcl_acl_forward(m, ctx, td->first_img, td->first_lab, B, td->n_first, prev,
-                                 &ignored, &fs);
+            st = mcl_acl_forward_state(m, ctx, td->first_img, td->first_lab, B, td->n_first,
+                                       prev, &fs);
             if (st == MCL_OK)
                 st = add_term(m, ctx, fs, td, B, MCL_ACL_TERM_FIRST_SHOT, i, i, ws, &sum, terms);
             mcl_acl_state_free(fs);
         }
         mcl_acl_state *cur = NULL;
         if (st == MCL_OK)
-            st = mcl_acl_forward(m, ctx, td->ctx_img, td->ctx_lab, B, td->n_ctx, prev, &ignored,
-                                 &cur);
+            st = mcl_acl_forward_state(m, ctx, td->ctx_img, td->ctx_lab, B, td->n_ctx, prev,
+                                       &cur);
         mcl_acl_state_free(prev);
         prev = cur;
         if (st == MCL_OK)
