@@ -51,16 +51,16 @@ static const family_case cases[] = {
     {"acl", "model.n_way = 3\nmodel.hidden = 16\nmodel.heads = 2\nmodel.layers = 1\n"
             "model.conv_channels = 4\nmodel.image_size = 16\nmodel.feature_norm = batch\ntask.n_way = 3\ntask.k_shot = 2\n"
             "task.n_tasks = 2\ndata.domains = @IMAGES@\ntrain.batch = 2\ntrain.steps = 100\n"
-            "train.clip = 1\n", ENQ_SLACK(1014)},
+            "train.clip = 1\n", ENQ_SLACK(1114)},
     {"oct", "model.arch = pi\nmodel.channels = 4\nmodel.width = 16\nmodel.blocks = 1\n"
             "model.heads = 2\nmodel.kv_heads = 1\nmodel.head_dim = 8\nmodel.ffw_mult = 2\n"
             "model.window = 16\nmodel.n_way = 3\ndata.source = @IMAGES@\ndata.split = all\n"
             "stream.tasks = 4\nstream.per_task = 20\nonline.streams = 2\ntrain.batch = 5\ntrain.steps = 0\n",
-     ENQ_SLACK(107)},
+     ENQ_SLACK(119)},
     {"smn", "task = onlinex\nmodel.arch = resnet\nmodel.value_head = 0\nmodel.width = 4\nmodel.n_out = 5\n"
             "model.k = 2\ndata.source = @IMAGES@\ndata.split = all\nstream.tasks = 200\n"
             "stream.len_min = 2\nstream.len_max = 3\ntrain.batch = 4\ntrain.steps = 100\n",
-     ENQ_SLACK(706)},
+     ENQ_SLACK(774)},
     {"lm", "model.layers = 1\nmodel.width = 16\nmodel.heads = 2\nmodel.head_dim = 8\n"
            "model.ffw = 32\nmodel.mem_len = 8\nsmn.k = 2\nsmn.fast_len = 8\nsmn.seg_len = 8\n"
            "data.dir = @TEXT@\ndata.block = 500\ndata.val_chars = 500\ndata.eval_block = 500\n"
