@@ -6,7 +6,9 @@ SPEC: one check a line, fields separated by " | ":
     DOC | JSON | PATHS | TEXT
 DOC and JSON are paths under --root (the source tree); PATHS are one or more JSON paths
 separated by ',' (keys and list indices separated by '.', a list element chosen by its "name"
-with name=VALUE); TEXT is the text the doc must contain, with {0:FORMAT}, {1:FORMAT}, ... where
+with name=VALUE, or by the start of its name with name^PREFIX for names that hold '.' or ',';
+a path ending in '*K' is the value times K, e.g. '*100' for a fraction the doc
+prints in %); TEXT is the text the doc must contain, with {0:FORMAT}, {1:FORMAT}, ... where
 the paths' numbers go (Python format, e.g. {0:.4f}), so that one check can hold a whole table
 row. The doc must hold TEXT with a number in each place, and each must be the JSON's value to
 0.6 units of its last printed digit (the JSON keeps a digit or two more, so a number rounded
@@ -30,10 +32,15 @@ def pattern(text):
 
 
 def walk(obj, path):
+    if "*" in path:
+        path, k = path.rsplit("*", 1)
+        return walk(obj, path) * float(k)
     for part in path.split("."):
         if isinstance(obj, list):
-            if part.startswith("name="):
-                hits = [o for o in obj if isinstance(o, dict) and o.get("name") == part[5:]]
+            if part.startswith("name=") or part.startswith("name^"):
+                exact = part[4] == "="
+                hits = [o for o in obj if isinstance(o, dict) and isinstance(o.get("name"), str)
+                        and (o["name"] == part[5:] if exact else o["name"].startswith(part[5:]))]
                 if not hits:
                     raise KeyError("no element named %r" % part[5:])
                 obj = hits[0]
