@@ -423,7 +423,7 @@ static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
         }
         char path[4200], err[256], title[192];
         snprintf(path, sizeof path, "%s/%s", dir, file[w]);
-        snprintf(title, sizeof title, "WCST: %s per rule (mean, band: 95%% CI, %d runs)", ylab[w], runs);
+        snprintf(title, sizeof title, "WCST: %s per rule (mean, band: 95%% CI, %d runs, clipped at 0)", ylab[w], runs);
         mcl_lines_spec ls;
         memset(&ls, 0, sizeof ls);
         ls.title = title;
