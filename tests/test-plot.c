@@ -480,6 +480,8 @@ static void test_band_clip(void)
     sp.band_floor0 = 1;
     sp.band_ceil_on = 1;
     sp.band_ceil = 100.0;
+    /* a title wider than the plot area: it must start inside the figure, not be cut at its left */
+    sp.title = "Online-hanzi test streams: average task accuracy (%) (band: 95% CI, 5 runs, clipped to [0, 100])";
     const char *path = tmp_path("band-clip.png");
     CHECK(mcl_plot_lines_ex(path, &sp, 1, &s, &a, err, sizeof err) == MCL_OK, "clipped band: %s", err);
     keep_example("band-clip.png");
@@ -498,6 +500,9 @@ static void test_band_clip(void)
     px = (int)lround(mcl_axes_px(&a, 33.0));
     CHECK(same(pix(&im, px, (int)lround(mcl_axes_py(&a, -2.0))), WHITE, 0), "nothing is drawn below 0");
     CHECK(!same(pix(&im, px, (int)lround(mcl_axes_py(&a, 2.0))), WHITE, 0), "the band is drawn above 0");
+    int left_ink = count_px(&im, 0, 0, 4, PAD_TITLE_ROWS, WHITE, 0), ink = count_px(&im, 0, 0, im.w, PAD_TITLE_ROWS, WHITE, 0);
+    CHECK(ink > 100 && left_ink == 0, "a long title lies inside the figure (%d ink pixels, %d at the left edge)", ink,
+          left_ink);
     free(im.px);
     sp.band_ceil = INFINITY;
     CHECK(mcl_plot_lines_ex(tmp_path("x.png"), &sp, 1, &s, NULL, err, sizeof err) == MCL_ERR_INVALID,

@@ -1236,7 +1236,12 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
     if (title_h) {
         font(cr, F_TITLE, 1);
         set_col(cr, C_TEXT);
-        text_at(cr, (a.left + a.right) / 2, PAD + line_h(F_TITLE) / 2.0, spec->title, H_CENTER);
+        /* centred over the plot area, moved right as far as a long title needs to start inside
+         * the figure (the figure is at least the title's width, above) */
+        const double half_tw = text_w(cr, spec->title) / 2.0;
+        double cx = fmax((a.left + a.right) / 2, PAD + half_tw);
+        cx = fmin(cx, a.width - PAD - half_tw);
+        text_at(cr, cx, PAD + line_h(F_TITLE) / 2.0, spec->title, H_CENTER);
     }
     /* grid, ticks, labels */
     cairo_set_line_width(cr, 1);
