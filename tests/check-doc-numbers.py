@@ -6,7 +6,11 @@ SPEC: one check a line, fields separated by " | ":
     DOC | JSON | PATHS | TEXT
 DOC and JSON are paths under --root (the source tree); PATHS are one or more JSON paths
 separated by ',' (keys and list indices separated by '.', a list element chosen by its "name"
-with name=VALUE); TEXT is the text the doc must contain, with {0:FORMAT}, {1:FORMAT}, ... where
+with name=VALUE, or by the start of its name with name^PREFIX for names that hold '.' or ',';
+a path ending in '*K' is the value times K, e.g. '*100' for a fraction the doc
+prints in %; a path to a list of per-run values followed by ':mean' or ':ci95' is their mean or
+their 95 % CI half-width, Student's t as src/learn/metrics.c, for 2 to 11 values; null values
+are left out); TEXT is the text the doc must contain, with {0:FORMAT}, {1:FORMAT}, ... where
 the paths' numbers go (Python format, e.g. {0:.4f}), so that one check can hold a whole table
 row. The doc must hold TEXT with a number in each place, and each must be the JSON's value to
 0.6 units of its last printed digit (the JSON keeps a digit or two more, so a number rounded
@@ -29,11 +33,37 @@ def pattern(text):
     return re.compile(out + re.escape(text[pos:]))
 
 
+# t_{0.975, df} for df = 1..10 (the values of mcl_t975's table)
+T975 = [12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157,
+        2.228139]
+
+
+def stat(values, what):
+    x = [v for v in values if v is not None]
+    m = sum(x) / len(x)
+    if what == "mean":
+        return m
+    if not 2 <= len(x) <= len(T975) + 1:
+        raise ValueError("ci95 of %d values (2..%d)" % (len(x), len(T975) + 1))
+    sd = (sum((v - m) ** 2 for v in x) / (len(x) - 1)) ** 0.5
+    return T975[len(x) - 2] * sd / len(x) ** 0.5
+
+
 def walk(obj, path):
+    if "*" in path:
+        path, k = path.rsplit("*", 1)
+        return walk(obj, path) * float(k)
+    if ":" in path:
+        path, what = path.rsplit(":", 1)
+        if what not in ("mean", "ci95"):
+            raise KeyError("unknown statistic %r" % what)
+        return stat(walk(obj, path), what)
     for part in path.split("."):
         if isinstance(obj, list):
-            if part.startswith("name="):
-                hits = [o for o in obj if isinstance(o, dict) and o.get("name") == part[5:]]
+            if part.startswith("name=") or part.startswith("name^"):
+                exact = part[4] == "="
+                hits = [o for o in obj if isinstance(o, dict) and isinstance(o.get("name"), str)
+                        and (o["name"] == part[5:] if exact else o["name"].startswith(part[5:]))]
                 if not hits:
                     raise KeyError("no element named %r" % part[5:])
                 obj = hits[0]

@@ -8,7 +8,9 @@
 #     consistent, the chosen point is the first best score, the evaluated lr is the chosen one and
 #     a key given in --baseline (epochs=1) stays fixed in every point;
 #   - the JSON check fails on a JSON without "selection" and on one whose chosen index is out
-#     of range (it can fail).
+#     of range (it can fail);
+#   - a two-task table on class subsets names them as given (fmnist@0-1 fmnist@2-3), and its
+#     accuracy-matrix figure is written.
 # Tiny cases (1 epoch, 1 run, 1-shot, 2 tasks): a few seconds on the reference backend.
 # Data: hershey (Debian hershey-fonts-data) and, when dataset-fashion-mnist is installed,
 # Fashion-MNIST, prepared into a temporary data dir; seed 1.
@@ -107,6 +109,14 @@ if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     if python3 -c 'import json, sys
 s = json.load(open(sys.argv[1]))["models"][0]["selection"]; sys.exit(0 if s["final_only"] is True else 3)' "$TMP/split.json"
     then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: split-dil selection: final_only"; fi
+    # the table and the figures name each task's classes as given (fmnist@0-1 -> fmnist@2-3), not
+    # "fmnist@subset": two tasks of one set differ only by them
+    "$METACL" eval acl --protocol two-task --data fmnist@0-1 --data fmnist@2-3 --data-dir "$TMP/data" --runs 2 \
+        --episodes 1 --n-way 2 --k-shot 1 --baseline sgd:epochs=1 --figures "$TMP/fig" >"$TMP/tt.md" 2>"$TMP/tt.err"
+    has_line "two-task table names the classes" "$TMP/tt.md" "data: fmnist@0-1 fmnist@2-3;"
+    if grep -q "@subset" "$TMP/tt.md"; then fail=$((fail + 1)); echo "FAIL: the table says @subset"; else pass=$((pass + 1)); fi
+    if [ -s "$TMP/fig/sgd-lr0.1-1ep-two-task-accuracy.png" ]; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: no accuracy-matrix figure"; ls "$TMP/fig"; fi
 else
     echo "test-acl-select-cli: SKIP the fmnist-val part: apt-get install dataset-fashion-mnist"
 fi

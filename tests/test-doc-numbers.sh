@@ -1,10 +1,10 @@
 #!/bin/sh
 # test-doc-numbers.sh — the numbers doc/*.md quotes from the main job (and from the GPU check's
-# JSON in doc/gpu-runs/) are the ones the JSON holds: tests/check-doc-numbers.py over tests/doc-numbers.txt, against the JSON of
-# the last main-job run committed in data/fixtures/main-job/ (tools/scripts/reproduce.sh writes it:
+# JSON in doc/gpu-runs/) are the ones the JSON holds: tests/check-doc-numbers.py over
+# tests/doc-numbers.txt, against the JSON of the last main-job run committed in data/fixtures/main-job/ (tools/scripts/reproduce.sh writes it:
 # refresh the fixture from results/ when the main job's numbers change, and the docs with it).
 # Then the checker must fail on a doc with one number changed and on a JSON with one value
-# changed (the test can fail). Skips (77) only without python3.
+# changed (an LM value, and an ACL baseline's fraction shown in %): the test can fail. Skips (77) only without python3.
 SRC=${METACL_SRCDIR:-$(dirname "$0")/..}
 command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
 pass=0
@@ -36,6 +36,31 @@ if python3 "$SRC/tests/check-doc-numbers.py" "$SRC/tests/doc-numbers.txt" --root
 grep -q "does not say" "$TMP/out" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the message"; cat "$TMP/out"; }
 # the JSON restored
 cp "$SRC/$js" "$TMP/$js"
+# an ACL row (a fraction shown in %, '*100'; a model picked by name^PREFIX): its SGD value moved
+# by 0.01 (one point in the doc) must be caught too
+acl=$(grep '^doc/acl.md' "$SRC/tests/doc-numbers.txt" | grep 'name^SGD' | head -1)
+if [ -n "$acl" ]; then
+    python3 - "$SRC" "$TMP" "$acl" <<'PY'
+import importlib.util, json, sys
+src, tmp, line = sys.argv[1:4]
+spec = importlib.util.spec_from_file_location("cdn", src + "/tests/check-doc-numbers.py")
+cdn = importlib.util.module_from_spec(spec); spec.loader.exec_module(cdn)
+doc, js, paths, text = [x.strip() for x in line.split(" | ", 3)]
+path = paths.split(",")[0].strip().rsplit("*", 1)[0]
+parent, key = path.rsplit(".", 1)
+d = json.load(open(tmp + "/" + js))
+o = cdn.walk(d, parent)
+if isinstance(o, list): o[int(key)] += 0.01
+else: o[key] += 0.01
+json.dump(d, open(tmp + "/" + js, "w"))
+PY
+    if python3 "$SRC/tests/check-doc-numbers.py" "$SRC/tests/doc-numbers.txt" --root "$TMP" >"$TMP/out" 2>&1; then
+        fail=$((fail + 1)); echo "FAIL: a changed ACL JSON value (name^SGD, *100) was not caught"; else pass=$((pass + 1)); fi
+    js=$(echo "$acl" | cut -d'|' -f2 | tr -d ' ')
+    cp "$SRC/$js" "$TMP/$js"
+else
+    fail=$((fail + 1)); echo "FAIL: no ACL row with name^SGD in doc-numbers.txt"
+fi
 # the doc: its first checked number moved by 0.01 (several units of its last digit)
 python3 - "$SRC" "$TMP" "$first" <<'PY'
 import importlib.util, sys

@@ -7,7 +7,8 @@
  * colour: a wrong expectation is caught); NaN cells are grey; one shared colour scale across
  * the panels of a figure, or one per row of panels; the colour bar's ends; text ink in the
  * title area; line-plot points where the axes mapping puts them, and the dashed reference
- * level; the moving average. SVG and PDF output start with their magic; an unknown extension
+ * level; the moving average; bands clipped to [0, 100] (range and pixels; unclipped they reach
+ * past the limits). SVG and PDF output start with their magic; an unknown extension
  * is refused before anything is written; an atomic write leaves no temporary file behind and
  * a failed write leaves an existing file untouched; bad input is a status with a message.
  *
@@ -458,6 +459,56 @@ static void test_lines(void)
     CHECK(!file_exists(tmp_path("x.png")), "nothing written for bad input");
 }
 
+/* Bands clipped to [0, 100] (accuracies in %): a band that reaches 112 and -9 must end at the
+ * limits — in the axes' range and in the pixels between the limit and the unclipped edge —
+ * and the same band without the clipping must reach past them (the check can fail). */
+static void test_band_clip(void)
+{
+    char err[256] = "";
+    enum { N = 4 };
+    double x[N] = {10, 20, 30, 40}, y[N] = {97, 98, 5, 6}, b[N] = {15, 14, 14, 9};
+    mcl_series s = {"accuracy", x, y, N, b};
+    mcl_lines_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.title = "band clipped to [0, 100]";
+    sp.ref_y = NAN;
+    mcl_plot_axes free_a, a;
+    CHECK(mcl_plot_lines_ex(tmp_path("band-free.png"), &sp, 1, &s, &free_a, err, sizeof err) == MCL_OK, "band: %s",
+          err);
+    CHECK(free_a.ymax > 112 && free_a.ymin < -9, "unclipped band reaches past [0, 100]: [%g, %g]", free_a.ymin,
+          free_a.ymax);
+    sp.band_floor0 = 1;
+    sp.band_ceil_on = 1;
+    sp.band_ceil = 100.0;
+    /* a title wider than the plot area: it must start inside the figure, not be cut at its left */
+    sp.title = "Online-hanzi test streams: average task accuracy (%) (band: 95% CI, 5 runs, clipped to [0, 100])";
+    const char *path = tmp_path("band-clip.png");
+    CHECK(mcl_plot_lines_ex(path, &sp, 1, &s, &a, err, sizeof err) == MCL_OK, "clipped band: %s", err);
+    keep_example("band-clip.png");
+    /* the range is [0, 100] plus the 4 % margin each way */
+    CHECK(tu_near(a.ymax, 104.0, 1e-9, 0) && tu_near(a.ymin, -4.0, 1e-9, 0), "clipped range [%g, %g]", a.ymin,
+          a.ymax);
+    image im;
+    if (!CHECK(read_rgb(path, &im) == 0, "read back")) return;
+    /* at x = 17 (between the first two points, off the grid lines) the band covers 99 but
+     * not 102 */
+    int px = (int)lround(mcl_axes_px(&a, 17.0));
+    int in = (int)lround(mcl_axes_py(&a, 99.0)), out = (int)lround(mcl_axes_py(&a, 102.0));
+    CHECK(!same(pix(&im, px, in), WHITE, 0), "the band is drawn below 100");
+    CHECK(same(pix(&im, px, out), WHITE, 0), "nothing is drawn above 100");
+    /* at x = 33 (y about 5 +- 13) nothing below 0 */
+    px = (int)lround(mcl_axes_px(&a, 33.0));
+    CHECK(same(pix(&im, px, (int)lround(mcl_axes_py(&a, -2.0))), WHITE, 0), "nothing is drawn below 0");
+    CHECK(!same(pix(&im, px, (int)lround(mcl_axes_py(&a, 2.0))), WHITE, 0), "the band is drawn above 0");
+    int left_ink = count_px(&im, 0, 0, 4, PAD_TITLE_ROWS, WHITE, 0), ink = count_px(&im, 0, 0, im.w, PAD_TITLE_ROWS, WHITE, 0);
+    CHECK(ink > 100 && left_ink == 0, "a long title lies inside the figure (%d ink pixels, %d at the left edge)", ink,
+          left_ink);
+    free(im.px);
+    sp.band_ceil = INFINITY;
+    CHECK(mcl_plot_lines_ex(tmp_path("x.png"), &sp, 1, &s, NULL, err, sizeof err) == MCL_ERR_INVALID,
+          "infinite ceiling refused: %s", err);
+}
+
 static void test_ticks(void)
 {
     double t[MAX_T];
@@ -481,6 +532,7 @@ int main(void)
     test_atomic();
     test_heatmaps();
     test_lines();
+    test_band_clip();
     test_ticks();
     CHECK(temp_files_left() == 0, "no temporary files left by the writer");
     CHECK(tu_rm_rf(g_dir) == 0, "remove %s", g_dir);

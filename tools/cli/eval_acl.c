@@ -495,9 +495,10 @@ static void figure_slug(const char *name, char *out, size_t n)
     if (!out[0]) snprintf(out, n, "model");
 }
 
-/* The accuracy matrices (mean ± std over runs, in %) of models [k0, k1) side by side with
- * one colour bar, into path; the title names the protocol, the data (data: "hanzi -> hershey")
- * and the number of runs. */
+/* The accuracy matrices of models [k0, k1) side by side with one colour bar, into path: per
+ * cell the mean over runs and, under it, the 95 % CI half-width (Student's t over the runs'
+ * values, metrics.h: the same numbers as the tables; none with one run); the title names the
+ * protocol, the data (data: "hanzi -> hershey"), the statistic and the number of runs. */
 static int write_matrices(const char *path, model_entry *me, int k0, int k1, const char *protocol, int T,
                           const char *data, int runs)
 {
@@ -508,17 +509,22 @@ static int write_matrices(const char *path, model_entry *me, int k0, int k1, con
     for (int k = k0; k < k1; k++) {
         float *v = buf + (size_t)(2 * (k - k0) * T * T), *e = v + T * T;
         for (int i = 0; i < T * T; i++) {
+            double mean, half;
+            mcl_ci95(me[k].res.acc + i, me[k].res.n_runs, (int64_t)T * T, &mean, &half, NULL);
             v[i] = (float)me[k].res.acc_mean[i];
-            e[i] = me[k].res.acc_std ? (float)me[k].res.acc_std[i] : NAN;
+            e[i] = (float)half; /* NaN: not measured, or one run */
         }
         pn[k - k0] = (mcl_heatmap_panel){k1 - k0 > 1 ? me[k].name : NULL, v, e, T, T};
     }
-    if (k1 - k0 == 1)
-        snprintf(title, sizeof title, "%s, %s, %s: accuracy %% (mean \xC2\xB1 std over %d run%s)", me[k0].name,
-                 protocol, data, runs, runs == 1 ? "" : "s");
+    char stat[64];
+    if (runs > 1)
+        snprintf(stat, sizeof stat, "mean \xC2\xB1 95%% CI over %d runs", runs);
     else
-        snprintf(title, sizeof title, "%s, %s: accuracy matrices (%%, mean \xC2\xB1 std over %d run%s)", protocol,
-                 data, runs, runs == 1 ? "" : "s");
+        snprintf(stat, sizeof stat, "1 run: no interval");
+    if (k1 - k0 == 1)
+        snprintf(title, sizeof title, "%s, %s, %s: accuracy %% (%s)", me[k0].name, protocol, data, stat);
+    else
+        snprintf(title, sizeof title, "%s, %s: accuracy matrices (%%, %s)", protocol, data, stat);
     mcl_heatmap_spec sp;
     memset(&sp, 0, sizeof sp);
     sp.title = title;
@@ -1078,7 +1084,7 @@ static int report(acl_eval_run *r)
         printf("%d-way %d-shot, data:", o->n_way, o->k_shot);
     else
         printf("%d training images per class, data:", o->k_shot);
-    for (int d = 0; d < r->n_data; d++) printf(" %s%s", r->de[d].spec, r->de[d].n_classes ? "@subset" : "");
+    for (int d = 0; d < r->n_data; d++) printf(" %s", r->de[d].arg); /* with its classes: fmnist@0-4 */
     if (o->val_classes) printf(" (meta-validation classes)");
     if (r->runs > 1)
         printf("; accuracy %% (mean ± 95 %% CI half-width over %d runs, Student's t; run r: the same episodes for "
@@ -1136,10 +1142,11 @@ static int figures(acl_eval_run *r)
         fprintf(stderr, "metacl %s: --figures: %s\n", cmd_name, e2);
         return 1;
     }
-    char dtxt[256] = ""; /* the data of the sequence, "hanzi -> hershey", for the titles */
+    char dtxt[256] = ""; /* the data of the sequence as given, "hanzi -> hershey", "fmnist@0-4 ->
+                            fmnist@5-9" (the classes are what tells the tasks apart), for the titles */
     for (int d = 0; d < r->n_data; d++) {
         const size_t u = strlen(dtxt);
-        snprintf(dtxt + u, sizeof dtxt - u, "%s%s", d ? " -> " : "", r->de[d].spec);
+        snprintf(dtxt + u, sizeof dtxt - u, "%s%s", d ? " -> " : "", r->de[d].arg);
     }
     int rc = 0;
     if (r->n_models > 1) { /* all models side by side, one colour bar */

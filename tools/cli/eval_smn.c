@@ -423,7 +423,7 @@ static int wcst_figures(const char *dir, agent *ag, int na, int runs, int T)
         }
         char path[4200], err[256], title[192];
         snprintf(path, sizeof path, "%s/%s", dir, file[w]);
-        snprintf(title, sizeof title, "WCST: %s per rule (mean, band: 95%% CI, %d runs)", ylab[w], runs);
+        snprintf(title, sizeof title, "WCST: %s per rule (mean, band: 95%% CI, %d runs, clipped at 0)", ylab[w], runs);
         mcl_lines_spec ls;
         memset(&ls, 0, sizeof ls);
         ls.title = title;
@@ -467,7 +467,8 @@ static int online_figures(const char *dir, const char *domain, agent *ag, int na
         char path[4200], err[256], title[512];
         snprintf(path, sizeof path, "%s/%s", dir, file[w]);
         if (runs > 1)
-            snprintf(title, sizeof title, "Online-%s test streams: %s (band: 95%% CI, %d runs)", domain, ylab[w], runs);
+            snprintf(title, sizeof title, "Online-%s test streams: %s (band: 95%% CI, %d runs, clipped to [0, 100])",
+                     domain, ylab[w], runs);
         else
             snprintf(title, sizeof title, "Online-%s test streams: %s (1 run: no interval)", domain, ylab[w]);
         mcl_lines_spec ls;
@@ -477,7 +478,9 @@ static int online_figures(const char *dir, const char *domain, agent *ag, int na
         ls.ylabel = ylab[w];
         ls.ref_y = w == 0 ? 20.0 : NAN;
         ls.ref_label = "chance (5-way)";
-        ls.band_floor0 = 1;
+        ls.band_floor0 = 1; /* rates in %: an interval past 0 or 100 is drawn to the limit */
+        ls.band_ceil_on = 1;
+        ls.band_ceil = 100.0;
         if (mcl_plot_lines_ex(path, &ls, na, se, NULL, err, sizeof err) != MCL_OK) {
             fprintf(stderr, "metacl %s: %s\n", cmd, err);
             rc = 1;

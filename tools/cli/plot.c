@@ -990,10 +990,22 @@ void mcl_moving_average(const double *y, int n, int window, double *out)
     }
 }
 
+/* The edges of a band at y of half-width b (b >= 0):
+ *     lo = y - b, raised to 0 with spec->band_floor0;  hi = y + b, lowered to spec->band_ceil
+ * with spec->band_ceil_on (never past y itself: a point outside the limits keeps its line). */
+static void band_edges(const mcl_lines_spec *spec, double y, double b, double *lo, double *hi)
+{
+    *lo = y - b;
+    *hi = y + b;
+    if (spec && spec->band_floor0 && b > 0) *lo = fmin(y, fmax(0.0, *lo));
+    if (spec && spec->band_ceil_on && b > 0) *hi = fmax(y, fmin(spec->band_ceil, *hi));
+}
+
 /* Range of one coordinate over all series (plus `extra` when finite), widened when empty or
- * flat, plus a 4% margin each way; -1 when it overflows. floor0: bands end at 0 below. */
+ * flat, plus a 4% margin each way; -1 when it overflows. bands (y only; NULL: none): the bands'
+ * edges as band_edges clips them. */
 static int axis_range(const mcl_series *series, int n_series, int use_y, const double *extra,
-                      int n_extra, int floor0, double *lo_out, double *hi_out)
+                      int n_extra, const mcl_lines_spec *bands, double *lo_out, double *hi_out)
 {
     double lo = INFINITY, hi = -INFINITY;
     for (int s = 0; s < n_series; s++)
@@ -1001,10 +1013,11 @@ static int axis_range(const mcl_series *series, int n_series, int use_y, const d
             double x = series[s].x[i], y = series[s].y[i];
             if (!isfinite(x) || !isfinite(y)) continue;
             double b = use_y && series[s].band && isfinite(series[s].band[i]) ? fabs(series[s].band[i]) : 0.0;
-            double v = use_y ? y : x;
-            const double vlo = floor0 && use_y && b > 0 ? fmax(0.0, v - b) : v - b;
+            double vlo, vhi;
+            if (use_y) band_edges(bands, y, b, &vlo, &vhi);
+            else vlo = vhi = x;
             if (vlo < lo) lo = vlo;
-            if (v + b > hi) hi = v + b;
+            if (vhi > hi) hi = vhi;
         }
     for (int i = 0; i < n_extra; i++)
         if (isfinite(extra[i])) {
@@ -1093,10 +1106,12 @@ static void legend_sample(cairo_t *cr, double x, double y, rgbf col, int dashed,
     cairo_set_dash(cr, NULL, 0, 0);
 }
 
-/* The band y ± band of a series, one filled polygon per run of finite points; with floor0 its
- * lower edge does not go below 0. */
-static void draw_band(cairo_t *cr, const mcl_plot_axes *a, const mcl_series *se, rgbf col, int floor0)
+/* The band y ± band of a series, one filled polygon per run of finite points, its edges
+ * clipped as spec says (band_edges: not below 0 with band_floor0, not above band_ceil). */
+static void draw_band(cairo_t *cr, const mcl_plot_axes *a, const mcl_series *se, rgbf col,
+                      const mcl_lines_spec *spec)
 {
+    double lo, hi;
     cairo_set_source_rgba(cr, col.r, col.g, col.b, 0.18);
     int i = 0;
     while (i < se->n) {
@@ -1105,14 +1120,15 @@ static void draw_band(cairo_t *cr, const mcl_plot_axes *a, const mcl_series *se,
         while (j < se->n && isfinite(se->x[j]) && isfinite(se->y[j]) && isfinite(se->band[j])) j++;
         if (j - i >= 2) {
             for (int k = i; k < j; k++) {
-                double px = mcl_axes_px(a, se->x[k]), py = mcl_axes_py(a, se->y[k] + fabs(se->band[k]));
+                band_edges(spec, se->y[k], fabs(se->band[k]), &lo, &hi);
+                double px = mcl_axes_px(a, se->x[k]), py = mcl_axes_py(a, hi);
                 if (k == i) cairo_move_to(cr, px, py);
                 else cairo_line_to(cr, px, py);
             }
-            for (int k = j - 1; k >= i; k--)
-                cairo_line_to(cr, mcl_axes_px(a, se->x[k]),
-                              mcl_axes_py(a, floor0 ? fmax(0.0, se->y[k] - fabs(se->band[k]))
-                                                    : se->y[k] - fabs(se->band[k])));
+            for (int k = j - 1; k >= i; k--) {
+                band_edges(spec, se->y[k], fabs(se->band[k]), &lo, &hi);
+                cairo_line_to(cr, mcl_axes_px(a, se->x[k]), mcl_axes_py(a, lo));
+            }
             cairo_close_path(cr);
             cairo_fill(cr);
         }
@@ -1141,6 +1157,10 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
         set_err(err, err_len, "lines: reference level is infinite");
         return MCL_ERR_INVALID;
     }
+    if (spec->band_ceil_on && !isfinite(spec->band_ceil)) {
+        set_err(err, err_len, "lines: the bands' ceiling is not finite");
+        return MCL_ERR_INVALID;
+    }
     int nm = spec->n_markers, nseg = spec->n_ref_segments;
     if (nm < 0 || nm > MCL_PLOT_MAX_MARKERS || (nm > 0 && !spec->marker_x)) {
         set_err(err, err_len, "lines: %d markers (0..%d, with positions)", nm, MCL_PLOT_MAX_MARKERS);
@@ -1163,8 +1183,8 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
     }
     mcl_plot_axes a;
     memset(&a, 0, sizeof a);
-    if (axis_range(series, n_series, 0, spec->marker_x, nm, 0, &a.xmin, &a.xmax) != 0 ||
-        axis_range(series, n_series, 1, ys_extra, 1 + nseg, spec->band_floor0, &a.ymin, &a.ymax) != 0) {
+    if (axis_range(series, n_series, 0, spec->marker_x, nm, NULL, &a.xmin, &a.xmax) != 0 ||
+        axis_range(series, n_series, 1, ys_extra, 1 + nseg, spec, &a.ymin, &a.ymax) != 0) {
         set_err(err, err_len, "lines: the data span too large a range to plot");
         return MCL_ERR_INVALID;
     }
@@ -1216,7 +1236,12 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
     if (title_h) {
         font(cr, F_TITLE, 1);
         set_col(cr, C_TEXT);
-        text_at(cr, (a.left + a.right) / 2, PAD + line_h(F_TITLE) / 2.0, spec->title, H_CENTER);
+        /* centred over the plot area, moved right as far as a long title needs to start inside
+         * the figure (the figure is at least the title's width, above) */
+        const double half_tw = text_w(cr, spec->title) / 2.0;
+        double cx = fmax((a.left + a.right) / 2, PAD + half_tw);
+        cx = fmin(cx, a.width - PAD - half_tw);
+        text_at(cr, cx, PAD + line_h(F_TITLE) / 2.0, spec->title, H_CENTER);
     }
     /* grid, ticks, labels */
     cairo_set_line_width(cr, 1);
@@ -1300,7 +1325,7 @@ mcl_status mcl_plot_lines_ex(const char *path, const mcl_lines_spec *spec, int n
     }
     for (int s = 0; s < n_series; s++) { /* the bands first, under every line */
         const mcl_series *se = &series[s];
-        if (se->band) draw_band(cr, &a, se, to_f(mcl_plot_series_color(s)), spec->band_floor0);
+        if (se->band) draw_band(cr, &a, se, to_f(mcl_plot_series_color(s)), spec);
     }
     for (int s = 0; s < n_series; s++) {
         rgbf col = to_f(mcl_plot_series_color(s));

@@ -179,6 +179,10 @@ typedef struct mcl_lines_spec {
     int n_ref_segments;
     const double *ref_seg_x0, *ref_seg_x1, *ref_seg_y;
     int band_floor0;         /* 1: every band's lower edge is max(0, y - band) (counts, rates) */
+    int band_ceil_on;        /* 1: every band's upper edge is min(band_ceil, y + band) */
+    double band_ceil;        /* that ceiling: 100 for percentages, 1 for fractions (an accuracy's
+                              * interval can reach past it; what cannot happen is not drawn,
+                              * and the figure's title or caption says the band is clipped) */
 } mcl_lines_spec;
 
 /* Where a line plot maps data: x = xmin at column `left`, xmax at `right`; y = ymin at row
