@@ -2,9 +2,10 @@
 # test-doc-numbers.sh — the numbers doc/*.md quotes from the main job (and from the GPU check's
 # JSON in doc/gpu-runs/) are the ones the JSON holds: tests/check-doc-numbers.py over
 # tests/doc-numbers.txt, against the JSON of the last main-job run committed in
-# data/fixtures/main-job/ (tools/scripts/reproduce.sh writes it: refresh the fixture from results/ when the main job's numbers change, and the docs with it).
-# Then the checker must fail on a doc with one number changed and on a JSON with one value
-# changed (an LM value, and an ACL baseline's fraction shown in %): the test can fail. Skips (77) only without python3.
+# data/fixtures/main-job/ (tools/scripts/reproduce.sh writes it: refresh the fixture from
+# results/ when the main job's numbers change, and the docs with it). Then the checker must
+# fail on a doc with one number changed and on a JSON with one value changed (an LM value, and
+# an ACL baseline's fraction shown in %): the test can fail. Skips (77) only without python3.
 SRC=${METACL_SRCDIR:-$(dirname "$0")/..}
 command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
 pass=0
