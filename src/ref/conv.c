@@ -767,7 +767,7 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
     /* shared: the row offsets, a row of zeros, w transposed if swap */
     int64_t *roff = malloc((size_t)d->KK * sizeof(int64_t));
     float *zeros = calloc((size_t)d->KK, sizeof(float));
-    float *wt = swap ? malloc((size_t)(d->KK * On) * sizeof(float)) : NULL;
+    float *wt = swap ? calloc_floats64((size_t)(d->KK * On)) : NULL; /* rows of On: aligned */
     const int ready = roff && zeros && (wt || !swap);
     int oom = !ready;
     if (ready) s1_offsets(d->C, d->k, e.Hp, e.Wp, roff);
@@ -832,8 +832,9 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
 
     /* shared: wt (and wtt), the row offsets of xp and gp, gT's row offsets, zeros, the chunk
      * sums */
-    float *wt = gx ? malloc((size_t)(d->C * KKx + (swap ? KKx * Cn : 0)) * sizeof(float)) : NULL;
-    float *wtt = swap && wt ? wt + d->C * KKx : NULL;
+    const int64_t nwt = round_up(d->C * KKx, 16); /* wtt's rows of Cn floats: aligned */
+    float *wt = gx ? calloc_floats64((size_t)(nwt + (swap ? KKx * Cn : 0))) : NULL;
+    float *wtt = swap && wt ? wt + nwt : NULL;
     int64_t *off = malloc((size_t)(d->KK + KKx + e.J) * sizeof(int64_t));
     const int64_t nz = KKx > e.Jr ? KKx : e.Jr;
     float *zeros = calloc((size_t)nz, sizeof(float));
