@@ -531,22 +531,28 @@ static void s1_product(int64_t M, int64_t J, int64_t K, const float *a, const fl
 }
 
 /* The same product with the roles of the register tile swapped, for small grids: the tile
- * is S1_MR grid columns x S1_NR rows of A, so the grid is rounded up to S1_MR columns rather
- * than S1_NR (a 4 x 4 image has 20 grid columns: 24 instead of 32) at the price of writing
- * the tile out transposed. A is given transposed and padded, at [K, round_up(M, S1_NR)]:
- *   tile[i][m] = sum_{k < K} b[boff[k] + j0 + i] * at[k][m]
+ * is S1_MR output pixels x S1_NR rows of A, so the pixels are rounded up to S1_MR rather than
+ * the grid to S1_NR columns (a 4 x 4 image: 16 pixels instead of 32 grid columns), at the
+ * price of writing the tile out transposed. Each of the tile's pixels is read through its own
+ * pointer into B, so only the valid pixels are computed: pixel p = oy*wo + ox is grid column
+ * oy*wp + ox, and the grid's dropped columns (ox >= wo) are skipped. A is given transposed and
+ * padded, at [K, round_up(M, S1_NR)]:
+ *   tile[i][m] = sum_{k < K} bp[i][boff[k]] * at[k][m]
  * Each output element is the same fmaf sequence as in s1_product (the same bits). */
-MCL_HOT static void s1_tile_t(int64_t K, const float *restrict b, const int64_t *restrict boff,
+MCL_HOT static void s1_tile_t(int64_t K, const float *const *bp, const int64_t *restrict boff,
                               const float *restrict at, int64_t lda, float *restrict c,
                               int64_t ldc)
 {
+    const float *br[S1_MR];
+    for (int i = 0; i < S1_MR; i++) br[i] = bp[i];
     float acc[S1_MR][S1_NR];
     for (int i = 0; i < S1_MR; i++)
         MCL_SIMD for (int m = 0; m < S1_NR; m++) acc[i][m] = 0.0f;
     for (int64_t k = 0; k < K; k++) {
-        const float *bk = b + boff[k], *ak = at + k * lda;
+        const int64_t off = boff[k];
+        const float *ak = at + k * lda;
         for (int i = 0; i < S1_MR; i++) {
-            const float bi = bk[i];
+            const float bi = br[i][off];
             MCL_SIMD for (int m = 0; m < S1_NR; m++) acc[i][m] = MADD(bi, ak[m], acc[i][m]);
         }
     }
@@ -554,21 +560,26 @@ MCL_HOT static void s1_tile_t(int64_t K, const float *restrict b, const int64_t 
         MCL_SIMD for (int m = 0; m < S1_NR; m++) c[i * ldc + m] = acc[i][m];
 }
 
-/* s1_product with s1_tile_t: at [K, round_up(M, S1_NR)] is A transposed (zero past M), band
- * [S1_MR, round_up(M, S1_NR)]; the valid grid columns are written out as in band_out. */
-static void s1_product_t(int64_t M, int64_t J, int64_t K, const float *at, const float *b,
+/* s1_product with s1_tile_t over the P = ho*wo valid pixels (grid rows of wp columns, wo of
+ * them valid): at [K, round_up(M, S1_NR)] is A transposed (zero past M), band [S1_MR,
+ * round_up(M, S1_NR)]; dst[m][p] (=, +=) as in band_out. A last tile with fewer than S1_MR
+ * pixels points its spare lanes at the last pixel and drops them. */
+static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const float *b,
                          const int64_t *boff, int64_t wp, int64_t wo, float *band, float *dst,
                          int64_t ldd, const float *bias, int mode)
 {
     const int64_t Mn = round_up(M, S1_NR);
-    for (int64_t j0 = 0; j0 < J; j0 += S1_MR) {
+    for (int64_t p0 = 0; p0 < P; p0 += S1_MR) {
+        const float *bp[S1_MR];
+        for (int i = 0; i < S1_MR; i++) {
+            const int64_t p = p0 + i < P ? p0 + i : P - 1;
+            bp[i] = b + p / wo * wp + p % wo;
+        }
         for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR)
-            s1_tile_t(K, b + j0, boff, at + m0, Mn, band + m0, Mn);
-        for (int64_t i = 0; i < S1_MR && j0 + i < J; i++) {
-            const int64_t oy = (j0 + i) / wp, ox = (j0 + i) % wp;
-            if (ox >= wo) continue;
+            s1_tile_t(K, bp, boff, at + m0, Mn, band + m0, Mn);
+        for (int64_t i = 0; i < S1_MR && p0 + i < P; i++) {
             const float *restrict src = band + i * Mn;
-            float *restrict d = dst + oy * wo + ox;
+            float *restrict d = dst + p0 + i;
             if (mode == OUT_BIAS)
                 for (int64_t m = 0; m < M; m++) d[m * ldd] = src[m] + bias[m];
             else if (mode == OUT_STORE)
@@ -579,11 +590,12 @@ static void s1_product_t(int64_t M, int64_t J, int64_t K, const float *at, const
     }
 }
 
-/* Whether the product of M rows over J grid columns wastes less work with s1_product_t
- * (tiles rounded to S1_MR columns x S1_NR rows) than with s1_product. */
-static int s1_swap(int64_t M, int64_t J)
+/* Whether the product of M rows over P valid pixels (J grid columns) wastes less work with
+ * s1_product_t (tiles of S1_MR pixels x S1_NR rows) than with s1_product (S1_MR rows x S1_NR
+ * grid columns). */
+static int s1_swap(int64_t M, int64_t J, int64_t P)
 {
-    return round_up(J, S1_MR) * round_up(M, S1_NR) < round_up(J, S1_NR) * round_up(M, S1_MR);
+    return round_up(P, S1_MR) * round_up(M, S1_NR) < round_up(J, S1_NR) * round_up(M, S1_MR);
 }
 
 /* at[k][m] = a[m*K + k] for m < M, 0 for m in [M, round_up(M, S1_NR)): A [M, K] transposed */
@@ -762,7 +774,7 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
     s1_dims e;
     s1_dims_get(d, &e);
     const int64_t Or = round_up(d->O, S1_MR), CHW = d->C * d->H * d->W, OP = d->O * d->P;
-    const int swap = s1_swap(d->O, e.J);
+    const int swap = s1_swap(d->O, e.J, d->P);
     const int64_t On = round_up(d->O, S1_NR);
     /* shared: the row offsets, a row of zeros, w transposed if swap */
     int64_t *roff = malloc((size_t)d->KK * sizeof(int64_t));
@@ -788,7 +800,7 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
             if (!xp) continue;
             to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
             if (swap)
-                s1_product_t(d->O, e.J, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
+                s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
                              d->P, bias, OUT_BIAS);
             else
                 s1_product(d->O, e.J, d->KK, w, zeros, xp, roff, e.Wp, d->Wo, band,
@@ -827,7 +839,7 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
     const int64_t Od = round_up(d->O, DOT_TO), Jd = round_up(e.J, DOT_L);
 
     /* gx with s1_product_t (small grids): wt transposed, wtt [KKx, Cn] */
-    const int swap = gx && s1_swap(d->C, e.Jx);
+    const int swap = gx && s1_swap(d->C, e.Jx, d->H * d->W);
     const int64_t Cn = round_up(d->C, S1_NR);
 
     /* shared: wt (and wtt), the row offsets of xp and gp, gT's row offsets, zeros, the chunk
@@ -887,7 +899,7 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                     to_padded(gb, d->O, d->Ho, d->Wo, e.pg, gp);
                     const int mode = fresh_x ? OUT_STORE : OUT_ADD;
                     if (swap)
-                        s1_product_t(d->C, e.Jx, KKx, wtt, gp, roffx, e.Wg, d->W, band,
+                        s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
                                      gx + b * CHW, d->H * d->W, NULL, mode);
                     else
                         s1_product(d->C, e.Jx, KKx, wt, zeros, gp, roffx, e.Wg, d->W, band,
