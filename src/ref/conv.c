@@ -5,8 +5,9 @@
  *   - stride 1 (the common case): products over zero-bordered copies of the image planes,
  *     without im2col (see "Stride 1" below): forward out_b = w · x_r, backward gx_b as the
  *     convolution of g with the flipped weights, gw = sum_b x_r · g_bᵀ. A forward with few
- *     im2col rows (C*k*k < S1_FWD_MIN_KK) takes the im2col path, whose GEMM then writes
- *     straight into out; a weight gradient with few rows is a set of dot products (dot_tile).
+ *     im2col rows (C*k*k < S1_FWD_MIN_KK) writes its register tiles straight into out, row
+ *     segment by row segment (s1_tile_row); a weight gradient with few rows is a set of dot
+ *     products (dot_tile), one with many rows runs over the valid pixels only (gw_tile).
  *   - other strides: im2col + the packed GEMM of gemm.c (mcl_ref_sgemm): im2col lays the
  *     k x k patches of an image out as the columns of col [C*k*k, Ho*Wo], so the convolution
  *     of one image is out_b [O, Ho*Wo] = W [O, C*k*k] · col_b; images with few output pixels
@@ -433,7 +434,8 @@ MCL_HOT static void col2im(const conv_dims *d, float *col, int64_t ld, double *i
 #define S1_NR 8
 #endif
 
-/* the forward takes the stride-1 path from this many rows of im2col (C*k*k) on */
+/* from this many rows of im2col (C*k*k) on, the forward runs on the band of s1_product /
+ * s1_product_t and the weight gradient on gw_tile; below, s1_tile_row and dot_tile */
 #define S1_FWD_MIN_KK 32
 
 #ifdef FP_FAST_FMAF /* one rounding where the CPU has FMA, as in gemm.c */
@@ -765,6 +767,56 @@ static void s1_offsets(int64_t n, int64_t k, int64_t hp, int64_t wp, int64_t *ro
                 roff[(c * k + ky) * k + kx] = (c * hp + ky) * wp + kx;
 }
 
+/* The forward of a convolution with few rows of im2col (KK < S1_FWD_MIN_KK, e.g. a first
+ * layer on one-channel images), straight into out: a tile of S1_MR channels x S1_NR pixels of
+ * one output row,
+ *   c[i*ldc + j] = sum_{k < K} a[i][k] * b[boff[k] + j] + bias[i]   for i < mr, j < nv
+ * (b: the row's first pixel on the padded planes; a: S1_MR rows of w, those past O reading
+ * zeros). With so short a sum the band of s1_product and its copy into out would cost as
+ * much as the products; here the tile is stored once, masked to the row's nv pixels. The sum
+ * is fmaf in increasing k from 0, then + bias: the same bits as the im2col path's GEMM and
+ * bias. */
+MCL_HOT static void s1_tile_row(int64_t K, const float *const *a, const float *restrict b,
+                                const int64_t *restrict boff, const float *restrict bias, int mr,
+                                int64_t nv, float *restrict c, int64_t ldc)
+{
+    const float *ar[S1_MR];
+    for (int i = 0; i < S1_MR; i++) ar[i] = a[i];
+    float acc[S1_MR][S1_NR];
+    for (int i = 0; i < S1_MR; i++)
+        MCL_SIMD for (int j = 0; j < S1_NR; j++) acc[i][j] = 0.0f;
+    for (int64_t k = 0; k < K; k++) {
+        const float *bk = b + boff[k];
+        for (int i = 0; i < S1_MR; i++) {
+            const float ai = ar[i][k];
+            MCL_SIMD for (int j = 0; j < S1_NR; j++) acc[i][j] = MADD(ai, bk[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < S1_MR; i++) {
+        if (i >= mr) break;
+        const float bi = bias[i];
+        MCL_SIMD for (int j = 0; j < S1_NR; j++)
+            if (j < nv) c[i * ldc + j] = acc[i][j] + bi;
+    }
+}
+
+/* out_b [O, P] = w · x_r + bias with s1_tile_row, row segment by row segment (xp: the image's
+ * padded planes, roff: the rows of im2col on them) */
+static void s1_rows_out(const conv_dims *d, const s1_dims *e, const float *w, const float *zeros,
+                        const float *xp, const int64_t *roff, const float *bias, float *ob)
+{
+    for (int64_t o0 = 0; o0 < d->O; o0 += S1_MR) {
+        const float *rows[S1_MR];
+        s1_rows(w, NULL, d->KK, o0, d->O, zeros, rows);
+        const int mr = d->O - o0 < S1_MR ? (int)(d->O - o0) : S1_MR;
+        for (int64_t oy = 0; oy < d->Ho; oy++)
+            for (int64_t ox = 0; ox < d->Wo; ox += S1_NR)
+                s1_tile_row(d->KK, rows, xp + oy * e->Wp + ox, roff, bias + o0, mr,
+                            d->Wo - ox < S1_NR ? d->Wo - ox : S1_NR,
+                            ob + o0 * d->P + oy * d->Wo + ox, d->P);
+    }
+}
+
 /* forward, stride 1: per image, xp <- x_b; grid = w · x_r; out_b = grid (valid) + bias */
 static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
 {
@@ -799,7 +851,9 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
         for (int64_t b = 0; b < d->B; b++) {
             if (!xp) continue;
             to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
-            if (swap)
+            if (d->KK < S1_FWD_MIN_KK)
+                s1_rows_out(d, &e, w, zeros, xp, roff, bias, out + b * OP);
+            else if (swap)
                 s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
                              d->P, bias, OUT_BIAS);
             else
@@ -1120,7 +1174,7 @@ mcl_status mcl_ref_conv2d_fwd(mcl_backend *be, const mcl_op_args *a)
     conv_dims_get(a, &d);
     /* stride 1 on shifted planes, except for few input channels: then the im2col matrix is
      * small and its GEMM writes straight into out (measured 1.3x faster for KK = 9) */
-    return d.s == 1 && d.KK >= S1_FWD_MIN_KK ? conv_fwd_s1(a, &d) : conv_fwd_im2col(a, &d);
+    return d.s == 1 ? conv_fwd_s1(a, &d) : conv_fwd_im2col(a, &d);
 }
 
 mcl_status mcl_ref_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
