@@ -446,6 +446,14 @@ MCL_HOT static void col2im(const conv_dims *d, float *col, int64_t ld, double *i
 
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+/* A register tile's body written once for several fixed sizes: a helper inlined into one
+ * function per size, where the size is a constant (so its accumulators stay in registers) */
+#if defined(__GNUC__)
+#define S1_INLINE MCL_HOT static inline __attribute__((always_inline))
+#else
+#define S1_INLINE static inline
+#endif
+
 /* c[i*ldc + j] (+)= sum_{k < K} a[i][k] * b[boff[k] + j]  for i < S1_MR, j < S1_NR
  * (stored, or added when add != 0), each sum by fmaf in increasing k from 0. A is read
  * through its S1_MR row pointers (rows past the matrix point to zeros): every a[i][k] is
@@ -541,25 +549,48 @@ static void s1_product(int64_t M, int64_t J, int64_t K, const float *a, const fl
  * padded, at [K, round_up(M, S1_NR)]:
  *   tile[i][m] = sum_{k < K} bp[i][boff[k]] * at[k][m]
  * Each output element is the same fmaf sequence as in s1_product (the same bits). */
-MCL_HOT static void s1_tile_t(int64_t K, const float *const *bp, const int64_t *restrict boff,
-                              const float *restrict at, int64_t lda, float *restrict c,
-                              int64_t ldc)
+S1_INLINE void s1_tile_tn(int np, int64_t K, const float *const *bp,
+                          const int64_t *restrict boff, const float *restrict at, int64_t lda,
+                          float *restrict c, int64_t ldc)
 {
     const float *br[S1_MR];
-    for (int i = 0; i < S1_MR; i++) br[i] = bp[i];
+    for (int i = 0; i < np; i++) br[i] = bp[i];
     float acc[S1_MR][S1_NR];
-    for (int i = 0; i < S1_MR; i++)
+    for (int i = 0; i < np; i++)
         MCL_SIMD for (int m = 0; m < S1_NR; m++) acc[i][m] = 0.0f;
     for (int64_t k = 0; k < K; k++) {
         const int64_t off = boff[k];
         const float *ak = at + k * lda;
-        for (int i = 0; i < S1_MR; i++) {
+        for (int i = 0; i < np; i++) {
             const float bi = br[i][off];
             MCL_SIMD for (int m = 0; m < S1_NR; m++) acc[i][m] = MADD(bi, ak[m], acc[i][m]);
         }
     }
-    for (int i = 0; i < S1_MR; i++)
+    for (int i = 0; i < np; i++)
         MCL_SIMD for (int m = 0; m < S1_NR; m++) c[i * ldc + m] = acc[i][m];
+}
+
+/* The tile of np pixels, np in [S1_MR - 3, S1_MR] (see s1_tile_pixels) */
+MCL_HOT static void s1_tile_t(int np, int64_t K, const float *const *bp, const int64_t *boff,
+                              const float *at, int64_t lda, float *c, int64_t ldc)
+{
+    switch (S1_MR - np) {
+    case 1: s1_tile_tn(S1_MR - 1, K, bp, boff, at, lda, c, ldc); return;
+    case 2: s1_tile_tn(S1_MR - 2, K, bp, boff, at, lda, c, ldc); return;
+    case 3: s1_tile_tn(S1_MR - 3, K, bp, boff, at, lda, c, ldc); return;
+    default: s1_tile_tn(S1_MR, K, bp, boff, at, lda, c, ldc); return;
+    }
+}
+
+/* Pixels per s1_tile_t tile for P pixels: the np in [S1_MR - 3, S1_MR] (and >= 1) that
+ * computes the fewest padded pixels, round_up(P, np), the largest np on a tie. A 7 x 7 image
+ * (49 pixels) runs 7 tiles of 7 (49) instead of 7 of 8 (56); 14 x 14 runs 28 of 7 (196). */
+static int s1_tile_pixels(int64_t P)
+{
+    int best = S1_MR;
+    for (int np = S1_MR - 1; np >= S1_MR - 3 && np >= 1; np--)
+        if (round_up(P, np) < round_up(P, best)) best = np;
+    return best;
 }
 
 /* s1_product with s1_tile_t over the P = ho*wo valid pixels (grid rows of wp columns, wo of
@@ -571,15 +602,16 @@ static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const
                          int64_t ldd, const float *bias, int mode)
 {
     const int64_t Mn = round_up(M, S1_NR);
-    for (int64_t p0 = 0; p0 < P; p0 += S1_MR) {
+    const int np = s1_tile_pixels(P);
+    for (int64_t p0 = 0; p0 < P; p0 += np) {
         const float *bp[S1_MR];
-        for (int i = 0; i < S1_MR; i++) {
+        for (int i = 0; i < np; i++) {
             const int64_t p = p0 + i < P ? p0 + i : P - 1;
             bp[i] = b + p / wo * wp + p % wo;
         }
         for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR)
-            s1_tile_t(K, bp, boff, at + m0, Mn, band + m0, Mn);
-        for (int64_t i = 0; i < S1_MR && p0 + i < P; i++) {
+            s1_tile_t(np, K, bp, boff, at + m0, Mn, band + m0, Mn);
+        for (int64_t i = 0; i < np && p0 + i < P; i++) {
             const float *restrict src = band + i * Mn;
             float *restrict d = dst + p0 + i;
             if (mode == OUT_BIAS)
@@ -597,7 +629,8 @@ static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const
  * grid columns). */
 static int s1_swap(int64_t M, int64_t J, int64_t P)
 {
-    return round_up(P, S1_MR) * round_up(M, S1_NR) < round_up(J, S1_NR) * round_up(M, S1_MR);
+    return round_up(P, s1_tile_pixels(P)) * round_up(M, S1_NR) <
+           round_up(J, S1_NR) * round_up(M, S1_MR);
 }
 
 /* at[k][m] = a[m*K + k] for m < M, 0 for m in [M, round_up(M, S1_NR)): A [M, K] transposed */
@@ -664,16 +697,11 @@ MCL_HOT static void dot_tile(const float *restrict a, int64_t lda, const float *
  * which is zeros. Each sum is fmaf in increasing p from 0, whatever NW: on finite inputs the
  * bits equal those of the full-grid product (adding x * +0 to a sum changes no bit unless the
  * sum is -0; an x that is Inf or NaN in a dropped column no longer leaks into gw). */
-#if defined(__GNUC__)
-#define GW_INLINE MCL_HOT static inline __attribute__((always_inline))
-#else
-#define GW_INLINE static inline
-#endif
 #define GW_STEP 8 /* tile widths: multiples of 8 floats (a 256-bit vector) */
 
 /* c[i*ldc + o] (+)= sum_{p < P} a[i][koff[p]] * b[p*ldb + o]  for i < S1_MR, o < nw
  * (a compile-time constant at every call: the accumulators stay in registers) */
-GW_INLINE void gw_tile(int nw, int64_t P, const float *const *a, const int64_t *restrict koff,
+S1_INLINE void gw_tile(int nw, int64_t P, const float *const *a, const int64_t *restrict koff,
                        const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc,
                        int add)
 {
