@@ -31,6 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "metacl.h"
 #include "backend.h"
 #include "naive.h"
@@ -48,8 +52,9 @@
  * update, and sums in float32; the naive one keeps every step's weights in double
  * (observed 3.7e-7) */
 #define TOL_SRWM_BWD 4e-6
-/* conv2d gradients: float32 sums of up to B*Ho*Wo = 162 (weight) or O*k*k = 45 (input)
- * products in a fixed but different order (observed 3.1e-7) */
+/* conv2d: float32 sums of up to C*k*k = 288 (forward), O*k*k = 297 (input gradient) or
+ * B*Ho*Wo = 252 (weight) products in a fixed but different order (observed 8.7e-7 over
+ * seeds 1..30) */
 #define TOL_CONV 2e-6
 /* matmul: float32 fmaf dot products of K = 129 terms; sqrt(K) eps-scale (observed 5.3e-7) */
 #define TOL_MATMUL 4e-6
@@ -244,6 +249,47 @@ out:
 
 /* ---- conv2d ---------------------------------------------------------------------------- */
 
+/* The backward of a (already run once) with 1 and with 3 OpenMP threads must give the same
+ * bits in every gradient: the weight and bias gradients are sums over the images in fixed
+ * chunks, added in chunk order, whatever the thread count. (Without OpenMP: nothing to do.) */
+static void conv_threads(mcl_ctx *ctx, mcl_op_args *a, const char *desc)
+{
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+    float *got[2][3] = {{NULL}};
+    int64_t n[3];
+    for (int i = 0; i < 3; i++) n[i] = mcl_tensor_numel(a->gin[i]);
+    for (int t = 0; t < 2; t++) {
+        omp_set_num_threads(t == 0 ? 1 : 3);
+        for (int i = 0; i < 3; i++) { /* fresh gradients: the backward stores, not adds */
+            mcl_tensor_free(a->gin[i]);
+            const mcl_tensor *x = a->in[i];
+            a->gin[i] = i == 2 ? mcl_tensor_new(ctx, n[2], 0, 0, 0)
+                               : mcl_tensor_new(ctx, x->shape[0], x->shape[1], x->shape[2],
+                                                x->shape[3]);
+        }
+        const mcl_status st = mcl_op_backward(ctx, a);
+        CHECK(st == MCL_OK, "conv2d %s: backward with %d threads failed", desc, t ? 3 : 1);
+        for (int i = 0; i < 3 && st == MCL_OK; i++) {
+            got[t][i] = xcalloc((size_t)n[i], sizeof(float));
+            CHECK(mcl_tensor_read(a->gin[i], got[t][i], n[i]) == MCL_OK, "conv2d %s: read", desc);
+        }
+    }
+    omp_set_num_threads(saved);
+    for (int i = 0; i < 3; i++) {
+        if (got[0][i] && got[1][i])
+            CHECK(memcmp(got[0][i], got[1][i], (size_t)n[i] * sizeof(float)) == 0,
+                  "conv2d %s: gradient %d differs between 1 and 3 threads", desc, i);
+        free(got[0][i]);
+        free(got[1][i]);
+    }
+#else
+    (void)ctx;
+    (void)a;
+    (void)desc;
+#endif
+}
+
 static void test_conv(mcl_ctx *ctx, int cs, const int64_t c[8])
 {
     mcl_naive_conv cv;
@@ -283,6 +329,7 @@ static void test_conv(mcl_ctx *ctx, int cs, const int64_t c[8])
             compare("conv2d bwd dL/dx", desc, a.gin[0], gx, nx, TOL_CONV);
             compare("conv2d bwd dL/dw", desc, a.gin[1], gw, nw, TOL_CONV);
             compare("conv2d bwd dL/dbias", desc, a.gin[2], gb, cv.O, TOL_CONV);
+            conv_threads(ctx, &a, desc);
         }
         free(out);
         free(gx);
@@ -443,10 +490,23 @@ int main(int argc, char **argv)
     for (int c = 0; c < (int)(sizeof sw / sizeof sw[0]); c++)
         test_srwm(ctx, c, sw[c][0], sw[c][1], sw[c][2], sw[c][3]);
 
-    /* B, C, H, W, O, k, stride, pad: stride 1 (the direct path) and 2 (im2col), pad 0-2 */
-    static const int64_t sc[][8] = {{2, 3, 7, 5, 4, 3, 1, 1}, {1, 2, 9, 8, 3, 3, 2, 1},
-                                    {2, 1, 6, 6, 2, 5, 1, 2}, {3, 4, 8, 8, 5, 1, 1, 0},
-                                    {2, 3, 11, 9, 4, 3, 2, 0}, {2, 2, 9, 9, 3, 3, 1, 1}};
+    /* B, C, H, W, O, k, stride, pad: stride 1 (the direct path) and 2 (im2col), pad 0-2;
+     * from the seventh on C*k*k >= 32 at stride 1 (the weight gradient's register tile,
+     * gw_tile in src/ref/conv.c) with O = 40, 19, 12, 5, 19, 32, 33 (tiles 32 + 8, 24, 16, 8,
+     * 24, 32, 32 + 8 channels wide); the 11th is above the OpenMP threshold (6 chunks of
+     * images); the next four have small images and many channels, so that the forward (all)
+     * and the input gradient (not the second) take the pixel-major tile (s1_product_t) with
+     * 5, 6, 7 and 8 pixels per tile (20, 12, 49 and 16 pixels), the first two with a last
+     * tile of spare lanes; the very last has C*k*k < 32 at stride 1 (the forward's row tile,
+     * s1_tile_row) and rows of 37 pixels (a full tile and a short one) */
+    static const int64_t sc[][8] = {{2, 3, 7, 5, 4, 3, 1, 1},  {1, 2, 9, 8, 3, 3, 2, 1},
+                                    {2, 1, 6, 6, 2, 5, 1, 2},  {3, 4, 8, 8, 5, 1, 1, 0},
+                                    {2, 3, 11, 9, 4, 3, 2, 0}, {2, 2, 9, 9, 3, 3, 1, 1},
+                                    {1, 32, 4, 5, 40, 1, 1, 0}, {2, 4, 7, 6, 19, 3, 1, 1},
+                                    {1, 4, 6, 5, 12, 3, 1, 0}, {2, 4, 5, 5, 5, 3, 1, 2},
+                                    {6, 4, 7, 6, 19, 3, 1, 1},  {2, 32, 5, 4, 32, 3, 1, 1},
+                                    {1, 32, 6, 5, 33, 3, 1, 0}, {1, 32, 7, 7, 32, 3, 1, 1},
+                                    {1, 32, 4, 4, 32, 3, 1, 1}, {2, 2, 3, 37, 3, 3, 1, 1}};
     for (int c = 0; c < (int)(sizeof sc / sizeof sc[0]); c++) test_conv(ctx, c, sc[c]);
 
     test_matmul(ctx, 67, 129, 131);

@@ -5,8 +5,9 @@
  *   - stride 1 (the common case): products over zero-bordered copies of the image planes,
  *     without im2col (see "Stride 1" below): forward out_b = w · x_r, backward gx_b as the
  *     convolution of g with the flipped weights, gw = sum_b x_r · g_bᵀ. A forward with few
- *     im2col rows (C*k*k < S1_FWD_MIN_KK) takes the im2col path, whose GEMM then writes
- *     straight into out; a weight gradient with few rows is a set of dot products (dot_tile).
+ *     im2col rows (C*k*k < S1_FWD_MIN_KK) writes its register tiles straight into out, row
+ *     segment by row segment (s1_tile_row); a weight gradient with few rows is a set of dot
+ *     products (dot_tile), one with many rows runs over the valid pixels only (gw_tile).
  *   - other strides: im2col + the packed GEMM of gemm.c (mcl_ref_sgemm): im2col lays the
  *     k x k patches of an image out as the columns of col [C*k*k, Ho*Wo], so the convolution
  *     of one image is out_b [O, Ho*Wo] = W [O, C*k*k] · col_b; images with few output pixels
@@ -124,6 +125,16 @@ MCL_HOT static void dsum_g_gxhat(const float *x, const float *g, int64_t n, floa
     *sgx = lanes_total(b);
 }
 
+/* n zeroed floats at a 64-byte boundary (a cache line), freed with free(); NULL if out of
+ * memory */
+static float *calloc_floats64(size_t n)
+{
+    const size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63; /* aligned_alloc's rule */
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
 /* Shapes of one conv2d call (validated by the front end, ops.c). */
 typedef struct conv_dims {
     int64_t B, C, H, W; /* x [B,C,H,W]                  */
@@ -182,23 +193,29 @@ MCL_HOT static void store_rounded(float *restrict y, const double *restrict v, i
     for (int64_t j = 0; j < n; j++) y[j] = 0.0f + (float)v[j];
 }
 
-/* t[k*ldt + o] = m[o*ldm + k] for o < O, k < n: m [O, n] (rows ldm apart) transposed. In
- * blocks of 16 x 16 through a small tile, so that each row of m is read a cache line at a
- * time even when its rows are a power of two apart (and would evict each other from L1). */
+/* t[k*ldt + o] = m[o*ldm + k] for o < 8, k < 8: one 8 x 8 block, its sizes fixed so that
+ * the compiler keeps it in vector registers (measured on 32 x 196 floats: 2.4x faster than
+ * 16 x 16 blocks of run-time size through a small array) */
+MCL_HOT static void transpose8(const float *restrict m, int64_t ldm, float *restrict t, int64_t ldt)
+{
+    float blk[8][8];
+    for (int o = 0; o < 8; o++)
+        for (int k = 0; k < 8; k++) blk[o][k] = m[o * ldm + k];
+    for (int k = 0; k < 8; k++)
+        for (int o = 0; o < 8; o++) t[k * ldt + o] = blk[o][k];
+}
+
+/* t[k*ldt + o] = m[o*ldm + k] for o < O, k < n: m [O, n] (rows ldm apart) transposed, in
+ * 8 x 8 blocks (each row of m read 32 bytes at a time), the ragged edges element by element */
 MCL_HOT static void transpose(const float *restrict m, int64_t ldm, int64_t O, int64_t n,
                               float *restrict t, int64_t ldt)
 {
-    for (int64_t k0 = 0; k0 < n; k0 += 16) {
-        const int64_t nk = n - k0 < 16 ? n - k0 : 16;
-        for (int64_t o0 = 0; o0 < O; o0 += 16) {
-            const int64_t no = O - o0 < 16 ? O - o0 : 16;
-            float tile[16][16];
-            for (int64_t o = 0; o < no; o++)
-                for (int64_t k = 0; k < nk; k++) tile[o][k] = m[(o0 + o) * ldm + k0 + k];
-            for (int64_t k = 0; k < nk; k++)
-                for (int64_t o = 0; o < no; o++) t[(k0 + k) * ldt + o0 + o] = tile[o][k];
-        }
-    }
+    const int64_t O8 = O / 8 * 8, n8 = n / 8 * 8;
+    for (int64_t k0 = 0; k0 < n8; k0 += 8)
+        for (int64_t o0 = 0; o0 < O8; o0 += 8)
+            transpose8(m + o0 * ldm + k0, ldm, t + k0 * ldt + o0, ldt);
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t o = k < n8 ? O8 : 0; o < O; o++) t[k * ldt + o] = m[o * ldm + k];
 }
 
 /* acc[o*R + r] += (double)prod[r*ldp + o] for r < R, o < O (prod [R, O], rows ldp apart,
@@ -399,8 +416,8 @@ MCL_HOT static void col2im(const conv_dims *d, float *col, int64_t ld, double *i
  *            pg = k-1-pd, Wg = Wo + pg, Hg = Ho + 2 pg) and wt the weights flipped and
  *            transposed, wt[c][(o*k + ky)*k + kx] = w[o][c][k-1-ky][k-1-kx]: the transposed
  *            convolution is a convolution of gp (Hg - k + 1 = H), on the grid jx = iy*Wg + ix
- *   gw       prod [KK, O] += x_r · gT                    gT [J, O] = g transposed onto the
- *            grid (zero rows for the dropped columns): the sum runs over the grid
+ *   gw       prod [KK, O] += x_r · gT                    gT [P, O] = g transposed; the sum
+ *            runs over the valid pixels only, x_r read through their grid offsets (gw_tile)
  * These run on the GEMM's register tile (gemm.c): an S1_MR x S1_NR block of accumulators,
  * fmaf in increasing k, A read by rows, B's row k at b + boff[k]. The planes have S1_NR + k
  * zero floats of slack after them, so a tile may run past the last grid column (those
@@ -417,7 +434,8 @@ MCL_HOT static void col2im(const conv_dims *d, float *col, int64_t ld, double *i
 #define S1_NR 8
 #endif
 
-/* the forward takes the stride-1 path from this many rows of im2col (C*k*k) on */
+/* from this many rows of im2col (C*k*k) on, the forward runs on the band of s1_product /
+ * s1_product_t and the weight gradient on gw_tile; below, s1_tile_row and dot_tile */
 #define S1_FWD_MIN_KK 32
 
 #ifdef FP_FAST_FMAF /* one rounding where the CPU has FMA, as in gemm.c */
@@ -427,6 +445,14 @@ MCL_HOT static void col2im(const conv_dims *d, float *col, int64_t ld, double *i
 #endif
 
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+/* A register tile's body written once for several fixed sizes: a helper inlined into one
+ * function per size, where the size is a constant (so its accumulators stay in registers) */
+#if defined(__GNUC__)
+#define S1_INLINE MCL_HOT static inline __attribute__((always_inline))
+#else
+#define S1_INLINE static inline
+#endif
 
 /* c[i*ldc + j] (+)= sum_{k < K} a[i][k] * b[boff[k] + j]  for i < S1_MR, j < S1_NR
  * (stored, or added when add != 0), each sum by fmaf in increasing k from 0. A is read
@@ -515,44 +541,79 @@ static void s1_product(int64_t M, int64_t J, int64_t K, const float *a, const fl
 }
 
 /* The same product with the roles of the register tile swapped, for small grids: the tile
- * is S1_MR grid columns x S1_NR rows of A, so the grid is rounded up to S1_MR columns rather
- * than S1_NR (a 4 x 4 image has 20 grid columns: 24 instead of 32) at the price of writing
- * the tile out transposed. A is given transposed and padded, at [K, round_up(M, S1_NR)]:
- *   tile[i][m] = sum_{k < K} b[boff[k] + j0 + i] * at[k][m]
+ * is S1_MR output pixels x S1_NR rows of A, so the pixels are rounded up to S1_MR rather than
+ * the grid to S1_NR columns (a 4 x 4 image: 16 pixels instead of 32 grid columns), at the
+ * price of writing the tile out transposed. Each of the tile's pixels is read through its own
+ * pointer into B, so only the valid pixels are computed: pixel p = oy*wo + ox is grid column
+ * oy*wp + ox, and the grid's dropped columns (ox >= wo) are skipped. A is given transposed and
+ * padded, at [K, round_up(M, S1_NR)]:
+ *   tile[i][m] = sum_{k < K} bp[i][boff[k]] * at[k][m]
  * Each output element is the same fmaf sequence as in s1_product (the same bits). */
-MCL_HOT static void s1_tile_t(int64_t K, const float *restrict b, const int64_t *restrict boff,
-                              const float *restrict at, int64_t lda, float *restrict c,
-                              int64_t ldc)
+S1_INLINE void s1_tile_tn(int np, int64_t K, const float *const *bp,
+                          const int64_t *restrict boff, const float *restrict at, int64_t lda,
+                          float *restrict c, int64_t ldc)
 {
+    const float *br[S1_MR];
+    for (int i = 0; i < np; i++) br[i] = bp[i];
     float acc[S1_MR][S1_NR];
-    for (int i = 0; i < S1_MR; i++)
+    for (int i = 0; i < np; i++)
         MCL_SIMD for (int m = 0; m < S1_NR; m++) acc[i][m] = 0.0f;
     for (int64_t k = 0; k < K; k++) {
-        const float *bk = b + boff[k], *ak = at + k * lda;
-        for (int i = 0; i < S1_MR; i++) {
-            const float bi = bk[i];
+        const int64_t off = boff[k];
+        const float *ak = at + k * lda;
+        for (int i = 0; i < np; i++) {
+            const float bi = br[i][off];
             MCL_SIMD for (int m = 0; m < S1_NR; m++) acc[i][m] = MADD(bi, ak[m], acc[i][m]);
         }
     }
-    for (int i = 0; i < S1_MR; i++)
+    for (int i = 0; i < np; i++)
         MCL_SIMD for (int m = 0; m < S1_NR; m++) c[i * ldc + m] = acc[i][m];
 }
 
-/* s1_product with s1_tile_t: at [K, round_up(M, S1_NR)] is A transposed (zero past M), band
- * [S1_MR, round_up(M, S1_NR)]; the valid grid columns are written out as in band_out. */
-static void s1_product_t(int64_t M, int64_t J, int64_t K, const float *at, const float *b,
+/* The tile of np pixels, np in [S1_MR - 3, S1_MR] (see s1_tile_pixels) */
+MCL_HOT static void s1_tile_t(int np, int64_t K, const float *const *bp, const int64_t *boff,
+                              const float *at, int64_t lda, float *c, int64_t ldc)
+{
+    switch (S1_MR - np) {
+    case 1: s1_tile_tn(S1_MR - 1, K, bp, boff, at, lda, c, ldc); return;
+    case 2: s1_tile_tn(S1_MR - 2, K, bp, boff, at, lda, c, ldc); return;
+    case 3: s1_tile_tn(S1_MR - 3, K, bp, boff, at, lda, c, ldc); return;
+    default: s1_tile_tn(S1_MR, K, bp, boff, at, lda, c, ldc); return;
+    }
+}
+
+/* Pixels per s1_tile_t tile for P pixels: the np in [S1_MR - 3, S1_MR] (and >= 1) that
+ * computes the fewest padded pixels, round_up(P, np), the largest np on a tie. A 7 x 7 image
+ * (49 pixels) runs 7 tiles of 7 (49) instead of 7 of 8 (56); 14 x 14 runs 28 of 7 (196). */
+static int s1_tile_pixels(int64_t P)
+{
+    int best = S1_MR;
+    for (int np = S1_MR - 1; np >= S1_MR - 3 && np >= 1; np--)
+        if (round_up(P, np) < round_up(P, best)) best = np;
+    return best;
+}
+
+/* s1_product with s1_tile_t over the P = ho*wo valid pixels (grid rows of wp columns, wo of
+ * them valid): at [K, round_up(M, S1_NR)] is A transposed (zero past M), band [S1_MR,
+ * round_up(M, S1_NR)]; dst[m][p] (=, +=) as in band_out. A last tile with fewer than S1_MR
+ * pixels points its spare lanes at the last pixel and drops them. */
+static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const float *b,
                          const int64_t *boff, int64_t wp, int64_t wo, float *band, float *dst,
                          int64_t ldd, const float *bias, int mode)
 {
     const int64_t Mn = round_up(M, S1_NR);
-    for (int64_t j0 = 0; j0 < J; j0 += S1_MR) {
+    const int np = s1_tile_pixels(P);
+    for (int64_t p0 = 0; p0 < P; p0 += np) {
+        const float *bp[S1_MR];
+        for (int i = 0; i < np; i++) {
+            const int64_t p = p0 + i < P ? p0 + i : P - 1;
+            bp[i] = b + p / wo * wp + p % wo;
+        }
         for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR)
-            s1_tile_t(K, b + j0, boff, at + m0, Mn, band + m0, Mn);
-        for (int64_t i = 0; i < S1_MR && j0 + i < J; i++) {
-            const int64_t oy = (j0 + i) / wp, ox = (j0 + i) % wp;
-            if (ox >= wo) continue;
+            s1_tile_t(np, K, bp, boff, at + m0, Mn, band + m0, Mn);
+        for (int64_t i = 0; i < np && p0 + i < P; i++) {
             const float *restrict src = band + i * Mn;
-            float *restrict d = dst + oy * wo + ox;
+            float *restrict d = dst + p0 + i;
             if (mode == OUT_BIAS)
                 for (int64_t m = 0; m < M; m++) d[m * ldd] = src[m] + bias[m];
             else if (mode == OUT_STORE)
@@ -563,11 +624,13 @@ static void s1_product_t(int64_t M, int64_t J, int64_t K, const float *at, const
     }
 }
 
-/* Whether the product of M rows over J grid columns wastes less work with s1_product_t
- * (tiles rounded to S1_MR columns x S1_NR rows) than with s1_product. */
-static int s1_swap(int64_t M, int64_t J)
+/* Whether the product of M rows over P valid pixels (J grid columns) wastes less work with
+ * s1_product_t (tiles of S1_MR pixels x S1_NR rows) than with s1_product (S1_MR rows x S1_NR
+ * grid columns). */
+static int s1_swap(int64_t M, int64_t J, int64_t P)
 {
-    return round_up(J, S1_MR) * round_up(M, S1_NR) < round_up(J, S1_NR) * round_up(M, S1_MR);
+    return round_up(P, s1_tile_pixels(P)) * round_up(M, S1_NR) <
+           round_up(J, S1_NR) * round_up(M, S1_MR);
 }
 
 /* at[k][m] = a[m*K + k] for m < M, 0 for m in [M, round_up(M, S1_NR)): A [M, K] transposed */
@@ -623,6 +686,65 @@ MCL_HOT static void dot_tile(const float *restrict a, int64_t lda, const float *
         for (int t = 0; t < nt; t++) out[i * ldo + t] += (double)acc[i][t][0];
 }
 
+/* The weight gradient of a convolution with many rows of im2col (KK >= S1_FWD_MIN_KK), one
+ * image at a time, over its valid output pixels only:
+ *   prod[r][o] (+)= sum_{p < P} x_r[koff[p]] * gT[p][o],   koff[p] = (p / Wo)*Wp + p % Wo
+ * x_r is row r of im2col read in place from the padded planes (xp + roff[r]); koff puts
+ * pixel p on the grid, so the grid columns that are dropped elsewhere (ox >= Wo) are not
+ * visited at all (they would add x * 0). gT [P, ldb] is g transposed, pixel-major. The
+ * register tile is S1_MR rows of x_r by NW channels o, NW a multiple of 8 up to S1_NR, so
+ * that a layer with 24 channels runs a 24-wide tile instead of a 32-wide one a quarter of
+ * which is zeros. Each sum is fmaf in increasing p from 0, whatever NW: on finite inputs the
+ * bits equal those of the full-grid product (adding x * +0 to a sum changes no bit unless the
+ * sum is -0; an x that is Inf or NaN in a dropped column no longer leaks into gw). */
+#define GW_STEP 8 /* tile widths: multiples of 8 floats (a 256-bit vector) */
+
+/* c[i*ldc + o] (+)= sum_{p < P} a[i][koff[p]] * b[p*ldb + o]  for i < S1_MR, o < nw
+ * (a compile-time constant at every call: the accumulators stay in registers) */
+S1_INLINE void gw_tile(int nw, int64_t P, const float *const *a, const int64_t *restrict koff,
+                       const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc,
+                       int add)
+{
+    const float *ar[S1_MR];
+    for (int i = 0; i < S1_MR; i++) ar[i] = a[i];
+    float acc[S1_MR][S1_NR];
+    for (int i = 0; i < S1_MR; i++)
+        MCL_SIMD for (int o = 0; o < nw; o++) acc[i][o] = 0.0f;
+    for (int64_t p = 0; p < P; p++) {
+        const int64_t kp = koff[p];
+        const float *restrict bp = b + p * ldb;
+        for (int i = 0; i < S1_MR; i++) {
+            const float ai = ar[i][kp];
+            MCL_SIMD for (int o = 0; o < nw; o++) acc[i][o] = MADD(ai, bp[o], acc[i][o]);
+        }
+    }
+    if (add)
+        for (int i = 0; i < S1_MR; i++)
+            MCL_SIMD for (int o = 0; o < nw; o++) c[i * ldc + o] += acc[i][o];
+    else
+        for (int i = 0; i < S1_MR; i++)
+            MCL_SIMD for (int o = 0; o < nw; o++) c[i * ldc + o] = acc[i][o];
+}
+
+/* gw_tile with nw = the rest of the channels, rounded up to GW_STEP, at most S1_NR (one
+ * instance per width, each with its register tile) */
+MCL_HOT static void gw_tile_any(int64_t nw, int64_t P, const float *const *a,
+                                const int64_t *koff, const float *b, int64_t ldb, float *c,
+                                int64_t ldc, int add)
+{
+    if (nw >= S1_NR) nw = S1_NR;
+    switch ((nw + GW_STEP - 1) / GW_STEP) {
+#if S1_NR >= 32
+    case 3: gw_tile(24, P, a, koff, b, ldb, c, ldc, add); return;
+#endif
+#if S1_NR >= 16
+    case 2: gw_tile(16, P, a, koff, b, ldb, c, ldc, add); return;
+#endif
+    case 1: gw_tile(8, P, a, koff, b, ldb, c, ldc, add); return;
+    default: gw_tile(S1_NR, P, a, koff, b, ldb, c, ldc, add); return;
+    }
+}
+
 /* Copy the planes src [n, h, w] into a zero-bordered layout dst (border and slack stay
  * zero): pb zero floats, then per plane pb zero rows, h rows of [w values, pb zeros], pb zero
  * rows; rows are w + pb floats. One run of pb zeros between two rows is both the right
@@ -673,6 +795,56 @@ static void s1_offsets(int64_t n, int64_t k, int64_t hp, int64_t wp, int64_t *ro
                 roff[(c * k + ky) * k + kx] = (c * hp + ky) * wp + kx;
 }
 
+/* The forward of a convolution with few rows of im2col (KK < S1_FWD_MIN_KK, e.g. a first
+ * layer on one-channel images), straight into out: a tile of S1_MR channels x S1_NR pixels of
+ * one output row,
+ *   c[i*ldc + j] = sum_{k < K} a[i][k] * b[boff[k] + j] + bias[i]   for i < mr, j < nv
+ * (b: the row's first pixel on the padded planes; a: S1_MR rows of w, those past O reading
+ * zeros). With so short a sum the band of s1_product and its copy into out would cost as
+ * much as the products; here the tile is stored once, masked to the row's nv pixels. The sum
+ * is fmaf in increasing k from 0, then + bias: the same bits as the im2col path's GEMM and
+ * bias. */
+MCL_HOT static void s1_tile_row(int64_t K, const float *const *a, const float *restrict b,
+                                const int64_t *restrict boff, const float *restrict bias, int mr,
+                                int64_t nv, float *restrict c, int64_t ldc)
+{
+    const float *ar[S1_MR];
+    for (int i = 0; i < S1_MR; i++) ar[i] = a[i];
+    float acc[S1_MR][S1_NR];
+    for (int i = 0; i < S1_MR; i++)
+        MCL_SIMD for (int j = 0; j < S1_NR; j++) acc[i][j] = 0.0f;
+    for (int64_t k = 0; k < K; k++) {
+        const float *bk = b + boff[k];
+        for (int i = 0; i < S1_MR; i++) {
+            const float ai = ar[i][k];
+            MCL_SIMD for (int j = 0; j < S1_NR; j++) acc[i][j] = MADD(ai, bk[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < S1_MR; i++) {
+        if (i >= mr) break;
+        const float bi = bias[i];
+        MCL_SIMD for (int j = 0; j < S1_NR; j++)
+            if (j < nv) c[i * ldc + j] = acc[i][j] + bi;
+    }
+}
+
+/* out_b [O, P] = w · x_r + bias with s1_tile_row, row segment by row segment (xp: the image's
+ * padded planes, roff: the rows of im2col on them) */
+static void s1_rows_out(const conv_dims *d, const s1_dims *e, const float *w, const float *zeros,
+                        const float *xp, const int64_t *roff, const float *bias, float *ob)
+{
+    for (int64_t o0 = 0; o0 < d->O; o0 += S1_MR) {
+        const float *rows[S1_MR];
+        s1_rows(w, NULL, d->KK, o0, d->O, zeros, rows);
+        const int mr = d->O - o0 < S1_MR ? (int)(d->O - o0) : S1_MR;
+        for (int64_t oy = 0; oy < d->Ho; oy++)
+            for (int64_t ox = 0; ox < d->Wo; ox += S1_NR)
+                s1_tile_row(d->KK, rows, xp + oy * e->Wp + ox, roff, bias + o0, mr,
+                            d->Wo - ox < S1_NR ? d->Wo - ox : S1_NR,
+                            ob + o0 * d->P + oy * d->Wo + ox, d->P);
+    }
+}
+
 /* forward, stride 1: per image, xp <- x_b; grid = w · x_r; out_b = grid (valid) + bias */
 static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
 {
@@ -682,12 +854,12 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
     s1_dims e;
     s1_dims_get(d, &e);
     const int64_t Or = round_up(d->O, S1_MR), CHW = d->C * d->H * d->W, OP = d->O * d->P;
-    const int swap = s1_swap(d->O, e.J);
+    const int swap = s1_swap(d->O, e.J, d->P);
     const int64_t On = round_up(d->O, S1_NR);
     /* shared: the row offsets, a row of zeros, w transposed if swap */
     int64_t *roff = malloc((size_t)d->KK * sizeof(int64_t));
     float *zeros = calloc((size_t)d->KK, sizeof(float));
-    float *wt = swap ? malloc((size_t)(d->KK * On) * sizeof(float)) : NULL;
+    float *wt = swap ? calloc_floats64((size_t)(d->KK * On)) : NULL; /* rows of On: aligned */
     const int ready = roff && zeros && (wt || !swap);
     int oom = !ready;
     if (ready) s1_offsets(d->C, d->k, e.Hp, e.Wp, roff);
@@ -707,8 +879,10 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
         for (int64_t b = 0; b < d->B; b++) {
             if (!xp) continue;
             to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
-            if (swap)
-                s1_product_t(d->O, e.J, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
+            if (d->KK < S1_FWD_MIN_KK)
+                s1_rows_out(d, &e, w, zeros, xp, roff, bias, out + b * OP);
+            else if (swap)
+                s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
                              d->P, bias, OUT_BIAS);
             else
                 s1_product(d->O, e.J, d->KK, w, zeros, xp, roff, e.Wp, d->Wo, band,
@@ -747,13 +921,14 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
     const int64_t Od = round_up(d->O, DOT_TO), Jd = round_up(e.J, DOT_L);
 
     /* gx with s1_product_t (small grids): wt transposed, wtt [KKx, Cn] */
-    const int swap = gx && s1_swap(d->C, e.Jx);
+    const int swap = gx && s1_swap(d->C, e.Jx, d->H * d->W);
     const int64_t Cn = round_up(d->C, S1_NR);
 
     /* shared: wt (and wtt), the row offsets of xp and gp, gT's row offsets, zeros, the chunk
      * sums */
-    float *wt = gx ? malloc((size_t)(d->C * KKx + (swap ? KKx * Cn : 0)) * sizeof(float)) : NULL;
-    float *wtt = swap && wt ? wt + d->C * KKx : NULL;
+    const int64_t nwt = round_up(d->C * KKx, 16); /* wtt's rows of Cn floats: aligned */
+    float *wt = gx ? calloc_floats64((size_t)(nwt + (swap ? KKx * Cn : 0))) : NULL;
+    float *wtt = swap && wt ? wt + nwt : NULL;
     int64_t *off = malloc((size_t)(d->KK + KKx + e.J) * sizeof(int64_t));
     const int64_t nz = KKx > e.Jr ? KKx : e.Jr;
     float *zeros = calloc((size_t)nz, sizeof(float));
@@ -761,11 +936,11 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
     const int ready = (wt || !gx) && off && zeros && part;
     int oom = !ready;
     const int fresh_x = gx && ready ? mcl_ref_grad_fresh(a->gin[0]) : 0;
-    int64_t *roff = off, *roffx = off ? off + d->KK : NULL, *toff = off ? roffx + KKx : NULL;
+    int64_t *roff = off, *roffx = off ? off + d->KK : NULL, *koff = off ? roffx + KKx : NULL;
     if (ready) {
         s1_offsets(d->C, k, e.Hp, e.Wp, roff);
         s1_offsets(d->O, k, e.Hg, e.Wg, roffx);
-        for (int64_t j = 0; j < e.J; j++) toff[j] = j * On;
+        for (int64_t p = 0; p < d->P; p++) koff[p] = p / d->Wo * e.Wp + p % d->Wo;
         if (gx) /* wt[c][(o*k + ky)*k + kx] = w[o][c][k-1-ky][k-1-kx] */
             for (int64_t c = 0; c < d->C; c++)
                 for (int64_t o = 0; o < d->O; o++)
@@ -777,14 +952,18 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
     }
 #pragma omp parallel if (ready && nchunks > 1 && d->B * OP * d->KK > PAR_MIN)
     {
-        /* per thread: xp, gp (borders and slack zero), band [Cr, S1_NR] (swap: [S1_MR, Cn]),
-         * gT [J, On] (rows of dropped columns and columns past O zero), prod [KKr, On]; or,
-         * for dot, gg [Od, Jd] (dropped columns, rows past O and columns past J zero) */
+        /* per thread, each part 64-byte aligned (so that the rows of 16 floats that gw_tile
+         * and s1_tile_t load never straddle two cache lines): xp, gp (borders and slack zero),
+         * band [Cr, S1_NR] (swap: [S1_MR, Cn]), gT [P, On] (columns past O zero), prod
+         * [KKr, On]; or, for dot, gg [Od, Jd] (dropped columns, rows past O and columns past
+         * J zero) */
         const int64_t nband = swap ? S1_MR * Cn : Cr * S1_NR;
-        const size_t nf = (size_t)(e.xpn + e.gpn + nband + (dot ? Od * Jd : e.J * On + KKr * On));
-        float *xp = ready ? calloc(nf, sizeof(float)) : NULL;
-        float *gp = xp ? xp + e.xpn : NULL, *band = gp ? gp + e.gpn : NULL;
-        float *gT = band ? band + nband : NULL, *prod = gT ? gT + e.J * On : NULL;
+        const int64_t nxp = round_up(e.xpn, 16), ngp = round_up(e.gpn, 16);
+        const int64_t nb16 = round_up(nband, 16), ngT = round_up(e.J * On, 16);
+        const size_t nf = (size_t)(nxp + ngp + nb16 + (dot ? Od * Jd : ngT + KKr * On));
+        float *xp = ready ? calloc_floats64(nf) : NULL;
+        float *gp = xp ? xp + nxp : NULL, *band = gp ? gp + ngp : NULL;
+        float *gT = band ? band + nb16 : NULL, *prod = gT ? gT + ngT : NULL;
         if (ready && !xp) {
 #pragma omp atomic write
             oom = 1;
@@ -802,7 +981,7 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                     to_padded(gb, d->O, d->Ho, d->Wo, e.pg, gp);
                     const int mode = fresh_x ? OUT_STORE : OUT_ADD;
                     if (swap)
-                        s1_product_t(d->C, e.Jx, KKx, wtt, gp, roffx, e.Wg, d->W, band,
+                        s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
                                      gx + b * CHW, d->H * d->W, NULL, mode);
                     else
                         s1_product(d->C, e.Jx, KKx, wt, zeros, gp, roffx, e.Wg, d->W, band,
@@ -828,13 +1007,13 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                     }
                 } else if (want_w) { /* prod [KK, O] (+)= x_r · gT, strip by strip of x_r rows */
                     to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
-                    for (int64_t oy = 0; oy < d->Ho; oy++)
-                        transpose(gb + oy * d->Wo, d->P, d->O, d->Wo, gT + oy * e.Wp * On, On);
+                    transpose(gb, d->P, d->O, d->P, gT, On);
                     for (int64_t r0 = 0; r0 < KKr; r0 += S1_MR) {
                         const float *rows[S1_MR]; /* x_r: rows of xp */
                         s1_rows(xp, roff, 0, r0, d->KK, zeros, rows);
-                        for (int64_t j0 = 0; j0 < On; j0 += S1_NR)
-                            s1_tile(e.J, rows, gT + j0, toff, prod + r0 * On + j0, On, b > b0);
+                        for (int64_t o0 = 0; o0 < d->O; o0 += S1_NR)
+                            gw_tile_any(d->O - o0, d->P, rows, koff, gT + o0, On,
+                                        prod + r0 * On + o0, On, b > b0);
                     }
                 }
             }
@@ -1023,7 +1202,7 @@ mcl_status mcl_ref_conv2d_fwd(mcl_backend *be, const mcl_op_args *a)
     conv_dims_get(a, &d);
     /* stride 1 on shifted planes, except for few input channels: then the im2col matrix is
      * small and its GEMM writes straight into out (measured 1.3x faster for KK = 9) */
-    return d.s == 1 && d.KK >= S1_FWD_MIN_KK ? conv_fwd_s1(a, &d) : conv_fwd_im2col(a, &d);
+    return d.s == 1 ? conv_fwd_s1(a, &d) : conv_fwd_im2col(a, &d);
 }
 
 mcl_status mcl_ref_conv2d_bwd(mcl_backend *be, const mcl_op_args *a)
