@@ -8,13 +8,18 @@
  * backward, even where the input or gradient is NaN or Inf). p == 0 is an exact copy (no
  * draws), as in the reference.
  *
+ * Segments (seg > 0 elements each): element i of segment s = i / seg draws from stream
+ * stream + s·step at counter + (i − s·seg), the masks of separate calls on each segment;
+ * seg = 0 is one segment (the host passes seg = n then, so s = 0).
+ *
  * Index layout: 1-D launch, work-item i computes flat element i; ids >= n return at once.
  */
 #pragma OPENCL FP_CONTRACT OFF
 
 /* out_i = keep_i ? a_i * scale : 0 */
 __kernel void dropout_fwd(__global const float *a, long a_off, __global float *out, long out_off,
-                          float p, float scale, ulong seed, ulong stream, ulong counter, long n)
+                          float p, float scale, ulong seed, ulong stream, ulong counter, long n,
+                          long seg, ulong step)
 {
     long i = get_global_id(0);
     if (i >= n) return;
@@ -23,13 +28,15 @@ __kernel void dropout_fwd(__global const float *a, long a_off, __global float *o
         out[out_off + i] = x;
         return;
     }
-    int keep = mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p;
+    const long s = i / seg;
+    int keep = mcl_rng_uniform(seed, stream + (ulong)s * step, counter + (ulong)(i - s * seg)) >= p;
     out[out_off + i] = keep ? x * scale : 0.0f;
 }
 
 /* ga_i += keep_i ? gout_i * scale : 0   (the same mask, drawn again) */
 __kernel void dropout_bwd(__global const float *g, long g_off, __global float *ga, long ga_off,
-                          float p, float scale, ulong seed, ulong stream, ulong counter, long n)
+                          float p, float scale, ulong seed, ulong stream, ulong counter, long n,
+                          long seg, ulong step)
 {
     long i = get_global_id(0);
     if (i >= n) return;
@@ -37,6 +44,7 @@ __kernel void dropout_bwd(__global const float *g, long g_off, __global float *g
         ga[ga_off + i] += g[g_off + i];
         return;
     }
-    if (mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p)
+    const long s = i / seg;
+    if (mcl_rng_uniform(seed, stream + (ulong)s * step, counter + (ulong)(i - s * seg)) >= p)
         ga[ga_off + i] += g[g_off + i] * scale;
 }

@@ -782,21 +782,30 @@ static int gen_embedding(int k, tcase *tc)
 }
 
 /* dropout: p = 0, 0.3, 0.5 with explicit (seed u0, stream u1, counter u2); one case starts its
- * counter just below 2^32, so the index crosses into the counter's high word. */
+ * counter just below 2^32, so the index crosses into the counter's high word. Segmented cases
+ * (i0 = seg, u3 = stream step; counter 0, as mcl_dropout_segments): segments shorter than a
+ * Philox block (3), not a multiple of it (35, 7·13), a step of 0 and of 7, one segment. */
 static int gen_dropout(int k, tcase *tc)
 {
     static const struct {
         int64_t s[5];
         float p;
         uint64_t seed, stream, counter;
+        int64_t seg;
+        uint64_t step;
     } c[] = {
-        {{1, 1}, 0.0f, 1, 0, 0},
-        {{1, 13}, 0.3f, 42, 1, 0},
-        {{2, 5, 7}, 0.5f, 7, 3, 1000},
-        {{4, 2, 3, 5, 7}, 0.3f, 1234, 9, 5},
-        {{2, 7, 13}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull},
-        {{3, 2, 3, 5}, 0.0f, 99, 2, 17},
-        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3},
+        {{1, 1}, 0.0f, 1, 0, 0, 0, 0},
+        {{1, 13}, 0.3f, 42, 1, 0, 0, 0},
+        {{2, 5, 7}, 0.5f, 7, 3, 1000, 0, 0},
+        {{4, 2, 3, 5, 7}, 0.3f, 1234, 9, 5, 0, 0},
+        {{2, 7, 13}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull, 0, 0},
+        {{3, 2, 3, 5}, 0.0f, 99, 2, 17, 0, 0},
+        {{2, 4, 9}, 0.3f, 21, 5, 0, 3, 7},
+        {{3, 3, 5, 7}, 0.5f, 8, 4, 0, 35, 0},
+        {{3, 6, 7, 13}, 0.3f, 77, 12, 0, 91, 11},
+        {{2, 7, 13}, 0.3f, 77, 12, 0, 91, 11},
+        {{4, 4, 2, 2, 2}, 0.3f, 3, 30, 0, 4, 1},
+        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0, 0},
     };
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
@@ -806,6 +815,8 @@ static int gen_dropout(int k, tcase *tc)
     tc->p.u[0] = c[k].seed;
     tc->p.u[1] = c[k].stream;
     tc->p.u[2] = c[k].counter;
+    tc->p.i[0] = c[k].seg;
+    tc->p.u[3] = c[k].step;
     return 1;
 }
 
@@ -1563,13 +1574,16 @@ static void nv_embedding(const tcase *tc, harr *w)
         for (int64_t d = 0; d < D; d++) o[i * D + d] = tc->x[0][(int64_t)tc->x[1][i] * D + d];
 }
 
-/* out = a * mask / (1 - p), mask = (uniform(seed, stream, counter + i) >= p) */
+/* out = a * mask / (1 - p), mask = (uniform(seed, stream, counter + i) >= p); with segments
+ * of seg elements, element i of segment s = i / seg: (stream + s·step, counter + i − s·seg) */
 static void nv_dropout(const tcase *tc, harr *w)
 {
     double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
     float p = tc->p.f[0];
+    const int64_t seg = tc->p.i[0] > 0 ? tc->p.i[0] : w[0].n;
     for (int64_t i = 0; i < w[0].n; i++) {
-        int keep = mcl_rng_uniform(tc->p.u[0], tc->p.u[1], tc->p.u[2] + (uint64_t)i) >= p;
+        const uint64_t s = (uint64_t)(i / seg), j = (uint64_t)(i % seg);
+        int keep = mcl_rng_uniform(tc->p.u[0], tc->p.u[1] + s * tc->p.u[3], tc->p.u[2] + j) >= p;
         o[i] = keep ? (double)tc->x[0][i] / (1.0 - (double)p) : 0.0;
     }
 }

@@ -195,6 +195,9 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
     case MCL_OP_DROPOUT:
         if (!(a->p.f[0] >= 0.0f && a->p.f[0] < 1.0f))
             return INVALID("dropout: p = %g must be in [0, 1)", (double)a->p.f[0]);
+        if (a->p.i[0] < 0 || (a->p.i[0] > 0 && mcl_tensor_numel(x) % a->p.i[0] != 0))
+            return INVALID("dropout: segments of %lld elements do not divide %lld",
+                           (long long)a->p.i[0], (long long)mcl_tensor_numel(x));
         set_out(o, 0, x->ndim, x->shape);
         return MCL_OK;
     case MCL_OP_BIAS_ADD:
@@ -896,6 +899,21 @@ mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t see
     r.p.u[0] = seed;
     r.p.u[1] = stream;
     r.p.u[2] = counter;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_dropout_segments(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,
+                                 uint64_t stream, uint64_t step, int64_t seg)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_DROPOUT;
+    r.in[0] = a;
+    r.p.f[0] = p;
+    r.p.u[0] = seed;
+    r.p.u[1] = stream;
+    r.p.u[3] = step;
+    r.p.i[0] = seg;
     return run1(ctx, &r);
 }
 

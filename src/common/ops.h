@@ -126,6 +126,11 @@ mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training);
 /* Same with an explicit (seed, stream, counter) — what the op records. */
 mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,
                               uint64_t stream, uint64_t counter);
+/* a [any], numel a multiple of seg > 0: segment s (elements s·seg .. s·seg + seg − 1) gets the
+ * mask of mcl_dropout_keyed(segment, p, seed, stream + s·step, 0), so one launch over the
+ * concatenation of several tensors draws the masks of separate calls on each. */
+mcl_tensor *mcl_dropout_segments(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,
+                                 uint64_t stream, uint64_t step, int64_t seg);
 
 /* ---- Sparse Meta Networks (Munkhdalai 2019; the ops of family smn in ops.def) ---- */
 

@@ -5,6 +5,10 @@
  *   p      = p.f[0]  drop probability, 0 <= p < 1 (checked by the front end)
  *   seed   = p.u[0], stream = p.u[1], counter = p.u[2]
  *   keep_i = mcl_rng_uniform(seed, stream, counter + i) >= p     (i = flat element index)
+ * Segments (p.i[0] = seg > 0 elements each, p.u[3] = stream step): element i of segment
+ * s = i / seg draws from stream + s·step at counter + (i − s·seg), so one call over the
+ * concatenation of several tensors draws exactly the masks of separate calls on each (with
+ * streams stream, stream + step, ...). seg = 0: one segment (the formula above).
  *   scale  = 1 / (1 - p), computed once in float; each kept element is multiplied by it
  *            (x * scale, not x / (1 - p): both backends round the same way).
  * A dropped element is a select, not a multiplication by 0: it gives exactly 0 forward and
@@ -35,25 +39,28 @@
  * over independent lanes. Neither changes any result (integer arithmetic, exact selects). */
 /* MCL_HOT and MCL_SIMD: hot.h (through ref.h). */
 
+/* One segment's draws: its (seed, stream, counter) and the drop probability. */
+typedef struct {
+    uint64_t seed, stream, ctr;
+    float p;
+} seg_key;
+
 /* keep_i, the slow way (a whole block for one word): for the head and the tail */
-static int keep_one(const mcl_op_args *a, int64_t i)
+static int keep_one(const seg_key *k, int64_t i)
 {
-    return mcl_rng_uniform(a->p.u[0], a->p.u[1], a->p.u[2] + (uint64_t)i) >= a->p.f[0];
+    return mcl_rng_uniform(k->seed, k->stream, k->ctr + (uint64_t)i) >= k->p;
 }
 
-/* The elements i in [i0, i1) of the head or the tail. */
-static void fwd_slow(const mcl_op_args *a, int64_t i0, int64_t i1, float scale)
+/* The elements i in [i0, i1) of the head or the tail (A, O: the segment's first element). */
+static void fwd_slow(const seg_key *k, const float *A, float *O, int64_t i0, int64_t i1, float scale)
 {
-    const float *A = mcl_ref_ptr(a->in[0]);
-    float *O = mcl_ref_ptr(a->out[0]);
-    for (int64_t i = i0; i < i1; i++) O[i] = keep_one(a, i) ? A[i] * scale : 0.0f;
+    for (int64_t i = i0; i < i1; i++) O[i] = keep_one(k, i) ? A[i] * scale : 0.0f;
 }
-static void bwd_slow(const mcl_op_args *a, int64_t i0, int64_t i1, float scale, int fresh)
+static void bwd_slow(const seg_key *k, const float *G, float *GA, int64_t i0, int64_t i1,
+                     float scale, int fresh)
 {
-    const float *G = mcl_ref_ptr(a->gout[0]);
-    float *GA = mcl_ref_ptr(a->gin[0]);
     for (int64_t i = i0; i < i1; i++) {
-        if (keep_one(a, i))
+        if (keep_one(k, i))
             GA[i] = (fresh ? 0.0f : GA[i]) + G[i] * scale;
         else if (fresh)
             GA[i] = 0.0f;
@@ -102,7 +109,24 @@ MCL_HOT static void bwd_chunk(const uint32_t *restrict u, const float *restrict 
             GA[e] = pick(keep_mask(u[e], t), GA[e] + G[e] * scale, GA[e]);
 }
 
-/* Forward:  out_i = keep_i ? a_i * scale : 0
+/* One segment of n elements (A, O at its first element) with its own key. */
+static void fwd_seg(const seg_key *k, const float *A, float *O, int64_t n, float scale)
+{
+    const uint32_t t = keep_threshold(k->p);
+    int64_t h, nchunks;
+    mcl_rng_draw_split(k->ctr, n, &h, &nchunks); /* head [0, h), chunks, tail (rng_draw.h) */
+#pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
+    for (int64_t c = 0; c < nchunks; c++) {
+        const int64_t i0 = h + c * DRAW_CHUNK;
+        uint32_t u[DRAW_CHUNK];
+        mcl_rng_draw_chunk(k->seed, k->stream, k->ctr + (uint64_t)i0, u);
+        fwd_chunk(u, A + i0, O + i0, t, scale);
+    }
+    fwd_slow(k, A, O, 0, h, scale);
+    fwd_slow(k, A, O, h + nchunks * DRAW_CHUNK, n, scale);
+}
+
+/* Forward:  out_i = keep_i ? a_i * scale : 0   (segment by segment, see the top)
  * a   [any]
  * out [same as a] */
 mcl_status mcl_ref_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -112,25 +136,34 @@ mcl_status mcl_ref_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
     float *O = mcl_ref_ptr(a->out[0]);
     int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
     float p = a->p.f[0];
-    uint64_t seed = a->p.u[0], stream = a->p.u[1], ctr = a->p.u[2];
     if (p == 0.0f) {
         memcpy(O, A, (size_t)n * sizeof(float));
         return MCL_OK;
     }
     float scale = 1.0f / (1.0f - p);
-    const uint32_t t = keep_threshold(p);
+    const int64_t seg = a->p.i[0] > 0 ? a->p.i[0] : n;
+    for (int64_t s = 0; s * seg < n; s++) {
+        const seg_key k = {a->p.u[0], a->p.u[1] + (uint64_t)s * a->p.u[3], a->p.u[2], p};
+        fwd_seg(&k, A + s * seg, O + s * seg, seg, scale);
+    }
+    return MCL_OK;
+}
+
+/* One segment of n elements (G, GA at its first element) with its own key. */
+static void bwd_seg(const seg_key *k, const float *G, float *GA, int64_t n, float scale, int fresh)
+{
+    const uint32_t t = keep_threshold(k->p);
     int64_t h, nchunks;
-    mcl_rng_draw_split(ctr, n, &h, &nchunks); /* head [0, h), chunks, tail (rng_draw.h) */
+    mcl_rng_draw_split(k->ctr, n, &h, &nchunks); /* head [0, h), chunks, tail (rng_draw.h) */
 #pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
     for (int64_t c = 0; c < nchunks; c++) {
         const int64_t i0 = h + c * DRAW_CHUNK;
         uint32_t u[DRAW_CHUNK];
-        mcl_rng_draw_chunk(seed, stream, ctr + (uint64_t)i0, u);
-        fwd_chunk(u, A + i0, O + i0, t, scale);
+        mcl_rng_draw_chunk(k->seed, k->stream, k->ctr + (uint64_t)i0, u);
+        bwd_chunk(u, G + i0, GA + i0, t, scale, fresh);
     }
-    fwd_slow(a, 0, h, scale);
-    fwd_slow(a, h + nchunks * DRAW_CHUNK, n, scale);
-    return MCL_OK;
+    bwd_slow(k, G, GA, 0, h, scale, fresh);
+    bwd_slow(k, G, GA, h + nchunks * DRAW_CHUNK, n, scale, fresh);
 }
 
 /* Backward: d out_i / d a_i = keep_i * scale (the same mask, drawn again), so
@@ -145,24 +178,16 @@ mcl_status mcl_ref_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
     const int fresh = mcl_ref_grad_fresh(a->gin[0]);
     int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
     float p = a->p.f[0];
-    uint64_t seed = a->p.u[0], stream = a->p.u[1], ctr = a->p.u[2];
     if (p == 0.0f) {
 #pragma omp parallel for schedule(static) if (n >= ((int64_t)1 << 16))
         for (int64_t i = 0; i < n; i++) GA[i] = (fresh ? 0.0f : GA[i]) + G[i];
         return MCL_OK;
     }
     float scale = 1.0f / (1.0f - p);
-    const uint32_t t = keep_threshold(p);
-    int64_t h, nchunks;
-    mcl_rng_draw_split(ctr, n, &h, &nchunks); /* head [0, h), chunks, tail (rng_draw.h) */
-#pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
-    for (int64_t c = 0; c < nchunks; c++) {
-        const int64_t i0 = h + c * DRAW_CHUNK;
-        uint32_t u[DRAW_CHUNK];
-        mcl_rng_draw_chunk(seed, stream, ctr + (uint64_t)i0, u);
-        bwd_chunk(u, G + i0, GA + i0, t, scale, fresh);
+    const int64_t seg = a->p.i[0] > 0 ? a->p.i[0] : n;
+    for (int64_t s = 0; s * seg < n; s++) {
+        const seg_key k = {a->p.u[0], a->p.u[1] + (uint64_t)s * a->p.u[3], a->p.u[2], p};
+        bwd_seg(&k, G + s * seg, GA + s * seg, seg, scale, fresh);
     }
-    bwd_slow(a, 0, h, scale, fresh);
-    bwd_slow(a, h + nchunks * DRAW_CHUNK, n, scale, fresh);
     return MCL_OK;
 }
