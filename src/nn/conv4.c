@@ -68,3 +68,23 @@ mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x,
     const int64_t fs[2] = {rows, net->n_features};
     return mcl_reshape(ctx, x, 2, fs);
 }
+
+mcl_tensor *mcl_conv4_forward_segments(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x,
+                                       int64_t rows, float p, int training, int64_t n_seg,
+                                       uint64_t stream0, uint64_t step)
+{
+    if (n_seg < 1 || rows % n_seg != 0) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "Conv-4: %lld rows in %lld segments",
+                          (long long)rows, (long long)n_seg);
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) {
+        x = mcl_conv2d(ctx, x, net->w[i], net->b[i], 1, 1);
+        x = mcl_inorm_pool_relu(ctx, x, net->norm_g[i], net->norm_b[i], MCL_CONV4_NORM_EPS);
+        if (p > 0.0f && training && x)
+            x = mcl_dropout_segments(ctx, x, p, mcl_ctx_seed(ctx), stream0 + (uint64_t)i, step,
+                                     mcl_tensor_numel(x) / n_seg);
+    }
+    const int64_t fs[2] = {rows, net->n_features};
+    return mcl_reshape(ctx, x, 2, fs);
+}

@@ -52,6 +52,16 @@ mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, in
 mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x, int64_t rows,
                               float p, int training);
 
+/* The same over n_seg equal segments of x (rows / n_seg images each, e.g. the images of
+ * several calls in one launch per op): block i's dropout gives segment s the mask that
+ * mcl_conv4_forward would draw on that segment alone with block i's stream
+ * stream0 + i + s·step (mcl_dropout_segments). Takes no stream from ctx. Each image's
+ * features are the same as alone (every op but the weights' gradient works image by image;
+ * the weights' gradient sums over all the segments' images at once). */
+mcl_tensor *mcl_conv4_forward_segments(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x,
+                                       int64_t rows, float p, int training, int64_t n_seg,
+                                       uint64_t stream0, uint64_t step);
+
 #ifdef __cplusplus
 }
 #endif

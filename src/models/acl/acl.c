@@ -492,6 +492,8 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
     if (!ctx) return MCL_ERR_NULL;
     if (logits) *logits = NULL;
     if (state_out) *state_out = NULL;
+    mcl_tensor *pre = m ? m->feat_next : NULL; /* the objective's batched Conv-4 (acl.h) */
+    if (m) m->feat_next = NULL;
     if (!m || !images || !labels_in || (!logits && !state_out))
         return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: NULL argument");
     if (ctx != m->ctx)
@@ -545,8 +547,25 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
     const float p = c->dropout;
     const int tr = m->training;
 
-    /* 1. Conv-4 */
-    mcl_tensor *feat = mcl_conv4_forward(ctx, &m->conv, images, R, p, tr); /* (C,H,W) order */
+    /* 1. Conv-4 (or its features from the objective's batched run, the same values) */
+    mcl_tensor *feat = NULL;
+    if (pre) {
+        if (pre->ndim != 2 || pre->shape[0] != R || pre->shape[1] != m->n_features)
+            return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "mcl_acl_forward: features %s, want [%lld,%d]",
+                                     mcl_shape_str(pre, sb, sizeof sb), (long long)R, m->n_features);
+        if (tr && p != 0.0f) {
+            if (mcl_ctx_stream(ctx) != m->feat_stream)
+                return mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                         "mcl_acl_forward: batched Conv-4 drew streams from %llu, "
+                                         "the call's are from %llu",
+                                         (unsigned long long)m->feat_stream,
+                                         (unsigned long long)mcl_ctx_stream(ctx));
+            for (int k = 0; k < 4; k++) (void)mcl_ctx_next_stream(ctx); /* its 4 dropouts */
+        }
+        feat = pre;
+    } else {
+        feat = mcl_conv4_forward(ctx, &m->conv, images, R, p, tr); /* (C,H,W) order */
+    }
     if (!feat) return fail_from_ctx(ctx, "conv stack");
     mcl_acl_state *so = state_new(c->layers, B);
     if (!so) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_forward: out of memory");

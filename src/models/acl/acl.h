@@ -166,6 +166,13 @@ typedef struct mcl_acl {
     mcl_tensor *bn_neg, *bn_diag;
     const void *bn_buf[2];
     uint64_t bn_gen[2];
+    /* The objective's batched Conv-4 (acl_objective.c): the next forward call takes feat_next
+     * [rows, F] (a slice of one Conv-4 run over several calls' images, the same features and
+     * dropout masks) instead of running Conv-4 on its images, and clears it. In training with
+     * dropout, that Conv-4's dropouts took streams feat_stream .. + 3 for this call: the call
+     * checks that the context's next stream is feat_stream and skips those four. */
+    mcl_tensor *feat_next;
+    uint64_t feat_stream;
 } mcl_acl;
 
 typedef struct mcl_acl_state {

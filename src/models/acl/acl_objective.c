@@ -279,6 +279,71 @@ mcl_status mcl_acl_objective_loss_deferred(mcl_acl *m, mcl_ctx *ctx,
     return objective_loss(m, ctx, obj, tasks, B, loss, terms, 1);
 }
 
+/* The images of the step's forward calls, in the order objective_loss makes them; returns
+ * their number (at most MAX_CALLS). */
+#define MAX_CALLS (MCL_ACL_MAX_TASKS * 3 + MCL_ACL_MAX_TASKS * (MCL_ACL_MAX_TASKS - 1) / 2)
+static int step_calls(const mcl_acl_objective *obj, const mcl_acl_task_data *tasks,
+                      mcl_tensor **img)
+{
+    int n = 0;
+    for (int i = 0; i < obj->n_tasks; i++) {
+        if (obj->first_shot) img[n++] = tasks[i].first_img, img[n++] = tasks[i].query_img;
+        img[n++] = tasks[i].ctx_img;
+        img[n++] = tasks[i].query_img;
+        for (int j = 0; obj->acl && j < i; j++) img[n++] = tasks[j].query_img;
+    }
+    return n;
+}
+
+/* Conv-4 once for several calls. Every call k takes `per` Philox streams (4 Conv-4 dropouts,
+ * then 3 per layer; 0 without dropout), from s0 + k·per. Calls k, k + d, k + 2d, ... with the
+ * same number of images have Conv-4 streams in arithmetic progression (step d·per), so one
+ * Conv-4 over their concatenated images with segmented dropout (mcl_conv4_forward_segments)
+ * draws every call's own masks; instance norm, pooling and ReLU work image by image, so each
+ * call's features are those of its own Conv-4. Greedy: the first call not yet covered, the
+ * next one with as many images, and the progression they start. feat[k] = call k's features
+ * [rows, F] (a slice), NULL for a call left alone (it runs its own Conv-4). */
+static mcl_status batch_conv4(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *const *img, int n,
+                              uint64_t s0, uint64_t per, mcl_tensor **feat)
+{
+    const float p = m->cfg.dropout;
+    const int tr = m->training;
+    for (int k = 0; k < n; k++) feat[k] = NULL;
+    for (int k = 0; k < n; k++) {
+        if (feat[k]) continue;
+        const int64_t R = img[k]->shape[0];
+        int d = 0;
+        for (int k2 = k + 1; k2 < n && !d; k2++)
+            if (!feat[k2] && img[k2]->shape[0] == R) d = k2 - k;
+        if (!d) continue;
+        int G = 0;
+        while (k + G * d < n && !feat[k + G * d] && img[k + G * d]->shape[0] == R) G++;
+        const int64_t per_img = mcl_tensor_numel(img[k]) / R;
+        const int64_t sh[4] = {R, img[k]->shape[1], img[k]->shape[2], img[k]->shape[3]};
+        mcl_tensor *all = mcl_tensor_new(ctx, G * R, sh[1], sh[2], sh[3]);
+        mcl_status st = all ? MCL_OK : mcl_ctx_status(ctx);
+        for (int g = 0; st == MCL_OK && g < G; g++) {
+            mcl_tensor *v = mcl_tensor_view(all, g * R * per_img, 4, sh);
+            st = v ? mcl_tensor_copy_into(v, img[k + g * d]) : mcl_ctx_status(ctx);
+            mcl_tensor_free(v);
+        }
+        mcl_tensor *f = st == MCL_OK ? mcl_conv4_forward_segments(ctx, &m->conv, all, G * R, p, tr, G,
+                                                                  s0 + (uint64_t)k * per,
+                                                                  (uint64_t)d * per)
+                                     : NULL;
+        mcl_tensor_free(all);
+        for (int g = 0; f && g < G; g++) {
+            feat[k + g * d] = mcl_slice(ctx, f, 0, g * R, R);
+            if (!feat[k + g * d]) f = NULL;
+        }
+        if (!f)
+            return mcl_ctx_status(ctx) != MCL_OK
+                       ? mcl_ctx_status(ctx)
+                       : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_objective_loss: Conv-4");
+    }
+    return MCL_OK;
+}
+
 static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objective *obj,
                                  const mcl_acl_task_data *tasks, int64_t B, mcl_tensor **loss,
                                  mcl_acl_terms *terms, int deferred)
@@ -302,6 +367,15 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
     }
     if (st != MCL_OK) return st;
 
+    /* Conv-4 batched over the calls first (batch_conv4); call kc then takes feat[kc] */
+    mcl_tensor *img[MAX_CALLS], *feat[MAX_CALLS];
+    const int n_calls = step_calls(obj, tasks, img);
+    const uint64_t s0 = mcl_ctx_stream(ctx);
+    const uint64_t per = m->training && m->cfg.dropout != 0.0f ? 4 + 3 * (uint64_t)m->cfg.layers : 0;
+    st = batch_conv4(m, ctx, img, n_calls, s0, per, feat);
+    int kc = 0;
+#define NEXT_CALL() (m->feat_next = feat[kc], m->feat_stream = s0 + (uint64_t)kc * per, kc++)
+
     mcl_tensor *sum = NULL;
     mcl_acl_state *prev = NULL; /* S_{i-1}; NULL = the parameters */
     for (int i = 0; st == MCL_OK && i < obj->n_tasks; i++) {
@@ -309,24 +383,35 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
         const float ws = obj->scale * obj->task_scale[i];
         if (obj->first_shot) {
             mcl_acl_state *fs = NULL;
+            NEXT_CALL();
             st = mcl_acl_forward_state(m, ctx, td->first_img, td->first_lab, B, td->n_first,
                                        prev, &fs);
-            if (st == MCL_OK)
+            if (st == MCL_OK) {
+                NEXT_CALL();
                 st = add_term(m, ctx, fs, td, B, MCL_ACL_TERM_FIRST_SHOT, i, i, ws, &sum, terms);
+            }
             mcl_acl_state_free(fs);
         }
         mcl_acl_state *cur = NULL;
-        if (st == MCL_OK)
+        if (st == MCL_OK) {
+            NEXT_CALL();
             st = mcl_acl_forward_state(m, ctx, td->ctx_img, td->ctx_lab, B, td->n_ctx, prev,
                                        &cur);
+        }
         mcl_acl_state_free(prev);
         prev = cur;
-        if (st == MCL_OK)
+        if (st == MCL_OK) {
+            NEXT_CALL();
             st = add_term(m, ctx, cur, td, B, MCL_ACL_TERM_MAIN, i, i, ws, &sum, terms);
-        for (int j = 0; obj->acl && st == MCL_OK && j < i; j++)
+        }
+        for (int j = 0; obj->acl && st == MCL_OK && j < i; j++) {
+            NEXT_CALL();
             st = add_term(m, ctx, cur, &tasks[j], B, MCL_ACL_TERM_ACL, j, i,
                           obj->scale * obj->acl_scale, &sum, terms);
+        }
     }
+#undef NEXT_CALL
+    m->feat_next = NULL; /* a call that failed before its forward left it set */
     mcl_acl_state_free(prev);
     if (st != MCL_OK) {
         if (terms) terms->n = 0;
