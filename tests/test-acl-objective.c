@@ -7,6 +7,10 @@
  *   - OpenCL vs reference: loss and every parameter gradient (dropout 0.1: both backends draw
  *     the same Philox masks);
  *   - a wrong composition (ACL query read from W_A instead of W_AB) is detected;
+ *   - the objective's batched Conv-4 (one Conv-4 over several calls' images, segmented
+ *     dropout) gives every term the bits of the nine calls made one by one, in training with
+ *     dropout 0.1 (the same masks), on both backends, and takes as many streams; the calls
+ *     one by one from a stream one off do not;
  *   - bad task data gives clear errors. */
 #include <math.h>
 #include <stdio.h>
@@ -398,9 +402,98 @@ static void test_feature_norm(void)
     mcl_ctx_free(ctx);
 }
 
+/* The nine calls of the 2-task objective one by one (each running its own Conv-4 and taking
+ * its streams from ctx, as before the batching), from stream s0: the five term values. */
+static void calls_one_by_one(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_task_data *td,
+                             uint64_t s0, float out[5])
+{
+    mcl_ctx_set_stream(ctx, s0);
+    mcl_acl_state *fsA = NULL, *WA = NULL, *fsB = NULL, *WAB = NULL;
+    mcl_tensor *lg[5] = {NULL, NULL, NULL, NULL, NULL};
+    const int qt[5] = {0, 0, 1, 1, 0};
+    mcl_acl_forward_state(m, ctx, td[0].first_img, td[0].first_lab, B, td[0].n_first, NULL, &fsA);
+    mcl_acl_query(m, ctx, fsA, td[0].query_img, B, NQ, &lg[0]);
+    mcl_acl_forward_state(m, ctx, td[0].ctx_img, td[0].ctx_lab, B, td[0].n_ctx, NULL, &WA);
+    mcl_acl_query(m, ctx, WA, td[0].query_img, B, NQ, &lg[1]);
+    mcl_acl_forward_state(m, ctx, td[1].first_img, td[1].first_lab, B, td[1].n_first, WA, &fsB);
+    mcl_acl_query(m, ctx, fsB, td[1].query_img, B, NQ, &lg[2]);
+    mcl_acl_forward_state(m, ctx, td[1].ctx_img, td[1].ctx_lab, B, td[1].n_ctx, WA, &WAB);
+    mcl_acl_query(m, ctx, WAB, td[1].query_img, B, NQ, &lg[3]);
+    mcl_acl_query(m, ctx, WAB, td[0].query_img, B, NQ, &lg[4]);
+    for (int k = 0; k < 5; k++) {
+        out[k] = NAN;
+        if (lg[k]) mcl_tensor_read(mcl_cross_entropy(ctx, lg[k], td[qt[k]].query_lab), &out[k], 1);
+    }
+    mcl_acl_state_free(fsA); mcl_acl_state_free(WA);
+    mcl_acl_state_free(fsB); mcl_acl_state_free(WAB);
+}
+
+static void test_batched_conv4(mcl_ctx *ctx, const char *name)
+{
+    mcl_acl_config c;
+    tiny_cfg(&c, 0.1f);
+    mcl_acl *m = mcl_acl_create(ctx, &c);
+    CHECK(m != NULL, "%s: tiny model", name);
+    if (!m) return;
+    mcl_acl_set_training(m, 1);
+    mcl_acl_task_data td[2];
+    make_tasks(ctx, td);
+    mcl_acl_objective o;
+    mcl_acl_objective_two_task(&o, 0.2f, 1.0f, 0.1f);
+    mcl_acl_terms terms;
+    memset(&terms, 0, sizeof terms);
+    mcl_tensor *loss = NULL;
+    const uint64_t s0 = 77;
+    mcl_no_grad_begin(ctx);
+    mcl_ctx_set_stream(ctx, s0);
+    CHECK(mcl_acl_objective_loss(m, ctx, &o, td, B, &loss, &terms) == MCL_OK && terms.n == 5,
+          "%s: objective: %s", name, mcl_ctx_error(ctx));
+    const uint64_t s_end = mcl_ctx_stream(ctx);
+    float one[5], off[5];
+    calls_one_by_one(m, ctx, td, s0, one);
+    CHECK(mcl_ctx_stream(ctx) == s_end, "%s: the objective took %llu streams, the calls %llu", name,
+          (unsigned long long)(s_end - s0), (unsigned long long)(mcl_ctx_stream(ctx) - s0));
+    calls_one_by_one(m, ctx, td, s0 + 1, off);
+    int same = terms.n == 5, off_same = 1;
+    for (int k = 0; k < 5 && k < terms.n; k++) {
+        const float v = (float)terms.term[k].loss;
+        same = same && memcmp(&v, &one[k], sizeof v) == 0;
+        off_same = off_same && memcmp(&v, &off[k], sizeof v) == 0;
+    }
+    CHECK(same, "%s: batched Conv-4 terms are the calls' bits (term 0: %.9g vs %.9g)", name,
+          terms.n > 0 ? terms.term[0].loss : NAN, (double)one[0]);
+    CHECK(!off_same, "%s: the calls from a stream one off differ (the check can fail)", name);
+    printf("%s: batched Conv-4: 5 terms %s the 9 calls' one by one (%llu streams)\n", name,
+           same ? "bit-identical to" : "DIFFERENT from", (unsigned long long)(s_end - s0));
+    mcl_no_grad_end(ctx);
+    mcl_acl_terms_free(&terms);
+    for (int i = 0; i < 2; i++) mcl_acl_task_data_free(&td[i]);
+    mcl_acl_free(m);
+}
+
+static void test_batched_conv4_backends(void)
+{
+    mcl_ctx *ctx = tu_ctx_ref();
+    test_batched_conv4(ctx, "reference");
+    mcl_ctx_free(ctx);
+    mcl_ctx *oc = NULL;
+    char err[256];
+    mcl_status st = mcl_ctx_create(&oc, MCL_BACKEND_OPENCL, NULL, err, sizeof err);
+    if (st != MCL_OK) {
+        /* a skip only when there is no OpenCL device; else a failure */
+        CHECK(st == MCL_ERR_UNSUPPORTED, "cannot open OpenCL: %s", err);
+        printf("no OpenCL device: the batched Conv-4 check on OpenCL skipped\n");
+        return;
+    }
+    mcl_ctx_set_seed(oc, SEED);
+    test_batched_conv4(oc, "OpenCL");
+    mcl_ctx_free(oc);
+}
+
 int main(void)
 {
     tu_begin("test-acl-objective", SEED);
+    test_batched_conv4_backends();
     test_composition();
     test_feature_norm();
     test_step_backends(MCL_ACL_FEATNORM_NONE);
