@@ -300,24 +300,29 @@ static int step_calls(const mcl_acl_objective *obj, const mcl_acl_task_data *tas
  * same number of images have Conv-4 streams in arithmetic progression (step d·per), so one
  * Conv-4 over their concatenated images with segmented dropout (mcl_conv4_forward_segments)
  * draws every call's own masks; instance norm, pooling and ReLU work image by image, so each
- * call's features are those of its own Conv-4. Greedy: the first call not yet covered, the
- * next one with as many images, and the progression they start. feat[k] = call k's features
- * [rows, F] (a slice), NULL for a call left alone (it runs its own Conv-4). */
+ * call's features are those of its own Conv-4. Groups are taken longest first: among the
+ * calls not yet covered, the progression (first call k, difference d) of calls with as many
+ * images as k that covers the most, ties to the smaller k, then d (2 tasks with first-shot
+ * and query parts of one row per class: {1,3,5,7}, {0,4,8}, {2,6}). feat[k] = call k's
+ * features [rows, F] (a slice), NULL for a call left alone (it runs its own Conv-4). */
 static mcl_status batch_conv4(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *const *img, int n,
                               uint64_t s0, uint64_t per, mcl_tensor **feat)
 {
     const float p = m->cfg.dropout;
     const int tr = m->training;
     for (int k = 0; k < n; k++) feat[k] = NULL;
-    for (int k = 0; k < n; k++) {
-        if (feat[k]) continue;
+    for (;;) {
+        int k = -1, d = 0, G = 1;
+        for (int k1 = 0; k1 < n; k1++)
+            for (int d1 = 1; !feat[k1] && k1 + d1 < n; d1++) {
+                int g = 0;
+                while (k1 + g * d1 < n && !feat[k1 + g * d1] &&
+                       img[k1 + g * d1]->shape[0] == img[k1]->shape[0])
+                    g++;
+                if (g > G) k = k1, d = d1, G = g;
+            }
+        if (k < 0) break; /* every call left is alone */
         const int64_t R = img[k]->shape[0];
-        int d = 0;
-        for (int k2 = k + 1; k2 < n && !d; k2++)
-            if (!feat[k2] && img[k2]->shape[0] == R) d = k2 - k;
-        if (!d) continue;
-        int G = 0;
-        while (k + G * d < n && !feat[k + G * d] && img[k + G * d]->shape[0] == R) G++;
         const int64_t per_img = mcl_tensor_numel(img[k]) / R;
         const int64_t sh[4] = {R, img[k]->shape[1], img[k]->shape[2], img[k]->shape[3]};
         mcl_tensor *all = mcl_tensor_new(ctx, G * R, sh[1], sh[2], sh[3]);
