@@ -12,6 +12,9 @@
  * stream + s·step at counter + (i − s·seg), the masks of separate calls on each segment;
  * seg = 0 is one segment (the host passes seg = n then, so s = 0).
  *
+ * relu first (relu = 1): out_i = keep_i ? relu(a_i) · scale : 0; backward d_i = keep_i ? 0 +
+ * gout_i · scale : 0, then ga_i += a_i > 0 ? d_i : 0 (relu then dropout as two ops, in one).
+ *
  * Index layout: 1-D launch, work-item i computes flat element i; ids >= n return at once.
  */
 #pragma OPENCL FP_CONTRACT OFF
@@ -19,11 +22,12 @@
 /* out_i = keep_i ? a_i * scale : 0 */
 __kernel void dropout_fwd(__global const float *a, long a_off, __global float *out, long out_off,
                           float p, float scale, ulong seed, ulong stream, ulong counter, long n,
-                          long seg, ulong step)
+                          long seg, ulong step, int relu)
 {
     long i = get_global_id(0);
     if (i >= n) return;
     float x = a[a_off + i];
+    if (relu) x = x > 0.0f ? x : 0.0f;
     if (p == 0.0f) {
         out[out_off + i] = x;
         return;
@@ -36,15 +40,19 @@ __kernel void dropout_fwd(__global const float *a, long a_off, __global float *o
 /* ga_i += keep_i ? gout_i * scale : 0   (the same mask, drawn again) */
 __kernel void dropout_bwd(__global const float *g, long g_off, __global float *ga, long ga_off,
                           float p, float scale, ulong seed, ulong stream, ulong counter, long n,
-                          long seg, ulong step)
+                          long seg, ulong step, int relu, __global const float *a, long a_off)
 {
     long i = get_global_id(0);
     if (i >= n) return;
+    if (relu && !(a[a_off + i] > 0.0f)) return; /* relu's backward: nothing added */
     if (p == 0.0f) {
-        ga[ga_off + i] += g[g_off + i];
+        ga[ga_off + i] += relu ? 0.0f + g[g_off + i] : g[g_off + i];
         return;
     }
     const long s = i / seg;
-    if (mcl_rng_uniform(seed, stream + (ulong)s * step, counter + (ulong)(i - s * seg)) >= p)
+    const int keep = mcl_rng_uniform(seed, stream + (ulong)s * step, counter + (ulong)(i - s * seg)) >= p;
+    if (relu)
+        ga[ga_off + i] += keep ? 0.0f + g[g_off + i] * scale : 0.0f;
+    else if (keep)
         ga[ga_off + i] += g[g_off + i] * scale;
 }

@@ -784,7 +784,9 @@ static int gen_embedding(int k, tcase *tc)
 /* dropout: p = 0, 0.3, 0.5 with explicit (seed u0, stream u1, counter u2); one case starts its
  * counter just below 2^32, so the index crosses into the counter's high word. Segmented cases
  * (i0 = seg, u3 = stream step; counter 0, as mcl_dropout_segments): segments shorter than a
- * Philox block (3), not a multiple of it (35, 7·13), a step of 0 and of 7, one segment. */
+ * Philox block (3), not a multiple of it (35, 7·13), a step of 0 and of 7, one segment. relu
+ * first (i1 = 1): inputs at least 2.5 away from 0 (the finite differences' h = 1 never cross
+ * relu's kink), with p = 0 and with segments. */
 static int gen_dropout(int k, tcase *tc)
 {
     static const struct {
@@ -793,25 +795,33 @@ static int gen_dropout(int k, tcase *tc)
         uint64_t seed, stream, counter;
         int64_t seg;
         uint64_t step;
+        int relu;
     } c[] = {
-        {{1, 1}, 0.0f, 1, 0, 0, 0, 0},
-        {{1, 13}, 0.3f, 42, 1, 0, 0, 0},
-        {{2, 5, 7}, 0.5f, 7, 3, 1000, 0, 0},
-        {{4, 2, 3, 5, 7}, 0.3f, 1234, 9, 5, 0, 0},
-        {{2, 7, 13}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull, 0, 0},
-        {{3, 2, 3, 5}, 0.0f, 99, 2, 17, 0, 0},
-        {{2, 4, 9}, 0.3f, 21, 5, 0, 3, 7},
-        {{3, 3, 5, 7}, 0.5f, 8, 4, 0, 35, 0},
-        {{3, 6, 7, 13}, 0.3f, 77, 12, 0, 91, 11},
-        {{2, 7, 13}, 0.3f, 77, 12, 0, 91, 11},
-        {{4, 4, 2, 2, 2}, 0.3f, 3, 30, 0, 4, 1},
-        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0, 0},
+        {{1, 1}, 0.0f, 1, 0, 0, 0, 0, 0},
+        {{1, 13}, 0.3f, 42, 1, 0, 0, 0, 0},
+        {{2, 5, 7}, 0.5f, 7, 3, 1000, 0, 0, 0},
+        {{4, 2, 3, 5, 7}, 0.3f, 1234, 9, 5, 0, 0, 0},
+        {{2, 7, 13}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull, 0, 0, 0},
+        {{3, 2, 3, 5}, 0.0f, 99, 2, 17, 0, 0, 0},
+        {{2, 4, 9}, 0.3f, 21, 5, 0, 3, 7, 0},
+        {{3, 3, 5, 7}, 0.5f, 8, 4, 0, 35, 0, 0},
+        {{3, 6, 7, 13}, 0.3f, 77, 12, 0, 91, 11, 0},
+        {{2, 7, 13}, 0.3f, 77, 12, 0, 91, 11, 0},
+        {{4, 4, 2, 2, 2}, 0.3f, 3, 30, 0, 4, 1, 0},
+        {{2, 5, 7}, 0.3f, 7, 3, 1000, 0, 0, 1},
+        {{2, 3, 5}, 0.0f, 9, 1, 0, 0, 0, 1},
+        {{3, 6, 7, 13}, 0.5f, 77, 12, 0, 91, 11, 1},
+        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0, 0, 0},
     };
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
     if (k == nc - 1) mark_big(tc);
-    fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    const int j = add_in(tc, c[k].s);
+    fill_normal(tc, j, 0.0, 1.0);
+    for (int64_t i = 0; c[k].relu && i < tc_n(tc, j); i++) /* |x| >= 2.5: away from the kink */
+        tc->x[j][i] += tc->x[j][i] < 0.0f ? -2.5f : 2.5f;
     tc->p.f[0] = c[k].p;
+    tc->p.i[1] = c[k].relu;
     tc->p.u[0] = c[k].seed;
     tc->p.u[1] = c[k].stream;
     tc->p.u[2] = c[k].counter;
@@ -1584,7 +1594,8 @@ static void nv_dropout(const tcase *tc, harr *w)
     for (int64_t i = 0; i < w[0].n; i++) {
         const uint64_t s = (uint64_t)(i / seg), j = (uint64_t)(i % seg);
         int keep = mcl_rng_uniform(tc->p.u[0], tc->p.u[1] + s * tc->p.u[3], tc->p.u[2] + j) >= p;
-        o[i] = keep ? (double)tc->x[0][i] / (1.0 - (double)p) : 0.0;
+        const double x = tc->p.i[1] && tc->x[0][i] <= 0.0f ? 0.0 : (double)tc->x[0][i]; /* relu first */
+        o[i] = keep ? x / (1.0 - (double)p) : 0.0;
     }
 }
 

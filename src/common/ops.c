@@ -195,6 +195,8 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
     case MCL_OP_DROPOUT:
         if (!(a->p.f[0] >= 0.0f && a->p.f[0] < 1.0f))
             return INVALID("dropout: p = %g must be in [0, 1)", (double)a->p.f[0]);
+        if (a->p.i[1] != 0 && a->p.i[1] != 1)
+            return INVALID("dropout: relu flag %lld (0 or 1)", (long long)a->p.i[1]);
         if (a->p.i[0] < 0 || (a->p.i[0] > 0 && mcl_tensor_numel(x) % a->p.i[0] != 0))
             return INVALID("dropout: segments of %lld elements do not divide %lld",
                            (long long)a->p.i[0], (long long)mcl_tensor_numel(x));
@@ -914,6 +916,27 @@ mcl_tensor *mcl_dropout_segments(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t 
     r.p.u[1] = stream;
     r.p.u[3] = step;
     r.p.i[0] = seg;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_dropout_relu(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
+{
+    if (!ctx) return NULL;
+    if (!training || p == 0.0f) {
+        if (!(p >= 0.0f && p < 1.0f)) {
+            mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "dropout: p = %g must be in [0, 1)", (double)p);
+            return NULL;
+        }
+        return mcl_relu(ctx, a); /* no dropout: relu alone, no stream drawn */
+    }
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_DROPOUT;
+    r.in[0] = a;
+    r.p.f[0] = p;
+    r.p.u[0] = ctx->seed;
+    r.p.u[1] = mcl_ctx_next_stream(ctx);
+    r.p.i[1] = 1;
     return run1(ctx, &r);
 }
 

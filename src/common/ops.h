@@ -129,6 +129,9 @@ mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t see
 /* a [any], numel a multiple of seg > 0: segment s (elements s·seg .. s·seg + seg − 1) gets the
  * mask of mcl_dropout_keyed(segment, p, seed, stream + s·step, 0), so one launch over the
  * concatenation of several tensors draws the masks of separate calls on each. */
+/* mcl_dropout(mcl_relu(a), p, training) in one op (dropout with i1 = 1; the same values,
+ * gradients and stream): relu alone when `training` is 0 or p == 0. */
+mcl_tensor *mcl_dropout_relu(mcl_ctx *ctx, mcl_tensor *a, float p, int training);
 mcl_tensor *mcl_dropout_segments(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,
                                  uint64_t stream, uint64_t step, int64_t seg);
 

@@ -6,14 +6,15 @@
  *   keep_i = mcl_rng_uniform(seed, stream, counter + i) >= p
  *   scale  = 1 / (1 - p), computed here once in float exactly as the reference does, so the
  *            kernels multiply by the same float
- * p == 0 is an exact copy (no draws). Segments: p.i[0] = seg > 0 elements each, p.u[3] = the
+ * p == 0 is an exact copy (no draws). relu first: p.i[1] = 1 (src/ref/dropout.c). Segments: p.i[0] = seg > 0 elements each, p.u[3] = the
  * stream step (see src/ref/dropout.c); seg = 0 is passed as n (one segment).
  */
 #include <stdio.h>
 
 #include "ocl.h"
 
-/* kname(src, dst, p, scale, seed, stream, counter, n, seg, step) over the n elements of src. */
+/* kname(src, dst, p, scale, seed, stream, counter, n, seg, step, relu[, x]) over the n elements
+ * of src; the backward also gets the op's input x (relu first). */
 static mcl_status dropout_launch(mcl_backend *be, const mcl_op_args *a, const char *kname,
                                  const mcl_tensor *src, const mcl_tensor *dst)
 {
@@ -33,6 +34,8 @@ static mcl_status dropout_launch(mcl_backend *be, const mcl_op_args *a, const ch
     i = mcl_ocl_arg_long(be, k, i, n);
     i = mcl_ocl_arg_long(be, k, i, a->p.i[0] > 0 ? a->p.i[0] : (n > 0 ? n : 1));
     i = mcl_ocl_arg_ulong(be, k, i, a->p.u[3]);
+    i = mcl_ocl_arg_int(be, k, i, a->p.i[1] != 0);
+    if (src != a->in[0]) i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
     snprintf(what, sizeof what, "%s on %s (p = %g)", kname, mcl_shape_str(src, sb, sizeof sb),
              (double)p);
     return mcl_ocl_launch(be, k, i, n, what);

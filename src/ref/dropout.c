@@ -9,6 +9,9 @@
  * s = i / seg draws from stream + s·step at counter + (i − s·seg), so one call over the
  * concatenation of several tensors draws exactly the masks of separate calls on each (with
  * streams stream, stream + step, ...). seg = 0: one segment (the formula above).
+ * relu first (p.i[1] = 1): out_i = keep_i ? relu(a_i) * scale : 0, the values and gradients of
+ * relu then dropout as two ops (backward: the dropout's gradient term d_i = keep_i ? 0 + gout_i ·
+ * scale : 0, then relu's ga_i += a_i > 0 ? d_i : 0), in one pass.
  *   scale  = 1 / (1 - p), computed once in float; each kept element is multiplied by it
  *            (x * scale, not x / (1 - p): both backends round the same way).
  * A dropped element is a select, not a multiplication by 0: it gives exactly 0 forward and
@@ -52,18 +55,41 @@ static int keep_one(const seg_key *k, int64_t i)
 }
 
 /* The elements i in [i0, i1) of the head or the tail (A, O: the segment's first element). */
-static void fwd_slow(const seg_key *k, const float *A, float *O, int64_t i0, int64_t i1, float scale)
+static float relu1(float x) { return x > 0.0f ? x : 0.0f; }
+
+static void fwd_slow(const seg_key *k, const float *A, float *O, int64_t i0, int64_t i1, float scale,
+                     int relu)
 {
-    for (int64_t i = i0; i < i1; i++) O[i] = keep_one(k, i) ? A[i] * scale : 0.0f;
+    for (int64_t i = i0; i < i1; i++)
+        O[i] = keep_one(k, i) ? (relu ? relu1(A[i]) : A[i]) * scale : 0.0f;
 }
-static void bwd_slow(const seg_key *k, const float *G, float *GA, int64_t i0, int64_t i1,
-                     float scale, int fresh)
+/* X: the op's input (relu first) or NULL */
+static void bwd_slow(const seg_key *k, const float *X, const float *G, float *GA, int64_t i0,
+                     int64_t i1, float scale, int fresh)
 {
     for (int64_t i = i0; i < i1; i++) {
-        if (keep_one(k, i))
+        if (X) { /* relu's backward on dropout's term, as the two ops */
+            const float d = keep_one(k, i) ? 0.0f + G[i] * scale : 0.0f;
+            if (fresh)
+                GA[i] = 0.0f + (X[i] > 0.0f ? d : 0.0f);
+            else if (X[i] > 0.0f)
+                GA[i] = GA[i] + d;
+        } else if (keep_one(k, i))
             GA[i] = (fresh ? 0.0f : GA[i]) + G[i] * scale;
         else if (fresh)
             GA[i] = 0.0f;
+    }
+}
+
+/* relu's backward on a chunk of dropout terms D: ga = 0 + (x > 0 ? d : 0) (fresh) or
+ * ga = x > 0 ? ga + d : ga */
+static void relu_bwd_chunk(const float *X, const float *D, float *GA, int64_t n, int fresh)
+{
+    for (int64_t e = 0; e < n; e++) {
+        if (fresh)
+            GA[e] = 0.0f + (X[e] > 0.0f ? D[e] : 0.0f);
+        else if (X[e] > 0.0f)
+            GA[e] = GA[e] + D[e];
     }
 }
 
@@ -110,7 +136,7 @@ MCL_HOT static void bwd_chunk(const uint32_t *restrict u, const float *restrict 
 }
 
 /* One segment of n elements (A, O at its first element) with its own key. */
-static void fwd_seg(const seg_key *k, const float *A, float *O, int64_t n, float scale)
+static void fwd_seg(const seg_key *k, const float *A, float *O, int64_t n, float scale, int relu)
 {
     const uint32_t t = keep_threshold(k->p);
     int64_t h, nchunks;
@@ -120,13 +146,19 @@ static void fwd_seg(const seg_key *k, const float *A, float *O, int64_t n, float
         const int64_t i0 = h + c * DRAW_CHUNK;
         uint32_t u[DRAW_CHUNK];
         mcl_rng_draw_chunk(k->seed, k->stream, k->ctr + (uint64_t)i0, u);
-        fwd_chunk(u, A + i0, O + i0, t, scale);
+        const float *src = A + i0;
+        float r[DRAW_CHUNK];
+        if (relu) {
+            for (int e = 0; e < DRAW_CHUNK; e++) r[e] = relu1(src[e]);
+            src = r;
+        }
+        fwd_chunk(u, src, O + i0, t, scale);
     }
-    fwd_slow(k, A, O, 0, h, scale);
-    fwd_slow(k, A, O, h + nchunks * DRAW_CHUNK, n, scale);
+    fwd_slow(k, A, O, 0, h, scale, relu);
+    fwd_slow(k, A, O, h + nchunks * DRAW_CHUNK, n, scale, relu);
 }
 
-/* Forward:  out_i = keep_i ? a_i * scale : 0   (segment by segment, see the top)
+/* Forward:  out_i = keep_i ? a_i * scale : 0   (segment by segment; relu first: see the top)
  * a   [any]
  * out [same as a] */
 mcl_status mcl_ref_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -136,21 +168,26 @@ mcl_status mcl_ref_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
     float *O = mcl_ref_ptr(a->out[0]);
     int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
     float p = a->p.f[0];
+    const int relu = a->p.i[1] != 0;
     if (p == 0.0f) {
-        memcpy(O, A, (size_t)n * sizeof(float));
+        if (relu)
+            for (int64_t i = 0; i < n; i++) O[i] = relu1(A[i]);
+        else
+            memcpy(O, A, (size_t)n * sizeof(float));
         return MCL_OK;
     }
     float scale = 1.0f / (1.0f - p);
     const int64_t seg = a->p.i[0] > 0 ? a->p.i[0] : n;
     for (int64_t s = 0; s * seg < n; s++) {
         const seg_key k = {a->p.u[0], a->p.u[1] + (uint64_t)s * a->p.u[3], a->p.u[2], p};
-        fwd_seg(&k, A + s * seg, O + s * seg, seg, scale);
+        fwd_seg(&k, A + s * seg, O + s * seg, seg, scale, relu);
     }
     return MCL_OK;
 }
 
 /* One segment of n elements (G, GA at its first element) with its own key. */
-static void bwd_seg(const seg_key *k, const float *G, float *GA, int64_t n, float scale, int fresh)
+static void bwd_seg(const seg_key *k, const float *X, const float *G, float *GA, int64_t n,
+                    float scale, int fresh)
 {
     const uint32_t t = keep_threshold(k->p);
     int64_t h, nchunks;
@@ -160,10 +197,16 @@ static void bwd_seg(const seg_key *k, const float *G, float *GA, int64_t n, floa
         const int64_t i0 = h + c * DRAW_CHUNK;
         uint32_t u[DRAW_CHUNK];
         mcl_rng_draw_chunk(k->seed, k->stream, k->ctr + (uint64_t)i0, u);
-        bwd_chunk(u, G + i0, GA + i0, t, scale, fresh);
+        if (X) { /* relu first: dropout's terms (as into a fresh gradient), then relu's */
+            float d[DRAW_CHUNK];
+            bwd_chunk(u, G + i0, d, t, scale, 1);
+            relu_bwd_chunk(X + i0, d, GA + i0, DRAW_CHUNK, fresh);
+        } else {
+            bwd_chunk(u, G + i0, GA + i0, t, scale, fresh);
+        }
     }
-    bwd_slow(k, G, GA, 0, h, scale, fresh);
-    bwd_slow(k, G, GA, h + nchunks * DRAW_CHUNK, n, scale, fresh);
+    bwd_slow(k, X, G, GA, 0, h, scale, fresh);
+    bwd_slow(k, X, G, GA, h + nchunks * DRAW_CHUNK, n, scale, fresh);
 }
 
 /* Backward: d out_i / d a_i = keep_i * scale (the same mask, drawn again), so
@@ -178,7 +221,18 @@ mcl_status mcl_ref_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
     const int fresh = mcl_ref_grad_fresh(a->gin[0]);
     int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
     float p = a->p.f[0];
+    const float *X = a->p.i[1] != 0 ? mcl_ref_ptr(a->in[0]) : NULL; /* relu first */
     if (p == 0.0f) {
+        if (X) {
+            for (int64_t i = 0; i < n; i++) {
+                const float d = 0.0f + G[i];
+                if (fresh)
+                    GA[i] = 0.0f + (X[i] > 0.0f ? d : 0.0f);
+                else if (X[i] > 0.0f)
+                    GA[i] = GA[i] + d;
+            }
+            return MCL_OK;
+        }
 #pragma omp parallel for schedule(static) if (n >= ((int64_t)1 << 16))
         for (int64_t i = 0; i < n; i++) GA[i] = (fresh ? 0.0f : GA[i]) + G[i];
         return MCL_OK;
@@ -187,7 +241,7 @@ mcl_status mcl_ref_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t seg = a->p.i[0] > 0 ? a->p.i[0] : n;
     for (int64_t s = 0; s * seg < n; s++) {
         const seg_key k = {a->p.u[0], a->p.u[1] + (uint64_t)s * a->p.u[3], a->p.u[2], p};
-        bwd_seg(&k, G + s * seg, GA + s * seg, seg, scale, fresh);
+        bwd_seg(&k, X ? X + s * seg : NULL, G + s * seg, GA + s * seg, seg, scale, fresh);
     }
     return MCL_OK;
 }

@@ -614,7 +614,7 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
         h = mcl_add(ctx, mcl_layer_norm(ctx, h, ly->ln_g, ly->ln_b, ACL_NORM_EPS), y);
         /* feed-forward block */
         mcl_tensor *f = mcl_layer_norm(ctx, h, ly->ff_ln_g, ly->ff_ln_b, ACL_NORM_EPS);
-        f = mcl_dropout(ctx, mcl_relu(ctx, linear(ctx, f, ly->W1, ly->b1)), p, tr);
+        f = mcl_dropout_relu(ctx, linear(ctx, f, ly->W1, ly->b1), p, tr); /* relu, dropout */
         f = mcl_dropout(ctx, linear(ctx, f, ly->W2, ly->b2), p, tr);
         h = mcl_add(ctx, h, f);
         if (!h) {
