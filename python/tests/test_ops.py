@@ -97,6 +97,8 @@ CASES = {
 SEPARATE = {
     "dropout": "random mask: checked by its properties (test_dropout)",
     "dropout_keyed": "random mask: checked by its properties (test_dropout)",
+    "dropout_segments": "random mask: each segment's is dropout_keyed's (test_dropout_segments_relu)",
+    "dropout_relu": "random mask: relu then dropout (test_dropout_segments_relu)",
     "kv_push": "in place, no output: test_kv_push",
     "sgd_step": "in-place optimizer update: test_optimizer_updates",
     "adam_step": "in-place optimizer update: test_optimizer_updates",
@@ -128,6 +130,26 @@ def test_compare_catches_a_wrong_reference():
     report = metacl.testing.compare("exp", [rn(1, 4)], lambda a: np.exp(a) + 1e-3 * np.sin(50 * a),
                                     atol=2e-3)
     assert not report.ok and "gradient of input 0: FAILED" in str(report)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dropout_segments_relu(backend):
+    with metacl.Context(backend, seed=3) as ctx:
+        x = ctx.tensor(rn(2, 4, 6, 10), requires_grad=True)
+        xv = x.numpy()
+        # segment s of 60 elements: dropout_keyed's mask with stream 5 + 3 s
+        y = ops.dropout_segments(x, 0.25, 11, 5, 3, 60).numpy().reshape(4, 60)
+        for s in range(4):
+            seg = ctx.tensor(xv.reshape(4, 60)[s])
+            assert np.array_equal(y[s], ops.dropout_keyed(seg, 0.25, 11, 5 + 3 * s, 0).numpy())
+        # relu first: relu alone without dropout; else relu's values, kept or 0
+        assert np.array_equal(ops.dropout_relu(x, 0.25, 0).numpy(), np.maximum(xv, 0))
+        r = ops.dropout_relu(x, 0.25, 1)
+        rv = r.numpy()
+        kept = rv != 0
+        assert np.all(xv[kept] > 0) and np.allclose(rv[kept], xv[kept] / 0.75, rtol=1e-6)
+        metacl.backward(ops.sum(r))
+        assert np.allclose(x.grad.numpy(), kept / 0.75)  # 0 where dropped or x <= 0
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
