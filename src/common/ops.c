@@ -665,6 +665,7 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     const uint64_t seq = mcl_ctx_error_seq(ctx);
     ctx->be->stats.op_calls++;
     mcl_op_forget_written(a, 0);
+    if (ctx->profile) mcl_profile_begin(ctx->profile, ctx->be);
     s = ctx->be->ops[a->op].fwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 0);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 0);
@@ -701,6 +702,7 @@ mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *a)
     const uint64_t seq = mcl_ctx_error_seq(ctx);
     ctx->be->stats.op_calls++;
     mcl_op_forget_written(a, 1);
+    if (ctx->profile) mcl_profile_begin(ctx->profile, ctx->be);
     mcl_status s = ctx->be->ops[a->op].bwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 1);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 1);

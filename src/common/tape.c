@@ -342,6 +342,7 @@ static mcl_status walk_back(mcl_ctx *ctx, walk *w, mcl_tensor *loss, size_t mark
         const uint64_t seq = mcl_ctx_error_seq(ctx);
         ctx->be->stats.op_calls++;
         mcl_op_forget_written(&a, 1);
+        if (ctx->profile) mcl_profile_begin(ctx->profile, ctx->be);
         s = ctx->be->ops[a.op].bwd(ctx->be, &a);
         if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, &a, 1);
         if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a.op, 1);
