@@ -135,6 +135,8 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
         EXPECT_STATUS(mcl_rel_attn(g_ctx, NULL, x23, x23, x23, x23, 1.0f, &out), N, "rel_attn");
         EXPECT_STATUS(mcl_kv_push(g_ctx, NULL, x23, 0), N, "kv_push");
         EXPECT_STATUS(mcl_srwm(g_ctx, NULL, st4, &out, so), N, "srwm");
+        mcl_tensor *az[2] = {NULL, NULL};
+        EXPECT_STATUS(mcl_smn_avg_z(g_ctx, NULL, x23, v3, 0.5f, 1.0f, 1.0f, 10.0f, az), N, "smn_avg_z");
     }
     /* Ops of ops.def with no NULL-input case above, each with its reason (test-lists.sh holds
      * this list against ops.def: every op has a case or a line here):

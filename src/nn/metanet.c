@@ -302,30 +302,26 @@ static mcl_status update_avg(mcl_metanet *mn, fastw *f, mcl_tensor *g, const mcl
     return st;
 }
 
-/* The write of one layer from its gradient g. */
+/* The write of one layer from its gradient g: I and the meta-learner's inputs zs at the
+ * drawn elements in one op (smn_avg_z: the floats of update_avg, z = I_t + β2 G_t, a gather
+ * and grad_preproc), then the sparse write. */
 static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_metanet_hyper *h, int keep_log)
 {
     mcl_ctx *ctx = mn->ctx;
     fastw *f = &mn->f[i];
-    mcl_tensor *inew = NULL;
-    mcl_status st = update_avg(mn, f, g, h, &inew);
-    if (st != MCL_OK) return st;
-    mcl_tensor *b2 = mcl_scale(ctx, g, h->beta2);
-    mcl_tensor *z = b2 ? mcl_add(ctx, inew, b2) : NULL; /* z = I_t + β2 G_t */
-    if (!z) return mcl_ctx_status(ctx);
     const int64_t m = mcl_rng_bernoulli_indices(mn->cfg.mask_seed, MCL_METANET_MASK_STREAM + (uint64_t)i,
                                                 mn->steps * (uint64_t)f->n, f->n, h->p, mn->idx);
     f->last_writes = m;
-    if (m == 0) return MCL_OK;
+    if (m == 0) return update_avg(mn, f, g, h, NULL);
+    if (!g) return mcl_ctx_set_error(ctx, MCL_ERR_STATE, "metanet: no gradient for weight '%s'", f->name);
     mcl_tensor *idx = index_tensor(mn, mn->idx, m);
     if (!idx) return mcl_ctx_status(ctx);
-    const int64_t col[2] = {f->n, 1}, flat[1] = {m};
-    mcl_tensor *zc = mcl_reshape(ctx, z, 2, col);
-    mcl_tensor *zg = zc ? mcl_embedding(ctx, zc, idx) : NULL; /* [m, 1] */
-    mcl_tensor *zf = zg ? mcl_reshape(ctx, zg, 1, flat) : NULL;
-    mcl_tensor *zs = zf ? mcl_grad_preproc(ctx, zf, mn->cfg.preproc_p) : NULL; /* [m, 2] */
-    mcl_tensor *mnew = zs ? mcl_smn_write(ctx, f->m, idx, zs, f->phi, mn->cfg.slope) : NULL;
-    st = mnew ? mcl_tensor_copy_into(f->m, mnew) : mcl_ctx_status(ctx);
+    mcl_tensor *az[2] = {NULL, NULL};
+    mcl_status st = mcl_smn_avg_z(ctx, f->avg, g, idx, h->gamma, h->beta1, h->beta2, mn->cfg.preproc_p, az);
+    mcl_tensor *zs = az[1]; /* [m, 2] */
+    if (st == MCL_OK) st = mcl_tensor_copy_into(f->avg, az[0]);
+    mcl_tensor *mnew = st == MCL_OK ? mcl_smn_write(ctx, f->m, idx, zs, f->phi, mn->cfg.slope) : NULL;
+    if (st == MCL_OK) st = mnew ? mcl_tensor_copy_into(f->m, mnew) : mcl_ctx_status(ctx);
     if (st == MCL_OK && keep_log) {
         if (f->n_log >= MCL_METANET_MAX_K) {
             st = mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "metanet: more than %d fast steps in a window",
