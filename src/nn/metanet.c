@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "ops.h"
 #include "params.h"
 #include "rng.h"
+#include "tape.h"
 
 /* One augmented weight. */
 typedef struct fastw {
@@ -304,7 +306,8 @@ static mcl_status update_avg(mcl_metanet *mn, fastw *f, mcl_tensor *g, const mcl
 
 /* The write of one layer from its gradient g: I and the meta-learner's inputs zs at the
  * drawn elements in one op (smn_avg_z: the floats of update_avg, z = I_t + β2 G_t, a gather
- * and grad_preproc), then the sparse write. */
+ * and grad_preproc), then the sparse write; both in place, under the no-grad scope of
+ * mcl_metanet_write (nothing is recorded). */
 static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_metanet_hyper *h, int keep_log)
 {
     mcl_ctx *ctx = mn->ctx;
@@ -316,12 +319,36 @@ static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_m
     if (!g) return mcl_ctx_set_error(ctx, MCL_ERR_STATE, "metanet: no gradient for weight '%s'", f->name);
     mcl_tensor *idx = index_tensor(mn, mn->idx, m);
     if (!idx) return mcl_ctx_status(ctx);
-    mcl_tensor *az[2] = {NULL, NULL};
-    mcl_status st = mcl_smn_avg_z(ctx, f->avg, g, idx, h->gamma, h->beta1, h->beta2, mn->cfg.preproc_p, az);
-    mcl_tensor *zs = az[1]; /* [m, 2] */
-    if (st == MCL_OK) st = mcl_tensor_copy_into(f->avg, az[0]);
-    mcl_tensor *mnew = st == MCL_OK ? mcl_smn_write(ctx, f->m, idx, zs, f->phi, mn->cfg.slope) : NULL;
-    if (st == MCL_OK) st = mnew ? mcl_tensor_copy_into(f->m, mnew) : mcl_ctx_status(ctx);
+    /* in place (ops.def: smn_avg_z's out[0] may be I, smn_write's out[0] may be M0): I and M
+     * are rewritten without a copy */
+    const int64_t zsh[2] = {m, 2};
+    mcl_tensor *zs = mcl_tensor_alloc(ctx, 2, zsh, 1); /* [m, 2], a temporary */
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_SMN_AVG_Z;
+    a.in[0] = f->avg;
+    a.in[1] = g;
+    a.in[2] = idx;
+    a.p.f[0] = h->gamma;
+    a.p.f[1] = h->beta1;
+    a.p.f[2] = h->beta2;
+    a.p.f[3] = mn->cfg.preproc_p;
+    a.out[0] = f->avg;
+    a.out[1] = zs;
+    a.out_given = 1;
+    mcl_status st = zs ? mcl_op_run(ctx, &a) : mcl_ctx_status(ctx);
+    if (st == MCL_OK) {
+        memset(&a, 0, sizeof a);
+        a.op = MCL_OP_SMN_WRITE;
+        a.in[0] = f->m;
+        a.in[1] = idx;
+        a.in[2] = zs;
+        for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
+        a.p.f[0] = mn->cfg.slope;
+        a.out[0] = f->m;
+        a.out_given = 1;
+        st = mcl_op_run(ctx, &a);
+    }
     if (st == MCL_OK && keep_log) {
         if (f->n_log >= MCL_METANET_MAX_K) {
             st = mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "metanet: more than %d fast steps in a window",

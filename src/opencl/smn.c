@@ -69,9 +69,11 @@ mcl_status mcl_ocl_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = a->in[3]->shape[0];
     char wb[160];
-    mcl_status s = mcl_ocl_launch_unary(
-        be, "copy_fwd", a->in[0], a->out[0],
-        mcl_ocl_what_op(wb, sizeof wb, "smn_write", "forward", "copy_fwd", "M0", a->in[0]));
+    const int in_place = a->out[0]->buf == a->in[0]->buf && a->out[0]->offset == a->in[0]->offset;
+    mcl_status s = in_place ? MCL_OK /* out[0] is M0 itself (ops.def): no copy */
+                            : mcl_ocl_launch_unary(be, "copy_fwd", a->in[0], a->out[0],
+                                                   mcl_ocl_what_op(wb, sizeof wb, "smn_write", "forward",
+                                                                   "copy_fwd", "M0", a->in[0]));
     if (s != MCL_OK) return s;
     cl_kernel k = mcl_ocl_kernel(be, "smn_write_fwd", NULL);
     int i = k ? 0 : -1;

@@ -320,7 +320,7 @@ mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
     unsigned char *written = written_map(be, a, &s);
     if (!written) return s;
     free(written);
-    memcpy(M, M0, (size_t)n * sizeof *M);
+    if (M != M0) memcpy(M, M0, (size_t)n * sizeof *M); /* out[0] may be M0 itself (ops.def) */
     const int64_t nb = (m + NL - 1) / NL;
     int oom = 0;
 #pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
