@@ -42,6 +42,7 @@ struct mcl_metanet {
     int64_t *row;     /* scratch [largest n]: survivor rows, -1 */
     float *fbuf;      /* scratch [2 · largest n]                */
     int64_t cap;
+    mcl_tensor *idx0; /* [1] = {0}: window_end's average update through smn_avg_z (lazily) */
 };
 
 void mcl_metanet_cfg_default(mcl_metanet_cfg *cfg)
@@ -102,6 +103,7 @@ void mcl_metanet_free(mcl_metanet *mn)
         log_clear(&mn->f[i]);
         mcl_tensor_free(mn->f[i].m0);
     }
+    mcl_tensor_free(mn->idx0);
     free(mn->idx);
     free(mn->row);
     free(mn->fbuf);
@@ -304,6 +306,31 @@ static mcl_status update_avg(mcl_metanet *mn, fastw *f, mcl_tensor *g, const mcl
     return st;
 }
 
+/* I := γ I + β1 G in place and *zs [m, 2] = grad_preproc(I[idx_e] + β2 G[idx_e]), a
+ * temporary: smn_avg_z with I as its own output (ops.def). */
+static mcl_status avg_z_in_place(mcl_metanet *mn, fastw *f, mcl_tensor *g, mcl_tensor *idx,
+                                 const mcl_metanet_hyper *h, mcl_tensor **zs)
+{
+    mcl_ctx *ctx = mn->ctx;
+    const int64_t zsh[2] = {mcl_tensor_dim(idx, 0), 2};
+    *zs = mcl_tensor_alloc(ctx, 2, zsh, 1);
+    if (!*zs) return mcl_ctx_status(ctx);
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_SMN_AVG_Z;
+    a.in[0] = f->avg;
+    a.in[1] = g;
+    a.in[2] = idx;
+    a.p.f[0] = h->gamma;
+    a.p.f[1] = h->beta1;
+    a.p.f[2] = h->beta2;
+    a.p.f[3] = mn->cfg.preproc_p;
+    a.out[0] = f->avg;
+    a.out[1] = *zs;
+    a.out_given = 1;
+    return mcl_op_run(ctx, &a);
+}
+
 /* The write of one layer from its gradient g: I and the meta-learner's inputs zs at the
  * drawn elements in one op (smn_avg_z: the floats of update_avg, z = I_t + β2 G_t, a gather
  * and grad_preproc), then the sparse write; both in place, under the no-grad scope of
@@ -321,23 +348,10 @@ static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_m
     if (!idx) return mcl_ctx_status(ctx);
     /* in place (ops.def: smn_avg_z's out[0] may be I, smn_write's out[0] may be M0): I and M
      * are rewritten without a copy */
-    const int64_t zsh[2] = {m, 2};
-    mcl_tensor *zs = mcl_tensor_alloc(ctx, 2, zsh, 1); /* [m, 2], a temporary */
-    mcl_op_args a;
-    memset(&a, 0, sizeof a);
-    a.op = MCL_OP_SMN_AVG_Z;
-    a.in[0] = f->avg;
-    a.in[1] = g;
-    a.in[2] = idx;
-    a.p.f[0] = h->gamma;
-    a.p.f[1] = h->beta1;
-    a.p.f[2] = h->beta2;
-    a.p.f[3] = mn->cfg.preproc_p;
-    a.out[0] = f->avg;
-    a.out[1] = zs;
-    a.out_given = 1;
-    mcl_status st = zs ? mcl_op_run(ctx, &a) : mcl_ctx_status(ctx);
+    mcl_tensor *zs = NULL;
+    mcl_status st = avg_z_in_place(mn, f, g, idx, h, &zs);
     if (st == MCL_OK) {
+        mcl_op_args a;
         memset(&a, 0, sizeof a);
         a.op = MCL_OP_SMN_WRITE;
         a.in[0] = f->m;
@@ -415,7 +429,16 @@ mcl_status mcl_metanet_window_end(mcl_metanet *mn, const mcl_metanet_hyper *h)
     mcl_no_grad_begin(mn->ctx);
     for (int i = 0; i < mn->n && st == MCL_OK; i++) {
         fastw *f = &mn->f[i];
-        st = update_avg(mn, f, mcl_tensor_grad(f->w), h, NULL); /* I_k from G_k */
+        /* I_k from G_k: smn_avg_z in place, its one entry's zs unused (two launches instead of
+         * scale, scale, add and a copy; the same floats) */
+        mcl_tensor *gk = mcl_tensor_grad(f->w), *zs = NULL;
+        if (gk && !mn->idx0) {
+            const int64_t one[1] = {1};
+            const float zero = 0.0f;
+            mn->idx0 = mcl_tensor_create(mn->ctx, 1, one);
+            if (!mn->idx0 || mcl_tensor_write(mn->idx0, &zero, 1) != MCL_OK) st = mcl_ctx_status(mn->ctx);
+        }
+        if (st == MCL_OK) st = gk ? avg_z_in_place(mn, f, gk, mn->idx0, h, &zs) : update_avg(mn, f, NULL, h, NULL);
         if (st == MCL_OK && mn->cfg.reset) st = mcl_tensor_fill(f->m, 0.0f);
         log_clear(f);
     }
