@@ -240,6 +240,90 @@ __kernel void smn_write_bwd_phi(__global const float *rows, __global const float
     if (get_local_id(0) == 0) gp[gp_off + t] += mcl_acc_value(total);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* wcst_act: the WCST agent's episode in place (ops.def; src/ref/smn.c): one work-item walks
+ * the L cards in order (an episode is 16 cards of 4 actions: one launch instead of a read-back
+ * per card). exp is src/ref/exp_nonpos.h's, operation for operation (fma is correctly rounded
+ * in OpenCL C as fmaf is in C), so the probabilities, and the action drawn, are the reference's
+ * bits. state: rule, streak, solved, countdown, next, draws (S floats). */
+float wcst_exp_nonpos(float x)
+{
+    const float big = 12582912.0f; /* 1.5 * 2^23 */
+    float n = (x * 1.44269504088896341f + big) - big;
+    n = n > -127.0f ? n : -127.0f;
+    float r = fma(n, -0.693145751953125f, x);
+    r = fma(n, -1.42860682030941723212e-6f, r);
+    float p = 1.98412698412698413e-4f;
+    p = fma(p, r, 1.38888888888888889e-3f);
+    p = fma(p, r, 8.33333333333333333e-3f);
+    p = fma(p, r, 4.16666666666666667e-2f);
+    p = fma(p, r, 1.66666666666666667e-1f);
+    p = fma(p, r, 0.5f);
+    p = fma(p, r, 1.0f);
+    p = fma(p, r, 1.0f);
+    const float scale = as_float(((int)n + 127) * (1 << 23));
+    return x < -87.0f ? 0.0f : p * scale;
+}
+
+__kernel void wcst_act(__global float *st, long st_off, __global const float *lg, long lg_off,
+                       __global const float *cards, long cards_off, __global float *act, long act_off,
+                       __global float *rew, long rew_off, int S, int L, int A, ulong seed, ulong stream,
+                       ulong counter, int solve, float r_ok, float r_bad)
+{
+    if (get_global_id(0) != 0) return;
+    st += st_off;
+    lg += lg_off;
+    cards += cards_off;
+    act += act_off;
+    rew += rew_off;
+    const int rule = st[0] >= 0.0f && st[0] < 3.0f ? (int)st[0] : -1; /* else every card is wrong */
+    int perfect = 1;
+    for (int c = 0; c < L; c++) {
+        __global const float *l = lg + c * A;
+        float m = l[0], z = 0.0f;
+        for (int k = 1; k < A; k++) m = l[k] > m ? l[k] : m;
+        for (int k = 0; k < A; k++) z += wcst_exp_nonpos(l[k] - m);
+        const float t = mcl_rng_uniform(seed, stream, counter + (ulong)c) * z;
+        float acc = 0.0f;
+        int pick = A - 1;
+        for (int k = 0; k < A; k++) {
+            acc += wcst_exp_nonpos(l[k] - m);
+            if (t < acc) {
+                pick = k;
+                break;
+            }
+        }
+        const int ok = rule >= 0 && cards[c * 3 + rule] == (float)pick;
+        act[c] = (float)pick;
+        rew[c] = ok ? r_ok : r_bad;
+        perfect &= ok;
+    }
+    float streak = perfect ? st[1] + 1.0f : 0.0f, solved = st[2], count = st[3], next = st[4];
+    float r = st[0];
+    if (solved == 0.0f && streak >= (float)solve) {
+        const float d = next >= 0.0f && next < (float)(S - 5) ? st[5 + (int)next] : 0.0f;
+        solved = 1.0f;
+        count = 1.0f + (d >= 0.0f ? d : 0.0f);
+        next += 1.0f;
+    }
+    if (solved != 0.0f) {
+        count -= 1.0f;
+        if (count <= 0.0f) {
+            const float o = next >= 0.0f && next < (float)(S - 5) ? st[5 + (int)next] : 0.0f;
+            r = (float)((rule + 1 + (o == 1.0f ? 1 : 0)) % 3);
+            next += 1.0f;
+            streak = 0.0f;
+            solved = 0.0f;
+            count = 0.0f;
+        }
+    }
+    st[0] = r;
+    st[1] = streak;
+    st[2] = solved;
+    st[3] = count;
+    st[4] = next;
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* smn_avg_z (src/ref/smn.c): two launches on the in-order queue */
 

@@ -809,6 +809,61 @@ static int gen_dropout(int k, tcase *tc)
     return 1;
 }
 
+/* wcst_act: state [S], logits [L,A], cards [L,3] (three distinct values in 0..min(A,4)-1),
+ * act, reward [L] (written). Cases: one card of one action; perfect episodes (the target of
+ * the rule boosted by 40, so the draw takes it) that solve with a switch at once (d = 0), that
+ * only extend the streak, that count down a pending switch, that switch with offset 1; random
+ * logits (errors reset the streak); a solve past the draw list (a missing draw counts as 0);
+ * two calls (the second episode starts from the first's state); A = 7, counters near 2^32. */
+static int gen_wcst_act(int k, tcase *tc)
+{
+    static const struct {
+        int64_t L, A, S;
+        float st[5], draws[4];
+        int boost, solve, calls;
+        uint64_t counter;
+    } c[] = {
+        {1, 1, 5, {0, 0, 0, 0, 0}, {0}, 0, 1, 1, 0},
+        {16, 4, 9, {1, 2, 0, 0, 0}, {0, 1, 3, 0}, 1, 3, 1, 5},
+        {16, 4, 9, {2, 0, 0, 0, 0}, {4, 1, 3, 0}, 1, 3, 1, 0},
+        {13, 4, 7, {0, 5, 1, 3, 1}, {7, 0}, 1, 3, 1, 77},
+        {16, 4, 7, {0, 5, 1, 1, 1}, {7, 1}, 1, 3, 1, 1000},
+        {16, 4, 9, {1, 2, 0, 0, 0}, {0, 1, 3, 0}, 0, 3, 1, 2},
+        {5, 4, 5, {2, 0, 0, 0, 0}, {0}, 1, 1, 1, 9},
+        {16, 4, 9, {1, 1, 0, 0, 0}, {0, 1, 3, 0}, 1, 2, 2, 16},
+        {9, 7, 9, {0, 0, 0, 0, 0}, {2, 0, 1, 1}, 0, 1, 2, 0xfffffffbull},
+    };
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    const int64_t L = c[k].L, A = c[k].A, S = c[k].S, V = A < 4 ? A : 4;
+    int js = add_in(tc, S1(S));
+    for (int64_t i = 0; i < S; i++) tc->x[js][i] = i < 5 ? c[k].st[i] : c[k].draws[i - 5];
+    int jl = fill_normal(tc, add_in(tc, S2(L, A)), 0.0, 1.0);
+    int jc = add_in(tc, S2(L, 3));
+    for (int64_t r = 0; r < L; r++) {
+        int v[4] = {0, 1, 2, 3};
+        for (int at = 0; at < 3; at++) { /* a partial Fisher-Yates draw (A = 1: all 0) */
+            const int64_t j = V == 4 ? at + trng_int(&tc->rng, 0, 3 - at) : at;
+            const int t = v[at];
+            v[at] = v[j];
+            v[j] = t;
+            tc->x[jc][r * 3 + at] = V == 4 ? (float)v[at] : 0.0f;
+        }
+        if (c[k].boost) tc->x[jl][r * A + (int64_t)tc->x[jc][r * 3 + (int)c[k].st[0]]] += 40.0f;
+    }
+    fill_normal(tc, add_in(tc, S1(L)), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S1(L)), 0.0, 1.0);
+    for (int j = 0; j < 5; j++) tc->no_grad[j] = 1;
+    tc->p.u[0] = 20261128u + (uint64_t)k;
+    tc->p.u[1] = 0x534d4e4143540000ull;
+    tc->p.u[2] = c[k].counter;
+    tc->p.i[0] = c[k].solve;
+    tc->p.f[0] = 1.0f;
+    tc->p.f[1] = -0.5f;
+    tc->calls = c[k].calls;
+    return 1;
+}
+
 /* sgd_step: param, grad, mom (random start); two calls so the momentum carries over. */
 static int gen_sgd_step(int k, tcase *tc)
 {
@@ -1821,6 +1876,52 @@ static void nv_kv_push(const tcase *tc, harr *w)
                 w[0].d[((tc->p.i[0] + r) % C) * row + e] = w[1].d[(S - m + r) * row + e];
 }
 
+/* wcst_act, from ops.def's contract in double: p_a = softmax, act = the first a with
+ * u < p_0 + .. + p_a, reward, then the rule's schedule; `calls` times on the evolving state. */
+static void nv_wcst_act(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    double *st = w[0].d, *act = w[3].d, *rew = w[4].d;
+    const double *lg = w[1].d, *cards = w[2].d;
+    const int64_t S = tc->shape[0][0], L = tc->shape[1][0], A = tc->shape[1][1];
+    for (int call = 0; call < tc->calls; call++) {
+        const int rule = (int)st[0];
+        int perfect = 1;
+        for (int64_t c = 0; c < L; c++) {
+            double m = lg[c * A], z = 0.0, acc = 0.0;
+            for (int64_t a = 1; a < A; a++) m = lg[c * A + a] > m ? lg[c * A + a] : m;
+            for (int64_t a = 0; a < A; a++) z += exp(lg[c * A + a] - m);
+            const double u = mcl_rng_uniform(tc->p.u[0], tc->p.u[1], tc->p.u[2] + (uint64_t)c);
+            int64_t pick = A - 1;
+            for (int64_t a = 0; a < A; a++) {
+                acc += exp(lg[c * A + a] - m) / z;
+                if (u < acc) {
+                    pick = a;
+                    break;
+                }
+            }
+            const int ok = cards[c * 3 + rule] == (double)pick;
+            act[c] = (double)pick;
+            rew[c] = ok ? tc->p.f[0] : tc->p.f[1];
+            perfect &= ok;
+        }
+        double streak = perfect ? st[1] + 1 : 0, solved = st[2], count = st[3], next = st[4], r = st[0];
+        if (solved == 0 && streak >= (double)tc->p.i[0]) {
+            const int64_t j = 5 + (int64_t)next;
+            solved = 1;
+            count = 1 + (j < S ? st[j] : 0);
+            next += 1;
+        }
+        if (solved != 0 && --count <= 0) {
+            const int64_t j = 5 + (int64_t)next;
+            r = (double)(((int)r + 1 + (j < S ? (int)st[j] : 0)) % 3);
+            next += 1;
+            streak = solved = count = 0;
+        }
+        st[0] = r, st[1] = streak, st[2] = solved, st[3] = count, st[4] = next;
+    }
+}
+
 /* rel_attn, straight from the equations (no GEMM, no relative shift): per (b, h, i), the
  * scores of the allowed keys j (lo_i <= j <= M + i) as two dot products in double with the
  * distance's row of r, the softmax, o = Σ p v. probs: the row's lo and p_j (j = lo..M+i) in
@@ -2155,6 +2256,10 @@ static const opspec SPECS[] = {
      * (observed 8e-10 over 40 seeds; the forward's bits agree). (EXTRAS: its gradient oracle
      * and the checks beyond the table.) */
     {"smn_write", gen_smn_write, nv_smn_write, FT_SUM, 1.0, GT_SMN, DT_SUM},
+    /* wcst_act: integer results (actions, rewards, the schedule), exact on both backends (the
+     * same float exp and draw); no gradient. The double oracle's softmax could flip a draw
+     * within a few ulps of a boundary: none of the fixed cases is that close. */
+    {"wcst_act", gen_wcst_act, nv_wcst_act, FT_EXACT, 0.0, 0.0, DT_EXACT},
     /* smn_avg_z: two float32 products and a sum per element (the double oracle: FT_ROUND would
      * do for I'), then logf and a division of grad_preproc (FT_LIBM); no backward; OpenCL's log
      * (3 ulp) and division (DT_LIBM; the products and sums are the same floats) */

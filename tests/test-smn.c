@@ -442,6 +442,84 @@ static void test_online_runs(void)
     mcl_ctx_free(ctx);
 }
 
+/* ---------------------------------------------------------------- WCST on both backends */
+
+/* The WCST agent acts on the device (ops.def wcst_act): with the same seeds the reference and
+ * OpenCL backends draw the same actions (the same uniforms, the same float exp in the draw;
+ * the logits agree to the differential tests' limits, so only a uniform within ~1e-6 of a
+ * boundary could split them: none does on this fixed seed), so an Algorithm 1 run of 40
+ * episodes of 2 cards (rules solved by one perfect episode and switched 1 or 2 later) gives the same per-rule records (cards, hits, perseveration errors) on both. Can
+ * fail: another seed's run differs from them. */
+static int wcst_run(mcl_backend_kind kind, const mcl_smn_run *cfg, uint64_t seed, mcl_smn_online_result *res)
+{
+    char err[512];
+    mcl_ctx *ctx = NULL;
+    mcl_status st = mcl_ctx_create(&ctx, kind, NULL, err, sizeof err);
+    if (st == MCL_ERR_UNSUPPORTED) return 77;
+    if (!CHECK(st == MCL_OK, "context: %s", err)) return 1;
+    mcl_ctx_set_seed(ctx, SEED);
+    mcl_smn_online_opts o;
+    memset(&o, 0, sizeof o);
+    o.agent = MCL_SMN_AGENT_ALG1;
+    o.lr = 1e-3f;
+    o.seed = seed;
+    o.max_tasks = 100;
+    o.max_steps = 40;
+    st = mcl_smn_online_run(ctx, cfg, &o, res, err, sizeof err);
+    CHECK(st == MCL_OK, "%s run: %s", kind == MCL_BACKEND_REF ? "reference" : "OpenCL", err);
+    mcl_ctx_free(ctx);
+    return st == MCL_OK ? 0 : 1;
+}
+
+static int same_records(const mcl_smn_online_result *a, const mcl_smn_online_result *b)
+{
+    if (a->n_tasks != b->n_tasks || a->steps != b->steps || a->updates != b->updates) return 0;
+    for (int i = 0; i < a->n_tasks; i++) {
+        const mcl_smn_task_rec *x = &a->task[i], *y = &b->task[i];
+        if (x->n != y->n || x->hits != y->hits || x->persev_errors != y->persev_errors || x->steps != y->steps)
+            return 0;
+    }
+    return 1;
+}
+
+static void test_wcst_backends(void)
+{
+    printf("-- WCST: the same actions on the reference and OpenCL backends\n");
+    char err[512];
+    mcl_run_cfg rc;
+    if (!CHECK(mcl_run_cfg_init(&rc, &mcl_smn_family, err, sizeof err) == MCL_OK, "defaults: %s", err)) return;
+    mcl_smn_run cfg = *(const mcl_smn_run *)rc.fcfg;
+    mcl_run_cfg_free(&rc);
+    cfg.model.hidden = 16;
+    cfg.episode_len = 2; /* short perfect episodes: rules solved and switched within the run */
+    cfg.solve_episodes = 1;
+    cfg.switch_within = 2;
+    mcl_smn_online_result r, o, o2;
+    memset(&r, 0, sizeof r);
+    memset(&o, 0, sizeof o);
+    memset(&o2, 0, sizeof o2);
+    if (wcst_run(MCL_BACKEND_REF, &cfg, 5, &r) != 0) return;
+    int s = wcst_run(MCL_BACKEND_OPENCL, &cfg, 5, &o);
+    if (s == 77) {
+        printf("  no OpenCL device: SKIP\n");
+        mcl_smn_online_result_free(&r);
+        return;
+    }
+    if (s == 0 && wcst_run(MCL_BACKEND_OPENCL, &cfg, 6, &o2) == 0) {
+        int64_t hits = 0, n = 0;
+        for (int i = 0; i < r.n_tasks; i++) hits += r.task[i].hits, n += r.task[i].n;
+        printf("  reference: %d rule(s), %lld of %lld cards right; OpenCL: %d rule(s)\n", r.n_tasks,
+               (long long)hits, (long long)n, o.n_tasks);
+        CHECK(n == 2 * r.steps && r.steps >= 40 && r.n_tasks >= 3, "%lld episodes of 2 cards (%lld), switches seen (%d rules)",
+              (long long)r.steps, (long long)n, r.n_tasks);
+        CHECK(same_records(&r, &o), "the same per-rule records on both backends (seed 5)");
+        CHECK(!same_records(&r, &o2), "another seed's run (6) must differ from them");
+    }
+    mcl_smn_online_result_free(&r);
+    mcl_smn_online_result_free(&o);
+    mcl_smn_online_result_free(&o2);
+}
+
 int main(void)
 {
     tu_begin("test-smn", SEED);
@@ -450,5 +528,6 @@ int main(void)
     test_opencl(MCL_SMN_MLP);
     test_opencl(MCL_SMN_RESNET);
     test_online_runs();
+    test_wcst_backends();
     return tu_summary();
 }

@@ -19,9 +19,8 @@
  * overwritten at once; cross_entropy checks labels the host wrote without a blocking call,
  * and refuses them after a copy put an out-of-range value in (the host's knowledge dropped).
  *
- * SMN's WCST task is not checked here: its agent samples each card's action from the policy's
- * output on the host (the environment runs on the host), one read per card by design
- * (doc/opencl-backend.md).
+ * SMN runs twice: on its supervised Online-X task and as the WCST agent, whose episodes act
+ * and score on the device (ops.def wcst_act: no read per card; doc/opencl-backend.md).
  *
  * Exit 77 (SKIP) only when no OpenCL device exists (or the build has no OpenCL).
  */
@@ -42,26 +41,29 @@
  * lowered (doc/opencl-backend.md) plus ENQ_SLACK for devices that split a launch differently;
  * a change that adds launches to a family's step fails here (lower it when launches go). */
 typedef struct family_case {
-    const char *family, *config;
+    const char *name, *family, *config;
     uint64_t max_enqueues;
 } family_case;
 #define ENQ_SLACK(n) ((n) + (n) * 3 / 100) /* 3 %: chunking of huge launches, device limits */
 
 static const family_case cases[] = {
-    {"acl", "model.n_way = 3\nmodel.hidden = 16\nmodel.heads = 2\nmodel.layers = 1\n"
+    {"acl", "acl", "model.n_way = 3\nmodel.hidden = 16\nmodel.heads = 2\nmodel.layers = 1\n"
             "model.conv_channels = 4\nmodel.image_size = 16\nmodel.feature_norm = batch\ntask.n_way = 3\ntask.k_shot = 2\n"
             "task.n_tasks = 2\ndata.domains = @IMAGES@\ntrain.batch = 2\ntrain.steps = 100\n"
             "train.clip = 1\n", ENQ_SLACK(1114)},
-    {"oct", "model.arch = pi\nmodel.channels = 4\nmodel.width = 16\nmodel.blocks = 1\n"
+    {"oct", "oct", "model.arch = pi\nmodel.channels = 4\nmodel.width = 16\nmodel.blocks = 1\n"
             "model.heads = 2\nmodel.kv_heads = 1\nmodel.head_dim = 8\nmodel.ffw_mult = 2\n"
             "model.window = 16\nmodel.n_way = 3\ndata.source = @IMAGES@\ndata.split = all\n"
             "stream.tasks = 4\nstream.per_task = 20\nonline.streams = 2\ntrain.batch = 5\ntrain.steps = 0\n",
      ENQ_SLACK(119)},
-    {"smn", "task = onlinex\nmodel.arch = resnet\nmodel.value_head = 0\nmodel.width = 4\nmodel.n_out = 5\n"
+    {"smn", "smn", "task = onlinex\nmodel.arch = resnet\nmodel.value_head = 0\nmodel.width = 4\nmodel.n_out = 5\n"
             "model.k = 2\ndata.source = @IMAGES@\ndata.split = all\nstream.tasks = 200\n"
             "stream.len_min = 2\nstream.len_max = 3\ntrain.batch = 4\ntrain.steps = 100\n",
      ENQ_SLACK(596)},
-    {"lm", "model.layers = 1\nmodel.width = 16\nmodel.heads = 2\nmodel.head_dim = 8\n"
+    /* the WCST agent: its 3 episodes act and score on the device (ops.def wcst_act) */
+    {"wcst", "smn", "task = wcst\nmodel.hidden = 16\nmodel.layers = 1\nmodel.meta_hidden = 4\nmodel.k = 3\n"
+                    "train.steps = 100\n", ENQ_SLACK(338)},
+    {"lm", "lm", "model.layers = 1\nmodel.width = 16\nmodel.heads = 2\nmodel.head_dim = 8\n"
            "model.ffw = 32\nmodel.mem_len = 8\nsmn.k = 2\nsmn.fast_len = 8\nsmn.seg_len = 8\n"
            "data.dir = @TEXT@\ndata.block = 500\ndata.val_chars = 500\ndata.eval_block = 500\n"
            "train.batch = 2\ntrain.steps = 100\ntrain.clip = 0.5\n", ENQ_SLACK(248)},
@@ -153,23 +155,23 @@ int main(void)
     const char *only = getenv("TEST_STALLS_ONLY"); /* debugging: one family */
     for (int i = 0; i < N_CASES; i++) {
         const family_case *c = &cases[i];
-        if (only && *only && strcmp(only, c->family) != 0) continue;
+        if (only && *only && strcmp(only, c->name) != 0) continue;
         mcl_backend_stats per;
         uint64_t maxb = 0;
         int rc = measure(ctx, c, 0, &per, &maxb);
-        if (!CHECK(rc == 0, "%s: the training steps failed", c->family)) continue;
+        if (!CHECK(rc == 0, "%s: the training steps failed", c->name)) continue;
         printf("  %-4s per step: %llu op calls, %llu enqueues, %llu blocking (at most %llu in one "
                "step), %llu non-blocking transfers, %llu bytes h->d, %llu bytes d->h\n",
-               c->family, (unsigned long long)per.op_calls, (unsigned long long)per.enqueues,
+               c->name, (unsigned long long)per.op_calls, (unsigned long long)per.enqueues,
                (unsigned long long)per.blocking / STEPS, (unsigned long long)maxb,
                (unsigned long long)per.nonblocking, (unsigned long long)per.bytes_h2d,
                (unsigned long long)per.bytes_d2h);
         CHECK(maxb <= 1, "%s: %llu blocking host calls in one training step (at most 1: the "
-              "metrics after the optimizer step)", c->family, (unsigned long long)maxb);
-        CHECK(per.bytes_d2h > 0, "%s: the step's metrics were never read", c->family);
+              "metrics after the optimizer step)", c->name, (unsigned long long)maxb);
+        CHECK(per.bytes_d2h > 0, "%s: the step's metrics were never read", c->name);
         CHECK(per.enqueues <= c->max_enqueues,
               "%s: %llu enqueues per training step, more than the ceiling %llu (launches crept "
-              "back in)", c->family, (unsigned long long)per.enqueues,
+              "back in)", c->name, (unsigned long long)per.enqueues,
               (unsigned long long)c->max_enqueues);
     }
 

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "metacl.h"
+#include "ops.h"
+#include "rng.h"
 #include "testutil.h"
 #include "wcst.h"
 
@@ -590,6 +592,103 @@ done:
     mcl_wcst_free(longer);
 }
 
+/* The device's view (ops.def wcst_act, doc/smn.md "The episode on the device"): the cards
+ * ahead are the cards dealt, and the rule's state with its draws, carried by wcst_act on the
+ * reference backend over windows of 3 episodes, scores every card as the environment does and
+ * ends each episode on the environment's next rule. Short episodes (4 cards), rules solved by
+ * one perfect episode and switched 1..3 episodes later, an agent right 90 % of the time: many
+ * solves and switches, a switch right after a solve among them. Can fail: a state whose rule
+ * is off by one scores the first episode differently. */
+static void test_device_view(void)
+{
+    printf("-- the cards ahead and the rule's state on the device (wcst_act)\n");
+    mcl_wcst_cfg cfg;
+    mcl_wcst_cfg_default(&cfg);
+    cfg.seed = 77;
+    cfg.episode_len = 4;
+    cfg.solve_episodes = 1;
+    cfg.switch_within = 3;
+    cfg.reward_wrong = -0.5f;
+    mcl_wcst *env = NULL;
+    char err[256];
+    mcl_ctx *ctx = NULL;
+    if (!CHECK(mcl_wcst_create(&cfg, &env) == MCL_OK, "create")) return;
+    if (!CHECK(mcl_ctx_create(&ctx, MCL_BACKEND_REF, NULL, err, sizeof err) == MCL_OK, "ref context: %s", err)) {
+        mcl_wcst_free(env);
+        return;
+    }
+    enum { L = 4, K = 3, NS = 5 + 2 * K };
+    const int64_t ss = NS, sl[2] = {L, 4}, sc[2] = {L, 3}, s1 = L;
+    mcl_tensor *st = mcl_tensor_create(ctx, 1, &ss), *lg = mcl_tensor_create(ctx, 2, sl);
+    mcl_tensor *ct = mcl_tensor_create(ctx, 2, sc), *act = mcl_tensor_create(ctx, 1, &s1);
+    mcl_tensor *rew = mcl_tensor_create(ctx, 1, &s1);
+    mcl_rng pol;
+    mcl_rng_init(&pol, SEED, 99);
+    int bad_cards = 0, bad_rewards = 0, bad_rules = 0, switches = 0, quick = 0, caught = 0;
+    float state[NS];
+    CHECK(mcl_wcst_device_state(env, 2 * K, state) == MCL_OK, "state at the start");
+    for (int w = 0; w < 60; w++) {
+        int cards[K * L * 3];
+        mcl_wcst_cards_ahead(env, K * L, cards);
+        mcl_wcst_device_state(env, 2 * K, state);
+        if (w == 0) state[0] = (float)((int)(state[0] + 1) % 3); /* the planted error */
+        mcl_tensor_write(st, state, NS);
+        for (int e = 0; e < K; e++) {
+            float l[L * 4], cf[L * 3], a[L], r[L], sd[NS];
+            int want[L], rule;
+            mcl_wcst_peek(env, NULL, &rule, NULL, NULL);
+            for (int c = 0; c < L; c++) {
+                const int *cd = cards + (e * L + c) * 3;
+                want[c] = mcl_rng_next_uniform(&pol) < 0.9f ? cd[rule] : (cd[rule] + 1) % 4;
+                for (int k = 0; k < 4; k++) l[c * 4 + k] = k == want[c] ? 40.0f : 0.0f;
+                for (int k = 0; k < 3; k++) cf[c * 3 + k] = (float)cd[k];
+            }
+            mcl_tensor_write(lg, l, L * 4);
+            mcl_tensor_write(ct, cf, L * 3);
+            mcl_status s = mcl_wcst_act(ctx, st, lg, ct, act, rew, 1, 2, 0, cfg.solve_episodes, cfg.reward_correct,
+                                        cfg.reward_wrong);
+            if (!CHECK(s == MCL_OK, "wcst_act: %s", mcl_ctx_error(ctx))) break;
+            mcl_tensor_read(act, a, L);
+            mcl_tensor_read(rew, r, L);
+            for (int c = 0; c < L; c++) {
+                int card[3];
+                float rr;
+                mcl_wcst_info info;
+                mcl_wcst_peek(env, card, NULL, NULL, NULL);
+                const int *cd = cards + (e * L + c) * 3;
+                bad_cards += card[0] != cd[0] || card[1] != cd[1] || card[2] != cd[2];
+                mcl_wcst_step(env, (int)a[c], &rr, NULL, &info);
+                if (w > 0) bad_rewards += rr != r[c] || a[c] != (float)want[c];
+                else caught += rr != r[c]; /* the planted error shows */
+                switches += info.rule_switched;
+                if (info.rule_switched && info.solved_now) quick++;
+            }
+            mcl_tensor_read(st, sd, NS);
+            int rule_next;
+            mcl_wcst_peek(env, NULL, &rule_next, NULL, NULL);
+            if (w > 0) bad_rules += sd[0] != (float)rule_next;
+        }
+        mcl_ctx_reset(ctx);
+    }
+    printf("  %d switches (%d right after their solve), %d rules\n", switches, quick, mcl_wcst_num_tasks(env));
+    CHECK(bad_cards == 0, "%d cards ahead differ from the cards dealt", bad_cards);
+    CHECK(bad_rewards == 0, "%d actions or rewards of wcst_act differ from the environment's", bad_rewards);
+    CHECK(bad_rules == 0, "%d episodes end on another rule than the environment's", bad_rules);
+    CHECK(switches >= 20 && quick >= 1, "many switches (%d), one right after its solve (%d)", switches, quick);
+    CHECK(caught > 0, "the planted off-by-one rule must change a reward");
+    CHECK(mcl_wcst_device_state(NULL, 1, state) == MCL_ERR_NULL, "NULL environment refused");
+    float r0;
+    mcl_wcst_step(env, 0, &r0, NULL, NULL); /* inside an episode now */
+    CHECK(mcl_wcst_device_state(env, 2, state) == MCL_ERR_STATE, "a state inside an episode refused");
+    mcl_tensor_free(st);
+    mcl_tensor_free(lg);
+    mcl_tensor_free(ct);
+    mcl_tensor_free(act);
+    mcl_tensor_free(rew);
+    mcl_ctx_free(ctx);
+    mcl_wcst_free(env);
+}
+
 int main(void)
 {
     tu_begin("test-wcst", SEED);
@@ -599,5 +698,6 @@ int main(void)
     test_perseveration();
     test_determinism_feedback();
     test_snapshot();
+    test_device_view();
     return tu_summary();
 }

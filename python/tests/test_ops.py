@@ -103,6 +103,7 @@ SEPARATE = {
     "dropout": "random mask: checked by its properties (test_dropout)",
     "dropout_keyed": "random mask: checked by its properties (test_dropout)",
     "kv_push": "in place, no output: test_kv_push",
+    "wcst_act": "in place, random draws: test_wcst_act",
     "sgd_step": "in-place optimizer update: test_optimizer_updates",
     "adam_step": "in-place optimizer update: test_optimizer_updates",
     "clip_scale": "in-place optimizer update: test_optimizer_updates",
@@ -162,6 +163,21 @@ def test_kv_push(backend):
         for r in range(3):
             want[(3 + r) % 4] = np.arange(6, dtype=np.float32).reshape(3, 1, 2)[r]
         assert np.array_equal(buf.numpy(), want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_wcst_act(backend):
+    # logits favour action 2 by 40: every draw takes it; rule 1 (shape) of cards whose shape is
+    # 2 except the last: rewards 1, 1, 1, -1; the episode is not perfect, so the streak resets
+    with metacl.Context(backend) as ctx:
+        st = ctx.tensor(np.array([1, 2, 0, 0, 0], np.float32))
+        lg = ctx.tensor(np.array([[0, 0, 40, 0]] * 4, np.float32))
+        cards = ctx.tensor(np.array([[0, 2, 1], [1, 2, 3], [3, 2, 0], [2, 1, 0]], np.float32))
+        act, rew = ctx.zeros(4), ctx.zeros(4)
+        assert ops.wcst_act(st, lg, cards, act, rew, 7, 1, 0, 3, 1.0, -1.0) is None
+        assert np.array_equal(act.numpy(), [2, 2, 2, 2])
+        assert np.array_equal(rew.numpy(), [1, 1, 1, -1])
+        assert np.array_equal(st.numpy(), [1, 0, 0, 0, 0])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

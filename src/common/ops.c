@@ -608,6 +608,28 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 0, x->ndim, x->shape);
         return MCL_OK;
     }
+    case MCL_OP_WCST_ACT: {
+        const mcl_tensor *lg = y, *cards = a->in[2], *act = a->in[3], *rew = a->in[4];
+        if (x->ndim != 1 || x->shape[0] < 5)
+            return SHAPE_ERR("wcst_act: state %s must be [S], S >= 5", mcl_shape_str(x, s1, sizeof s1));
+        if (lg->ndim != 2 || lg->shape[1] > 64)
+            return SHAPE_ERR("wcst_act: logits %s must be [L,A], A <= 64", mcl_shape_str(lg, s1, sizeof s1));
+        const int64_t L = lg->shape[0];
+        if (cards->ndim != 2 || cards->shape[0] != L || cards->shape[1] != 3)
+            return SHAPE_ERR("wcst_act: cards %s must be [%lld,3]", mcl_shape_str(cards, s1, sizeof s1),
+                             (long long)L);
+        if (act->ndim != 1 || act->shape[0] != L || rew->ndim != 1 || rew->shape[0] != L)
+            return SHAPE_ERR("wcst_act: act %s and reward %s must be [%lld]", mcl_shape_str(act, s1, sizeof s1),
+                             mcl_shape_str(rew, s2, sizeof s2), (long long)L);
+        if (x->shape[0] >= (1 << 24) || L >= (1 << 24))
+            return SHAPE_ERR("wcst_act: state %s or %lld cards beyond 2^24", mcl_shape_str(x, s1, sizeof s1),
+                             (long long)L);
+        if (a->p.i[0] < 1 || a->p.i[0] >= (1 << 24))
+            return INVALID("wcst_act: solve episodes %lld must be in 1..2^24", (long long)a->p.i[0]);
+        if (!isfinite(a->p.f[0]) || !isfinite(a->p.f[1]))
+            return INVALID("wcst_act: rewards %g, %g must be finite", (double)a->p.f[0], (double)a->p.f[1]);
+        return MCL_OK;
+    }
     case MCL_OP_SGD_STEP:
         if ((s = need_same(ctx, op, x, y, "param", "grad")) != MCL_OK) return s;
         return need_same(ctx, op, x, a->in[2], "param", "momentum");
@@ -1128,6 +1150,28 @@ mcl_status mcl_kv_push(mcl_ctx *ctx, mcl_tensor *buf, mcl_tensor *x, int64_t pos
     a.in[0] = buf;
     a.in[1] = x;
     a.p.i[0] = pos;
+    return mcl_op_run(ctx, &a);
+}
+
+mcl_status mcl_wcst_act(mcl_ctx *ctx, mcl_tensor *state, mcl_tensor *logits, mcl_tensor *cards, mcl_tensor *act,
+                        mcl_tensor *reward, uint64_t seed, uint64_t stream, uint64_t counter,
+                        int64_t solve_episodes, float reward_correct, float reward_wrong)
+{
+    if (!ctx) return MCL_ERR_NULL;
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_WCST_ACT;
+    a.in[0] = state;
+    a.in[1] = logits;
+    a.in[2] = cards;
+    a.in[3] = act;
+    a.in[4] = reward;
+    a.p.u[0] = seed;
+    a.p.u[1] = stream;
+    a.p.u[2] = counter;
+    a.p.i[0] = solve_episodes;
+    a.p.f[0] = reward_correct;
+    a.p.f[1] = reward_wrong;
     return mcl_op_run(ctx, &a);
 }
 

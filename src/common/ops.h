@@ -149,6 +149,15 @@ mcl_tensor *mcl_grad_preproc(mcl_ctx *ctx, mcl_tensor *z, float p);
 mcl_tensor *mcl_smn_write(mcl_ctx *ctx, mcl_tensor *m0, mcl_tensor *idx, mcl_tensor *zs,
                           mcl_tensor *const phi[6], float slope);
 
+/* The WCST agent's episode, in place on the device (ops.def wcst_act; doc/smn.md): sample an
+ * action for each of the L cards from logits [L,A] with the uniforms of (seed, stream,
+ * counter + c), score it against the card's value cards [L,3] of the rule in force (state [S],
+ * updated: the rule's schedule after the episode), writing act [L] and reward [L]
+ * (reward_correct / reward_wrong). No gradient; solve_episodes >= 1. */
+mcl_status mcl_wcst_act(mcl_ctx *ctx, mcl_tensor *state, mcl_tensor *logits, mcl_tensor *cards, mcl_tensor *act,
+                        mcl_tensor *reward, uint64_t seed, uint64_t stream, uint64_t counter,
+                        int64_t solve_episodes, float reward_correct, float reward_wrong);
+
 /* The inputs of Sparse-MetaNet's write in one pass (no gradient: the write is data):
  * out[0] = gamma·avg + beta1·g (the new gradient average, shape of avg) and
  * out[1] [m,2] = mcl_grad_preproc(out[0][idx_e] + beta2·g[idx_e], p) for the m flat indices

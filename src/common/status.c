@@ -1,4 +1,5 @@
 /* status.c — names of status codes; error-buffer and key = value helpers. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include "status.h"
 
 #include <errno.h>
@@ -131,6 +132,45 @@ mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, v
     free(kv);
     free(copy);
     return st;
+}
+
+mcl_status mcl_kv_list_add(void *list, const char *key, const char *value, char *msg, size_t msg_len)
+{
+    mcl_kv_list *m = list;
+    if (m->n == m->cap) {
+        int nc = m->cap ? m->cap * 2 : 64;
+        if (nc > 100000) return mcl_errbuf(msg, msg_len, MCL_ERR_FORMAT, "too many keys");
+        mcl_kv_pair *nk = realloc(m->kv, sizeof *nk * (size_t)nc);
+        if (!nk) return mcl_errbuf(msg, msg_len, MCL_ERR_OOM, "out of memory");
+        m->kv = nk;
+        m->cap = nc;
+    }
+    m->kv[m->n].key = strdup(key);
+    m->kv[m->n].value = strdup(value);
+    if (!m->kv[m->n].key || !m->kv[m->n].value) {
+        free(m->kv[m->n].key);
+        free(m->kv[m->n].value);
+        return mcl_errbuf(msg, msg_len, MCL_ERR_OOM, "out of memory");
+    }
+    m->n++;
+    return MCL_OK;
+}
+
+const char *mcl_kv_list_get(const mcl_kv_list *m, const char *key)
+{
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->kv[i].key, key) == 0) return m->kv[i].value;
+    return NULL;
+}
+
+void mcl_kv_list_free(mcl_kv_list *m)
+{
+    for (int i = 0; i < m->n; i++) {
+        free(m->kv[i].key);
+        free(m->kv[i].value);
+    }
+    free(m->kv);
+    memset(m, 0, sizeof *m);
 }
 
 int mcl_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)

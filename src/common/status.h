@@ -51,6 +51,20 @@ typedef mcl_status (*mcl_kv_setter)(void *obj, const char *key, const char *valu
 mcl_status mcl_kv_parse(const char *text, const char *what, mcl_kv_setter set, void *obj,
                         char *err, size_t len);
 
+/* The pairs of a "key = value" text in file order: mcl_kv_parse(text, what, mcl_kv_list_add,
+ * &list, ...) fills a zeroed list (at most 100 000 keys); mcl_kv_list_get gives a key's value
+ * (NULL when absent); mcl_kv_list_free frees the strings and zeroes the list. */
+typedef struct mcl_kv_pair {
+    char *key, *value;
+} mcl_kv_pair;
+typedef struct mcl_kv_list {
+    mcl_kv_pair *kv;
+    int n, cap;
+} mcl_kv_list;
+mcl_status mcl_kv_list_add(void *list, const char *key, const char *value, char *msg, size_t msg_len);
+const char *mcl_kv_list_get(const mcl_kv_list *list, const char *key);
+void mcl_kv_list_free(mcl_kv_list *list);
+
 /* Notices for a person watching (e.g. "compiling the OpenCL kernels ..." before a build that
  * takes minutes). The library never prints: a program that wants them installs a sink, which
  * gets each message without a trailing newline. NULL (the default) drops them. Not

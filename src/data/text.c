@@ -31,17 +31,8 @@ typedef struct text_domain {
     uint8_t *bytes; /* train | valid | test, contiguous */
 } text_domain;
 
-typedef struct meta_kv {
-    char *key, *value;
-} meta_kv;
-
-typedef struct meta_list {
-    meta_kv *kv;
-    int n, cap;
-} meta_list;
-
 struct mcl_text_corpus {
-    meta_list meta; /* every line of meta.txt */
+    mcl_kv_list meta; /* every line of meta.txt */
     char name[64];
     char path[4096];
     int n;
@@ -106,47 +97,7 @@ static int join(char *out, size_t cap, const char *dir, const char *file)
 
 /* ---- meta.txt ---- */
 
-static mcl_status meta_collect(void *obj, const char *key, const char *value, char *msg,
-                               size_t msg_len)
-{
-    meta_list *m = obj;
-    if (m->n == m->cap) {
-        int nc = m->cap ? m->cap * 2 : 64;
-        if (nc > 100000) return mcl_errbuf(msg, msg_len, MCL_ERR_FORMAT, "too many keys");
-        meta_kv *nk = realloc(m->kv, sizeof *nk * (size_t)nc);
-        if (!nk) return mcl_errbuf(msg, msg_len, MCL_ERR_OOM, "out of memory");
-        m->kv = nk;
-        m->cap = nc;
-    }
-    m->kv[m->n].key = strdup(key);
-    m->kv[m->n].value = strdup(value);
-    if (!m->kv[m->n].key || !m->kv[m->n].value) {
-        free(m->kv[m->n].key);
-        free(m->kv[m->n].value);
-        return mcl_errbuf(msg, msg_len, MCL_ERR_OOM, "out of memory");
-    }
-    m->n++;
-    return MCL_OK;
-}
-
-static void meta_free(meta_list *m)
-{
-    for (int i = 0; i < m->n; i++) {
-        free(m->kv[i].key);
-        free(m->kv[i].value);
-    }
-    free(m->kv);
-    memset(m, 0, sizeof *m);
-}
-
-static const char *meta_get(const meta_list *m, const char *key)
-{
-    for (int i = 0; i < m->n; i++)
-        if (strcmp(m->kv[i].key, key) == 0) return m->kv[i].value;
-    return NULL;
-}
-
-static mcl_status meta_read(const char *dir, meta_list *m, char *err, size_t len)
+static mcl_status meta_read(const char *dir, mcl_kv_list *m, char *err, size_t len)
 {
     memset(m, 0, sizeof *m);
     char path[4200];
@@ -164,10 +115,10 @@ static mcl_status meta_read(const char *dir, meta_list *m, char *err, size_t len
     char *txt = NULL;
     mcl_status s = mcl_read_text_file(path, 1u << 20, &txt, err, len);
     if (s != MCL_OK) return s;
-    s = mcl_kv_parse(txt, path, meta_collect, m, err, len);
+    s = mcl_kv_parse(txt, path, mcl_kv_list_add, m, err, len);
     free(txt);
     if (s != MCL_OK) {
-        meta_free(m);
+        mcl_kv_list_free(m);
         return s == MCL_ERR_OOM ? s : MCL_ERR_FORMAT;
     }
     return MCL_OK;
@@ -176,11 +127,11 @@ static mcl_status meta_read(const char *dir, meta_list *m, char *err, size_t len
 int mcl_text_is_corpus(const char *dir)
 {
     if (!dir) return 0;
-    meta_list m;
+    mcl_kv_list m;
     if (meta_read(dir, &m, NULL, 0) != MCL_OK) return 0;
-    const char *k = meta_get(&m, "kind");
+    const char *k = mcl_kv_list_get(&m, "kind");
     int yes = k && strcmp(k, "text") == 0;
-    meta_free(&m);
+    mcl_kv_list_free(&m);
     return yes;
 }
 
@@ -190,11 +141,11 @@ static int parse_size(const char *s, int64_t *v)
 }
 
 /* Fill c's domains from meta.txt. */
-static mcl_status corpus_from_meta(mcl_text_corpus *c, const meta_list *m, const char *mpath,
+static mcl_status corpus_from_meta(mcl_text_corpus *c, const mcl_kv_list *m, const char *mpath,
                                    char *err, size_t len)
 {
-    const char *fmt = meta_get(m, "format"), *kind = meta_get(m, "kind"),
-               *doms = meta_get(m, "domains"), *name = meta_get(m, "name");
+    const char *fmt = mcl_kv_list_get(m, "format"), *kind = mcl_kv_list_get(m, "kind"),
+               *doms = mcl_kv_list_get(m, "domains"), *name = mcl_kv_list_get(m, "name");
     if (!kind || strcmp(kind, "text") != 0)
         return mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: not a text corpus (no 'kind = text')",
                           mpath);
@@ -230,13 +181,13 @@ static mcl_status corpus_from_meta(mcl_text_corpus *c, const meta_list *m, const
         char key[64];
         for (int s = 0; s < PARTS; s++) {
             snprintf(key, sizeof key, "%s.%s", d->name, part_names[s]);
-            const char *v = meta_get(m, key);
+            const char *v = mcl_kv_list_get(m, key);
             if (!v || !parse_size(v, &d->part[s]))
                 return mcl_errbuf(err, len, MCL_ERR_FORMAT, "%s: '%s' is %s", mpath, key,
                                   v ? "not a size" : "missing");
         }
         snprintf(key, sizeof key, "%s.packages", d->name);
-        const char *src = meta_get(m, key);
+        const char *src = mcl_kv_list_get(m, key);
         d->source = strdup(src ? src : "");
         if (!d->source) return mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
     }
@@ -267,7 +218,7 @@ static mcl_status read_exact(const char *path, uint8_t *dst, int64_t want, char 
 void mcl_text_close(mcl_text_corpus *c)
 {
     if (!c) return;
-    meta_free(&c->meta);
+    mcl_kv_list_free(&c->meta);
     for (int i = 0; i < c->n; i++) {
         free(c->d[i].source);
         free(c->d[i].bytes);
@@ -362,7 +313,7 @@ const char *mcl_text_name(const mcl_text_corpus *c) { return c ? c->name : NULL;
 
 const char *mcl_text_meta(const mcl_text_corpus *c, const char *key)
 {
-    return c && key ? meta_get(&c->meta, key) : NULL;
+    return c && key ? mcl_kv_list_get(&c->meta, key) : NULL;
 }
 const char *mcl_text_path(const mcl_text_corpus *c) { return c ? c->path : NULL; }
 
@@ -657,7 +608,7 @@ mcl_status mcl_text_verify(const char *dir, mcl_text_check **checks, int *n, cha
                      fp, e[i].got, e[i].want);
     }
     /* every part file of every domain, and meta.txt, must be listed */
-    meta_list m;
+    mcl_kv_list m;
     char merr[512] = "";
     if (!first[0] && meta_read(dir, &m, merr, sizeof merr) == MCL_OK) {
         mcl_text_corpus *c = calloc(1, sizeof *c);
@@ -678,7 +629,7 @@ mcl_status mcl_text_verify(const char *dir, mcl_text_check **checks, int *n, cha
                 if (!found) (void)mcl_errbuf(first, sizeof first, MCL_OK, "%s: does not list %s", path, fn);
             }
         mcl_text_close(c);
-        meta_free(&m);
+        mcl_kv_list_free(&m);
     } else if (!first[0])
         (void)mcl_errbuf(first, sizeof first, MCL_OK, "%s", merr);
     *checks = e;

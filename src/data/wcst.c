@@ -488,3 +488,30 @@ mcl_status mcl_wcst_restore(mcl_wcst *env, const int64_t *buf, int64_t n)
     }
     return MCL_OK;
 }
+
+void mcl_wcst_cards_ahead(const mcl_wcst *env, int64_t n, int *cards)
+{
+    if (!env || !cards || n < 1) return;
+    mcl_wcst tmp = *env; /* the card stream only: a counter-based generator, copied by value */
+    for (int64_t i = 0; i < n; i++) {
+        if (i > 0) draw_card(&tmp);
+        for (int a = 0; a < MCL_WCST_ATTRS; a++) cards[i * MCL_WCST_ATTRS + a] = tmp.card[a];
+    }
+}
+
+mcl_status mcl_wcst_device_state(const mcl_wcst *env, int n_draws, float *state)
+{
+    if (!env || !state) return MCL_ERR_NULL;
+    if (env->step != 0 || n_draws < 0) return MCL_ERR_STATE;
+    state[0] = (float)env->rule;
+    state[1] = (float)env->streak;
+    state[2] = (float)env->solved;
+    state[3] = env->solved ? (float)(env->switch_episode - env->episode) : 0.0f;
+    state[4] = 0.0f;
+    mcl_rng r = env->rule_rng;
+    int offset = env->solved; /* a pending switch: its offset is the next draw */
+    for (int i = 0; i < n_draws; i++, offset = !offset)
+        state[5 + i] = (float)(offset ? mcl_rng_next_below(&r, 2)
+                                      : mcl_rng_next_below(&r, (uint32_t)env->cfg.switch_within));
+    return MCL_OK;
+}

@@ -141,6 +141,20 @@ const mcl_wcst_task_stats *mcl_wcst_task(const mcl_wcst *env, int i);
 int64_t mcl_wcst_snapshot(const mcl_wcst *env, int64_t *buf, int64_t cap);
 mcl_status mcl_wcst_restore(mcl_wcst *env, const int64_t *buf, int64_t n);
 
+/* The cards of the next n steps, in order, the current card first (cards[3n]: colour, shape,
+ * number of each): the cards do not depend on the actions (their stream is drawn once per
+ * card), so they are known before the agent acts. The environment is not changed. */
+void mcl_wcst_cards_ahead(const mcl_wcst *env, int64_t n, int *cards);
+
+/* The rule's state at the start of the current episode as the device's episodes take it
+ * (ops.def wcst_act): state[0] rule, [1] streak, [2] solved, [3] countdown (episodes to the
+ * pending switch, else 0), [4] 0 (the next draw), then the next n_draws draws of the rule
+ * stream in the order the environment will make them (the switch delay at a solve, the new
+ * rule's offset 0/1 at the switch; a pending switch's offset first): 5 + n_draws floats. Two
+ * draws per episode are enough for any number of episodes. The environment is not changed.
+ * MCL_ERR_STATE when the environment is inside an episode; MCL_ERR_NULL for NULLs. */
+mcl_status mcl_wcst_device_state(const mcl_wcst *env, int n_draws, float *state);
+
 /* The 12-entry code of a card (values in 0..3), and of reference card k. */
 void mcl_wcst_encode_card(const int card[MCL_WCST_ATTRS], float *obs12);
 void mcl_wcst_reference_card(int k, float *obs12);

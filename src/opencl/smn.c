@@ -174,6 +174,27 @@ mcl_status mcl_ocl_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
     return MCL_OK;
 }
 
+/* wcst_act (ops.def; src/ref/smn.c): the WCST agent's episode in place, one work-item over the
+ *   state [S], logits [L,A], cards [L,3], act [L] (written), reward [L] (written). */
+mcl_status mcl_ocl_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    cl_kernel k = mcl_ocl_kernel(be, "wcst_act", NULL);
+    int i = k ? 0 : -1;
+    for (int j = 0; j < 5; j++) i = mcl_ocl_arg_tensor(be, k, i, a->in[j]);
+    i = mcl_ocl_arg_int(be, k, i, (int)a->in[0]->shape[0]);
+    i = mcl_ocl_arg_int(be, k, i, (int)a->in[1]->shape[0]);
+    i = mcl_ocl_arg_int(be, k, i, (int)a->in[1]->shape[1]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+    i = mcl_ocl_arg_int(be, k, i, (int)a->p.i[0]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[1]);
+    char wb[160];
+    mcl_ocl_what_op(wb, sizeof wb, "wcst_act", "forward", "wcst_act", "logits", a->in[1]);
+    return mcl_ocl_launch(be, k, i, 1, wb);
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* smn_avg_z */
 

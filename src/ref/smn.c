@@ -47,7 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exp_nonpos.h"
 #include "ref.h"
+#include "rng.h"
 
 /* Elements below which grad_preproc and the gradient copy of smn_write stay serial. */
 #define SMN_ELEM_PAR_MIN ((int64_t)1 << 16)
@@ -511,6 +513,72 @@ mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
         }
     }
     free(P);
+    return MCL_OK;
+}
+
+/* wcst_act (ops.def): the WCST agent's episode in place, one card after the other.
+ *   in[0] state [S]: rule, streak, solved, countdown, next, then S - 5 draws (ops.def)
+ *   in[1] logits [L,A], in[2] cards [L,3], in[3] act [L] (written), in[4] reward [L] (written)
+ *   p.u[0..2] seed, stream, counter; p.i[0] solve episodes; p.f[0], p.f[1] the rewards
+ * Card c: e_a = exp(l_a − max_a l_a) (mcl_exp_nonpos: plain float operations, which the kernel
+ * repeats, so both backends draw the same action), z = e_0 + .. + e_{A-1} in order,
+ * u = mcl_rng_uniform(seed, stream, counter + c), act = the first a with u·z < e_0 + .. + e_a
+ * (A − 1 if none), reward = act == cards[c, rule] ? f0 : f1. Then the rule's schedule, once per
+ * call (an episode), as mcl_wcst_step's at an episode's end (src/data/wcst.c). */
+mcl_status mcl_ref_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    float *st = mcl_ref_ptr(a->in[0]);
+    const float *lg = mcl_ref_ptr(a->in[1]), *cards = mcl_ref_ptr(a->in[2]);
+    float *act = mcl_ref_ptr(a->in[3]), *rew = mcl_ref_ptr(a->in[4]);
+    const int64_t S = a->in[0]->shape[0], L = a->in[1]->shape[0], A = a->in[1]->shape[1];
+    const int rule = st[0] >= 0.0f && st[0] < 3.0f ? (int)st[0] : -1; /* else every card is wrong */
+    int perfect = 1;
+    for (int64_t c = 0; c < L; c++) {
+        const float *l = lg + c * A;
+        float m = l[0], z = 0.0f, e[64];
+        for (int64_t k = 1; k < A; k++) m = l[k] > m ? l[k] : m;
+        for (int64_t k = 0; k < A; k++) z += e[k] = mcl_exp_nonpos(l[k] - m);
+        const float t = mcl_rng_uniform(a->p.u[0], a->p.u[1], a->p.u[2] + (uint64_t)c) * z;
+        float acc = 0.0f;
+        int64_t pick = A - 1;
+        for (int64_t k = 0; k < A; k++) {
+            acc += e[k];
+            if (t < acc) {
+                pick = k;
+                break;
+            }
+        }
+        const int ok = rule >= 0 && cards[c * 3 + rule] == (float)pick;
+        act[c] = (float)pick;
+        rew[c] = ok ? a->p.f[0] : a->p.f[1];
+        perfect &= ok;
+    }
+    /* the schedule: streak, solve (draw d), countdown, switch (draw the new rule's offset) */
+    float streak = perfect ? st[1] + 1.0f : 0.0f, solved = st[2], count = st[3], next = st[4];
+    float r = st[0];
+    if (solved == 0.0f && streak >= (float)a->p.i[0]) {
+        const float d = next >= 0.0f && next < (float)(S - 5) ? st[5 + (int64_t)next] : 0.0f;
+        solved = 1.0f;
+        count = 1.0f + (d >= 0.0f ? d : 0.0f);
+        next += 1.0f;
+    }
+    if (solved != 0.0f) {
+        count -= 1.0f;
+        if (count <= 0.0f) {
+            const float o = next >= 0.0f && next < (float)(S - 5) ? st[5 + (int64_t)next] : 0.0f;
+            r = (float)((rule + 1 + (o == 1.0f ? 1 : 0)) % 3);
+            next += 1.0f;
+            streak = 0.0f;
+            solved = 0.0f;
+            count = 0.0f;
+        }
+    }
+    st[0] = r;
+    st[1] = streak;
+    st[2] = solved;
+    st[3] = count;
+    st[4] = next;
     return MCL_OK;
 }
 

@@ -20,56 +20,6 @@
 #include "textprep.h"
 #include "util.h"
 
-typedef struct pin_kv {
-    char *key, *value;
-} pin_kv;
-
-typedef struct pin_list {
-    pin_kv *kv;
-    int n, cap;
-} pin_list;
-
-static mcl_status pin_collect(void *obj, const char *key, const char *value, char *msg,
-                              size_t msg_len)
-{
-    (void)msg;
-    (void)msg_len;
-    pin_list *m = obj;
-    if (m->n == m->cap) {
-        int nc = m->cap ? 2 * m->cap : 64;
-        pin_kv *nk = realloc(m->kv, sizeof *nk * (size_t)nc);
-        if (!nk) return MCL_ERR_OOM;
-        m->kv = nk;
-        m->cap = nc;
-    }
-    m->kv[m->n].key = strdup(key);
-    m->kv[m->n].value = strdup(value);
-    if (!m->kv[m->n].key || !m->kv[m->n].value) {
-        free(m->kv[m->n].key);
-        free(m->kv[m->n].value);
-        return MCL_ERR_OOM;
-    }
-    m->n++;
-    return MCL_OK;
-}
-
-static void pin_free(pin_list *m)
-{
-    for (int i = 0; i < m->n; i++) {
-        free(m->kv[i].key);
-        free(m->kv[i].value);
-    }
-    free(m->kv);
-    memset(m, 0, sizeof *m);
-}
-
-static const char *pin_get(const pin_list *m, const char *key)
-{
-    for (int i = 0; i < m->n; i++)
-        if (strcmp(m->kv[i].key, key) == 0) return m->kv[i].value;
-    return NULL;
-}
-
 /* The version of package pkg in a "pkg version, pkg version" list into ver ("" when the list
  * does not hold pkg); returns 1 when found. */
 static int pkg_version(const char *list, const char *pkg, char *ver, size_t cap)
@@ -150,21 +100,21 @@ mcl_status mcl_text_pin_compare(const char *dir, const char *manifest, mcl_text_
     char *txt = NULL, e2[768] = "";
     mcl_status st = mcl_read_text_file(manifest, (size_t)1 << 20, &txt, e2, sizeof e2);
     if (st != MCL_OK) return mcl_errbuf(err, len, st, "the pinned manifest: %s", e2);
-    pin_list man = {0};
-    st = mcl_kv_parse(txt, manifest, pin_collect, &man, e2, sizeof e2);
+    mcl_kv_list man = {0};
+    st = mcl_kv_parse(txt, manifest, mcl_kv_list_add, &man, e2, sizeof e2);
     free(txt);
-    const char *kind = st == MCL_OK ? pin_get(&man, "kind") : NULL;
+    const char *kind = st == MCL_OK ? mcl_kv_list_get(&man, "kind") : NULL;
     if (st == MCL_OK && (!kind || strcmp(kind, "text-manifest") != 0))
         st = mcl_errbuf(e2, sizeof e2, MCL_ERR_FORMAT, "%s: not a text manifest (no 'kind = text-manifest')",
                         manifest);
     if (st != MCL_OK) {
-        pin_free(&man);
+        mcl_kv_list_free(&man);
         return mcl_errbuf(err, len, st, "%s", e2);
     }
     mcl_text_corpus *c = NULL;
     st = mcl_text_open(dir, 0, &c, e2, sizeof e2);
     if (st != MCL_OK) {
-        pin_free(&man);
+        mcl_kv_list_free(&man);
         return mcl_errbuf(err, len, st, "%s", e2);
     }
     mcl_text_check *ch = NULL;
@@ -175,7 +125,7 @@ mcl_status mcl_text_pin_compare(const char *dir, const char *manifest, mcl_text_
     if (!dr) {
         free(ch);
         mcl_text_close(c);
-        pin_free(&man);
+        mcl_kv_list_free(&man);
         return mcl_errbuf(err, len, MCL_ERR_OOM, "out of memory");
     }
     for (int d = 0; d < nd; d++) {
@@ -184,7 +134,7 @@ mcl_status mcl_text_pin_compare(const char *dir, const char *manifest, mcl_text_
         snprintf(x->domain, sizeof x->domain, "%s", name);
         char key[160];
         snprintf(key, sizeof key, "%s.packages", name);
-        const char *pinned = pin_get(&man, key);
+        const char *pinned = mcl_kv_list_get(&man, key);
         if (!pinned) {
             x->state = MCL_TEXT_PIN_UNPINNED;
             continue;
@@ -195,7 +145,7 @@ mcl_status mcl_text_pin_compare(const char *dir, const char *manifest, mcl_text_
             if (!file_of_domain(ch[i].file, name, here) && !file_of_domain(ch[i].file, name, pinned))
                 continue;
             snprintf(key, sizeof key, "sha256.%s", ch[i].file);
-            const char *want = pin_get(&man, key);
+            const char *want = mcl_kv_list_get(&man, key);
             if (!want || strcmp(want, ch[i].got) != 0) add_item(x->files, sizeof x->files, ch[i].file);
         }
         /* a part the manifest pins but the corpus's SHA256SUMS does not list */
@@ -211,7 +161,7 @@ mcl_status mcl_text_pin_compare(const char *dir, const char *manifest, mcl_text_
     }
     free(ch);
     mcl_text_close(c);
-    pin_free(&man);
+    mcl_kv_list_free(&man);
     *out = dr;
     *n_out = nd;
     return MCL_OK;

@@ -22,6 +22,14 @@ typedef struct smn_fs {
     /* wcst */
     mcl_wcst *env;
     float obs[MCL_WCST_CARD_DIM];
+    /* wcst: the window's episodes act and score on the device (ops.def wcst_act, no read
+     * between them); their actions and rewards are read once the step is done and replayed
+     * on the host environment, the ground truth of every statistic (mcl_smn_score_pending) */
+    mcl_tensor *wc_state;                       /* [5 + 2·MAX_K]: the rule's state and draws */
+    mcl_tensor *wc_act[MCL_METANET_MAX_K];      /* [L] each: an episode's actions           */
+    mcl_tensor *wc_rew[MCL_METANET_MAX_K];      /* [L] each: its rewards                     */
+    float *wc_host;                             /* [MAX_K · 2L]: the reads of both          */
+    int wc_n;                                   /* episodes queued since the last replay    */
     /* onlinex, classes */
     mcl_dataset *ds;
     mcl_stream *stream;
@@ -72,8 +80,11 @@ mcl_status mcl_smn_window_end(smn_fs *t);
 
 /* Tasks solved so far (wcst) or reached (onlinex). */
 int mcl_smn_fs_tasks_done(const smn_fs *t);
-/* Score the predictions the last step queued (t->n_pend slots) and empty the queue. */
-void mcl_smn_score_pending(smn_fs *t);
+/* Score the predictions the last step queued (t->n_pend slots; WCST: replay the queued
+ * episodes' actions on the host environment) and empty the queue, once the context's queue is
+ * finished. MCL_ERR_BACKEND (with the context's message) when the device's rewards disagree
+ * with the environment's. */
+mcl_status mcl_smn_score_pending(smn_fs *t);
 
 /* The optimizer of the run key `optimizer` (MCL_SMN_OPT_*). */
 mcl_optim_kind mcl_smn_optim_kind(int o);

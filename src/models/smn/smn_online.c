@@ -184,8 +184,11 @@ mcl_status mcl_smn_online_run(mcl_ctx *ctx, const mcl_smn_run *cfg_in, const mcl
             st = mcl_smn_env_step(t, MCL_SMN_FAST_STEP, &loss);
             mcl_no_grad_end(ctx);
         }
+        if (st == MCL_OK) { /* the step's predictions, as the harness's step scores them: one wait */
+            st = mcl_ctx_finish(ctx);
+            if (st == MCL_OK) st = mcl_smn_score_pending(t);
+        }
         if (st != MCL_OK) st = fail(err, len, st, "step %lld: %s", (long long)t->env_steps, mcl_ctx_error(ctx));
-        else mcl_smn_score_pending(t); /* the step's predictions, as the harness's step scores them */
         mcl_ctx_reset(ctx);
     }
     if (st == MCL_OK && collect(t, out, o->max_tasks) != MCL_OK) st = fail(err, len, MCL_ERR_OOM, "out of memory");

@@ -151,6 +151,12 @@ void mcl_smn_fs_free(void *p)
     if (!t) return;
     free(t->pend);
     free(t->pend_lab);
+    mcl_tensor_free(t->wc_state);
+    for (int j = 0; j < MCL_METANET_MAX_K; j++) {
+        mcl_tensor_free(t->wc_act[j]);
+        mcl_tensor_free(t->wc_rew[j]);
+    }
+    free(t->wc_host);
     mcl_smn_free(t->m);
     mcl_wcst_free(t->env);
     mcl_stream_free(t->stream);
@@ -332,77 +338,122 @@ static int argmax(const float *row, int64_t n)
     return best;
 }
 
-/* Sample an action from logits (4) with the uniform u. */
-static int sample_action(const float *lg, int n, float u)
+/* The device tensors of the WCST episodes (created once): the rule's state and, per episode of
+ * a window, its actions and rewards; the host array their reads land in. */
+static mcl_status wcst_buffers(smn_fs *t, int L)
 {
-    double mx = lg[0], z = 0.0, p[64];
-    for (int a = 1; a < n; a++)
-        if (lg[a] > mx) mx = lg[a];
-    for (int a = 0; a < n; a++) z += p[a] = exp((double)lg[a] - mx);
-    double acc = 0.0;
-    for (int a = 0; a < n; a++) {
-        acc += p[a] / z;
-        if ((double)u < acc) return a;
+    mcl_ctx *ctx = t->ctx;
+    const int64_t ns = 5 + 2 * MCL_METANET_MAX_K, nl = L;
+    if (!t->wc_state) t->wc_state = mcl_tensor_create(ctx, 1, &ns);
+    for (int j = 0; j < MCL_METANET_MAX_K; j++) {
+        if (!t->wc_act[j]) t->wc_act[j] = mcl_tensor_create(ctx, 1, &nl);
+        if (!t->wc_rew[j]) t->wc_rew[j] = mcl_tensor_create(ctx, 1, &nl);
+        if (!t->wc_act[j] || !t->wc_rew[j]) return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
     }
-    return n - 1;
+    if (!t->wc_host) t->wc_host = malloc((size_t)MCL_METANET_MAX_K * 2 * (size_t)L * sizeof *t->wc_host);
+    if (!t->wc_state || !t->wc_host) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "out of memory");
+    return MCL_OK;
 }
 
-/* One WCST episode: act card by card (no gradient, W + M_{t-1}), then the A2C loss of the
- * episode on the tape:
+/* One WCST episode, all on the device (no read-back: doc/smn.md, "The episode on the device").
+ * The L cards are known before the agent acts (mcl_wcst_cards_ahead: the j-th episode of the
+ * window is the j-th block of L cards ahead), so the policy's forward sees the whole episode
+ * at once (W + M_{t-1}: the fast weights do not change within an episode); wcst_act draws
+ * each card's action from those logits with the uniform Philox(seed, STREAM_ACT, card index),
+ * scores it against the rule in force and carries the rule's state to the next episode of the
+ * window. Then the A2C loss of the episode on the tape:
  *   L = −(1/L) Σ_c log π(a_c|s_c)·(r_c − V(s_c))  +  value_coef·(1/L) Σ_c (V(s_c) − r_c)²
  *       − entropy·(1/L) Σ_c H(π(·|s_c))
- * (each card is a one-step decision: its return is its own reward; the advantage's V is data). */
+ * (each card is a one-step decision: its return is its own reward; the advantage's V is data,
+ * computed without a gradient from the device's values). The actions and rewards are read
+ * once the step is done and replayed on the host environment (mcl_smn_score_pending). */
 static mcl_status wcst_episode(smn_fs *t, mcl_smn_mode mode, mcl_tensor **loss)
 {
     mcl_ctx *ctx = t->ctx;
-    const int L = t->cfg.episode_len, D = MCL_WCST_CARD_DIM, A = MCL_WCST_ACTIONS;
-    float *obs = malloc((size_t)L * D * sizeof *obs), *rew = malloc((size_t)L * sizeof *rew);
-    float *cw = calloc((size_t)L * A, sizeof *cw);
-    int *act = malloc((size_t)L * sizeof *act);
-    mcl_status st = obs && rew && cw && act ? MCL_OK : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "out of memory");
-    mcl_no_grad_begin(ctx);
-    for (int c = 0; c < L && st == MCL_OK; c++) {
-        memcpy(obs + (size_t)c * D, t->obs, (size_t)D * sizeof *obs);
-        mcl_tensor *x = host_tensor(ctx, t->obs, 1, D), *lg = NULL;
-        st = x ? mcl_smn_forward(t->m, MCL_SMN_FAST_STEP, x, 1, &lg, NULL) : mcl_ctx_status(ctx);
-        float l4[MCL_WCST_ACTIONS];
-        if (st == MCL_OK) st = mcl_tensor_read(lg, l4, A);
-        mcl_tensor_free(x);
-        if (st != MCL_OK) break;
-        mcl_wcst_info info;
-        const uint64_t card = (uint64_t)(t->env_steps * L + c);
-        act[c] = sample_action(l4, A, mcl_rng_uniform(t->seed, STREAM_ACT, card));
-        st = mcl_wcst_step(t->env, act[c], &rew[c], t->obs, &info);
-        if (st != MCL_OK) st = mcl_ctx_set_error(ctx, st, "WCST step: %s", mcl_status_str(st));
-        t->win_hits += info.correct;
-        t->win_n += 1;
-    }
-    mcl_no_grad_end(ctx);
-    mcl_tensor *lg = NULL, *v = NULL;
-    mcl_tensor *x = st == MCL_OK ? host_tensor(ctx, obs, L, D) : NULL;
-    if (st == MCL_OK) st = x ? mcl_smn_forward(t->m, mode, x, L, &lg, &v) : mcl_ctx_status(ctx);
-    float *vh = st == MCL_OK ? mcl_smn_read_host(v, L) : NULL;
-    if (st == MCL_OK && !vh) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
+    const int L = t->cfg.episode_len, D = MCL_WCST_CARD_DIM, A = MCL_WCST_ACTIONS, j = t->wc_n;
+    if (j >= MCL_METANET_MAX_K)
+        return mcl_ctx_set_error(ctx, MCL_ERR_STATE, "smn: %d WCST episodes queued without a replay", j);
+    mcl_status st = wcst_buffers(t, L);
+    if (st != MCL_OK) return st;
+    float *obs = malloc((size_t)L * D * sizeof *obs), *cf = malloc((size_t)L * 3 * sizeof *cf);
+    int *cards = malloc((size_t)(j + 1) * (size_t)L * 3 * sizeof *cards);
+    float ws[5 + 2 * MCL_METANET_MAX_K];
+    if (!obs || !cf || !cards) st = mcl_ctx_set_error(ctx, MCL_ERR_OOM, "out of memory");
     if (st == MCL_OK) {
-        for (int c = 0; c < L; c++) cw[c * A + act[c]] = (rew[c] - vh[c]) / (float)L;
-        mcl_tensor *cwt = host_tensor(ctx, cw, L, A), *rt = host_tensor(ctx, rew, L, 1);
+        mcl_wcst_cards_ahead(t->env, (int64_t)(j + 1) * L, cards);
+        for (int c = 0; c < L; c++) {
+            const int *cd = cards + ((size_t)j * L + (size_t)c) * 3;
+            mcl_wcst_encode_card(cd, obs + (size_t)c * D);
+            for (int a = 0; a < 3; a++) cf[c * 3 + a] = (float)cd[a];
+        }
+    }
+    if (st == MCL_OK && j == 0) { /* the window's first episode: the rule's state from the host */
+        st = mcl_wcst_device_state(t->env, 2 * MCL_METANET_MAX_K, ws);
+        if (st != MCL_OK) st = mcl_ctx_set_error(ctx, st, "WCST: the environment is inside an episode");
+        if (st == MCL_OK) st = mcl_tensor_write(t->wc_state, ws, 5 + 2 * MCL_METANET_MAX_K);
+    }
+    mcl_tensor *x = st == MCL_OK ? host_tensor(ctx, obs, L, D) : NULL;
+    mcl_tensor *ct = st == MCL_OK ? host_tensor(ctx, cf, L, 3) : NULL;
+    mcl_tensor *lg = NULL, *v = NULL, *act = t->wc_act[j], *rew = t->wc_rew[j];
+    if (st == MCL_OK && (!x || !ct)) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
+    if (st == MCL_OK) st = mcl_smn_forward(t->m, mode, x, L, &lg, &v);
+    if (st == MCL_OK)
+        st = mcl_wcst_act(ctx, t->wc_state, lg, ct, act, rew, t->seed, STREAM_ACT, (uint64_t)t->env_steps * (uint64_t)L,
+                          t->cfg.solve_episodes, t->cfg.reward_correct, t->cfg.reward_wrong);
+    if (st == MCL_OK) st = mcl_tensor_read_async(act, t->wc_host + (size_t)j * 2 * L, L);
+    if (st == MCL_OK) st = mcl_tensor_read_async(rew, t->wc_host + ((size_t)j * 2 + 1) * L, L);
+    if (st == MCL_OK) {
+        const int64_t r2s[2] = {L, 1};
+        mcl_no_grad_begin(ctx); /* data: the chosen actions and the advantages (V detached) */
+        mcl_tensor *oh = mcl_one_hot(ctx, act, A), *rt = mcl_reshape(ctx, rew, 2, r2s);
+        mcl_tensor *adv = mcl_scale(ctx, mcl_sub(ctx, rt, v), 1.0f / (float)L);
+        mcl_no_grad_end(ctx);
         mcl_tensor *logp = mcl_log_softmax(ctx, lg), *p = mcl_softmax(ctx, lg);
-        mcl_tensor *pol = mcl_scale(ctx, mcl_sum(ctx, mcl_mul(ctx, logp, cwt)), -1.0f);
+        mcl_tensor *lpa = mcl_reshape(ctx, mcl_sum_last(ctx, mcl_mul(ctx, logp, oh)), 2, r2s);
+        mcl_tensor *pol = mcl_scale(ctx, mcl_sum(ctx, mcl_mul(ctx, lpa, adv)), -1.0f);
         mcl_tensor *ent = mcl_scale(ctx, mcl_sum(ctx, mcl_mul(ctx, p, logp)), -1.0f / (float)L);
         mcl_tensor *dv = mcl_sub(ctx, v, rt);
         mcl_tensor *vl = mcl_mean(ctx, mcl_mul(ctx, dv, dv));
         *loss = mcl_add(ctx, mcl_add(ctx, pol, mcl_scale(ctx, vl, t->cfg.value_coef)),
                         mcl_scale(ctx, ent, -t->cfg.entropy_coef));
-        mcl_tensor_free(cwt);
-        mcl_tensor_free(rt);
         if (!*loss) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_BACKEND;
     }
+    if (st == MCL_OK) t->wc_n++;
     mcl_tensor_free(x);
-    free(vh);
+    mcl_tensor_free(ct);
     free(obs);
-    free(rew);
-    free(cw);
-    free(act);
+    free(cf);
+    free(cards);
+    return st;
+}
+
+/* The queued WCST episodes replayed on the host environment with the device's actions (read
+ * by the step's one wait): the environment's statistics, rules and switch schedule, and the
+ * window's hits. The device's rewards must be the environment's (a wcst_act that scored
+ * against another rule than the environment's would show here). */
+static mcl_status wcst_replay(smn_fs *t)
+{
+    const int L = t->cfg.episode_len;
+    mcl_status st = MCL_OK;
+    for (int j = 0; j < t->wc_n && st == MCL_OK; j++) {
+        const float *ah = t->wc_host + (size_t)j * 2 * L, *rh = ah + L;
+        for (int c = 0; c < L && st == MCL_OK; c++) {
+            mcl_wcst_info info;
+            float r = 0.0f;
+            const int a = ah[c] >= 0.0f && ah[c] < (float)MCL_WCST_ACTIONS ? (int)ah[c] : -1;
+            st = mcl_wcst_step(t->env, a, &r, t->obs, &info);
+            if (st != MCL_OK || r != rh[c]) {
+                st = mcl_ctx_set_error(t->ctx, MCL_ERR_BACKEND,
+                                       "WCST: the device's episode disagrees with the environment at card %d of "
+                                       "the window (action %g, reward %g on the device, %g here)",
+                                       j * L + c, (double)ah[c], (double)rh[c], (double)r);
+                break;
+            }
+            t->win_hits += info.correct;
+            t->win_n += 1;
+        }
+    }
+    t->wc_n = 0;
     return st;
 }
 
@@ -582,9 +633,10 @@ static mcl_status smn_step_loss(void *fs, int64_t s, const mcl_train_part *part,
 /* The window's queued predictions scored, in order (Online-X rounds, WCST hits), and the
  * queue emptied: after each step of the harness (smn_step_metrics) and of the online runs
  * (smn_online.c). */
-void mcl_smn_score_pending(smn_fs *t)
+mcl_status mcl_smn_score_pending(smn_fs *t)
 {
     const int64_t B = t->B, N = t->cfg.model.n_out;
+    if (t->wc_n > 0) return wcst_replay(t);
     for (int i = 0; i < t->n_pend; i++) {
         const float *h = t->pend + (size_t)i * (size_t)(B * N);
         if (t->pend_lo[i] >= 0) {
@@ -597,13 +649,18 @@ void mcl_smn_score_pending(smn_fs *t)
         }
     }
     t->n_pend = 0;
+    return MCL_OK;
 }
 
-/* Once the step is done: the window's queued predictions scored (in order), the metrics. */
+/* Once the step is done: the window's queued predictions scored (in order), the metrics. A
+ * failed replay fails the next step (t->end_status). */
 static void smn_step_metrics(void *fs, double *metrics)
 {
     smn_fs *t = fs;
-    mcl_smn_score_pending(t);
+    if (mcl_smn_score_pending(t) != MCL_OK && t->end_status == MCL_OK) {
+        t->end_status = MCL_ERR_BACKEND;
+        snprintf(t->end_err, sizeof t->end_err, "%s", mcl_ctx_error(t->ctx));
+    }
     metrics[0] = t->win_n > 0 ? t->win_hits / t->win_n : NAN;
     metrics[1] = mcl_smn_fs_tasks_done(t);
     metrics[2] = (double)t->updates;
