@@ -62,7 +62,7 @@ static const family_case cases[] = {
      ENQ_SLACK(596)},
     /* the WCST agent: its 3 episodes act and score on the device (ops.def wcst_act) */
     {"wcst", "smn", "task = wcst\nmodel.hidden = 16\nmodel.layers = 1\nmodel.meta_hidden = 4\nmodel.k = 3\n"
-                    "train.steps = 100\n", ENQ_SLACK(338)},
+                    "train.steps = 100\n", ENQ_SLACK(256)},
     {"lm", "lm", "model.layers = 1\nmodel.width = 16\nmodel.heads = 2\nmodel.head_dim = 8\n"
            "model.ffw = 32\nmodel.mem_len = 8\nsmn.k = 2\nsmn.fast_len = 8\nsmn.seg_len = 8\n"
            "data.dir = @TEXT@\ndata.block = 500\ndata.val_chars = 500\ndata.eval_block = 500\n"
