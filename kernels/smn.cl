@@ -323,3 +323,40 @@ __kernel void wcst_act(__global float *st, long st_off, __global const float *lg
     st[3] = count;
     st[4] = next;
 }
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_avg_z (src/ref/smn.c): two launches on the in-order queue */
+
+/* 1. I'_i = (gamma·I_i) + (beta1·G_i), one item per element (FP_CONTRACT OFF: scale, scale, add) */
+__kernel void smn_avg_z_avg(__global const float *I, long I_off, __global const float *G, long G_off,
+                            __global float *In, long In_off, float gamma, float beta1, long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const float u = gamma * I[I_off + i], w = beta1 * G[G_off + i];
+    In[In_off + i] = u + w;
+}
+
+/* 2. one item per entry: z = I'[idx_e] + (beta2·G[idx_e]), zs_e = grad_preproc(z); an index
+ * that is not an integer in [0, n) gives zs_e = (0, 0) (nothing read out of bounds) */
+__kernel void smn_avg_z_zs(__global const float *idx, long idx_off, __global const float *In,
+                           long In_off, __global const float *G, long G_off, __global float *zs,
+                           long zs_off, float beta2, float P, float thr, float ep, long n, long m)
+{
+    const long e = get_global_id(0);
+    if (e >= m) return;
+    const long i = smn_index(idx[idx_off + e], n);
+    float o0 = 0.0f, o1 = 0.0f;
+    if (i >= 0) {
+        const float b = beta2 * G[G_off + i], x = In[In_off + i] + b;
+        if (fabs(x) >= thr) {
+            o0 = log(fabs(x)) / P;
+            o1 = x > 0.0f ? 1.0f : -1.0f;
+        } else {
+            o0 = -1.0f;
+            o1 = ep * x;
+        }
+    }
+    zs[zs_off + 2 * e] = o0;
+    zs[zs_off + 2 * e + 1] = o1;
+}

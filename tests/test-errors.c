@@ -136,6 +136,8 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
         EXPECT_STATUS(mcl_kv_push(g_ctx, NULL, x23, 0), N, "kv_push");
         EXPECT_STATUS(mcl_srwm(g_ctx, NULL, st4, &out, so), N, "srwm");
         EXPECT_STATUS(mcl_wcst_act(g_ctx, NULL, x23, x23, v3, v3, 1, 2, 0, 3, 1.0f, -1.0f), N, "wcst_act");
+        mcl_tensor *az[2] = {NULL, NULL};
+        EXPECT_STATUS(mcl_smn_avg_z(g_ctx, NULL, x23, v3, 0.5f, 1.0f, 1.0f, 10.0f, az), N, "smn_avg_z");
     }
     /* Ops of ops.def with no NULL-input case above, each with its reason (test-lists.sh holds
      * this list against ops.def: every op has a case or a line here):

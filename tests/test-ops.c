@@ -1283,6 +1283,61 @@ static int gen_grad_preproc(int k, tcase *tc)
     return 1;
 }
 
+/* smn_avg_z: I, G [shape] and m indices into them (distinct, shuffled; one case with repeats);
+ * (gamma, beta1, beta2) as in training (0, 0, 1), evaluation (0.999, 0.5, 0.5) and between.
+ * Per element I and G share a sign and the coefficients are >= 0, so z never cancels (the log
+ * keeps float's relative error); an element is on grad_preproc's small branch (|I|, |G| <=
+ * thr / 8, so |z| <= 3 thr / 8) or on the log branch (|I|, |G| in [1e-2, 10]). */
+static int gen_smn_avg_z(int k, tcase *tc)
+{
+    static const struct {
+        int64_t s[5];
+        int64_t m;
+        int repeats;
+        float gamma, beta1, beta2, P;
+    } c[] = {
+        {{1, 1}, 1, 0, 0.0f, 0.0f, 1.0f, 10.0f},         {{1, 7}, 3, 0, 0.999f, 0.5f, 0.5f, 10.0f},
+        {{2, 13, 5}, 65, 0, 0.9f, 1.0f, 0.25f, 3.0f},    {{3, 4, 3, 5}, 17, 1, 0.5f, 0.75f, 2.0f, 10.0f},
+        {{2, BIG_R, BIG_C}, 3000, 0, 0.999f, 0.5f, 0.5f, 10.0f},
+    };
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    const int jI = add_in(tc, c[k].s), jG = add_in(tc, c[k].s);
+    const int64_t n = tc_n(tc, jI), m = c[k].m, si[5] = {1, m};
+    const int ji = add_in(tc, si);
+    const double thr = (double)expf(-c[k].P);
+    for (int64_t i = 0; i < n; i++) {
+        const int small = trng_unit(&tc->rng) < 0.3;
+        const double sign = trng_unit(&tc->rng) < 0.5 ? -1.0 : 1.0;
+        for (int t = 0; t < 2; t++) {
+            const double v = small ? thr * (0.02 + 0.105 * trng_unit(&tc->rng))
+                                   : exp(log(1e-2) + (log(10.0) - log(1e-2)) * trng_unit(&tc->rng));
+            tc->x[t ? jG : jI][i] = (float)(sign * v);
+        }
+    }
+    int64_t *perm = xcalloc((size_t)n, sizeof *perm);
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t e = 0; e < m; e++) { /* a partial shuffle: m distinct elements */
+        const int64_t r = trng_int(&tc->rng, e, n - 1), t = perm[e];
+        perm[e] = perm[r];
+        perm[r] = t;
+        tc->x[ji][e] = (float)perm[e];
+    }
+    if (c[k].repeats)
+        for (int64_t e = 1; e < m; e += 3) tc->x[ji][e] = tc->x[ji][e - 1];
+    free(perm);
+    tc->no_grad[jI] = tc->no_grad[jG] = tc->no_grad[ji] = 1;
+    tc->p.f[0] = c[k].gamma;
+    tc->p.f[1] = c[k].beta1;
+    tc->p.f[2] = c[k].beta2;
+    tc->p.f[3] = c[k].P;
+    snprintf(tc->desc, sizeof tc->desc, "m %" PRId64 "%s, gamma %g, beta1 %g, beta2 %g, P %g", m,
+             c[k].repeats ? " (repeats)" : "", (double)c[k].gamma, (double)c[k].beta1, (double)c[k].beta2,
+             (double)c[k].P);
+    return 1;
+}
+
 /* smn_write. The write set idx is drawn with mcl_rng_bernoulli_indices keyed by the case's
  * (seed, stream) (the runner prints the seed): for a case that wants exactly `want` entries,
  * counter = t·n for t = 0, 1, ... until a draw has that many; want = 0 takes the first
@@ -2018,6 +2073,25 @@ static void nv_grad_preproc(const tcase *tc, harr *w)
     }
 }
 
+/* smn_avg_z in double: I' = gamma I + beta1 G; zs_e = preproc(I'[idx_e] + beta2 G[idx_e]) */
+static void nv_smn_avg_z(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    const int64_t n = tc_n(tc, 0), m = tc_n(tc, 2), sz[2] = {m, 2};
+    double *zs = want_new(&w[1], 2, sz);
+    const double g = tc->p.f[0], b1 = tc->p.f[1], b2 = tc->p.f[2], P = tc->p.f[3];
+    float thr, ep;
+    mcl_grad_preproc_consts(tc->p.f[3], &thr, &ep);
+    for (int64_t i = 0; i < n; i++) o[i] = g * tc->x[0][i] + b1 * tc->x[1][i];
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t i = (int64_t)tc->x[2][e];
+        const double z = o[i] + b2 * tc->x[1][i];
+        const int big = fabs(z) >= (double)thr;
+        zs[2 * e] = big ? log(fabs(z)) / P : -1.0;
+        zs[2 * e + 1] = big ? (z > 0 ? 1.0 : -1.0) : (double)ep * z;
+    }
+}
+
 /* gz = |z| >= thr ? g0 / (P z) : g1 ep */
 static void nvb_grad_preproc(const tcase *tc, const harr *gout, harr *w)
 {
@@ -2211,6 +2285,10 @@ static const opspec SPECS[] = {
      * same float exp and draw); no gradient. The double oracle's softmax could flip a draw
      * within a few ulps of a boundary: none of the fixed cases is that close. */
     {"wcst_act", gen_wcst_act, nv_wcst_act, FT_EXACT, 0.0, 0.0, DT_EXACT},
+    /* smn_avg_z: two float32 products and a sum per element (the double oracle: FT_ROUND would
+     * do for I'), then logf and a division of grad_preproc (FT_LIBM); no backward; OpenCL's log
+     * (3 ulp) and division (DT_LIBM; the products and sums are the same floats) */
+    {"smn_avg_z", gen_smn_avg_z, nv_smn_avg_z, FT_LIBM, 0.0, 0.0, DT_LIBM},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 

@@ -9,6 +9,7 @@
  *   - partial backward from a mark (mcl_grad_partial)
  *   - gradients handed over as views (reshape, add: tape.c WALK_ALIAS) where the input is
  *     used again, used twice by the same add, or requested by a partial walk
+ *   - a partial walk runs only the backward ops on a path from the loss to a wrt tensor
  *   - mcl_ctx_reset frees temporaries; kept tensors survive
  *   - backward of a non-scalar loss, backward after reset: errors, no crash
  */
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "metacl.h"
+#include "profile.h"
 #include "tensor_impl.h"
 #include "testutil.h"
 
@@ -324,6 +326,38 @@ done:
     mcl_tensor_free(d);
 }
 
+/* ---- a partial walk prunes what no wrt tensor needs ----
+ * After the mark: u = p*w (p, w leaves), L = sum(u*q), wrt = {q}: dL/dq = p w. The backward of
+ * u = p*w reaches no wrt tensor (its inputs are leaves the caller did not ask for), so the
+ * walk runs sum's and the outer mul's backward only: 2 op calls, not 3. */
+static void test_partial_prune(mcl_ctx *ctx)
+{
+    const float pv[N] = {0.5f, -1.0f, 2.0f, 1.5f};
+    const float wv[N] = {3.0f, 0.25f, -1.0f, 2.0f};
+    const float qv[N] = {1.0f, 0.5f, -0.5f, 2.0f};
+    mcl_tensor *p = leaf(ctx, "p", pv), *w = leaf(ctx, "w", wv), *q = leaf(ctx, "q", qv);
+    mcl_tensor *g = NULL;
+    if (!p || !w || !q) goto done;
+    const size_t mark = mcl_tape_mark(ctx);
+    mcl_tensor *L = mcl_sum(ctx, mcl_mul(ctx, mcl_mul(ctx, p, w), q));
+    mcl_backend_stats s0, s1;
+    mcl_ctx_stats(ctx, &s0);
+    mcl_tensor *wrt[1] = {q};
+    CHECK(L && mcl_grad_partial(ctx, L, mark, 1, wrt, &g) == MCL_OK, "partial: %s", mcl_ctx_error(ctx));
+    mcl_ctx_stats(ctx, &s1);
+    CHECK(s1.op_calls - s0.op_calls == 2, "the partial walk ran %llu backward ops (want 2: sum, the outer mul)",
+          (unsigned long long)(s1.op_calls - s0.op_calls));
+    double want[N];
+    for (int i = 0; i < N; i++) want[i] = (double)pv[i] * wv[i];
+    CHECK_TENSOR("dL/dq = p w", g, want, N, ATOL, RTOL);
+done:
+    mcl_tensor_free(g);
+    mcl_ctx_reset(ctx);
+    mcl_tensor_free(p);
+    mcl_tensor_free(w);
+    mcl_tensor_free(q);
+}
+
 /* ---- partial backward from a mark ---- */
 static void test_partial(mcl_ctx *ctx)
 {
@@ -501,6 +535,7 @@ int main(void)
     test_no_grad(ctx);
     test_reshape_view(ctx);
     test_partial(ctx);
+    test_partial_prune(ctx);
     test_handover(ctx);
     test_reset_and_errors(ctx);
 

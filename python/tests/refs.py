@@ -134,6 +134,13 @@ def grad_preproc(z, P):
     return np.stack([a, s], -1)
 
 
+def smn_avg_z(avg, g, idx, gamma, beta1, beta2, P):
+    new = gamma * avg.astype(np.float64) + beta1 * g
+    i = idx.astype(int)
+    z = new.reshape(-1)[i] + beta2 * g.reshape(-1)[i]
+    return new, grad_preproc(z, P)
+
+
 def lrelu(x, slope):
     return np.where(x > 0, x, slope * x)
 

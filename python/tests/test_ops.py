@@ -91,6 +91,11 @@ CASES = {
                    rn(6, 4), rn(7, 1, 4), rn(8, 1)],
                   lambda m0, i, zs, a, b, c, d, e, f: refs.smn_write(m0, i, zs, a, b, c, d, e, f, 0.1),
                   {"pack": lambda t: (t[0], t[1], t[2], t[3:9]), "args": (0.1,), "grad": [0, 2, 3, 4, 5, 6, 7, 8]}),
+    # avg and g share signs per element (z never cancels); no backward
+    "smn_avg_z": ([np.array([[0.3, -2.0], [1e-6, 0.5]], np.float32), np.array([[0.1, -1.0], [2e-6, 4.0]], np.float32),
+                   np.array([3, 0, 2], np.float32)],
+                  lambda a, g, i: refs.smn_avg_z(a, g, i, 0.9, 0.5, 0.25, 10.0),
+                  {"args": (0.9, 0.5, 0.25, 10.0), "grad": []}),
 }
 
 # ops tested by their own functions below, with the reason

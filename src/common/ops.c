@@ -573,6 +573,26 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 0, x->ndim + 1, sh);
         return MCL_OK;
     }
+    case MCL_OP_SMN_AVG_Z: {
+        const mcl_tensor *idx = a->in[2];
+        const float P = a->p.f[3];
+        if ((s = need_same(ctx, op, x, y, "I", "G")) != MCL_OK) return s;
+        if (mcl_tensor_numel(x) >= SMN_MAX_N)
+            return SHAPE_ERR("smn_avg_z: I %s has %lld elements; at most 2^24 - 1 (indices are "
+                             "stored as floats, exact below 2^24)",
+                             mcl_shape_str(x, s1, sizeof s1), (long long)mcl_tensor_numel(x));
+        if (idx->ndim != 1)
+            return SHAPE_ERR("smn_avg_z: idx %s must be [m] (a list of flat indices into I)",
+                             mcl_shape_str(idx, s1, sizeof s1));
+        if (!(P > 0.0f && P <= 87.0f))
+            return INVALID("smn_avg_z: P = %g must be in (0, 87]", (double)P);
+        if (!isfinite(a->p.f[0]) || !isfinite(a->p.f[1]) || !isfinite(a->p.f[2]))
+            return INVALID("smn_avg_z: gamma, beta1, beta2 must be finite");
+        const int64_t zs[2] = {idx->shape[0], 2};
+        set_out(o, 0, x->ndim, x->shape);
+        set_out(o, 1, 2, zs);
+        return MCL_OK;
+    }
     case MCL_OP_SMN_WRITE: {
         const mcl_tensor *idx = y, *zs = a->in[2];
         int64_t H;
@@ -692,6 +712,7 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     const uint64_t seq = mcl_ctx_error_seq(ctx);
     ctx->be->stats.op_calls++;
     mcl_op_forget_written(a, 0);
+    if (ctx->profile) mcl_profile_begin(ctx->profile, ctx->be);
     s = ctx->be->ops[a->op].fwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 0);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 0);
@@ -728,6 +749,7 @@ mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *a)
     const uint64_t seq = mcl_ctx_error_seq(ctx);
     ctx->be->stats.op_calls++;
     mcl_op_forget_written(a, 1);
+    if (ctx->profile) mcl_profile_begin(ctx->profile, ctx->be);
     mcl_status s = ctx->be->ops[a->op].bwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 1);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 1);
@@ -1021,6 +1043,29 @@ mcl_tensor *mcl_smn_write(mcl_ctx *ctx, mcl_tensor *m0, mcl_tensor *idx, mcl_ten
     for (int k = 0; k < 6; k++) a.in[3 + k] = phi[k];
     a.p.f[0] = slope;
     return run1(ctx, &a);
+}
+
+mcl_status mcl_smn_avg_z(mcl_ctx *ctx, mcl_tensor *avg, mcl_tensor *g, mcl_tensor *idx, float gamma, float beta1,
+                         float beta2, float p, mcl_tensor *out[2])
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "smn_avg_z: out is NULL");
+    out[0] = out[1] = NULL;
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_SMN_AVG_Z;
+    a.in[0] = avg;
+    a.in[1] = g;
+    a.in[2] = idx;
+    a.p.f[0] = gamma;
+    a.p.f[1] = beta1;
+    a.p.f[2] = beta2;
+    a.p.f[3] = p;
+    mcl_status s = mcl_op_run(ctx, &a);
+    if (s != MCL_OK) return s;
+    out[0] = a.out[0];
+    out[1] = a.out[1];
+    return MCL_OK;
 }
 
 mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n)

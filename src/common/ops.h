@@ -166,6 +166,15 @@ mcl_status mcl_wcst_act(mcl_ctx *ctx, mcl_tensor *state, mcl_tensor *logits, mcl
                         mcl_tensor *reward, uint64_t seed, uint64_t stream, uint64_t counter,
                         int64_t solve_episodes, float reward_correct, float reward_wrong);
 
+/* The inputs of Sparse-MetaNet's write in one pass (no gradient: the write is data):
+ * out[0] = gamma·avg + beta1·g (the new gradient average, shape of avg) and
+ * out[1] [m,2] = mcl_grad_preproc(out[0][idx_e] + beta2·g[idx_e], p) for the m flat indices
+ * idx [m] (floats holding integers in [0, numel(avg)), fewer than 2^24 elements). The same
+ * floats as mcl_scale, mcl_add, a gather and mcl_grad_preproc in a row. Returns the status; on
+ * failure out[0] = out[1] = NULL. */
+mcl_status mcl_smn_avg_z(mcl_ctx *ctx, mcl_tensor *avg, mcl_tensor *g, mcl_tensor *idx, float gamma, float beta1,
+                         float beta2, float p, mcl_tensor *out[2]);
+
 /* ---- autograd ---- */
 
 /* Gradient recording is on by default; no-grad scopes nest. */

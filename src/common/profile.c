@@ -12,6 +12,9 @@ struct mcl_profile {
     double last_ms;                /* when the previous op finished (0: none yet) */
     double ms[MCL_OP_COUNT][2];    /* per op, forward / backward                  */
     long calls[MCL_OP_COUNT][2];
+    uint64_t enq[MCL_OP_COUNT][2]; /* device enqueues made inside the op                   */
+    uint64_t enq_begin, enq_last;  /* counter when the current op began / the last ended   */
+    uint64_t enq_between;          /* enqueues between ops (copies, fills, the optimizer's) */
 };
 
 static double now_ms(void)
@@ -28,8 +31,15 @@ mcl_profile *mcl_profile_create_from_env(void)
     return calloc(1, sizeof(mcl_profile));
 }
 
+void mcl_profile_begin(mcl_profile *p, const mcl_backend *be)
+{
+    p->enq_begin = be->stats.enqueues;
+    p->enq_between += p->enq_begin - p->enq_last;
+}
+
 mcl_status mcl_profile_tick(mcl_profile *p, mcl_backend *be, mcl_op op, int backward)
 {
+    const uint64_t enq_end = be->stats.enqueues;
     const mcl_backend_stats keep = be->stats; /* the profile's own finish is not counted */
     mcl_status s = be->finish ? be->finish(be) : MCL_OK;
     be->stats = keep;
@@ -37,7 +47,9 @@ mcl_status mcl_profile_tick(mcl_profile *p, mcl_backend *be, mcl_op op, int back
     if (p->last_ms > 0 && (unsigned)op < MCL_OP_COUNT) {
         p->ms[op][backward != 0] += t - p->last_ms;
         p->calls[op][backward != 0]++;
+        p->enq[op][backward != 0] += enq_end - p->enq_begin;
     }
+    p->enq_last = enq_end;
     p->last_ms = t;
     return s;
 }
@@ -49,15 +61,18 @@ void mcl_profile_print(const mcl_profile *p, const char *where, const mcl_backen
     for (int op = 0; op < MCL_OP_COUNT; op++) total += p->ms[op][0] + p->ms[op][1];
     if (total <= 0) return;
     fprintf(stderr, "METACL_PROFILE (%s): time per op, queue finished after each op\n", where);
-    fprintf(stderr, "  %-16s %-8s %8s %12s %10s %6s\n", "op", "pass", "calls", "total ms",
-            "ms/call", "share");
+    fprintf(stderr, "  %-16s %-8s %8s %12s %10s %6s %9s\n", "op", "pass", "calls", "total ms",
+            "ms/call", "share", "enqueues");
     for (int op = 0; op < MCL_OP_COUNT; op++)
         for (int d = 0; d < 2; d++)
             if (p->calls[op][d])
-                fprintf(stderr, "  %-16s %-8s %8ld %12.3f %10.4f %5.1f%%\n", mcl_op_table[op].name,
+                fprintf(stderr, "  %-16s %-8s %8ld %12.3f %10.4f %5.1f%% %9llu\n", mcl_op_table[op].name,
                         d ? "backward" : "forward", p->calls[op][d], p->ms[op][d],
-                        p->ms[op][d] / (double)p->calls[op][d], 100 * p->ms[op][d] / total);
+                        p->ms[op][d] / (double)p->calls[op][d], 100 * p->ms[op][d] / total,
+                        (unsigned long long)p->enq[op][d]);
     fprintf(stderr, "  %-16s %-8s %8s %12.3f\n", "all", "", "", total);
+    fprintf(stderr, "  enqueues between ops (copies, fills, optimizer): %llu\n",
+            (unsigned long long)p->enq_between);
     if (st) {
         fprintf(stderr, "METACL_PROFILE (%s): backend counters over the context's life\n", where);
         mcl_backend_stats_print(stderr, "  ", st);

@@ -4,7 +4,7 @@
  * the backend's queue after every op (forward or backward) and charges the wall time since
  * the previous op finished -- the front end's work, buffer preparation, the op itself -- to
  * that op. When the context is freed, a table (calls, total and per-call milliseconds, share,
- * per op and pass) goes to stderr. Finishing after every op serializes host and device, so the
+ * per op and pass, and the device enqueues the op made) goes to stderr. Finishing after every op serializes host and device, so the
  * table is for finding hot spots, not for speed figures (`metacl bench` reports those).
  * Under the table come the backend's counters over the context's life (mcl_ctx_stats below:
  * op calls, device enqueues, blocking host calls, bytes moved each way).
@@ -20,6 +20,9 @@ typedef struct mcl_profile mcl_profile;
 
 /* A profile when METACL_PROFILE asks for one, else NULL (also when out of memory). */
 mcl_profile *mcl_profile_create_from_env(void);
+/* Before an op's backend call: the enqueues from here to mcl_profile_tick are the op's (the
+ * table's enqueues column), those since the previous tick are counted as between ops. */
+void mcl_profile_begin(mcl_profile *p, const mcl_backend *be);
 /* After op `op` ran (backward: 0 forward, 1 backward): finish be's queue, charge the time. */
 mcl_status mcl_profile_tick(mcl_profile *p, mcl_backend *be, mcl_op op, int backward);
 /* Print the table to stderr (nothing when no op was timed); `where` names the backend; st

@@ -171,11 +171,40 @@ static int is_wanted(mcl_tensor *const *wrt, int n_wrt, const mcl_tensor *t)
     return 0;
 }
 
+/* A partial walk wants d loss / d wrt only: a gradient is needed only on tensors that depend on
+ * some wrt tensor (the wrt tensors and, node by node from the mark, the outputs of a node with
+ * such an input). on = 1 marks them (MCL_TF_ON_PATH), on = 0 clears the marks. The gradients
+ * of the wrt tensors receive the same terms in the same order either way. */
+static void mark_path(mcl_ctx *ctx, size_t mark, mcl_tensor *const *wrt, int n_wrt, int on)
+{
+    for (int k = 0; k < n_wrt; k++) {
+        if (on) wrt[k]->flags |= MCL_TF_ON_PATH;
+        else wrt[k]->flags &= ~MCL_TF_ON_PATH;
+    }
+    for (size_t i = mark; i < ctx->n_nodes; i++) {
+        mcl_node *n = ctx->nodes[i];
+        const mcl_op_info *info = &mcl_op_table[n->args.op];
+        int dep = !on;
+        for (int k = 0; k < info->n_in && !dep; k++) dep = (n->args.in[k]->flags & MCL_TF_ON_PATH) != 0;
+        for (int k = 0; k < info->n_out && dep; k++) {
+            if (on) n->args.out[k]->flags |= MCL_TF_ON_PATH;
+            else n->args.out[k]->flags &= ~MCL_TF_ON_PATH;
+        }
+    }
+}
+
+/* Whether input t of a node gets a gradient: it needs one, and in a partial walk it depends
+ * on a wrt tensor (mark_path). */
+static int wants_grad(const mcl_tensor *t, int full)
+{
+    return (t->flags & MCL_TF_NEEDS_GRAD) && (full || (t->flags & MCL_TF_ON_PATH));
+}
+
 /* The input of node n whose gradient may be a view of the output's (WALK_ALIAS), or -1: an
  * op whose backward adds gout unchanged into that input (reshape, copy: input 0; add: 0, else
  * 1; sub, bias_add: 0), the input not given a gradient yet, not a leaf, not also another input
  * of the node, and the output not requested by a partial walk. */
-static int pass_through(const mcl_node *n, mcl_tensor *const *wrt, int n_wrt)
+static int pass_through(const mcl_node *n, mcl_tensor *const *wrt, int n_wrt, int full)
 {
     const mcl_op op = n->args.op;
     int last;
@@ -191,7 +220,7 @@ static int pass_through(const mcl_node *n, mcl_tensor *const *wrt, int n_wrt)
         const mcl_tensor *x = n->args.in[k];
         int shared = 0;
         for (int j = 0; j < n_in; j++) shared |= j != k && n->args.in[j] == x;
-        if ((x->flags & MCL_TF_NEEDS_GRAD) && !x->gtmp && !(x->flags & MCL_TF_REQUIRES_GRAD) && !shared)
+        if (wants_grad(x, full) && !x->gtmp && !(x->flags & MCL_TF_REQUIRES_GRAD) && !shared)
             return k;
     }
     return -1;
@@ -213,14 +242,14 @@ static mcl_status walk_plan(mcl_ctx *ctx, walk *w, mcl_tensor *loss, int full,
         if (!reached) continue;
         for (int k = 0; k < info->n_diff_out && s == MCL_OK; k++)
             if (!n->args.out[k]->gtmp) s = plan_add(ctx, w, n->args.out[k], WALK_ARENA, NULL);
-        const int pk = s == MCL_OK ? pass_through(n, wrt, n_wrt) : -1;
+        const int pk = s == MCL_OK ? pass_through(n, wrt, n_wrt, full) : -1;
         if (pk >= 0) {
             s = plan_add(ctx, w, n->args.in[pk], WALK_ALIAS, n->args.out[0]);
             w->skip[i - w->mark] = (unsigned char)(pk + 1);
         }
         for (int k = 0; k < info->n_in && s == MCL_OK; k++) {
             mcl_tensor *t = n->args.in[k];
-            if ((t->flags & MCL_TF_NEEDS_GRAD) && !t->gtmp) s = plan_add(ctx, w, t, kind_of(t, full), NULL);
+            if (wants_grad(t, full) && !t->gtmp) s = plan_add(ctx, w, t, kind_of(t, full), NULL);
         }
     }
     return s;
@@ -313,14 +342,17 @@ static mcl_status check_loss(mcl_ctx *ctx, mcl_tensor *loss, const char *what)
 }
 
 /* Walk nodes [mark, n_nodes) in reverse from d loss = 1 (full = 1: a full walk, whose leaves
- * accumulate into t->grad; else a partial one for wrt[0..n_wrt)). */
+ * accumulate into t->grad; else a partial one for wrt[0..n_wrt), which computes only the
+ * gradients on a path from the loss to a wrt tensor: mark_path). */
 static mcl_status walk_back(mcl_ctx *ctx, walk *w, mcl_tensor *loss, size_t mark, int full,
                             mcl_tensor *const *wrt, int n_wrt)
 {
     w->mark = mark;
     w->skip = calloc(ctx->n_nodes - mark + 1, 1);
     if (!w->skip) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "backward: out of memory");
+    if (!full) mark_path(ctx, mark, wrt, n_wrt, 1);
     mcl_status s = walk_plan(ctx, w, loss, full, wrt, n_wrt);
+    if (!full) mark_path(ctx, mark, wrt, n_wrt, 0); /* the plan is all that reads the marks */
     if (s == MCL_OK) s = walk_alloc(ctx, w);
     if (s != MCL_OK) return s;
     if ((s = mcl_tensor_fill(loss->gtmp, 1.0f)) != MCL_OK) return s;
@@ -342,6 +374,7 @@ static mcl_status walk_back(mcl_ctx *ctx, walk *w, mcl_tensor *loss, size_t mark
         const uint64_t seq = mcl_ctx_error_seq(ctx);
         ctx->be->stats.op_calls++;
         mcl_op_forget_written(&a, 1);
+        if (ctx->profile) mcl_profile_begin(ctx->profile, ctx->be);
         s = ctx->be->ops[a.op].bwd(ctx->be, &a);
         if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, &a, 1);
         if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a.op, 1);

@@ -24,7 +24,8 @@ typedef struct mcl_node mcl_node;
 enum {
     MCL_TF_REQUIRES_GRAD = 1 << 0, /* leaf (parameter) whose .grad is accumulated by backward */
     MCL_TF_NEEDS_GRAD = 1 << 1,    /* some gradient flows through it (leaf or result)        */
-    MCL_TF_TEMP = 1 << 2           /* owned by the context's temporaries list                */
+    MCL_TF_TEMP = 1 << 2,          /* owned by the context's temporaries list                */
+    MCL_TF_ON_PATH = 1 << 3        /* during a partial backward: depends on a wrt tensor     */
 };
 
 struct mcl_tensor {

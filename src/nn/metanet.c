@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "ops.h"
 #include "params.h"
 #include "rng.h"
+#include "tape.h"
 
 /* One augmented weight. */
 typedef struct fastw {
@@ -25,7 +27,10 @@ typedef struct fastw {
     int n_log;
     int64_t *log_idx[MCL_METANET_MAX_K];
     int64_t log_m[MCL_METANET_MAX_K];
-    mcl_tensor *log_zs[MCL_METANET_MAX_K]; /* [m, 2] (references we hold) */
+    mcl_tensor *log_zs[MCL_METANET_MAX_K]; /* [m, 2] (references we hold): views of log_buf */
+    mcl_tensor *log_buf; /* [log_cap, 2]: the window's zs rows one after the other, so that
+                          * the rebuild reads them all as one view (no concat)             */
+    int64_t log_cap, log_rows;
     int64_t last_writes;
 } fastw;
 
@@ -40,6 +45,7 @@ struct mcl_metanet {
     int64_t *row;     /* scratch [largest n]: survivor rows, -1 */
     float *fbuf;      /* scratch [2 · largest n]                */
     int64_t cap;
+    mcl_tensor *idx0; /* [1] = {0}: window_end's average update through smn_avg_z (lazily) */
 };
 
 void mcl_metanet_cfg_default(mcl_metanet_cfg *cfg)
@@ -91,6 +97,7 @@ static void log_clear(fastw *f)
         f->log_zs[j] = NULL;
     }
     f->n_log = 0;
+    f->log_rows = 0;
 }
 
 void mcl_metanet_free(mcl_metanet *mn)
@@ -99,7 +106,9 @@ void mcl_metanet_free(mcl_metanet *mn)
     for (int i = 0; i < mn->n; i++) {
         log_clear(&mn->f[i]);
         mcl_tensor_free(mn->f[i].m0);
+        mcl_tensor_free(mn->f[i].log_buf);
     }
+    mcl_tensor_free(mn->idx0);
     free(mn->idx);
     free(mn->row);
     free(mn->fbuf);
@@ -256,9 +265,14 @@ static mcl_tensor *rebuild_fast(mcl_metanet *mn, fastw *f)
     mcl_tensor *sidx = index_tensor(mn, mn->idx, ms);
     mcl_tensor *srow = sidx ? index_tensor(mn, rows, ms) : NULL;
     free(rows);
-    mcl_tensor *zs_all = f->log_zs[0];
-    for (int j = 1; j < f->n_log && zs_all; j++) zs_all = mcl_concat(ctx, zs_all, f->log_zs[j], 0);
+    /* the logged rows, in step order, are the first `base` rows of log_buf */
+    const int64_t all[2] = {base, 2};
+    mcl_tensor *zs_all = base == f->log_rows ? mcl_tensor_view(f->log_buf, 0, 2, all) : NULL;
+    if (!zs_all && mcl_ctx_status(ctx) == MCL_OK)
+        mcl_ctx_set_error(ctx, MCL_ERR_STATE, "metanet: the log of '%s' holds %lld rows, not %lld", f->name,
+                          (long long)f->log_rows, (long long)base);
     mcl_tensor *zs = srow && zs_all ? mcl_embedding(ctx, zs_all, srow) : NULL; /* [ms, 2] */
+    mcl_tensor_free(zs_all);
     mcl_tensor *mw = zs ? mcl_smn_write(ctx, m0, sidx, zs, f->phi, mn->cfg.slope) : NULL;
     mcl_tensor_free(sidx);
     mcl_tensor_free(srow);
@@ -302,30 +316,100 @@ static mcl_status update_avg(mcl_metanet *mn, fastw *f, mcl_tensor *g, const mcl
     return st;
 }
 
-/* The write of one layer from its gradient g. */
+/* I := γ I + β1 G in place and *zs [m, 2] = grad_preproc(I[idx_e] + β2 G[idx_e]) (into
+ * the caller's *zs, or a new temporary when *zs is NULL): smn_avg_z with I as its own output
+ * (ops.def). */
+
+/* The next m rows of f's window log as a [m, 2] view (caller-owned): log_buf grows (doubling,
+ * the rows so far copied over) when they do not fit. */
+static mcl_tensor *log_rows(mcl_metanet *mn, fastw *f, int64_t m)
+{
+    mcl_ctx *ctx = mn->ctx;
+    if (f->log_rows + m > f->log_cap) {
+        int64_t cap = f->log_cap ? 2 * f->log_cap : f->n;
+        if (cap < f->log_rows + m) cap = f->log_rows + m;
+        const int64_t sh[2] = {cap, 2};
+        mcl_tensor *b = mcl_tensor_alloc(ctx, 2, sh, 0);
+        if (!b) return NULL;
+        if (f->log_rows > 0) {
+            const int64_t used[2] = {f->log_rows, 2};
+            mcl_tensor *dst = mcl_tensor_view(b, 0, 2, used), *src = mcl_tensor_view(f->log_buf, 0, 2, used);
+            mcl_status st = dst && src ? mcl_tensor_copy_into(dst, src) : mcl_ctx_status(ctx);
+            mcl_tensor_free(dst);
+            mcl_tensor_free(src);
+            if (st != MCL_OK) {
+                mcl_tensor_free(b);
+                return NULL;
+            }
+        }
+        mcl_tensor_free(f->log_buf); /* the earlier rows' views keep the old buffer */
+        f->log_buf = b;
+        f->log_cap = cap;
+    }
+    const int64_t sh[2] = {m, 2};
+    mcl_tensor *v = mcl_tensor_view(f->log_buf, 2 * f->log_rows, 2, sh);
+    if (v) f->log_rows += m;
+    return v;
+}
+static mcl_status avg_z_in_place(mcl_metanet *mn, fastw *f, mcl_tensor *g, mcl_tensor *idx,
+                                 const mcl_metanet_hyper *h, mcl_tensor **zs)
+{
+    mcl_ctx *ctx = mn->ctx;
+    const int64_t zsh[2] = {mcl_tensor_dim(idx, 0), 2};
+    if (!*zs) *zs = mcl_tensor_alloc(ctx, 2, zsh, 1); /* else the caller's [m, 2] */
+    if (!*zs) return mcl_ctx_status(ctx);
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_SMN_AVG_Z;
+    a.in[0] = f->avg;
+    a.in[1] = g;
+    a.in[2] = idx;
+    a.p.f[0] = h->gamma;
+    a.p.f[1] = h->beta1;
+    a.p.f[2] = h->beta2;
+    a.p.f[3] = mn->cfg.preproc_p;
+    a.out[0] = f->avg;
+    a.out[1] = *zs;
+    a.out_given = 1;
+    return mcl_op_run(ctx, &a);
+}
+
+/* The write of one layer from its gradient g: I and the meta-learner's inputs zs at the
+ * drawn elements in one op (smn_avg_z: the floats of update_avg, z = I_t + β2 G_t, a gather
+ * and grad_preproc), then the sparse write; both in place, under the no-grad scope of
+ * mcl_metanet_write (nothing is recorded). */
 static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_metanet_hyper *h, int keep_log)
 {
     mcl_ctx *ctx = mn->ctx;
     fastw *f = &mn->f[i];
-    mcl_tensor *inew = NULL;
-    mcl_status st = update_avg(mn, f, g, h, &inew);
-    if (st != MCL_OK) return st;
-    mcl_tensor *b2 = mcl_scale(ctx, g, h->beta2);
-    mcl_tensor *z = b2 ? mcl_add(ctx, inew, b2) : NULL; /* z = I_t + β2 G_t */
-    if (!z) return mcl_ctx_status(ctx);
     const int64_t m = mcl_rng_bernoulli_indices(mn->cfg.mask_seed, MCL_METANET_MASK_STREAM + (uint64_t)i,
                                                 mn->steps * (uint64_t)f->n, f->n, h->p, mn->idx);
     f->last_writes = m;
-    if (m == 0) return MCL_OK;
+    if (m == 0) return update_avg(mn, f, g, h, NULL);
+    if (!g) return mcl_ctx_set_error(ctx, MCL_ERR_STATE, "metanet: no gradient for weight '%s'", f->name);
     mcl_tensor *idx = index_tensor(mn, mn->idx, m);
     if (!idx) return mcl_ctx_status(ctx);
-    const int64_t col[2] = {f->n, 1}, flat[1] = {m};
-    mcl_tensor *zc = mcl_reshape(ctx, z, 2, col);
-    mcl_tensor *zg = zc ? mcl_embedding(ctx, zc, idx) : NULL; /* [m, 1] */
-    mcl_tensor *zf = zg ? mcl_reshape(ctx, zg, 1, flat) : NULL;
-    mcl_tensor *zs = zf ? mcl_grad_preproc(ctx, zf, mn->cfg.preproc_p) : NULL; /* [m, 2] */
-    mcl_tensor *mnew = zs ? mcl_smn_write(ctx, f->m, idx, zs, f->phi, mn->cfg.slope) : NULL;
-    st = mnew ? mcl_tensor_copy_into(f->m, mnew) : mcl_ctx_status(ctx);
+    /* in place (ops.def: smn_avg_z's out[0] may be I, smn_write's out[0] may be M0): I and M
+     * are rewritten without a copy */
+    mcl_tensor *zs = NULL, *logged = NULL;
+    if (keep_log && f->n_log < MCL_METANET_MAX_K && !(zs = logged = log_rows(mn, f, m))) {
+        mcl_tensor_free(idx);
+        return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
+    }
+    mcl_status st = avg_z_in_place(mn, f, g, idx, h, &zs);
+    if (st == MCL_OK) {
+        mcl_op_args a;
+        memset(&a, 0, sizeof a);
+        a.op = MCL_OP_SMN_WRITE;
+        a.in[0] = f->m;
+        a.in[1] = idx;
+        a.in[2] = zs;
+        for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
+        a.p.f[0] = mn->cfg.slope;
+        a.out[0] = f->m;
+        a.out_given = 1;
+        st = mcl_op_run(ctx, &a);
+    }
     if (st == MCL_OK && keep_log) {
         if (f->n_log >= MCL_METANET_MAX_K) {
             st = mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "metanet: more than %d fast steps in a window",
@@ -338,11 +422,14 @@ static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_m
                 memcpy(cp, mn->idx, (size_t)m * sizeof *cp);
                 f->log_idx[f->n_log] = cp;
                 f->log_m[f->n_log] = m;
-                f->log_zs[f->n_log] = mcl_tensor_keep(zs);
+                f->log_zs[f->n_log] = logged; /* our reference */
+                logged = NULL;
                 f->n_log++;
             }
         }
     }
+    if (logged) f->log_rows -= m; /* not logged after all (an error): the rows are free again */
+    mcl_tensor_free(logged);
     mcl_tensor_free(idx);
     return st;
 }
@@ -392,7 +479,16 @@ mcl_status mcl_metanet_window_end(mcl_metanet *mn, const mcl_metanet_hyper *h)
     mcl_no_grad_begin(mn->ctx);
     for (int i = 0; i < mn->n && st == MCL_OK; i++) {
         fastw *f = &mn->f[i];
-        st = update_avg(mn, f, mcl_tensor_grad(f->w), h, NULL); /* I_k from G_k */
+        /* I_k from G_k: smn_avg_z in place, its one entry's zs unused (two launches instead of
+         * scale, scale, add and a copy; the same floats) */
+        mcl_tensor *gk = mcl_tensor_grad(f->w), *zs = NULL;
+        if (gk && !mn->idx0) {
+            const int64_t one[1] = {1};
+            const float zero = 0.0f;
+            mn->idx0 = mcl_tensor_create(mn->ctx, 1, one);
+            if (!mn->idx0 || mcl_tensor_write(mn->idx0, &zero, 1) != MCL_OK) st = mcl_ctx_status(mn->ctx);
+        }
+        if (st == MCL_OK) st = gk ? avg_z_in_place(mn, f, gk, mn->idx0, h, &zs) : update_avg(mn, f, NULL, h, NULL);
         if (st == MCL_OK && mn->cfg.reset) st = mcl_tensor_fill(f->m, 0.0f);
         log_clear(f);
     }

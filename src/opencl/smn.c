@@ -69,9 +69,11 @@ mcl_status mcl_ocl_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = a->in[3]->shape[0];
     char wb[160];
-    mcl_status s = mcl_ocl_launch_unary(
-        be, "copy_fwd", a->in[0], a->out[0],
-        mcl_ocl_what_op(wb, sizeof wb, "smn_write", "forward", "copy_fwd", "M0", a->in[0]));
+    const int in_place = a->out[0]->buf == a->in[0]->buf && a->out[0]->offset == a->in[0]->offset;
+    mcl_status s = in_place ? MCL_OK /* out[0] is M0 itself (ops.def): no copy */
+                            : mcl_ocl_launch_unary(be, "copy_fwd", a->in[0], a->out[0],
+                                                   mcl_ocl_what_op(wb, sizeof wb, "smn_write", "forward",
+                                                                   "copy_fwd", "M0", a->in[0]));
     if (s != MCL_OK) return s;
     cl_kernel k = mcl_ocl_kernel(be, "smn_write_fwd", NULL);
     int i = k ? 0 : -1;
@@ -191,4 +193,43 @@ mcl_status mcl_ocl_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
     char wb[160];
     mcl_ocl_what_op(wb, sizeof wb, "wcst_act", "forward", "wcst_act", "logits", a->in[1]);
     return mcl_ocl_launch(be, k, i, 1, wb);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_avg_z */
+
+/* forward: I' = (gamma·I) + (beta1·G);  zs_e = grad_preproc(I'[idx_e] + (beta2·G[idx_e]))
+ * I [any], G [shape of I], idx [m] -> I' [shape of I], zs [m,2]: two launches (the average
+ * over every element, then one item per entry) */
+mcl_status mcl_ocl_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[2]->shape[0];
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "smn_avg_z_avg", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[1]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    mcl_ocl_what_op(wb, sizeof wb, "smn_avg_z", "forward", "smn_avg_z_avg", "I", a->in[0]);
+    mcl_status s = mcl_ocl_launch(be, k, i, n, wb);
+    if (s != MCL_OK) return s;
+    float thr, ep;
+    mcl_grad_preproc_consts(a->p.f[3], &thr, &ep);
+    k = mcl_ocl_kernel(be, "smn_avg_z_zs", NULL);
+    i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[2]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[3]);
+    i = mcl_ocl_arg_float(be, k, i, thr);
+    i = mcl_ocl_arg_float(be, k, i, ep);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_long(be, k, i, m);
+    mcl_ocl_what_op(wb, sizeof wb, "smn_avg_z", "forward", "smn_avg_z_zs", "idx", a->in[2]);
+    return mcl_ocl_launch(be, k, i, m, wb);
 }

@@ -322,7 +322,7 @@ mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
     unsigned char *written = written_map(be, a, &s);
     if (!written) return s;
     free(written);
-    memcpy(M, M0, (size_t)n * sizeof *M);
+    if (M != M0) memcpy(M, M0, (size_t)n * sizeof *M); /* out[0] may be M0 itself (ops.def) */
     const int64_t nb = (m + NL - 1) / NL;
     int oom = 0;
 #pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
@@ -579,5 +579,51 @@ mcl_status mcl_ref_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
     st[2] = solved;
     st[3] = count;
     st[4] = next;
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_avg_z (issue 28: the write's scale, scale, add, scale, add, gather, grad_preproc in one
+ * op, nn/metanet.c write_layer) */
+
+/* forward:  I'_i = (gamma·I_i) + (beta1·G_i)                          for every i < n
+ *           z_e  = I'[idx_e] + (beta2·G[idx_e]);  zs_e = preproc(z_e)   for every entry e < m
+ *   I [any, numel n], G [shape of I], idx [m] -> out[0] I' [shape of I], out[1] zs [m,2]
+ *   p.f = {gamma, beta1, beta2, P}; preproc as grad_preproc (thr = e^-P, ep = e^P in float).
+ * Each product is rounded to float before its sum (built with -ffp-contract=off), so the
+ * values are those of mcl_scale, mcl_add and mcl_grad_preproc in a row. An index that is not
+ * an integer in [0, n) is refused (MCL_ERR_INVALID) before anything is written. */
+mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const float *I = mcl_ref_ptr(a->in[0]), *G = mcl_ref_ptr(a->in[1]), *idx = mcl_ref_ptr(a->in[2]);
+    float *In = mcl_ref_ptr(a->out[0]), *zs = mcl_ref_ptr(a->out[1]);
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[2]->shape[0];
+    const float gamma = a->p.f[0], beta1 = a->p.f[1], beta2 = a->p.f[2], P = a->p.f[3];
+    for (int64_t e = 0; e < m; e++) {
+        const float v = idx[e];
+        if (!(v >= 0.0f && v < (float)n && v == floorf(v)))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_avg_z: idx[%lld] = %g is not an integer in [0, %lld)",
+                                     (long long)e, (double)v, (long long)n);
+    }
+    float thr, ep;
+    mcl_grad_preproc_consts(P, &thr, &ep);
+#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float u = gamma * I[i], w = beta1 * G[i];
+        In[i] = u + w;
+    }
+#pragma omp parallel for schedule(static) if (m >= SMN_ELEM_PAR_MIN)
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t i = (int64_t)idx[e];
+        const float b = beta2 * G[i], x = In[i] + b;
+        if (fabsf(x) >= thr) {
+            zs[2 * e] = logf(fabsf(x)) / P;
+            zs[2 * e + 1] = x > 0.0f ? 1.0f : -1.0f;
+        } else {
+            zs[2 * e] = -1.0f;
+            zs[2 * e + 1] = ep * x;
+        }
+    }
     return MCL_OK;
 }

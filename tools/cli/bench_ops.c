@@ -90,6 +90,8 @@ static const op_case cases[] = {
      {0, 4, 0, 5, 5, 5, 5, 5, 5}, {0.01f}, {0}, 2u},
     {"wcst_act", 5, {1, 2, 2, 1, 1}, {{11}, {16, 4}, {16, 3}, {16}, {16}}, {2, 0, 2, 0, 0}, {1.0f, -1.0f}, {3},
      0x1fu},
+    /* the LM's fast attention weight (256 x 256) written at p = 0.1 */
+    {"smn_avg_z", 3, {2, 2, 1}, {{256, 256}, {256, 256}, {6553}}, {0, 0, 4}, {0.999f, 0.5f, 0.5f, 10.0f}, {0}, 7u},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
