@@ -174,8 +174,12 @@ rm -f "$deps" "$stage/ldd.out"
 
 # No RPATH/RUNPATH: a DT_RPATH is searched before --library-path and would reach past the
 # bundle; a DT_RUNPATH after it, where it would only hide a missing library.
+# (objdump's output is taken whole before grep reads it: under pipefail, `objdump | grep -q`
+# fails whenever grep exits at its first match while objdump still writes, SIGPIPE, and the
+# entry was then left in place at random — seen once in distcheck.)
 for f in "$stage"/bin/* "$stage"/lib/*; do
-    if objdump -p "$f" | grep -Eq '^ *(RPATH|RUNPATH) '; then
+    dyn=$(objdump -p "$f")
+    if grep -Eq '^ *(RPATH|RUNPATH) ' <<<"$dyn"; then
         if command -v patchelf >/dev/null; then
             patchelf --remove-rpath "$f"
         else
@@ -212,7 +216,7 @@ version=$(env -u LD_LIBRARY_PATH "$stage/run" --no-driver metacl --version 2>&1)
 
 # ------------------------------------------------------------------ the manifest
 mk=$builddir/Makefile
-mkvar() { sed -n "s/^$1 = //p" "$mk" | head -n 1; }
+mkvar() { sed -n "s/^$1 = //p;T;q" "$mk"; }
 commit=unknown
 if git_top "$srcdir"; then
     commit=$(git -C "$srcdir" rev-parse HEAD)
