@@ -934,8 +934,11 @@ mcl_tensor *mcl_embedding(mcl_ctx *ctx, mcl_tensor *table, mcl_tensor *idx)
     return binary(ctx, MCL_OP_EMBEDDING, table, idx);
 }
 
-mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed, uint64_t stream,
-                              uint64_t counter)
+/* The one dropout op every entry point below runs (its parameters: ref/dropout.c):
+ * p.f[0] = p, p.u[0] = seed, p.u[1] = stream, p.u[2] = counter, p.u[3] = stream step between
+ * segments of seg elements (p.i[0]; 0: one segment), p.i[1] = 1: relu first. */
+static mcl_tensor *dropout_op(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed, uint64_t stream,
+                              uint64_t counter, uint64_t step, int64_t seg, int relu_first)
 {
     mcl_op_args r;
     memset(&r, 0, sizeof r);
@@ -945,57 +948,48 @@ mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t see
     r.p.u[0] = seed;
     r.p.u[1] = stream;
     r.p.u[2] = counter;
+    r.p.u[3] = step;
+    r.p.i[0] = seg;
+    r.p.i[1] = relu_first;
     return run1(ctx, &r);
+}
+
+/* Outside training or at p = 0 no mask is drawn; p must still be in [0, 1). 0 when valid. */
+static int dropout_p_invalid(mcl_ctx *ctx, float p)
+{
+    if (p >= 0.0f && p < 1.0f) return 0;
+    mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "dropout: p = %g must be in [0, 1)", (double)p);
+    return 1;
+}
+
+mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed, uint64_t stream,
+                              uint64_t counter)
+{
+    return dropout_op(ctx, a, p, seed, stream, counter, 0, 0, 0);
 }
 
 mcl_tensor *mcl_dropout_segments(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,
                                  uint64_t stream, uint64_t step, int64_t seg)
 {
-    mcl_op_args r;
-    memset(&r, 0, sizeof r);
-    r.op = MCL_OP_DROPOUT;
-    r.in[0] = a;
-    r.p.f[0] = p;
-    r.p.u[0] = seed;
-    r.p.u[1] = stream;
-    r.p.u[3] = step;
-    r.p.i[0] = seg;
-    return run1(ctx, &r);
+    return dropout_op(ctx, a, p, seed, stream, 0, step, seg, 0);
 }
 
 mcl_tensor *mcl_dropout_relu(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
 {
     if (!ctx) return NULL;
-    if (!training || p == 0.0f) {
-        if (!(p >= 0.0f && p < 1.0f)) {
-            mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "dropout: p = %g must be in [0, 1)", (double)p);
-            return NULL;
-        }
-        return mcl_relu(ctx, a); /* no dropout: relu alone, no stream drawn */
-    }
-    mcl_op_args r;
-    memset(&r, 0, sizeof r);
-    r.op = MCL_OP_DROPOUT;
-    r.in[0] = a;
-    r.p.f[0] = p;
-    r.p.u[0] = ctx->seed;
-    r.p.u[1] = mcl_ctx_next_stream(ctx);
-    r.p.i[1] = 1;
-    return run1(ctx, &r);
+    if (!training || p == 0.0f) /* no dropout: relu alone, no stream drawn */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_relu(ctx, a);
+    return dropout_op(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0, 0, 0, 1);
 }
 
 mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
 {
     if (!ctx) return NULL;
-    if (!training || p == 0.0f) {
-        if (!(p >= 0.0f && p < 1.0f)) {
-            mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "dropout: p = %g must be in [0, 1)", (double)p);
-            return NULL;
-        }
-        /* the identity: a view (a reshape to the same shape), no kernel */
+    if (!training || p == 0.0f) { /* the identity: a view (a reshape to the same shape), no kernel */
+        if (dropout_p_invalid(ctx, p)) return NULL;
         return a ? mcl_reshape(ctx, a, a->ndim, a->shape) : NULL;
     }
-    return mcl_dropout_keyed(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
+    return dropout_op(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0, 0, 0, 0);
 }
 
 mcl_tensor *mcl_grad_preproc(mcl_ctx *ctx, mcl_tensor *z, float p)
