@@ -65,6 +65,10 @@ const char *mcl_cli_device_name(const mcl_ctx *ctx);
  * reference backend); the caller adds its own keys (config, seeds, data) and closes it with
  * mcl_json_end_obj. ctx may be NULL. */
 void mcl_cli_json_provenance_begin(mcl_json *j, const mcl_ctx *ctx);
+/* the source tree's commit when this binary was built ("<12 hex>", "-dirty" appended when
+ * tracked files differed from it), NULL when it was not built from a git checkout; generated at
+ * every build into tools/cli/git_commit.c (Makefile.am) */
+const char *mcl_cli_git_commit(void);
 /* The same device keys as members of an object being printed by hand (the bench JSON):
  * `,"device":..,"device_index":..,"device_platform":..,"device_driver":..,"device_type":..`. */
 void mcl_cli_json_device_fields(FILE *f, const mcl_ctx *ctx);

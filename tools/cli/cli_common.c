@@ -111,11 +111,7 @@ void mcl_cli_json_provenance_begin(mcl_json *j, const mcl_ctx *ctx)
 {
     mcl_json_begin_obj(j, "provenance");
     mcl_json_str(j, "metacl_version", PACKAGE_VERSION);
-#ifdef MCL_GIT_COMMIT
-    mcl_json_str(j, "git_commit", MCL_GIT_COMMIT);
-#else
-    mcl_json_null(j, "git_commit");
-#endif
+    mcl_json_str(j, "git_commit", mcl_cli_git_commit()); /* null outside git */
     mcl_json_str(j, "backend", ctx ? mcl_ctx_backend_name(ctx) : NULL);
     mcl_json_str(j, "device", ctx ? mcl_cli_device_name(ctx) : NULL);
     /* the OpenCL device in full: where it sits in `metacl devices`, platform, driver, type */

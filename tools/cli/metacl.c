@@ -123,9 +123,8 @@ static int cmd_version(int argc, char **argv)
 #else
     printf("OpenMP: no\n");
 #endif
-#ifdef MCL_GIT_COMMIT
-    printf("commit: %s\n", MCL_GIT_COMMIT);
-#endif
+    if (mcl_cli_git_commit())
+        printf("commit: %s\n", mcl_cli_git_commit());
 #ifdef __VERSION__
     printf("compiler: %s\n", __VERSION__);
 #endif
