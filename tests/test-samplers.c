@@ -530,6 +530,68 @@ static void test_batching(mcl_dataset *ds, mcl_dataset *other)
 
 /* ------------------------------------------------------------------ Split-X */
 
+/* Split-X with context and queries from one set (a set split by classes): each class's
+ * queries are its images other than the run's K context images; draw_classes gives each run
+ * its own classes, the same for the same run. */
+static void test_splitx_same_set(mcl_dataset *ds)
+{
+    char err[256];
+    mcl_splitx_cfg c = {.n_tasks = 2, .classes_per_task = 2, .k_shot = 4, .run = 3,
+                        .mode = MCL_SPLITX_DOMAIN, .shuffle_seed = 5, .draw_classes = 1};
+    mcl_splitx *a = NULL, *b = NULL, *a2 = NULL, *cp = NULL;
+    mcl_splitx_create(ds, ds, &c, &a, err, sizeof err);
+    CHECK(a != NULL, "same-set splitx: %s", err);
+    mcl_splitx_create(ds, ds, &c, &a2, err, sizeof err);
+    c.run = 4;
+    mcl_splitx_create(ds, ds, &c, &b, err, sizeof err);
+    /* a shallow copy of the set: another set for splitx, so its queries keep the context images
+     * (shows that the overlap check below can fail) */
+    mcl_dataset other = *ds;
+    c.run = 3;
+    mcl_splitx_create(ds, &other, &c, &cp, err, sizeof err);
+    if (a && a2 && b && cp) {
+        int64_t want = 0;
+        int distinct = 1, same = 1, differ = 0;
+        for (int i = 0; i < 4; i++) {
+            int p = mcl_dataset_class_pos(ds, a->task_class[i]);
+            want += ds->class_start[p + 1] - ds->class_start[p] - 4;
+            for (int j = 0; j < i; j++) distinct &= a->task_class[i] != a->task_class[j];
+            same &= a->task_class[i] == a2->task_class[i];
+            differ |= a->task_class[i] != b->task_class[i];
+        }
+        CHECK(a->n_query == want, "queries: each class's images but its K = 4 context ones (%lld, want %lld)",
+              (long long)a->n_query, (long long)want);
+        CHECK(distinct && same && differ, "draw_classes: 4 distinct classes, the same for run 3 twice, others for run 4 "
+              "(run 3: %d %d %d %d; run 4: %d %d %d %d)", a->task_class[0], a->task_class[1], a->task_class[2],
+              a->task_class[3], b->task_class[0], b->task_class[1], b->task_class[2], b->task_class[3]);
+        int overlap_a = 0, overlap_cp = 0;
+        for (int64_t q = 0; q < a->n_query; q++)
+            for (int64_t k = 0; k < a->n_ctx; k++) overlap_a += a->query_index[q] == a->ctx_index[k];
+        for (int64_t q = 0; q < cp->n_query; q++)
+            for (int64_t k = 0; k < cp->n_ctx; k++) overlap_cp += cp->query_index[q] == cp->ctx_index[k];
+        CHECK(overlap_a == 0 && overlap_cp == cp->n_ctx,
+              "no query is a context image (%d); with two sets every context image is also queried (%d of %lld)",
+              overlap_a, overlap_cp, (long long)cp->n_ctx);
+        int lab = 1;
+        for (int64_t q = 0; q < a->n_query; q++)
+            lab &= ds->labels[a->query_index[q]] == a->task_class[a->query_task[q] * 2 + a->query_label[q]];
+        CHECK(lab, "every query's label is its task's class");
+    }
+    mcl_splitx_free(a);
+    mcl_splitx_free(a2);
+    mcl_splitx_free(b);
+    mcl_splitx_free(cp);
+    /* K = a class's size leaves nothing to query */
+    int p0 = mcl_dataset_class_pos(ds, ds->class_ids[0]);
+    c.k_shot = (int)(ds->class_start[p0 + 1] - ds->class_start[p0]);
+    c.draw_classes = 0;
+    c.n_tasks = 1;
+    c.classes_per_task = 1;
+    a = NULL;
+    mcl_status s = mcl_splitx_create(ds, ds, &c, &a, err, sizeof err);
+    CHECK(s == MCL_ERR_INVALID && !a && strstr(err, "none to query"), "K = class size, one set -> INVALID (%s)", err);
+}
+
 static void test_splitx(mcl_dataset *train, mcl_dataset *test)
 {
     char err[256];
@@ -656,6 +718,7 @@ static void test_splitx(mcl_dataset *train, mcl_dataset *test)
     bad.classes = missing;
     s = mcl_splitx_create(train, test, &bad, &sx, err, sizeof err);
     CHECK(s == MCL_ERR_INVALID && strstr(err, "55"), "class not in the set -> INVALID (%s)", err);
+    test_splitx_same_set(train);
 }
 
 /* ------------------------------------------------------------------ streams */

@@ -128,7 +128,16 @@ typedef struct mcl_splitx_cfg {
     /* 0: a class's training images in dataset order; else: in the order of a permutation keyed
      * by (shuffle_seed, class), the same for every run, so runs stay disjoint. */
     uint64_t shuffle_seed;
+    /* 1 (with classes NULL): run r draws its T*C classes from the training set's classes
+     * without replacement, in the order of a permutation keyed by (shuffle_seed, run) — for a
+     * set with many classes (the stroke sets' held-out classes: Split-Omniglot's protocol),
+     * where the first T*C classes every run would make the runs share their classes. */
+    int draw_classes;
 } mcl_splitx_cfg;
+/* Context and queries from one set (train == test, e.g. the test split of a set split by
+ * classes): each class's queries are its images other than the run's K context images, so a
+ * class needs more than K images. Otherwise the queries are all of the test set's images of
+ * the class. */
 
 typedef struct mcl_splitx {
     mcl_splitx_cfg cfg;   /* cfg.classes is NULLed (see task_class)                   */

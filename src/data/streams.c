@@ -94,6 +94,7 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
                     "splitx: invalid config (tasks %d, classes per task %d, K %d, run %d, mode %d)",
                     T, C, K, cfg->run, (int)cfg->mode);
     int TC = T * C;
+    const int same_set = train == test; /* queries: the class's images not in the context */
     if (!cfg->classes && train->n_classes < TC)
         return mcl_errbuf(err, err_len, MCL_ERR_INVALID,
                     "splitx: %d tasks x %d classes need %d classes; '%s' has %d", T, C, TC,
@@ -107,6 +108,7 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
     sx->n_outputs = cfg->mode == MCL_SPLITX_DOMAIN ? C : TC;
     mcl_status s = MCL_OK;
     int *ptrain = NULL, *ptest = NULL;
+    int32_t *drawn = NULL; /* draw_classes: this run's T*C classes */
     sx->task_class = malloc((size_t)TC * sizeof *sx->task_class);
     ptrain = malloc((size_t)TC * sizeof *ptrain);
     ptest = malloc((size_t)TC * sizeof *ptest);
@@ -117,8 +119,26 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
         goto done;
     }
     int64_t nq = 0;
+    if (!cfg->classes && cfg->draw_classes) {
+        int nc = train->n_classes;
+        int *pi = malloc((size_t)nc * sizeof *pi);
+        drawn = malloc((size_t)TC * sizeof *drawn);
+        if (!pi || !drawn) {
+            free(pi);
+            free(drawn);
+            s = mcl_errbuf(err, err_len, MCL_ERR_OOM, "splitx: out of memory");
+            goto done;
+        }
+        /* stream 2^40 + run: apart from the per-class image streams keyed by class ids */
+        mcl_rng r;
+        mcl_rng_init(&r, cfg->shuffle_seed, ((uint64_t)1 << 40) + (uint64_t)cfg->run);
+        for (int e = 0; e < nc; e++) pi[e] = e;
+        mcl_rng_shuffle_int(&r, pi, nc);
+        for (int i = 0; i < TC; i++) drawn[i] = train->class_ids[pi[i]];
+        free(pi);
+    }
     for (int i = 0; i < TC; i++) {
-        int32_t c = cfg->classes ? cfg->classes[i] : train->class_ids[i];
+        int32_t c = cfg->classes ? cfg->classes[i] : drawn ? drawn[i] : train->class_ids[i];
         for (int j = 0; j < i; j++)
             if (sx->task_class[j] == c) {
                 s = mcl_errbuf(err, err_len, MCL_ERR_INVALID, "splitx: class %d listed twice", (int)c);
@@ -134,13 +154,17 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
             goto done;
         }
         int64_t m = train->class_start[ptrain[i] + 1] - train->class_start[ptrain[i]];
-        if (m < K) {
+        if (m < K + same_set) {
             s = mcl_errbuf(err, err_len, MCL_ERR_INVALID,
-                     "splitx: class %d has %lld training images, K = %d", (int)c, (long long)m, K);
+                     same_set ? "splitx: class %d has %lld images, K = %d leaves none to query"
+                              : "splitx: class %d has %lld training images, K = %d",
+                     (int)c, (long long)m, K);
             goto done;
         }
-        nq += test->class_start[ptest[i] + 1] - test->class_start[ptest[i]];
+        nq += test->class_start[ptest[i] + 1] - test->class_start[ptest[i]] - (same_set ? K : 0);
     }
+    free(drawn);
+    drawn = NULL;
     sx->n_ctx = (int64_t)TC * K;
     sx->n_query = nq;
     sx->ctx_index = malloc((size_t)sx->n_ctx * sizeof *sx->ctx_index);
@@ -201,13 +225,15 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
             }
     }
     sx->task_ctx_start[T] = n;
-    free(chosen);
     n = 0;
     for (int t = 0; t < T; t++) {
         sx->task_query_start[t] = n;
         for (int j = 0; j < C; j++) {
             int i = t * C + j;
             for (int64_t e = test->class_start[ptest[i]]; e < test->class_start[ptest[i] + 1]; e++) {
+                int in_ctx = 0;
+                for (int k = 0; same_set && k < K; k++) in_ctx |= chosen[(int64_t)i * K + k] == test->class_index[e];
+                if (in_ctx) continue;
                 sx->query_index[n] = test->class_index[e];
                 sx->query_label[n] = cfg->mode == MCL_SPLITX_DOMAIN ? j : i;
                 sx->query_task[n] = t;
@@ -216,7 +242,9 @@ mcl_status mcl_splitx_create(const mcl_dataset *train, const mcl_dataset *test,
         }
     }
     sx->task_query_start[T] = n;
+    free(chosen);
 done:
+    free(drawn);
     free(ptrain);
     free(ptest);
     if (s != MCL_OK) {

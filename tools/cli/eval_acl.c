@@ -852,6 +852,14 @@ static int load_data(acl_eval_run *r)
             fprintf(stderr, "metacl %s: data '%s' (train split): %s\n", cmd_name, de->spec, err);
             return 1;
         }
+        /* split-dil / split-cil on a set split by classes (the stroke sets): its training
+         * classes are not its test classes, so the context and the queries both come from the
+         * held-out test classes — each class's K context images and its other images as
+         * queries, each run its own classes (Split-Omniglot's protocol; mcl_splitx_cfg) */
+        if (de->train && de->ds->n_classes > 0 && mcl_dataset_class_pos(de->train, de->ds->class_ids[0]) < 0) {
+            mcl_dataset_free(de->train);
+            de->train = de->ds;
+        }
     }
     return 0;
 }
@@ -909,6 +917,8 @@ static void setup_protocol(acl_eval_run *r)
     xc->split.mode = r->split_mode == MCL_SPLITX_CLASS ? MCL_SPLITX_CLASS : MCL_SPLITX_DOMAIN;
     xc->split.classes = r->de[0].n_classes ? r->de[0].classes : NULL;
     xc->split.shuffle_seed = (uint64_t)o->seed;
+    /* a set split by classes (load_data): each run draws its own classes */
+    xc->split.draw_classes = !r->seq && r->de[0].train == r->de[0].ds && !r->de[0].n_classes;
     xc->n_runs = r->runs;
     xc->final_only = o->final_only;
     xc->normalize = 1;
@@ -957,9 +967,15 @@ static int select_data(acl_eval_run *r, mcl_dataset **vds, mcl_class_pool *vpool
     xv->final_only = 1;
     if (r->split_mode == MCL_SPLITX_CLASS) xv->n_outputs = 2 * r->tasks; /* as the evaluation */
     vd->kind = MCL_EVAL_SPLITX;
-    vd->train = r->de[0].train;
-    vd->test = vds[0];
     vd->splitx = xv;
+    vd->test = vds[0];
+    if (r->de[0].train == r->de[0].ds) { /* split by classes: context and queries from the val classes */
+        vd->train = vds[0];
+        snprintf(vwhere, vlen, "%s: contexts and queries from the %d classes of its 'val' split",
+                 r->de[0].spec, vds[0]->n_classes);
+        return 0;
+    }
+    vd->train = r->de[0].train;
     snprintf(vwhere, vlen, "%s: contexts from its %lld training images, queries its %lld held-out 'val' images",
              r->de[0].spec, (long long)r->de[0].train->n, (long long)vds[0]->n);
     return 0;
@@ -1171,8 +1187,8 @@ static void run_free(acl_eval_run *r)
         mcl_acl_free(r->me[k].m);
     }
     for (int d = 0; d < r->n_data; d++) {
+        if (r->de[d].train != r->de[d].ds) mcl_dataset_free(r->de[d].train);
         mcl_dataset_free(r->de[d].ds);
-        mcl_dataset_free(r->de[d].train);
     }
     mcl_ctx_free(r->ctx);
     free(r);
