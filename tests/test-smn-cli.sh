@@ -104,6 +104,32 @@ for f in wcst-updates.png wcst-persev.png; do
 done
 check "wcst protocol --json" 0 "$METACL" eval smn --protocol wcst --ckpt "$TMP/w.ckpt" --runs 1 --tasks 1 --max-steps 6 --json --quiet
 expect_text "json" '"updates_to_solve"'
+# the summary's per-run values in the JSON are the means over each run's first and last tasks,
+# and the table's summary cells are their mean (a doc ties its summary numbers to them)
+check "wcst protocol --json-out" 0 "$METACL" eval smn --protocol wcst --ckpt "$TMP/w.ckpt" --baseline adam:0.001 \
+    --runs 3 --tasks 4 --max-steps 40 --json-out "$TMP/wcst.json" --quiet
+printf "%s\n" "$LAST_OUT" >"$TMP/wcst.md"
+if python3 - "$TMP/wcst.json" "$TMP/wcst.md" <<'PY'; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: wcst summary in the JSON"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {l.split("|")[1].strip(): l.split("|")[2:6] for l in open(sys.argv[2]) if l.startswith("| ")}
+for a in d["agents"]:
+    s, cut = a["summary"], a["summary"]["cut"]
+    for key, table, i0, i1, col in (("updates_first", "updates_to_solve", 0, cut, 0),
+                                    ("updates_rest", "updates_to_solve", cut, 4, 1),
+                                    ("persev_first", "persev_errors", 0, cut, 2),
+                                    ("persev_rest", "persev_errors", cut, 4, 3)):
+        for r, row in enumerate(a[table]):
+            x = [v for v in row[i0:i1] if v is not None]
+            want = sum(x) / len(x) if x else None
+            got = s[key][r]
+            assert (got is None) == (want is None) and (want is None or abs(got - want) < 1e-6), (a["name"], key, r, got, want)
+        vals = [v for v in s[key] if v is not None]
+        cell = rows[a["name"]][col].strip()
+        if vals:
+            assert abs(float(cell.split()[0]) - sum(vals) / len(vals)) <= 0.051, (a["name"], key, cell, vals)
+assert cut == 2
+PY
 check "wcst: an online baseline with a checkpoint" 2 "$METACL" eval smn --protocol wcst --baseline online:"$TMP/w.ckpt"
 check "wcst: unknown baseline" 2 "$METACL" eval smn --protocol wcst --baseline bogus
 check "lengths malformed" 2 "$METACL" eval smn --protocol online --ckpt "$TMP/w.ckpt" --lengths 5-2

@@ -280,6 +280,22 @@ static void put_ci(FILE *f, const double *v, int n, int stride, double scale)
 }
 
 /* The header's words for n runs. */
+/* out[r] = the mean of v[r*T + i] over the tasks i0 <= i < i1 that run r reached (NaN: none);
+ * the summary table's cells are the mean and interval of out[0..runs-1] */
+static void part_means(const double *v, int runs, int T, int i0, int i1, double *out)
+{
+    for (int r = 0; r < runs; r++) {
+        double s = 0.0;
+        int c = 0;
+        for (int i = i0; i < i1; i++)
+            if (isfinite(v[r * T + i])) s += v[r * T + i], c++;
+        out[r] = c ? s / c : NAN;
+    }
+}
+
+/* The first tasks and the rest, as in the summary table: the paper's "after ~10 tasks", or half */
+static int summary_cut(int T) { return T > 10 ? 10 : (T + 1) / 2; }
+
 static const char *ci_words(int n) { return n > 1 ? "mean +- 95 % CI half-width" : "mean, no interval"; }
 
 static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
@@ -305,7 +321,7 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
             fprintf(f, "\n");
         }
     }
-    const int cut = T > 10 ? 10 : (T + 1) / 2; /* the paper's "after ~10 tasks", or half */
+    const int cut = summary_cut(T);
     fprintf(f, "\n### Summary (mean over task indices; %s over the runs)\n\n| agent | updates, tasks 1-%d | "
                "updates, tasks %d-%d | persev. errors, tasks 1-%d | persev. errors, tasks %d-%d | seconds |\n"
                "|---|---|---|---|---|---|\n",
@@ -316,15 +332,7 @@ static void wcst_tables(FILE *f, agent *ag, int na, int runs, int T)
             for (int part = 0; part < 2; part++) {
                 const int i0 = part == 0 ? 0 : cut, i1 = part == 0 ? cut : T;
                 double *pr = malloc((size_t)runs * sizeof *pr);
-                for (int r = 0; pr && r < runs; r++) {
-                    double s = 0.0;
-                    int c = 0;
-                    for (int i = i0; i < i1; i++) {
-                        const double v = (w == 0 ? ag[k].upd : ag[k].per)[r * T + i];
-                        if (isfinite(v)) s += v, c++;
-                    }
-                    pr[r] = c ? s / c : NAN;
-                }
+                if (pr) part_means(w == 0 ? ag[k].upd : ag[k].per, runs, T, i0, i1, pr);
                 if (i0 < i1 && pr) put_ci(f, pr, runs, 1, 1.0);
                 else fprintf(f, " -");
                 fprintf(f, " |");
@@ -377,12 +385,26 @@ static void json_out(FILE *fp, mcl_ctx *ctx, agent *ag, int na, int online, int 
             mcl_json_num_array(&j, "grid_score", ag[k].grid_score, ag[k].n_grid, 6);
         }
         if (!online) {
-            mcl_json_begin_arr(&j, "updates_to_solve"); /* [run][task], null = unsolved */
+            /* [run][task]; null = the run never reached the task; a task reached but not
+             * solved holds the updates spent on it (a lower bound) */
+            mcl_json_begin_arr(&j, "updates_to_solve");
             for (int r = 0; r < runs; r++) mcl_json_num_array(&j, NULL, ag[k].upd + (size_t)r * T, T, 6);
             mcl_json_end_arr(&j);
             mcl_json_begin_arr(&j, "persev_errors");
             for (int r = 0; r < runs; r++) mcl_json_num_array(&j, NULL, ag[k].per + (size_t)r * T, T, 6);
             mcl_json_end_arr(&j);
+            /* the summary table's per-run values: the mean over tasks 1..cut and cut+1..T */
+            const int cut = summary_cut(T);
+            double *pr = malloc((size_t)runs * sizeof *pr);
+            mcl_json_begin_obj(&j, "summary");
+            mcl_json_int(&j, "cut", cut);
+            static const char *const key[4] = {"updates_first", "updates_rest", "persev_first", "persev_rest"};
+            for (int q = 0; pr && q < 4; q++) {
+                part_means(q < 2 ? ag[k].upd : ag[k].per, runs, T, q % 2 ? cut : 0, q % 2 ? T : cut, pr);
+                mcl_json_num_array(&j, key[q], pr, runs, 6);
+            }
+            mcl_json_end_obj(&j);
+            free(pr);
         } else {
             mcl_json_begin_arr(&j, "streams");
             for (int l = 0; l < nl; l++) {
