@@ -7,6 +7,8 @@
 #     selected baseline has a "selection" object whose points, chosen index, data and splits are
 #     consistent, the chosen point is the first best score, the evaluated lr is the chosen one and
 #     a key given in --baseline (epochs=1) stays fixed in every point;
+#   - split-dil on a set split by classes (hershey) runs, its context and queries from its test
+#     classes;
 #   - the JSON check fails on a JSON without "selection" and on one whose chosen index is out
 #     of range (it can fail);
 #   - a two-task table on class subsets names them as given (fmnist@0-1 fmnist@2-3), and its
@@ -87,6 +89,14 @@ expect_text "names the user data" "has no meta-validation classes"
 # classes_is FILE WANT: the JSON's provenance says which classes the episodes came from
 classes_is() { python3 -c 'import json, sys
 d = json.load(open(sys.argv[1])); sys.exit(0 if d["provenance"]["config"]["classes"] == sys.argv[2] else 3)' "$1" "$2"; }
+# split-dil on a set split by classes (hershey): context and queries from its test classes,
+# each run its own classes, the queries the classes' other images (20 renderings - K = 1)
+check "split-dil on hershey" 0 "$METACL" eval acl --protocol split-dil --data hershey --data-dir "$TMP/data" --tasks 2 \
+    --k-shot 1 --runs 2 --baseline sgd:epochs=1 --json-out "$TMP/sx.json" --quiet
+if python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); m = d["models"][0]
+assert d["protocol"] == "split-dil" and len(m["acc_runs"]) == 2 and all(0 <= a <= 1 for a in m["acc_runs"]), "runs"' "$TMP/sx.json" 2>"$TMP/sx.err"; then
+    pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: split-dil on hershey JSON"; cat "$TMP/sx.err"; fi
 check "two-task --val-classes" 0 "$METACL" eval acl --protocol two-task --data hershey --data-dir "$TMP/data" --n-way 3 \
     --k-shot 1 --runs 1 --episodes 2 --baseline sgd:epochs=1 --val-classes --json-out "$TMP/vc.json"
 expect_text "the table says so" "(meta-validation classes)"

@@ -107,6 +107,9 @@ check "bad float" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance half
 expect_text "plot names --chance" "'half'"
 check "plot --chance out of [0,1]" 2 "$METACL" plot "$TMP" --out "$TMP/p.png" --chance 5
 expect_text "chance is a probability" "want a probability in [0, 1]"
+check "eval: seq beyond 16 tasks" 2 "$METACL" eval acl --ckpt x.ckpt --protocol seq --data hershey --tasks 17
+expect_text "names the limit" "at most 16 tasks (the split protocols 64)"
+check "eval: split beyond 64 tasks" 2 "$METACL" eval acl --ckpt x.ckpt --protocol split-dil --data hershey --tasks 65
 check "eval: more --data than tasks" 2 "$METACL" eval acl --ckpt x.ckpt --protocol two-task --data hershey --data hershey --data fmnist
 expect_text "eval says why" "3 --data for 2 tasks"
 # one chance level per curriculum stage (--cumulative), or one for all

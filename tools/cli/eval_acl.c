@@ -50,6 +50,9 @@
 #define MAX_MODELS 8
 #define MAX_DATA 16
 #define MAX_CLASSES 4096
+/* Split-X streams of up to 64 tasks (Split-Omniglot's 20 in the paper's App. B.2); task
+ * sequences (seq, two-task) stay within MCL_ACL_MAX_TASKS, the tasks of the ACL objective */
+#define MAX_SPLIT_TASKS 64
 
 typedef struct model_entry {
     char name[128];
@@ -97,9 +100,9 @@ static const mcl_key eval_keys[] = {
                  "split-cil: Split-X, domain / class incremental (doc/acl-model.md 5)"),
     MCL_OPT_APPEND("data", 0, eval_opts, data, n_data, "SPEC",
                    "data set [@classes], e.g. hanzi, fmnist@0-4 (seq: one per task)"),
-    MCL_OPT_INT("tasks", 0, eval_opts, tasks, 1, MCL_ACL_MAX_TASKS, NULL, "T",
-                "tasks per sequence (seq: default = number of --data, two-task: 2;\n"
-                "split-dil: 5; split-cil: 5, or 2 for the 2-task version)"),
+    MCL_OPT_INT("tasks", 0, eval_opts, tasks, 1, MAX_SPLIT_TASKS, NULL, "T",
+                "tasks per sequence (seq: default = number of --data, two-task: 2, at most 16;\n"
+                "split-dil: 5; split-cil: 5, or 2 for the 2-task version; at most 64)"),
     MCL_OPT_INT("n-way", 0, eval_opts, n_way, 1, 1000, "5", "N", "seq: classes per task"),
     MCL_OPT_INT("k-shot", 0, eval_opts, k_shot, 1, 10000, "5", "K",
                 "seq: examples per class; split: training images per class"),
@@ -765,6 +768,11 @@ static int check_protocol(acl_eval_run *r)
     } else if (!strcmp(protocol, "seq") || !strcmp(protocol, "two-task")) {
         r->seq = 1;
         if (!r->tasks) r->tasks = !strcmp(protocol, "two-task") ? 2 : (r->n_data > 1 ? r->n_data : 2);
+        if (r->tasks > MCL_ACL_MAX_TASKS) {
+            fprintf(stderr, "metacl %s: --tasks = %d: %s takes at most %d tasks (the split protocols %d)\n",
+                    cmd_name, r->tasks, protocol, MCL_ACL_MAX_TASKS, MAX_SPLIT_TASKS);
+            return 2;
+        }
         if (!r->runs) r->runs = 5;
     } else if (!strcmp(protocol, "split-dil") || !strcmp(protocol, "split-cil")) {
         r->split_mode = !strcmp(protocol, "split-dil") ? MCL_SPLITX_DOMAIN : MCL_SPLITX_CLASS;
@@ -969,12 +977,6 @@ static int select_data(acl_eval_run *r, mcl_dataset **vds, mcl_class_pool *vpool
     vd->kind = MCL_EVAL_SPLITX;
     vd->splitx = xv;
     vd->test = vds[0];
-    if (r->de[0].train == r->de[0].ds) { /* split by classes: context and queries from the val classes */
-        vd->train = vds[0];
-        snprintf(vwhere, vlen, "%s: contexts and queries from the %d classes of its 'val' split",
-                 r->de[0].spec, vds[0]->n_classes);
-        return 0;
-    }
     vd->train = r->de[0].train;
     snprintf(vwhere, vlen, "%s: contexts from its %lld training images, queries its %lld held-out 'val' images",
              r->de[0].spec, (long long)r->de[0].train->n, (long long)vds[0]->n);
