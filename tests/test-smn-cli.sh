@@ -130,6 +130,26 @@ for a in d["agents"]:
             assert abs(float(cell.split()[0]) - sum(vals) / len(vals)) <= 0.051, (a["name"], key, cell, vals)
 assert cut == 2
 PY
+# a baseline without a learning rate gets one from a grid search that grows at its edges: the
+# chosen lr is the best point (the smallest of a tie), and an edge point better than every
+# other is the end of the ladder (0.3 or 1e-6)
+check "wcst: grid search" 0 "$METACL" eval smn --protocol wcst --ckpt "$TMP/w.ckpt" --baseline adam --baseline rmsprop \
+    --runs 1 --tasks 2 --max-steps 12 --val-runs 1 --json-out "$TMP/grid.json" --quiet
+if python3 - "$TMP/grid.json" <<'PY'; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: wcst grid search"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+for a in d["agents"]:
+    if a["name"] not in ("adam", "rmsprop"):
+        continue
+    g, s, lr = a["grid_lr"], a["grid_score"], a["lr"]
+    assert len(g) >= 4 and len(g) == len(s) and g[:4] == [0.0001, 0.0003, 0.001, 0.003], (a["name"], g)
+    best = max(s)
+    assert abs(lr - min(x for x, y in zip(g, s) if y == best)) < 1e-9, (a["name"], lr, g, s)
+    # an edge point that beats every other point ends the ladder
+    for edge, end in ((max(g), 0.3), (min(g), 1e-6)):
+        e = g.index(edge)
+        assert not all(s[e] > y for i, y in enumerate(s) if i != e) or abs(edge - end) < 1e-9, (a["name"], g, s)
+PY
 check "wcst: an online baseline with a checkpoint" 2 "$METACL" eval smn --protocol wcst --baseline online:"$TMP/w.ckpt"
 check "wcst: unknown baseline" 2 "$METACL" eval smn --protocol wcst --baseline bogus
 check "lengths malformed" 2 "$METACL" eval smn --protocol online --ckpt "$TMP/w.ckpt" --lengths 5-2

@@ -92,7 +92,7 @@ typedef struct agent {
     mcl_smn_run cfg;
     char ckpt[4096];
     int lr_given;
-    double grid_lr[8], grid_score[8];
+    double grid_lr[12], grid_score[12]; /* the points of the grid search, in the order tried */
     int n_grid;
     /* results: wcst [runs][tasks]; online [lengths][runs] */
     double *upd, *per;       /* wcst: updates to solve (NaN unsolved), persev errors     */
@@ -221,48 +221,86 @@ static mcl_smn_run online_cfg(const agent *a, const char *data, const char *data
     return c;
 }
 
-/* Grid search of a baseline's lr on validation runs (other seeds; Online-X: the val classes).
- * Score: wcst: minus the mean updates to solve (an unsolved task counts the cap); online:
- * the mean task accuracy on the first range. */
+/* The learning rates a grid search may try, half decades; it starts at 1e-4 .. 3e-3 and grows
+ * at an edge (below) */
+static const float grid_ladder[] = {1e-6f, 3e-6f, 1e-5f, 3e-5f, 1e-4f, 3e-4f, 1e-3f, 3e-3f, 1e-2f, 3e-2f, 0.1f, 0.3f};
+#define GRID_LADDER ((int)(sizeof grid_ladder / sizeof grid_ladder[0]))
+#define GRID_FIRST 4 /* 1e-4 */
+#define GRID_START 4 /* points of the first grid: 1e-4, 3e-4, 1e-3, 3e-3 */
+_Static_assert(sizeof ((agent *)0)->grid_lr / sizeof(double) >= GRID_LADDER, "a grid_lr per ladder point");
+
+/* The validation score of one learning rate (higher is better). wcst: minus the mean updates to
+ * solve (an unsolved task counts the cap); online: the mean task accuracy on the first range. */
+static mcl_status grid_score(mcl_ctx *ctx, agent *a, int online, const smn_eval_opts *op, const len_range *L,
+                             int vt, int64_t max_steps, float lr, double *score_out, char *err, size_t len)
+{
+    a->o.lr = lr;
+    double score = 0.0;
+    for (int r = 0; r < op->val_runs; r++) {
+        mcl_smn_online_result res;
+        const uint64_t seed = (uint64_t)op->seed + 100000u + (uint64_t)r;
+        mcl_smn_run c = online ? online_cfg(a, op->data, op->data_dir[0] ? op->data_dir : NULL, 2, vt, L[0]) : a->cfg;
+        mcl_status st = run_one(ctx, a, &c, seed, vt, online ? 0 : max_steps, op->round, &res, err, len);
+        if (st != MCL_OK) return st;
+        if (online) {
+            double acc, pr, ir;
+            online_summary(&res, &acc, &pr, &ir);
+            score += acc;
+        } else {
+            for (int i = 0; i < vt; i++) {
+                const int64_t u = i < res.n_tasks ? res.task[i].updates_to_solve : -1;
+                score -= u >= 0 ? (double)u : (double)max_steps;
+            }
+        }
+        mcl_smn_online_result_free(&res);
+    }
+    *score_out = score / op->val_runs;
+    mcl_progress_note("grid %s: lr %g: %s %.4g", a->name, (double)lr, online ? "val task accuracy" : "-updates",
+                      *score_out);
+    return MCL_OK;
+}
+
+/* Grid search of a baseline's lr on validation runs (other seeds; Online-X: the val classes):
+ * 1e-4, 3e-4, 1e-3, 3e-3, then, while the grid's largest (smallest) point scores better than
+ * every other, the next half decade above (below) of grid_ladder, so that a chosen value is
+ * on the edge of the grid only when it ties with another point or ends the ladder. The points in the order tried and their scores go to
+ * a->grid_lr / grid_score (the JSON). Ties: the smallest learning rate. */
 static mcl_status grid_search(mcl_ctx *ctx, agent *a, int online, const smn_eval_opts *op, const len_range *L,
                               int tasks, int64_t max_steps, char *err, size_t len)
 {
-    static const float lrs[] = {1e-4f, 3e-4f, 1e-3f, 3e-3f};
-    const int n = (int)(sizeof lrs / sizeof lrs[0]);
-    double best = -INFINITY;
-    float best_lr = lrs[0];
     const int vt = online ? (tasks < 50 ? tasks : 50) : (tasks < 10 ? tasks : 10);
-    for (int g = 0; g < n; g++) {
-        a->o.lr = lrs[g];
-        double score = 0.0;
-        for (int r = 0; r < op->val_runs; r++) {
-            mcl_smn_online_result res;
-            const uint64_t seed = (uint64_t)op->seed + 100000u + (uint64_t)r;
-            mcl_smn_run c = online ? online_cfg(a, op->data, op->data_dir[0] ? op->data_dir : NULL, 2, vt, L[0]) : a->cfg;
-            mcl_status st = run_one(ctx, a, &c, seed, vt, online ? 0 : max_steps, op->round, &res, err, len);
-            if (st != MCL_OK) return st;
-            if (online) {
-                double acc, pr, ir;
-                online_summary(&res, &acc, &pr, &ir);
-                score += acc;
-            } else {
-                for (int i = 0; i < vt; i++) {
-                    const int64_t u = i < res.n_tasks ? res.task[i].updates_to_solve : -1;
-                    score -= u >= 0 ? (double)u : (double)max_steps;
-                }
+    double sc[GRID_LADDER]; /* by ladder index */
+    int lo = GRID_FIRST, hi = GRID_FIRST; /* the ladder points tried: [lo, hi) */
+    a->n_grid = 0;
+    for (;;) {
+        int next;
+        if (hi - lo < GRID_START) {
+            next = hi;
+        } else {
+            /* an edge point better than every other point (a tie says nothing of the direction) */
+            int top = 1, bottom = 1;
+            for (int g = lo; g < hi; g++) {
+                top &= g == hi - 1 || sc[hi - 1] > sc[g];
+                bottom &= g == lo || sc[lo] > sc[g];
             }
-            mcl_smn_online_result_free(&res);
+            if (top && hi < GRID_LADDER) next = hi;
+            else if (bottom && lo > 0) next = lo - 1;
+            else break;
         }
-        score /= op->val_runs;
-        a->grid_lr[g] = lrs[g];
-        a->grid_score[g] = score;
-        a->n_grid = g + 1;
-        mcl_progress_note("grid %s: lr %g: %s %.4g", a->name, (double)lrs[g], online ? "val task accuracy" : "-updates",
-                          score);
-        if (score > best) best = score, best_lr = lrs[g];
+        mcl_status st = grid_score(ctx, a, online, op, L, vt, max_steps, grid_ladder[next], &sc[next], err, len);
+        if (st != MCL_OK) return st;
+        a->grid_lr[a->n_grid] = grid_ladder[next];
+        a->grid_score[a->n_grid++] = sc[next];
+        if (next == hi) hi++;
+        else lo--;
     }
-    a->o.lr = best_lr;
-    mcl_progress_note("grid %s: chose lr %g", a->name, (double)best_lr);
+    int best = lo;
+    for (int g = lo; g < hi; g++)
+        if (sc[g] > sc[best]) best = g;
+    a->o.lr = grid_ladder[best];
+    mcl_progress_note("grid %s: chose lr %g%s", a->name, (double)grid_ladder[best],
+                      (best == 0 && lo == 0) || (best == GRID_LADDER - 1 && hi == GRID_LADDER)
+                          ? " (the end of the ladder: still an edge)" : "");
     return MCL_OK;
 }
 

@@ -31,7 +31,8 @@
 #                    E = 4, SEEDS seeds × {C = 500, C = 0}; the report gives the within-task
 #                    accuracy at the 5th example for early and late tasks        ~16 h
 #   smn-wcst         WCST, 10 runs of 10 rules, Sparse-MetaNet against the online and the
-#                    offline agents (the paper's Fig. 3 comparison)                 ~1 h
+#                    offline agents (the paper's Fig. 3 comparison), the baselines'
+#                    learning rates by the grid search                             ~15 min
 #   smn-online       Online-X, 5 runs of 50 tasks per stream on hanzi, hershey, kanji ~12 h
 #   lm-nofast        the Transformer-XL of lm-text.conf trained the same 6 000 steps without
 #                    fast weights (model.fast = 0), then static and dynamic evaluation of both
@@ -176,8 +177,10 @@ for job; do
         # shellcheck disable=SC2046 # one --report per run directory
         step "$J/report.md" "$METACL" online $(for d in "$J"/C*-seed*; do printf ' --report %s' "$d"; done) ;;
     smn-wcst)
+        # the baselines' learning rates by the grid search (3 validation runs of other seeds,
+        # grown at its edges; the points in the JSON's grid_lr / grid_score)
         step "$J/wcst.md" "$METACL" eval smn --protocol wcst --ckpt Sparse-MetaNet="$CK/smn-wcst.ckpt" \
-            --baseline smn-scratch --baseline adam:0.003 --baseline rmsprop:0.003 --baseline offline-adam:0.003 \
+            --baseline smn-scratch --baseline adam --baseline rmsprop --baseline offline-adam --val-runs 3 \
             --runs 10 --tasks 10 --max-steps 1500 --figures "$J/figures" --json-out "$J/wcst.json" --quiet ;;
     smn-online)
         [ -s "$J/done" ] || { OUT="$J" ONLINE_TASKS=50 ONLINE_RUNS=5 tools/scripts/smn-experiments.sh online; : >"$J/done"; } ;;
