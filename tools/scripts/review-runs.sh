@@ -7,8 +7,8 @@
 # interruption continues it. JOB names and their expected cost on the project's 2-core machine
 # (reference backend, undisturbed; doc/*.md give the single-run times they are scaled from):
 #   acl-seeds        acl-quick trained with SEEDS (5) training seeds, each evaluated on the
-#                    two-task hanzi -> hershey protocol (5 runs × 32 episodes): the training-seed
-#                    spread next to the evaluation spread                          ~1 h
+#                    task it learns (2-way 1-shot, held-out hershey classes; 5 runs × 64
+#                    episodes): the training-seed spread next to the evaluation spread ~30 min
 #   acl-baselines    EWC, online EWC, SI, LwF tuned over lr × their own coefficient (× epochs) on
 #                    fmnist-val (`--select`, the grid in the JSON), replay with buffers of 10 and
 #                    50, on Split-FMNIST DIL (15 shots) and the same methods in the CIL tables
@@ -88,8 +88,9 @@ for job; do
         s=1
         while [ $s -le "$SEEDS" ]; do
             train acl data/configs/acl-quick.conf "$J/seed$s" --set train.seed=$s --set model.seed=$s
-            step "$J/eval-seed$s.md" "$METACL" eval acl --protocol two-task --data hanzi --data hershey --runs 5 \
-                --episodes 32 --ckpt "seed$s=$J/seed$s/best.ckpt" --json-out "$J/eval-seed$s.json" --quiet
+            # the task it was trained for (2-way 1-shot on held-out hershey classes), 5 runs
+            step "$J/eval-seed$s.md" "$METACL" eval acl --protocol seq --tasks 1 --data hershey --n-way 2 --k-shot 1 \
+                --runs 5 --episodes 64 --ckpt "seed$s=$J/seed$s/best.ckpt" --json-out "$J/eval-seed$s.json" --quiet
             s=$((s + 1))
         done ;;
     acl-baselines)
