@@ -33,6 +33,9 @@
 #   smn-wcst         WCST, 10 runs of 10 rules, Sparse-MetaNet against the online and the
 #                    offline agents (the paper's Fig. 3 comparison), the baselines'
 #                    learning rates by the grid search                             ~15 min
+#   smn-seeds        the WCST agent (smn-wcst.conf, 300 windows) trained with SEEDS seeds
+#                    (model, training and environment seed s; s = 1 is the shipped recipe),
+#                    each evaluated on WCST (10 runs of 10 rules): the training-seed spread ~15 min
 #   smn-online       Online-X, 5 runs of 50 tasks per stream on hanzi, hershey, kanji ~12 h
 #   lm-nofast        the Transformer-XL of lm-text.conf trained the same 6 000 steps without
 #                    fast weights (model.fast = 0), then static and dynamic evaluation of both
@@ -50,7 +53,7 @@ CK=data/checkpoints
 train() {
     fam=$1 conf=$2 dir=$3
     shift 3
-    if [ -s "$dir/best.ckpt" ] && [ -e "$dir/.done" ]; then return 0; fi
+    if [ -e "$dir/.done" ]; then return 0; fi
     if [ -s "$dir/last.ckpt" ]; then
         "$METACL" train "$fam" --resume "$dir" --quiet
     else
@@ -78,7 +81,7 @@ step() {
 }
 
 for job; do
-    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-freeze | oct-recurring | smn-wcst | smn-online | lm-nofast) ;;
+    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast) ;;
     *) echo "review-runs: unknown job '$job' (see the header of $0)" >&2; exit 2 ;;
     esac
     J=$OUT/$job
@@ -88,11 +91,14 @@ for job; do
         s=1
         while [ $s -le "$SEEDS" ]; do
             train acl data/configs/acl-quick.conf "$J/seed$s" --set train.seed=$s --set model.seed=$s
-            # the task it was trained for (2-way 1-shot on held-out hershey classes), 5 runs
-            step "$J/eval-seed$s.md" "$METACL" eval acl --protocol seq --tasks 1 --data hershey --n-way 2 --k-shot 1 \
-                --runs 5 --episodes 64 --ckpt "seed$s=$J/seed$s/best.ckpt" --json-out "$J/eval-seed$s.json" --quiet
             s=$((s + 1))
-        done ;;
+        done
+        # every seed on the task it was trained for (2-way 1-shot on held-out hershey classes),
+        # 5 runs of the same episodes each, in one table and JSON
+        # shellcheck disable=SC2046 # one --ckpt per seed
+        step "$J/eval.md" "$METACL" eval acl --protocol seq --tasks 1 --data hershey --n-way 2 --k-shot 1 \
+            --runs 5 --episodes 64 $(s=1; while [ $s -le "$SEEDS" ]; do printf ' --ckpt seed%s=%s/seed%s/best.ckpt' $s "$J" $s
+            s=$((s + 1)); done) --json-out "$J/eval.json" --quiet ;;
     acl-baselines)
         P="--protocol split-dil --data fmnist-val --tasks 5 --k-shot 15 --final-only"
         for m in sgd adam ewc ewc-online si lwf; do
@@ -183,6 +189,16 @@ for job; do
         step "$J/wcst.md" "$METACL" eval smn --protocol wcst --ckpt Sparse-MetaNet="$CK/smn-wcst.ckpt" \
             --baseline smn-scratch --baseline adam --baseline rmsprop --baseline offline-adam --val-runs 3 \
             --runs 10 --tasks 10 --max-steps 1500 --figures "$J/figures" --json-out "$J/wcst.json" --quiet ;;
+    smn-seeds)
+        s=1
+        while [ $s -le "$SEEDS" ]; do
+            train smn data/configs/smn-wcst.conf "$J/seed$s" --set model.seed=$s --set train.seed=$s --set wcst.seed=$s
+            s=$((s + 1))
+        done
+        # shellcheck disable=SC2046 # one --ckpt per seed
+        step "$J/wcst.md" "$METACL" eval smn --protocol wcst --runs 10 --tasks 10 --max-steps 1500 \
+            $(s=1; while [ $s -le "$SEEDS" ]; do printf ' --ckpt seed%s=%s/seed%s/last.ckpt' $s "$J" $s
+            s=$((s + 1)); done) --json-out "$J/wcst.json" --quiet ;;
     smn-online)
         [ -s "$J/done" ] || { OUT="$J" ONLINE_TASKS=50 ONLINE_RUNS=5 tools/scripts/smn-experiments.sh online; : >"$J/done"; } ;;
     lm-nofast)
