@@ -38,8 +38,10 @@
 #                    each evaluated on WCST (10 runs of 10 rules): the training-seed spread ~15 min
 #   smn-online       Online-X, 5 runs of 50 tasks per stream on hanzi, hershey, kanji ~12 h
 #   lm-nofast        the Transformer-XL of lm-text.conf trained the same 6 000 steps without
-#                    fast weights (model.fast = 0), then static and dynamic evaluation of both
-#                    models on the pinned switching stream and on one domain at a time ~3 h
+#                    fast weights (model.fast = 0), then static and dynamic evaluation of it and
+#                    static, dynamic and Sparse-MetaNet evaluation of the shipped model (the
+#                    same recipe with fast weights) on the pinned switching stream and on one
+#                    domain at a time                                              ~2 h
 # Environment: METACL (./metacl), OUT (runs/review), SEEDS (5), RUNS (evaluation runs, 10).
 set -eu
 METACL=${METACL:-./metacl}
@@ -202,15 +204,18 @@ for job; do
     smn-online)
         [ -s "$J/done" ] || { OUT="$J" ONLINE_TASKS=50 ONLINE_RUNS=5 tools/scripts/smn-experiments.sh online; : >"$J/done"; } ;;
     lm-nofast)
-        train lm data/configs/lm-text.conf "$J/fast" # the shipped recipe, retrained for the pair
+        # the model without fast weights, trained like the shipped one; the shipped checkpoint
+        # (data/checkpoints/lm-text.ckpt, the same config and steps, doc/lm.md) is the pair's
+        # model with fast weights
         train lm data/configs/lm-text.conf "$J/nofast" --set model.fast=0 --set model.fast_embed=0
         for m in fast nofast; do
-            step "$J/$m-switching.md" "$METACL" eval lm --ckpt "$J/$m/best.ckpt" --data-dir data/text-eval \
-                --block 10000 --max-chars 100000 --mode static,dynamic --lr 0.03 --decay 0.001 \
+            if [ $m = fast ]; then ck=$CK/lm-text.ckpt modes=static,dynamic,smn; else ck=$J/nofast/best.ckpt modes=static,dynamic; fi
+            step "$J/$m-switching.md" "$METACL" eval lm --ckpt "$ck" --data-dir data/text-eval \
+                --block 10000 --max-chars 100000 --mode $modes --lr 0.03 --decay 0.001 \
                 --json-out "$J/$m-switching.json" --quiet
             for d in dictionary python kjv; do
-                step "$J/$m-$d.md" "$METACL" eval lm --ckpt "$J/$m/best.ckpt" --data-dir data/text-eval \
-                    --domains "$d" --block 20000 --max-chars 20000 --mode static,dynamic --lr 0.03 --decay 0.001 \
+                step "$J/$m-$d.md" "$METACL" eval lm --ckpt "$ck" --data-dir data/text-eval \
+                    --domains "$d" --block 20000 --max-chars 20000 --mode $modes --lr 0.03 --decay 0.001 \
                     --json-out "$J/$m-$d.json" --quiet
             done
         done ;;
