@@ -97,7 +97,8 @@ MCL_HOT void mcl_rng_draw_chunk(uint64_t seed, uint64_t stream, uint64_t j0,
     __m512i c0 = _mm512_loadu_si512(b0), c1 = _mm512_loadu_si512(b1);
     __m512i c2 = _mm512_set1_epi32((int)(uint32_t)stream);
     __m512i c3 = _mm512_set1_epi32((int)(uint32_t)(stream >> 32));
-    const __m512i m0 = _mm512_set1_epi32((int)MCL_PHILOX_M0), m1 = _mm512_set1_epi32((int)MCL_PHILOX_M1);
+    const __m512i m0 = _mm512_set1_epi32((int)MCL_PHILOX_M0);
+    const __m512i m1 = _mm512_set1_epi32((int)MCL_PHILOX_M1);
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int r = 0; r < 10; r++) {
         __m512i hi0, lo0, hi1, lo1;

@@ -441,14 +441,14 @@ MCL_HOT static void rel_row_sums(const float *a, const float *b, int64_t T, int 
     const int64_t L = lo[nr - 1], H = hi[0];
     if (nr < REL_RB || L > H) { /* a short group, or no shared columns: one row at a time */
         for (int q = 0; q < nr; q++)
-            for (int64_t j = lo[q]; j <= hi[q]; j++) s[q] += rel_term(a + q * T, b ? b + q * T : NULL, j);
+            for (int64_t j = lo[q]; j <= hi[q]; j++) s[q] += rel_term(a, b, q * T + j);
     } else {
         for (int q = 0; q < REL_RB; q++) /* each row's columns before the shared ones */
-            for (int64_t j = lo[q]; j < L; j++) s[q] += rel_term(a + q * T, b ? b + q * T : NULL, j);
+            for (int64_t j = lo[q]; j < L; j++) s[q] += rel_term(a, b, q * T + j);
         for (int64_t j = L; j <= H; j++)
             for (int q = 0; q < REL_RB; q++) s[q] += rel_term(a, b, q * T + j);
         for (int q = 0; q < REL_RB; q++) /* and after them */
-            for (int64_t j = H + 1; j <= hi[q]; j++) s[q] += rel_term(a + q * T, b ? b + q * T : NULL, j);
+            for (int64_t j = H + 1; j <= hi[q]; j++) s[q] += rel_term(a, b, q * T + j);
     }
     for (int q = 0; q < nr; q++) sum[q] = s[q];
 }
@@ -484,7 +484,7 @@ static void rel_probs(const rel_dims *d, int64_t b, int64_t h, const float *qc, 
             hi[q] = M + i;
             rel_shift_row(P + i * T, BD + i * T, lo[q], hi[q], d->scale);
             if (!lse_out) continue;
-            float *pr = P + i * T, *e = BD + i * T; /* BD's row is read: the exponentials go there */
+            float *pr = P + i * T, *e = BD + i * T; /* BD's row is read: exponentials go there */
             mx[q] = rel_row_max(pr, lo[q], hi[q]);
             MCL_SIMD
             for (int64_t j = lo[q]; j <= hi[q]; j++) e[j] = mcl_exp_nonpos(pr[j] - mx[q]);
@@ -502,18 +502,21 @@ static void rel_probs(const rel_dims *d, int64_t b, int64_t h, const float *qc, 
             }
             for (int64_t j = 0; j < lo[q]; j++) pr[j] = 0.0f;
             MCL_SIMD
-            for (int64_t j = lo[q]; j <= hi[q]; j++) pr[j] = mcl_exp_nonpos((float)((double)pr[j] - l));
+            for (int64_t j = lo[q]; j <= hi[q]; j++)
+                pr[j] = mcl_exp_nonpos((float)((double)pr[j] - l));
             for (int64_t j = hi[q] + 1; j < T; j++) pr[j] = 0.0f;
         }
     }
 }
 
-/* One row of dS from dP (in place): sr[j] = p[j]·(sr[j] − Di) on [lo, hi], 0 elsewhere in [0, T) */
+/* One row of dS from dP (in place): sr[j] = p[j]·(sr[j] − Di) on [lo, hi], 0 elsewhere
+ * in [0, T) */
 MCL_HOT static void rel_ds_row(const float *restrict pr, float *restrict sr, int64_t T, int64_t lo,
                                int64_t hi, double Di)
 {
     for (int64_t j = 0; j < lo; j++) sr[j] = 0.0f;
-    MCL_SIMD for (int64_t j = lo; j <= hi; j++) sr[j] = (float)((double)pr[j] * ((double)sr[j] - Di));
+    MCL_SIMD for (int64_t j = lo; j <= hi; j++)
+        sr[j] = (float)((double)pr[j] * ((double)sr[j] - Di));
     for (int64_t j = hi + 1; j < T; j++) sr[j] = 0.0f;
 }
 
@@ -609,7 +612,7 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
             mcl_ref_sgemm(0, 1, i1 - i0, jhi - jlo, d.Dv, 1.0f, go + gvo + i0 * ldv, ldv,
                           v + vo + jlo * ldv, ldv, 0.0f, dS + i0 * T + jlo, T);
         }
-        for (int64_t i0 = 0; i0 < S; i0 += REL_RB) { /* dS = P ⊙ (dP − D), REL_RB rows at a time */
+        for (int64_t i0 = 0; i0 < S; i0 += REL_RB) { /* dS = P ⊙ (dP − D), by REL_RB rows */
             const int nr = (int)rel_min(REL_RB, S - i0);
             int64_t lo[REL_RB], hi[REL_RB];
             double Di[REL_RB];

@@ -64,7 +64,8 @@ void mcl_naive_layer_norm_bwd(int64_t R, int64_t N, const float *x, const float 
         }
         for (int64_t c = 0; c < N; c++) {
             const double xhat = (xr[c] - m) * rstd;
-            gx[r * N + c] = rstd * (gr[c] * (double)gamma[c] - sd / (double)N - xhat * sdx / (double)N);
+            const double dxhat = gr[c] * (double)gamma[c];
+            gx[r * N + c] = rstd * (dxhat - sd / (double)N - xhat * sdx / (double)N);
             ggamma[c] += gr[c] * xhat;
             gbeta[c] += gr[c];
         }
