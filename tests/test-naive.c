@@ -9,6 +9,10 @@
  *   conv2d   the two backward gradients (input, weight + bias) against the direct
  *            convolution's (test-ops checks the backward only by finite differences).
  *   matmul   one shape through the packed GEMM's blocked path.
+ *   layer_norm  forward (y, mean, rstd) and backward (x, gamma, beta gradients) on row counts
+ *            that are and are not multiples of the fast path's row block (8 rows whose sums
+ *            run side by side), one above the OpenMP threshold; the gradients also with 1
+ *            and 3 threads (same bits). test-ops checks the backward only by finite differences.
  *   gelu     forward and backward over the whole float range (every GELU_STRIDE-th bit pattern
  *            of the finite floats, both signs, plus a dense sweep of [-14, 14]) against the
  *            double-precision erfc form, in ulps of the exact result rounded to float (the
@@ -58,6 +62,12 @@
 #define TOL_CONV 2e-6
 /* matmul: float32 fmaf dot products of K = 129 terms; sqrt(K) eps-scale (observed 5.3e-7) */
 #define TOL_MATMUL 4e-6
+/* layer_norm forward: y is formed in double like the oracle's and rounded once; mean and
+ * rstd are the double statistics rounded to float (observed 7.5e-8 over seeds 1..10) */
+#define TOL_LN_FWD 4e-7
+/* layer_norm backward: the fast one recomputes xhat in float from the float mean and rstd
+ * (a few float roundings per term; observed 7.6e-8 over seeds 1..10) */
+#define TOL_LN_BWD 1e-6
 /* gelu: ulps of the exact result (double erfc) rounded to float, where that is a normal float
  * (below FLT_MIN: absolute error in units of FLT_MIN). Forward: the erfc fit (5e-9), the
  * roundings of t, the exp and the final products (observed 5.9 ulp, near a = 0.008, where
@@ -374,6 +384,91 @@ static void test_matmul(mcl_ctx *ctx, int64_t M, int64_t K, int64_t N)
     mcl_ctx_reset(ctx);
 }
 
+/* ---- layer_norm ------------------------------------------------------------------------ */
+
+static void test_layer_norm(mcl_ctx *ctx, int cs, int64_t R, int64_t N)
+{
+    char desc[64];
+    snprintf(desc, sizeof desc, "x[%lld,%lld]", (long long)R, (long long)N);
+    const double eps = 1e-5;
+    float *x = randn(R * N, 7000 + 10 * (uint64_t)cs, 2.0), *g = randn(R * N, 7001 + 10 * (uint64_t)cs, 1.0);
+    float *gm = randn(N, 7002 + 10 * (uint64_t)cs, 1.0), *bt = randn(N, 7003 + 10 * (uint64_t)cs, 1.0);
+    for (int64_t i = 0; i < R * N; i++) x[i] += (float)(i % N) * 0.25f; /* rows with a mean */
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_LAYER_NORM;
+    a.p.f[0] = (float)eps;
+    const int64_t sx[2] = {R, N}, sv[1] = {N};
+    a.in[0] = tu_tensor_from(ctx, 2, sx, x);
+    a.in[1] = tu_tensor_from(ctx, 1, sv, gm);
+    a.in[2] = tu_tensor_from(ctx, 1, sv, bt);
+    mcl_no_grad_begin(ctx);
+    mcl_status st = mcl_op_run(ctx, &a);
+    mcl_no_grad_end(ctx);
+    if (!CHECK(st == MCL_OK, "layer_norm %s: forward failed: %s", desc, mcl_ctx_error(ctx))) goto out;
+    double *y = xcalloc((size_t)(R * N), sizeof(double)), *mu = xcalloc((size_t)R, sizeof(double));
+    double *rs = xcalloc((size_t)R, sizeof(double));
+    mcl_naive_layer_norm(R, N, x, gm, bt, eps, y, mu, rs);
+    compare("layer_norm fwd y", desc, a.out[0], y, R * N, TOL_LN_FWD);
+    compare("layer_norm fwd mean", desc, a.out[1], mu, R, TOL_LN_FWD);
+    compare("layer_norm fwd rstd", desc, a.out[2], rs, R, TOL_LN_FWD);
+    free(y);
+    free(mu);
+    free(rs);
+
+    double *gx = xcalloc((size_t)(R * N), sizeof(double)), *gg = xcalloc((size_t)N, sizeof(double));
+    double *gb = xcalloc((size_t)N, sizeof(double));
+    mcl_naive_layer_norm_bwd(R, N, x, gm, eps, g, gx, gg, gb);
+    a.gout[0] = tu_tensor_from(ctx, 2, sx, g);
+    float *bits[2][3] = {{NULL}};
+    const int64_t n[3] = {R * N, N, N};
+    for (int t = 0; t < 2; t++) { /* 1 thread, then 3: the same bits */
+#ifdef _OPENMP
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(t == 0 ? 1 : 3);
+#endif
+        for (int i = 0; i < 3; i++) {
+            mcl_tensor_free(a.gin[i]);
+            a.gin[i] = i == 0 ? mcl_tensor_new(ctx, R, N, 0, 0) : mcl_tensor_new(ctx, N, 0, 0, 0);
+        }
+        st = mcl_op_backward(ctx, &a);
+#ifdef _OPENMP
+        omp_set_num_threads(saved);
+#endif
+        if (!CHECK(st == MCL_OK, "layer_norm %s: backward failed: %s", desc, mcl_ctx_error(ctx))) break;
+        for (int i = 0; i < 3; i++) {
+            bits[t][i] = xcalloc((size_t)n[i], sizeof(float));
+            CHECK(mcl_tensor_read(a.gin[i], bits[t][i], n[i]) == MCL_OK, "layer_norm %s: read", desc);
+        }
+        if (t == 0) {
+            compare("layer_norm bwd dL/dx", desc, a.gin[0], gx, R * N, TOL_LN_BWD);
+            compare("layer_norm bwd dL/dgamma", desc, a.gin[1], gg, N, TOL_LN_BWD);
+            compare("layer_norm bwd dL/dbeta", desc, a.gin[2], gb, N, TOL_LN_BWD);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (bits[0][i] && bits[1][i])
+            CHECK(memcmp(bits[0][i], bits[1][i], (size_t)n[i] * sizeof(float)) == 0,
+                  "layer_norm %s: gradient %d differs between 1 and 3 threads", desc, i);
+        free(bits[0][i]);
+        free(bits[1][i]);
+    }
+    free(gx);
+    free(gg);
+    free(gb);
+out:
+    for (int i = 0; i < 3; i++) {
+        mcl_tensor_free(a.in[i]);
+        mcl_tensor_free(a.gin[i]);
+    }
+    mcl_tensor_free(a.gout[0]);
+    free(x);
+    free(g);
+    free(gm);
+    free(bt);
+    mcl_ctx_reset(ctx);
+}
+
 /* ---- gelu ------------------------------------------------------------------------------ */
 
 /* The error of got against want in ulps of want rounded to float; an absolute error measured
@@ -510,6 +605,10 @@ int main(int argc, char **argv)
     for (int c = 0; c < (int)(sizeof sc / sizeof sc[0]); c++) test_conv(ctx, c, sc[c]);
 
     test_matmul(ctx, 67, 129, 131);
+    /* R, N: one row; a short last block (13 = 8 + 5); the LM's width; above the OpenMP
+     * threshold (32768 elements) with a last block of 4 rows */
+    static const int64_t sl[][2] = {{1, 1}, {13, 7}, {40, 192}, {300, 130}};
+    for (int c = 0; c < (int)(sizeof sl / sizeof sl[0]); c++) test_layer_norm(ctx, c, sl[c][0], sl[c][1]);
     test_gelu(ctx);
 
     printf("test-naive: hash of the fast results' bits: %016llx\n", (unsigned long long)g_hash);

@@ -49,7 +49,8 @@ void mcl_pool_hand_out(mcl_pool *p, mcl_pool_block *b, size_t nbytes)
 int mcl_pool_give_back(mcl_pool *p, mcl_pool_block *b)
 {
     p->live -= b->cap;
-    if (b->cls >= MCL_POOL_CLASSES || p->pooled + b->cap > p->peak) return 0;
+    const size_t bound = p->peaks > 1 ? p->peak * p->peaks : p->peak;
+    if (b->cls >= MCL_POOL_CLASSES || p->pooled + b->cap > bound) return 0;
     b->next = p->free[b->cls];
     p->free[b->cls] = b;
     p->pooled += b->cap;

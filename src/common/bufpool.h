@@ -34,12 +34,17 @@ typedef struct mcl_pool_block {
     int fresh;                   /* logically zero, memory not written yet             */
 } mcl_pool_block;
 
-/* Free lists by size class. The pool keeps at most as many bytes as were ever live at once. */
+/* Free lists by size class. The pool keeps at most `peaks` times as many bytes as were ever
+ * live at once (0 counts as 1: a zero-initialized pool keeps one peak). One peak is not always
+ * enough for a repeated step to find every size it asks for: the step's sizes are live at
+ * different moments, so a class can be empty while the pool is full of other classes, and a
+ * block given back then is released (and its pages fault in again the next time). */
 typedef struct mcl_pool {
     mcl_pool_block *free[MCL_POOL_CLASSES];
-    size_t pooled; /* bytes (capacities) on the free lists */
-    size_t live;   /* bytes (capacities) handed out        */
-    size_t peak;   /* largest `live` so far                */
+    size_t pooled;  /* bytes (capacities) on the free lists */
+    size_t live;    /* bytes (capacities) handed out        */
+    size_t peak;    /* largest `live` so far                */
+    unsigned peaks; /* the bound on `pooled`, in peaks      */
 } mcl_pool;
 
 /* A pooled block for a request of nbytes, or NULL when there is none: the caller then creates

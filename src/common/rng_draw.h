@@ -3,7 +3,8 @@
  * mcl_rng_uniform (rng.h) computes a whole Philox4x32-10 block for every index and keeps one
  * of its four words. Code that walks a long run of consecutive indices instead takes them in
  * chunks of MCL_DRAW_CHUNK indices that start at a block boundary: the MCL_DRAW_LANES blocks of
- * a chunk are computed side by side (one lane per block, which the compiler vectorizes), so
+ * a chunk are computed side by side (one lane per block, which the compiler vectorizes; with
+ * AVX-512, rng.c writes the products out with the CPU's 32 x 32 -> 64-bit lane product), so
  * every block is computed once. The words are the same as mcl_rng_u32's, bit for bit.
  * Users: the reference dropout (src/ref/dropout.c) and mcl_rng_bernoulli_indices (rng.c).
  */

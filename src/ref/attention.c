@@ -395,6 +395,64 @@ static void rel_rows_of_keys(const rel_dims *d, int64_t j0, int64_t j1, int64_t 
     *r1 = d->win > 0 ? rel_min(d->S, j1 - d->M + d->win) : d->S;
 }
 
+/* The relative shift of one query row: s[j] = scale·(s[j] + bd[hi − j]) for j in [lo, hi]
+ * (bd, the row's scores by distance, read backwards; its own buffer) */
+MCL_HOT static void rel_shift_row(float *restrict s, const float *restrict bd, int64_t lo,
+                                  int64_t hi, float scale)
+{
+    MCL_SIMD for (int64_t j = lo; j <= hi; j++) s[j] = scale * (s[j] + bd[hi - j]);
+}
+
+/* max_j s[j] over [lo, hi] (NaN never wins; -INFINITY if all are NaN), in REL_MAX_LANES
+ * running maxima: the same value as one running maximum (max is exact whatever the order;
+ * at most the sign of a zero maximum can differ, and x − (±0) and exp(±0) do not see it) */
+#define REL_MAX_LANES 16
+MCL_HOT static float rel_row_max(const float *s, int64_t lo, int64_t hi)
+{
+    float m[REL_MAX_LANES];
+    for (int l = 0; l < REL_MAX_LANES; l++) m[l] = -INFINITY;
+    int64_t j = lo;
+    for (; j + REL_MAX_LANES <= hi + 1; j += REL_MAX_LANES)
+        MCL_SIMD for (int l = 0; l < REL_MAX_LANES; l++) m[l] = s[j + l] > m[l] ? s[j + l] : m[l];
+    float mx = -INFINITY;
+    for (; j <= hi; j++) mx = s[j] > mx ? s[j] : mx;
+    for (int l = 0; l < REL_MAX_LANES; l++) mx = m[l] > mx ? m[l] : mx;
+    return mx;
+}
+
+/* Rows whose double sums run side by side (rel_row_sums). */
+#define REL_RB 8
+
+/* (double)a[o], or (double)a[o]·(double)b[o] when b is given */
+static inline double rel_term(const float *a, const float *b, int64_t o)
+{
+    return b ? (double)a[o] * (double)b[o] : (double)a[o];
+}
+
+/* sum[q] = Σ_{j = lo[q]..hi[q]} rel_term(a_q, b_q, j) in the order of j, for the nr <= REL_RB
+ * rows a_q = a + q·T (b_q likewise) of consecutive queries (lo, hi nondecreasing in q). Each
+ * sum is that of a loop over its row alone, bit for bit; the columns [lo[nr−1], hi[0]] that all
+ * the rows share run side by side: REL_RB independent chains of double adds instead of one
+ * chain waiting on the adder's latency. */
+MCL_HOT static void rel_row_sums(const float *a, const float *b, int64_t T, int nr,
+                                 const int64_t *lo, const int64_t *hi, double *sum)
+{
+    double s[REL_RB] = {0};
+    const int64_t L = lo[nr - 1], H = hi[0];
+    if (nr < REL_RB || L > H) { /* a short group, or no shared columns: one row at a time */
+        for (int q = 0; q < nr; q++)
+            for (int64_t j = lo[q]; j <= hi[q]; j++) s[q] += rel_term(a, b, q * T + j);
+    } else {
+        for (int q = 0; q < REL_RB; q++) /* each row's columns before the shared ones */
+            for (int64_t j = lo[q]; j < L; j++) s[q] += rel_term(a, b, q * T + j);
+        for (int64_t j = L; j <= H; j++)
+            for (int q = 0; q < REL_RB; q++) s[q] += rel_term(a, b, q * T + j);
+        for (int q = 0; q < REL_RB; q++) /* and after them */
+            for (int64_t j = H + 1; j <= hi[q]; j++) s[q] += rel_term(a, b, q * T + j);
+    }
+    for (int q = 0; q < nr; q++) sum[q] = s[q];
+}
+
 /* Probabilities of head (b, h) into P [S,T] (0 at keys not allowed), with BD [S,T] as work
  * space; per block of query rows [i0, i1):
  *   P = Qc·Kᵀ (keys rel_lo(i0)..M+i1-1),  BD = Qp·Rᵀ (distances 0..min(nd, M+i1)-1)   (GEMMs)
@@ -415,30 +473,59 @@ static void rel_probs(const rel_dims *d, int64_t b, int64_t h, const float *qc, 
         mcl_ref_sgemm(0, 1, i1 - i0, rel_min(nd, M + i1), d->D, 1.0f, qpb + i0 * ld, ld, rh, ld,
                       0.0f, BD + i0 * T, T);
     }
-    for (int64_t i = 0; i < S; i++) {
-        const int64_t lo = rel_lo(d, i), hi = M + i, row = (b * S + i) * d->H + h;
-        float *pr = P + i * T;
-        const float *br = BD + i * T;
-        float mx = -INFINITY;
-        for (int64_t j = lo; j <= hi; j++) pr[j] = d->scale * (pr[j] + br[hi - j]);
-        for (int64_t j = lo; j <= hi; j++) mx = pr[j] > mx ? pr[j] : mx;
-        double l;
-        if (lse_out) {
-            float *e = BD + i * T; /* this row of BD has been read: the exponentials go there */
+    for (int64_t i0 = 0; i0 < S; i0 += REL_RB) { /* REL_RB rows at a time (rel_row_sums) */
+        const int nr = (int)rel_min(REL_RB, S - i0);
+        int64_t lo[REL_RB], hi[REL_RB];
+        float mx[REL_RB];
+        double sum[REL_RB];
+        for (int q = 0; q < nr; q++) {
+            const int64_t i = i0 + q;
+            lo[q] = rel_lo(d, i);
+            hi[q] = M + i;
+            rel_shift_row(P + i * T, BD + i * T, lo[q], hi[q], d->scale);
+            if (!lse_out) continue;
+            float *pr = P + i * T, *e = BD + i * T; /* BD's row is read: exponentials go there */
+            mx[q] = rel_row_max(pr, lo[q], hi[q]);
             MCL_SIMD
-            for (int64_t j = lo; j <= hi; j++) e[j] = mcl_exp_nonpos(pr[j] - mx);
-            double sum = 0.0;
-            for (int64_t j = lo; j <= hi; j++) sum += (double)e[j];
-            l = (double)mx + log(sum);
-            lse_out[row] = (float)l;
-        } else {
-            l = (double)lse_in[row];
+            for (int64_t j = lo[q]; j <= hi[q]; j++) e[j] = mcl_exp_nonpos(pr[j] - mx[q]);
         }
-        for (int64_t j = 0; j < lo; j++) pr[j] = 0.0f;
-        MCL_SIMD
-        for (int64_t j = lo; j <= hi; j++) pr[j] = mcl_exp_nonpos((float)((double)pr[j] - l));
-        for (int64_t j = hi + 1; j < T; j++) pr[j] = 0.0f;
+        if (lse_out) rel_row_sums(BD + i0 * T, NULL, T, nr, lo, hi, sum);
+        for (int q = 0; q < nr; q++) {
+            const int64_t i = i0 + q, row = (b * S + i) * d->H + h;
+            float *pr = P + i * T;
+            double l;
+            if (lse_out) {
+                l = (double)mx[q] + log(sum[q]);
+                lse_out[row] = (float)l;
+            } else {
+                l = (double)lse_in[row];
+            }
+            for (int64_t j = 0; j < lo[q]; j++) pr[j] = 0.0f;
+            MCL_SIMD
+            for (int64_t j = lo[q]; j <= hi[q]; j++)
+                pr[j] = mcl_exp_nonpos((float)((double)pr[j] - l));
+            for (int64_t j = hi[q] + 1; j < T; j++) pr[j] = 0.0f;
+        }
     }
+}
+
+/* One row of dS from dP (in place): sr[j] = p[j]·(sr[j] − Di) on [lo, hi], 0 elsewhere
+ * in [0, T) */
+MCL_HOT static void rel_ds_row(const float *restrict pr, float *restrict sr, int64_t T, int64_t lo,
+                               int64_t hi, double Di)
+{
+    for (int64_t j = 0; j < lo; j++) sr[j] = 0.0f;
+    MCL_SIMD for (int64_t j = lo; j <= hi; j++)
+        sr[j] = (float)((double)pr[j] * ((double)sr[j] - Di));
+    for (int64_t j = hi + 1; j < T; j++) sr[j] = 0.0f;
+}
+
+/* One row of dB from dS: br[hi − j] = sr[j] on [lo, hi], then 0 up to the nd distances */
+MCL_HOT static void rel_unshift_row(const float *restrict sr, float *restrict br, int64_t lo,
+                                    int64_t hi, int64_t nd)
+{
+    MCL_SIMD for (int64_t j = lo; j <= hi; j++) br[hi - j] = sr[j];
+    for (int64_t dd = hi - lo + 1; dd < nd; dd++) br[dd] = 0.0f;
 }
 
 /* Per-thread work space: nblk [S,T] blocks per thread (P, BD / dP, and dB in the backward). */
@@ -525,15 +612,17 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
             mcl_ref_sgemm(0, 1, i1 - i0, jhi - jlo, d.Dv, 1.0f, go + gvo + i0 * ldv, ldv,
                           v + vo + jlo * ldv, ldv, 0.0f, dS + i0 * T + jlo, T);
         }
-        for (int64_t i = 0; i < S; i++) {
-            const int64_t lo = rel_lo(&d, i), hi = M + i;
-            const float *pr = P + i * T;
-            float *sr = dS + i * T;
-            double Di = 0.0;
-            for (int64_t j = lo; j <= hi; j++) Di += (double)pr[j] * (double)sr[j];
-            for (int64_t j = 0; j < lo; j++) sr[j] = 0.0f;
-            for (int64_t j = lo; j <= hi; j++) sr[j] = (float)((double)pr[j] * ((double)sr[j] - Di));
-            for (int64_t j = hi + 1; j < T; j++) sr[j] = 0.0f;
+        for (int64_t i0 = 0; i0 < S; i0 += REL_RB) { /* dS = P ⊙ (dP − D), by REL_RB rows */
+            const int nr = (int)rel_min(REL_RB, S - i0);
+            int64_t lo[REL_RB], hi[REL_RB];
+            double Di[REL_RB];
+            for (int q = 0; q < nr; q++) {
+                lo[q] = rel_lo(&d, i0 + q);
+                hi[q] = M + i0 + q;
+            }
+            rel_row_sums(P + i0 * T, dS + i0 * T, T, nr, lo, hi, Di);
+            for (int q = 0; q < nr; q++)
+                rel_ds_row(P + (i0 + q) * T, dS + (i0 + q) * T, T, lo[q], hi[q], Di[q]);
         }
         for (int64_t i0 = 0; gqc && i0 < S; i0 += QB) { /* dQc = scale·dS·K, per row block */
             const int64_t i1 = rel_min(i0 + QB, S), jlo = rel_lo(&d, i0), jhi = M + i1;
@@ -553,13 +642,8 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
                               go + gvo + r0 * ldv, ldv, 1.0f, gv + vo + j0 * ldv, ldv);
         }
         if (!gqp && !gr) continue;
-        for (int64_t i = 0; i < S; i++) { /* dB[i][dd] = dS[i][M+i−dd]: the shift, backwards */
-            const int64_t lo = rel_lo(&d, i), hi = M + i;
-            const float *sr = dS + i * T;
-            float *br = dB + i * T;
-            for (int64_t j = lo; j <= hi; j++) br[hi - j] = sr[j];
-            for (int64_t dd = hi - lo + 1; dd < nd; dd++) br[dd] = 0.0f;
-        }
+        for (int64_t i = 0; i < S; i++) /* dB[i][dd] = dS[i][M+i−dd]: the shift, backwards */
+            rel_unshift_row(dS + i * T, dB + i * T, rel_lo(&d, i), M + i, nd);
         for (int64_t i0 = 0; gqp && i0 < S; i0 += QB) { /* dQp = scale·dB·R, per row block */
             const int64_t i1 = rel_min(i0 + QB, S);
             mcl_ref_sgemm(0, 0, i1 - i0, d.D, rel_min(nd, M + i1), d.scale, dB + i0 * T, T,

@@ -12,6 +12,7 @@
  * bit-identical for any number of threads. Loops run under OpenMP only above PAR_MIN elements.
  */
 #include <math.h>
+#include <string.h>
 
 #include "ref.h"
 
@@ -41,7 +42,8 @@ static int64_t target_class(float t, int64_t C)
  *
  * backward (only logits get a gradient):
  *   glogits[r, c] += gout[0] * (probs[r, c] - [c == target_r]) / count   for counted rows r
- *   (ignored rows, and every row when count == 0, get nothing)
+ *   (ignored rows, and every row when count == 0, get nothing; a fresh glogits, ref.h, is
+ *   stored instead: 0 + that, and 0 where nothing is added, so it needs no zeros first)
  */
 
 mcl_status mcl_ref_cross_entropy_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -102,19 +104,30 @@ mcl_status mcl_ref_cross_entropy_bwd(mcl_backend *be, const mcl_op_args *a)
     float *glogits = mcl_ref_ptr(a->gin[0]);
     const int64_t R = mcl_ref_rows(a->in[0]), C = mcl_ref_cols(a->in[0]);
 
+    /* a fresh gin (ref.h) is stored, not added to: 0 + value, and 0 where nothing is added */
+    const int fresh = mcl_ref_grad_fresh(a->gin[0]);
     int64_t count = 0;
     for (int64_t r = 0; r < R; r++)
         if (target_class(targets[r], C) >= 0) count++;
-    if (count == 0) return MCL_OK;
+    if (count == 0) {
+        if (fresh) memset(glogits, 0, (size_t)(R * C) * sizeof(float));
+        return MCL_OK;
+    }
     const float scale = (float)((double)mcl_ref_ptr(a->gout[0])[0] / (double)count);
 
 #pragma omp parallel for schedule(static) if (R * C > PAR_MIN)
     for (int64_t r = 0; r < R; r++) {
         const int64_t t = target_class(targets[r], C);
-        if (t < 0) continue;
-        const float *pr = probs + r * C;
         float *gr = glogits + r * C;
-        for (int64_t c = 0; c < C; c++) gr[c] += scale * (pr[c] - (c == t ? 1.0f : 0.0f));
+        if (t < 0) {
+            if (fresh) memset(gr, 0, (size_t)C * sizeof(float));
+            continue;
+        }
+        const float *pr = probs + r * C;
+        if (fresh)
+            for (int64_t c = 0; c < C; c++) gr[c] = 0.0f + scale * (pr[c] - (c == t ? 1.0f : 0.0f));
+        else
+            for (int64_t c = 0; c < C; c++) gr[c] += scale * (pr[c] - (c == t ? 1.0f : 0.0f));
     }
     return MCL_OK;
 }

@@ -44,6 +44,10 @@ double mcl_naive_cross_entropy(int64_t R, int64_t C, const float *logits, const 
 /* Layer norm over the last dim of x [R,N] with gamma, beta [N]. */
 void mcl_naive_layer_norm(int64_t R, int64_t N, const float *x, const float *gamma,
                           const float *beta, double eps, double *y, double *mean, double *rstd);
+/* Its gradients for the output gradient g [R,N]: gx [R,N], ggamma and gbeta [N]. */
+void mcl_naive_layer_norm_bwd(int64_t R, int64_t N, const float *x, const float *gamma,
+                              double eps, const float *g, double *gx, double *ggamma,
+                              double *gbeta);
 /* Instance norm of x [B,C,H,W] per (image, channel) plane, gamma, beta [C]. */
 void mcl_naive_instance_norm(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
                              const float *gamma, const float *beta, double eps, double *y,

@@ -30,6 +30,48 @@ void mcl_naive_layer_norm(int64_t R, int64_t N, const float *x, const float *gam
     }
 }
 
+/* The gradients of that layer norm for the output gradient g, with the oracle's own mean and
+ * rstd (recomputed here in double), xhat[r][c] = (x[r][c] - mean_r) * rstd_r:
+ *   dxhat[r][c] = g[r][c] * gamma[c]
+ *   gx[r][c]    = rstd_r * (dxhat[r][c] - (1/N) sum_k dxhat[r][k]
+ *                           - xhat[r][c] * (1/N) sum_k dxhat[r][k] * xhat[r][k])
+ *   ggamma[c]   = sum_r g[r][c] * xhat[r][c]
+ *   gbeta[c]    = sum_r g[r][c]
+ *   x      [R,N]
+ *   gamma  [N]
+ *   g      [R,N]
+ *   gx     [R,N]
+ *   ggamma [N]
+ *   gbeta  [N] */
+void mcl_naive_layer_norm_bwd(int64_t R, int64_t N, const float *x, const float *gamma,
+                              double eps, const float *g, double *gx, double *ggamma,
+                              double *gbeta)
+{
+    for (int64_t c = 0; c < N; c++) ggamma[c] = gbeta[c] = 0.0;
+    for (int64_t r = 0; r < R; r++) {
+        const float *xr = x + r * N;
+        const float *gr = g + r * N;
+        double m = 0.0, v = 0.0;
+        for (int64_t c = 0; c < N; c++) m += xr[c];
+        m /= (double)N;
+        for (int64_t c = 0; c < N; c++) v += (xr[c] - m) * (xr[c] - m);
+        v /= (double)N;
+        const double rstd = 1.0 / sqrt(v + eps);
+        double sd = 0.0, sdx = 0.0;
+        for (int64_t c = 0; c < N; c++) {
+            sd += gr[c] * (double)gamma[c];
+            sdx += gr[c] * (double)gamma[c] * (xr[c] - m) * rstd;
+        }
+        for (int64_t c = 0; c < N; c++) {
+            const double xhat = (xr[c] - m) * rstd;
+            const double dxhat = gr[c] * (double)gamma[c];
+            gx[r * N + c] = rstd * (dxhat - sd / (double)N - xhat * sdx / (double)N);
+            ggamma[c] += gr[c] * xhat;
+            gbeta[c] += gr[c];
+        }
+    }
+}
+
 /* The statistics of one plane of N values xp:
  *   mean = (1/N) sum_i xp[i],   rstd = 1 / sqrt((1/N) sum_i (xp[i] - mean)^2 + eps) */
 static void plane_stats(const float *xp, int64_t N, double eps, double *mean, double *rstd)
