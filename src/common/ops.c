@@ -203,8 +203,9 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 0, x->ndim, x->shape);
         return MCL_OK;
     case MCL_OP_BIAS_ADD:
+    case MCL_OP_BIAS_GELU:
         if (y->ndim != 1 || y->shape[0] != x->shape[x->ndim - 1])
-            return SHAPE_ERR("bias_add: bias %s must be [%lld] for x %s",
+            return SHAPE_ERR("%s: bias %s must be [%lld] for x %s", op,
                              mcl_shape_str(y, s1, sizeof s1), (long long)x->shape[x->ndim - 1],
                              mcl_shape_str(x, s2, sizeof s2));
         set_out(o, 0, x->ndim, x->shape);
@@ -804,6 +805,10 @@ mcl_tensor *mcl_tanh(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_TAN
 mcl_tensor *mcl_gelu(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_GELU, a, 0); }
 mcl_tensor *mcl_exp(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_EXP, a, 0); }
 mcl_tensor *mcl_log(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_LOG, a, 0); }
+mcl_tensor *mcl_bias_gelu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *bias)
+{
+    return binary(ctx, MCL_OP_BIAS_GELU, x, bias);
+}
 
 mcl_tensor *mcl_matmul(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int trans_a, int trans_b)
 {

@@ -32,6 +32,8 @@ mcl_tensor *mcl_tanh(mcl_ctx *ctx, mcl_tensor *a);
 mcl_tensor *mcl_gelu(mcl_ctx *ctx, mcl_tensor *a);
 mcl_tensor *mcl_exp(mcl_ctx *ctx, mcl_tensor *a);
 mcl_tensor *mcl_log(mcl_ctx *ctx, mcl_tensor *a);
+/* gelu(x + bias): x [..,N], bias [N] (mcl_bias_add then mcl_gelu as one op, the same floats) */
+mcl_tensor *mcl_bias_gelu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *bias);
 
 /* matrix product: [..,M,K] x [..,K,N] -> [..,M,N]; trans_a / trans_b read an operand
  * transposed ([..,K,M] / [..,N,K]). Leading (batch) dims must be equal. */

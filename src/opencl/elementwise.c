@@ -14,9 +14,8 @@
 
 #include "ocl.h"
 
-/* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient. A fixed
- * constant (not a device property), so the summation order depends only on the shapes. */
-#define BIAS_ROWS 64
+/* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient (ocl.h). */
+#define BIAS_ROWS MCL_OCL_BIAS_ROWS
 /* Rows per work-item of the bias_add forward (any value gives the same bits). */
 #define BIAS_FWD_ROWS 8
 

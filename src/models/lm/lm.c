@@ -348,7 +348,7 @@ static mcl_tensor *layer_fwd(mcl_lm *m, int l, mcl_tensor *const *eff, const mcl
     a = linear(ctx, reshape(ctx, a, 2, B * S, HD, 0, 0), weight(eff, y->aug_o, y->wo), NULL);
     h = mcl_add(ctx, h, a);
     mcl_tensor *f = mcl_layer_norm(ctx, h, y->ln_f_g, y->ln_f_b, LN_EPS);
-    f = mcl_gelu(ctx, linear(ctx, f, weight(eff, y->aug_1, y->w1), y->b1));
+    f = mcl_bias_gelu(ctx, linear(ctx, f, weight(eff, y->aug_1, y->w1), NULL), y->b1); /* one op */
     f = linear(ctx, f, y->w2, y->b2);
     (void)HD;
     return mcl_add(ctx, h, f);
