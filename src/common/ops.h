@@ -197,7 +197,8 @@ size_t mcl_tape_size(const mcl_ctx *ctx);
 /* Partial backward: gradients of `loss` into the `n` tensors wrt[], following only the ops
  * recorded after `mark`. Each grads[k] receives a NEW caller-owned tensor (zeros if loss does
  * not depend on wrt[k] after the mark); leaf .grad fields are not touched; the tape is kept.
- * The results are plain data (cut from the graph). */
+ * The results are plain data (cut from the graph): the walk's own gradients handed over, no
+ * copy, so several may be views into one buffer (each its own elements). */
 mcl_status mcl_grad_partial(mcl_ctx *ctx, mcl_tensor *loss, size_t mark, int n,
                             mcl_tensor *const *wrt, mcl_tensor **grads);
 
