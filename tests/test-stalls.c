@@ -66,7 +66,7 @@ static const family_case cases[] = {
     {"lm", "lm", "model.layers = 1\nmodel.width = 16\nmodel.heads = 2\nmodel.head_dim = 8\n"
            "model.ffw = 32\nmodel.mem_len = 8\nsmn.k = 2\nsmn.fast_len = 8\nsmn.seg_len = 8\n"
            "data.dir = @TEXT@\ndata.block = 500\ndata.val_chars = 500\ndata.eval_block = 500\n"
-           "train.batch = 2\ntrain.steps = 100\ntrain.clip = 0.5\n", ENQ_SLACK(208)},
+           "train.batch = 2\ntrain.steps = 100\ntrain.clip = 0.5\n", ENQ_SLACK(204)},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 

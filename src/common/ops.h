@@ -21,6 +21,9 @@ mcl_tensor *mcl_sub(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b);
 mcl_tensor *mcl_mul(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b);
 mcl_tensor *mcl_scale(mcl_ctx *ctx, mcl_tensor *a, float alpha);
 mcl_tensor *mcl_bias_add(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *bias);
+/* out[0] = x + b0 and out[1] = x + b1 (two mcl_bias_add of one x as one op): x [..,N], b0, b1
+ * [N]. Returns the status; on failure out[0] = out[1] = NULL. */
+mcl_status mcl_bias_add2(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b0, mcl_tensor *b1, mcl_tensor *out[2]);
 mcl_tensor *mcl_copy(mcl_ctx *ctx, mcl_tensor *a);
 
 /* activations */
