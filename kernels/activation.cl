@@ -1,4 +1,5 @@
-/* activation.cl — relu, leaky_relu, elu, sigmoid, tanh, gelu, exp, log (forward, backward).
+/* activation.cl — relu, leaky_relu, elu, sigmoid, tanh, gelu, exp, log (forward, backward);
+ * bias_gelu (bias_add then gelu in one kernel; its bias gradient in bias_add's two passes).
  *
  * Same equations as src/ref/activation.c: out[i] = f(a[i]); backward ga[i] += gout[i] * f'(.)
  * evaluated from the input a or from the saved output y, as the reference does.
@@ -195,6 +196,101 @@ __kernel void gelu_bwd(__global const float *a, long a_off, __global const float
     float e = gelu_gauss(x);
     float d = fma(x, GELU_1_SQRT2PI * e, gelu_cdf(x, e)); /* Phi + x phi, one rounding */
     ACT_GRAD_PUT(ga[ga_off + i], g[g_off + i] * d);
+}
+
+/* ---- bias_gelu: y[r, j] = gelu(x[r, j] + b[j]);  x, y [R, N], b [N]
+ * backward: gt = gout * gelu'(x + b) (x + b recomputed); gx += gt; gb[j] += sum_r gt[r, j].
+ * The floats of bias_add then gelu: t = x + b rounded, then gelu_fwd's / gelu_bwd's
+ * expressions; the bias gradient is bias_add's two passes (elementwise.cl, same chunks of
+ * rows chosen by the host, same float-float sums), pass 1 computing gt on the fly. Items are
+ * (row chunk, column) as in bias_add_fwd: neighbouring items touch neighbouring columns. */
+
+/* gt = g * gelu'(x + b), the product gelu_bwd stores */
+float bias_gelu_gt(float x, float b, float g)
+{
+    const float t = x + b;
+    const float e = gelu_gauss(t);
+    return g * fma(t, GELU_1_SQRT2PI * e, gelu_cdf(t, e));
+}
+
+/* forward: item i = c * N + j does column j of the rows [c*rows, (c+1)*rows) (n = chunks*N) */
+__kernel void bias_gelu_fwd(__global const float *x, long x_off, __global const float *b,
+                            long b_off, __global float *y, long y_off, long R, long N,
+                            long rows, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const long c = i / N, j = i - c * N;
+    const long r1 = min(c * rows + rows, R);
+    const float bj = b[b_off + j];
+    for (long r = c * rows; r < r1; r++) {
+        const float t = x[x_off + r * N + j] + bj;
+        y[y_off + r * N + j] = t * gelu_cdf(t, gelu_gauss(t));
+    }
+}
+
+/* backward without the bias gradient: gx += gt (gx = gt when acc == 0: gx fresh); items as
+ * the forward's */
+__kernel void bias_gelu_bwd_x(__global const float *x, long x_off, __global const float *b,
+                              long b_off, __global const float *g, long g_off,
+                              __global float *ga, long ga_off, int acc, long R, long N,
+                              long rows, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const long c = i / N, j = i - c * N;
+    const long r1 = min(c * rows + rows, R);
+    const float bj = b[b_off + j];
+    for (long r = c * rows; r < r1; r++) {
+        const long e = r * N + j;
+        ACT_GRAD_PUT(ga[ga_off + e], bias_gelu_gt(x[x_off + e], bj, g[g_off + e]));
+    }
+}
+
+/* backward with the bias gradient, pass 1 (bias_add_bwd_part's layout and sums, on gt):
+ * part[c, j] = float-float sum of gt[r, j] over the rows of chunk c, four columns per item
+ * (i = c * Q + q, Q = ceil(N / 4)); gx_mode 1: gx = gt, 2: gx += gt, 0: no gx. Pass 2 is
+ * elementwise.cl's bias_add_bwd_sum. */
+__kernel void bias_gelu_bwd_part(__global const float *x, long x_off, __global const float *b,
+                                 long b_off, __global const float *g, long g_off,
+                                 __global float *part, __global float *gx, long gx_off,
+                                 int gx_mode, long R, long N, long rows, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const long Q = (N + 3) / 4;
+    const long c = i / Q, j0 = 4 * (i - c * Q);
+    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    __global const float *xc = x + x_off + j0;
+    __global const float *gc = g + g_off + j0;
+    __global const float *bc = b + b_off + j0;
+    __global float *oc = gx + gx_off + j0;
+    __global float *pc = part + 2 * (c * N + j0);
+    if (j0 + 4 <= N) {
+        const float4 b4 = vload4(0, bc);
+        float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
+        for (long r = r0; r < r1; r++) {
+            const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);
+            const float4 v = (float4)(bias_gelu_gt(x4.s0, b4.s0, g4.s0), bias_gelu_gt(x4.s1, b4.s1, g4.s1),
+                                      bias_gelu_gt(x4.s2, b4.s2, g4.s2), bias_gelu_gt(x4.s3, b4.s3, g4.s3));
+            bias_add_ff_add4(&hi, &lo, v);
+            if (gx_mode == 1) vstore4(v, 0, oc + r * N);
+            if (gx_mode == 2) vstore4(vload4(0, oc + r * N) + v, 0, oc + r * N);
+        }
+        vstore8((float8)(hi.s0, lo.s0, hi.s1, lo.s1, hi.s2, lo.s2, hi.s3, lo.s3), 0, pc);
+        return;
+    }
+    for (long j = 0; j0 + j < N; j++) {
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long r = r0; r < r1; r++) {
+            const float v = bias_gelu_gt(xc[r * N + j], bc[j], gc[r * N + j]);
+            acc = bias_add_ff_add(acc, (float2)(v, 0.0f));
+            if (gx_mode == 1) oc[r * N + j] = v;
+            if (gx_mode == 2) oc[r * N + j] += v;
+        }
+        pc[2 * j] = acc.x;
+        pc[2 * j + 1] = acc.y;
+    }
 }
 
 /* ---- exp: y = exp(a);  ga += gout * y ---- */

@@ -201,6 +201,110 @@ __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, l
 /* bias_add backward for x: gx += gout, done by bias_add_bwd_part together with the bias
  * gradient when both are wanted, else by the kernel copy_bwd (below) */
 
+/* ---- bias_add2: out0 = x + b0, out1 = x + b1 (b0, b1 [N] broadcast over the R rows) ----
+ * forward: items as bias_add_fwd's (column j of a chunk of rows), both outputs at once. */
+__kernel void bias_add2_fwd(__global const float *x, long x_off, __global const float *b0,
+                            long b0_off, __global const float *b1, long b1_off,
+                            __global float *o0, long o0_off, __global float *o1, long o1_off,
+                            long R, long N, long rows, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const long c = i / N, j = i - c * N;
+    const long r1 = min(c * rows + rows, R);
+    const float bj0 = b0[b0_off + j], bj1 = b1[b1_off + j];
+    for (long r = c * rows; r < r1; r++) {
+        const float v = x[x_off + r * N + j];
+        o0[o0_off + r * N + j] = v + bj0;
+        o1[o1_off + r * N + j] = v + bj1;
+    }
+}
+
+/* backward for x alone: gx += g0 + g1 (gx = g0 + g1 when acc == 0: gx fresh); flat items */
+__kernel void bias_add2_bwd_x(__global const float *g0, long g0_off, __global const float *g1,
+                              long g1_off, __global float *gx, long gx_off, int acc, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const float v = g0[g0_off + i] + g1[g1_off + i];
+    if (acc)
+        gx[gx_off + i] += v;
+    else
+        gx[gx_off + i] = v;
+}
+
+/* backward with the bias gradients, pass 1: bias_add_bwd_part's sums for g0 into
+ * part[0 .. 2*chunks*N) and for g1 into part[2*chunks*N ..), four columns per item, and
+ * gx (gx_mode 1: = g0 + g1, 2: += g0 + g1, 0: none) from the same loads. Pass 2 is
+ * bias_add2_bwd_sum. */
+__kernel void bias_add2_bwd_part(__global const float *g0, long g0_off, __global const float *g1,
+                                 long g1_off, __global float *part, __global float *gx,
+                                 long gx_off, int gx_mode, long R, long N, long rows, long chunks,
+                                 long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const long Q = (N + 3) / 4;
+    const long c = i / Q, j0 = 4 * (i - c * Q);
+    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    __global const float *ac = g0 + g0_off + j0;
+    __global const float *bc = g1 + g1_off + j0;
+    __global float *xc = gx + gx_off + j0;
+    __global float *pa = part + 2 * (c * N + j0);
+    __global float *pb = part + 2 * (chunks * N + c * N + j0);
+    if (j0 + 4 <= N) {
+        float4 ha = (float4)(0.0f), la = (float4)(0.0f), hb = (float4)(0.0f), lb = (float4)(0.0f);
+        for (long r = r0; r < r1; r++) {
+            const float4 va = vload4(0, ac + r * N), vb = vload4(0, bc + r * N);
+            bias_add_ff_add4(&ha, &la, va);
+            bias_add_ff_add4(&hb, &lb, vb);
+            if (gx_mode == 1) vstore4(va + vb, 0, xc + r * N);
+            if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + (va + vb), 0, xc + r * N);
+        }
+        vstore8((float8)(ha.s0, la.s0, ha.s1, la.s1, ha.s2, la.s2, ha.s3, la.s3), 0, pa);
+        vstore8((float8)(hb.s0, lb.s0, hb.s1, lb.s1, hb.s2, lb.s2, hb.s3, lb.s3), 0, pb);
+        return;
+    }
+    for (long j = 0; j0 + j < N; j++) {
+        float2 acca = (float2)(0.0f, 0.0f), accb = (float2)(0.0f, 0.0f);
+        for (long r = r0; r < r1; r++) {
+            const float va = ac[r * N + j], vb = bc[r * N + j];
+            acca = bias_add_ff_add(acca, (float2)(va, 0.0f));
+            accb = bias_add_ff_add(accb, (float2)(vb, 0.0f));
+            if (gx_mode == 1) xc[r * N + j] = va + vb;
+            if (gx_mode == 2) xc[r * N + j] += va + vb;
+        }
+        pa[2 * j] = acca.x;
+        pa[2 * j + 1] = acca.y;
+        pb[2 * j] = accb.x;
+        pb[2 * j + 1] = accb.y;
+    }
+}
+
+/* pass 2: item j < 2N: gb0[j] (j < N) or gb1[j - N] += the chunks' sums in order (as
+ * bias_add_bwd_sum); want0 / want1 = 0: that gradient is not wanted (its buffer a
+ * placeholder); acc0 / acc1 = 0: the gradient is fresh, store. */
+__kernel void bias_add2_bwd_sum(__global const float *part, __global float *gb0, long gb0_off,
+                                __global float *gb1, long gb1_off, long chunks, long N,
+                                int want0, int want1, int acc0, int acc1)
+{
+    long j = get_global_id(0);
+    if (j >= 2 * N) return;
+    const int second = j >= N;
+    if (second ? !want1 : !want0) return;
+    if (second) j -= N;
+    __global const float *p = part + (second ? 2 * chunks * N : 0);
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long c = 0; c < chunks; c++)
+        acc = bias_add_ff_add(acc, (float2)(p[2 * (c * N + j)], p[2 * (c * N + j) + 1]));
+    const float v = acc.x + acc.y;
+    __global float *gb = second ? gb1 + gb1_off : gb0 + gb0_off;
+    if (second ? acc1 : acc0)
+        gb[j] += v;
+    else
+        gb[j] = v;
+}
+
 /* copy: out = a (also reshape's forward: the row-major order is unchanged) */
 /* fill: p[off + i] = v for i < n. The backend's buffer fills (lazy zeroing, mcl_tensor_fill)
  * use this kernel rather than clEnqueueFillBuffer: one code path on every device, and one that

@@ -22,9 +22,10 @@
  *   2. gM0 += gM (copy_bwd over all of M), then smn_write_bwd_restore puts the saved values
  *      back at the written elements (exactly: no subtraction);
  *   3. smn_write_bwd_zs, one item per entry: gzs_e += W1ᵀ d1_e;
- *   4. smn_write_bwd_phi, one work-group per element of one phi tensor: item l sums the entries
- *      e = l, l + W, l + 2W, ... in order, then a fixed tree over the group (mcl_group_sum), so
- *      the result depends only on m and the group size W, never on scheduling.
+ *   4. smn_write_bwd_phi, one launch for the wanted phi tensors, one work-group per element of
+ *      one of them: item l sums the entries e = l, l + W, l + 2W, ... in order, then a fixed
+ *      tree over the group (mcl_group_sum), so the result depends only on m and the group size
+ *      W, never on scheduling (nor on which other tensors the launch does).
  */
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -213,16 +214,31 @@ __kernel void smn_write_bwd_zs(__global const float *W1, long W1_off, __global c
     }
 }
 
-/* backward 4, one work-group per element t of phi tensor `kind` (0 W1, 1 b1, 2 W2, 3 b2, 4 W3,
- * 5 b3): gp[t] += Σ_e v_e with (a delta d = its hi + lo)
+/* backward 4, one launch: the groups run over the elements of the six phi gradients in turn
+ * (n0 groups for W1's, then n1 for b1's, ...; nk = 0 for a gradient not wanted, whose buffer
+ * is then a placeholder never written); group t of tensor `kind` (0 W1, 1 b1, 2 W2, 3 b2,
+ * 4 W3, 5 b3): gp[t] += Σ_e v_e with (a delta d = its hi + lo)
  *   W1[k,c]: d1_e[k] zs_e[c]   b1[k]: d1_e[k]   W2[j,k]: d2_e[j] h1_e[k]   b2[j]: d2_e[j]
  *   W3[j]: g_e h2_e[j]         b3: g_e */
 __kernel void smn_write_bwd_phi(__global const float *rows, __global const float *zs, long zs_off,
-                                __global float *gp, long gp_off, long m, long H, int kind,
-                                __local float2 *red)
+                                __global float *g0, long o0, __global float *g1, long o1,
+                                __global float *g2, long o2, __global float *g3, long o3,
+                                __global float *g4, long o4, __global float *g5, long o5,
+                                long n0, long n1, long n2, long n3, long n4, long n5, long m,
+                                long H, __local float2 *red)
 {
-    const long t = get_group_id(0), W = get_local_size(0);
+    const long W = get_local_size(0);
     const long R = SMN_ROW(H);
+    /* which tensor and which of its elements: the same for the whole group */
+    long t = get_group_id(0);
+    int kind = 0;
+    __global float *gp = g0;
+    long gp_off = o0;
+    if (t >= n0) { t -= n0; kind = 1; gp = g1; gp_off = o1; }
+    if (kind == 1 && t >= n1) { t -= n1; kind = 2; gp = g2; gp_off = o2; }
+    if (kind == 2 && t >= n2) { t -= n2; kind = 3; gp = g3; gp_off = o3; }
+    if (kind == 3 && t >= n3) { t -= n3; kind = 4; gp = g4; gp_off = o4; }
+    if (kind == 4 && t >= n4) { t -= n4; kind = 5; gp = g5; gp_off = o5; }
     float2 acc = (float2)(0.0f, 0.0f);
     for (long e = get_local_id(0); e < m; e += W) {
         __global const float *row = rows + e * R;

@@ -100,6 +100,11 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
     EXPECT_NULL(mcl_gelu(g_ctx, NULL), N, "gelu");
     EXPECT_NULL(mcl_exp(g_ctx, NULL), N, "exp");
     EXPECT_NULL(mcl_log(g_ctx, NULL), N, "log");
+    EXPECT_NULL(mcl_bias_gelu(g_ctx, NULL, v3), N, "bias_gelu");
+    {
+        mcl_tensor *b2[2] = {NULL, NULL};
+        EXPECT_STATUS(mcl_bias_add2(g_ctx, NULL, v3, v3, b2), N, "bias_add2");
+    }
     EXPECT_NULL(mcl_matmul(g_ctx, x23, NULL, 0, 0), N, "matmul");
     EXPECT_NULL(mcl_sum(g_ctx, NULL), N, "sum");
     EXPECT_NULL(mcl_mean(g_ctx, NULL), N, "mean");

@@ -482,6 +482,39 @@ static int gen_bias_add(int k, tcase *tc)
     return 1;
 }
 
+/* bias_add's cases, then two where one input gets no gradient (the backward's other paths:
+ * x alone, as the LM's fast steps ask, and the bias alone) */
+static int gen_bias_gelu(int k, tcase *tc)
+{
+    if (gen_bias_add(k, tc)) return 1;
+    static const int64_t xs[][3] = {{2, 9, 6}, {2, 70, 5}};
+    const int j = k - 7;
+    if (j < 0 || j > 1) return 0;
+    fill_normal(tc, add_in(tc, xs[j]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S1(xs[j][2])), 0.0, 1.0);
+    tc->no_grad[1 - j] = 1; /* case 7: x's gradient only; case 8: the bias's only */
+    return 1;
+}
+
+/* bias_add's shapes with two biases (N(0, 1)); then x's gradient alone (the LM's fast
+ * steps) and the biases' alone */
+static int gen_bias_add2(int k, tcase *tc)
+{
+    static const int64_t xs[][5] = {{1, 1},          {1, 5},     {2, 7, 13}, {3, 2, 3, 5},
+                                    {4, 2, 2, 3, 7}, {2, 13, 1}, {2, BIG_R, BIG_C},
+                                    {2, 9, 6},       {2, 70, 5}};
+    const int nx = (int)(sizeof xs / sizeof xs[0]);
+    if (k >= nx) return 0;
+    if (k == 6) mark_big(tc);
+    int nd = (int)xs[k][0];
+    fill_normal(tc, add_in(tc, xs[k]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S1(xs[k][nd])), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S1(xs[k][nd])), 0.0, 1.0);
+    if (k == 7) tc->no_grad[1] = tc->no_grad[2] = 1;
+    if (k == 8) tc->no_grad[0] = 1;
+    return 1;
+}
+
 static int gen_kink(int k, tcase *tc) /* relu-like: |x| >= 2e-2 */
 {
     const int64_t *s = ew_shape(k, tc);
@@ -1521,6 +1554,28 @@ static void nv_bias_add(const tcase *tc, harr *w)
     for (int64_t i = 0; i < w[0].n; i++) o[i] = (double)tc->x[0][i] + tc->x[1][i % N];
 }
 
+static void nv_bias_add2(const tcase *tc, harr *w)
+{
+    double *o0 = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    double *o1 = want_new(&w[1], tc->ndim[0], tc->shape[0]);
+    int64_t N = tc_n(tc, 1);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        o0[i] = (double)tc->x[0][i] + tc->x[1][i % N];
+        o1[i] = (double)tc->x[0][i] + tc->x[2][i % N];
+    }
+}
+
+/* gelu(t) of the float sum t = fl(x + b) (the op's contract: the sum is rounded first) */
+static void nv_bias_gelu(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    int64_t N = tc_n(tc, 1);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const double t = (double)(float)((double)tc->x[0][i] + tc->x[1][i % N]);
+        o[i] = 0.5 * t * (1.0 + erf(t / sqrt(2.0)));
+    }
+}
+
 /* src/ref/naive/gemm.c */
 static void nv_matmul(const tcase *tc, harr *w)
 {
@@ -2289,6 +2344,15 @@ static const opspec SPECS[] = {
      * do for I'), then logf and a division of grad_preproc (FT_LIBM); no backward; OpenCL's log
      * (3 ulp) and division (DT_LIBM; the products and sums are the same floats) */
     {"smn_avg_z", gen_smn_avg_z, nv_smn_avg_z, FT_LIBM, 0.0, 0.0, DT_LIBM},
+    /* bias_gelu: bias_add's shapes (N(0, 1) inputs, so x + b spans the steep negative tail too);
+     * one rounded sum, then gelu's float erfc/exp (FT_LIBM against erf in double of the rounded
+     * sum, as gelu); smooth (GT_SMOOTH, h as gelu's); OpenCL's erfc/exp vs the reference's
+     * polynomial (DT_LIBM, as gelu; the bias gradient's column sums are in both the same
+     * double-accurate order, bias_add's) */
+    {"bias_gelu", gen_bias_gelu, nv_bias_gelu, FT_LIBM, 2e-2, GT_SMOOTH, DT_LIBM},
+    /* bias_add2: bias_add's twice (one rounded sum per element and output; linear; x's
+     * gradient one rounded sum of the two gouts, the biases' the same column sums) */
+    {"bias_add2", gen_bias_add2, nv_bias_add2, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 

@@ -358,6 +358,35 @@ done:
     mcl_tensor_free(q);
 }
 
+/* The partial walk hands its gradients over (no copy): the same tensor asked for twice gets
+ * two tensors with the same values (the second is a copy, not an emptied slot), and two
+ * tensors asked for get their own elements though they may share one buffer.
+ * L = sum(p*q): dL/dp = q, dL/dq = p; wrt = {p, q, p}. */
+static void test_partial_handover(mcl_ctx *ctx)
+{
+    const float pv[N] = {0.5f, -1.0f, 2.0f, 1.5f};
+    const float qv[N] = {1.0f, 0.5f, -0.5f, 2.0f};
+    mcl_tensor *p = leaf(ctx, "p", pv), *q = leaf(ctx, "q", qv);
+    mcl_tensor *g[3] = {NULL, NULL, NULL};
+    if (!p || !q) goto done;
+    const size_t mark = mcl_tape_mark(ctx);
+    mcl_tensor *pp = mcl_scale(ctx, p, 1.0f), *qq = mcl_scale(ctx, q, 1.0f); /* not leaves */
+    mcl_tensor *L = mcl_sum(ctx, mcl_mul(ctx, pp, qq));
+    mcl_tensor *wrt[3] = {pp, qq, pp};
+    CHECK(L && mcl_grad_partial(ctx, L, mark, 3, wrt, g) == MCL_OK, "partial: %s", mcl_ctx_error(ctx));
+    double wp[N], wq[N];
+    for (int i = 0; i < N; i++) wp[i] = qv[i], wq[i] = pv[i];
+    CHECK_TENSOR("dL/dp (first)", g[0], wp, N, ATOL, RTOL);
+    CHECK_TENSOR("dL/dq", g[1], wq, N, ATOL, RTOL);
+    CHECK_TENSOR("dL/dp (asked again)", g[2], wp, N, ATOL, RTOL);
+    CHECK(g[0] != g[2], "the same tensor asked twice got one result tensor");
+done:
+    for (int i = 0; i < 3; i++) mcl_tensor_free(g[i]);
+    mcl_ctx_reset(ctx);
+    mcl_tensor_free(p);
+    mcl_tensor_free(q);
+}
+
 /* ---- partial backward from a mark ---- */
 static void test_partial(mcl_ctx *ctx)
 {
@@ -536,6 +565,7 @@ int main(void)
     test_reshape_view(ctx);
     test_partial(ctx);
     test_partial_prune(ctx);
+    test_partial_handover(ctx);
     test_handover(ctx);
     test_reset_and_errors(ctx);
 

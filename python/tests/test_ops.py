@@ -46,6 +46,8 @@ CASES = {
     "sigmoid": ([rn(1, 3, 5)], lambda a: 1 / (1 + np.exp(-a)), {}),
     "tanh": ([rn(1, 3, 5)], np.tanh, {}),
     "gelu": ([rn(1, 3, 5)], refs.gelu, {}),
+    "bias_gelu": ([rn(1, 3, 5), rn(2, 5)], lambda x, b: refs.gelu(x + b), {}),
+    "bias_add2": ([rn(1, 3, 4), rn(2, 4), rn(3, 4)], lambda x, b, c: (x + b, x + c), {}),
     "exp": ([rn(1, 3, 5)], np.exp, {}),
     "log": ([pos(1, 3, 5)], np.log, {}),
     "matmul": ([rn(1, 2, 3, 4), rn(2, 2, 5, 4)], lambda a, b: a @ np.swapaxes(b, -1, -2), {"args": (0, 1)}),

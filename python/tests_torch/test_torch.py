@@ -28,6 +28,8 @@ CASES = {
     "sigmoid": ([rn(1, 3, 5)], torch.sigmoid, {}),
     "tanh": ([rn(1, 3, 5)], torch.tanh, {}),
     "gelu": ([rn(1, 3, 5)], F.gelu, {}),
+    "bias_gelu": ([rn(1, 3, 5), rn(2, 5)], lambda x, b: F.gelu(x + b), {}),
+    "bias_add2": ([rn(1, 3, 4), rn(2, 4), rn(3, 4)], lambda x, b, c: (x + b, x + c), {}),
     "exp": ([rn(1, 3, 5)], torch.exp, {}),
     "matmul": ([rn(1, 2, 3, 4), rn(2, 2, 4, 5)], torch.matmul, {"args": (0, 0)}),
     "sum": ([rn(1, 3, 4)], lambda a: a.sum().reshape(1), {}),

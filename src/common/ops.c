@@ -203,11 +203,17 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 0, x->ndim, x->shape);
         return MCL_OK;
     case MCL_OP_BIAS_ADD:
-        if (y->ndim != 1 || y->shape[0] != x->shape[x->ndim - 1])
-            return SHAPE_ERR("bias_add: bias %s must be [%lld] for x %s",
-                             mcl_shape_str(y, s1, sizeof s1), (long long)x->shape[x->ndim - 1],
-                             mcl_shape_str(x, s2, sizeof s2));
+    case MCL_OP_BIAS_GELU:
+    case MCL_OP_BIAS_ADD2:
+        for (int k = 1; k < (a->op == MCL_OP_BIAS_ADD2 ? 3 : 2); k++) {
+            y = a->in[k];
+            if (y->ndim != 1 || y->shape[0] != x->shape[x->ndim - 1])
+                return SHAPE_ERR("%s: bias %s must be [%lld] for x %s", op,
+                                 mcl_shape_str(y, s1, sizeof s1), (long long)x->shape[x->ndim - 1],
+                                 mcl_shape_str(x, s2, sizeof s2));
+        }
         set_out(o, 0, x->ndim, x->shape);
+        if (a->op == MCL_OP_BIAS_ADD2) set_out(o, 1, x->ndim, x->shape);
         return MCL_OK;
     case MCL_OP_MATMUL: {
         if (x->ndim < 2 || x->ndim != y->ndim)
@@ -804,6 +810,27 @@ mcl_tensor *mcl_tanh(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_TAN
 mcl_tensor *mcl_gelu(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_GELU, a, 0); }
 mcl_tensor *mcl_exp(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_EXP, a, 0); }
 mcl_tensor *mcl_log(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_LOG, a, 0); }
+mcl_tensor *mcl_bias_gelu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *bias)
+{
+    return binary(ctx, MCL_OP_BIAS_GELU, x, bias);
+}
+mcl_status mcl_bias_add2(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b0, mcl_tensor *b1, mcl_tensor *out[2])
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "bias_add2: out is NULL");
+    out[0] = out[1] = NULL;
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_BIAS_ADD2;
+    a.in[0] = x;
+    a.in[1] = b0;
+    a.in[2] = b1;
+    mcl_status s = mcl_op_run(ctx, &a);
+    if (s != MCL_OK) return s;
+    out[0] = a.out[0];
+    out[1] = a.out[1];
+    return MCL_OK;
+}
 
 mcl_tensor *mcl_matmul(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b, int trans_a, int trans_b)
 {

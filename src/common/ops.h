@@ -21,6 +21,9 @@ mcl_tensor *mcl_sub(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b);
 mcl_tensor *mcl_mul(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *b);
 mcl_tensor *mcl_scale(mcl_ctx *ctx, mcl_tensor *a, float alpha);
 mcl_tensor *mcl_bias_add(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *bias);
+/* out[0] = x + b0 and out[1] = x + b1 (two mcl_bias_add of one x as one op): x [..,N], b0, b1
+ * [N]. Returns the status; on failure out[0] = out[1] = NULL. */
+mcl_status mcl_bias_add2(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b0, mcl_tensor *b1, mcl_tensor *out[2]);
 mcl_tensor *mcl_copy(mcl_ctx *ctx, mcl_tensor *a);
 
 /* activations */
@@ -32,6 +35,8 @@ mcl_tensor *mcl_tanh(mcl_ctx *ctx, mcl_tensor *a);
 mcl_tensor *mcl_gelu(mcl_ctx *ctx, mcl_tensor *a);
 mcl_tensor *mcl_exp(mcl_ctx *ctx, mcl_tensor *a);
 mcl_tensor *mcl_log(mcl_ctx *ctx, mcl_tensor *a);
+/* gelu(x + bias): x [..,N], bias [N] (mcl_bias_add then mcl_gelu as one op, the same floats) */
+mcl_tensor *mcl_bias_gelu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *bias);
 
 /* matrix product: [..,M,K] x [..,K,N] -> [..,M,N]; trans_a / trans_b read an operand
  * transposed ([..,K,M] / [..,N,K]). Leading (batch) dims must be equal. */
@@ -195,7 +200,8 @@ size_t mcl_tape_size(const mcl_ctx *ctx);
 /* Partial backward: gradients of `loss` into the `n` tensors wrt[], following only the ops
  * recorded after `mark`. Each grads[k] receives a NEW caller-owned tensor (zeros if loss does
  * not depend on wrt[k] after the mark); leaf .grad fields are not touched; the tape is kept.
- * The results are plain data (cut from the graph). */
+ * The results are plain data (cut from the graph): the walk's own gradients handed over, no
+ * copy, so several may be views into one buffer (each its own elements). */
 mcl_status mcl_grad_partial(mcl_ctx *ctx, mcl_tensor *loss, size_t mark, int n,
                             mcl_tensor *const *wrt, mcl_tensor **grads);
 

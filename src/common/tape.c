@@ -436,6 +436,15 @@ mcl_status mcl_grad_partial(mcl_ctx *ctx, mcl_tensor *loss, size_t mark, int n,
     s = walk_back(ctx, &w, loss, mark, 0, wrt, n);
     for (int k = 0; s == MCL_OK && k < n; k++) {
         mcl_tensor *t = wrt[k];
+        int repeated = 0; /* the same tensor asked for twice: each gets a copy */
+        for (int j = 0; j < n; j++) repeated |= j != k && wrt[j] == t;
+        if (t->gtmp && t->gtmp != &planned && !repeated) {
+            /* handed over: the walk's gradient (a view into its arena, or a buffer of its
+             * own; nothing writes it after the walk) becomes the caller's tensor, no copy */
+            grads[k] = t->gtmp;
+            t->gtmp = NULL;
+            continue;
+        }
         mcl_tensor *g = mcl_tensor_alloc(ctx, t->ndim, t->shape, 0);
         if (!g) {
             s = mcl_ctx_status(ctx);

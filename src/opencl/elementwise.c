@@ -1,4 +1,4 @@
-/* elementwise.c — OpenCL host glue for add, sub, mul, scale, bias_add, copy.
+/* elementwise.c — OpenCL host glue for add, sub, mul, scale, bias_add, copy; bias_add2.
  *
  * Kernels: kernels/elementwise.cl (one work-item per element). Same contract and equations
  * as src/ref/elementwise.c; backward ACCUMULATES into the non-NULL gin[k]. When gin[0] and
@@ -14,9 +14,8 @@
 
 #include "ocl.h"
 
-/* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient. A fixed
- * constant (not a device property), so the summation order depends only on the shapes. */
-#define BIAS_ROWS 64
+/* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient (ocl.h). */
+#define BIAS_ROWS MCL_OCL_BIAS_ROWS
 /* Rows per work-item of the bias_add forward (any value gives the same bits). */
 #define BIAS_FWD_ROWS 8
 
@@ -198,6 +197,115 @@ mcl_status mcl_ocl_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     if (a->gin[1]) return bias_grad(be, a->gout[0], a->gin[1], a->gin[0]);
     if (a->gin[0]) return acc_grad(be, "bias_add", a->gout[0], a->gin[0]);
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* bias_add2: out0 = x + b0, out1 = x + b1;  x [..,N] (R rows of N), b0 [N], b1 [N]
+ * backward: gx += gout0 + gout1 (one launch when no bias gradient is wanted); gb0, gb1: the
+ * column sums of gout0, gout1 in bias_add's chunks and order, both in one pass 1 (which also
+ * does gx) and one pass 2 */
+
+mcl_status mcl_ocl_bias_add2_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    char what[128];
+    const mcl_tensor *x = a->in[0];
+    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
+    const int64_t n = (R + BIAS_FWD_ROWS - 1) / BIAS_FWD_ROWS * N;
+    cl_kernel k = mcl_ocl_kernel(be, "bias_add2_fwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, x);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_long(be, k, i, R);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_long(be, k, i, BIAS_FWD_ROWS);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_add2_fwd", x));
+}
+
+mcl_status mcl_ocl_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *g0 = a->gout[0], *g1 = a->gout[1], *gx = a->gin[0];
+    const mcl_tensor *gb0 = a->gin[1], *gb1 = a->gin[2];
+    char what[160], sb[64];
+    mcl_status s = MCL_OK;
+    if (!gb0 && !gb1) { /* x alone */
+        if (!gx) return MCL_OK;
+        const int acc = !mcl_ocl_grad_fresh(be, gx, &s);
+        if (s != MCL_OK) return s;
+        const int64_t n = mcl_tensor_numel(gx);
+        cl_kernel k = mcl_ocl_kernel(be, "bias_add2_bwd_x", NULL);
+        int i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, g0);
+        i = mcl_ocl_arg_tensor(be, k, i, g1);
+        i = mcl_ocl_arg_tensor(be, k, i, gx);
+        i = mcl_ocl_arg_int(be, k, i, acc);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_add2_bwd_x", gx));
+    }
+    const int64_t N = mcl_ocl_cols(g0), R = mcl_ocl_rows(g0);
+    const int64_t chunks = (R + BIAS_ROWS - 1) / BIAS_ROWS;
+    mcl_shape_str(g0, sb, sizeof sb);
+    cl_mem part = mcl_ocl_scratch(be, (size_t)(2 * chunks * N) * 2 * sizeof(float));
+    if (!part) return mcl_ocl_recorded(be);
+
+    const int gx_mode = !gx ? 0 : mcl_ocl_grad_fresh(be, gx, &s) ? 1 : 2; /* store / add */
+    if (s != MCL_OK) return s;
+    cl_kernel k = mcl_ocl_kernel(be, "bias_add2_bwd_part", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, g0);
+    i = mcl_ocl_arg_tensor(be, k, i, g1);
+    i = mcl_ocl_arg_mem(be, k, i, part);
+    if (gx) {
+        i = mcl_ocl_arg_tensor(be, k, i, gx);
+    } else { /* unused by the kernel */
+        i = mcl_ocl_arg_mem(be, k, i, part);
+        i = mcl_ocl_arg_long(be, k, i, 0);
+    }
+    i = mcl_ocl_arg_int(be, k, i, gx_mode);
+    i = mcl_ocl_arg_long(be, k, i, R);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_long(be, k, i, BIAS_ROWS);
+    i = mcl_ocl_arg_long(be, k, i, chunks);
+    const int64_t items = chunks * ((N + 3) / 4); /* four columns per item */
+    i = mcl_ocl_arg_long(be, k, i, items);
+    snprintf(what, sizeof what, "bias_add2_bwd_part on gout %s (%lld chunks)", sb, (long long)chunks);
+    s = mcl_ocl_launch(be, k, i, items, what);
+    if (s != MCL_OK) return s;
+
+    /* pass 2: both sums in one launch, or one after the other when gb0 and gb1 share memory */
+    const int shared = gb0 && gb1 && gb0->buf == gb1->buf && gb0->offset < gb1->offset + N &&
+                       gb1->offset < gb0->offset + N;
+    for (int pass = 0; pass < (shared ? 2 : 1); pass++) {
+        const mcl_tensor *w0 = shared && pass == 1 ? NULL : gb0, *w1 = shared && pass == 0 ? NULL : gb1;
+        const int fresh0 = w0 ? mcl_ocl_grad_fresh(be, w0, &s) : 0; /* then store the sums */
+        if (s != MCL_OK) return s;
+        const int fresh1 = w1 ? mcl_ocl_grad_fresh(be, w1, &s) : 0;
+        if (s != MCL_OK) return s;
+        k = mcl_ocl_kernel(be, "bias_add2_bwd_sum", NULL);
+        i = k ? 0 : -1;
+        i = mcl_ocl_arg_mem(be, k, i, part);
+        for (int b = 0; b < 2; b++) {
+            const mcl_tensor *gb = b ? w1 : w0;
+            if (gb) {
+                i = mcl_ocl_arg_tensor(be, k, i, gb);
+            } else { /* not written by the kernel */
+                i = mcl_ocl_arg_mem(be, k, i, part);
+                i = mcl_ocl_arg_long(be, k, i, 0);
+            }
+        }
+        i = mcl_ocl_arg_long(be, k, i, chunks);
+        i = mcl_ocl_arg_long(be, k, i, N);
+        i = mcl_ocl_arg_int(be, k, i, w0 != NULL);
+        i = mcl_ocl_arg_int(be, k, i, w1 != NULL);
+        i = mcl_ocl_arg_int(be, k, i, !fresh0);
+        i = mcl_ocl_arg_int(be, k, i, !fresh1);
+        snprintf(what, sizeof what, "bias_add2_bwd_sum on gout %s (%lld chunks)", sb, (long long)chunks);
+        if ((s = mcl_ocl_launch(be, k, i, 2 * N, what)) != MCL_OK) return s;
+    }
     return MCL_OK;
 }
 

@@ -129,6 +129,11 @@ mcl_status mcl_ocl_prepare_bwd(mcl_backend *be, const mcl_op_args *a, int gin_fr
  * store every element of t; else 0 (t materialized if needed; *s = status of that). */
 int mcl_ocl_grad_fresh(mcl_backend *be, const mcl_tensor *t, mcl_status *s);
 
+/* Rows of a [.., N] tensor per chunk in pass 1 of a bias gradient (bias_add, bias_gelu). A
+ * fixed constant (not a device property), so the summation order depends only on the shapes,
+ * and both ops sum in the same order. */
+#define MCL_OCL_BIAS_ROWS 64
+
 /* The last dim of a [..,N] tensor ("cols", N) and the product of the others ("rows"). */
 static inline int64_t mcl_ocl_cols(const mcl_tensor *t) { return t->shape[t->ndim - 1]; }
 static inline int64_t mcl_ocl_rows(const mcl_tensor *t)

@@ -89,6 +89,54 @@ mcl_status mcl_ocl_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch(be, k, i, m, wb);
 }
 
+/* Whether two of the wanted phi gradients gin[3..8] share elements of one buffer. */
+static int phi_grads_overlap(const mcl_op_args *a)
+{
+    for (int j = 3; j < 9; j++)
+        for (int l = j + 1; l < 9; l++) {
+            const mcl_tensor *x = a->gin[j], *y = a->gin[l];
+            if (x && y && x->buf == y->buf && x->offset < y->offset + mcl_tensor_numel(y) &&
+                y->offset < x->offset + mcl_tensor_numel(x))
+                return 1;
+        }
+    return 0;
+}
+
+/* Backward step 4 for the phi gradients in the bit mask `kinds` (bit k: gin[3 + k]), one
+ * launch: one work-group per element of each, a fixed reduction over the m entries' rows
+ * (a tensor not in the mask: 0 groups, the scratch as a placeholder argument). */
+static mcl_status phi_grads(mcl_backend *be, const mcl_op_args *a, cl_mem rows, int64_t m, int64_t H,
+                            unsigned kinds)
+{
+    char wb[160];
+    size_t wg_max = 1, groups = 0;
+    cl_kernel k = mcl_ocl_kernel(be, "smn_write_bwd_phi", &wg_max);
+    const size_t W = mcl_ocl_row_wg(wg_max, m);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_mem(be, k, i, rows);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    for (int kind = 0; kind < 6; kind++) {
+        if ((kinds >> kind) & 1u) {
+            i = mcl_ocl_arg_tensor(be, k, i, a->gin[3 + kind]);
+        } else {
+            i = mcl_ocl_arg_mem(be, k, i, rows);
+            i = mcl_ocl_arg_long(be, k, i, 0);
+        }
+    }
+    for (int kind = 0; kind < 6; kind++) {
+        const int64_t nk = (kinds >> kind) & 1u ? mcl_tensor_numel(a->gin[3 + kind]) : 0;
+        i = mcl_ocl_arg_long(be, k, i, nk);
+        groups += (size_t)nk;
+    }
+    i = mcl_ocl_arg_long(be, k, i, m);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    /* __local: W float2 = 8·W bytes (2 KiB at W = 256) */
+    i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
+    if (groups == 0) return i < 0 ? mcl_ocl_recorded(be) : MCL_OK;
+    mcl_ocl_what_op(wb, sizeof wb, "smn_write", "backward", "smn_write_bwd_phi", "phi", a->in[3]);
+    return mcl_ocl_launch_groups(be, k, i, groups, W, wb);
+}
+
 /* backward: gM0 += gM except at the written elements; gzs_e += W1ᵀ d1_e; the phi gradients as
  * sums over the entries (src/ref/smn.c). gout[0] [shape of M0]; gin[0] [shape of M0], gin[2]
  * [m,2], gin[3..8] like phi (each may be NULL; gin[1] is never written). */
@@ -151,26 +199,13 @@ mcl_status mcl_ocl_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
         if ((s = mcl_ocl_launch(be, k, i, m, wb)) != MCL_OK) return s;
     }
 
-    /* 4. each wanted phi tensor: one work-group per element, a fixed reduction over entries */
-    for (int kind = 0; kind < 6; kind++) {
-        const mcl_tensor *gp = a->gin[3 + kind];
-        if (!gp) continue;
-        size_t wg_max = 1;
-        k = mcl_ocl_kernel(be, "smn_write_bwd_phi", &wg_max);
-        const size_t W = mcl_ocl_row_wg(wg_max, m);
-        i = k ? 0 : -1;
-        i = mcl_ocl_arg_mem(be, k, i, rows);
-        i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
-        i = mcl_ocl_arg_tensor(be, k, i, gp);
-        i = mcl_ocl_arg_long(be, k, i, m);
-        i = mcl_ocl_arg_long(be, k, i, H);
-        i = mcl_ocl_arg_int(be, k, i, kind);
-        /* __local: W float2 = 8·W bytes (2 KiB at W = 256) */
-        i = mcl_ocl_arg_local(be, k, i, W * 2 * sizeof(float));
-        mcl_ocl_what_op(wb, sizeof wb, "smn_write", "backward", "smn_write_bwd_phi", "phi", a->in[3 + kind]);
-        s = mcl_ocl_launch_groups(be, k, i, (size_t)mcl_tensor_numel(gp), W, wb);
-        if (s != MCL_OK) return s;
-    }
+    /* 4. the wanted phi gradients: one launch, or one each when two of them share memory
+     * (the groups of one launch run concurrently) */
+    unsigned wanted = 0;
+    for (int kind = 0; kind < 6; kind++) wanted |= a->gin[3 + kind] ? 1u << kind : 0u;
+    if (!phi_grads_overlap(a)) return phi_grads(be, a, rows, m, H, wanted);
+    for (int kind = 0; kind < 6; kind++)
+        if ((wanted >> kind) & 1u && (s = phi_grads(be, a, rows, m, H, 1u << kind)) != MCL_OK) return s;
     return MCL_OK;
 }
 

@@ -1,5 +1,6 @@
 /* activation.c — reference pointwise activations: relu, leaky_relu, elu, sigmoid, tanh,
- * gelu, exp, log.
+ * gelu, exp, log; and bias_gelu (a bias add and gelu as one pass, its backward with the
+ * bias gradient's column sums).
  *
  * Each op is out[i] = f(a[i]) over the n = numel elements of a contiguous float32 tensor;
  * its backward is ga[i] += gout[i] * f'(a[i]) (accumulated, skipped when gin[0] == NULL).
@@ -280,6 +281,28 @@ static inline float gelu_tail64(float ax, float *e_a)
     return 0.5f * t * exp_split64(e_hi, e_lo + P);
 }
 
+/* gelu(v) for one float (the forward's element) */
+static inline float gelu_y(float v)
+{
+    const float ax = fabsf(v);
+    const float T64 = gelu_tail64(ax < GELU_CLAMP ? ax : GELU_CLAMP, NULL);
+    /* a < 0: a T (scaled back last); a >= 0: a (1 - T) */
+    const float yv = v < 0.0f ? (v * T64) * 0x1p-64f : v * (1.0f - T64 * 0x1p-64f);
+    return v < -GELU_CLAMP ? 0.0f : yv; /* a NaN stays NaN */
+}
+
+/* gelu'(v) = Phi(v) + v phi(v) for one float (the backward's factor) */
+static inline float gelu_d(float v)
+{
+    const float ax = fabsf(v), axc = ax < GELU_CLAMP ? ax : GELU_CLAMP;
+    float e64;
+    const float T64 = gelu_tail64(axc, &e64);
+    const float a_phi64 = axc * e64 * 0.39894228f; /* 2^64 |a| phi(a) */
+    /* a < 0: T - |a| phi; a >= 0: 1 - T + |a| phi */
+    const float d = v < 0.0f ? (T64 - a_phi64) * 0x1p-64f : (1.0f - T64 * 0x1p-64f) + a_phi64 * 0x1p-64f;
+    return v < -GELU_CLAMP ? 0.0f : v > GELU_CLAMP ? 1.0f : d;
+}
+
 MCL_HOT mcl_status mcl_ref_gelu_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
@@ -287,13 +310,7 @@ MCL_HOT mcl_status mcl_ref_gelu_fwd(mcl_backend *be, const mcl_op_args *a)
     float *y = mcl_ref_ptr(a->out[0]);
     const int64_t n = numel(a->in[0]);
 #pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[i], ax = fabsf(v);
-        const float T64 = gelu_tail64(ax < GELU_CLAMP ? ax : GELU_CLAMP, NULL);
-        /* a < 0: a T (scaled back last); a >= 0: a (1 - T) */
-        const float yv = v < 0.0f ? (v * T64) * 0x1p-64f : v * (1.0f - T64 * 0x1p-64f);
-        y[i] = v < -GELU_CLAMP ? 0.0f : yv; /* a NaN stays NaN */
-    }
+    for (int64_t i = 0; i < n; i++) y[i] = gelu_y(x[i]);
     return MCL_OK;
 }
 
@@ -306,15 +323,80 @@ MCL_HOT mcl_status mcl_ref_gelu_bwd(mcl_backend *be, const mcl_op_args *a)
     float *gx = mcl_ref_ptr(a->gin[0]);
     const int64_t n = numel(a->in[0]);
 #pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        const float v = x[i], ax = fabsf(v), axc = ax < GELU_CLAMP ? ax : GELU_CLAMP;
-        float e64;
-        const float T64 = gelu_tail64(axc, &e64);
-        const float a_phi64 = axc * e64 * 0.39894228f; /* 2^64 |a| phi(a) */
-        /* a < 0: T - |a| phi; a >= 0: 1 - T + |a| phi */
-        float d = v < 0.0f ? (T64 - a_phi64) * 0x1p-64f : (1.0f - T64 * 0x1p-64f) + a_phi64 * 0x1p-64f;
-        d = v < -GELU_CLAMP ? 0.0f : v > GELU_CLAMP ? 1.0f : d;
-        gx[i] += g[i] * d;
+    for (int64_t i = 0; i < n; i++) gx[i] += g[i] * gelu_d(x[i]);
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* bias_gelu: out[r, j] = gelu(x[r, j] + b[j])   (bias_add then gelu as one pass)
+ *   x [..,N] (R rows of N), b [N] -> out [..,N]
+ * backward, with t[r, j] = x[r, j] + b[j] (recomputed: nothing is saved) and
+ *           gt[r, j] = gout[r, j] * gelu'(t[r, j]):
+ *   gx[r, j] += gt[r, j]
+ *   gb[j]    += sum_r gt[r, j]   (summed in double, rows in increasing order, rounded once)
+ * The same floats as mcl_bias_add then mcl_gelu: t is the float sum, gt the float product the
+ * gelu backward stores, and the column sums run in bias_add's order. */
+
+/* Columns per block of the bias gradient (as bias_add's: one thread owns a block). */
+#define BIAS_GELU_COLS 256
+
+MCL_HOT mcl_status mcl_ref_bias_gelu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    const float *b = mcl_ref_ptr(a->in[1]);
+    float *y = mcl_ref_ptr(a->out[0]);
+    const int64_t R = mcl_ref_rows(a->in[0]), N = mcl_ref_cols(a->in[0]);
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+    for (int64_t r = 0; r < R; r++) {
+        const float *xr = x + r * N;
+        float *yr = y + r * N;
+#pragma omp simd
+        for (int64_t j = 0; j < N; j++) yr[j] = gelu_y(xr[j] + b[j]);
+    }
+    return MCL_OK;
+}
+
+MCL_HOT mcl_status mcl_ref_bias_gelu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    const float *b = mcl_ref_ptr(a->in[1]);
+    const float *g = mcl_ref_ptr(a->gout[0]);
+    float *gx = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
+    const int64_t R = mcl_ref_rows(a->in[0]), N = mcl_ref_cols(a->in[0]);
+    if (!a->gin[1]) { /* only gx: row by row */
+        if (!gx) return MCL_OK;
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+        for (int64_t r = 0; r < R; r++) {
+            const float *xr = x + r * N, *gr = g + r * N;
+            float *gxr = gx + r * N;
+#pragma omp simd
+            for (int64_t j = 0; j < N; j++) gxr[j] += gr[j] * gelu_d(xr[j] + b[j]);
+        }
+        return MCL_OK;
+    }
+    /* gb (and gx): a thread owns a block of columns and walks every row of it once */
+    float *gb = mcl_ref_ptr(a->gin[1]);
+    const int64_t nblocks = (N + BIAS_GELU_COLS - 1) / BIAS_GELU_COLS;
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+    for (int64_t blk = 0; blk < nblocks; blk++) {
+        const int64_t j0 = blk * BIAS_GELU_COLS;
+        const int64_t nj = (N - j0 < BIAS_GELU_COLS) ? N - j0 : BIAS_GELU_COLS;
+        double acc[BIAS_GELU_COLS];
+        float gt[BIAS_GELU_COLS];
+        for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
+        for (int64_t r = 0; r < R; r++) {
+            const float *xr = x + r * N + j0, *gr = g + r * N + j0, *br = b + j0;
+#pragma omp simd
+            for (int64_t j = 0; j < nj; j++) gt[j] = gr[j] * gelu_d(xr[j] + br[j]);
+            if (gx) {
+                float *gxr = gx + r * N + j0;
+                for (int64_t j = 0; j < nj; j++) gxr[j] += gt[j];
+            }
+            for (int64_t j = 0; j < nj; j++) acc[j] += gt[j];
+        }
+        for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
     }
     return MCL_OK;
 }

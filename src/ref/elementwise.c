@@ -1,4 +1,5 @@
-/* elementwise.c — reference elementwise ops: add, sub, mul, scale, bias_add, copy.
+/* elementwise.c — reference elementwise ops: add, sub, mul, scale, bias_add, copy; bias_add2
+ * (two bias_adds of one x as one op).
  *
  * Every op here maps each output element to the input element(s) at the same index
  * (bias_add broadcasts a [N] vector over the rows of [..,N]). Tensors are contiguous
@@ -211,6 +212,66 @@ mcl_status mcl_ref_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
             for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
         }
     }
+    return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* bias_add2: out0[r, j] = x[r, j] + b0[j],  out1[r, j] = x[r, j] + b1[j]
+ *   x [..,N] (R rows of N), b0 [N], b1 [N] -> out0 [..,N], out1 [..,N]
+ * backward: gx[r, j] += gout0[r, j] + gout1[r, j]   (the sum rounded, then added)
+ *           gb0[j]   += sum_r gout0[r, j],  gb1[j] += sum_r gout1[r, j]   (as bias_add's:
+ *                       in double, rows in increasing order, rounded once) */
+
+mcl_status mcl_ref_bias_add2_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *x = mcl_ref_ptr(a->in[0]);
+    const float *b0 = mcl_ref_ptr(a->in[1]), *b1 = mcl_ref_ptr(a->in[2]);
+    float *o0 = mcl_ref_ptr(a->out[0]), *o1 = mcl_ref_ptr(a->out[1]);
+    const int64_t R = mcl_ref_rows(a->in[0]), N = mcl_ref_cols(a->in[0]);
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+    for (int64_t r = 0; r < R; r++) {
+        const float *xr = x + r * N;
+        float *o0r = o0 + r * N, *o1r = o1 + r * N;
+        for (int64_t j = 0; j < N; j++) {
+            o0r[j] = xr[j] + b0[j];
+            o1r[j] = xr[j] + b1[j];
+        }
+    }
+    return MCL_OK;
+}
+
+/* gb[j] += sum_r g[r, j] (double, rows in increasing order; a thread per block of columns) */
+static void bias_add2_colsum(const float *g, int64_t R, int64_t N, float *gb)
+{
+    const int64_t nblocks = (N + BIAS_COLS - 1) / BIAS_COLS;
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+    for (int64_t blk = 0; blk < nblocks; blk++) {
+        const int64_t j0 = blk * BIAS_COLS;
+        const int64_t nj = (N - j0 < BIAS_COLS) ? N - j0 : BIAS_COLS;
+        double acc[BIAS_COLS];
+        for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
+        for (int64_t r = 0; r < R; r++) {
+            const float *gr = g + r * N + j0;
+            for (int64_t j = 0; j < nj; j++) acc[j] += gr[j];
+        }
+        for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
+    }
+}
+
+mcl_status mcl_ref_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const float *g0 = mcl_ref_ptr(a->gout[0]), *g1 = mcl_ref_ptr(a->gout[1]);
+    const int64_t R = mcl_ref_rows(a->gout[0]), N = mcl_ref_cols(a->gout[0]);
+    if (a->gin[0]) {
+        float *gx = mcl_ref_ptr(a->gin[0]);
+        const int64_t n = R * N;
+#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) gx[i] += g0[i] + g1[i];
+    }
+    if (a->gin[1]) bias_add2_colsum(g0, R, N, mcl_ref_ptr(a->gin[1]));
+    if (a->gin[2]) bias_add2_colsum(g1, R, N, mcl_ref_ptr(a->gin[2]));
     return MCL_OK;
 }
 

@@ -336,9 +336,10 @@ static mcl_tensor *layer_fwd(mcl_lm *m, int l, mcl_tensor *const *eff, const mcl
     mcl_tensor *cn = mcl_layer_norm(ctx, reshape(ctx, cat, 2, B * T, D, 0, 0), y->ln_a_g, y->ln_a_b, LN_EPS);
     mcl_tensor *cq = M > 0 ? reshape(ctx, mcl_slice(ctx, reshape(ctx, cn, 3, B, T, D, 0), 1, M, S), 2, B * S, D, 0, 0)
                            : cn;
-    mcl_tensor *q = linear(ctx, cq, weight(eff, y->aug_q, y->wq), NULL);
-    mcl_tensor *qc = reshape(ctx, mcl_bias_add(ctx, q, y->u), 4, B, S, H, Dh);
-    mcl_tensor *qp = reshape(ctx, mcl_bias_add(ctx, q, y->vb), 4, B, S, H, Dh);
+    mcl_tensor *q = linear(ctx, cq, weight(eff, y->aug_q, y->wq), NULL), *quv[2] = {NULL, NULL};
+    if (mcl_bias_add2(ctx, q, y->u, y->vb, quv) != MCL_OK) return NULL; /* q + u, q + v: one op */
+    mcl_tensor *qc = reshape(ctx, quv[0], 4, B, S, H, Dh);
+    mcl_tensor *qp = reshape(ctx, quv[1], 4, B, S, H, Dh);
     mcl_tensor *k = reshape(ctx, linear(ctx, cn, weight(eff, y->aug_k, y->wk), NULL), 4, B, T, H, Dh);
     mcl_tensor *v = reshape(ctx, linear(ctx, cn, weight(eff, y->aug_v, y->wv), NULL), 4, B, T, H, Dh);
     mcl_tensor *R = T == m->pos_rows ? m->pos : mcl_slice(ctx, m->pos, 0, 0, T);
@@ -348,7 +349,7 @@ static mcl_tensor *layer_fwd(mcl_lm *m, int l, mcl_tensor *const *eff, const mcl
     a = linear(ctx, reshape(ctx, a, 2, B * S, HD, 0, 0), weight(eff, y->aug_o, y->wo), NULL);
     h = mcl_add(ctx, h, a);
     mcl_tensor *f = mcl_layer_norm(ctx, h, y->ln_f_g, y->ln_f_b, LN_EPS);
-    f = mcl_gelu(ctx, linear(ctx, f, weight(eff, y->aug_1, y->w1), y->b1));
+    f = mcl_bias_gelu(ctx, linear(ctx, f, weight(eff, y->aug_1, y->w1), NULL), y->b1); /* one op */
     f = linear(ctx, f, y->w2, y->b2);
     (void)HD;
     return mcl_add(ctx, h, f);
