@@ -202,6 +202,15 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
                            (long long)a->p.i[0], (long long)mcl_tensor_numel(x));
         set_out(o, 0, x->ndim, x->shape);
         return MCL_OK;
+    case MCL_OP_ADD_DROPOUT:
+        if ((s = need_same(ctx, op, x, y, "a", "x")) != MCL_OK) return s;
+        if (!(a->p.f[0] >= 0.0f && a->p.f[0] < 1.0f))
+            return INVALID("add_dropout: p = %g must be in [0, 1)", (double)a->p.f[0]);
+        if (a->p.i[0] != 0 || a->p.i[1] != 0)
+            return INVALID("add_dropout: no segments or relu (i0 %lld, i1 %lld)",
+                           (long long)a->p.i[0], (long long)a->p.i[1]);
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
     case MCL_OP_BIAS_ADD:
         if (y->ndim != 1 || y->shape[0] != x->shape[x->ndim - 1])
             return SHAPE_ERR("bias_add: bias %s must be [%lld] for x %s",
@@ -990,6 +999,30 @@ mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
         return a ? mcl_reshape(ctx, a, a->ndim, a->shape) : NULL;
     }
     return dropout_op(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0, 0, 0, 0);
+}
+
+/* out = a + dropout(x): the add_dropout op with an explicit key (what the op records) */
+mcl_tensor *mcl_add_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p,
+                                  uint64_t seed, uint64_t stream, uint64_t counter)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_ADD_DROPOUT;
+    r.in[0] = a;
+    r.in[1] = x;
+    r.p.f[0] = p;
+    r.p.u[0] = seed;
+    r.p.u[1] = stream;
+    r.p.u[2] = counter;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p, int training)
+{
+    if (!ctx) return NULL;
+    if (!training || p == 0.0f) /* no dropout: the add alone, no stream drawn */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_add(ctx, a, x);
+    return mcl_add_dropout_keyed(ctx, a, x, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
 }
 
 mcl_tensor *mcl_grad_preproc(mcl_ctx *ctx, mcl_tensor *z, float p)
