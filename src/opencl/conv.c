@@ -27,9 +27,11 @@
 #include <limits.h>
 #include <stdio.h>
 
-/* Largest scratch (in floats) one conv2d chunk may use: 64 MiB, or less on a device whose
- * largest allocation is smaller. At least one image is always taken. */
-#define CONV_SCRATCH_FLOATS ((size_t)1 << 24)
+/* Largest scratch (in floats) one conv2d chunk may use: 256 MiB, or less on a device whose
+ * largest allocation is smaller. At least one image is always taken. (64 MiB cut the ACL
+ * step's batched Conv-4 runs into 2-7 chunks of 3 launches forward and up to 7 backward; 256
+ * MiB takes each run's images in one or two.) */
+#define CONV_SCRATCH_FLOATS ((size_t)1 << 26)
 
 /* Shapes of one conv2d call (validated by the front end, ops.c). */
 typedef struct conv_dims {
