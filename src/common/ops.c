@@ -696,6 +696,14 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     memset(&os, 0, sizeof os);
     mcl_status s = infer(ctx, a, &os);
     if (s != MCL_OK) return s;
+    if (a->op == MCL_OP_SLICE && a->p.i[3] == 1 && a->p.i[0] == 0 && !a->out_given) {
+        /* mcl_slice_rows: whole rows of axis 0 are one contiguous block, so the result is a
+         * view of the input's buffer (no backend call); backward is the slice's */
+        const int64_t row = mcl_tensor_numel(a->in[0]) / a->in[0]->shape[0];
+        a->out[0] = mcl_tensor_alias_at(ctx, a->in[0], a->p.i[1] * row, os.ndim[0], os.shape[0]);
+        if (!a->out[0]) return mcl_ctx_status(ctx);
+        goto record;
+    }
     if (a->op == MCL_OP_RESHAPE && !a->out_given) {
         /* reshape keeps the row-major order, so its result is a view of the input's buffer:
          * no copy, no backend call (the backends' reshape forward serves caller-given
@@ -874,6 +882,19 @@ mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int6
     if (a && ctx && a->ctx == ctx && ctx->status == MCL_OK && axis >= -a->ndim && axis < a->ndim &&
         start == 0 && len == a->shape[axis < 0 ? axis + a->ndim : axis])
         return mcl_reshape(ctx, a, a->ndim, a->shape); /* the whole axis: a view, no kernel */
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_slice_rows(mcl_ctx *ctx, mcl_tensor *a, int64_t start, int64_t len)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_SLICE;
+    r.in[0] = a;
+    r.p.i[0] = 0;
+    r.p.i[1] = start;
+    r.p.i[2] = len;
+    r.p.i[3] = 1; /* the view (mcl_op_run); the backends ignore it */
     return run1(ctx, &r);
 }
 
