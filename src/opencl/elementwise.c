@@ -16,6 +16,9 @@
 
 /* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient (ocl.h). */
 #define BIAS_ROWS MCL_OCL_BIAS_ROWS
+/* At most this many chunks: the bias gradient in one launch (bias_add_bwd_one: the two passes'
+ * operations in their order, the same bits), one work-item per four columns. */
+#define BIAS_ONE_CHUNKS 8
 /* Rows per work-item of the bias_add forward (any value gives the same bits). */
 #define BIAS_FWD_ROWS 8
 
@@ -142,9 +145,38 @@ mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_add_fwd", x));
 }
 
+/* gb[j] += sum_r gout[r, j] in one launch, for at most BIAS_ONE_CHUNKS chunks (the kernel
+ * bias_add_bwd_one: the same bits as the two passes below); gx as pass 1 does it. */
+static mcl_status bias_grad_one(mcl_backend *be, const mcl_tensor *g, const mcl_tensor *gb,
+                                const mcl_tensor *gx)
+{
+    char what[160], sb[64];
+    const int64_t N = mcl_ocl_cols(g), R = mcl_ocl_rows(g);
+    mcl_status s = MCL_OK;
+    const int gx_mode = !gx ? 0 : mcl_ocl_grad_fresh(be, gx, &s) ? 1 : 2; /* store / add */
+    if (s != MCL_OK) return s;
+    const int fresh = mcl_ocl_grad_fresh(be, gb, &s);
+    if (s != MCL_OK) return s;
+    cl_kernel k = mcl_ocl_kernel(be, "bias_add_bwd_one", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, g);
+    i = mcl_ocl_arg_tensor(be, k, i, gb);
+    i = mcl_ocl_arg_int(be, k, i, !fresh);
+    i = mcl_ocl_arg_tensor(be, k, i, gx ? gx : gb); /* gb: unused by the kernel (gx_mode 0) */
+    i = mcl_ocl_arg_int(be, k, i, gx_mode);
+    i = mcl_ocl_arg_long(be, k, i, R);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_long(be, k, i, BIAS_ROWS);
+    const int64_t items = (N + 3) / 4; /* four columns per item */
+    i = mcl_ocl_arg_long(be, k, i, items);
+    snprintf(what, sizeof what, "bias_add_bwd_one on gout %s", mcl_shape_str(g, sb, sizeof sb));
+    return mcl_ocl_launch(be, k, i, items, what);
+}
+
 /* gb[j] += sum_r gout[r, j]: pass 1 writes one (hi, lo) pair per (chunk, column) into the
  * backend scratch, pass 2 adds the chunks per column in order. Pass 1 also does
  * gx += gout (gx = gout when gx is fresh) when gx is not NULL: it reads gout anyway.
+ * At most BIAS_ONE_CHUNKS chunks: bias_grad_one instead (one launch, the same bits).
  *   gout [R, N] (as rows), gb [N], gx [R, N] or NULL */
 static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tensor *gb,
                             const mcl_tensor *gx)
@@ -152,6 +184,7 @@ static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tens
     char what[160], sb[64];
     const int64_t N = mcl_ocl_cols(g), R = mcl_ocl_rows(g);
     const int64_t chunks = (R + BIAS_ROWS - 1) / BIAS_ROWS;
+    if (chunks <= BIAS_ONE_CHUNKS) return bias_grad_one(be, g, gb, gx);
     mcl_shape_str(g, sb, sizeof sb);
     cl_mem part = mcl_ocl_scratch(be, (size_t)(chunks * N) * 2 * sizeof(float));
     if (!part) return mcl_ocl_recorded(be);
