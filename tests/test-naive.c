@@ -593,7 +593,10 @@ int main(int argc, char **argv)
      * and the input gradient (not the second) take the pixel-major tile (s1_product_t) with
      * 5, 6, 7 and 8 pixels per tile (20, 12, 49 and 16 pixels), the first two with a last
      * tile of spare lanes; the very last has C*k*k < 32 at stride 1 (the forward's row tile,
-     * s1_tile_row) and rows of 37 pixels (a full tile and a short one) */
+     * s1_tile_row) and rows of 37 pixels (a full tile and a short one); then Conv-4's first
+     * layer (one input channel, 32 channels out) at 28x28 and 32x32, and C*k*k = 27 with 5
+     * channels out (the weight gradient's dot_tile: 3 tiles of taps, a last tile of one
+     * channel) */
     static const int64_t sc[][8] = {{2, 3, 7, 5, 4, 3, 1, 1},  {1, 2, 9, 8, 3, 3, 2, 1},
                                     {2, 1, 6, 6, 2, 5, 1, 2},  {3, 4, 8, 8, 5, 1, 1, 0},
                                     {2, 3, 11, 9, 4, 3, 2, 0}, {2, 2, 9, 9, 3, 3, 1, 1},
@@ -601,7 +604,9 @@ int main(int argc, char **argv)
                                     {1, 4, 6, 5, 12, 3, 1, 0}, {2, 4, 5, 5, 5, 3, 1, 2},
                                     {6, 4, 7, 6, 19, 3, 1, 1},  {2, 32, 5, 4, 32, 3, 1, 1},
                                     {1, 32, 6, 5, 33, 3, 1, 0}, {1, 32, 7, 7, 32, 3, 1, 1},
-                                    {1, 32, 4, 4, 32, 3, 1, 1}, {2, 2, 3, 37, 3, 3, 1, 1}};
+                                    {1, 32, 4, 4, 32, 3, 1, 1}, {2, 2, 3, 37, 3, 3, 1, 1},
+                                    {2, 1, 28, 28, 32, 3, 1, 1}, {2, 1, 32, 32, 32, 3, 1, 1},
+                                    {1, 3, 9, 10, 5, 3, 1, 1}};
     for (int c = 0; c < (int)(sizeof sc / sizeof sc[0]); c++) test_conv(ctx, c, sc[c]);
 
     test_matmul(ctx, 67, 129, 131);
