@@ -276,7 +276,7 @@ class _PwCfg(ctypes.Structure):
 class _SplitXCfg(ctypes.Structure):
     _fields_ = [("n_tasks", ctypes.c_int), ("classes_per_task", ctypes.c_int), ("k_shot", ctypes.c_int),
                 ("run", ctypes.c_int), ("mode", ctypes.c_int), ("classes", ctypes.POINTER(ctypes.c_int32)),
-                ("shuffle_seed", ctypes.c_uint64)]
+                ("shuffle_seed", ctypes.c_uint64), ("draw_classes", ctypes.c_int)]
 
 
 class _CSplitX(ctypes.Structure):
@@ -401,9 +401,11 @@ class SplitX:
 
 
 def splitx(train, test, n_tasks=5, classes_per_task=2, k_shot=5, run=0, mode="domain", classes=None,
-           shuffle_seed=0):
+           shuffle_seed=0, draw_classes=False):
     """The Split-X protocol's data for run `run` (the CLI's run r: images r·K.. of each class):
-    mode "domain" (labels 0..C-1 per task) or "class" (0..T·C-1)."""
+    mode "domain" (labels 0..C-1 per task) or "class" (0..T·C-1). draw_classes: run r draws its
+    T·C classes (keyed by shuffle_seed and run) instead of taking the first ones; train is test
+    (the same Dataset): each class's queries are its images other than the K context ones."""
     if mode not in ("domain", "class"):
         raise InvalidError("splitx: mode %r (domain or class)" % (mode,))
     if not isinstance(train, Dataset) or not isinstance(test, Dataset):
@@ -411,6 +413,7 @@ def splitx(train, test, n_tasks=5, classes_per_task=2, k_shot=5, run=0, mode="do
     keep = None
     cfg = _SplitXCfg(int(n_tasks), int(classes_per_task), int(k_shot), int(run), 1 if mode == "class" else 0)
     cfg.shuffle_seed = int(shuffle_seed)
+    cfg.draw_classes = 1 if draw_classes else 0
     if classes is not None:
         keep = np.ascontiguousarray(np.asarray(classes, dtype=np.int32))
         cfg.classes = keep.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))

@@ -79,6 +79,12 @@ def test_streams(fmnist):
     assert (train.labels[sx.context[0]] == sx.task_class[sx.context_task, sx.context[1]]).all()
     assert not set(sx.context[0]) & set(data.splitx(train, test, run=0).context[0])  # runs are disjoint
     assert data.splitx(train, test, mode="class").n_outputs == 10
+    # one set for context and queries (a set split by classes): run-drawn classes, queries
+    # never a context image
+    d = data.splitx(test, test, n_tasks=2, k_shot=3, run=2, shuffle_seed=4, draw_classes=True)
+    assert len(set(d.task_class.ravel().tolist())) == 4
+    assert not set(d.context[0].tolist()) & set(d.query[0].tolist())
+    assert len(d.query[0]) == sum(int((test.labels == c).sum()) - 3 for c in d.task_class.ravel())
     with pytest.raises(metacl.InvalidError):
         data.splitx(train, test, mode="nope")
     with pytest.raises(TypeError):
