@@ -139,6 +139,48 @@ void bias_add_ff_add4(float4 *hi, float4 *lo, float4 v)
     *lo = select((float4)(0.0f), l, fin);
 }
 
+/* The shared steps of the pass-1 kernels (bias_add_bwd_part, bias_add2_bwd_part,
+ * activation.cl's bias_gelu_bwd_part), the same operations in the same order in each:
+ * one row of a quad: (hi, lo) += v, and xr[0..3] = v (gx_mode 1) or += v (2) */
+void bias_part_row4(float4 *hi, float4 *lo, float4 v, __global float *xr, int gx_mode)
+{
+    bias_add_ff_add4(hi, lo, v);
+    if (gx_mode == 1) vstore4(v, 0, xr);
+    if (gx_mode == 2) vstore4(vload4(0, xr) + v, 0, xr);
+}
+
+/* one row of a lone column: acc += v, and *xr = v (gx_mode 1) or += v (2) */
+float2 bias_part_row1(float2 acc, float v, __global float *xr, int gx_mode)
+{
+    acc = bias_add_ff_add(acc, (float2)(v, 0.0f));
+    if (gx_mode == 1) *xr = v;
+    if (gx_mode == 2) *xr += v;
+    return acc;
+}
+
+/* a quad's four (hi, lo) pairs into pc[0..8) */
+void bias_part_put4(__global float *pc, float4 hi, float4 lo)
+{
+    vstore8((float8)(hi.s0, lo.s0, hi.s1, lo.s1, hi.s2, lo.s2, hi.s3, lo.s3), 0, pc);
+}
+
+/* a lone column's pair into pc[0..2) */
+void bias_part_put1(__global float *pc, float2 acc)
+{
+    pc[0] = acc.x;
+    pc[1] = acc.y;
+}
+
+/* pass 2's sum of column j: the chunks' pairs p[2*(c*N + j)], in order c = 0 .. chunks-1,
+ * rounded to float once */
+float bias_chunks_sum(__global const float *p, long chunks, long N, long j)
+{
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long c = 0; c < chunks; c++)
+        acc = bias_add_ff_add(acc, (float2)(p[2 * (c * N + j)], p[2 * (c * N + j) + 1]));
+    return acc.x + acc.y;
+}
+
 /* pass 1: part[c, j] = float-float sum of gout[r, j] over the rows r of chunk c.
  * Item i = c * Q + q (Q = ceil(N / 4)) does the columns j = 4q .. 4q+3 of chunk c as one
  * float4 (explicit vectors: the loop carries a dependency chain per column, and four
@@ -160,24 +202,16 @@ __kernel void bias_add_bwd_part(__global const float *g, long g_off, __global fl
     if (j0 + 4 <= N) {
         float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
         for (long r = r0; r < r1; r++) {
-            const float4 v = vload4(0, gc + r * N);
-            bias_add_ff_add4(&hi, &lo, v);
-            if (gx_mode == 1) vstore4(v, 0, xc + r * N);
-            if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + v, 0, xc + r * N);
+            bias_part_row4(&hi, &lo, vload4(0, gc + r * N), xc + r * N, gx_mode);
         }
-        vstore8((float8)(hi.s0, lo.s0, hi.s1, lo.s1, hi.s2, lo.s2, hi.s3, lo.s3), 0, pc);
+        bias_part_put4(pc, hi, lo);
         return;
     }
     for (long j = 0; j0 + j < N; j++) {
         float2 acc = (float2)(0.0f, 0.0f);
-        for (long r = r0; r < r1; r++) {
-            const float v = gc[r * N + j];
-            acc = bias_add_ff_add(acc, (float2)(v, 0.0f));
-            if (gx_mode == 1) xc[r * N + j] = v;
-            if (gx_mode == 2) xc[r * N + j] += v;
-        }
-        pc[2 * j] = acc.x;
-        pc[2 * j + 1] = acc.y;
+        for (long r = r0; r < r1; r++)
+            acc = bias_part_row1(acc, gc[r * N + j], xc + r * N + j, gx_mode);
+        bias_part_put1(pc + 2 * j, acc);
     }
 }
 
@@ -188,10 +222,7 @@ __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, l
 {
     long j = get_global_id(0);
     if (j >= N) return;
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long c = 0; c < chunks; c++)
-        acc = bias_add_ff_add(acc, (float2)(part[2 * (c * N + j)], part[2 * (c * N + j) + 1]));
-    const float v = acc.x + acc.y;
+    const float v = bias_chunks_sum(part, chunks, N, j);
     if (accumulate)
         gb[gb_off + j] += v;
     else
@@ -261,8 +292,8 @@ __kernel void bias_add2_bwd_part(__global const float *g0, long g0_off, __global
             if (gx_mode == 1) vstore4(va + vb, 0, xc + r * N);
             if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + (va + vb), 0, xc + r * N);
         }
-        vstore8((float8)(ha.s0, la.s0, ha.s1, la.s1, ha.s2, la.s2, ha.s3, la.s3), 0, pa);
-        vstore8((float8)(hb.s0, lb.s0, hb.s1, lb.s1, hb.s2, lb.s2, hb.s3, lb.s3), 0, pb);
+        bias_part_put4(pa, ha, la);
+        bias_part_put4(pb, hb, lb);
         return;
     }
     for (long j = 0; j0 + j < N; j++) {
@@ -274,10 +305,8 @@ __kernel void bias_add2_bwd_part(__global const float *g0, long g0_off, __global
             if (gx_mode == 1) xc[r * N + j] = va + vb;
             if (gx_mode == 2) xc[r * N + j] += va + vb;
         }
-        pa[2 * j] = acca.x;
-        pa[2 * j + 1] = acca.y;
-        pb[2 * j] = accb.x;
-        pb[2 * j + 1] = accb.y;
+        bias_part_put1(pa + 2 * j, acca);
+        bias_part_put1(pb + 2 * j, accb);
     }
 }
 
@@ -294,10 +323,7 @@ __kernel void bias_add2_bwd_sum(__global const float *part, __global float *gb0,
     if (second ? !want1 : !want0) return;
     if (second) j -= N;
     __global const float *p = part + (second ? 2 * chunks * N : 0);
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long c = 0; c < chunks; c++)
-        acc = bias_add_ff_add(acc, (float2)(p[2 * (c * N + j)], p[2 * (c * N + j) + 1]));
-    const float v = acc.x + acc.y;
+    const float v = bias_chunks_sum(p, chunks, N, j);
     __global float *gb = second ? gb1 + gb1_off : gb0 + gb0_off;
     if (second ? acc1 : acc0)
         gb[j] += v;
