@@ -140,44 +140,18 @@ mcl_status mcl_ocl_log_bwd(mcl_backend *be, const mcl_op_args *a)
 
 mcl_status mcl_ocl_bias_gelu_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    char what[128];
-    const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t n = (R + BIAS_GELU_ROWS - 1) / BIAS_GELU_ROWS * N;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_gelu_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_GELU_ROWS);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_gelu_fwd", x));
+    const mcl_tensor *t[3] = {a->in[0], a->in[1], a->out[0]};
+    return mcl_ocl_launch_row_chunks(be, "bias_gelu_fwd", t, 3, -1, BIAS_GELU_ROWS);
 }
 
 /* gx += gt alone (one launch):  x [R, N], b [N], gout [R, N] -> gx [R, N] */
 static mcl_status bias_gelu_gx(mcl_backend *be, const mcl_op_args *a)
 {
-    char what[128];
     mcl_status s;
     const int acc = !mcl_ocl_grad_fresh(be, a->gin[0], &s);
     if (s != MCL_OK) return s;
-    const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t n = (R + BIAS_GELU_ROWS - 1) / BIAS_GELU_ROWS * N;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_gelu_bwd_x", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-    i = mcl_ocl_arg_int(be, k, i, acc);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_GELU_ROWS);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_gelu_bwd_x", x));
+    const mcl_tensor *t[4] = {a->in[0], a->in[1], a->gout[0], a->gin[0]};
+    return mcl_ocl_launch_row_chunks(be, "bias_gelu_bwd_x", t, 4, acc, BIAS_GELU_ROWS);
 }
 
 mcl_status mcl_ocl_bias_gelu_bwd(mcl_backend *be, const mcl_op_args *a)

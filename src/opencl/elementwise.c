@@ -124,22 +124,32 @@ mcl_status mcl_ocl_scale_bwd(mcl_backend *be, const mcl_op_args *a)
  *           gb[j]    += sum_r gout[r, j]   (float-float sum over rows in increasing order,
  *                                           in chunks of BIAS_ROWS; see elementwise.cl) */
 
-mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
+/* A launch over (chunk of rows, column) items, item i = c * N + j doing column j of the rows
+ * [c*rows, (c+1)*rows), so that neighbouring items touch neighbouring columns (the forwards of
+ * bias_add, bias_add2 and bias_gelu, bias_gelu's backward for x): the kernel `name` gets the
+ * nt tensors t[], then acc when acc >= 0, then R, N, rows and the item count.
+ *   t[0] [R, N] (as rows; R and N are its) */
+mcl_status mcl_ocl_launch_row_chunks(mcl_backend *be, const char *name,
+                                     const mcl_tensor *const *t, int nt, int acc, int64_t rows)
 {
     char what[128];
-    const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t n = (R + BIAS_FWD_ROWS - 1) / BIAS_FWD_ROWS * N;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_add_fwd", NULL);
+    const int64_t N = mcl_ocl_cols(t[0]), R = mcl_ocl_rows(t[0]);
+    const int64_t n = (R + rows - 1) / rows * N;
+    cl_kernel k = mcl_ocl_kernel(be, name, NULL);
     int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    for (int q = 0; q < nt; q++) i = mcl_ocl_arg_tensor(be, k, i, t[q]);
+    if (acc >= 0) i = mcl_ocl_arg_int(be, k, i, acc);
     i = mcl_ocl_arg_long(be, k, i, R);
     i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_FWD_ROWS);
+    i = mcl_ocl_arg_long(be, k, i, rows);
     i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_add_fwd", x));
+    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, name, t[0]));
+}
+
+mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *t[3] = {a->in[0], a->in[1], a->out[0]};
+    return mcl_ocl_launch_row_chunks(be, "bias_add_fwd", t, 3, -1, BIAS_FWD_ROWS);
 }
 
 /* Pass 1 of a bias gradient, one item per four columns of a chunk of BIAS_ROWS rows: the
@@ -227,22 +237,8 @@ mcl_status mcl_ocl_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 
 mcl_status mcl_ocl_bias_add2_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    char what[128];
-    const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t n = (R + BIAS_FWD_ROWS - 1) / BIAS_FWD_ROWS * N;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_add2_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_FWD_ROWS);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_add2_fwd", x));
+    const mcl_tensor *t[5] = {a->in[0], a->in[1], a->in[2], a->out[0], a->out[1]};
+    return mcl_ocl_launch_row_chunks(be, "bias_add2_fwd", t, 5, -1, BIAS_FWD_ROWS);
 }
 
 mcl_status mcl_ocl_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
