@@ -220,10 +220,10 @@ __kernel void bias_gelu_fwd(__global const float *x, long x_off, __global const 
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long c = i / N, j = i - c * N;
-    const long r1 = min(c * rows + rows, R);
+    long r0, r1;
+    const long j = row_chunk_item(i, N, rows, R, &r0, &r1);
     const float bj = b[b_off + j];
-    for (long r = c * rows; r < r1; r++) {
+    for (long r = r0; r < r1; r++) {
         const float t = x[x_off + r * N + j] + bj;
         y[y_off + r * N + j] = t * gelu_cdf(t, gelu_gauss(t));
     }
@@ -238,10 +238,10 @@ __kernel void bias_gelu_bwd_x(__global const float *x, long x_off, __global cons
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long c = i / N, j = i - c * N;
-    const long r1 = min(c * rows + rows, R);
+    long r0, r1;
+    const long j = row_chunk_item(i, N, rows, R, &r0, &r1);
     const float bj = b[b_off + j];
-    for (long r = c * rows; r < r1; r++) {
+    for (long r = r0; r < r1; r++) {
         const long e = r * N + j;
         ACT_GRAD_PUT(ga[ga_off + e], bias_gelu_gt(x[x_off + e], bj, g[g_off + e]));
     }
@@ -258,9 +258,8 @@ __kernel void bias_gelu_bwd_part(__global const float *x, long x_off, __global c
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long Q = (N + 3) / 4;
-    const long c = i / Q, j0 = 4 * (i - c * Q);
-    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    long c, r0, r1;
+    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);
     __global const float *xc = x + x_off + j0;
     __global const float *gc = g + g_off + j0;
     __global const float *bc = b + b_off + j0;

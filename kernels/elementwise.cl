@@ -83,6 +83,29 @@ __kernel void scale_bwd(__global const float *g, long g_off, __global float *gx,
     gx[gx_off + i] += s * g[g_off + i];
 }
 
+/* Item i = c * N + j of a row-chunk launch (the host's mcl_ocl_launch_row_chunks: bias_add_fwd,
+ * bias_add2_fwd, activation.cl's bias_gelu_fwd and bias_gelu_bwd_x): returns its column j; its
+ * rows are [*r0, *r1) = [c*rows, min((c+1)*rows, R)) */
+long row_chunk_item(long i, long N, long rows, long R, long *r0, long *r1)
+{
+    const long c = i / N;
+    *r0 = c * rows;
+    *r1 = min(c * rows + rows, R);
+    return i - c * N;
+}
+
+/* Item i = c * Q + q of a bias-gradient pass 1 (Q = ceil(N / 4)): returns its first column
+ * j0 = 4q (columns j0 .. j0+3, fewer in a last partial quad); *c its chunk, whose rows are
+ * [*r0, *r1) = [c*rows, min((c+1)*rows, R)) */
+long bias_quad_item(long i, long N, long rows, long R, long *c, long *r0, long *r1)
+{
+    const long Q = (N + 3) / 4;
+    *c = i / Q;
+    *r0 = *c * rows;
+    *r1 = min(*r0 + rows, R);
+    return 4 * (i - *c * Q);
+}
+
 /* bias_add: out[r, j] = x[r, j] + b[j]; x, out [R, N], b [N].
  * Item i = c * N + j adds b[j] to column j of the rows [c*rows, (c+1)*rows) (n = chunks * N
  * items): one division per item instead of one per element, and neighbouring items touch
@@ -93,10 +116,10 @@ __kernel void bias_add_fwd(__global const float *x, long x_off, __global const f
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long c = i / N, j = i - c * N;
-    const long r1 = min(c * rows + rows, R);
+    long r0, r1;
+    const long j = row_chunk_item(i, N, rows, R, &r0, &r1);
     const float bj = b[b_off + j];
-    for (long r = c * rows; r < r1; r++) out[out_off + r * N + j] = x[x_off + r * N + j] + bj;
+    for (long r = r0; r < r1; r++) out[out_off + r * N + j] = x[x_off + r * N + j] + bj;
 }
 
 /* ---- bias gradient: gb[j] += sum_r gout[r, j] ----
@@ -193,9 +216,8 @@ __kernel void bias_add_bwd_part(__global const float *g, long g_off, __global fl
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long Q = (N + 3) / 4;
-    const long c = i / Q, j0 = 4 * (i - c * Q);
-    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    long c, r0, r1;
+    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);
     __global const float *gc = g + g_off + j0;
     __global float *xc = gx + gx_off + j0;
     __global float *pc = part + 2 * (c * N + j0);
@@ -241,10 +263,10 @@ __kernel void bias_add2_fwd(__global const float *x, long x_off, __global const 
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long c = i / N, j = i - c * N;
-    const long r1 = min(c * rows + rows, R);
+    long r0, r1;
+    const long j = row_chunk_item(i, N, rows, R, &r0, &r1);
     const float bj0 = b0[b0_off + j], bj1 = b1[b1_off + j];
-    for (long r = c * rows; r < r1; r++) {
+    for (long r = r0; r < r1; r++) {
         const float v = x[x_off + r * N + j];
         o0[o0_off + r * N + j] = v + bj0;
         o1[o1_off + r * N + j] = v + bj1;
@@ -275,9 +297,8 @@ __kernel void bias_add2_bwd_part(__global const float *g0, long g0_off, __global
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long Q = (N + 3) / 4;
-    const long c = i / Q, j0 = 4 * (i - c * Q);
-    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    long c, r0, r1;
+    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);
     __global const float *ac = g0 + g0_off + j0;
     __global const float *bc = g1 + g1_off + j0;
     __global float *xc = gx + gx_off + j0;
