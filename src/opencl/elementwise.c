@@ -224,7 +224,8 @@ mcl_status mcl_ocl_bias_grad(mcl_backend *be, const char *part_name,
 mcl_status mcl_ocl_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *g[1] = {a->gout[0]};
-    if (a->gin[1]) return mcl_ocl_bias_grad(be, "bias_add_bwd_part", g, 1, "gout", a->gin[1], a->gin[0]);
+    if (a->gin[1])
+        return mcl_ocl_bias_grad(be, "bias_add_bwd_part", g, 1, "gout", a->gin[1], a->gin[0]);
     if (a->gin[0]) return acc_grad(be, "bias_add", a->gout[0], a->gin[0]);
     return MCL_OK;
 }
@@ -266,8 +267,8 @@ mcl_status mcl_ocl_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_shape_str(g0, sb, sizeof sb);
     cl_mem part = mcl_ocl_scratch(be, (size_t)(2 * chunks * N) * 2 * sizeof(float));
     if (!part) return mcl_ocl_recorded(be);
-    if ((s = bias_part(be, "bias_add2_bwd_part", (const mcl_tensor *[2]){g0, g1}, 2, "gout", part, gx, 1)) != MCL_OK)
-        return s;
+    const mcl_tensor *g01[2] = {g0, g1};
+    if ((s = bias_part(be, "bias_add2_bwd_part", g01, 2, "gout", part, gx, 1)) != MCL_OK) return s;
 
     /* pass 2: both sums in one launch, or one after the other when gb0 and gb1 share memory */
     const int shared = gb0 && gb1 && gb0->buf == gb1->buf && gb0->offset < gb1->offset + N &&
