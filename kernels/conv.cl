@@ -431,16 +431,16 @@ float ipr_grad(__global const float *g, __global const float *y, __global const 
 /* backward, input gradient, one group per plane r: instance_norm_bwd_dx with the gradient of
  * n rebuilt from gout (ipr_grad); its sums run over the windows only (the other pixels add 0).
  * buf: W float4 */
-__kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
-                                     __global const float *gamma, long gamma_off,
-                                     __global const float *mean, long mean_off,
-                                     __global const float *rstd, long rstd_off,
-                                     __global const float *y, long y_off,
-                                     __global const float *arg, long arg_off,
-                                     __global const float *g, long g_off, __global float *gx,
-                                     long gx_off, int C, int H, int Wd, __local float4 *buf)
+void inorm_pool_relu_bwd_dx_plane(__global const float *x, long x_off,
+                                   __global const float *gamma, long gamma_off,
+                                   __global const float *mean, long mean_off,
+                                   __global const float *rstd, long rstd_off,
+                                   __global const float *y, long y_off,
+                                   __global const float *arg, long arg_off,
+                                   __global const float *g, long g_off, __global float *gx,
+                                   long gx_off, int C, int H, int Wd, __local float4 *buf, int W,
+                                   int l, int r)
 {
-    const int W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
     const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo, N = H * Wd;
     const float nf = (float)N;
     x += x_off + (long)r * N;
@@ -478,23 +478,36 @@ __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
     }
 }
 
+__kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
+                                     __global const float *gamma, long gamma_off,
+                                     __global const float *mean, long mean_off,
+                                     __global const float *rstd, long rstd_off,
+                                     __global const float *y, long y_off,
+                                     __global const float *arg, long arg_off,
+                                     __global const float *g, long g_off, __global float *gx,
+                                     long gx_off, int C, int H, int Wd, __local float4 *buf)
+{
+    inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, mean, mean_off, rstd, rstd_off, y,
+                                 y_off, arg, arg_off, g, g_off, gx, gx_off, C, H, Wd, buf,
+                                 get_local_size(0), get_local_id(0), get_group_id(0));
+}
+
 /* backward, gamma and beta gradients, one group per channel c (B planes r = b*C + c), over the
  * windows: with gp = (y > 0 ? gout : 0) and xhat at the window's argmax,
  *   ggamma[c] += sum_b sum_o gp[r, o] * xhat[r, o]      (if want_gamma)
  *   gbeta[c]  += sum_b sum_o gp[r, o]                   (if want_beta)
  * item l takes the flat indices (b, o) = l, l+W, ... of [B, Ho*Wo]; buf: W float4 */
-__kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off,
+void inorm_pool_relu_bwd_gb_channel(__global const float *x, long x_off,
                                      __global const float *mean, long mean_off,
                                      __global const float *rstd, long rstd_off,
                                      __global const float *y, long y_off,
                                      __global const float *arg, long arg_off,
                                      __global const float *g, long g_off,
                                      __global float *ggamma, long ggamma_off,
-                                     __global float *gbeta, long gbeta_off, int B, int C,
-                                     int H, int Wd, long want_gamma, long want_beta,
-                                     __local float4 *buf)
+                                     __global float *gbeta, long gbeta_off, int B, int C, int H,
+                                     int Wd, long want_gamma, long want_beta,
+                                     __local float4 *buf, int W, int l, int c)
 {
-    const int W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
     const int Wo = Wd / 2, P = (H / 2) * Wo;
     float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
     for (conv_walk w = conv_walk_start(l, W, P); w.r < B; conv_walk_next(&w)) {
@@ -512,4 +525,48 @@ __kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off,
         if (want_gamma) ggamma[ggamma_off + c] += mcl_acc_value(s.xy);
         if (want_beta) gbeta[gbeta_off + c] += mcl_acc_value(s.zw);
     }
+}
+
+__kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off,
+                                     __global const float *mean, long mean_off,
+                                     __global const float *rstd, long rstd_off,
+                                     __global const float *y, long y_off,
+                                     __global const float *arg, long arg_off,
+                                     __global const float *g, long g_off,
+                                     __global float *ggamma, long ggamma_off,
+                                     __global float *gbeta, long gbeta_off, int B, int C,
+                                     int H, int Wd, long want_gamma, long want_beta,
+                                     __local float4 *buf)
+{
+    inorm_pool_relu_bwd_gb_channel(x, x_off, mean, mean_off, rstd, rstd_off, y, y_off, arg,
+                                   arg_off, g, g_off, ggamma, ggamma_off, gbeta, gbeta_off, B, C,
+                                   H, Wd, want_gamma, want_beta, buf, get_local_size(0),
+                                   get_local_id(0), get_group_id(0));
+}
+
+/* backward, every gradient in one launch (the host's choice when both kernels would take the
+ * same group size): groups 0 .. B·C-1 are inorm_pool_relu_bwd_dx's planes, groups B·C ..
+ * B·C+C-1 inorm_pool_relu_bwd_gb's channels; the same operations, so the same bits. A group
+ * takes one branch as a whole (its barriers stay uniform). */
+__kernel void inorm_pool_relu_bwd_all(__global const float *x, long x_off,
+                                      __global const float *gamma, long gamma_off,
+                                      __global const float *mean, long mean_off,
+                                      __global const float *rstd, long rstd_off,
+                                      __global const float *y, long y_off,
+                                      __global const float *arg, long arg_off,
+                                      __global const float *g, long g_off, __global float *gx,
+                                      long gx_off, __global float *ggamma, long ggamma_off,
+                                      __global float *gbeta, long gbeta_off, int B, int C, int H,
+                                      int Wd, long want_gamma, long want_beta,
+                                      __local float4 *buf)
+{
+    const int W = get_local_size(0), l = get_local_id(0), grp = get_group_id(0);
+    if (grp < B * C)
+        inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, mean, mean_off, rstd, rstd_off,
+                                     y, y_off, arg, arg_off, g, g_off, gx, gx_off, C, H, Wd, buf,
+                                     W, l, grp);
+    else
+        inorm_pool_relu_bwd_gb_channel(x, x_off, mean, mean_off, rstd, rstd_off, y, y_off, arg,
+                                       arg_off, g, g_off, ggamma, ggamma_off, gbeta, gbeta_off, B,
+                                       C, H, Wd, want_gamma, want_beta, buf, W, l, grp - B * C);
 }

@@ -56,3 +56,19 @@ __kernel void dropout_bwd(__global const float *g, long g_off, __global float *g
     else if (keep)
         ga[ga_off + i] += g[g_off + i] * scale;
 }
+
+/* add_dropout: out_i = a_i + (keep_i ? x_i * scale : 0), a residual add with its branch's
+ * dropout (one segment, no relu); the same floats as dropout_fwd then add_fwd. Backward: the
+ * host runs dropout_bwd for x and add's accumulation for a. p == 0: a_i + x_i (no draws). */
+__kernel void add_dropout_fwd(__global const float *a, long a_off, __global const float *x,
+                              long x_off, __global float *out, long out_off, float p, float scale,
+                              ulong seed, ulong stream, ulong counter, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const float xi = x[x_off + i];
+    float d = xi;
+    if (p != 0.0f)
+        d = mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p ? xi * scale : 0.0f;
+    out[out_off + i] = a[a_off + i] + d;
+}

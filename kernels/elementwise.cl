@@ -251,6 +251,58 @@ __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, l
         gb[gb_off + j] = v;
 }
 
+/* one pass, for few chunks (the host's choice: chunks <= BIAS_ONE_CHUNKS): item q does the
+ * columns j = 4q .. 4q+3 over every chunk, each chunk's pair as pass 1 computes it (the same
+ * operations in the same order), then the pairs added in chunk order and rounded as pass 2
+ * does: the same bits as the two passes, in one launch. gx as pass 1 (gx_mode); gb stored
+ * (accumulate == 0) or added to. n = ceil(N / 4) items. */
+__kernel void bias_add_bwd_one(__global const float *g, long g_off, __global float *gb, long gb_off,
+                               int accumulate, __global float *gx, long gx_off, int gx_mode,
+                               long R, long N, long rows, long n)
+{
+    long q = get_global_id(0);
+    if (q >= n) return;
+    const long j0 = 4 * q;
+    const long w = min(4L, N - j0);
+    __global const float *gc = g + g_off + j0;
+    __global float *xc = gx + gx_off + j0;
+    float2 acc[4] = {(float2)(0.0f), (float2)(0.0f), (float2)(0.0f), (float2)(0.0f)};
+    for (long r0 = 0; r0 < R; r0 += rows) {
+        const long r1 = min(r0 + rows, R);
+        if (w == 4) {
+            float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
+            for (long r = r0; r < r1; r++) {
+                const float4 v = vload4(0, gc + r * N);
+                bias_add_ff_add4(&hi, &lo, v);
+                if (gx_mode == 1) vstore4(v, 0, xc + r * N);
+                if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + v, 0, xc + r * N);
+            }
+            acc[0] = bias_add_ff_add(acc[0], (float2)(hi.s0, lo.s0));
+            acc[1] = bias_add_ff_add(acc[1], (float2)(hi.s1, lo.s1));
+            acc[2] = bias_add_ff_add(acc[2], (float2)(hi.s2, lo.s2));
+            acc[3] = bias_add_ff_add(acc[3], (float2)(hi.s3, lo.s3));
+            continue;
+        }
+        for (long j = 0; j < w; j++) {
+            float2 p = (float2)(0.0f, 0.0f);
+            for (long r = r0; r < r1; r++) {
+                const float v = gc[r * N + j];
+                p = bias_add_ff_add(p, (float2)(v, 0.0f));
+                if (gx_mode == 1) xc[r * N + j] = v;
+                if (gx_mode == 2) xc[r * N + j] += v;
+            }
+            acc[j] = bias_add_ff_add(acc[j], p);
+        }
+    }
+    for (long j = 0; j < w; j++) {
+        const float v = acc[j].x + acc[j].y;
+        if (accumulate)
+            gb[gb_off + j0 + j] += v;
+        else
+            gb[gb_off + j0 + j] = v;
+    }
+}
+
 /* bias_add backward for x: gx += gout, done by bias_add_bwd_part together with the bias
  * gradient when both are wanted, else by the kernel copy_bwd (below) */
 

@@ -66,13 +66,13 @@ __kernel void layer_norm_fwd(__global const float *x, long x_off, __global const
 /* layer_norm backward, input gradient, one group per row r; with dxhat_j = gout[r, j] * gamma[j]
  * and xhat_j = (x[r, j] - mean[r]) * rstd[r] (recomputed from the saved mean and rstd):
  *   gx[r, j] += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k) */
-__kernel void layer_norm_bwd_dx(__global const float *x, long x_off, __global const float *gamma,
-                                long gamma_off, __global const float *mean, long mean_off,
-                                __global const float *rstd, long rstd_off,
-                                __global const float *g, long g_off, __global float *gx,
-                                long gx_off, long N, __local float4 *buf)
+/* the input gradient of row r, by the W items of one group (item l) */
+void layer_norm_bwd_dx_row(__global const float *x, long x_off, __global const float *gamma,
+                           long gamma_off, __global const float *mean, long mean_off,
+                           __global const float *rstd, long rstd_off, __global const float *g,
+                           long g_off, __global float *gx, long gx_off, long N,
+                           __local float4 *buf, long W, long l, long r)
 {
-    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
     const float nf = (float)N;
     x += x_off + r * N;
     g += g_off + r * N;
@@ -103,18 +103,26 @@ __kernel void layer_norm_bwd_dx(__global const float *x, long x_off, __global co
     }
 }
 
+__kernel void layer_norm_bwd_dx(__global const float *x, long x_off, __global const float *gamma,
+                                long gamma_off, __global const float *mean, long mean_off,
+                                __global const float *rstd, long rstd_off,
+                                __global const float *g, long g_off, __global float *gx,
+                                long gx_off, long N, __local float4 *buf)
+{
+    layer_norm_bwd_dx_row(x, x_off, gamma, gamma_off, mean, mean_off, rstd, rstd_off, g, g_off, gx,
+                          gx_off, N, buf, get_local_size(0), get_local_id(0), get_group_id(0));
+}
+
 /* layer_norm backward, gamma and beta gradients, one work-item per column j:
  *   ggamma[j] += sum_r gout[r, j] * xhat[r, j]      (if want_gamma)
  *   gbeta[j]  += sum_r gout[r, j]                   (if want_beta)
  * The two updates are separate statements, so they are right even if both are one tensor. */
-__kernel void layer_norm_bwd_gb(__global const float *x, long x_off, __global const float *mean,
-                                long mean_off, __global const float *rstd, long rstd_off,
-                                __global const float *g, long g_off, __global float *ggamma,
-                                long ggamma_off, __global float *gbeta, long gbeta_off, long R,
-                                long N, long want_gamma, long want_beta)
+void layer_norm_bwd_gb_col(__global const float *x, long x_off, __global const float *mean,
+                           long mean_off, __global const float *rstd, long rstd_off,
+                           __global const float *g, long g_off, __global float *ggamma,
+                           long ggamma_off, __global float *gbeta, long gbeta_off, long R, long N,
+                           long want_gamma, long want_beta, long j)
 {
-    const long j = get_global_id(0);
-    if (j >= N) return;
     x += x_off + j;
     g += g_off + j;
     mean += mean_off;
@@ -128,4 +136,40 @@ __kernel void layer_norm_bwd_gb(__global const float *x, long x_off, __global co
     }
     if (want_gamma) ggamma[ggamma_off + j] += mcl_acc_value(ag);
     if (want_beta) gbeta[gbeta_off + j] += mcl_acc_value(ab);
+}
+
+__kernel void layer_norm_bwd_gb(__global const float *x, long x_off, __global const float *mean,
+                                long mean_off, __global const float *rstd, long rstd_off,
+                                __global const float *g, long g_off, __global float *ggamma,
+                                long ggamma_off, __global float *gbeta, long gbeta_off, long R,
+                                long N, long want_gamma, long want_beta)
+{
+    const long j = get_global_id(0);
+    if (j >= N) return;
+    layer_norm_bwd_gb_col(x, x_off, mean, mean_off, rstd, rstd_off, g, g_off, ggamma, ggamma_off,
+                          gbeta, gbeta_off, R, N, want_gamma, want_beta, j);
+}
+
+/* layer_norm backward, every gradient in one launch: groups 0 .. R-1 are layer_norm_bwd_dx's
+ * rows, groups R, R+1, ... layer_norm_bwd_gb's columns (item l of group R + c: column c·W + l;
+ * ids >= N return). The same operations as the two kernels, so the same bits; a group takes
+ * one branch as a whole, so the row groups' barriers stay uniform. */
+__kernel void layer_norm_bwd_all(__global const float *x, long x_off, __global const float *gamma,
+                                 long gamma_off, __global const float *mean, long mean_off,
+                                 __global const float *rstd, long rstd_off,
+                                 __global const float *g, long g_off, __global float *gx,
+                                 long gx_off, __global float *ggamma, long ggamma_off,
+                                 __global float *gbeta, long gbeta_off, long R, long N,
+                                 long want_gamma, long want_beta, __local float4 *buf)
+{
+    const long W = get_local_size(0), l = get_local_id(0), grp = get_group_id(0);
+    if (grp < R) {
+        layer_norm_bwd_dx_row(x, x_off, gamma, gamma_off, mean, mean_off, rstd, rstd_off, g, g_off,
+                              gx, gx_off, N, buf, W, l, grp);
+        return;
+    }
+    const long j = (grp - R) * W + l;
+    if (j >= N) return;
+    layer_norm_bwd_gb_col(x, x_off, mean, mean_off, rstd, rstd_off, g, g_off, ggamma, ggamma_off,
+                          gbeta, gbeta_off, R, N, want_gamma, want_beta, j);
 }

@@ -124,6 +124,7 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
     EXPECT_NULL(mcl_embedding(g_ctx, NULL, v3), N, "embedding");
     EXPECT_NULL(mcl_dropout(g_ctx, NULL, 0.5f, 1), N, "dropout");
     EXPECT_NULL(mcl_dropout_keyed(g_ctx, NULL, 0.5f, 1, 2, 3), N, "dropout");
+    EXPECT_NULL(mcl_add_dropout(g_ctx, NULL, x23, 0.5f, 1), N, "add_dropout");
     EXPECT_NULL(mcl_repeat_batch(g_ctx, NULL, 2), N, "repeat_batch");
     EXPECT_NULL(mcl_conv2d(g_ctx, NULL, x23, v3, 1, 0), N, "conv2d");
     EXPECT_NULL(mcl_maxpool2d(g_ctx, NULL), N, "maxpool2d");
@@ -334,6 +335,8 @@ static void test_values(void)
     EXPECT_NULL(mcl_dropout(g_ctx, logits, NAN, 1), I, "dropout");
     EXPECT_NULL(mcl_dropout_keyed(g_ctx, logits, 1.0f, 1, 2, 0), I, "dropout");
     EXPECT_NULL(mcl_dropout_keyed(g_ctx, logits, -0.5f, 1, 2, 0), I, "dropout");
+    EXPECT_NULL(mcl_add_dropout(g_ctx, logits, logits, 1.0f, 1), I, "add_dropout");
+    EXPECT_NULL(mcl_add_dropout(g_ctx, logits, logits, -0.5f, 0), I, "dropout");
     {
         mcl_tensor *r = mcl_dropout(g_ctx, logits, 0.0f, 1);
         const double same[8] = {0, 1, 2, 3, 3, 2, 1, 0};

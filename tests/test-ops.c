@@ -814,6 +814,36 @@ static int gen_embedding(int k, tcase *tc)
     return 1;
 }
 
+/* add_dropout: a + dropout(x), a and x N(0, 1) of the same shape; p = 0, 0.3, 0.5 with explicit
+ * (seed u0, stream u1, counter u2), one counter just below 2^32 (the index crosses into the
+ * counter's high word), and a big case (many work-groups). */
+static int gen_add_dropout(int k, tcase *tc)
+{
+    static const struct {
+        int64_t s[5];
+        float p;
+        uint64_t seed, stream, counter;
+    } c[] = {
+        {{1, 1}, 0.0f, 1, 0, 0},
+        {{1, 13}, 0.3f, 42, 1, 0},
+        {{2, 5, 7}, 0.5f, 7, 3, 1000},
+        {{3, 2, 3, 5}, 0.0f, 99, 2, 17},
+        {{2, 7, 13}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull},
+        {{4, 2, 3, 5, 7}, 0.3f, 1234, 9, 5},
+        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3},
+    };
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    tc->p.f[0] = c[k].p;
+    tc->p.u[0] = c[k].seed;
+    tc->p.u[1] = c[k].stream;
+    tc->p.u[2] = c[k].counter;
+    return 1;
+}
+
 /* dropout: p = 0, 0.3, 0.5 with explicit (seed u0, stream u1, counter u2); one case starts its
  * counter just below 2^32, so the index crosses into the counter's high word. Segmented cases
  * (i0 = seg, u3 = stream step; counter 0, as mcl_dropout_segments): segments shorter than a
@@ -1764,6 +1794,17 @@ static void nv_dropout(const tcase *tc, harr *w)
     }
 }
 
+/* add_dropout: out = a + x · mask / (1 − p), dropout's mask of x (one segment) */
+static void nv_add_dropout(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    const float p = tc->p.f[0];
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const int keep = mcl_rng_uniform(tc->p.u[0], tc->p.u[1], tc->p.u[2] + (uint64_t)i) >= p;
+        o[i] = (double)tc->x[0][i] + (keep ? (double)tc->x[1][i] / (1.0 - (double)p) : 0.0);
+    }
+}
+
 /* Copies of the inputs as the in-place ops' wanted results. */
 static void want_inputs(const tcase *tc, harr *w)
 {
@@ -2353,6 +2394,9 @@ static const opspec SPECS[] = {
     /* bias_add2: bias_add's twice (one rounded sum per element and output; linear; x's
      * gradient one rounded sum of the two gouts, the biases' the same column sums) */
     {"bias_add2", gen_bias_add2, nv_bias_add2, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
+    /* add_dropout: one float product and one sum per element (FT_ROUND), as dropout's; a fixed
+     * mask: linear in a and x (GT_LIN); both backends round the same two operations (DT_ROUND) */
+    {"add_dropout", gen_add_dropout, nv_add_dropout, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 

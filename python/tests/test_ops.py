@@ -106,6 +106,8 @@ SEPARATE = {
     "dropout_keyed": "random mask: checked by its properties (test_dropout)",
     "dropout_segments": "random mask: each segment's is dropout_keyed's (test_dropout_segments_relu)",
     "dropout_relu": "random mask: relu then dropout (test_dropout_segments_relu)",
+    "add_dropout": "random mask: a + dropout_keyed's (test_add_dropout)",
+    "add_dropout_keyed": "random mask: a + dropout_keyed's (test_add_dropout)",
     "kv_push": "in place, no output: test_kv_push",
     "wcst_act": "in place, random draws: test_wcst_act",
     "sgd_step": "in-place optimizer update: test_optimizer_updates",
@@ -158,6 +160,21 @@ def test_dropout_segments_relu(backend):
         assert np.all(xv[kept] > 0) and np.allclose(rv[kept], xv[kept] / 0.75, rtol=1e-6)
         metacl.backward(ops.sum(r))
         assert np.allclose(x.grad.numpy(), kept / 0.75)  # 0 where dropped or x <= 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_add_dropout(backend):
+    with metacl.Context(backend, seed=3) as ctx:
+        a = ctx.tensor(rn(1, 8, 16), requires_grad=True)
+        x = ctx.tensor(rn(2, 8, 16), requires_grad=True)
+        av, xv = a.numpy(), x.numpy()
+        assert np.array_equal(ops.add_dropout(a, x, 0.25, 0).numpy(), av + xv)  # the add alone
+        y = ops.add_dropout_keyed(a, x, 0.25, 11, 2, 0)
+        d = ops.dropout_keyed(x, 0.25, 11, 2, 0).numpy()
+        assert np.array_equal(y.numpy(), av + d)  # the same mask, the same floats
+        metacl.backward(ops.sum(y))
+        assert np.array_equal(a.grad.numpy(), np.ones_like(av))
+        assert np.allclose(x.grad.numpy(), (d != 0) / 0.75)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

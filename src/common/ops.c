@@ -202,6 +202,15 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
                            (long long)a->p.i[0], (long long)mcl_tensor_numel(x));
         set_out(o, 0, x->ndim, x->shape);
         return MCL_OK;
+    case MCL_OP_ADD_DROPOUT:
+        if ((s = need_same(ctx, op, x, y, "a", "x")) != MCL_OK) return s;
+        if (!(a->p.f[0] >= 0.0f && a->p.f[0] < 1.0f))
+            return INVALID("add_dropout: p = %g must be in [0, 1)", (double)a->p.f[0]);
+        if (a->p.i[0] != 0 || a->p.i[1] != 0)
+            return INVALID("add_dropout: no segments or relu (i0 %lld, i1 %lld)",
+                           (long long)a->p.i[0], (long long)a->p.i[1]);
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
     case MCL_OP_BIAS_ADD:
     case MCL_OP_BIAS_GELU:
     case MCL_OP_BIAS_ADD2:
@@ -693,6 +702,14 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     memset(&os, 0, sizeof os);
     mcl_status s = infer(ctx, a, &os);
     if (s != MCL_OK) return s;
+    if (a->op == MCL_OP_SLICE && a->p.i[3] == 1 && a->p.i[0] == 0 && !a->out_given) {
+        /* mcl_slice_rows: whole rows of axis 0 are one contiguous block, so the result is a
+         * view of the input's buffer (no backend call); backward is the slice's */
+        const int64_t row = mcl_tensor_numel(a->in[0]) / a->in[0]->shape[0];
+        a->out[0] = mcl_tensor_alias_at(ctx, a->in[0], a->p.i[1] * row, os.ndim[0], os.shape[0]);
+        if (!a->out[0]) return mcl_ctx_status(ctx);
+        goto record;
+    }
     if (a->op == MCL_OP_RESHAPE && !a->out_given) {
         /* reshape keeps the row-major order, so its result is a view of the input's buffer:
          * no copy, no backend call (the backends' reshape forward serves caller-given
@@ -895,6 +912,19 @@ mcl_tensor *mcl_slice(mcl_ctx *ctx, mcl_tensor *a, int axis, int64_t start, int6
     return run1(ctx, &r);
 }
 
+mcl_tensor *mcl_slice_rows(mcl_ctx *ctx, mcl_tensor *a, int64_t start, int64_t len)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_SLICE;
+    r.in[0] = a;
+    r.p.i[0] = 0;
+    r.p.i[1] = start;
+    r.p.i[2] = len;
+    r.p.i[3] = 1; /* the view (mcl_op_run); the backends ignore it */
+    return run1(ctx, &r);
+}
+
 mcl_tensor *mcl_reshape(mcl_ctx *ctx, mcl_tensor *a, int ndim, const int64_t *shape)
 {
     if (!shape || ndim < 1 || ndim > MCL_MAX_DIMS) {
@@ -1017,6 +1047,30 @@ mcl_tensor *mcl_dropout(mcl_ctx *ctx, mcl_tensor *a, float p, int training)
         return a ? mcl_reshape(ctx, a, a->ndim, a->shape) : NULL;
     }
     return dropout_op(ctx, a, p, ctx->seed, mcl_ctx_next_stream(ctx), 0, 0, 0, 0);
+}
+
+/* out = a + dropout(x): the add_dropout op with an explicit key (what the op records) */
+mcl_tensor *mcl_add_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p,
+                                  uint64_t seed, uint64_t stream, uint64_t counter)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_ADD_DROPOUT;
+    r.in[0] = a;
+    r.in[1] = x;
+    r.p.f[0] = p;
+    r.p.u[0] = seed;
+    r.p.u[1] = stream;
+    r.p.u[2] = counter;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p, int training)
+{
+    if (!ctx) return NULL;
+    if (!training || p == 0.0f) /* no dropout: the add alone, no stream drawn */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_add(ctx, a, x);
+    return mcl_add_dropout_keyed(ctx, a, x, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
 }
 
 mcl_tensor *mcl_grad_preproc(mcl_ctx *ctx, mcl_tensor *z, float p)

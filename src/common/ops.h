@@ -139,6 +139,12 @@ mcl_tensor *mcl_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t see
 mcl_tensor *mcl_dropout_relu(mcl_ctx *ctx, mcl_tensor *a, float p, int training);
 mcl_tensor *mcl_dropout_segments(mcl_ctx *ctx, mcl_tensor *a, float p, uint64_t seed,
                                  uint64_t stream, uint64_t step, int64_t seg);
+/* a + mcl_dropout(x, p, training) in one op (add_dropout; the same values, gradients and
+ * stream): the add alone when `training` is 0 or p == 0. a, x the same shape. */
+mcl_tensor *mcl_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p, int training);
+/* Same with an explicit (seed, stream, counter) — what the op records. */
+mcl_tensor *mcl_add_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p,
+                                  uint64_t seed, uint64_t stream, uint64_t counter);
 
 /* ---- Sparse Meta Networks (Munkhdalai 2019; the ops of family smn in ops.def) ---- */
 

@@ -54,6 +54,13 @@ mcl_tensor *mcl_tensor_alloc(mcl_ctx *ctx, int ndim, const int64_t *shape, int t
 /* A temporary tensor of the given shape over t's elements (same buffer and offset, no copy;
  * the element count must equal t's): what a reshape returns. */
 mcl_tensor *mcl_tensor_alias(mcl_ctx *ctx, mcl_tensor *t, int ndim, const int64_t *shape);
+/* The same over the n = prod(shape) elements [offset, offset + n) of t (within t). */
+mcl_tensor *mcl_tensor_alias_at(mcl_ctx *ctx, mcl_tensor *t, int64_t offset, int ndim,
+                                const int64_t *shape);
+/* mcl_slice(ctx, a, 0, start, len) whose result is a view of a's rows start .. start+len-1
+ * (they are contiguous): no kernel forward; backward the slice's (ga rows += gout). The
+ * caller must not write into the result (it is a's memory). */
+mcl_tensor *mcl_slice_rows(mcl_ctx *ctx, mcl_tensor *a, int64_t start, int64_t len);
 /* Validate a shape; on error record a message mentioning `what` and return the status. */
 mcl_status mcl_shape_check(mcl_ctx *ctx, const char *what, int ndim, const int64_t *shape);
 

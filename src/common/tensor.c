@@ -244,7 +244,23 @@ mcl_tensor *mcl_tensor_alias(mcl_ctx *ctx, mcl_tensor *t, int ndim, const int64_
                           (long long)n, (long long)mcl_tensor_numel(t));
         return NULL;
     }
-    mcl_tensor *v = descriptor_new(ctx, t->buf, t->offset, ndim, shape);
+    return mcl_tensor_alias_at(ctx, t, 0, ndim, shape);
+}
+
+mcl_tensor *mcl_tensor_alias_at(mcl_ctx *ctx, mcl_tensor *t, int64_t offset, int ndim,
+                                const int64_t *shape)
+{
+    if (!ctx || !t) return NULL;
+    if (mcl_shape_check(ctx, "tensor_alias", ndim, shape) != MCL_OK) return NULL;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    if (offset < 0 || offset + n > mcl_tensor_numel(t)) {
+        mcl_ctx_set_error(ctx, MCL_ERR_SHAPE,
+                          "tensor_alias: elements [%lld, %lld) of a tensor of %lld",
+                          (long long)offset, (long long)(offset + n), (long long)mcl_tensor_numel(t));
+        return NULL;
+    }
+    mcl_tensor *v = descriptor_new(ctx, t->buf, t->offset + offset, ndim, shape);
     if (!v) return NULL;
     t->buf->refcnt++;
     if (temps_push(ctx, v) != MCL_OK) {

@@ -27,9 +27,11 @@
 #include <limits.h>
 #include <stdio.h>
 
-/* Largest scratch (in floats) one conv2d chunk may use: 64 MiB, or less on a device whose
- * largest allocation is smaller. At least one image is always taken. */
-#define CONV_SCRATCH_FLOATS ((size_t)1 << 24)
+/* Largest scratch (in floats) one conv2d chunk may use: 256 MiB, or less on a device whose
+ * largest allocation is smaller. At least one image is always taken. (64 MiB cut the ACL
+ * step's batched Conv-4 runs into 2-7 chunks of 3 launches forward and up to 7 backward; 256
+ * MiB takes each run's images in one or two.) */
+#define CONV_SCRATCH_FLOATS ((size_t)1 << 26)
 
 /* Shapes of one conv2d call (validated by the front end, ops.c). */
 typedef struct conv_dims {
@@ -542,6 +544,38 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
     char wb[160];
     mcl_status s;
     if (planes_check(be, "inorm_pool_relu backward", x) != MCL_OK) return mcl_ocl_recorded(be);
+    if (a->gin[0] && (a->gin[1] || a->gin[2])) {
+        /* one launch (inorm_pool_relu_bwd_all) when the planes and the channels take the same
+         * group size, so that each part sums exactly as its own kernel would */
+        size_t wg;
+        cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_bwd_all", &wg);
+        if (!k) return mcl_ocl_recorded(be);
+        const size_t WG = mcl_ocl_row_wg(wg, H * W);
+        if (WG == mcl_ocl_row_wg(wg, B * (H / 2) * (W / 2))) {
+            const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
+            const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
+            int i = mcl_ocl_arg_tensor(be, k, 0, x);
+            i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+            i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+            i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+            i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+            i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
+            i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+            i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+            i = mcl_ocl_arg_tensor(be, k, i, gg);
+            i = mcl_ocl_arg_tensor(be, k, i, gb);
+            i = mcl_ocl_arg_int(be, k, i, (int)B);
+            i = mcl_ocl_arg_int(be, k, i, (int)C);
+            i = mcl_ocl_arg_int(be, k, i, (int)H);
+            i = mcl_ocl_arg_int(be, k, i, (int)W);
+            i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
+            i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+            /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
+            i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
+            what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_all", x);
+            return mcl_ocl_launch_groups(be, k, i, (size_t)(B * C + C), WG, wb);
+        }
+    }
     if (a->gin[0]) {
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_bwd_dx", &wg);

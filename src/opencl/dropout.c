@@ -55,3 +55,60 @@ mcl_status mcl_ocl_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
     if (!a->gin[0]) return MCL_OK;
     return dropout_launch(be, a, "dropout_bwd", a->gout[0], a->gin[0]);
 }
+
+/* ---- add_dropout: out = a + dropout(x) (src/ref/dropout.c) ---- */
+
+/* The dropout op's arguments for add_dropout's input x (one segment, no relu). */
+static mcl_op_args as_dropout(const mcl_op_args *a)
+{
+    mcl_op_args d = *a;
+    d.op = MCL_OP_DROPOUT;
+    d.in[0] = a->in[1];
+    d.in[1] = NULL;
+    d.gin[0] = a->gin[1];
+    d.gin[1] = NULL;
+    d.p.i[0] = 0;
+    d.p.i[1] = 0;
+    d.p.u[3] = 0;
+    return d;
+}
+
+/* Forward:  out_i = a_i + (keep_i ? x_i * scale : 0)   (one launch)
+ * a [any], x [same as a] -> out [same as a] */
+mcl_status mcl_ocl_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const float p = a->p.f[0];
+    const float scale = p == 0.0f ? 1.0f : 1.0f / (1.0f - p);
+    const int64_t n = mcl_tensor_numel(a->in[0]);
+    char what[160], sb[64];
+    cl_kernel k = mcl_ocl_kernel(be, "add_dropout_fwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_float(be, k, i, p);
+    i = mcl_ocl_arg_float(be, k, i, scale);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    snprintf(what, sizeof what, "add_dropout_fwd on %s (p = %g)",
+             mcl_shape_str(a->in[0], sb, sizeof sb), (double)p);
+    return mcl_ocl_launch(be, k, i, n, what);
+}
+
+/* Backward: ga += gout (add's accumulation), gx += keep_i ? gout_i * scale : 0 (dropout_bwd)
+ * gout[0] like a;  gin[0], gin[1] like a (either NULL: one launch when the tape hands a's
+ * gradient over as a view of gout) */
+mcl_status mcl_ocl_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (a->gin[0]) {
+        mcl_op_args g = *a;
+        g.op = MCL_OP_ADD;
+        g.gin[1] = NULL;
+        mcl_status s = mcl_ocl_add_bwd(be, &g);
+        if (s != MCL_OK) return s;
+    }
+    const mcl_op_args d = as_dropout(a);
+    return mcl_ocl_dropout_bwd(be, &d);
+}

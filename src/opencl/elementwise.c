@@ -16,6 +16,9 @@
 
 /* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient (ocl.h). */
 #define BIAS_ROWS MCL_OCL_BIAS_ROWS
+/* At most this many chunks: the bias gradient in one launch (bias_add_bwd_one: the two passes'
+ * operations in their order, the same bits), one work-item per four columns. */
+#define BIAS_ONE_CHUNKS 8
 /* Rows per work-item of the bias_add forward (any value gives the same bits). */
 #define BIAS_FWD_ROWS 8
 
@@ -152,6 +155,34 @@ mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch_row_chunks(be, "bias_add_fwd", t, 3, -1, BIAS_FWD_ROWS);
 }
 
+/* gb[j] += sum_r gout[r, j] in one launch, for at most BIAS_ONE_CHUNKS chunks (the kernel
+ * bias_add_bwd_one: the same bits as the two passes below); gx as pass 1 does it. */
+static mcl_status bias_grad_one(mcl_backend *be, const mcl_tensor *g, const mcl_tensor *gb,
+                                const mcl_tensor *gx)
+{
+    char what[160], sb[64];
+    const int64_t N = mcl_ocl_cols(g), R = mcl_ocl_rows(g);
+    mcl_status s = MCL_OK;
+    const int gx_mode = !gx ? 0 : mcl_ocl_grad_fresh(be, gx, &s) ? 1 : 2; /* store / add */
+    if (s != MCL_OK) return s;
+    const int fresh = mcl_ocl_grad_fresh(be, gb, &s);
+    if (s != MCL_OK) return s;
+    cl_kernel k = mcl_ocl_kernel(be, "bias_add_bwd_one", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, g);
+    i = mcl_ocl_arg_tensor(be, k, i, gb);
+    i = mcl_ocl_arg_int(be, k, i, !fresh);
+    i = mcl_ocl_arg_tensor(be, k, i, gx ? gx : gb); /* gb: unused by the kernel (gx_mode 0) */
+    i = mcl_ocl_arg_int(be, k, i, gx_mode);
+    i = mcl_ocl_arg_long(be, k, i, R);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_long(be, k, i, BIAS_ROWS);
+    const int64_t items = (N + 3) / 4; /* four columns per item */
+    i = mcl_ocl_arg_long(be, k, i, items);
+    snprintf(what, sizeof what, "bias_add_bwd_one on gout %s", mcl_shape_str(g, sb, sizeof sb));
+    return mcl_ocl_launch(be, k, i, items, what);
+}
+
 /* Pass 1 of a bias gradient, one item per four columns of a chunk of BIAS_ROWS rows: the
  * kernel `name` (bias_add_bwd_part and its kin) gets the nin tensors in[], then part, gx (a
  * placeholder when gx is NULL), gx_mode (0: no gx, 1: store, 2: add), R, N, BIAS_ROWS, chunks
@@ -224,6 +255,8 @@ mcl_status mcl_ocl_bias_grad(mcl_backend *be, const char *part_name,
 mcl_status mcl_ocl_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *g[1] = {a->gout[0]};
+    if (a->gin[1] && (mcl_ocl_rows(g[0]) + BIAS_ROWS - 1) / BIAS_ROWS <= BIAS_ONE_CHUNKS)
+        return bias_grad_one(be, g[0], a->gin[1], a->gin[0]);
     if (a->gin[1])
         return mcl_ocl_bias_grad(be, "bias_add_bwd_part", g, 1, "gout", a->gin[1], a->gin[0]);
     if (a->gin[0]) return acc_grad(be, "bias_add", a->gout[0], a->gin[0]);

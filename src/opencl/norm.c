@@ -6,7 +6,9 @@
  *
  * Forward and the input gradient run one work-group per row; the gamma/beta gradients one
  * work-item per column looping over the rows in order (deterministic). Backward ACCUMULATES
- * into the non-NULL gin[k].
+ * into the non-NULL gin[k]; when the input's and a parameter's gradients are both wanted, the
+ * two kernels' work runs as one launch (layer_norm_bwd_all: the row groups, then the column
+ * groups; the same bits).
  */
 #include "ocl.h"
 
@@ -52,6 +54,31 @@ mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t R = mcl_ocl_rows(x), N = mcl_ocl_cols(x);
     char wb[160];
     mcl_status s;
+    if (a->gin[0] && (a->gin[1] || a->gin[2])) { /* all in one launch: layer_norm_bwd_all */
+        const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
+        const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
+        size_t wg;
+        cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_all", &wg);
+        if (!k) return mcl_ocl_recorded(be);
+        const size_t W = mcl_ocl_row_wg(wg, N);
+        int i = mcl_ocl_arg_tensor(be, k, 0, x);
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, gg);
+        i = mcl_ocl_arg_tensor(be, k, i, gb);
+        i = mcl_ocl_arg_long(be, k, i, R);
+        i = mcl_ocl_arg_long(be, k, i, N);
+        i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
+        i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
+        /* R row groups, then the column groups of W columns each */
+        const size_t groups = (size_t)R + ((size_t)N + W - 1) / W;
+        return mcl_ocl_launch_groups(be, k, i, groups, W,
+                                     what(wb, sizeof wb, 1, "layer_norm_bwd_all", x));
+    }
     if (a->gin[0]) {
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_dx", &wg);

@@ -153,8 +153,8 @@ show "$TMPD/smn-wcst.md"
 heading ""
 heading "## 5b. Sparse Meta Networks: Online-hanzi test streams (held-out classes), $SMN_RUNS runs of 10 tasks per stream"
 "$METACL" eval smn --protocol online --ckpt Sparse-MetaNet="$CK/smn-online-hanzi.ckpt" \
-    --baseline online:"$CK/smn-online-hanzi-ft.ckpt":0.003 \
-    --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt":0.003 \
+    --baseline online:"$CK/smn-online-hanzi-ft.ckpt":0.01 \
+    --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt":0.01 \
     --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt":0.003 \
     --data hanzi --lengths 1-15,20-35 --tasks 10 --runs "$SMN_RUNS" --round 16 --figures "$OUT/smn/online" \
     --json-out "$TMPD/smn-online.json" --quiet "$@" >"$TMPD/smn-online.md"

@@ -610,13 +610,13 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
             break;
         }
         y = mcl_reshape(ctx, mcl_permute(ctx, y, perm), 2, s2); /* concat heads */
-        y = mcl_dropout(ctx, linear(ctx, y, ly->Wo, NULL), p, tr);
-        h = mcl_add(ctx, mcl_layer_norm(ctx, h, ly->ln_g, ly->ln_b, ACL_NORM_EPS), y);
+        /* the residual adds take their branch's dropout: h + dropout(y) as one op */
+        y = linear(ctx, y, ly->Wo, NULL);
+        h = mcl_add_dropout(ctx, mcl_layer_norm(ctx, h, ly->ln_g, ly->ln_b, ACL_NORM_EPS), y, p, tr);
         /* feed-forward block */
         mcl_tensor *f = mcl_layer_norm(ctx, h, ly->ff_ln_g, ly->ff_ln_b, ACL_NORM_EPS);
         f = mcl_dropout_relu(ctx, linear(ctx, f, ly->W1, ly->b1), p, tr); /* relu, dropout */
-        f = mcl_dropout(ctx, linear(ctx, f, ly->W2, ly->b2), p, tr);
-        h = mcl_add(ctx, h, f);
+        h = mcl_add_dropout(ctx, h, linear(ctx, f, ly->W2, ly->b2), p, tr);
         if (!h) {
             mcl_acl_state_free(so);
             return fail_from_ctx(ctx, "layer");

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "acl.h"
+#include "tape.h"
 #include "tensor_impl.h"
 
 void mcl_acl_objective_two_task(mcl_acl_objective *o, float c, float s_a, float s_b)
@@ -338,7 +339,7 @@ static mcl_status batch_conv4(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *const *img, 
                                      : NULL;
         mcl_tensor_free(all);
         for (int g = 0; f && g < G; g++) {
-            feat[k + g * d] = mcl_slice(ctx, f, 0, g * R, R);
+            feat[k + g * d] = mcl_slice_rows(ctx, f, g * R, R); /* a view: no kernel */
             if (!feat[k + g * d]) f = NULL;
         }
         if (!f)
