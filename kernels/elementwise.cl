@@ -162,8 +162,8 @@ void bias_add_ff_add4(float4 *hi, float4 *lo, float4 v)
     *lo = select((float4)(0.0f), l, fin);
 }
 
-/* The shared steps of the pass-1 kernels (bias_add_bwd_part, bias_add2_bwd_part,
- * activation.cl's bias_gelu_bwd_part), the same operations in the same order in each:
+/* The shared steps of the pass-1 kernels (bias_add_bwd_part, bias_add_bwd_one,
+ * bias_add2_bwd_part, activation.cl's bias_gelu_bwd_part), the same operations in the same order in each:
  * one row of a quad: (hi, lo) += v, and xr[0..3] = v (gx_mode 1) or += v (2) */
 void bias_part_row4(float4 *hi, float4 *lo, float4 v, __global float *xr, int gx_mode)
 {
@@ -271,12 +271,8 @@ __kernel void bias_add_bwd_one(__global const float *g, long g_off, __global flo
         const long r1 = min(r0 + rows, R);
         if (w == 4) {
             float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
-            for (long r = r0; r < r1; r++) {
-                const float4 v = vload4(0, gc + r * N);
-                bias_add_ff_add4(&hi, &lo, v);
-                if (gx_mode == 1) vstore4(v, 0, xc + r * N);
-                if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + v, 0, xc + r * N);
-            }
+            for (long r = r0; r < r1; r++)
+                bias_part_row4(&hi, &lo, vload4(0, gc + r * N), xc + r * N, gx_mode);
             acc[0] = bias_add_ff_add(acc[0], (float2)(hi.s0, lo.s0));
             acc[1] = bias_add_ff_add(acc[1], (float2)(hi.s1, lo.s1));
             acc[2] = bias_add_ff_add(acc[2], (float2)(hi.s2, lo.s2));
@@ -285,12 +281,8 @@ __kernel void bias_add_bwd_one(__global const float *g, long g_off, __global flo
         }
         for (long j = 0; j < w; j++) {
             float2 p = (float2)(0.0f, 0.0f);
-            for (long r = r0; r < r1; r++) {
-                const float v = gc[r * N + j];
-                p = bias_add_ff_add(p, (float2)(v, 0.0f));
-                if (gx_mode == 1) xc[r * N + j] = v;
-                if (gx_mode == 2) xc[r * N + j] += v;
-            }
+            for (long r = r0; r < r1; r++)
+                p = bias_part_row1(p, gc[r * N + j], xc + r * N + j, gx_mode);
             acc[j] = bias_add_ff_add(acc[j], p);
         }
     }
