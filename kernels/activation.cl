@@ -220,10 +220,10 @@ __kernel void bias_gelu_fwd(__global const float *x, long x_off, __global const 
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long c = i / N, j = i - c * N;
-    const long r1 = min(c * rows + rows, R);
+    long r0, r1;
+    const long j = row_chunk_item(i, N, rows, R, &r0, &r1);
     const float bj = b[b_off + j];
-    for (long r = c * rows; r < r1; r++) {
+    for (long r = r0; r < r1; r++) {
         const float t = x[x_off + r * N + j] + bj;
         y[y_off + r * N + j] = t * gelu_cdf(t, gelu_gauss(t));
     }
@@ -238,10 +238,10 @@ __kernel void bias_gelu_bwd_x(__global const float *x, long x_off, __global cons
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long c = i / N, j = i - c * N;
-    const long r1 = min(c * rows + rows, R);
+    long r0, r1;
+    const long j = row_chunk_item(i, N, rows, R, &r0, &r1);
     const float bj = b[b_off + j];
-    for (long r = c * rows; r < r1; r++) {
+    for (long r = r0; r < r1; r++) {
         const long e = r * N + j;
         ACT_GRAD_PUT(ga[ga_off + e], bias_gelu_gt(x[x_off + e], bj, g[g_off + e]));
     }
@@ -258,9 +258,8 @@ __kernel void bias_gelu_bwd_part(__global const float *x, long x_off, __global c
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long Q = (N + 3) / 4;
-    const long c = i / Q, j0 = 4 * (i - c * Q);
-    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    long c, r0, r1;
+    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);
     __global const float *xc = x + x_off + j0;
     __global const float *gc = g + g_off + j0;
     __global const float *bc = b + b_off + j0;
@@ -273,23 +272,17 @@ __kernel void bias_gelu_bwd_part(__global const float *x, long x_off, __global c
             const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);
             const float4 v = (float4)(bias_gelu_gt(x4.s0, b4.s0, g4.s0), bias_gelu_gt(x4.s1, b4.s1, g4.s1),
                                       bias_gelu_gt(x4.s2, b4.s2, g4.s2), bias_gelu_gt(x4.s3, b4.s3, g4.s3));
-            bias_add_ff_add4(&hi, &lo, v);
-            if (gx_mode == 1) vstore4(v, 0, oc + r * N);
-            if (gx_mode == 2) vstore4(vload4(0, oc + r * N) + v, 0, oc + r * N);
+            bias_part_row4(&hi, &lo, v, oc + r * N, gx_mode);
         }
-        vstore8((float8)(hi.s0, lo.s0, hi.s1, lo.s1, hi.s2, lo.s2, hi.s3, lo.s3), 0, pc);
+        bias_part_put4(pc, hi, lo);
         return;
     }
     for (long j = 0; j0 + j < N; j++) {
         float2 acc = (float2)(0.0f, 0.0f);
-        for (long r = r0; r < r1; r++) {
-            const float v = bias_gelu_gt(xc[r * N + j], bc[j], gc[r * N + j]);
-            acc = bias_add_ff_add(acc, (float2)(v, 0.0f));
-            if (gx_mode == 1) oc[r * N + j] = v;
-            if (gx_mode == 2) oc[r * N + j] += v;
-        }
-        pc[2 * j] = acc.x;
-        pc[2 * j + 1] = acc.y;
+        for (long r = r0; r < r1; r++)
+            acc = bias_part_row1(acc, bias_gelu_gt(xc[r * N + j], bc[j], gc[r * N + j]),
+                                 oc + r * N + j, gx_mode);
+        bias_part_put1(pc + 2 * j, acc);
     }
 }
 

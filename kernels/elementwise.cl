@@ -83,6 +83,29 @@ __kernel void scale_bwd(__global const float *g, long g_off, __global float *gx,
     gx[gx_off + i] += s * g[g_off + i];
 }
 
+/* Item i = c * N + j of a row-chunk launch (the host's mcl_ocl_launch_row_chunks: bias_add_fwd,
+ * bias_add2_fwd, activation.cl's bias_gelu_fwd and bias_gelu_bwd_x): returns its column j; its
+ * rows are [*r0, *r1) = [c*rows, min((c+1)*rows, R)) */
+long row_chunk_item(long i, long N, long rows, long R, long *r0, long *r1)
+{
+    const long c = i / N;
+    *r0 = c * rows;
+    *r1 = min(c * rows + rows, R);
+    return i - c * N;
+}
+
+/* Item i = c * Q + q of a bias-gradient pass 1 (Q = ceil(N / 4)): returns its first column
+ * j0 = 4q (columns j0 .. j0+3, fewer in a last partial quad); *c its chunk, whose rows are
+ * [*r0, *r1) = [c*rows, min((c+1)*rows, R)) */
+long bias_quad_item(long i, long N, long rows, long R, long *c, long *r0, long *r1)
+{
+    const long Q = (N + 3) / 4;
+    *c = i / Q;
+    *r0 = *c * rows;
+    *r1 = min(*r0 + rows, R);
+    return 4 * (i - *c * Q);
+}
+
 /* bias_add: out[r, j] = x[r, j] + b[j]; x, out [R, N], b [N].
  * Item i = c * N + j adds b[j] to column j of the rows [c*rows, (c+1)*rows) (n = chunks * N
  * items): one division per item instead of one per element, and neighbouring items touch
@@ -93,10 +116,10 @@ __kernel void bias_add_fwd(__global const float *x, long x_off, __global const f
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long c = i / N, j = i - c * N;
-    const long r1 = min(c * rows + rows, R);
+    long r0, r1;
+    const long j = row_chunk_item(i, N, rows, R, &r0, &r1);
     const float bj = b[b_off + j];
-    for (long r = c * rows; r < r1; r++) out[out_off + r * N + j] = x[x_off + r * N + j] + bj;
+    for (long r = r0; r < r1; r++) out[out_off + r * N + j] = x[x_off + r * N + j] + bj;
 }
 
 /* ---- bias gradient: gb[j] += sum_r gout[r, j] ----
@@ -139,6 +162,48 @@ void bias_add_ff_add4(float4 *hi, float4 *lo, float4 v)
     *lo = select((float4)(0.0f), l, fin);
 }
 
+/* The shared steps of the pass-1 kernels (bias_add_bwd_part, bias_add_bwd_one,
+ * bias_add2_bwd_part, activation.cl's bias_gelu_bwd_part), the same operations in the same order in each:
+ * one row of a quad: (hi, lo) += v, and xr[0..3] = v (gx_mode 1) or += v (2) */
+void bias_part_row4(float4 *hi, float4 *lo, float4 v, __global float *xr, int gx_mode)
+{
+    bias_add_ff_add4(hi, lo, v);
+    if (gx_mode == 1) vstore4(v, 0, xr);
+    if (gx_mode == 2) vstore4(vload4(0, xr) + v, 0, xr);
+}
+
+/* one row of a lone column: acc += v, and *xr = v (gx_mode 1) or += v (2) */
+float2 bias_part_row1(float2 acc, float v, __global float *xr, int gx_mode)
+{
+    acc = bias_add_ff_add(acc, (float2)(v, 0.0f));
+    if (gx_mode == 1) *xr = v;
+    if (gx_mode == 2) *xr += v;
+    return acc;
+}
+
+/* a quad's four (hi, lo) pairs into pc[0..8) */
+void bias_part_put4(__global float *pc, float4 hi, float4 lo)
+{
+    vstore8((float8)(hi.s0, lo.s0, hi.s1, lo.s1, hi.s2, lo.s2, hi.s3, lo.s3), 0, pc);
+}
+
+/* a lone column's pair into pc[0..2) */
+void bias_part_put1(__global float *pc, float2 acc)
+{
+    pc[0] = acc.x;
+    pc[1] = acc.y;
+}
+
+/* pass 2's sum of column j: the chunks' pairs p[2*(c*N + j)], in order c = 0 .. chunks-1,
+ * rounded to float once */
+float bias_chunks_sum(__global const float *p, long chunks, long N, long j)
+{
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long c = 0; c < chunks; c++)
+        acc = bias_add_ff_add(acc, (float2)(p[2 * (c * N + j)], p[2 * (c * N + j) + 1]));
+    return acc.x + acc.y;
+}
+
 /* pass 1: part[c, j] = float-float sum of gout[r, j] over the rows r of chunk c.
  * Item i = c * Q + q (Q = ceil(N / 4)) does the columns j = 4q .. 4q+3 of chunk c as one
  * float4 (explicit vectors: the loop carries a dependency chain per column, and four
@@ -151,33 +216,24 @@ __kernel void bias_add_bwd_part(__global const float *g, long g_off, __global fl
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long Q = (N + 3) / 4;
-    const long c = i / Q, j0 = 4 * (i - c * Q);
-    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    long c, r0, r1;
+    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);
     __global const float *gc = g + g_off + j0;
     __global float *xc = gx + gx_off + j0;
     __global float *pc = part + 2 * (c * N + j0);
     if (j0 + 4 <= N) {
         float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
         for (long r = r0; r < r1; r++) {
-            const float4 v = vload4(0, gc + r * N);
-            bias_add_ff_add4(&hi, &lo, v);
-            if (gx_mode == 1) vstore4(v, 0, xc + r * N);
-            if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + v, 0, xc + r * N);
+            bias_part_row4(&hi, &lo, vload4(0, gc + r * N), xc + r * N, gx_mode);
         }
-        vstore8((float8)(hi.s0, lo.s0, hi.s1, lo.s1, hi.s2, lo.s2, hi.s3, lo.s3), 0, pc);
+        bias_part_put4(pc, hi, lo);
         return;
     }
     for (long j = 0; j0 + j < N; j++) {
         float2 acc = (float2)(0.0f, 0.0f);
-        for (long r = r0; r < r1; r++) {
-            const float v = gc[r * N + j];
-            acc = bias_add_ff_add(acc, (float2)(v, 0.0f));
-            if (gx_mode == 1) xc[r * N + j] = v;
-            if (gx_mode == 2) xc[r * N + j] += v;
-        }
-        pc[2 * j] = acc.x;
-        pc[2 * j + 1] = acc.y;
+        for (long r = r0; r < r1; r++)
+            acc = bias_part_row1(acc, gc[r * N + j], xc + r * N + j, gx_mode);
+        bias_part_put1(pc + 2 * j, acc);
     }
 }
 
@@ -188,10 +244,7 @@ __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, l
 {
     long j = get_global_id(0);
     if (j >= N) return;
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long c = 0; c < chunks; c++)
-        acc = bias_add_ff_add(acc, (float2)(part[2 * (c * N + j)], part[2 * (c * N + j) + 1]));
-    const float v = acc.x + acc.y;
+    const float v = bias_chunks_sum(part, chunks, N, j);
     if (accumulate)
         gb[gb_off + j] += v;
     else
@@ -218,12 +271,8 @@ __kernel void bias_add_bwd_one(__global const float *g, long g_off, __global flo
         const long r1 = min(r0 + rows, R);
         if (w == 4) {
             float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
-            for (long r = r0; r < r1; r++) {
-                const float4 v = vload4(0, gc + r * N);
-                bias_add_ff_add4(&hi, &lo, v);
-                if (gx_mode == 1) vstore4(v, 0, xc + r * N);
-                if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + v, 0, xc + r * N);
-            }
+            for (long r = r0; r < r1; r++)
+                bias_part_row4(&hi, &lo, vload4(0, gc + r * N), xc + r * N, gx_mode);
             acc[0] = bias_add_ff_add(acc[0], (float2)(hi.s0, lo.s0));
             acc[1] = bias_add_ff_add(acc[1], (float2)(hi.s1, lo.s1));
             acc[2] = bias_add_ff_add(acc[2], (float2)(hi.s2, lo.s2));
@@ -232,12 +281,8 @@ __kernel void bias_add_bwd_one(__global const float *g, long g_off, __global flo
         }
         for (long j = 0; j < w; j++) {
             float2 p = (float2)(0.0f, 0.0f);
-            for (long r = r0; r < r1; r++) {
-                const float v = gc[r * N + j];
-                p = bias_add_ff_add(p, (float2)(v, 0.0f));
-                if (gx_mode == 1) xc[r * N + j] = v;
-                if (gx_mode == 2) xc[r * N + j] += v;
-            }
+            for (long r = r0; r < r1; r++)
+                p = bias_part_row1(p, gc[r * N + j], xc + r * N + j, gx_mode);
             acc[j] = bias_add_ff_add(acc[j], p);
         }
     }
@@ -262,10 +307,10 @@ __kernel void bias_add2_fwd(__global const float *x, long x_off, __global const 
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long c = i / N, j = i - c * N;
-    const long r1 = min(c * rows + rows, R);
+    long r0, r1;
+    const long j = row_chunk_item(i, N, rows, R, &r0, &r1);
     const float bj0 = b0[b0_off + j], bj1 = b1[b1_off + j];
-    for (long r = c * rows; r < r1; r++) {
+    for (long r = r0; r < r1; r++) {
         const float v = x[x_off + r * N + j];
         o0[o0_off + r * N + j] = v + bj0;
         o1[o1_off + r * N + j] = v + bj1;
@@ -296,9 +341,8 @@ __kernel void bias_add2_bwd_part(__global const float *g0, long g0_off, __global
 {
     long i = get_global_id(0);
     if (i >= n) return;
-    const long Q = (N + 3) / 4;
-    const long c = i / Q, j0 = 4 * (i - c * Q);
-    const long r0 = c * rows, r1 = min(r0 + rows, R);
+    long c, r0, r1;
+    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);
     __global const float *ac = g0 + g0_off + j0;
     __global const float *bc = g1 + g1_off + j0;
     __global float *xc = gx + gx_off + j0;
@@ -313,8 +357,8 @@ __kernel void bias_add2_bwd_part(__global const float *g0, long g0_off, __global
             if (gx_mode == 1) vstore4(va + vb, 0, xc + r * N);
             if (gx_mode == 2) vstore4(vload4(0, xc + r * N) + (va + vb), 0, xc + r * N);
         }
-        vstore8((float8)(ha.s0, la.s0, ha.s1, la.s1, ha.s2, la.s2, ha.s3, la.s3), 0, pa);
-        vstore8((float8)(hb.s0, lb.s0, hb.s1, lb.s1, hb.s2, lb.s2, hb.s3, lb.s3), 0, pb);
+        bias_part_put4(pa, ha, la);
+        bias_part_put4(pb, hb, lb);
         return;
     }
     for (long j = 0; j0 + j < N; j++) {
@@ -326,10 +370,8 @@ __kernel void bias_add2_bwd_part(__global const float *g0, long g0_off, __global
             if (gx_mode == 1) xc[r * N + j] = va + vb;
             if (gx_mode == 2) xc[r * N + j] += va + vb;
         }
-        pa[2 * j] = acca.x;
-        pa[2 * j + 1] = acca.y;
-        pb[2 * j] = accb.x;
-        pb[2 * j + 1] = accb.y;
+        bias_part_put1(pa + 2 * j, acca);
+        bias_part_put1(pb + 2 * j, accb);
     }
 }
 
@@ -346,10 +388,7 @@ __kernel void bias_add2_bwd_sum(__global const float *part, __global float *gb0,
     if (second ? !want1 : !want0) return;
     if (second) j -= N;
     __global const float *p = part + (second ? 2 * chunks * N : 0);
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long c = 0; c < chunks; c++)
-        acc = bias_add_ff_add(acc, (float2)(p[2 * (c * N + j)], p[2 * (c * N + j) + 1]));
-    const float v = acc.x + acc.y;
+    const float v = bias_chunks_sum(p, chunks, N, j);
     __global float *gb = second ? gb1 + gb1_off : gb0 + gb0_off;
     if (second ? acc1 : acc0)
         gb[j] += v;

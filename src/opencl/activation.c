@@ -140,93 +140,24 @@ mcl_status mcl_ocl_log_bwd(mcl_backend *be, const mcl_op_args *a)
 
 mcl_status mcl_ocl_bias_gelu_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    char what[128];
-    const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t n = (R + BIAS_GELU_ROWS - 1) / BIAS_GELU_ROWS * N;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_gelu_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_GELU_ROWS);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_gelu_fwd", x));
+    const mcl_tensor *t[3] = {a->in[0], a->in[1], a->out[0]};
+    return mcl_ocl_launch_row_chunks(be, "bias_gelu_fwd", t, 3, -1, BIAS_GELU_ROWS);
 }
 
 /* gx += gt alone (one launch):  x [R, N], b [N], gout [R, N] -> gx [R, N] */
 static mcl_status bias_gelu_gx(mcl_backend *be, const mcl_op_args *a)
 {
-    char what[128];
     mcl_status s;
     const int acc = !mcl_ocl_grad_fresh(be, a->gin[0], &s);
     if (s != MCL_OK) return s;
-    const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t n = (R + BIAS_GELU_ROWS - 1) / BIAS_GELU_ROWS * N;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_gelu_bwd_x", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-    i = mcl_ocl_arg_int(be, k, i, acc);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_GELU_ROWS);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_gelu_bwd_x", x));
+    const mcl_tensor *t[4] = {a->in[0], a->in[1], a->gout[0], a->gin[0]};
+    return mcl_ocl_launch_row_chunks(be, "bias_gelu_bwd_x", t, 4, acc, BIAS_GELU_ROWS);
 }
 
 mcl_status mcl_ocl_bias_gelu_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *x = a->in[0], *gx = a->gin[0], *gb = a->gin[1];
     if (!gb) return gx ? bias_gelu_gx(be, a) : MCL_OK;
-    char what[160], sb[64];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t chunks = (R + MCL_OCL_BIAS_ROWS - 1) / MCL_OCL_BIAS_ROWS;
-    mcl_shape_str(x, sb, sizeof sb);
-    cl_mem part = mcl_ocl_scratch(be, (size_t)(chunks * N) * 2 * sizeof(float));
-    if (!part) return mcl_ocl_recorded(be);
-
-    /* pass 1: gt, gx and the chunks' partial sums */
-    mcl_status s = MCL_OK;
-    const int gx_mode = !gx ? 0 : mcl_ocl_grad_fresh(be, gx, &s) ? 1 : 2; /* store / add */
-    if (s != MCL_OK) return s;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_gelu_bwd_part", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-    i = mcl_ocl_arg_mem(be, k, i, part);
-    if (gx) {
-        i = mcl_ocl_arg_tensor(be, k, i, gx);
-    } else { /* unused by the kernel */
-        i = mcl_ocl_arg_mem(be, k, i, part);
-        i = mcl_ocl_arg_long(be, k, i, 0);
-    }
-    i = mcl_ocl_arg_int(be, k, i, gx_mode);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, MCL_OCL_BIAS_ROWS);
-    const int64_t items = chunks * ((N + 3) / 4); /* four columns per item */
-    i = mcl_ocl_arg_long(be, k, i, items);
-    snprintf(what, sizeof what, "bias_gelu_bwd_part on x %s (%lld chunks)", sb, (long long)chunks);
-    s = mcl_ocl_launch(be, k, i, items, what);
-    if (s != MCL_OK) return s;
-
-    /* pass 2: gb += the chunks' sums in order (bias_add's kernel) */
-    const int fresh = mcl_ocl_grad_fresh(be, gb, &s); /* then store the sums */
-    if (s != MCL_OK) return s;
-    k = mcl_ocl_kernel(be, "bias_add_bwd_sum", NULL);
-    i = k ? 0 : -1;
-    i = mcl_ocl_arg_mem(be, k, i, part);
-    i = mcl_ocl_arg_tensor(be, k, i, gb);
-    i = mcl_ocl_arg_long(be, k, i, chunks);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_int(be, k, i, !fresh);
-    snprintf(what, sizeof what, "bias_add_bwd_sum (bias_gelu) on x %s (%lld chunks)", sb, (long long)chunks);
-    return mcl_ocl_launch(be, k, i, N, what);
+    const mcl_tensor *in[3] = {x, a->in[1], a->gout[0]}; /* bias_gelu_bwd_part's inputs */
+    return mcl_ocl_bias_grad(be, "bias_gelu_bwd_part", in, 3, "x", gb, gx);
 }

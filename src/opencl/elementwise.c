@@ -127,22 +127,32 @@ mcl_status mcl_ocl_scale_bwd(mcl_backend *be, const mcl_op_args *a)
  *           gb[j]    += sum_r gout[r, j]   (float-float sum over rows in increasing order,
  *                                           in chunks of BIAS_ROWS; see elementwise.cl) */
 
-mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
+/* A launch over (chunk of rows, column) items, item i = c * N + j doing column j of the rows
+ * [c*rows, (c+1)*rows), so that neighbouring items touch neighbouring columns (the forwards of
+ * bias_add, bias_add2 and bias_gelu, bias_gelu's backward for x): the kernel `name` gets the
+ * nt tensors t[], then acc when acc >= 0, then R, N, rows and the item count.
+ *   t[0] [R, N] (as rows; R and N are its) */
+mcl_status mcl_ocl_launch_row_chunks(mcl_backend *be, const char *name,
+                                     const mcl_tensor *const *t, int nt, int acc, int64_t rows)
 {
     char what[128];
-    const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t n = (R + BIAS_FWD_ROWS - 1) / BIAS_FWD_ROWS * N;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_add_fwd", NULL);
+    const int64_t N = mcl_ocl_cols(t[0]), R = mcl_ocl_rows(t[0]);
+    const int64_t n = (R + rows - 1) / rows * N;
+    cl_kernel k = mcl_ocl_kernel(be, name, NULL);
     int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    for (int q = 0; q < nt; q++) i = mcl_ocl_arg_tensor(be, k, i, t[q]);
+    if (acc >= 0) i = mcl_ocl_arg_int(be, k, i, acc);
     i = mcl_ocl_arg_long(be, k, i, R);
     i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_FWD_ROWS);
+    i = mcl_ocl_arg_long(be, k, i, rows);
     i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_add_fwd", x));
+    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, name, t[0]));
+}
+
+mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *t[3] = {a->in[0], a->in[1], a->out[0]};
+    return mcl_ocl_launch_row_chunks(be, "bias_add_fwd", t, 3, -1, BIAS_FWD_ROWS);
 }
 
 /* gb[j] += sum_r gout[r, j] in one launch, for at most BIAS_ONE_CHUNKS chunks (the kernel
@@ -173,28 +183,24 @@ static mcl_status bias_grad_one(mcl_backend *be, const mcl_tensor *g, const mcl_
     return mcl_ocl_launch(be, k, i, items, what);
 }
 
-/* gb[j] += sum_r gout[r, j]: pass 1 writes one (hi, lo) pair per (chunk, column) into the
- * backend scratch, pass 2 adds the chunks per column in order. Pass 1 also does
- * gx += gout (gx = gout when gx is fresh) when gx is not NULL: it reads gout anyway.
- * At most BIAS_ONE_CHUNKS chunks: bias_grad_one instead (one launch, the same bits).
- *   gout [R, N] (as rows), gb [N], gx [R, N] or NULL */
-static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tensor *gb,
-                            const mcl_tensor *gx)
+/* Pass 1 of a bias gradient, one item per four columns of a chunk of BIAS_ROWS rows: the
+ * kernel `name` (bias_add_bwd_part and its kin) gets the nin tensors in[], then part, gx (a
+ * placeholder when gx is NULL), gx_mode (0: no gx, 1: store, 2: add), R, N, BIAS_ROWS, chunks
+ * when with_chunks, and the item count; R and N are in[0]'s ("on" names it in the message).
+ *   in[0] [R, N] (as rows), part scratch, gx [R, N] or NULL */
+static mcl_status bias_part(mcl_backend *be, const char *name, const mcl_tensor *const *in,
+                            int nin, const char *on, cl_mem part, const mcl_tensor *gx,
+                            int with_chunks)
 {
     char what[160], sb[64];
-    const int64_t N = mcl_ocl_cols(g), R = mcl_ocl_rows(g);
+    const int64_t N = mcl_ocl_cols(in[0]), R = mcl_ocl_rows(in[0]);
     const int64_t chunks = (R + BIAS_ROWS - 1) / BIAS_ROWS;
-    if (chunks <= BIAS_ONE_CHUNKS) return bias_grad_one(be, g, gb, gx);
-    mcl_shape_str(g, sb, sizeof sb);
-    cl_mem part = mcl_ocl_scratch(be, (size_t)(chunks * N) * 2 * sizeof(float));
-    if (!part) return mcl_ocl_recorded(be);
-
     mcl_status s = MCL_OK;
     const int gx_mode = !gx ? 0 : mcl_ocl_grad_fresh(be, gx, &s) ? 1 : 2; /* store / add */
     if (s != MCL_OK) return s;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_add_bwd_part", NULL);
+    cl_kernel k = mcl_ocl_kernel(be, name, NULL);
     int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, g);
+    for (int t = 0; t < nin; t++) i = mcl_ocl_arg_tensor(be, k, i, in[t]);
     i = mcl_ocl_arg_mem(be, k, i, part);
     if (gx) {
         i = mcl_ocl_arg_tensor(be, k, i, gx);
@@ -206,29 +212,53 @@ static mcl_status bias_grad(mcl_backend *be, const mcl_tensor *g, const mcl_tens
     i = mcl_ocl_arg_long(be, k, i, R);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_long(be, k, i, BIAS_ROWS);
+    if (with_chunks) i = mcl_ocl_arg_long(be, k, i, chunks);
     const int64_t items = chunks * ((N + 3) / 4); /* four columns per item */
     i = mcl_ocl_arg_long(be, k, i, items);
-    snprintf(what, sizeof what, "bias_add_bwd_part on gout %s (%lld chunks)", sb,
-             (long long)chunks);
-    s = mcl_ocl_launch(be, k, i, items, what);
+    mcl_shape_str(in[0], sb, sizeof sb);
+    snprintf(what, sizeof what, "%s on %s %s (%lld chunks)", name, on, sb, (long long)chunks);
+    return mcl_ocl_launch(be, k, i, items, what);
+}
+
+/* gb[j] += sum_r gout[r, j] (gout: the nin tensors in[] give it to the pass-1 kernel
+ * part_name, see bias_part): pass 1 writes one (hi, lo) pair per (chunk, column) into the
+ * backend scratch and does gx when gx is not NULL (gx = gout when gx is fresh, else +=; it
+ * reads gout anyway), pass 2 (bias_add_bwd_sum) adds the chunks per column in order.
+ *   in[0] [R, N] (as rows), gb [N], gx [R, N] or NULL */
+mcl_status mcl_ocl_bias_grad(mcl_backend *be, const char *part_name,
+                             const mcl_tensor *const *in, int nin, const char *on,
+                             const mcl_tensor *gb, const mcl_tensor *gx)
+{
+    char what[160], sb[64];
+    const int64_t N = mcl_ocl_cols(in[0]), R = mcl_ocl_rows(in[0]);
+    const int64_t chunks = (R + BIAS_ROWS - 1) / BIAS_ROWS;
+    cl_mem part = mcl_ocl_scratch(be, (size_t)(chunks * N) * 2 * sizeof(float));
+    if (!part) return mcl_ocl_recorded(be);
+    mcl_status s = bias_part(be, part_name, in, nin, on, part, gx, 0);
     if (s != MCL_OK) return s;
 
     const int fresh = mcl_ocl_grad_fresh(be, gb, &s); /* then store the sums */
     if (s != MCL_OK) return s;
-    k = mcl_ocl_kernel(be, "bias_add_bwd_sum", NULL);
-    i = k ? 0 : -1;
+    cl_kernel k = mcl_ocl_kernel(be, "bias_add_bwd_sum", NULL);
+    int i = k ? 0 : -1;
     i = mcl_ocl_arg_mem(be, k, i, part);
     i = mcl_ocl_arg_tensor(be, k, i, gb);
     i = mcl_ocl_arg_long(be, k, i, chunks);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_int(be, k, i, !fresh);
-    snprintf(what, sizeof what, "bias_add_bwd_sum on gout %s (%lld chunks)", sb, (long long)chunks);
+    mcl_shape_str(in[0], sb, sizeof sb);
+    snprintf(what, sizeof what, "bias_add_bwd_sum (%s) on %s %s (%lld chunks)", part_name, on,
+             sb, (long long)chunks);
     return mcl_ocl_launch(be, k, i, N, what);
 }
 
 mcl_status mcl_ocl_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 {
-    if (a->gin[1]) return bias_grad(be, a->gout[0], a->gin[1], a->gin[0]);
+    const mcl_tensor *g[1] = {a->gout[0]};
+    if (a->gin[1] && (mcl_ocl_rows(g[0]) + BIAS_ROWS - 1) / BIAS_ROWS <= BIAS_ONE_CHUNKS)
+        return bias_grad_one(be, g[0], a->gin[1], a->gin[0]);
+    if (a->gin[1])
+        return mcl_ocl_bias_grad(be, "bias_add_bwd_part", g, 1, "gout", a->gin[1], a->gin[0]);
     if (a->gin[0]) return acc_grad(be, "bias_add", a->gout[0], a->gin[0]);
     return MCL_OK;
 }
@@ -241,22 +271,8 @@ mcl_status mcl_ocl_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 
 mcl_status mcl_ocl_bias_add2_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    char what[128];
-    const mcl_tensor *x = a->in[0];
-    const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
-    const int64_t n = (R + BIAS_FWD_ROWS - 1) / BIAS_FWD_ROWS * N;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_add2_fwd", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_FWD_ROWS);
-    i = mcl_ocl_arg_long(be, k, i, n);
-    return mcl_ocl_launch(be, k, i, n, mcl_ocl_what_on(what, sizeof what, "bias_add2_fwd", x));
+    const mcl_tensor *t[5] = {a->in[0], a->in[1], a->in[2], a->out[0], a->out[1]};
+    return mcl_ocl_launch_row_chunks(be, "bias_add2_fwd", t, 5, -1, BIAS_FWD_ROWS);
 }
 
 mcl_status mcl_ocl_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -284,30 +300,8 @@ mcl_status mcl_ocl_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_shape_str(g0, sb, sizeof sb);
     cl_mem part = mcl_ocl_scratch(be, (size_t)(2 * chunks * N) * 2 * sizeof(float));
     if (!part) return mcl_ocl_recorded(be);
-
-    const int gx_mode = !gx ? 0 : mcl_ocl_grad_fresh(be, gx, &s) ? 1 : 2; /* store / add */
-    if (s != MCL_OK) return s;
-    cl_kernel k = mcl_ocl_kernel(be, "bias_add2_bwd_part", NULL);
-    int i = k ? 0 : -1;
-    i = mcl_ocl_arg_tensor(be, k, i, g0);
-    i = mcl_ocl_arg_tensor(be, k, i, g1);
-    i = mcl_ocl_arg_mem(be, k, i, part);
-    if (gx) {
-        i = mcl_ocl_arg_tensor(be, k, i, gx);
-    } else { /* unused by the kernel */
-        i = mcl_ocl_arg_mem(be, k, i, part);
-        i = mcl_ocl_arg_long(be, k, i, 0);
-    }
-    i = mcl_ocl_arg_int(be, k, i, gx_mode);
-    i = mcl_ocl_arg_long(be, k, i, R);
-    i = mcl_ocl_arg_long(be, k, i, N);
-    i = mcl_ocl_arg_long(be, k, i, BIAS_ROWS);
-    i = mcl_ocl_arg_long(be, k, i, chunks);
-    const int64_t items = chunks * ((N + 3) / 4); /* four columns per item */
-    i = mcl_ocl_arg_long(be, k, i, items);
-    snprintf(what, sizeof what, "bias_add2_bwd_part on gout %s (%lld chunks)", sb, (long long)chunks);
-    s = mcl_ocl_launch(be, k, i, items, what);
-    if (s != MCL_OK) return s;
+    const mcl_tensor *g01[2] = {g0, g1};
+    if ((s = bias_part(be, "bias_add2_bwd_part", g01, 2, "gout", part, gx, 1)) != MCL_OK) return s;
 
     /* pass 2: both sums in one launch, or one after the other when gb0 and gb1 share memory */
     const int shared = gb0 && gb1 && gb0->buf == gb1->buf && gb0->offset < gb1->offset + N &&
@@ -318,8 +312,8 @@ mcl_status mcl_ocl_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
         if (s != MCL_OK) return s;
         const int fresh1 = w1 ? mcl_ocl_grad_fresh(be, w1, &s) : 0;
         if (s != MCL_OK) return s;
-        k = mcl_ocl_kernel(be, "bias_add2_bwd_sum", NULL);
-        i = k ? 0 : -1;
+        cl_kernel k = mcl_ocl_kernel(be, "bias_add2_bwd_sum", NULL);
+        int i = k ? 0 : -1;
         i = mcl_ocl_arg_mem(be, k, i, part);
         for (int b = 0; b < 2; b++) {
             const mcl_tensor *gb = b ? w1 : w0;

@@ -133,6 +133,19 @@ int mcl_ocl_grad_fresh(mcl_backend *be, const mcl_tensor *t, mcl_status *s);
  * fixed constant (not a device property), so the summation order depends only on the shapes,
  * and both ops sum in the same order. */
 #define MCL_OCL_BIAS_ROWS 64
+/* A launch of `name` over (chunk of rows, column) items, item c * N + j (bias_add_fwd and its
+ * kin): the kernel gets the nt tensors t[], acc when acc >= 0, R, N, rows, the item count
+ * (elementwise.c).  t[0] [R, N] (as rows) */
+mcl_status mcl_ocl_launch_row_chunks(mcl_backend *be, const char *name,
+                                     const mcl_tensor *const *t, int nt, int acc, int64_t rows);
+/* gb[j] += sum_r gout[r, j] in those chunks (then gb: bias_add_bwd_sum, chunks in order), and
+ * gx += gout (store when fresh) in the same pass 1 when gx is not NULL. The pass-1 kernel
+ * part_name (bias_add_bwd_part's argument list, see elementwise.cl) gets the nin tensors in[]
+ * first and computes gout from them; R, N are in[0]'s, "on" names it in messages
+ * (elementwise.c).  in[0] [R, N] (as rows), gb [N], gx [R, N] or NULL */
+mcl_status mcl_ocl_bias_grad(mcl_backend *be, const char *part_name,
+                             const mcl_tensor *const *in, int nin, const char *on,
+                             const mcl_tensor *gb, const mcl_tensor *gx);
 
 /* The last dim of a [..,N] tensor ("cols", N) and the product of the others ("rows"). */
 static inline int64_t mcl_ocl_cols(const mcl_tensor *t) { return t->shape[t->ndim - 1]; }

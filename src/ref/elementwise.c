@@ -185,6 +185,24 @@ mcl_status mcl_ref_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
  * row of it into a small stack array of doubles, so each column's sum has a fixed order. */
 #define BIAS_COLS 256
 
+/* gb[j] += sum_r g[r, j] (double, rows in increasing order; a thread per block of columns) */
+static void bias_colsum(const float *g, int64_t R, int64_t N, float *gb)
+{
+    const int64_t nblocks = (N + BIAS_COLS - 1) / BIAS_COLS;
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+    for (int64_t blk = 0; blk < nblocks; blk++) {
+        const int64_t j0 = blk * BIAS_COLS;
+        const int64_t nj = (N - j0 < BIAS_COLS) ? N - j0 : BIAS_COLS;
+        double acc[BIAS_COLS];
+        for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
+        for (int64_t r = 0; r < R; r++) {
+            const float *gr = g + r * N + j0;
+            for (int64_t j = 0; j < nj; j++) acc[j] += gr[j];
+        }
+        for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
+    }
+}
+
 mcl_status mcl_ref_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
@@ -196,22 +214,7 @@ mcl_status mcl_ref_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gx[i] += g[i];
     }
-    if (a->gin[1]) {
-        float *gb = mcl_ref_ptr(a->gin[1]);
-        const int64_t nblocks = (N + BIAS_COLS - 1) / BIAS_COLS;
-#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
-        for (int64_t blk = 0; blk < nblocks; blk++) {
-            const int64_t j0 = blk * BIAS_COLS;
-            const int64_t nj = (N - j0 < BIAS_COLS) ? N - j0 : BIAS_COLS;
-            double acc[BIAS_COLS];
-            for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
-            for (int64_t r = 0; r < R; r++) {
-                const float *gr = g + r * N + j0;
-                for (int64_t j = 0; j < nj; j++) acc[j] += gr[j];
-            }
-            for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
-        }
-    }
+    if (a->gin[1]) bias_colsum(g, R, N, mcl_ref_ptr(a->gin[1]));
     return MCL_OK;
 }
 
@@ -241,24 +244,6 @@ mcl_status mcl_ref_bias_add2_fwd(mcl_backend *be, const mcl_op_args *a)
     return MCL_OK;
 }
 
-/* gb[j] += sum_r g[r, j] (double, rows in increasing order; a thread per block of columns) */
-static void bias_add2_colsum(const float *g, int64_t R, int64_t N, float *gb)
-{
-    const int64_t nblocks = (N + BIAS_COLS - 1) / BIAS_COLS;
-#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
-    for (int64_t blk = 0; blk < nblocks; blk++) {
-        const int64_t j0 = blk * BIAS_COLS;
-        const int64_t nj = (N - j0 < BIAS_COLS) ? N - j0 : BIAS_COLS;
-        double acc[BIAS_COLS];
-        for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
-        for (int64_t r = 0; r < R; r++) {
-            const float *gr = g + r * N + j0;
-            for (int64_t j = 0; j < nj; j++) acc[j] += gr[j];
-        }
-        for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
-    }
-}
-
 mcl_status mcl_ref_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
@@ -270,8 +255,8 @@ mcl_status mcl_ref_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gx[i] += g0[i] + g1[i];
     }
-    if (a->gin[1]) bias_add2_colsum(g0, R, N, mcl_ref_ptr(a->gin[1]));
-    if (a->gin[2]) bias_add2_colsum(g1, R, N, mcl_ref_ptr(a->gin[2]));
+    if (a->gin[1]) bias_colsum(g0, R, N, mcl_ref_ptr(a->gin[1]));
+    if (a->gin[2]) bias_colsum(g1, R, N, mcl_ref_ptr(a->gin[2]));
     return MCL_OK;
 }
 
