@@ -209,11 +209,15 @@ for job; do
         # model with fast weights
         train lm data/configs/lm-text.conf "$J/nofast" --set model.fast=0 --set model.fast_embed=0
         for m in fast nofast; do
-            if [ $m = fast ]; then ck=$CK/lm-text.ckpt modes=static,dynamic,smn; else ck=$J/nofast/best.ckpt modes=static,dynamic; fi
+            # the Sparse-MetaNet write settings of the main job (doc/lm.md section 3: chosen on valid)
+            if [ $m = fast ]; then ck=$CK/lm-text.ckpt modes="static,dynamic,smn --p 0.02 --gamma 0 --beta1 0 --beta2 1"
+            else ck=$J/nofast/best.ckpt modes=static,dynamic; fi
+            # shellcheck disable=SC2086 # $modes holds the mode list and the smn options
             step "$J/$m-switching.md" "$METACL" eval lm --ckpt "$ck" --data-dir data/text-eval \
                 --block 10000 --max-chars 100000 --mode $modes --lr 0.03 --decay 0.001 \
                 --json-out "$J/$m-switching.json" --quiet
             for d in dictionary python kjv; do
+                # shellcheck disable=SC2086 # as above
                 step "$J/$m-$d.md" "$METACL" eval lm --ckpt "$ck" --data-dir data/text-eval \
                     --domains "$d" --block 20000 --max-chars 20000 --mode $modes --lr 0.03 --decay 0.001 \
                     --json-out "$J/$m-$d.json" --quiet
