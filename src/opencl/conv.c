@@ -461,12 +461,7 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         cl_kernel k = mcl_ocl_kernel(be, "instance_norm_bwd_dx", &wg);
         if (!k) return mcl_ocl_recorded(be);
         const size_t W = mcl_ocl_row_wg(wg, N);
-        int i = mcl_ocl_arg_tensor(be, k, 0, x);
-        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+        int i = mcl_ocl_arg_norm_dx(be, k, 0, a);
         i = mcl_ocl_arg_long(be, k, i, C);
         i = mcl_ocl_arg_long(be, k, i, N);
         /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
