@@ -58,21 +58,6 @@ mcl_status mcl_ocl_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
 
 /* ---- add_dropout: out = a + dropout(x) (src/ref/dropout.c) ---- */
 
-/* The dropout op's arguments for add_dropout's input x (one segment, no relu). */
-static mcl_op_args as_dropout(const mcl_op_args *a)
-{
-    mcl_op_args d = *a;
-    d.op = MCL_OP_DROPOUT;
-    d.in[0] = a->in[1];
-    d.in[1] = NULL;
-    d.gin[0] = a->gin[1];
-    d.gin[1] = NULL;
-    d.p.i[0] = 0;
-    d.p.i[1] = 0;
-    d.p.u[3] = 0;
-    return d;
-}
-
 /* Forward:  out_i = a_i + (keep_i ? x_i * scale : 0)   (one launch)
  * a [any], x [same as a] -> out [same as a] */
 mcl_status mcl_ocl_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -109,6 +94,6 @@ mcl_status mcl_ocl_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
         mcl_status s = mcl_ocl_add_bwd(be, &g);
         if (s != MCL_OK) return s;
     }
-    const mcl_op_args d = as_dropout(a);
+    const mcl_op_args d = mcl_add_dropout_as_dropout(a);
     return mcl_ocl_dropout_bwd(be, &d);
 }
