@@ -416,6 +416,20 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
     }
 }
 
+/* The parameters the inorm_pool_relu backward kernels and helpers share, each tensor as buffer +
+ * element offset: the saved forward outputs mean, rstd [B*C], y, arg [B,C,H/2,W/2] and gout g
+ * [B,C,H/2,W/2]; then the gamma/beta gradients [C], the sizes and the two want flags. _ARGS
+ * declares them, the bare name passes them on. */
+#define IPR_SAVED_ARGS                                                                          \
+    __global const float *mean, long mean_off, __global const float *rstd, long rstd_off,       \
+        __global const float *y, long y_off, __global const float *arg, long arg_off,           \
+        __global const float *g, long g_off
+#define IPR_SAVED mean, mean_off, rstd, rstd_off, y, y_off, arg, arg_off, g, g_off
+#define IPR_GB_ARGS                                                                             \
+    __global float *ggamma, long ggamma_off, __global float *gbeta, long gbeta_off, int B,      \
+        int C, int H, int Wd, long want_gamma, long want_beta
+#define IPR_GB ggamma, ggamma_off, gbeta, gbeta_off, B, C, H, Wd, want_gamma, want_beta
+
 /* The gradient of n at pixel (u, v) of a plane: gout of its window where the pixel is the
  * window's argmax and the window's y > 0, else 0 (also outside the pooled area).
  * g, y, arg: the plane's [Ho,Wo] */
@@ -432,14 +446,9 @@ float ipr_grad(__global const float *g, __global const float *y, __global const 
  * n rebuilt from gout (ipr_grad); its sums run over the windows only (the other pixels add 0).
  * buf: W float4 */
 void inorm_pool_relu_bwd_dx_plane(__global const float *x, long x_off,
-                                   __global const float *gamma, long gamma_off,
-                                   __global const float *mean, long mean_off,
-                                   __global const float *rstd, long rstd_off,
-                                   __global const float *y, long y_off,
-                                   __global const float *arg, long arg_off,
-                                   __global const float *g, long g_off, __global float *gx,
-                                   long gx_off, int C, int H, int Wd, __local float4 *buf, int W,
-                                   int l, int r)
+                                   __global const float *gamma, long gamma_off, IPR_SAVED_ARGS,
+                                   __global float *gx, long gx_off, int C, int H, int Wd,
+                                   __local float4 *buf, int W, int l, int r)
 {
     const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo, N = H * Wd;
     const float nf = (float)N;
@@ -479,16 +488,11 @@ void inorm_pool_relu_bwd_dx_plane(__global const float *x, long x_off,
 }
 
 __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
-                                     __global const float *gamma, long gamma_off,
-                                     __global const float *mean, long mean_off,
-                                     __global const float *rstd, long rstd_off,
-                                     __global const float *y, long y_off,
-                                     __global const float *arg, long arg_off,
-                                     __global const float *g, long g_off, __global float *gx,
-                                     long gx_off, int C, int H, int Wd, __local float4 *buf)
+                                     __global const float *gamma, long gamma_off, IPR_SAVED_ARGS,
+                                     __global float *gx, long gx_off, int C, int H, int Wd,
+                                     __local float4 *buf)
 {
-    inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, mean, mean_off, rstd, rstd_off, y,
-                                 y_off, arg, arg_off, g, g_off, gx, gx_off, C, H, Wd, buf,
+    inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, IPR_SAVED, gx, gx_off, C, H, Wd, buf,
                                  get_local_size(0), get_local_id(0), get_group_id(0));
 }
 
@@ -497,16 +501,8 @@ __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
  *   ggamma[c] += sum_b sum_o gp[r, o] * xhat[r, o]      (if want_gamma)
  *   gbeta[c]  += sum_b sum_o gp[r, o]                   (if want_beta)
  * item l takes the flat indices (b, o) = l, l+W, ... of [B, Ho*Wo]; buf: W float4 */
-void inorm_pool_relu_bwd_gb_channel(__global const float *x, long x_off,
-                                     __global const float *mean, long mean_off,
-                                     __global const float *rstd, long rstd_off,
-                                     __global const float *y, long y_off,
-                                     __global const float *arg, long arg_off,
-                                     __global const float *g, long g_off,
-                                     __global float *ggamma, long ggamma_off,
-                                     __global float *gbeta, long gbeta_off, int B, int C, int H,
-                                     int Wd, long want_gamma, long want_beta,
-                                     __local float4 *buf, int W, int l, int c)
+void inorm_pool_relu_bwd_gb_channel(__global const float *x, long x_off, IPR_SAVED_ARGS,
+                                     IPR_GB_ARGS, __local float4 *buf, int W, int l, int c)
 {
     const int Wo = Wd / 2, P = (H / 2) * Wo;
     float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
@@ -527,20 +523,10 @@ void inorm_pool_relu_bwd_gb_channel(__global const float *x, long x_off,
     }
 }
 
-__kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off,
-                                     __global const float *mean, long mean_off,
-                                     __global const float *rstd, long rstd_off,
-                                     __global const float *y, long y_off,
-                                     __global const float *arg, long arg_off,
-                                     __global const float *g, long g_off,
-                                     __global float *ggamma, long ggamma_off,
-                                     __global float *gbeta, long gbeta_off, int B, int C,
-                                     int H, int Wd, long want_gamma, long want_beta,
-                                     __local float4 *buf)
+__kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off, IPR_SAVED_ARGS,
+                                     IPR_GB_ARGS, __local float4 *buf)
 {
-    inorm_pool_relu_bwd_gb_channel(x, x_off, mean, mean_off, rstd, rstd_off, y, y_off, arg,
-                                   arg_off, g, g_off, ggamma, ggamma_off, gbeta, gbeta_off, B, C,
-                                   H, Wd, want_gamma, want_beta, buf, get_local_size(0),
+    inorm_pool_relu_bwd_gb_channel(x, x_off, IPR_SAVED, IPR_GB, buf, get_local_size(0),
                                    get_local_id(0), get_group_id(0));
 }
 
@@ -549,24 +535,14 @@ __kernel void inorm_pool_relu_bwd_gb(__global const float *x, long x_off,
  * B·C+C-1 inorm_pool_relu_bwd_gb's channels; the same operations, so the same bits. A group
  * takes one branch as a whole (its barriers stay uniform). */
 __kernel void inorm_pool_relu_bwd_all(__global const float *x, long x_off,
-                                      __global const float *gamma, long gamma_off,
-                                      __global const float *mean, long mean_off,
-                                      __global const float *rstd, long rstd_off,
-                                      __global const float *y, long y_off,
-                                      __global const float *arg, long arg_off,
-                                      __global const float *g, long g_off, __global float *gx,
-                                      long gx_off, __global float *ggamma, long ggamma_off,
-                                      __global float *gbeta, long gbeta_off, int B, int C, int H,
-                                      int Wd, long want_gamma, long want_beta,
+                                      __global const float *gamma, long gamma_off, IPR_SAVED_ARGS,
+                                      __global float *gx, long gx_off, IPR_GB_ARGS,
                                       __local float4 *buf)
 {
     const int W = get_local_size(0), l = get_local_id(0), grp = get_group_id(0);
     if (grp < B * C)
-        inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, mean, mean_off, rstd, rstd_off,
-                                     y, y_off, arg, arg_off, g, g_off, gx, gx_off, C, H, Wd, buf,
-                                     W, l, grp);
+        inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, IPR_SAVED, gx, gx_off, C, H, Wd,
+                                     buf, W, l, grp);
     else
-        inorm_pool_relu_bwd_gb_channel(x, x_off, mean, mean_off, rstd, rstd_off, y, y_off, arg,
-                                       arg_off, g, g_off, ggamma, ggamma_off, gbeta, gbeta_off, B,
-                                       C, H, Wd, want_gamma, want_beta, buf, W, l, grp - B * C);
+        inorm_pool_relu_bwd_gb_channel(x, x_off, IPR_SAVED, IPR_GB, buf, W, l, grp - B * C);
 }

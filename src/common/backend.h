@@ -109,6 +109,23 @@ static inline void mcl_grad_preproc_consts(float P, float *thr, float *ep)
     *ep = expf(P);
 }
 
+/* add_dropout's call (out = a + dropout(x), ops.def) as the dropout op's arguments for its input
+ * x: in[1] x and gin[1] gx moved to slot 0, the seed words p.u[0..2] and p.f[0] = p kept, one
+ * segment (p.i[0] = 0, p.u[3] = 0), no relu (p.i[1] = 0). Shared by both backends' host code. */
+static inline mcl_op_args mcl_add_dropout_as_dropout(const mcl_op_args *a)
+{
+    mcl_op_args d = *a;
+    d.op = MCL_OP_DROPOUT;
+    d.in[0] = a->in[1];
+    d.in[1] = NULL;
+    d.gin[0] = a->gin[1];
+    d.gin[1] = NULL;
+    d.p.i[0] = 0;
+    d.p.i[1] = 0;
+    d.p.u[3] = 0;
+    return d;
+}
+
 /* Run one op by id on the context backend (the front end of ops.c; used by the test runner).
  * `args` holds inputs and params; outputs are allocated with the shapes the op infers and
  * returned as temporaries in args->out. Recorded on the tape like any op. */

@@ -461,12 +461,7 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         cl_kernel k = mcl_ocl_kernel(be, "instance_norm_bwd_dx", &wg);
         if (!k) return mcl_ocl_recorded(be);
         const size_t W = mcl_ocl_row_wg(wg, N);
-        int i = mcl_ocl_arg_tensor(be, k, 0, x);
-        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+        int i = mcl_ocl_arg_norm_dx(be, k, 0, a);
         i = mcl_ocl_arg_long(be, k, i, C);
         i = mcl_ocl_arg_long(be, k, i, N);
         /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
@@ -537,6 +532,35 @@ mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
                                  what(wb, sizeof wb, "inorm_pool_relu", 0, "inorm_pool_relu_fwd", x));
 }
 
+/* The arguments the inorm_pool_relu backward kernels share, from the saved forward outputs:
+ *   out[1] mean [B*C], out[2] rstd [B*C], out[0] y [B,C,H/2,W/2], out[3] arg [B,C,H/2,W/2],
+ *   gout[0] gy [B,C,H/2,W/2]; returns the next argument index */
+static int ipr_saved_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a)
+{
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
+    return mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+}
+
+/* The gamma/beta gradient arguments: ggamma [C], gbeta [C], B, C, H, W, the two want flags.
+ * A NULL gradient is passed as the other one, with its want flag 0 (never written). */
+static int ipr_gb_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a,
+                       int64_t B, int64_t C, int64_t H, int64_t W)
+{
+    const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
+    const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
+    i = mcl_ocl_arg_tensor(be, k, i, gg);
+    i = mcl_ocl_arg_tensor(be, k, i, gb);
+    i = mcl_ocl_arg_int(be, k, i, (int)B);
+    i = mcl_ocl_arg_int(be, k, i, (int)C);
+    i = mcl_ocl_arg_int(be, k, i, (int)H);
+    i = mcl_ocl_arg_int(be, k, i, (int)W);
+    i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
+    return mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+}
+
 mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *x = a->in[0];
@@ -552,24 +576,11 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         if (!k) return mcl_ocl_recorded(be);
         const size_t WG = mcl_ocl_row_wg(wg, H * W);
         if (WG == mcl_ocl_row_wg(wg, B * (H / 2) * (W / 2))) {
-            const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
-            const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
             int i = mcl_ocl_arg_tensor(be, k, 0, x);
             i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-            i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-            i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
-            i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-            i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
-            i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+            i = ipr_saved_args(be, k, i, a);
             i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-            i = mcl_ocl_arg_tensor(be, k, i, gg);
-            i = mcl_ocl_arg_tensor(be, k, i, gb);
-            i = mcl_ocl_arg_int(be, k, i, (int)B);
-            i = mcl_ocl_arg_int(be, k, i, (int)C);
-            i = mcl_ocl_arg_int(be, k, i, (int)H);
-            i = mcl_ocl_arg_int(be, k, i, (int)W);
-            i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
-            i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+            i = ipr_gb_args(be, k, i, a, B, C, H, W);
             /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
             i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
             what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_all", x);
@@ -583,11 +594,7 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         const size_t WG = mcl_ocl_row_wg(wg, H * W);
         int i = mcl_ocl_arg_tensor(be, k, 0, x);
         i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+        i = ipr_saved_args(be, k, i, a);
         i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
         i = mcl_ocl_arg_int(be, k, i, (int)C);
         i = mcl_ocl_arg_int(be, k, i, (int)H);
@@ -599,27 +606,13 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         if (s != MCL_OK) return s;
     }
     if (a->gin[1] || a->gin[2]) {
-        /* a NULL gradient is passed as the other one, with its want flag 0 (never written) */
-        const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
-        const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_bwd_gb", &wg);
         if (!k) return mcl_ocl_recorded(be);
         const size_t WG = mcl_ocl_row_wg(wg, B * (H / 2) * (W / 2));
         int i = mcl_ocl_arg_tensor(be, k, 0, x);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, gg);
-        i = mcl_ocl_arg_tensor(be, k, i, gb);
-        i = mcl_ocl_arg_int(be, k, i, (int)B);
-        i = mcl_ocl_arg_int(be, k, i, (int)C);
-        i = mcl_ocl_arg_int(be, k, i, (int)H);
-        i = mcl_ocl_arg_int(be, k, i, (int)W);
-        i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
-        i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        i = ipr_saved_args(be, k, i, a);
+        i = ipr_gb_args(be, k, i, a, B, C, H, W);
         /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
         i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
         what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_gb", x);

@@ -13,24 +13,33 @@
 
 #include "ocl.h"
 
+/* The mask's arguments of dropout_fwd/_bwd and add_dropout_fwd: p = p.f[0], scale = 1/(1-p)
+ * (1 at p = 0) and the Philox key words seed, stream, counter = p.u[0..2]; returns the next
+ * argument index. */
+static int mask_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a)
+{
+    const float p = a->p.f[0];
+    const float scale = p == 0.0f ? 1.0f : 1.0f / (1.0f - p);
+    i = mcl_ocl_arg_float(be, k, i, p);
+    i = mcl_ocl_arg_float(be, k, i, scale);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
+    return mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+}
+
 /* kname(src, dst, p, scale, seed, stream, counter, n, seg, step, relu[, x]) over the n elements
  * of src; the backward also gets the op's input x (relu first). */
 static mcl_status dropout_launch(mcl_backend *be, const mcl_op_args *a, const char *kname,
                                  const mcl_tensor *src, const mcl_tensor *dst)
 {
     const float p = a->p.f[0];
-    const float scale = p == 0.0f ? 1.0f : 1.0f / (1.0f - p);
     const int64_t n = mcl_tensor_numel(src);
     char what[160], sb[64];
     cl_kernel k = mcl_ocl_kernel(be, kname, NULL);
     int i = k ? 0 : -1;
     i = mcl_ocl_arg_tensor(be, k, i, src);
     i = mcl_ocl_arg_tensor(be, k, i, dst);
-    i = mcl_ocl_arg_float(be, k, i, p);
-    i = mcl_ocl_arg_float(be, k, i, scale);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+    i = mask_args(be, k, i, a);
     i = mcl_ocl_arg_long(be, k, i, n);
     i = mcl_ocl_arg_long(be, k, i, a->p.i[0] > 0 ? a->p.i[0] : (n > 0 ? n : 1));
     i = mcl_ocl_arg_ulong(be, k, i, a->p.u[3]);
@@ -58,27 +67,11 @@ mcl_status mcl_ocl_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
 
 /* ---- add_dropout: out = a + dropout(x) (src/ref/dropout.c) ---- */
 
-/* The dropout op's arguments for add_dropout's input x (one segment, no relu). */
-static mcl_op_args as_dropout(const mcl_op_args *a)
-{
-    mcl_op_args d = *a;
-    d.op = MCL_OP_DROPOUT;
-    d.in[0] = a->in[1];
-    d.in[1] = NULL;
-    d.gin[0] = a->gin[1];
-    d.gin[1] = NULL;
-    d.p.i[0] = 0;
-    d.p.i[1] = 0;
-    d.p.u[3] = 0;
-    return d;
-}
-
 /* Forward:  out_i = a_i + (keep_i ? x_i * scale : 0)   (one launch)
  * a [any], x [same as a] -> out [same as a] */
 mcl_status mcl_ocl_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const float p = a->p.f[0];
-    const float scale = p == 0.0f ? 1.0f : 1.0f / (1.0f - p);
     const int64_t n = mcl_tensor_numel(a->in[0]);
     char what[160], sb[64];
     cl_kernel k = mcl_ocl_kernel(be, "add_dropout_fwd", NULL);
@@ -86,11 +79,7 @@ mcl_status mcl_ocl_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_float(be, k, i, p);
-    i = mcl_ocl_arg_float(be, k, i, scale);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+    i = mask_args(be, k, i, a);
     i = mcl_ocl_arg_long(be, k, i, n);
     snprintf(what, sizeof what, "add_dropout_fwd on %s (p = %g)",
              mcl_shape_str(a->in[0], sb, sizeof sb), (double)p);
@@ -109,6 +98,6 @@ mcl_status mcl_ocl_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
         mcl_status s = mcl_ocl_add_bwd(be, &g);
         if (s != MCL_OK) return s;
     }
-    const mcl_op_args d = as_dropout(a);
+    const mcl_op_args d = mcl_add_dropout_as_dropout(a);
     return mcl_ocl_dropout_bwd(be, &d);
 }

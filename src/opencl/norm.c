@@ -44,6 +44,21 @@ mcl_status mcl_ocl_layer_norm_fwd(mcl_backend *be, const mcl_op_args *a)
                                  what(wb, sizeof wb, 0, "layer_norm_fwd", x));
 }
 
+/* The gamma/beta gradient arguments of layer_norm_bwd_gb/_all: ggamma [N], gbeta [N], R, N,
+ * the two want flags. A NULL gradient is passed as the other one, with its want flag 0
+ * (never written); returns the next argument index. */
+static int gb_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a, int64_t R, int64_t N)
+{
+    const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
+    const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
+    i = mcl_ocl_arg_tensor(be, k, i, gg);
+    i = mcl_ocl_arg_tensor(be, k, i, gb);
+    i = mcl_ocl_arg_long(be, k, i, R);
+    i = mcl_ocl_arg_long(be, k, i, N);
+    i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
+    return mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+}
+
 /* backward, with dxhat_j = gout[r, j] * gamma[j] and xhat from the saved mean and rstd:
  *   gx[r, j]  += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
  *   ggamma[j] += sum_r gout[r, j] * xhat[r, j]
@@ -55,24 +70,12 @@ mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
     char wb[160];
     mcl_status s;
     if (a->gin[0] && (a->gin[1] || a->gin[2])) { /* all in one launch: layer_norm_bwd_all */
-        const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
-        const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
         size_t wg;
         cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_all", &wg);
         if (!k) return mcl_ocl_recorded(be);
         const size_t W = mcl_ocl_row_wg(wg, N);
-        int i = mcl_ocl_arg_tensor(be, k, 0, x);
-        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, gg);
-        i = mcl_ocl_arg_tensor(be, k, i, gb);
-        i = mcl_ocl_arg_long(be, k, i, R);
-        i = mcl_ocl_arg_long(be, k, i, N);
-        i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
-        i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        int i = mcl_ocl_arg_norm_dx(be, k, 0, a);
+        i = gb_args(be, k, i, a, R, N);
         i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
         /* R row groups, then the column groups of W columns each */
         const size_t groups = (size_t)R + ((size_t)N + W - 1) / W;
@@ -84,12 +87,7 @@ mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_dx", &wg);
         if (!k) return mcl_ocl_recorded(be);
         const size_t W = mcl_ocl_row_wg(wg, N);
-        int i = mcl_ocl_arg_tensor(be, k, 0, x);
-        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
+        int i = mcl_ocl_arg_norm_dx(be, k, 0, a);
         i = mcl_ocl_arg_long(be, k, i, N);
         /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
         i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
@@ -98,21 +96,13 @@ mcl_status mcl_ocl_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
         if (s != MCL_OK) return s;
     }
     if (a->gin[1] || a->gin[2]) {
-        /* a NULL gradient is passed as the other one, with its want flag 0 (never written) */
-        const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
-        const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
         cl_kernel k = mcl_ocl_kernel(be, "layer_norm_bwd_gb", NULL);
         if (!k) return mcl_ocl_recorded(be);
         int i = mcl_ocl_arg_tensor(be, k, 0, x);
         i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
         i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
         i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
-        i = mcl_ocl_arg_tensor(be, k, i, gg);
-        i = mcl_ocl_arg_tensor(be, k, i, gb);
-        i = mcl_ocl_arg_long(be, k, i, R);
-        i = mcl_ocl_arg_long(be, k, i, N);
-        i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
-        i = mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+        i = gb_args(be, k, i, a, R, N);
         s = mcl_ocl_launch(be, k, i, N, what(wb, sizeof wb, 1, "layer_norm_bwd_gb", x));
         if (s != MCL_OK) return s;
     }

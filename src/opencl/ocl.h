@@ -195,6 +195,18 @@ int mcl_ocl_arg_local(mcl_backend *be, cl_kernel k, int idx, size_t bytes);
 size_t mcl_ocl_local_bytes(mcl_backend *be, cl_kernel k);
 /* A plain buffer (no offset argument), e.g. the scratch buffer of a multi-pass kernel. */
 int mcl_ocl_arg_mem(mcl_backend *be, cl_kernel k, int idx, cl_mem m);
+/* The first arguments of the normalization input-gradient kernels (layer_norm_bwd_dx/_all,
+ * instance_norm_bwd_dx): in[0] x, in[1] gamma, out[1] mean, out[2] rstd,
+ * gout[0] gy, gin[0] gx, each a tensor (buffer and offset); returns the next index. */
+static inline int mcl_ocl_arg_norm_dx(mcl_backend *be, cl_kernel k, int idx, const mcl_op_args *a)
+{
+    idx = mcl_ocl_arg_tensor(be, k, idx, a->in[0]);
+    idx = mcl_ocl_arg_tensor(be, k, idx, a->in[1]);
+    idx = mcl_ocl_arg_tensor(be, k, idx, a->out[1]);
+    idx = mcl_ocl_arg_tensor(be, k, idx, a->out[2]);
+    idx = mcl_ocl_arg_tensor(be, k, idx, a->gout[0]);
+    return mcl_ocl_arg_tensor(be, k, idx, a->gin[0]);
+}
 
 /* Every launch is checked against the device's and the kernel's limits first (work-group
  * size against CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_GROUP_SIZE and

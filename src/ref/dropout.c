@@ -251,26 +251,11 @@ mcl_status mcl_ref_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
  * The dropout's values are written into out first, then a is added: each element rounds as
  * dropout then add would (a_i + d_i, d_i exactly dropout's). */
 
-/* The dropout op's arguments for add_dropout's input x (its parameters, one segment). */
-static mcl_op_args as_dropout(const mcl_op_args *a)
-{
-    mcl_op_args d = *a;
-    d.op = MCL_OP_DROPOUT;
-    d.in[0] = a->in[1];
-    d.in[1] = NULL;
-    d.gin[0] = a->gin[1];
-    d.gin[1] = NULL;
-    d.p.i[0] = 0;
-    d.p.i[1] = 0;
-    d.p.u[3] = 0;
-    return d;
-}
-
 /* Forward:  out = a + dropout(x)
  * a [any], x [same as a] -> out [same as a] */
 mcl_status mcl_ref_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
 {
-    const mcl_op_args d = as_dropout(a);
+    const mcl_op_args d = mcl_add_dropout_as_dropout(a);
     mcl_status s = mcl_ref_dropout_fwd(be, &d); /* out = dropout(x) */
     if (s != MCL_OK) return s;
     const float *A = mcl_ref_ptr(a->in[0]);
@@ -293,6 +278,6 @@ mcl_status mcl_ref_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
 #pragma omp parallel for schedule(static) if (n >= ((int64_t)1 << 16))
         for (int64_t i = 0; i < n; i++) GA[i] = (fresh ? 0.0f : GA[i]) + G[i];
     }
-    const mcl_op_args d = as_dropout(a);
+    const mcl_op_args d = mcl_add_dropout_as_dropout(a);
     return mcl_ref_dropout_bwd(be, &d); /* nothing when gin[1] is NULL */
 }
