@@ -19,8 +19,8 @@
 #                    A-after-B accuracy) columns plotted per domain over the seeds ~13 h
 #   acl-split-hanzi  Split-hanzi domain-incremental at 5, 10 and 20 tasks (10 runs), next to
 #                    the paper's Split-Omniglot 92.3 / 82.0 / 67.6                 ~1 h
-#   oct-ablations    Split-hanzi online, SEEDS seeds × {E = 4 (shipped), C = 0, E = 1}
-#                    (doc/oct.md's table with intervals)                            ~8 h
+#   oct-ablations    Split-hanzi online, SEEDS (at most 8) seeds × {E = 4 (shipped), C = 0,
+#                    E = 1} (doc/oct.md's five-seed table; oct-ablations.json)     ~45 min
 #   oct-freeze       the paper's stop-gradient ablation (its Fig. 5): Split-hanzi, E = 4, SEEDS
 #                    seeds × no gradient step from example 2 000, 5 000 or 10 000 of the
 #                    20 000 on (online.freeze_at), reported next to oct-ablations' E4 runs of
@@ -150,8 +150,21 @@ for job; do
             done
             s=$((s + 1))
         done
-        # shellcheck disable=SC2046 # one --report per run directory
-        step "$J/report.md" "$METACL" online $(for d in "$J"/*-seed*; do printf ' --report %s' "$d"; done) ;;
+        # one report per variant (`online --report` takes at most 8 runs), and every run's
+        # summary gathered into one JSON (the doc's five-seed table is tied to it)
+        for v in E4 C0 E1; do
+            # shellcheck disable=SC2046 # one --report per run directory
+            step "$J/report-$v.md" "$METACL" online $(for d in "$J/$v"-seed*; do printf ' --report %s' "$d"; done)
+        done
+        step "$J/oct-ablations.json" python3 -c 'import json, sys
+out = {"job": "tools/scripts/review-runs.sh oct-ablations", "variants": []}
+for v in ("E4", "C0", "E1"):
+    runs = [json.load(open(f)) for f in sorted(a for a in sys.argv[1:] if "/%s-seed" % v in a)]
+    d = {"name": v}
+    for k in ("cum_nll", "online_acc", "early_task_acc", "late_task_acc", "early_acc_at_3to7", "late_acc_at_3to7"):
+        d[k] = [r[k] for r in runs]
+    out["variants"].append(d)
+json.dump(out, sys.stdout, indent=1)' "$J"/*-seed*/summary.json ;;
     oct-freeze)
         # the reference (no freeze) is oct-ablations' E4-seedS: the same config and seeds
         s=1
@@ -162,8 +175,14 @@ for job; do
             done
             s=$((s + 1))
         done
+        # one report per freeze point next to the unfrozen E4 runs (at most 8 runs a report)
+        for p in 2000 5000 10000; do
+            # shellcheck disable=SC2046 # one --report per run directory
+            step "$J/report-$p.md" "$METACL" online $(for d in "$J/freeze$p"-seed*; do
+                [ -e "$d/.done" ] && printf ' --report %s' "$d"; done)
+        done
         # shellcheck disable=SC2046 # one --report per run directory
-        step "$J/report.md" "$METACL" online $(for d in "$J"/freeze*-seed* "$OUT"/oct-ablations/E4-seed*; do
+        step "$J/report-E4.md" "$METACL" online $(for d in "$OUT"/oct-ablations/E4-seed*; do
             [ -e "$d/.done" ] && printf ' --report %s' "$d"; done) ;;
     oct-recurring)
         D=$J/data # hanzi with 100 renderings per class (the tgz is copied when data/cache has it)
