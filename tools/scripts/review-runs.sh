@@ -21,6 +21,15 @@
 #                    the paper's Split-Omniglot 92.3 / 82.0 / 67.6                 ~1 h
 #   oct-ablations    Split-hanzi online, SEEDS (at most 8) seeds × {E = 4 (shipped), C = 0,
 #                    E = 1} (doc/oct.md's five-seed table; oct-ablations.json)     ~45 min
+#   oct-baselines    the online baselines tuned as the transformer: online SGD and Adam (Conv-4 +
+#                    linear head) and the pi-transformer (E = 4) on Split-hanzi, their learning
+#                    rates chosen on a validation stream (the val classes, stream seed 101) over
+#                    a ladder grown by one step past a strictly best edge, then SEEDS seeds on
+#                    the reported streams (model and stream seed s, as oct-ablations); and the
+#                    paper's Split-FashionMNIST stream (60 x 1000, chunks of 50) with online SGD
+#                    joining Adam (both tuned on a stream of seed 101 of the training images)
+#                    and the pi-transformer at the paper's hyperparameters, SEEDS seeds each;
+#                    oct-baselines.json holds the grids and every run's summary   ~2 h
 #   oct-freeze       the paper's stop-gradient ablation (its Fig. 5): Split-hanzi, E = 4, SEEDS
 #                    seeds × no gradient step from example 2 000, 5 000 or 10 000 of the
 #                    20 000 on (online.freeze_at), reported next to oct-ablations' E4 runs of
@@ -73,6 +82,42 @@ online() {
     else "$METACL" online --config "$conf" --out "$d" --quiet "$@"; fi
     : >"$d/.done"
 }
+# tune NAME CONF LO HI [--set k=v ...]: online runs NAME-lrX of CONF (and the settings) on the
+# validation stream $VAL for the learning rates of the ladder from LO to HI, grown by one ladder
+# step past a strictly best edge (lowest cum_nll) until the best is inside or the ladder ends;
+# the grid and the choice go to $J/NAME-grid.json, the chosen rate is printed
+LADDER="1e-6 3e-6 1e-5 3e-5 1e-4 3e-4 1e-3 3e-3 1e-2 3e-2 0.1 0.3 1"
+tune() {
+    tn=$1 tc=$2 lo=$3 hi=$4
+    shift 4
+    while :; do
+        inside=0
+        for lr in $LADDER; do
+            [ "$lr" = "$lo" ] && inside=1
+            # shellcheck disable=SC2086 # $VAL holds the validation stream's settings
+            [ $inside = 1 ] && online "$J/val-$tn-lr$lr" "$tc" --set train.lr="$lr" $VAL "$@" >&2
+            [ "$lr" = "$hi" ] && break
+        done
+        next=$(python3 -c 'import json, sys
+name, lo, hi, ladder, out = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5]
+pts = ladder[ladder.index(lo):ladder.index(hi) + 1]
+nll = [json.load(open("%s-lr%s/summary.json" % (name, x)))["cum_nll"] for x in pts]
+best = min(range(len(pts)), key=lambda i: nll[i])
+strict = lambda i, j: nll[i] < nll[j]
+if best == 0 and len(pts) > 1 and strict(0, 1) and ladder.index(lo) > 0:
+    print("grow %s %s" % (ladder[ladder.index(lo) - 1], hi))
+elif best == len(pts) - 1 and len(pts) > 1 and strict(best, best - 1) and ladder.index(hi) < len(ladder) - 1:
+    print("grow %s %s" % (lo, ladder[ladder.index(hi) + 1]))
+else:
+    json.dump({"name": name.rsplit("/val-", 1)[1], "grid_lr": [float(x) for x in pts], "grid_cum_nll": nll,
+               "chosen_lr": float(pts[best]), "val": sys.argv[6]}, open(out + ".tmp", "w"), indent=1)
+    print("done %s" % pts[best])' "$J/val-$tn" "$lo" "$hi" "$LADDER" "$J/$tn-grid.json" "$VAL")
+        case $next in
+        grow*) lo=$(echo "$next" | cut -d" " -f2) hi=$(echo "$next" | cut -d" " -f3) ;;
+        done*) mv "$J/$tn-grid.json.tmp" "$J/$tn-grid.json"; echo "${next#done }"; return 0 ;;
+        esac
+    done
+}
 # step FILE CMD...: run CMD with stdout to FILE unless FILE exists (written atomically)
 step() {
     f=$1
@@ -83,7 +128,7 @@ step() {
 }
 
 for job; do
-    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast) ;;
+    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-baselines | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast) ;;
     *) echo "review-runs: unknown job '$job' (see the header of $0)" >&2; exit 2 ;;
     esac
     J=$OUT/$job
@@ -165,6 +210,58 @@ for v in ("E4", "C0", "E1"):
         d[k] = [r[k] for r in runs]
     out["variants"].append(d)
 json.dump(out, sys.stdout, indent=1)' "$J"/*-seed*/summary.json ;;
+    oct-baselines)
+        H=data/configs/oct-split-hanzi.conf F=data/configs/oct-split-fmnist.conf
+        CNN="--set model.arch=cnn --set online.streams=1"
+        PAPER="--set stream.per_task=1000 --set stream.tasks=60 --set train.batch=50"
+        # Split-hanzi: the validation stream draws its tasks from the val classes
+        VAL="--set data.split=val --set stream.seed=101 --set model.seed=101"
+        # shellcheck disable=SC2086 # $CNN, $PAPER hold settings
+        {
+        lr_pi=$(tune hanzi-pi $H 3e-4 3e-3)
+        lr_sgd=$(tune hanzi-sgd $H 1e-2 0.1 $CNN --set online.optimizer=sgd)
+        lr_adam=$(tune hanzi-adam $H 3e-4 3e-3 $CNN --set online.optimizer=adam)
+        # Split-FashionMNIST has no val split: a stream of the training images no reported
+        # stream draws (seed 101)
+        VAL="--set stream.seed=101 --set model.seed=101"
+        lr_fsgd=$(tune fmnist-paper-sgd $F 1e-2 0.1 $PAPER $CNN --set online.optimizer=sgd --set train.log_every=10)
+        lr_fadam=$(tune fmnist-paper-adam $F 3e-4 3e-3 $PAPER $CNN --set online.optimizer=adam --set train.log_every=10)
+        s=1
+        while [ $s -le "$SEEDS" ]; do
+            S="--set model.seed=$s --set stream.seed=$s"
+            # the pi-transformer at the config's rate is oct-ablations' E4 run of the seed
+            e4=$OUT/oct-ablations/E4-seed$s
+            if [ "$lr_pi" = 1e-3 ] && [ -e "$e4/.done" ]; then
+                [ -e "$J/hanzi-pi-seed$s" ] || ln -s "$(cd "$e4" && pwd)" "$J/hanzi-pi-seed$s"
+            else online "$J/hanzi-pi-seed$s" $H --set train.lr="$lr_pi" $S; fi
+            online "$J/hanzi-sgd-seed$s" $H $CNN --set online.optimizer=sgd --set train.lr="$lr_sgd" $S
+            online "$J/hanzi-adam-seed$s" $H $CNN --set online.optimizer=adam --set train.lr="$lr_adam" $S
+            # the paper's hyperparameters for the pi-transformer (Sec. 4: lr 1e-4, 8 replay streams)
+            online "$J/fmnist-paper-pi-seed$s" $F $PAPER --set online.streams=8 --set train.lr=1e-4 \
+                --set train.log_every=80 $S
+            online "$J/fmnist-paper-sgd-seed$s" $F $PAPER $CNN --set online.optimizer=sgd --set train.lr="$lr_fsgd" \
+                --set train.log_every=10 $S
+            online "$J/fmnist-paper-adam-seed$s" $F $PAPER $CNN --set online.optimizer=adam \
+                --set train.lr="$lr_fadam" --set train.log_every=10 $S
+            s=$((s + 1))
+        done
+        }
+        for v in hanzi-pi hanzi-sgd hanzi-adam fmnist-paper-pi fmnist-paper-sgd fmnist-paper-adam; do
+            # shellcheck disable=SC2046 # one --report per run directory
+            step "$J/report-$v.md" "$METACL" online $(for d in "$J/$v"-seed*; do printf ' --report %s' "$d"; done)
+        done
+        step "$J/oct-baselines.json" python3 -c 'import json, sys, glob
+J = sys.argv[1]
+out = {"job": "tools/scripts/review-runs.sh oct-baselines", "grids": [], "variants": []}
+for v in ("hanzi-pi", "hanzi-sgd", "hanzi-adam", "fmnist-paper-sgd", "fmnist-paper-adam"):
+    out["grids"].append(json.load(open("%s/%s-grid.json" % (J, v))))
+for v in ("hanzi-pi", "hanzi-sgd", "hanzi-adam", "fmnist-paper-pi", "fmnist-paper-sgd", "fmnist-paper-adam"):
+    runs = [json.load(open(f)) for f in sorted(glob.glob("%s/%s-seed*/summary.json" % (J, v)))]
+    d = {"name": v, "seeds": [int(r["run"].rsplit("seed", 1)[1]) for r in runs]}
+    for k in ("cum_nll", "online_acc", "early_task_acc", "late_task_acc", "early_acc_at_3to7", "late_acc_at_3to7"):
+        d[k] = [r[k] for r in runs]
+    out["variants"].append(d)
+json.dump(out, sys.stdout, indent=1)' "$J" ;;
     oct-freeze)
         # the reference (no freeze) is oct-ablations' E4-seedS: the same config and seeds
         s=1
