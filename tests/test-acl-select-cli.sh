@@ -36,6 +36,10 @@ assert all(0 <= v <= 1 for v in sc), "scores are fractions"
 assert s["chosen"] == sc.index(max(sc)), "chosen is the first best"
 assert s["fixed"] == ["epochs"] and all(q["epochs"] == 1 for q in p), "epochs=1 stays fixed"
 assert len(set(q["lr"] for q in p)) == len(p), "the points differ in lr"
+lrs = sorted(q["lr"] for q in p); cl = p[s["chosen"]]["lr"]
+assert 1 < s["n_grid"] <= s["n"], "n_grid %d of %d" % (s["n_grid"], s["n"])
+assert not (cl == lrs[-1] and cl < 0.999) and not (cl == lrs[0] and cl > 1.001e-7), \
+    "the chosen lr %g is on an edge the grid did not grow past" % cl
 c = d["provenance"]["config"]["models"][0]
 assert abs(c["lr"] - p[s["chosen"]]["lr"]) < 1e-9 and c["epochs"] == 1, "evaluated with the chosen lr"
 assert d["provenance"]["config"]["select"] is True and 0 <= m["acc"] <= 1
@@ -80,6 +84,13 @@ python3 -c 'import json, sys
 d = json.load(open(sys.argv[1])); d["models"][0]["selection"]["chosen"] = d["models"][0]["selection"]["n"]
 json.dump(d, open(sys.argv[2], "w"))' "$TMP/seq.json" "$TMP/bad.json"
 sel_ok "a chosen index out of range is caught" "$TMP/bad.json" two-task val hershey 1
+# ... and a chosen lr left on the grid's upper edge (the points above it dropped)
+python3 -c 'import json, sys
+d = json.load(open(sys.argv[1])); s = d["models"][0]["selection"]; c = s["points"][s["chosen"]]
+s["points"] = [q for q in s["points"] if q["lr"] <= c["lr"]]; s["n"] = len(s["points"])
+s["n_grid"] = min(s["n_grid"], s["n"]); s["chosen"] = s["points"].index(c)
+json.dump(d, open(sys.argv[2], "w"))' "$TMP/seq.json" "$TMP/edge.json"
+sel_ok "a chosen lr on an unprobed edge is caught" "$TMP/edge.json" two-task val hershey 1
 
 # ---- --val-classes: episodes from the meta-validation classes (seq/two-task only)
 check "--val-classes with split-dil" 2 "$METACL" eval acl --protocol split-dil --data hershey --val-classes --baseline sgd

@@ -491,6 +491,46 @@ static void test_end_to_end(mcl_ctx *ctx, const mcl_dataset *train, const mcl_da
     mcl_ctx_clear_error(ctx);
 }
 
+/* The grown search's promise on axis ax (1 epochs, 2 the method's value): the best point has a
+ * visited point on each side along that axis (the others equal), or the ladder ends there. */
+static int grown_inside(const mcl_baseline_selection *s, int ax)
+{
+    const mcl_baseline_grid_point *b = &s->point[s->best];
+    const double v = ax == 1 ? (double)b->epochs : (double)b->hp;
+    for (int dir = -1; dir <= 1; dir += 2) {
+        double next;
+        if (!mcl_baseline_grid_next(ax, v, dir, &next)) continue;
+        int side = 0;
+        for (int g = 0; g < s->n; g++) {
+            const mcl_baseline_grid_point *p = &s->point[g];
+            const double w = ax == 1 ? (double)p->epochs : (double)p->hp;
+            const int same = p->lr == b->lr && (ax == 1 ? (p->hp == b->hp || (isnan(p->hp) && isnan(b->hp)))
+                                                        : p->epochs == b->epochs);
+            if (same && (dir > 0 ? w > v : w < v)) side = 1;
+        }
+        if (!side) return 0;
+    }
+    return 1;
+}
+
+/* The grid's ladders: the 1-3 steps of lr and the method's value, epochs doubling, the ends. */
+static void test_grid_next(void)
+{
+    static const struct { int axis; double v; int dir; int ok; double next; } T[] = {
+        {0, 1e-3, 1, 1, 3e-3}, {0, 3e-3, 1, 1, 1e-2}, {0, 1e-2, -1, 1, 3e-3}, {0, 3e-3, -1, 1, 1e-3},
+        {0, 1.0, 1, 0, 0},     {0, 1e-7, -1, 0, 0},   {2, 1e4, 1, 1, 3e4},    {2, 0.0, -1, 0, 0},
+        {2, 0.1, -1, 1, 0.03}, {1, 25, 1, 1, 50},     {1, 1, -1, 0, 0},       {1, 5, -1, 1, 2},
+        {1, 200, 1, 0, 0},     {3, 1, 1, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        double n = -1;
+        const int ok = mcl_baseline_grid_next(T[i].axis, T[i].v, T[i].dir, &n);
+        CHECK(ok == T[i].ok && (!ok || fabs(n - T[i].next) <= 1e-9 * T[i].next), /* exact ladder values */
+              "grid_next(axis %d, %g, %+d) = %d, %g (want %d, %g)", T[i].axis, T[i].v, T[i].dir, ok, n, T[i].ok,
+              T[i].next);
+    }
+}
+
 static void test_select(mcl_ctx *ctx, const mcl_dataset *train, const mcl_dataset *test)
 {
     const float *v = NULL;
@@ -515,16 +555,23 @@ static void test_select(mcl_ctx *ctx, const mcl_dataset *train, const mcl_datase
     mcl_baseline_config base = cfg_of("si:optim=adam"), best;
     mcl_baseline_selection sel;
     mcl_status st = mcl_baseline_select_hp(ctx, &base, &val, lr, 1, ep, 2, hp, 2, &best, &sel);
-    CHECK(st == MCL_OK && sel.n == 4, "select SI: %s", mcl_ctx_error(ctx));
+    CHECK(st == MCL_OK && sel.n_grid == 4 && sel.n >= 4, "select SI: %s", mcl_ctx_error(ctx));
     if (st == MCL_OK) {
         for (int i = 0; i < sel.n; i++)
-            printf("  grid lr %g epochs %d c %g: ACC %.3f\n", (double)sel.point[i].lr, sel.point[i].epochs,
-                   (double)sel.point[i].hp, sel.point[i].score);
+            printf("  grid lr %g epochs %d c %g: ACC %.3f%s\n", (double)sel.point[i].lr, sel.point[i].epochs,
+                   (double)sel.point[i].hp, sel.point[i].score, i >= sel.n_grid ? " (grown)" : "");
         CHECK(sel.point[0].hp == 0.0f && sel.point[1].hp == 1000.0f && sel.point[2].epochs == 3,
               "grid order: epochs, then the method's value");
         CHECK(best.si_c == sel.point[sel.best].hp && best.epochs == sel.point[sel.best].epochs &&
                   best.method == MCL_BASELINE_SI,
               "best config carries the chosen c");
+        CHECK(grown_inside(&sel, 1) && grown_inside(&sel, 2), "the chosen point is not on a grown axis' edge");
+        /* the property check fails on a selection whose best sits on an edge nothing probed */
+        mcl_baseline_selection bad = sel;
+        bad.n = bad.n_grid = 2; /* c 0 and 1000 at epochs 1 only */
+        bad.best = 1;
+        bad.point[1].score = 2.0;
+        CHECK(!grown_inside(&bad, 2), "an unprobed edge best is caught");
     }
     base = cfg_of("replay:optim=adam");
     st = mcl_baseline_select_hp(ctx, &base, &val, lr, 1, ep, 1, NULL, 0, &best, &sel);
@@ -579,6 +626,7 @@ int main(void)
     test_lwf(ctx);
     test_replay();
     test_parse();
+    test_grid_next();
     mcl_dataset *train = make_ds("synth-train", 20, 1);
     mcl_dataset *test = make_ds("synth-test", 10, 2);
     if (train && test) {

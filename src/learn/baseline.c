@@ -789,6 +789,61 @@ float mcl_baseline_get_hp(const mcl_baseline_config *c)
     }
 }
 
+/* The next value of a grid axis past v in direction dir (+1 up, -1 down); 0 when the axis'
+ * ladder ends there. lr (axis 0) and the method's value (axis 2) step on the 1-3 ladder
+ * (1e-3 -> 3e-3 -> 1e-2; down 1e-2 -> 3e-3), lr within [1e-7, 1], the method's value within
+ * [1e-4, 1e6] and never from 0; epochs (axis 1) double up to 200 and halve down to 1. */
+int mcl_baseline_grid_next(int axis, double v, int dir, double *next)
+{
+    if (!next || !(v > 0) || (dir != 1 && dir != -1)) return 0;
+    double w;
+    if (axis == 1) {
+        w = dir > 0 ? 2 * v : floor(v / 2);
+        if (w < 1 || w > 200 || w == v) return 0;
+    } else if (axis == 0 || axis == 2) {
+        const double e = pow(10.0, floor(log10(v) + 1e-9)), m = v / e; /* v = m 10^k, m in [1, 10) */
+        if (dir > 0) w = m < 2 ? 3 * e : 10 * e;
+        else w = m < 2 ? 0.3 * e : (m < 4 ? e : 3 * e);
+        if (axis == 0 ? (w < 1e-7 * 0.999 || w > 1.001) : (w < 1e-4 * 0.999 || w > 1e6 * 1.001)) return 0;
+    } else {
+        return 0;
+    }
+    *next = w;
+    return 1;
+}
+
+static double axis_value(const mcl_baseline_grid_point *p, int ax)
+{
+    return ax == 0 ? (double)p->lr : ax == 1 ? (double)p->epochs : (double)p->hp;
+}
+
+/* One point of the search: the baseline (base with lr, epochs and the method's value hp, NaN
+ * for none) trained and evaluated on val, appended to s; s->best follows the highest score. */
+static mcl_status select_visit(mcl_ctx *ctx, const mcl_baseline_config *base, const mcl_eval_data *val,
+                               float lr, int epochs, float hp, mcl_baseline_selection *s)
+{
+    mcl_baseline_config c = *base;
+    c.lr = lr;
+    c.epochs = epochs;
+    if (!isnan(hp)) mcl_baseline_set_hp(&c, hp);
+    mcl_cl_result res;
+    mcl_status st = val->kind == MCL_EVAL_SEQ
+                        ? mcl_baseline_eval_seq(ctx, &c, val->pools, val->seq, &res)
+                        : mcl_baseline_eval_splitx(ctx, &c, val->train, val->test, val->splitx, &res);
+    if (st != MCL_OK) return st;
+    mcl_baseline_grid_point *p = &s->point[s->n++];
+    p->lr = c.lr;
+    p->epochs = c.epochs;
+    p->hp = mcl_baseline_get_hp(&c);
+    p->score = res.mean.acc;
+    p->score_std = res.std.acc;
+    mcl_cl_result_free(&res);
+    const double sc = isnan(p->score) ? -INFINITY : p->score;
+    if (s->best < 0 || sc > (isnan(s->point[s->best].score) ? -INFINITY : s->point[s->best].score))
+        s->best = s->n - 1;
+    return MCL_OK;
+}
+
 mcl_status mcl_baseline_select(mcl_ctx *ctx, const mcl_baseline_config *base,
                                const mcl_eval_data *val, const float *lrs, int n_lr,
                                const int *epochs, int n_epochs, mcl_baseline_config *best,
@@ -845,35 +900,45 @@ mcl_status mcl_baseline_select_hp(mcl_ctx *ctx, const mcl_baseline_config *base,
     mcl_baseline_selection *s = sel ? sel : &local;
     memset(s, 0, sizeof *s);
     s->best = -1;
-    double best_score = -INFINITY;
     mcl_status st = MCL_OK;
     for (int a = 0; a < n_lr && st == MCL_OK; a++)
         for (int e = 0; e < n_epochs && st == MCL_OK; e++)
-            for (int h = 0; h < n_hp && st == MCL_OK; h++) {
-                mcl_baseline_config c = *base;
-                c.lr = lrs[a];
-                c.epochs = epochs[e];
-                if (hps) mcl_baseline_set_hp(&c, hps[h]);
-                mcl_cl_result res;
-                st = val->kind == MCL_EVAL_SEQ
-                         ? mcl_baseline_eval_seq(ctx, &c, val->pools, val->seq, &res)
-                         : mcl_baseline_eval_splitx(ctx, &c, val->train, val->test, val->splitx, &res);
-                if (st != MCL_OK) break;
-                mcl_baseline_grid_point *p = &s->point[s->n++];
-                p->lr = c.lr;
-                p->epochs = c.epochs;
-                p->hp = mcl_baseline_get_hp(&c);
-                p->score = res.mean.acc;
-                p->score_std = res.std.acc;
-                mcl_cl_result_free(&res);
-                double sc = isnan(p->score) ? -INFINITY : p->score;
-                if (s->best < 0 || sc > best_score) {
-                    s->best = s->n - 1;
-                    best_score = sc;
-                }
-            }
+            for (int h = 0; h < n_hp && st == MCL_OK; h++)
+                st = select_visit(ctx, base, val, lrs[a], epochs[e], hps ? hps[h] : NAN, s);
+    s->n_grid = s->n;
     if (st == MCL_OK && s->best < 0)
         st = mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s: empty grid", fn);
+    /* the grid grows past an edge the best point sits on: along each axis the grid gave two or
+     * more values for, the best point with that value moved one step further is visited while
+     * the best is at the axis' largest or smallest visited value, until it is inside or the
+     * axis' ladder ends (or the point budget is spent) */
+    const int axis_n[3] = {n_lr, n_epochs, hps ? n_hp : 1};
+    for (int grew = 1; st == MCL_OK && grew;) {
+        grew = 0;
+        for (int ax = 0; ax < 3 && st == MCL_OK && !grew; ax++) {
+            if (axis_n[ax] < 2) continue;
+            const mcl_baseline_grid_point b = s->point[s->best];
+            const double v = axis_value(&b, ax);
+            double lo = v, hi = v;
+            for (int g = 0; g < s->n; g++) {
+                const double w = axis_value(&s->point[g], ax);
+                if (w < lo) lo = w;
+                if (w > hi) hi = w;
+            }
+            for (int dir = 1; dir >= -1 && !grew; dir -= 2) {
+                if (v != (dir > 0 ? hi : lo)) continue;
+                double next;
+                if (!mcl_baseline_grid_next(ax, v, dir, &next)) continue;
+                if (s->n >= MCL_BASELINE_GRID_MAX) break;
+                mcl_baseline_grid_point q = b;
+                if (ax == 0) q.lr = (float)next;
+                else if (ax == 1) q.epochs = (int)next;
+                else q.hp = (float)next;
+                st = select_visit(ctx, base, val, q.lr, q.epochs, q.hp, s);
+                grew = st == MCL_OK;
+            }
+        }
+    }
     if (st != MCL_OK) {
         memset(s, 0, sizeof *s);
         return st;

@@ -182,8 +182,9 @@ typedef struct mcl_baseline_grid_point {
 } mcl_baseline_grid_point;
 
 typedef struct mcl_baseline_selection {
-    int n;    /* points visited */
-    int best; /* index of the best point */
+    int n;      /* points visited                                                     */
+    int n_grid; /* the first n_grid are the grid's; the rest grew it past an edge     */
+    int best;   /* index of the best point                                            */
     mcl_baseline_grid_point point[MCL_BASELINE_GRID_MAX];
 } mcl_baseline_selection;
 
@@ -204,12 +205,19 @@ float mcl_baseline_get_hp(const mcl_baseline_config *c); /* NaN when the method 
 /* Grid search: every (lr, epochs, method hyperparameter) of the grid with the other fields of
  * *base (optim kind, method, batch size, channels, seed, ...) on `val`. lrs/epochs NULL = the
  * default grid of base->optim; the method's values = mcl_baseline_method_grid
- * (n_lr · n_epochs · n_hp <= MCL_BASELINE_GRID_MAX). On success *best = *base with the best
- * values, and sel (may be NULL) lists every point. */
+ * (n_lr · n_epochs · n_hp <= MCL_BASELINE_GRID_MAX). Then the grid grows: while the best point
+ * sits at the largest or smallest value visited on an axis the grid gave two or more values
+ * for, the best point moved one step further on that axis (mcl_baseline_grid_next) is visited,
+ * until the best is inside, the axis' ladder ends or MCL_BASELINE_GRID_MAX points are spent.
+ * On success *best = *base with the best values, and sel (may be NULL) lists every point. */
 mcl_status mcl_baseline_select(mcl_ctx *ctx, const mcl_baseline_config *base,
                                const mcl_eval_data *val, const float *lrs, int n_lr,
                                const int *epochs, int n_epochs, mcl_baseline_config *best,
                                mcl_baseline_selection *sel);
+/* The grid's next value past v (axis 0 lr, 1 epochs, 2 the method's value) in direction dir
+ * (+1 / -1) into *next: the 1-3 ladder for lr (1e-7..1) and the method's value (1e-4..1e6, never
+ * from 0), doubling / halving for epochs (1..200). Returns 0 where the ladder ends. */
+int mcl_baseline_grid_next(int axis, double v, int dir, double *next);
 /* The same with an explicit grid of the method's hyperparameter (hps NULL = its default;
  * ignored, one point, for a method without one). */
 mcl_status mcl_baseline_select_hp(mcl_ctx *ctx, const mcl_baseline_config *base,

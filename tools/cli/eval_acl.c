@@ -304,6 +304,8 @@ static void print_selection(mcl_json *j, const model_entry *e, const eval_facts 
     if (e->fix_hp && e->hp_name) mcl_json_str(j, NULL, e->hp_name);
     mcl_json_end_arr(j);
     mcl_json_int(j, "n", s->n);
+    /* points[0..n_grid) are the grid; the rest grew it past the edge the best sat on */
+    mcl_json_int(j, "n_grid", s->n_grid);
     mcl_json_int(j, "chosen", s->best);
     mcl_json_begin_arr(j, "points");
     for (int g = 0; g < s->n; g++) {
@@ -1012,8 +1014,9 @@ static int select_one(acl_eval_run *r, model_entry *e, const mcl_eval_data *vd, 
         const mcl_baseline_grid_point *p = &e->sel.point[g];
         char hps[48] = "";
         if (e->hp_name) snprintf(hps, sizeof hps, " %s %-7g", e->hp_name, (double)p->hp);
-        fprintf(stderr, "  lr %-7g epochs %-3d%s ACC %.4f ± %.4f%s\n", (double)p->lr, p->epochs, hps, p->score,
-                p->score_std, g == e->sel.best ? "   <- best" : "");
+        fprintf(stderr, "  lr %-7g epochs %-3d%s ACC %.4f ± %.4f%s%s\n", (double)p->lr, p->epochs, hps, p->score,
+                p->score_std, g >= e->sel.n_grid ? "   (grown past the edge)" : "",
+                g == e->sel.best ? "   <- best" : "");
     }
     e->selected = 1;
     e->base = best;
