@@ -9,10 +9,12 @@
 #   acl-seeds        acl-quick trained with SEEDS (5) training seeds, each evaluated on the
 #                    task it learns (2-way 1-shot, held-out hershey classes; 5 runs × 64
 #                    episodes): the training-seed spread next to the evaluation spread ~30 min
-#   acl-baselines    EWC, online EWC, SI, LwF tuned over lr × their own coefficient (× epochs) on
-#                    fmnist-val (`--select`, the grid in the JSON), replay with buffers of 10 and
-#                    50, on Split-FMNIST DIL (15 shots) and the same methods in the CIL tables
-#                    (2 and 5 tasks)                                                ~10 h
+#   acl-baselines    SGD, Adam, EWC, online EWC, SI, LwF tuned over lr × epochs × their own
+#                    coefficient on fmnist-val (`--select`, grown past its edges, the grid in
+#                    the JSON), replay with buffers of 10 and 50 (lr × epochs), on Split-FMNIST
+#                    DIL (5 tasks, 15 shots) and CIL (2 and 5 tasks, 5 shots); then each
+#                    setting's final table on the test file, RUNS runs, next to its ACL models
+#                    (SETTING-final.json)                                           ~10 h
 #   acl-emergence    the paper's Sec. 4.2 curve: noacl-2task.conf (hanzi and hershey, 2 tasks, no
 #                    ACL term) meta-trained from scratch for 6 000 steps with SEEDS seeds,
 #                    validated every 100 steps; metrics.csv's val_main_* and val_bwd_* (the
@@ -147,25 +149,37 @@ for job; do
             --runs 5 --episodes 64 $(s=1; while [ $s -le "$SEEDS" ]; do printf ' --ckpt seed%s=%s/seed%s/best.ckpt' $s "$J" $s
             s=$((s + 1)); done) --json-out "$J/eval.json" --quiet ;;
     acl-baselines)
-        P="--protocol split-dil --data fmnist-val --tasks 5 --k-shot 15 --final-only"
-        for m in sgd adam ewc ewc-online si lwf; do
-            # shellcheck disable=SC2086
-            step "$J/select-$m.md" "$METACL" eval acl $P --runs 3 --select --baseline "$m:regime=shots" \
-                --json-out "$J/select-$m.json" --quiet
-        done
-        for b in 10 50; do
-            # shellcheck disable=SC2086
-            step "$J/select-replay$b.md" "$METACL" eval acl $P --runs 3 --select \
-                --baseline "replay:buffer=$b,regime=shots" --json-out "$J/select-replay$b.json" --quiet
-        done
-        echo "review-runs: the chosen points are in $J/select-*.json (selection.chosen); a choice on the"
-        echo "edge of its grid: widen it with --baseline METHOD:lr=...,... and rerun that step."
-        for t in 2 5; do
-            # shellcheck disable=SC2086
-            for m in sgd adam ewc ewc-online si lwf replay; do
-                step "$J/cil$t-select-$m.md" "$METACL" eval acl --protocol split-cil --data fmnist-val --tasks $t \
-                    --k-shot 5 --runs 3 --select --baseline "$m:regime=shots" --json-out "$J/cil$t-select-$m.json" --quiet
+        # three settings: Split-FMNIST domain-incremental 5 tasks x 15 shots, class-incremental 2
+        # and 5 tasks x 5 shots; contexts from the 55 000 training images outside fmnist-val
+        for st in "dil5:split-dil 5 15" "cil2:split-cil 2 5" "cil5:split-cil 5 5"; do
+            name=${st%%:*} set=${st#*:}
+            proto=$(echo "$set" | cut -d" " -f1) T=$(echo "$set" | cut -d" " -f2) K=$(echo "$set" | cut -d" " -f3)
+            P="--protocol $proto --data fmnist-val --tasks $T --k-shot $K --final-only"
+            # every method's whole grid on the held-out val images (lr x epochs x its own value,
+            # grown past an edge the best sits on; replay: lr x epochs at buffers 10 and 50), 3
+            # runs a point; the grids are the JSON's selection blocks
+            specs=""
+            for m in sgd adam ewc ewc-online si lwf replay:buffer=10 replay:buffer=50; do
+                f=$J/$name-select-$(echo "$m" | tr -d :=)
+                case $m in *:*) spec="$m,regime=shots" ;; *) spec="$m:regime=shots" ;; esac
+                # shellcheck disable=SC2086
+                step "$f.md" "$METACL" eval acl $P --runs 3 --select --baseline "$spec" --json-out "$f.json" --quiet
+                specs="$specs --baseline $(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))["models"][0]; s = m["selection"]; p = s["points"][s["chosen"]]
+kv = ["lr=%g" % p["lr"], "epochs=%d" % p["epochs"], "regime=shots"]
+if s.get("hyperparameter"): kv.append("%s=%g" % (s["hyperparameter"], p[s["hyperparameter"]]))
+spec = sys.argv[2]
+print(spec.split(":")[0] + ":" + ",".join(kv + spec.split(":")[1:]))' "$f.json" "$m")"
             done
+            # the chosen baselines on the test file, RUNS runs (the same episodes for every
+            # model: the paired comparisons of the doc), next to the ACL models of the setting
+            case $name in
+            dil5) ck="--ckpt ACL-5task-gen=$CK/acl-split5-gen.ckpt" ;;
+            cil2) ck="--ckpt ACL-2task-gen=$CK/acl-2task-gen.ckpt --ckpt ACL-CIL2-gen=$CK/acl-cil2-gen.ckpt" ;;
+            *) ck="--ckpt ACL-CIL10-gen=$CK/acl-cil10-gen.ckpt" ;;
+            esac
+            # shellcheck disable=SC2086 # $P, $ck and $specs hold options
+            step "$J/$name-final.md" "$METACL" eval acl $P --runs "$RUNS" $ck $specs --json-out "$J/$name-final.json" --quiet
         done ;;
     acl-emergence)
         s=1
