@@ -294,7 +294,32 @@ json.dump(out, sys.stdout, indent=1)' "$J" ;;
         done
         # shellcheck disable=SC2046 # one --report per run directory
         step "$J/report-E4.md" "$METACL" online $(for d in "$OUT"/oct-ablations/E4-seed*; do
-            [ -e "$d/.done" ] && printf ' --report %s' "$d"; done) ;;
+            [ -e "$d/.done" ] && printf ' --report %s' "$d"; done)
+        # seed 1 of each freeze point next to the unfrozen run: per-task and within-task figures
+        [ -s "$J/figures/per-task.png" ] || "$METACL" online --report "$OUT/oct-ablations/E4-seed1" \
+            --report "$J/freeze2000-seed1" --report "$J/freeze5000-seed1" --report "$J/freeze10000-seed1" \
+            --figures "$J/figures" >/dev/null
+        # every run's summary in one JSON (the doc's table is tied to it); after_freeze: the mean
+        # per-task accuracy over the tasks that start at or after P, for the unfrozen runs too
+        step "$J/oct-freeze.json" python3 -c 'import json, sys, glob
+J, A = sys.argv[1], sys.argv[2]
+out = {"job": "tools/scripts/review-runs.sh oct-freeze", "variants": []}
+for v, P in (("E4", 0), ("freeze2000", 2000), ("freeze5000", 5000), ("freeze10000", 10000)):
+    runs = [json.load(open(f)) for f in sorted(glob.glob("%s/%s-seed*/summary.json" % (A if v == "E4" else J, v)))]
+    d = {"name": v, "freeze_at": P, "seeds": [int(r["run"].rsplit("seed", 1)[1]) for r in runs]}
+    for k in ("cum_nll", "online_acc", "late_task_acc", "late_acc_at_3to7"):
+        d[k] = [r[k] for r in runs]
+    for Q in (2000, 5000, 10000):
+        t = [r["task_acc"][Q // (r["examples"] // len(r["task_acc"])):] for r in runs]
+        d["after_%d" % Q] = [sum(x) / len(x) for x in t]
+    if P:  # paired on the seeds: the frozen run minus the unfrozen one, after its own P
+        e4 = out["variants"][0]
+        assert d["seeds"] == e4["seeds"], "the same seeds"
+        d["after_own"] = d["after_%d" % P]
+        d["after_own_minus_E4"] = [a - b for a, b in zip(d["after_own"], e4["after_%d" % P])]
+        d["cum_nll_minus_E4"] = [a - b for a, b in zip(d["cum_nll"], e4["cum_nll"])]
+    out["variants"].append(d)
+json.dump(out, sys.stdout, indent=1)' "$J" "$OUT/oct-ablations" ;;
     oct-recurring)
         D=$J/data # hanzi with 100 renderings per class (the tgz is copied when data/cache has it)
         if [ ! -s "$D/hanzi/images.idx" ]; then
