@@ -47,7 +47,10 @@
 #   smn-seeds        the WCST agent (smn-wcst.conf, 300 windows) trained with SEEDS seeds
 #                    (model, training and environment seed s; s = 1 is the shipped recipe),
 #                    each evaluated on WCST (10 runs of 10 rules): the training-seed spread ~15 min
-#   smn-online       Online-X, 5 runs of 50 tasks per stream on hanzi, hershey, kanji ~12 h
+#   smn-online       Online-X, 5 runs of 50 tasks per stream (lengths 1-15, 20-35, 40-55,
+#                    60-75 rounds) on hanzi, hershey, kanji, the stroke sets rendered with 256
+#                    instances a class (no image repeats within a task), the baselines' rates
+#                    chosen on hanzi's validation classes                          ~6 h
 #   lm-nofast        the Transformer-XL of lm-text.conf trained the same 6 000 steps without
 #                    fast weights (model.fast = 0), then static and dynamic evaluation of it and
 #                    static, dynamic and Sparse-MetaNet evaluation of the shipped model (the
@@ -357,7 +360,34 @@ json.dump(out, sys.stdout, indent=1)' "$J" "$OUT/oct-ablations" ;;
             $(s=1; while [ $s -le "$SEEDS" ]; do printf ' --ckpt seed%s=%s/seed%s/last.ckpt' $s "$J" $s
             s=$((s + 1)); done) --json-out "$J/wcst.json" --quiet ;;
     smn-online)
-        [ -s "$J/done" ] || { OUT="$J" ONLINE_TASKS=50 ONLINE_RUNS=5 tools/scripts/smn-experiments.sh online; : >"$J/done"; } ;;
+        # the stroke sets rendered with 256 instances a class: a task of at most 75 rounds of 16
+        # images over 5 classes draws at most 1 200 images from the 5 x 256 of its classes,
+        # without replacement (src/data/streams.c), so no image repeats within a task
+        D=$J/data
+        for dom in hanzi hershey kanji; do
+            [ -s "$D/$dom/images.idx" ] && continue
+            mkdir -p "$D"
+            for t in data/cache/*.tgz; do [ -s "$t" ] && [ ! -s "$D/${t##*/}" ] && cp "$t" "$D/"; done
+            "$METACL" data prepare "$dom" --instances 256 --data-dir "$D"
+        done
+        # the baselines' learning rates by the grid search on hanzi's validation classes (2 runs
+        # a point, grown at its edges; the JSON's grid), then used for every domain
+        ft='' po='' pr=''
+        for dom in hanzi hershey kanji; do
+            grid=''
+            [ $dom = hanzi ] && grid="--val-runs 2"
+            # shellcheck disable=SC2086 # $grid holds options
+            step "$J/online-$dom.md" "$METACL" eval smn --protocol online --ckpt Sparse-MetaNet="$CK/smn-online-hanzi.ckpt" \
+                --baseline online:"$CK/smn-online-hanzi-ft.ckpt$ft" --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt$po" \
+                --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt$pr" --data $dom --data-dir "$D" \
+                --lengths 1-15,20-35,40-55,60-75 --tasks 50 --runs 5 --round 16 $grid --figures "$J/figures-$dom" \
+                --json-out "$J/online-$dom.json" --quiet
+            if [ $dom = hanzi ]; then # the chosen learning rates of the three baselines, as ":LR"
+                lrs=$(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["agents"]
+print(" ".join(":%g" % x["lr"] for x in a[1:4]))' "$J/online-hanzi.json")
+                ft=$(echo "$lrs" | cut -d" " -f1) po=$(echo "$lrs" | cut -d" " -f2) pr=$(echo "$lrs" | cut -d" " -f3)
+            fi
+        done ;;
     lm-nofast)
         # the model without fast weights, trained like the shipped one; the shipped checkpoint
         # (data/checkpoints/lm-text.ckpt, the same config and steps, doc/lm.md) is the pair's
