@@ -56,6 +56,9 @@
 #                    static, dynamic and Sparse-MetaNet evaluation of the shipped model (the
 #                    same recipe with fast weights) on the pinned switching stream and on one
 #                    domain at a time                                              ~2 h
+#   lm-seeds         lm-text.conf trained with seeds 2..SEEDS (seed 1: the shipped model), each
+#                    read static / dynamic / Sparse-MetaNet on the main job's switching stream:
+#                    the training-seed spread of the LM's bits per byte (lm-seeds.json) ~5 h
 # Environment: METACL (./metacl), OUT (runs/review), SEEDS (5), RUNS (evaluation runs, 10).
 set -eu
 METACL=${METACL:-./metacl}
@@ -133,7 +136,7 @@ step() {
 }
 
 for job; do
-    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-baselines | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast) ;;
+    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-baselines | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast | lm-seeds) ;;
     *) echo "review-runs: unknown job '$job' (see the header of $0)" >&2; exit 2 ;;
     esac
     J=$OUT/$job
@@ -408,6 +411,33 @@ print(" ".join(":%g" % x["lr"] for x in a[1:4]))' "$J/online-hanzi.json")
                     --json-out "$J/$m-$d.json" --quiet
             done
         done ;;
+    lm-seeds)
+        # lm-text.conf trained with seeds 2..SEEDS (model, data and training seed s); seed 1 is
+        # the shipped model (data/checkpoints/lm-text.ckpt, the same config), not trained again
+        s=2
+        while [ $s -le "$SEEDS" ]; do
+            train lm data/configs/lm-text.conf "$J/seed$s" --set model.seed=$s --set data.seed=$s --set train.seed=$s
+            s=$((s + 1))
+        done
+        # each on the main job's switching stream, read the three ways with the main job's
+        # settings (doc/lm.md section 3)
+        s=1
+        while [ $s -le "$SEEDS" ]; do
+            ck=$J/seed$s/best.ckpt
+            [ $s = 1 ] && ck=$CK/lm-text.ckpt
+            step "$J/seed$s-switching.md" "$METACL" eval lm --ckpt "$ck" --data-dir data/text-eval --block 10000 \
+                --max-chars 100000 --mode static,dynamic,smn --p 0.02 --gamma 0 --beta1 0 --beta2 1 --lr 0.03 \
+                --decay 0.001 --json-out "$J/seed$s-switching.json" --quiet
+            s=$((s + 1))
+        done
+        step "$J/lm-seeds.json" python3 -c 'import json, sys, glob
+out = {"job": "tools/scripts/review-runs.sh lm-seeds", "seeds": [], "static": [], "dynamic": [], "smn": []}
+for f in sorted(glob.glob(sys.argv[1] + "/seed*-switching.json")):
+    d = json.load(open(f))
+    out["seeds"].append(int(f.rsplit("/seed", 1)[1].split("-")[0]))
+    for m in ("static", "dynamic", "smn"):
+        out[m].append(d["modes"][m]["bpc"])
+json.dump(out, sys.stdout, indent=1)' "$J" ;;
     *)
         echo "review-runs: unknown job '$job' (see the header of $0)" >&2
         exit 2 ;;
