@@ -118,3 +118,38 @@ libc.fopen.restype = P
 libc.fopen.argtypes = [S, S]
 libc.fclose.restype = I
 libc.fclose.argtypes = [P]
+
+# struct layouts (abi.h): every ctypes mirror of a C struct is checked against the library it
+# opened, so a field added on one side is an ImportError naming it, never a silent misread
+abi_size = _fn("mcl_abi_size", I64, S)
+abi_offset = _fn("mcl_abi_offset", I64, S, S)
+abi_type = _fn("mcl_abi_type", S, I)
+CHECKED = {}  # C struct name -> the ctypes class checked against it
+
+
+def layout_errors(cls, ctype, leading=False):
+    """The differences between the ctypes structure cls and the library's struct ctype: its
+    size (unless leading: cls mirrors only the struct's first fields) and each field's offset
+    (a Python field name may end in '_' where the C name is a Python keyword)."""
+    size = abi_size(ctype.encode())
+    if size < 0:
+        return ["the library does not describe %s" % ctype]
+    errs = []
+    if not leading and size != ctypes.sizeof(cls):
+        errs.append("%s is %d bytes in the library, %d in %s" % (ctype, size, ctypes.sizeof(cls), cls.__name__))
+    for name, _ in cls._fields_:
+        off = abi_offset(ctype.encode(), name.rstrip("_").encode())
+        if off != getattr(cls, name).offset:
+            errs.append("%s.%s is at %s in the library, at %d in %s" % (
+                ctype, name.rstrip("_"), "no offset" if off < 0 else off, getattr(cls, name).offset, cls.__name__))
+    return errs
+
+
+def check_layout(cls, ctype, leading=False):
+    """Raise ImportError when cls does not mirror the library's struct ctype (layout_errors)."""
+    errs = layout_errors(cls, ctype, leading)
+    if errs:
+        raise ImportError("metacl: this package does not match the library it opened (%s): %s" % (
+            getattr(lib, "_name", "libmetacl"), "; ".join(errs)))
+    CHECKED[ctype] = cls
+    return cls

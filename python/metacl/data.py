@@ -39,6 +39,9 @@ class _CDataset(ctypes.Structure):
                 ("std", ctypes.c_float), ("content_side", ctypes.c_int)]
 
 
+_lib.check_layout(_CDataset, "mcl_dataset", leading=True)
+
+
 class Dataset:
     """Images [n, 32, 32] uint8 and labels [n] int32 of one set (or split of a set)."""
 
@@ -148,13 +151,22 @@ class Rng(ctypes.Structure):
         _lib.lib.mcl_rng_init(ctypes.byref(self), int(seed), int(stream))
 
 
+_lib.check_layout(Rng, "mcl_rng")
+
+
 class _EpisodeCfg(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int) for n in ("n_way", "k_shot", "n_query", "first_shot", "n_tasks",
                                             "share_classes", "class_incremental")]
 
 
+_lib.check_layout(_EpisodeCfg, "mcl_episode_cfg")
+
+
 class _ClassPool(ctypes.Structure):
     _fields_ = [("ds", ctypes.c_void_p), ("classes", ctypes.POINTER(ctypes.c_int32)), ("n_classes", ctypes.c_int)]
+
+
+_lib.check_layout(_ClassPool, "mcl_class_pool")
 
 
 _lib.lib.mcl_rng_init.restype = None
@@ -263,20 +275,32 @@ class _CStream(ctypes.Structure):
                 ("task_role", ctypes.POINTER(ctypes.c_int8)), ("task_prev_label", ctypes.POINTER(ctypes.c_int32))]
 
 
+_lib.check_layout(_CStream, "mcl_stream")
+
+
 class _OnlineXCfg(ctypes.Structure):
     _fields_ = [("n_tasks", ctypes.c_int), ("n_way", ctypes.c_int), ("n_kept", ctypes.c_int),
                 ("n_persev", ctypes.c_int), ("len_min", ctypes.c_int), ("len_max", ctypes.c_int),
                 ("round_size", ctypes.c_int), ("max_per_class", ctypes.c_int64), ("code_exact", ctypes.c_int)]
 
 
+_lib.check_layout(_OnlineXCfg, "mcl_onlinex_cfg")
+
+
 class _PwCfg(ctypes.Structure):
     _fields_ = [("n_tasks", ctypes.c_int), ("n_way", ctypes.c_int), ("per_task", ctypes.c_int64)]
+
+
+_lib.check_layout(_PwCfg, "mcl_pwstream_cfg")
 
 
 class _SplitXCfg(ctypes.Structure):
     _fields_ = [("n_tasks", ctypes.c_int), ("classes_per_task", ctypes.c_int), ("k_shot", ctypes.c_int),
                 ("run", ctypes.c_int), ("mode", ctypes.c_int), ("classes", ctypes.POINTER(ctypes.c_int32)),
                 ("shuffle_seed", ctypes.c_uint64), ("draw_classes", ctypes.c_int)]
+
+
+_lib.check_layout(_SplitXCfg, "mcl_splitx_cfg")
 
 
 class _CSplitX(ctypes.Structure):
@@ -288,6 +312,9 @@ class _CSplitX(ctypes.Structure):
                 ("task_ctx_start", ctypes.POINTER(ctypes.c_int64)), ("n_query", ctypes.c_int64),
                 ("query_index", ctypes.POINTER(ctypes.c_int64)), ("query_label", ctypes.POINTER(ctypes.c_int32)),
                 ("query_task", ctypes.POINTER(ctypes.c_int32)), ("task_query_start", ctypes.POINTER(ctypes.c_int64))]
+
+
+_lib.check_layout(_CSplitX, "mcl_splitx")
 
 
 for _name, _args in [("mcl_stream_onlinex", [ctypes.POINTER(_ClassPool), ctypes.POINTER(_OnlineXCfg)]),

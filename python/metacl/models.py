@@ -343,6 +343,9 @@ class _TaskRec(ctypes.Structure):
                                                 "kept_n", "hits", "n")]
 
 
+_lib.check_layout(_TaskRec, "mcl_smn_task_rec")
+
+
 SMN_TASKS = {0: "wcst", 1: "onlinex", 2: "classes"}
 SMN_AGENTS = {"alg1": 0, "fast-only": 1, "frozen": 4}
 

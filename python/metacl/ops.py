@@ -30,8 +30,14 @@ class AttnOpts(ctypes.Structure):
                 ("scale", ctypes.c_float), ("alibi", ctypes.c_float)]
 
 
+_lib.check_layout(AttnOpts, "mcl_attn_opts")
+
+
 class _Params(ctypes.Structure):
     _fields_ = [("f", ctypes.c_float * 8), ("i", ctypes.c_int64 * 8), ("u", ctypes.c_uint64 * 4)]
+
+
+_lib.check_layout(_Params, "mcl_op_params")
 
 
 class _OpArgs(ctypes.Structure):
@@ -43,6 +49,9 @@ class _OpArgs(ctypes.Structure):
                 ("gin", ctypes.c_void_p * _ops_table.MAX_IN),
                 ("p", _Params),
                 ("out_given", ctypes.c_int)]
+
+
+_lib.check_layout(_OpArgs, "mcl_op_args")
 
 
 _CTYPES = {"tensor": _lib.P, "tensors": ctypes.POINTER(_lib.P), "out": ctypes.POINTER(_lib.P),

@@ -148,3 +148,31 @@ def test_library_lookup(tmp_path):
     env["METACL_LIBRARY"] = str(tmp_path / "nowhere.so")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode != 0 and "METACL_LIBRARY" not in r.stdout and "nowhere.so" in r.stderr
+
+
+def test_struct_mirrors_match_the_library():
+    """Every struct the library describes (abi.h) is mirrored and was checked at import; a
+    mirror with a field missing or out of order is caught (the check can fail)."""
+    import ctypes
+    import metacl.models  # noqa: F401 (imports its mirrors)
+    from metacl import _lib, data
+    described = []
+    k = 0
+    while _lib.abi_type(k):
+        described.append(_lib.abi_type(k).decode())
+        k += 1
+    assert len(described) >= 13 and sorted(described) == sorted(_lib.CHECKED), (described, sorted(_lib.CHECKED))
+    for ctype, cls in _lib.CHECKED.items():
+        assert _lib.layout_errors(cls, ctype, leading=ctype == "mcl_dataset") == []
+
+    class Short(ctypes.Structure):  # mcl_splitx_cfg without its last field
+        _fields_ = data._SplitXCfg._fields_[:-1]
+
+    class Swapped(ctypes.Structure):  # two fields of mcl_episode_cfg exchanged
+        _fields_ = [("k_shot", ctypes.c_int), ("n_way", ctypes.c_int)] + data._EpisodeCfg._fields_[2:]
+
+    assert any("bytes" in e for e in _lib.layout_errors(Short, "mcl_splitx_cfg"))
+    assert any("n_way" in e for e in _lib.layout_errors(Swapped, "mcl_episode_cfg"))
+    assert _lib.layout_errors(Short, "mcl_no_such_struct") == ["the library does not describe mcl_no_such_struct"]
+    with pytest.raises(ImportError, match="does not match the library"):
+        _lib.check_layout(Short, "mcl_splitx_cfg")
