@@ -9,6 +9,7 @@
 #include <metacl/ops.h>
 #include <metacl/keys.h>
 #include <metacl/rng.h>
+#include <metacl/abi.h>
 #include <metacl/optim.h>
 #include <metacl/params.h>
 #include <metacl/checkpoint.h>
@@ -52,6 +53,7 @@ int main()
         reinterpret_cast<const void *>(&mcl_matmul),           // ops.h
         reinterpret_cast<const void *>(&mcl_keys_find),        // keys.h
         reinterpret_cast<const void *>(&mcl_rng_init),         // rng.h
+        reinterpret_cast<const void *>(&mcl_abi_size),         // abi.h
         reinterpret_cast<const void *>(&mcl_optim_create),     // optim.h
         reinterpret_cast<const void *>(&mcl_params_create),    // params.h
         reinterpret_cast<const void *>(&mcl_ckpt_save),        // checkpoint.h
