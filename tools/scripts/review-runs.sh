@@ -344,8 +344,25 @@ json.dump(out, sys.stdout, indent=1)' "$J" "$OUT/oct-ablations" ;;
             done
             s=$((s + 1))
         done
-        # shellcheck disable=SC2046 # one --report per run directory
-        step "$J/report.md" "$METACL" online $(for d in "$J"/C*-seed*; do printf ' --report %s' "$d"; done) ;;
+        # one report per variant (`online --report` takes at most 8 runs), seed 1's figures of
+        # both, and every run's summary in one JSON (the doc's table is tied to it)
+        for v in C500 C0; do
+            # shellcheck disable=SC2046 # one --report per run directory
+            step "$J/report-$v.md" "$METACL" online $(for d in "$J/$v"-seed*; do printf ' --report %s' "$d"; done)
+        done
+        [ -s "$J/figures/within-task.png" ] || "$METACL" online --report "$J/C500-seed1" --report "$J/C0-seed1" \
+            --figures "$J/figures" >/dev/null
+        step "$J/oct-recurring.json" python3 -c 'import json, sys, glob
+out = {"job": "tools/scripts/review-runs.sh oct-recurring", "variants": []}
+for v in ("C500", "C0"):
+    runs = [json.load(open(f)) for f in sorted(glob.glob("%s/%s-seed*/summary.json" % (sys.argv[1], v)))]
+    d = {"name": v, "seeds": [int(r["run"].rsplit("seed", 1)[1]) for r in runs]}
+    for k in ("cum_nll", "online_acc", "early_task_acc", "late_task_acc", "early_acc_at_5th", "late_acc_at_5th",
+              "early_acc_at_3to7", "late_acc_at_3to7"):
+        d[k] = [r[k] for r in runs]
+    d["late_minus_early_3to7"] = [a - b for a, b in zip(d["late_acc_at_3to7"], d["early_acc_at_3to7"])]
+    out["variants"].append(d)
+json.dump(out, sys.stdout, indent=1)' "$J" ;;
     smn-wcst)
         # the baselines' learning rates by the grid search (3 validation runs of other seeds,
         # grown at its edges; the points in the JSON's grid_lr / grid_score)
