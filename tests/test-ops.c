@@ -1346,7 +1346,8 @@ static int gen_grad_preproc(int k, tcase *tc)
     return 1;
 }
 
-/* smn_avg_z: I, G [shape] and m indices into them (distinct, shuffled; one case with repeats);
+/* smn_avg_z: I, G [shape] and m indices into them (distinct, shuffled; one case with repeats;
+ * three cases sorted and marked so, i0 = 1: OpenCL's one-launch kernel, one with repeats);
  * (gamma, beta1, beta2) as in training (0, 0, 1), evaluation (0.999, 0.5, 0.5) and between.
  * Per element I and G share a sign and the coefficients are >= 0, so z never cancels (the log
  * keeps float's relative error); an element is on grad_preproc's small branch (|I|, |G| <=
@@ -1356,12 +1357,14 @@ static int gen_smn_avg_z(int k, tcase *tc)
     static const struct {
         int64_t s[5];
         int64_t m;
-        int repeats;
+        int repeats, sorted;
         float gamma, beta1, beta2, P;
     } c[] = {
-        {{1, 1}, 1, 0, 0.0f, 0.0f, 1.0f, 10.0f},         {{1, 7}, 3, 0, 0.999f, 0.5f, 0.5f, 10.0f},
-        {{2, 13, 5}, 65, 0, 0.9f, 1.0f, 0.25f, 3.0f},    {{3, 4, 3, 5}, 17, 1, 0.5f, 0.75f, 2.0f, 10.0f},
-        {{2, BIG_R, BIG_C}, 3000, 0, 0.999f, 0.5f, 0.5f, 10.0f},
+        {{1, 1}, 1, 0, 0, 0.0f, 0.0f, 1.0f, 10.0f},      {{1, 7}, 3, 0, 0, 0.999f, 0.5f, 0.5f, 10.0f},
+        {{2, 13, 5}, 65, 0, 0, 0.9f, 1.0f, 0.25f, 3.0f}, {{3, 4, 3, 5}, 17, 1, 0, 0.5f, 0.75f, 2.0f, 10.0f},
+        {{1, 7}, 3, 0, 1, 0.999f, 0.5f, 0.5f, 10.0f},    {{2, 13, 5}, 65, 0, 1, 0.0f, 0.0f, 1.0f, 3.0f},
+        {{3, 4, 3, 5}, 17, 1, 1, 0.5f, 0.75f, 2.0f, 10.0f},
+        {{2, BIG_R, BIG_C}, 3000, 0, 0, 0.999f, 0.5f, 0.5f, 10.0f},
     };
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
@@ -1387,16 +1390,24 @@ static int gen_smn_avg_z(int k, tcase *tc)
         perm[r] = t;
         tc->x[ji][e] = (float)perm[e];
     }
+    if (c[k].sorted) /* insertion sort: m is small */
+        for (int64_t e = 1; e < m; e++)
+            for (int64_t d = e; d > 0 && tc->x[ji][d] < tc->x[ji][d - 1]; d--) {
+                const float t = tc->x[ji][d];
+                tc->x[ji][d] = tc->x[ji][d - 1];
+                tc->x[ji][d - 1] = t;
+            }
     if (c[k].repeats)
         for (int64_t e = 1; e < m; e += 3) tc->x[ji][e] = tc->x[ji][e - 1];
     free(perm);
+    tc->p.i[0] = c[k].sorted;
     tc->no_grad[jI] = tc->no_grad[jG] = tc->no_grad[ji] = 1;
     tc->p.f[0] = c[k].gamma;
     tc->p.f[1] = c[k].beta1;
     tc->p.f[2] = c[k].beta2;
     tc->p.f[3] = c[k].P;
-    snprintf(tc->desc, sizeof tc->desc, "m %" PRId64 "%s, gamma %g, beta1 %g, beta2 %g, P %g", m,
-             c[k].repeats ? " (repeats)" : "", (double)c[k].gamma, (double)c[k].beta1, (double)c[k].beta2,
+    snprintf(tc->desc, sizeof tc->desc, "m %" PRId64 "%s%s, gamma %g, beta1 %g, beta2 %g, P %g", m,
+             c[k].repeats ? " (repeats)" : "", c[k].sorted ? " (sorted, i0 = 1)" : "", (double)c[k].gamma, (double)c[k].beta1, (double)c[k].beta2,
              (double)c[k].P);
     return 1;
 }

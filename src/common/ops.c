@@ -603,6 +603,8 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
             return INVALID("smn_avg_z: P = %g must be in (0, 87]", (double)P);
         if (!isfinite(a->p.f[0]) || !isfinite(a->p.f[1]) || !isfinite(a->p.f[2]))
             return INVALID("smn_avg_z: gamma, beta1, beta2 must be finite");
+        if (a->p.i[0] != 0 && a->p.i[0] != 1)
+            return INVALID("smn_avg_z: i0 = %lld must be 0 or 1 (1: idx is non-decreasing)", (long long)a->p.i[0]);
         const int64_t zs[2] = {idx->shape[0], 2};
         set_out(o, 0, x->ndim, x->shape);
         set_out(o, 1, 2, zs);

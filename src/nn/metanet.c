@@ -368,6 +368,7 @@ static mcl_status avg_z_in_place(mcl_metanet *mn, fastw *f, mcl_tensor *g, mcl_t
     a.p.f[1] = h->beta1;
     a.p.f[2] = h->beta2;
     a.p.f[3] = mn->cfg.preproc_p;
+    a.p.i[0] = 1; /* idx is increasing (mcl_rng_bernoulli_indices; idx0 has one entry): one launch */
     a.out[0] = f->avg;
     a.out[1] = *zs;
     a.out_given = 1;
@@ -479,7 +480,7 @@ mcl_status mcl_metanet_window_end(mcl_metanet *mn, const mcl_metanet_hyper *h)
     mcl_no_grad_begin(mn->ctx);
     for (int i = 0; i < mn->n && st == MCL_OK; i++) {
         fastw *f = &mn->f[i];
-        /* I_k from G_k: smn_avg_z in place, its one entry's zs unused (two launches instead of
+        /* I_k from G_k: smn_avg_z in place, its one entry's zs unused (one launch instead of
          * scale, scale, add and a copy; the same floats) */
         mcl_tensor *gk = mcl_tensor_grad(f->w), *zs = NULL;
         if (gk && !mn->idx0) {

@@ -589,10 +589,12 @@ mcl_status mcl_ref_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
 /* forward:  I'_i = (gamma·I_i) + (beta1·G_i)                          for every i < n
  *           z_e  = I'[idx_e] + (beta2·G[idx_e]);  zs_e = preproc(z_e)   for every entry e < m
  *   I [any, numel n], G [shape of I], idx [m] -> out[0] I' [shape of I], out[1] zs [m,2]
- *   p.f = {gamma, beta1, beta2, P}; preproc as grad_preproc (thr = e^-P, ep = e^P in float).
+ *   p.f = {gamma, beta1, beta2, P}; preproc as grad_preproc (thr = e^-P, ep = e^P in float);
+ *   p.i[0] = 1: the caller says idx is non-decreasing (OpenCL then takes one launch).
  * Each product is rounded to float before its sum (built with -ffp-contract=off), so the
  * values are those of mcl_scale, mcl_add and mcl_grad_preproc in a row. An index that is not
- * an integer in [0, n) is refused (MCL_ERR_INVALID) before anything is written. */
+ * an integer in [0, n), or a decrease in idx under p.i[0] = 1, is refused (MCL_ERR_INVALID)
+ * before anything is written. */
 mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const float *I = mcl_ref_ptr(a->in[0]), *G = mcl_ref_ptr(a->in[1]), *idx = mcl_ref_ptr(a->in[2]);
@@ -605,6 +607,11 @@ mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
             return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
                                      "smn_avg_z: idx[%lld] = %g is not an integer in [0, %lld)",
                                      (long long)e, (double)v, (long long)n);
+        if (a->p.i[0] && e > 0 && v < idx[e - 1])
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_avg_z: idx[%lld] = %g is below idx[%lld] = %g, but idx was said to be "
+                                     "non-decreasing (p.i[0] = 1)",
+                                     (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
     }
     float thr, ep;
     mcl_grad_preproc_consts(P, &thr, &ep);
