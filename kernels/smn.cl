@@ -143,6 +143,27 @@ __kernel void smn_write_fwd(__global const float *idx, long idx_off, __global co
     M[M_off + i] = mcl_acc_value(mcl_acc_add(acc, b3[0]));
 }
 
+/* smn_write_eff, one item per entry: v = smn_write's value, M[idx_e] = v, E[idx_e] = W[idx_e] + v
+ * (in place; an entry whose index is not an integer in [0, n) is skipped) */
+__kernel void smn_write_eff(__global const float *idx, long idx_off, __global const float *zs,
+                            long zs_off, SMN_PHI_ARGS, __global float *M, long M_off,
+                            __global const float *W, long W_off, __global float *E, long E_off, long n,
+                            long m, long H, float slope)
+{
+    const long e = get_global_id(0);
+    if (e >= m) return;
+    SMN_PHI_INIT
+    const long i = smn_index(idx[idx_off + e], n);
+    if (i < 0) return;
+    const float z0 = zs[zs_off + 2 * e], z1 = zs[zs_off + 2 * e + 1];
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = 0; j < H; j++)
+        acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
+    const float v = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+    M[M_off + i] = v;
+    E[E_off + i] = W[W_off + i] + v;
+}
+
 /* backward 1, one item per entry: row e of the scratch = [g, saved, h2, d2, h1, d1] (see the
  * top). want_saved: gM0 is wanted (saved = gM0[idx_e]); want_mlp: zs or phi gradients are
  * wanted (else h2, d2, h1, d1 are left alone). */

@@ -1549,6 +1549,19 @@ static int gen_smn_write(int k, tcase *tc)
     return 1;
 }
 
+/* smn_write_eff: smn_write's cases (M, idx, zs, phi) with W and E [shape of M] ~ N(0, 1)
+ * after them (E is any state: only the written elements change). */
+static int gen_smn_write_eff(int k, tcase *tc)
+{
+    if (!gen_smn_write(k, tc)) return 0;
+    int64_t sm[5] = {tc->ndim[0], 1, 1, 1, 1};
+    for (int d = 0; d < tc->ndim[0]; d++) sm[1 + d] = tc->shape[0][d];
+    fill_normal(tc, add_in(tc, sm), 0.0, 1.0); /* W */
+    fill_normal(tc, add_in(tc, sm), 0.0, 1.0); /* E */
+    for (int j = 0; j < tc->n_in; j++) tc->no_grad[j] = 1;
+    return 1;
+}
+
 /* ================================================================================== */
 /* Naive host computations, in double: nv_X(tc, want) fills want[k] for each output k    */
 /* (in-place ops: want[k] = input k after the call(s)). The ops with real arithmetic      */
@@ -2222,6 +2235,19 @@ static int64_t smn_entry_of(const tcase *tc, int64_t i)
     return e;
 }
 
+/* smn_write_eff in place: M[idx_e] = g_phi(zs_e), E[idx_e] = W[idx_e] + g_phi(zs_e), the
+ * rest of every input as it was */
+static void nv_smn_write_eff(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    for (int64_t e = 0; e < tc->shape[1][0]; e++) {
+        const int64_t i = (int64_t)tc->x[1][e];
+        const double v = smn_mlp_d(tc, e, NULL, NULL, NULL, NULL);
+        w[0].d[i] = v;
+        w[10].d[i] = (double)tc->x[9][i] + v;
+    }
+}
+
 static void nv_smn_write(const tcase *tc, harr *w)
 {
     double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
@@ -2396,6 +2422,9 @@ static const opspec SPECS[] = {
      * do for I'), then logf and a division of grad_preproc (FT_LIBM); no backward; OpenCL's log
      * (3 ulp) and division (DT_LIBM; the products and sums are the same floats) */
     {"smn_avg_z", gen_smn_avg_z, nv_smn_avg_z, FT_LIBM, 0.0, 0.0, DT_LIBM},
+    /* smn_write_eff: smn_write's written values (FT_SUM, DT_SUM: the same sums as smn_write's
+     * forward) and one float sum W + v per written element, in place; no backward */
+    {"smn_write_eff", gen_smn_write_eff, nv_smn_write_eff, FT_SUM, 0.0, 0.0, DT_SUM},
     /* bias_gelu: bias_add's shapes (N(0, 1) inputs, so x + b spans the steep negative tail too);
      * one rounded sum, then gelu's float erfc/exp (FT_LIBM against erf in double of the rounded
      * sum, as gelu); smooth (GT_SMOOTH, h as gelu's); OpenCL's erfc/exp vs the reference's

@@ -89,6 +89,28 @@ mcl_status mcl_ocl_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch(be, k, i, m, wb);
 }
 
+/* smn_write_eff: M[idx_e] = v_e, E[idx_e] = W[idx_e] + v_e (v_e smn_write's value), in place
+ * M [any], idx [m], zs [m,2], phi (as smn_write), W [shape of M], E [shape of M]: one launch */
+mcl_status mcl_ocl_smn_write_eff_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = a->in[3]->shape[0];
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "smn_write_eff", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = phi_args(be, k, i, a);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[9]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[10]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_long(be, k, i, m);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    mcl_ocl_what_op(wb, sizeof wb, "smn_write_eff", "forward", "smn_write_eff", "idx", a->in[1]);
+    return mcl_ocl_launch(be, k, i, m, wb);
+}
+
 /* Whether two of the wanted phi gradients gin[3..8] share elements of one buffer. */
 static int phi_grads_overlap(const mcl_op_args *a)
 {
