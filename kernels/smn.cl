@@ -143,6 +143,27 @@ __kernel void smn_write_fwd(__global const float *idx, long idx_off, __global co
     M[M_off + i] = mcl_acc_value(mcl_acc_add(acc, b3[0]));
 }
 
+/* smn_write_eff, one item per entry: v = smn_write's value, M[idx_e] = v, E[idx_e] = W[idx_e] + v
+ * (in place; an entry whose index is not an integer in [0, n) is skipped) */
+__kernel void smn_write_eff(__global const float *idx, long idx_off, __global const float *zs,
+                            long zs_off, SMN_PHI_ARGS, __global float *M, long M_off,
+                            __global const float *W, long W_off, __global float *E, long E_off, long n,
+                            long m, long H, float slope)
+{
+    const long e = get_global_id(0);
+    if (e >= m) return;
+    SMN_PHI_INIT
+    const long i = smn_index(idx[idx_off + e], n);
+    if (i < 0) return;
+    const float z0 = zs[zs_off + 2 * e], z1 = zs[zs_off + 2 * e + 1];
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = 0; j < H; j++)
+        acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
+    const float v = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+    M[M_off + i] = v;
+    E[E_off + i] = W[W_off + i] + v;
+}
+
 /* backward 1, one item per entry: row e of the scratch = [g, saved, h2, d2, h1, d1] (see the
  * top). want_saved: gM0 is wanted (saved = gM0[idx_e]); want_mlp: zs or phi gradients are
  * wanted (else h2, d2, h1, d1 are left alone). */
@@ -341,7 +362,8 @@ __kernel void wcst_act(__global float *st, long st_off, __global const float *lg
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* smn_avg_z (src/ref/smn.c): two launches on the in-order queue */
+/* smn_avg_z (src/ref/smn.c): two launches on the in-order queue, or one (smn_avg_z_one) when
+ * the caller says idx is non-decreasing (p.i[0] = 1) */
 
 /* 1. I'_i = (gamma·I_i) + (beta1·G_i), one item per element (FP_CONTRACT OFF: scale, scale, add) */
 __kernel void smn_avg_z_avg(__global const float *I, long I_off, __global const float *G, long G_off,
@@ -375,4 +397,48 @@ __kernel void smn_avg_z_zs(__global const float *idx, long idx_off, __global con
     }
     zs[zs_off + 2 * e] = o0;
     zs[zs_off + 2 * e + 1] = o1;
+}
+
+/* one launch for a non-decreasing idx: item t < n computes I'_t = (gamma·I_t) + (beta1·G_t),
+ * stores it and, for every entry e with idx_e = t (the run of them found by a binary search),
+ * zs_e = grad_preproc(I'_t + (beta2·G_t)); item t < m also writes zs_t = (0, 0) when idx_t is
+ * not an integer in [0, n). Each item reads only its own element of I, so out[0] may be I
+ * (in place) with no race; the floats are those of the two launches. */
+__kernel void smn_avg_z_one(__global const float *idx, long idx_off, __global const float *I, long I_off,
+                            __global const float *G, long G_off, __global float *In, long In_off,
+                            __global float *zs, long zs_off, float gamma, float beta1, float beta2, float P,
+                            float thr, float ep, long n, long m)
+{
+    const long t = get_global_id(0);
+    if (t < m && smn_index(idx[idx_off + t], n) < 0) {
+        zs[zs_off + 2 * t] = 0.0f;
+        zs[zs_off + 2 * t + 1] = 0.0f;
+    }
+    if (t >= n) return;
+    const float g = G[G_off + t];
+    const float u = gamma * I[I_off + t], w = beta1 * g, v = u + w;
+    In[In_off + t] = v;
+    const float ft = (float)t; /* exact: n < 2^24 */
+    long lo = 0, hi = m;       /* the first entry with idx >= t */
+    while (lo < hi) {
+        const long mid = lo + (hi - lo) / 2;
+        if (idx[idx_off + mid] < ft)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= m || idx[idx_off + lo] != ft) return;
+    const float b = beta2 * g, x = v + b;
+    float o0, o1;
+    if (fabs(x) >= thr) {
+        o0 = log(fabs(x)) / P;
+        o1 = x > 0.0f ? 1.0f : -1.0f;
+    } else {
+        o0 = -1.0f;
+        o1 = ep * x;
+    }
+    for (long e = lo; e < m && idx[idx_off + e] == ft; e++) {
+        zs[zs_off + 2 * e] = o0;
+        zs[zs_off + 2 * e + 1] = o1;
+    }
 }

@@ -1346,7 +1346,8 @@ static int gen_grad_preproc(int k, tcase *tc)
     return 1;
 }
 
-/* smn_avg_z: I, G [shape] and m indices into them (distinct, shuffled; one case with repeats);
+/* smn_avg_z: I, G [shape] and m indices into them (distinct, shuffled; one case with repeats;
+ * three cases sorted and marked so, i0 = 1: OpenCL's one-launch kernel, one with repeats);
  * (gamma, beta1, beta2) as in training (0, 0, 1), evaluation (0.999, 0.5, 0.5) and between.
  * Per element I and G share a sign and the coefficients are >= 0, so z never cancels (the log
  * keeps float's relative error); an element is on grad_preproc's small branch (|I|, |G| <=
@@ -1356,12 +1357,14 @@ static int gen_smn_avg_z(int k, tcase *tc)
     static const struct {
         int64_t s[5];
         int64_t m;
-        int repeats;
+        int repeats, sorted;
         float gamma, beta1, beta2, P;
     } c[] = {
-        {{1, 1}, 1, 0, 0.0f, 0.0f, 1.0f, 10.0f},         {{1, 7}, 3, 0, 0.999f, 0.5f, 0.5f, 10.0f},
-        {{2, 13, 5}, 65, 0, 0.9f, 1.0f, 0.25f, 3.0f},    {{3, 4, 3, 5}, 17, 1, 0.5f, 0.75f, 2.0f, 10.0f},
-        {{2, BIG_R, BIG_C}, 3000, 0, 0.999f, 0.5f, 0.5f, 10.0f},
+        {{1, 1}, 1, 0, 0, 0.0f, 0.0f, 1.0f, 10.0f},      {{1, 7}, 3, 0, 0, 0.999f, 0.5f, 0.5f, 10.0f},
+        {{2, 13, 5}, 65, 0, 0, 0.9f, 1.0f, 0.25f, 3.0f}, {{3, 4, 3, 5}, 17, 1, 0, 0.5f, 0.75f, 2.0f, 10.0f},
+        {{1, 7}, 3, 0, 1, 0.999f, 0.5f, 0.5f, 10.0f},    {{2, 13, 5}, 65, 0, 1, 0.0f, 0.0f, 1.0f, 3.0f},
+        {{3, 4, 3, 5}, 17, 1, 1, 0.5f, 0.75f, 2.0f, 10.0f},
+        {{2, BIG_R, BIG_C}, 3000, 0, 0, 0.999f, 0.5f, 0.5f, 10.0f},
     };
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
@@ -1387,16 +1390,24 @@ static int gen_smn_avg_z(int k, tcase *tc)
         perm[r] = t;
         tc->x[ji][e] = (float)perm[e];
     }
+    if (c[k].sorted) /* insertion sort: m is small */
+        for (int64_t e = 1; e < m; e++)
+            for (int64_t d = e; d > 0 && tc->x[ji][d] < tc->x[ji][d - 1]; d--) {
+                const float t = tc->x[ji][d];
+                tc->x[ji][d] = tc->x[ji][d - 1];
+                tc->x[ji][d - 1] = t;
+            }
     if (c[k].repeats)
         for (int64_t e = 1; e < m; e += 3) tc->x[ji][e] = tc->x[ji][e - 1];
     free(perm);
+    tc->p.i[0] = c[k].sorted;
     tc->no_grad[jI] = tc->no_grad[jG] = tc->no_grad[ji] = 1;
     tc->p.f[0] = c[k].gamma;
     tc->p.f[1] = c[k].beta1;
     tc->p.f[2] = c[k].beta2;
     tc->p.f[3] = c[k].P;
-    snprintf(tc->desc, sizeof tc->desc, "m %" PRId64 "%s, gamma %g, beta1 %g, beta2 %g, P %g", m,
-             c[k].repeats ? " (repeats)" : "", (double)c[k].gamma, (double)c[k].beta1, (double)c[k].beta2,
+    snprintf(tc->desc, sizeof tc->desc, "m %" PRId64 "%s%s, gamma %g, beta1 %g, beta2 %g, P %g", m,
+             c[k].repeats ? " (repeats)" : "", c[k].sorted ? " (sorted, i0 = 1)" : "", (double)c[k].gamma, (double)c[k].beta1, (double)c[k].beta2,
              (double)c[k].P);
     return 1;
 }
@@ -1535,6 +1546,19 @@ static int gen_smn_write(int k, tcase *tc)
     tc->gscale = sqrt((double)m);
     tc->no_grad[1] = 1; /* idx: integer-valued, no gradient */
     free(buf);
+    return 1;
+}
+
+/* smn_write_eff: smn_write's cases (M, idx, zs, phi) with W and E [shape of M] ~ N(0, 1)
+ * after them (E is any state: only the written elements change). */
+static int gen_smn_write_eff(int k, tcase *tc)
+{
+    if (!gen_smn_write(k, tc)) return 0;
+    int64_t sm[5] = {tc->ndim[0], 1, 1, 1, 1};
+    for (int d = 0; d < tc->ndim[0]; d++) sm[1 + d] = tc->shape[0][d];
+    fill_normal(tc, add_in(tc, sm), 0.0, 1.0); /* W */
+    fill_normal(tc, add_in(tc, sm), 0.0, 1.0); /* E */
+    for (int j = 0; j < tc->n_in; j++) tc->no_grad[j] = 1;
     return 1;
 }
 
@@ -2211,6 +2235,19 @@ static int64_t smn_entry_of(const tcase *tc, int64_t i)
     return e;
 }
 
+/* smn_write_eff in place: M[idx_e] = g_phi(zs_e), E[idx_e] = W[idx_e] + g_phi(zs_e), the
+ * rest of every input as it was */
+static void nv_smn_write_eff(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    for (int64_t e = 0; e < tc->shape[1][0]; e++) {
+        const int64_t i = (int64_t)tc->x[1][e];
+        const double v = smn_mlp_d(tc, e, NULL, NULL, NULL, NULL);
+        w[0].d[i] = v;
+        w[10].d[i] = (double)tc->x[9][i] + v;
+    }
+}
+
 static void nv_smn_write(const tcase *tc, harr *w)
 {
     double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
@@ -2385,6 +2422,9 @@ static const opspec SPECS[] = {
      * do for I'), then logf and a division of grad_preproc (FT_LIBM); no backward; OpenCL's log
      * (3 ulp) and division (DT_LIBM; the products and sums are the same floats) */
     {"smn_avg_z", gen_smn_avg_z, nv_smn_avg_z, FT_LIBM, 0.0, 0.0, DT_LIBM},
+    /* smn_write_eff: smn_write's written values (FT_SUM, DT_SUM: the same sums as smn_write's
+     * forward) and one float sum W + v per written element, in place; no backward */
+    {"smn_write_eff", gen_smn_write_eff, nv_smn_write_eff, FT_SUM, 0.0, 0.0, DT_SUM},
     /* bias_gelu: bias_add's shapes (N(0, 1) inputs, so x + b spans the steep negative tail too);
      * one rounded sum, then gelu's float erfc/exp (FT_LIBM against erf in double of the rounded
      * sum, as gelu); smooth (GT_SMOOTH, h as gelu's); OpenCL's erfc/exp vs the reference's

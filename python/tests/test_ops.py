@@ -110,6 +110,7 @@ SEPARATE = {
     "add_dropout_keyed": "random mask: a + dropout_keyed's (test_add_dropout)",
     "kv_push": "in place, no output: test_kv_push",
     "wcst_act": "in place, random draws: test_wcst_act",
+    "smn_write_eff": "in place, no output: test_smn_write_eff",
     "sgd_step": "in-place optimizer update: test_optimizer_updates",
     "adam_step": "in-place optimizer update: test_optimizer_updates",
     "clip_scale": "in-place optimizer update: test_optimizer_updates",
@@ -204,6 +205,27 @@ def test_kv_push(backend):
         for r in range(3):
             want[(3 + r) % 4] = np.arange(6, dtype=np.float32).reshape(3, 1, 2)[r]
         assert np.array_equal(buf.numpy(), want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_smn_write_eff(backend):
+    # in place: M and E at the written elements become g_phi's value and W + it (smn_write's
+    # and add's floats); every other element of both stays
+    m0, idx, zs = rn(1, 3, 4), np.array([5, 0, 11], np.float32), rn(2, 3, 2)
+    phi = [rn(3, 4, 2), rn(4, 4), rn(5, 4, 4), rn(6, 4), rn(7, 1, 4), rn(8, 1)]
+    w, e0 = rn(9, 3, 4), rn(10, 3, 4)
+    want = refs.smn_write(m0, idx, zs, *phi, 0.1)
+    with metacl.Context(backend) as ctx:
+        m, e = ctx.tensor(m0), ctx.tensor(e0)
+        ins = [m, ctx.tensor(idx), ctx.tensor(zs)] + [ctx.tensor(p) for p in phi] + [ctx.tensor(w), e]
+        assert ops.smn_write_eff(*ins, f=[0.1]) is None
+        got_m, got_e = m.numpy(), e.numpy()
+    np.testing.assert_allclose(got_m, want, rtol=1e-5, atol=1e-6)
+    written = np.zeros(12, bool)
+    written[[5, 0, 11]] = True
+    written = written.reshape(3, 4)
+    assert np.array_equal(got_e[~written], e0[~written])
+    assert np.array_equal(got_e[written], (w + got_m)[written])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

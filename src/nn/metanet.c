@@ -21,7 +21,13 @@ typedef struct fastw {
     mcl_tensor *avg;    /* state: gradient average I_t, w's shape                    */
     mcl_tensor *phi[6]; /* g_φ: w1 [H,2], b1 [H], w2 [H,H], b2 [H], w3 [1,H], b3 [1] */
     mcl_tensor *m0;     /* M at the window's start (ours), NULL outside a window     */
-    mcl_tensor *eff;    /* the effective weight of the current forward (a temporary) */
+    mcl_tensor *eff;    /* the effective weight of the current forward (a temporary, or e) */
+    mcl_tensor *e;      /* E = W + M kept for the fast steps (ours; a leaf that requires grad,
+                         * so that a fast step's G_t is taken with respect to it)          */
+    int e_ok;           /* E is W + M: computed in this window (or since a clear) and M's
+                         * buffer not written since (its generation e_gen), but by our writes
+                         * (smn_write_eff, which keeps E along)                            */
+    uint64_t e_gen;
     int64_t n;          /* elements                                                  */
     /* the window's writes, in step order */
     int n_log;
@@ -107,6 +113,7 @@ void mcl_metanet_free(mcl_metanet *mn)
         log_clear(&mn->f[i]);
         mcl_tensor_free(mn->f[i].m0);
         mcl_tensor_free(mn->f[i].log_buf);
+        mcl_tensor_free(mn->f[i].e);
     }
     mcl_tensor_free(mn->idx0);
     free(mn->idx);
@@ -279,11 +286,56 @@ static mcl_tensor *rebuild_fast(mcl_metanet *mn, fastw *f)
     return mw;
 }
 
+/* Whether f's E is W + M: made since the last window boundary or clear (W changes only
+ * between a window's end and the next one's begin, by the optimizer, or before a clear) and
+ * M's buffer untouched since, but by smn_write_eff. */
+static int eff_valid(const fastw *f) { return f->e && f->e_ok && mcl_tensor_buffer_gen(f->m) == f->e_gen; }
+
+/* E := W + M (add's floats, into our E, off the tape) unless it is already. */
+static mcl_tensor *eff_sync(mcl_metanet *mn, fastw *f)
+{
+    mcl_ctx *ctx = mn->ctx;
+    if (eff_valid(f)) return f->e;
+    if (!f->e) {
+        f->e = mcl_tensor_create(ctx, mcl_tensor_ndim(f->w), mcl_tensor_shape(f->w));
+        if (!f->e) return NULL;
+        mcl_tensor_requires_grad(f->e, 1);
+    }
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_ADD;
+    a.in[0] = f->w;
+    a.in[1] = f->m;
+    a.out[0] = f->e;
+    a.out_given = 1;
+    mcl_no_grad_begin(ctx);
+    const mcl_status st = mcl_op_run(ctx, &a);
+    mcl_no_grad_end(ctx);
+    if (st != MCL_OK) return NULL;
+    f->e_ok = 1;
+    f->e_gen = mcl_tensor_buffer_gen(f->m);
+    return f->e;
+}
+
+/* W + M is made again at the next fast step (W may change before it). */
+static void eff_forget(mcl_metanet *mn)
+{
+    for (int i = 0; i < mn->n; i++) mn->f[i].e_ok = 0;
+}
+
+/* MCL_FAST_STEP_KEPT: the kept E = W + M (no add when the window's writes kept it);
+ * MCL_FAST_STEP: W + M on the tape; MCL_FAST_WINDOW_END: W + M_{k-1} on the tape. */
 mcl_status mcl_metanet_weights(mcl_metanet *mn, mcl_fast_mode mode, mcl_tensor **eff)
 {
     if (!mn || !eff) return MCL_ERR_NULL;
     for (int i = 0; i < mn->n; i++) {
         fastw *f = &mn->f[i];
+        if (mode == MCL_FAST_STEP_KEPT) {
+            f->eff = eff_sync(mn, f);
+            if (!f->eff) return mcl_ctx_status(mn->ctx) != MCL_OK ? mcl_ctx_status(mn->ctx) : MCL_ERR_BACKEND;
+            eff[i] = f->eff;
+            continue;
+        }
         mcl_tensor *m = mode == MCL_FAST_WINDOW_END ? rebuild_fast(mn, f) : f->m;
         f->eff = m ? mcl_add(mn->ctx, f->w, m) : NULL;
         if (!f->eff) return mcl_ctx_status(mn->ctx) != MCL_OK ? mcl_ctx_status(mn->ctx) : MCL_ERR_BACKEND;
@@ -368,6 +420,7 @@ static mcl_status avg_z_in_place(mcl_metanet *mn, fastw *f, mcl_tensor *g, mcl_t
     a.p.f[1] = h->beta1;
     a.p.f[2] = h->beta2;
     a.p.f[3] = mn->cfg.preproc_p;
+    a.p.i[0] = 1; /* idx is increasing (mcl_rng_bernoulli_indices; idx0 has one entry): one launch */
     a.out[0] = f->avg;
     a.out[1] = *zs;
     a.out_given = 1;
@@ -398,17 +451,26 @@ static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_m
     }
     mcl_status st = avg_z_in_place(mn, f, g, idx, h, &zs);
     if (st == MCL_OK) {
+        /* with E = W + M kept, smn_write_eff writes both in one launch (E stays W + M, the
+         * floats of add); else smn_write, and E is made again when next needed */
+        const int keep_e = eff_valid(f);
         mcl_op_args a;
         memset(&a, 0, sizeof a);
-        a.op = MCL_OP_SMN_WRITE;
+        a.op = keep_e ? MCL_OP_SMN_WRITE_EFF : MCL_OP_SMN_WRITE;
         a.in[0] = f->m;
         a.in[1] = idx;
         a.in[2] = zs;
         for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
         a.p.f[0] = mn->cfg.slope;
-        a.out[0] = f->m;
-        a.out_given = 1;
+        if (keep_e) {
+            a.in[9] = f->w;
+            a.in[10] = f->e;
+        } else {
+            a.out[0] = f->m;
+            a.out_given = 1;
+        }
         st = mcl_op_run(ctx, &a);
+        if (st == MCL_OK && keep_e) f->e_gen = mcl_tensor_buffer_gen(f->m);
     }
     if (st == MCL_OK && keep_log) {
         if (f->n_log >= MCL_METANET_MAX_K) {
@@ -459,6 +521,7 @@ mcl_status mcl_metanet_write(mcl_metanet *mn, mcl_tensor *loss, size_t mark, con
 mcl_status mcl_metanet_window_begin(mcl_metanet *mn)
 {
     if (!mn) return MCL_ERR_NULL;
+    eff_forget(mn);
     for (int i = 0; i < mn->n; i++) {
         fastw *f = &mn->f[i];
         log_clear(f);
@@ -476,10 +539,11 @@ mcl_status mcl_metanet_window_end(mcl_metanet *mn, const mcl_metanet_hyper *h)
 {
     if (!mn || !h) return MCL_ERR_NULL;
     mcl_status st = check_hyper(mn, h);
+    eff_forget(mn);
     mcl_no_grad_begin(mn->ctx);
     for (int i = 0; i < mn->n && st == MCL_OK; i++) {
         fastw *f = &mn->f[i];
-        /* I_k from G_k: smn_avg_z in place, its one entry's zs unused (two launches instead of
+        /* I_k from G_k: smn_avg_z in place, its one entry's zs unused (one launch instead of
          * scale, scale, add and a copy; the same floats) */
         mcl_tensor *gk = mcl_tensor_grad(f->w), *zs = NULL;
         if (gk && !mn->idx0) {
@@ -500,6 +564,7 @@ mcl_status mcl_metanet_clear(mcl_metanet *mn)
 {
     if (!mn) return MCL_ERR_NULL;
     mcl_status st = MCL_OK;
+    eff_forget(mn);
     for (int i = 0; i < mn->n && st == MCL_OK; i++) {
         log_clear(&mn->f[i]);
         st = mcl_tensor_fill(mn->f[i].m, 0.0f);

@@ -24,6 +24,7 @@
  *   mcl_metanet_window_begin(mn)              M_0 := M, the log emptied
  *   k − 1 times:
  *     mark = mcl_tape_mark(ctx); mcl_metanet_weights(mn, MCL_FAST_STEP, eff); forward with eff;
+ *     (or MCL_FAST_STEP_KEPT: E = W + M kept across the window's fast steps, below)
  *     loss; mcl_metanet_write(mn, loss, mark, &hyper, keep_log = 1)
  *   mcl_metanet_weights(mn, MCL_FAST_WINDOW_END, eff); forward; loss; backward; then
  *   mcl_metanet_window_end(mn, &hyper)        I from W's gradient (= G_k); M_k = M_{k-1}
@@ -69,8 +70,15 @@ void mcl_metanet_cfg_model(mcl_metanet_cfg *cfg, int meta_hidden, int reset, uin
 
 /* How mcl_metanet_weights builds the effective weights. */
 typedef enum mcl_fast_mode {
-    MCL_FAST_STEP = 0,      /* W + M (M is data): a fast step, or evaluation          */
-    MCL_FAST_WINDOW_END = 1 /* W + smn_write(M_0, surviving writes, φ): step k        */
+    MCL_FAST_STEP = 0,       /* W + M (M is data): a fast step, or evaluation          */
+    MCL_FAST_WINDOW_END = 1, /* W + smn_write(M_0, surviving writes, φ): step k        */
+    /* W + M kept as a leaf E that the window's writes update with M (smn_write_eff), so a
+     * step adds W + M once per window instead of once per forward: a fast step whose loss
+     * only drives a write (G_t is taken with respect to E; W gets NO gradient through it),
+     * or evaluation. W must not change while E is kept: it is made again after each window
+     * boundary (mcl_metanet_window_begin/_end) and mcl_metanet_clear, and whenever M was
+     * written by anything but the writes. */
+    MCL_FAST_STEP_KEPT = 2
 } mcl_fast_mode;
 
 typedef struct mcl_metanet mcl_metanet;

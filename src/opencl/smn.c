@@ -89,6 +89,28 @@ mcl_status mcl_ocl_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch(be, k, i, m, wb);
 }
 
+/* smn_write_eff: M[idx_e] = v_e, E[idx_e] = W[idx_e] + v_e (v_e smn_write's value), in place
+ * M [any], idx [m], zs [m,2], phi (as smn_write), W [shape of M], E [shape of M]: one launch */
+mcl_status mcl_ocl_smn_write_eff_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = a->in[3]->shape[0];
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "smn_write_eff", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = phi_args(be, k, i, a);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[9]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[10]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_long(be, k, i, m);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    mcl_ocl_what_op(wb, sizeof wb, "smn_write_eff", "forward", "smn_write_eff", "idx", a->in[1]);
+    return mcl_ocl_launch(be, k, i, m, wb);
+}
+
 /* Whether two of the wanted phi gradients gin[3..8] share elements of one buffer. */
 static int phi_grads_overlap(const mcl_op_args *a)
 {
@@ -234,14 +256,36 @@ mcl_status mcl_ocl_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
 /* smn_avg_z */
 
 /* forward: I' = (gamma·I) + (beta1·G);  zs_e = grad_preproc(I'[idx_e] + (beta2·G[idx_e]))
- * I [any], G [shape of I], idx [m] -> I' [shape of I], zs [m,2]: two launches (the average
- * over every element, then one item per entry) */
+ * I [any], G [shape of I], idx [m] -> I' [shape of I], zs [m,2]: one launch of max(n, m)
+ * items when idx is non-decreasing (p.i[0] = 1: each element's item finds its entries), else
+ * two (the average over every element, then one item per entry) */
 mcl_status mcl_ocl_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[2]->shape[0];
     char wb[160];
-    cl_kernel k = mcl_ocl_kernel(be, "smn_avg_z_avg", NULL);
-    int i = k ? 0 : -1;
+    float thr, ep;
+    mcl_grad_preproc_consts(a->p.f[3], &thr, &ep);
+    cl_kernel k;
+    int i;
+    if (a->p.i[0]) {
+        k = mcl_ocl_kernel(be, "smn_avg_z_one", NULL);
+        i = k ? 0 : -1;
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+        i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+        for (int j = 0; j < 3; j++) i = mcl_ocl_arg_float(be, k, i, a->p.f[j]);
+        i = mcl_ocl_arg_float(be, k, i, a->p.f[3]);
+        i = mcl_ocl_arg_float(be, k, i, thr);
+        i = mcl_ocl_arg_float(be, k, i, ep);
+        i = mcl_ocl_arg_long(be, k, i, n);
+        i = mcl_ocl_arg_long(be, k, i, m);
+        mcl_ocl_what_op(wb, sizeof wb, "smn_avg_z", "forward", "smn_avg_z_one", "I", a->in[0]);
+        return mcl_ocl_launch(be, k, i, n > m ? n : m, wb);
+    }
+    k = mcl_ocl_kernel(be, "smn_avg_z_avg", NULL);
+    i = k ? 0 : -1;
     i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
     i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
@@ -251,8 +295,6 @@ mcl_status mcl_ocl_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
     mcl_ocl_what_op(wb, sizeof wb, "smn_avg_z", "forward", "smn_avg_z_avg", "I", a->in[0]);
     mcl_status s = mcl_ocl_launch(be, k, i, n, wb);
     if (s != MCL_OK) return s;
-    float thr, ep;
-    mcl_grad_preproc_consts(a->p.f[3], &thr, &ep);
     k = mcl_ocl_kernel(be, "smn_avg_z_zs", NULL);
     i = k ? 0 : -1;
     i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);

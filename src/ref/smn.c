@@ -349,6 +349,51 @@ mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
     return MCL_OK;
 }
 
+/* smn_write_eff (issue 28: the fast-step write keeping E = W + M, in place, no output)
+ *   v_e = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3   (smn_write's value, mlp_block)
+ *   M[idx_e] = v_e;  E[idx_e] = W[idx_e] + v_e           e = 0..m-1
+ *   in: M [any, numel n], idx [m], zs [m,2], W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H],
+ *       b3 [1], W [shape of M], E [shape of M]; M and E written in place, nothing else. */
+mcl_status mcl_ref_smn_write_eff_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const smn_phi f = phi_of(a);
+    float *M = mcl_ref_ptr(a->in[0]), *E = mcl_ref_ptr(a->in[10]);
+    const float *idx = mcl_ref_ptr(a->in[1]), *zs = mcl_ref_ptr(a->in[2]), *W = mcl_ref_ptr(a->in[9]);
+    const int64_t m = a->in[1]->shape[0], H = f.H;
+    mcl_status s;
+    unsigned char *written = written_map(be, a, &s);
+    if (!written) return s;
+    free(written);
+    const int64_t nb = (m + NL - 1) / NL;
+    int oom = 0;
+#pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
+    {
+        smn_ws w;
+        const int ok = ws_alloc(&w, H, 1, 0);
+        if (!ok) {
+#pragma omp atomic write
+            oom = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < nb; b++) {
+            if (!ok) continue;
+            const int64_t e0 = b * NL;
+            const int nl = block_len(m, b);
+            load_zs(&w, zs, e0, nl);
+            mlp_block(&f, &w, w.h1);
+            for (int l = 0; l < nl; l++) {
+                const int64_t i = (int64_t)idx[e0 + l];
+                M[i] = w.out[l];
+                E[i] = W[i] + w.out[l];
+            }
+        }
+        if (ok) ws_free(&w);
+    }
+    if (oom)
+        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write_eff: out of host memory (work space)");
+    return MCL_OK;
+}
+
 /* The backward of one block, after mlp_block, with w->g [NL] the lanes' g_e (0 past the
  * block's end). Lane by lane, in double, into the per-lane sums S (phi's six tensors in the
  * layout off[], element t at S[t·NL + l]):
@@ -589,10 +634,12 @@ mcl_status mcl_ref_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
 /* forward:  I'_i = (gamma·I_i) + (beta1·G_i)                          for every i < n
  *           z_e  = I'[idx_e] + (beta2·G[idx_e]);  zs_e = preproc(z_e)   for every entry e < m
  *   I [any, numel n], G [shape of I], idx [m] -> out[0] I' [shape of I], out[1] zs [m,2]
- *   p.f = {gamma, beta1, beta2, P}; preproc as grad_preproc (thr = e^-P, ep = e^P in float).
+ *   p.f = {gamma, beta1, beta2, P}; preproc as grad_preproc (thr = e^-P, ep = e^P in float);
+ *   p.i[0] = 1: the caller says idx is non-decreasing (OpenCL then takes one launch).
  * Each product is rounded to float before its sum (built with -ffp-contract=off), so the
  * values are those of mcl_scale, mcl_add and mcl_grad_preproc in a row. An index that is not
- * an integer in [0, n) is refused (MCL_ERR_INVALID) before anything is written. */
+ * an integer in [0, n), or a decrease in idx under p.i[0] = 1, is refused (MCL_ERR_INVALID)
+ * before anything is written. */
 mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const float *I = mcl_ref_ptr(a->in[0]), *G = mcl_ref_ptr(a->in[1]), *idx = mcl_ref_ptr(a->in[2]);
@@ -605,6 +652,11 @@ mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
             return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
                                      "smn_avg_z: idx[%lld] = %g is not an integer in [0, %lld)",
                                      (long long)e, (double)v, (long long)n);
+        if (a->p.i[0] && e > 0 && v < idx[e - 1])
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_avg_z: idx[%lld] = %g is below idx[%lld] = %g, but idx was said to be "
+                                     "non-decreasing (p.i[0] = 1)",
+                                     (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
     }
     float thr, ep;
     mcl_grad_preproc_consts(P, &thr, &ep);

@@ -104,7 +104,8 @@ typedef struct mcl_lm_pending {
 } mcl_lm_pending;
 
 /* tokens [B, S] (bytes as floats) → logits [B·S, 256] on the tape. mode: the fast weights'
- * use (MCL_FAST_STEP: W + M; MCL_FAST_WINDOW_END: W + M rebuilt from the window's writes;
+ * use (MCL_FAST_STEP: W + M; MCL_FAST_STEP_KEPT: W + M kept by the fast-weight state, for
+ * fast steps and evaluation; MCL_FAST_WINDOW_END: W + M rebuilt from the window's writes;
  * ignored without fast weights). The memory is read, not changed: commit `pend` after the
  * step's backward (or right away in evaluation). */
 mcl_status mcl_lm_forward(mcl_lm *m, mcl_fast_mode mode, const mcl_lm_memory *mem, mcl_tensor *tokens,

@@ -213,7 +213,8 @@ mcl_status mcl_lm_evaluate(mcl_lm *m, const mcl_lm_stream *s, const mcl_lm_eval_
         const int learn = o->mode != MCL_LM_STATIC;
         if (!learn) mcl_no_grad_begin(ctx);
         const size_t mark = mcl_tape_mark(ctx);
-        if (st == MCL_OK) st = mcl_lm_forward(m, MCL_FAST_STEP, &mem, x, &logits, &pend);
+        if (st == MCL_OK) st = mcl_lm_forward(m, o->mode == MCL_LM_DYNAMIC ? MCL_FAST_STEP : MCL_FAST_STEP_KEPT, &mem, x,
+                                                &logits, &pend); /* dynamic: W learns (on the tape) */
         if (!learn) mcl_no_grad_end(ctx);
         if (st == MCL_OK) st = mcl_tensor_read(logits, host, n * MCL_LM_VOCAB);
         if (st == MCL_OK && learn) {

@@ -50,7 +50,7 @@ mcl_status mcl_lm_sample(mcl_lm *m, const uint8_t *prompt, int64_t n_prompt, int
         mcl_tensor *x = mcl_tensor_new(ctx, 1, k, 0, 0), *logits = NULL;
         mcl_lm_pending pend;
         st = x ? mcl_tensor_write(x, tok, k) : mcl_ctx_status(ctx);
-        if (st == MCL_OK) st = mcl_lm_forward(m, MCL_FAST_STEP, &mem, x, &logits, &pend);
+        if (st == MCL_OK) st = mcl_lm_forward(m, MCL_FAST_STEP_KEPT, &mem, x, &logits, &pend);
         if (st == MCL_OK) st = mcl_tensor_read(logits, lg, k * MCL_LM_VOCAB);
         if (st == MCL_OK) st = mcl_lm_memory_commit(&mem, &pend);
         mcl_tensor_free(x);

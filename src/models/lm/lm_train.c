@@ -273,7 +273,7 @@ static mcl_status window_loss(lm_fs *t, int64_t s, mcl_tensor **loss)
     for (int j = 0; j < k - 1 && st == MCL_OK; j++) {
         const size_t mark = mcl_tape_mark(t->ctx);
         mcl_tensor *l = NULL;
-        st = seg_loss(t, w, (int64_t)j * c->fast_len, c->fast_len, MCL_FAST_STEP, &l);
+        st = seg_loss(t, w, (int64_t)j * c->fast_len, c->fast_len, MCL_FAST_STEP_KEPT, &l);
         if (st == MCL_OK && t->n_fast_lv < MCL_METANET_MAX_K) /* summed by lm_step_metrics */
             st = mcl_tensor_read_async(l, &t->fast_lv[t->n_fast_lv++], 1);
         if (st == MCL_OK) st = mcl_metanet_write(m->mn, l, mark, &c->train_h, 1);
