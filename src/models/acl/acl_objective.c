@@ -62,6 +62,58 @@ static mcl_tensor *repeat_stat_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t Q)
     return mcl_reshape(ctx, repeat_rows(ctx, mcl_reshape(ctx, s, 4, s4), Q), 2, s2);
 }
 
+/* rep = state repeated for Q queries per sequence: batch B·Q, every tensor [B·Q, ..] with
+ * sequence b's copies at rows b·Q .. b·Q+Q-1 (repeat_rows), the context statistics likewise.
+ * rep->t is the caller's to free (the tensors are temporaries owned by the context). */
+static mcl_status repeat_state(mcl_ctx *ctx, const mcl_acl_state *state, int64_t Q,
+                               mcl_acl_state *rep)
+{
+    mcl_status st = MCL_OK;
+    memset(rep, 0, sizeof *rep);
+    rep->layers = state->layers;
+    rep->batch = state->batch * Q;
+    rep->t = calloc((size_t)(state->layers > 0 ? state->layers : 1) * 4, sizeof *rep->t);
+    if (!rep->t) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
+    for (int i = 0; st == MCL_OK && i < 4 * state->layers; i++) {
+        rep->t[i] = state->t[i] ? repeat_rows(ctx, state->t[i], Q) : NULL;
+        if (!rep->t[i])
+            st = mcl_ctx_status(ctx) != MCL_OK
+                     ? mcl_ctx_status(ctx)
+                     : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
+    }
+    rep->feat_n = state->feat_n;
+    if (st == MCL_OK && state->feat_n > 0) { /* the context statistics, likewise */
+        rep->feat_mean = state->feat_mean ? repeat_stat_rows(ctx, state->feat_mean, Q) : NULL;
+        rep->feat_m2 = state->feat_m2 ? repeat_stat_rows(ctx, state->feat_m2, Q) : NULL;
+        if (!rep->feat_mean || !rep->feat_m2)
+            st = mcl_ctx_status(ctx) != MCL_OK
+                     ? mcl_ctx_status(ctx)
+                     : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
+    }
+    if (st != MCL_OK) {
+        free(rep->t);
+        rep->t = NULL;
+    }
+    return st;
+}
+
+/* The queries of mcl_acl_query from `from`, the state already repeated Q times (batch B·Q;
+ * or the state itself when Q = 1, or NULL = the parameters). */
+static mcl_status query_from(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *from,
+                             mcl_tensor *images, int64_t B, int64_t Q, mcl_tensor **logits)
+{
+    mcl_tensor *unknown = mcl_tensor_new(ctx, B * Q, 0, 0, 0);
+    if (!unknown || mcl_tensor_fill(unknown, (float)m->cfg.n_way) != MCL_OK) {
+        mcl_tensor_free(unknown);
+        return mcl_ctx_status(ctx) != MCL_OK
+                   ? mcl_ctx_status(ctx)
+                   : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
+    }
+    mcl_status st = mcl_acl_forward_query(m, ctx, images, unknown, B * Q, 1, from, logits);
+    mcl_tensor_free(unknown);
+    return st;
+}
+
 mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                          mcl_tensor *images, int64_t B, int64_t Q, mcl_tensor **logits)
 {
@@ -78,44 +130,12 @@ mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                                  "%lld, model %d layers",
                                  (long long)state->batch, state->layers, (long long)B,
                                  m->cfg.layers);
-    mcl_tensor *unknown = mcl_tensor_new(ctx, B * Q, 0, 0, 0);
-    if (!unknown || mcl_tensor_fill(unknown, (float)m->cfg.n_way) != MCL_OK) {
-        mcl_tensor_free(unknown);
-        return mcl_ctx_status(ctx) != MCL_OK
-                   ? mcl_ctx_status(ctx)
-                   : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
-    }
-    mcl_status st = MCL_OK;
-    mcl_acl_state rep = {0, 0, NULL, 0, NULL, NULL};
-    const mcl_acl_state *from = state;
-    if (state && Q > 1) {
-        /* every query of sequence b reads sequence b's state: repeat it Q times */
-        rep.layers = state->layers;
-        rep.batch = B * Q;
-        rep.t = calloc((size_t)(state->layers > 0 ? state->layers : 1) * 4, sizeof *rep.t);
-        if (!rep.t) st = mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
-        for (int i = 0; st == MCL_OK && i < 4 * state->layers; i++) {
-            rep.t[i] = state->t[i] ? repeat_rows(ctx, state->t[i], Q) : NULL;
-            if (!rep.t[i])
-                st = mcl_ctx_status(ctx) != MCL_OK
-                         ? mcl_ctx_status(ctx)
-                         : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
-        }
-        rep.feat_n = state->feat_n;
-        if (st == MCL_OK && state->feat_n > 0) { /* the context statistics, likewise */
-            rep.feat_mean = state->feat_mean ? repeat_stat_rows(ctx, state->feat_mean, Q) : NULL;
-            rep.feat_m2 = state->feat_m2 ? repeat_stat_rows(ctx, state->feat_m2, Q) : NULL;
-            if (!rep.feat_mean || !rep.feat_m2)
-                st = mcl_ctx_status(ctx) != MCL_OK
-                         ? mcl_ctx_status(ctx)
-                         : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
-        }
-        from = &rep;
-    }
-    if (st == MCL_OK)
-        st = mcl_acl_forward_query(m, ctx, images, unknown, B * Q, 1, from, logits);
+    if (!state || Q == 1) return query_from(m, ctx, state, images, B, Q, logits);
+    /* every query of sequence b reads sequence b's state: repeat it Q times */
+    mcl_acl_state rep;
+    mcl_status st = repeat_state(ctx, state, Q, &rep);
+    if (st == MCL_OK) st = query_from(m, ctx, &rep, images, B, Q, logits);
     free(rep.t); /* temporaries: owned by the context */
-    mcl_tensor_free(unknown);
     return st;
 }
 
@@ -221,13 +241,44 @@ void mcl_acl_terms_free(mcl_acl_terms *t)
     }
 }
 
-/* CE of task `task`'s queries from `state`, weighted into *sum. */
+/* One state repeated for the queries of several terms (main_i and every acl_{j,i} read S_i):
+ * rep is `of` repeated q times, made by the first term that needs it. Its gradient sums the
+ * terms' gradients per copy before the repeat's backward sums the copies (one repeat and one
+ * backward instead of one per term; the sums' order differs: last bits). */
+typedef struct rep_cache {
+    const mcl_acl_state *of; /* NULL: empty */
+    int64_t q;
+    mcl_acl_state rep;
+} rep_cache;
+
+static void rep_cache_clear(rep_cache *c)
+{
+    free(c->rep.t); /* the tensors: temporaries owned by the context */
+    memset(c, 0, sizeof *c);
+}
+
+/* CE of task `task`'s queries from `state`, weighted into *sum. cache (may be NULL): the
+ * repeated state shared with the other terms that read `state` (cleared by the caller before
+ * `state` is freed). */
 static mcl_status add_term(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                            const mcl_acl_task_data *td, int64_t B, int kind, int task, int after,
-                           float weight, mcl_tensor **sum, mcl_acl_terms *terms)
+                           float weight, mcl_tensor **sum, mcl_acl_terms *terms, rep_cache *cache)
 {
     mcl_tensor *logits = NULL;
-    mcl_status st = mcl_acl_query(m, ctx, state, td->query_img, B, td->n_query, &logits);
+    const int64_t Q = td->n_query;
+    mcl_status st = MCL_OK;
+    if (cache && state && Q > 1) {
+        if (cache->of != state || cache->q != Q) {
+            rep_cache_clear(cache);
+            st = repeat_state(ctx, state, Q, &cache->rep);
+            if (st != MCL_OK) return st;
+            cache->of = state;
+            cache->q = Q;
+        }
+        st = query_from(m, ctx, &cache->rep, td->query_img, B, Q, &logits);
+    } else {
+        st = mcl_acl_query(m, ctx, state, td->query_img, B, Q, &logits);
+    }
     if (st != MCL_OK) return st;
     mcl_tensor *ce = mcl_cross_entropy(ctx, logits, td->query_lab);
     if (!ce) return mcl_ctx_status(ctx);
@@ -384,6 +435,7 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
 
     mcl_tensor *sum = NULL;
     mcl_acl_state *prev = NULL; /* S_{i-1}; NULL = the parameters */
+    rep_cache cache = {NULL, 0, {0, 0, NULL, 0, NULL, NULL}};
     for (int i = 0; st == MCL_OK && i < obj->n_tasks; i++) {
         const mcl_acl_task_data *td = &tasks[i];
         const float ws = obj->scale * obj->task_scale[i];
@@ -394,7 +446,8 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
                                        prev, &fs);
             if (st == MCL_OK) {
                 NEXT_CALL();
-                st = add_term(m, ctx, fs, td, B, MCL_ACL_TERM_FIRST_SHOT, i, i, ws, &sum, terms);
+                st = add_term(m, ctx, fs, td, B, MCL_ACL_TERM_FIRST_SHOT, i, i, ws, &sum, terms,
+                              NULL);
             }
             mcl_acl_state_free(fs);
         }
@@ -408,14 +461,16 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
         prev = cur;
         if (st == MCL_OK) {
             NEXT_CALL();
-            st = add_term(m, ctx, cur, td, B, MCL_ACL_TERM_MAIN, i, i, ws, &sum, terms);
+            st = add_term(m, ctx, cur, td, B, MCL_ACL_TERM_MAIN, i, i, ws, &sum, terms, &cache);
         }
         for (int j = 0; obj->acl && st == MCL_OK && j < i; j++) {
             NEXT_CALL();
             st = add_term(m, ctx, cur, &tasks[j], B, MCL_ACL_TERM_ACL, j, i,
-                          obj->scale * obj->acl_scale, &sum, terms);
+                          obj->scale * obj->acl_scale, &sum, terms, &cache);
         }
+        rep_cache_clear(&cache); /* S_i is freed as S_{i-1} of the next task */
     }
+    rep_cache_clear(&cache);
 #undef NEXT_CALL
     m->feat_next = NULL; /* a call that failed before its forward left it set */
     mcl_acl_state_free(prev);
