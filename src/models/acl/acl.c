@@ -296,6 +296,33 @@ mcl_acl_state *mcl_acl_state_detach(const mcl_acl_state *s)
     return d;
 }
 
+mcl_acl_state *mcl_acl_param_state(mcl_acl *m, mcl_ctx *ctx, int64_t B)
+{
+    if (!m || !ctx || B < 1) {
+        if (ctx) mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "mcl_acl_param_state: bad argument");
+        return NULL;
+    }
+    mcl_acl_state *s = state_new(m->cfg.layers, B);
+    if (!s) {
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_param_state: out of memory");
+        return NULL;
+    }
+    for (int l = 0; l < m->cfg.layers; l++) {
+        mcl_acl_layer *ly = &m->layer[l];
+        mcl_tensor *params4[4] = {ly->Wy, ly->Wq, ly->Wk, ly->wb};
+        for (int k = 0; k < 4; k++) {
+            s->t[4 * l + k] = mcl_tensor_keep(mcl_repeat_batch(ctx, params4[k], B));
+            if (!s->t[4 * l + k]) {
+                mcl_acl_state_free(s);
+                if (mcl_ctx_status(ctx) == MCL_OK)
+                    mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_param_state: repeat failed");
+                return NULL;
+            }
+        }
+    }
+    return s;
+}
+
 /* x [R,K] · W [K,N] (+ b [N]) */
 static mcl_tensor *linear(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b)
 {

@@ -229,6 +229,13 @@ mcl_status mcl_acl_forward_query(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images,
                                  mcl_tensor *labels_in, int64_t B, int64_t L,
                                  const mcl_acl_state *state_in, mcl_tensor **logits);
 
+/* The parameters as the state of B sequences (what a NULL state_in starts from): every
+ * tensor [B, ..] the layer's fast-weight parameters repeated (repeat_batch), no context
+ * statistics (feat_n 0). Several calls from the parameters can share it: one repeat, and
+ * its gradient summed over the calls before the repeat's backward sums the copies. Free
+ * with mcl_acl_state_free; NULL on error (in ctx). */
+mcl_acl_state *mcl_acl_param_state(mcl_acl *m, mcl_ctx *ctx, int64_t B);
+
 void mcl_acl_state_free(mcl_acl_state *s);
 /* A detached copy of s (references to the same data, cut from the graph), e.g. to carry a
  * state across mcl_ctx_reset at evaluation time. NULL on error. */

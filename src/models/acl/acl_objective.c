@@ -434,8 +434,14 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
 #define NEXT_CALL() (m->feat_next = feat[kc], m->feat_stream = s0 + (uint64_t)kc * per, kc++)
 
     mcl_tensor *sum = NULL;
-    mcl_acl_state *prev = NULL; /* S_{i-1}; NULL = the parameters */
+    mcl_acl_state *prev = NULL; /* S_{i-1}; NULL (or mcl_acl_param_state) = the parameters */
     rep_cache cache = {NULL, 0, {0, 0, NULL, 0, NULL, NULL}};
+    /* the first-shot and context calls of task 0 both start from the parameters: one repeat
+     * of them shared by the two calls (mcl_acl_param_state) */
+    if (st == MCL_OK && obj->first_shot) {
+        prev = mcl_acl_param_state(m, ctx, B);
+        if (!prev) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
+    }
     for (int i = 0; st == MCL_OK && i < obj->n_tasks; i++) {
         const mcl_acl_task_data *td = &tasks[i];
         const float ws = obj->scale * obj->task_scale[i];
