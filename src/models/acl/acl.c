@@ -617,10 +617,13 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
 
     /* 3. layers */
     const int perm[4] = {0, 2, 1, 3};
-    const int64_t s4[4] = {B, L, H, D}, s2[2] = {R, Hd};
+    const int64_t s4[4] = {B, L, H, D}, s2[2] = {R, Hd}, sq[4] = {B, H, 1, D};
     for (int l = 0; l < c->layers; l++) {
         mcl_acl_layer *ly = &m->layer[l];
-        mcl_tensor *xs = mcl_permute(ctx, mcl_reshape(ctx, h, 4, s4), perm); /* [B,H,L,D] */
+        /* [B,H,L,D]; with L = 1 the permute only moves a dim of size 1: one reshape (a view,
+         * whose gradient the tape makes a view into h's) */
+        mcl_tensor *xs = L == 1 ? mcl_reshape(ctx, h, 4, sq)
+                                : mcl_permute(ctx, mcl_reshape(ctx, h, 4, s4), perm);
         mcl_tensor *st[4];
         mcl_tensor *params4[4] = {ly->Wy, ly->Wq, ly->Wk, ly->wb};
         for (int k = 0; k < 4; k++)
