@@ -520,7 +520,8 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
     if (logits) *logits = NULL;
     if (state_out) *state_out = NULL;
     mcl_tensor *pre = m ? m->feat_next : NULL; /* the objective's batched Conv-4 (acl.h) */
-    if (m) m->feat_next = NULL;
+    mcl_tensor *pre_oh = m ? m->oh_next : NULL;  /* the objective's queries' one-hot (acl.h) */
+    if (m) m->feat_next = m->oh_next = NULL;
     if (!m || !images || !labels_in || (!logits && !state_out))
         return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: NULL argument");
     if (ctx != m->ctx)
@@ -608,7 +609,12 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
     /* 2. label input */
     const int64_t lshape[1] = {R};
     mcl_tensor *lab = labels_in->ndim == 1 ? labels_in : mcl_reshape(ctx, labels_in, 1, lshape);
-    mcl_tensor *oh = mcl_one_hot(ctx, lab, c->n_way + 1);
+    if (pre_oh && (pre_oh->ndim != 2 || pre_oh->shape[0] != R || pre_oh->shape[1] != c->n_way + 1)) {
+        mcl_acl_state_free(so);
+        return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "mcl_acl_forward: one-hot labels %s, want [%lld,%d]",
+                                 mcl_shape_str(pre_oh, sb, sizeof sb), (long long)R, c->n_way + 1);
+    }
+    mcl_tensor *oh = pre_oh ? pre_oh : mcl_one_hot(ctx, lab, c->n_way + 1);
     mcl_tensor *h = linear(ctx, mcl_concat(ctx, feat, oh, 1), m->in_w, m->in_b);
     if (!h) {
         mcl_acl_state_free(so);

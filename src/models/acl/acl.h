@@ -173,6 +173,10 @@ typedef struct mcl_acl {
      * checks that the context's next stream is feat_stream and skips those four. */
     mcl_tensor *feat_next;
     uint64_t feat_stream;
+    /* The objective's queries (acl_objective.c): the next forward call takes oh_next
+     * [rows, n_way + 1] as the one-hot of its labels (every label the unknown n_way: one
+     * one_hot shared by the step's queries instead of one per call), and clears it. */
+    mcl_tensor *oh_next;
 } mcl_acl;
 
 typedef struct mcl_acl_state {
