@@ -95,6 +95,9 @@ static const op_case cases[] = {
     /* the LM's fast attention weight (256 x 256) written at p = 0.1 */
     {"smn_avg_z", 3, {2, 2, 1}, {{256, 256}, {256, 256}, {6553}}, {0, 0, 4}, {0.999f, 0.5f, 0.5f, 10.0f}, {0}, 7u},
     {"add_dropout", 2, {2, 2}, {{1024, 1024}, {1024, 1024}}, {0, 0}, {0.1f}, {0}, 0u},
+    /* the ACL query state of a layer (16 sequences, 8 heads of 16) repeated for 5 queries */
+    {"repeat_batch4", 4, {4, 4, 4, 4}, {{16, 8, 16, 16}, {16, 8, 16, 16}, {16, 8, 16, 16}, {16, 8, 16, 4}},
+     {0, 0, 0, 0}, {0}, {5, 1}, 0u},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 

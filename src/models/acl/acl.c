@@ -310,15 +310,13 @@ mcl_acl_state *mcl_acl_param_state(mcl_acl *m, mcl_ctx *ctx, int64_t B)
     for (int l = 0; l < m->cfg.layers; l++) {
         mcl_acl_layer *ly = &m->layer[l];
         mcl_tensor *params4[4] = {ly->Wy, ly->Wq, ly->Wk, ly->wb};
-        for (int k = 0; k < 4; k++) {
-            s->t[4 * l + k] = mcl_tensor_keep(mcl_repeat_batch(ctx, params4[k], B));
-            if (!s->t[4 * l + k]) {
-                mcl_acl_state_free(s);
-                if (mcl_ctx_status(ctx) == MCL_OK)
-                    mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_param_state: repeat failed");
-                return NULL;
-            }
+        if (mcl_repeat_batch4(ctx, params4, B, 0, s->t + 4 * l) != MCL_OK) { /* one op */
+            mcl_acl_state_free(s);
+            if (mcl_ctx_status(ctx) == MCL_OK)
+                mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_param_state: repeat failed");
+            return NULL;
         }
+        for (int k = 0; k < 4; k++) mcl_tensor_keep(s->t[4 * l + k]);
     }
     return s;
 }
@@ -632,10 +630,12 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
                                 : mcl_permute(ctx, mcl_reshape(ctx, h, 4, s4), perm);
         mcl_tensor *st[4];
         mcl_tensor *params4[4] = {ly->Wy, ly->Wq, ly->Wk, ly->wb};
-        for (int k = 0; k < 4; k++)
-            st[k] = state_in ? state_in->t[4 * l + k] : mcl_repeat_batch(ctx, params4[k], B);
+        if (state_in)
+            for (int k = 0; k < 4; k++) st[k] = state_in->t[4 * l + k];
+        else if (mcl_repeat_batch4(ctx, params4, B, 0, st) != MCL_OK) /* one op */
+            st[0] = NULL;
         mcl_tensor *y = NULL, *sout[4] = {NULL, NULL, NULL, NULL};
-        if (!xs || mcl_srwm(ctx, xs, st, &y, sout) != MCL_OK || !y) {
+        if (!xs || !st[0] || mcl_srwm(ctx, xs, st, &y, sout) != MCL_OK || !y) {
             mcl_acl_state_free(so);
             return fail_from_ctx(ctx, "srwm");
         }

@@ -63,7 +63,8 @@ static mcl_tensor *repeat_stat_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t Q)
 }
 
 /* rep = state repeated for Q queries per sequence: batch B·Q, every tensor [B·Q, ..] with
- * sequence b's copies at rows b·Q .. b·Q+Q-1 (repeat_rows), the context statistics likewise.
+ * sequence b's copies at rows b·Q .. b·Q+Q-1 (a layer's four tensors in one repeat_batch4),
+ * the context statistics likewise (repeat_rows).
  * rep->t is the caller's to free (the tensors are temporaries owned by the context). */
 static mcl_status repeat_state(mcl_ctx *ctx, const mcl_acl_state *state, int64_t Q,
                                mcl_acl_state *rep)
@@ -74,12 +75,10 @@ static mcl_status repeat_state(mcl_ctx *ctx, const mcl_acl_state *state, int64_t
     rep->batch = state->batch * Q;
     rep->t = calloc((size_t)(state->layers > 0 ? state->layers : 1) * 4, sizeof *rep->t);
     if (!rep->t) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
-    for (int i = 0; st == MCL_OK && i < 4 * state->layers; i++) {
-        rep->t[i] = state->t[i] ? repeat_rows(ctx, state->t[i], Q) : NULL;
-        if (!rep->t[i])
-            st = mcl_ctx_status(ctx) != MCL_OK
-                     ? mcl_ctx_status(ctx)
-                     : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
+    for (int l = 0; st == MCL_OK && l < state->layers; l++) { /* a layer's four in one op */
+        st = mcl_repeat_batch4(ctx, state->t + 4 * l, Q, 1, rep->t + 4 * l);
+        if (st != MCL_OK && mcl_ctx_status(ctx) == MCL_OK)
+            st = mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
     }
     rep->feat_n = state->feat_n;
     if (st == MCL_OK && state->feat_n > 0) { /* the context statistics, likewise */
