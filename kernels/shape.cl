@@ -176,6 +176,57 @@ __kernel void repeat_batch_bwd(__global const float *g, long g_off, __global flo
     ga[ga_off + j] += mcl_acc_value(acc);
 }
 
+/* ---- repeat_batch4 (ops.def): repeat_batch of four tensors in one launch. Tensor k:
+ *   out_k[(o * n + i) * inner_k + j] = a_k[o * inner_k + j]   (o < outer, i < n, j < inner_k;
+ *                                                              axis 0 is outer = 1)
+ * backward: ga_k[o * inner_k + j] += sum_{i < n} gout_k[(o * n + i) * inner_k + j], i in order,
+ *   as a (hi, lo) pair of common.cl (repeat_batch_bwd's and repeat_rows_bwd's sums);
+ * the items run over the four tensors in turn: item q belongs to the first k with q < e_k
+ * (e_k the running totals: of outer * n * inner_k forward, of outer * inner_k backward).
+ * The host keeps every total below 2^31 (else it launches repeat_batch's kernels per tensor). */
+int repeat4_k(int q, int e0, int e1, int e2)
+{
+    return q < e0 ? 0 : q < e1 ? 1 : q < e2 ? 2 : 3;
+}
+
+__kernel void repeat4_fwd(__global const float *a0, long a0_off, __global const float *a1,
+                          long a1_off, __global const float *a2, long a2_off,
+                          __global const float *a3, long a3_off, __global float *o0, long o0_off,
+                          __global float *o1, long o1_off, __global float *o2, long o2_off,
+                          __global float *o3, long o3_off, int in0, int in1, int in2, int in3,
+                          int n, int e0, int e1, int e2, int e3)
+{
+    const int q = get_global_id(0);
+    if (q >= e3) return;
+    const int k = repeat4_k(q, e0, e1, e2);
+    const int base = k == 0 ? 0 : k == 1 ? e0 : k == 2 ? e1 : e2;
+    const int inner = k == 0 ? in0 : k == 1 ? in1 : k == 2 ? in2 : in3;
+    __global const float *a = k == 0 ? a0 + a0_off : k == 1 ? a1 + a1_off : k == 2 ? a2 + a2_off : a3 + a3_off;
+    __global float *out = k == 0 ? o0 + o0_off : k == 1 ? o1 + o1_off : k == 2 ? o2 + o2_off : o3 + o3_off;
+    const int p = q - base, r = p / inner, j = p - r * inner, o = r / n;
+    out[p] = a[o * inner + j];
+}
+
+__kernel void repeat4_bwd(__global const float *g0, long g0_off, __global const float *g1,
+                          long g1_off, __global const float *g2, long g2_off,
+                          __global const float *g3, long g3_off, __global float *x0, long x0_off,
+                          __global float *x1, long x1_off, __global float *x2, long x2_off,
+                          __global float *x3, long x3_off, int in0, int in1, int in2, int in3,
+                          int n, int e0, int e1, int e2, int e3)
+{
+    const int q = get_global_id(0);
+    if (q >= e3) return;
+    const int k = repeat4_k(q, e0, e1, e2);
+    const int base = k == 0 ? 0 : k == 1 ? e0 : k == 2 ? e1 : e2;
+    const int inner = k == 0 ? in0 : k == 1 ? in1 : k == 2 ? in2 : in3;
+    __global const float *g = k == 0 ? g0 + g0_off : k == 1 ? g1 + g1_off : k == 2 ? g2 + g2_off : g3 + g3_off;
+    __global float *ga = k == 0 ? x0 + x0_off : k == 1 ? x1 + x1_off : k == 2 ? x2 + x2_off : x3 + x3_off;
+    const int p = q - base, o = p / inner, j = p - o * inner, b = o * n * inner + j;
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (int i = 0; i < n; i++) acc = mcl_acc_add(acc, g[b + i * inner]);
+    ga[p] += mcl_acc_value(acc);
+}
+
 /* ---- repeat_batch with axis 1 (mcl_repeat_rows): each row's n copies next to it:
  *   out[o, i, j] = a[o, j]                 a [outer, inner], out [outer, n, inner];
  *                                          item q = (o * n + i) * inner + j over out

@@ -126,6 +126,11 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
     EXPECT_NULL(mcl_dropout_keyed(g_ctx, NULL, 0.5f, 1, 2, 3), N, "dropout");
     EXPECT_NULL(mcl_add_dropout(g_ctx, NULL, x23, 0.5f, 1), N, "add_dropout");
     EXPECT_NULL(mcl_repeat_batch(g_ctx, NULL, 2), N, "repeat_batch");
+    {
+        mcl_tensor *const four[4] = {x23, NULL, x23, x23};
+        mcl_tensor *r4[4];
+        EXPECT_STATUS(mcl_repeat_batch4(g_ctx, four, 2, 1, r4), N, "repeat_batch4");
+    }
     EXPECT_NULL(mcl_conv2d(g_ctx, NULL, x23, v3, 1, 0), N, "conv2d");
     EXPECT_NULL(mcl_maxpool2d(g_ctx, NULL), N, "maxpool2d");
     EXPECT_NULL(mcl_instance_norm(g_ctx, NULL, v3, v3, 1e-5f), N, "instance_norm");

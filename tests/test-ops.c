@@ -1026,6 +1026,32 @@ static int gen_repeat_batch(int k, tcase *tc)
     return 1;
 }
 
+/* repeat_batch4: four tensors, n = i0 copies, axis i1. Axis 0: 1- to 3-dim tensors of
+ * different shapes (one of a single element), n 1, 3; axis 1: the same first dim B,
+ * different rests up to 4 dims: the ACL query state of a layer (B = 2 sequences, 2 heads,
+ * D = 4: four [2,2,4,4]), B = 1, n = 1 with one input wanting no gradient, and a big one. */
+static int gen_repeat_batch4(int k, tcase *tc)
+{
+    static const int64_t s[][4][5] = {
+        {{1, 1}, {1, 5}, {2, 7, 3}, {3, 2, 3, 5}},                 /* axis 0 */
+        {{2, 2, 3}, {1, 4}, {3, 2, 4, 4}, {3, 2, 4, 4}},
+        {{4, 2, 2, 4, 4}, {4, 2, 2, 4, 4}, {4, 2, 2, 4, 4}, {4, 2, 2, 4, 4}}, /* axis 1 */
+        {{2, 1, 6}, {1, 1}, {3, 1, 2, 3}, {4, 1, 2, 3, 2}},
+        {{2, 3, 5}, {1, 3}, {3, 3, 2, 2}, {2, 3, 1}},
+        {{4, 3, 2, 131, 131}, {2, 3, 7}, {1, 3}, {3, 3, 2, 5}},
+    };
+    static const int64_t n[] = {1, 3, 5, 4, 1, 3};
+    static const int ax[] = {0, 0, 1, 1, 1, 1};
+    const int ns = (int)(sizeof n / sizeof n[0]);
+    if (k >= ns) return 0;
+    if (k == ns - 1) mark_big(tc); /* out [9,2,131,131]: > 137k elements */
+    for (int t = 0; t < 4; t++) fill_normal(tc, add_in(tc, s[k][t]), 0.0, 1.0);
+    tc->p.i[0] = n[k];
+    tc->p.i[1] = ax[k];
+    if (k == 4) tc->no_grad[2] = 1; /* one input wanting no gradient (OpenCL: per tensor) */
+    return 1;
+}
+
 /* conv2d: x [B,C,H,W], w [O,C,k,k], bias [O]; stride i0, padding i1. Covers k 1/3/5,
  * stride 1/2, padding 0/1/2, batch 1/2, a 1-row input, one image with Ho*Wo >= 256 (the
  * reference's one-image GEMM path) and a big case: 27 images in groups of 4 (the last one
@@ -1893,6 +1919,24 @@ static void nv_repeat_batch(const tcase *tc, harr *w)
         o[q] = tc->x[0][(q / (n * inner)) * inner + q % inner];
 }
 
+/* repeat_batch4: per tensor k, axis 0: out[i, ..] = x_k[..]; axis 1: out[b·n + i, ..] = x_k[b, ..] */
+static void nv_repeat_batch4(const tcase *tc, harr *w)
+{
+    const int64_t n = tc->p.i[0];
+    const int ax = (int)tc->p.i[1];
+    for (int t = 0; t < 4; t++) {
+        const int nd = tc->ndim[t];
+        int64_t so[4] = {1, 1, 1, 1};
+        const int ndo = ax == 0 ? nd + 1 : nd;
+        for (int d = 0; d < ndo; d++)
+            so[d] = ax == 0 ? (d == 0 ? n : tc->shape[t][d - 1]) : (d == 0 ? tc->shape[t][0] * n : tc->shape[t][d]);
+        double *o = want_new(&w[t], ndo, so);
+        const int64_t N = tc_n(tc, t), outer = ax == 1 ? tc->shape[t][0] : 1, inner = N / outer;
+        for (int64_t q = 0; q < w[t].n; q++) /* q = (b * n + i) * inner + j */
+            o[q] = tc->x[t][(q / (n * inner)) * inner + q % inner];
+    }
+}
+
 /* src/ref/naive/conv.c */
 static void nv_conv2d(const tcase *tc, harr *w)
 {
@@ -2437,6 +2481,9 @@ static const opspec SPECS[] = {
     /* add_dropout: one float product and one sum per element (FT_ROUND), as dropout's; a fixed
      * mask: linear in a and x (GT_LIN); both backends round the same two operations (DT_ROUND) */
     {"add_dropout", gen_add_dropout, nv_add_dropout, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
+    /* repeat_batch4: repeat_batch's four times in one op: copies forward (exact); linear;
+     * backward sums the n copies (device order vs double), as repeat_batch */
+    {"repeat_batch4", gen_repeat_batch4, nv_repeat_batch4, FT_EXACT, 1.0, GT_LIN, DT_SUM},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 

@@ -9,6 +9,8 @@
  *   - partial backward from a mark (mcl_grad_partial)
  *   - gradients handed over as views (reshape, add: tape.c WALK_ALIAS) where the input is
  *     used again, used twice by the same add, or requested by a partial walk
+ *   - gradients made as views into the input's (reshape before a repeat, disjoint row
+ *     slices: tape.c WALK_INTO), the same bits as without, their backward calls skipped
  *   - a partial walk runs only the backward ops on a path from the loss to a wrt tensor
  *   - mcl_ctx_reset frees temporaries; kept tensors survive
  *   - backward of a non-scalar loss, backward after reset: errors, no crash
@@ -20,6 +22,7 @@
 
 #include "metacl.h"
 #include "profile.h"
+#include "tape.h"
 #include "tensor_impl.h"
 #include "testutil.h"
 
@@ -263,6 +266,69 @@ static void test_reshape_view(mcl_ctx *ctx)
     CHECK_TENSOR("a intact after the views are freed", a, want, N, 0.0, 0.0);
     mcl_tensor_free(tail);
     mcl_tensor_free(a);
+}
+
+/* ---- gradients made as views into the input's (tape.c WALK_INTO) ----
+ * x = a*b, p = sum(x*d), z = repeat_batch(reshape(x, [2,2]), 3) (x's gradient started by p,
+ * the reshape's output read by the repeat alone), t = a*a, T = reshape(t, [2,2]) read by two
+ * disjoint row slices s0 = T[0:1], s1 = T[1:2];
+ *   L = p + sum(z) + sum(s0·s0) + sum(s1)
+ *   dL/dx = d + 3,  dL/dT = [2 s0; 1],  dL/da = b·(d + 3) + 2a·(i < 2 ? 2a² : 1).
+ * The full walk makes the reshape's and the slices' output gradients views into x's and T's,
+ * skipping their 3 backward calls; a partial walk that requests those outputs (so they keep
+ * their own) runs them, and gives a's gradient with the same bits. */
+static void test_into(mcl_ctx *ctx)
+{
+    const float av[N] = {1.5f, -0.75f, 2.0f, -1.25f}, bv[N] = {0.5f, 2, -1, 1.5f};
+    const float dv[N] = {0.25f, -1.5f, 1, 3};
+    mcl_tensor *a = leaf(ctx, "a", av), *b = leaf(ctx, "b", bv), *d = leaf(ctx, "d", dv);
+    mcl_tensor *g[4] = {NULL, NULL, NULL, NULL};
+    float full[N], part[N];
+    if (!a || !b || !d) goto done;
+    const int64_t s22[2] = {2, 2};
+    uint64_t calls[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        const size_t mark = mcl_tape_mark(ctx);
+        mcl_tensor *x = mcl_mul(ctx, a, b);
+        mcl_tensor *p = mcl_sum(ctx, mcl_mul(ctx, x, d));
+        mcl_tensor *r = mcl_reshape(ctx, x, 2, s22);
+        mcl_tensor *z = mcl_repeat_batch(ctx, r, 3);
+        mcl_tensor *T = mcl_reshape(ctx, mcl_mul(ctx, a, a), 2, s22);
+        mcl_tensor *y0 = mcl_slice_rows(ctx, T, 0, 1), *y1 = mcl_slice_rows(ctx, T, 1, 1);
+        mcl_tensor *L = mcl_add(ctx, mcl_add(ctx, p, mcl_sum(ctx, z)),
+                                mcl_add(ctx, mcl_sum(ctx, mcl_mul(ctx, y0, y0)), mcl_sum(ctx, y1)));
+        if (!L) break;
+        mcl_backend_stats before, after;
+        mcl_ctx_stats(ctx, &before);
+        if (pass == 0) {
+            CHECK(mcl_backward(ctx, L) == MCL_OK, "backward: %s", mcl_ctx_error(ctx));
+            mcl_ctx_stats(ctx, &after);
+            CHECK(mcl_tensor_read(mcl_tensor_grad(a), full, N) == MCL_OK, "read a's gradient");
+        } else {
+            mcl_tensor *wrt[4] = {a, r, y0, y1};
+            CHECK(mcl_grad_partial(ctx, L, mark, 4, wrt, g) == MCL_OK, "partial: %s", mcl_ctx_error(ctx));
+            mcl_ctx_stats(ctx, &after);
+            CHECK(g[0] && mcl_tensor_read(g[0], part, N) == MCL_OK, "read the partial gradient");
+        }
+        calls[pass] = after.op_calls - before.op_calls;
+        mcl_ctx_reset(ctx);
+    }
+    double want[N];
+    for (int i = 0; i < N; i++)
+        want[i] = (double)bv[i] * (dv[i] + 3.0) + 2.0 * av[i] * (i < 2 ? 2.0 * av[i] * av[i] : 1.0);
+    CHECK_GRAD("dL/da = b(d + 3) + 2a(i < 2 ? 2a^2 : 1) with gradients as views into inputs'", a, want);
+    CHECK(memcmp(full, part, sizeof full) == 0,
+          "a's gradient has the same bits as the partial walk's, which keeps the views off "
+          "(%.9g vs %.9g)", (double)full[0], (double)part[0]);
+    CHECK(calls[1] == calls[0] + 3,
+          "the full walk skips the reshape's and both slices' backward: %llu calls, partial %llu",
+          (unsigned long long)calls[0], (unsigned long long)calls[1]);
+done:
+    for (int k = 0; k < 4; k++) mcl_tensor_free(g[k]);
+    mcl_ctx_reset(ctx);
+    mcl_tensor_free(a);
+    mcl_tensor_free(b);
+    mcl_tensor_free(d);
 }
 
 /* ---- gradients handed over as views ----
@@ -567,6 +633,7 @@ int main(void)
     test_partial_prune(ctx);
     test_partial_handover(ctx);
     test_handover(ctx);
+    test_into(ctx);
     test_reset_and_errors(ctx);
 
     CHECK(mcl_ctx_status(ctx) == MCL_OK, "no stray error left: %s", mcl_ctx_error(ctx));

@@ -395,6 +395,29 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 0, x->ndim + 1, sh);
         return MCL_OK;
     }
+    case MCL_OP_REPEAT_BATCH4: {
+        int64_t nb = a->p.i[0], ax = a->p.i[1];
+        if (nb < 1) return INVALID("repeat_batch4: count %lld must be >= 1", (long long)nb);
+        if (ax != 0 && ax != 1) return INVALID("repeat_batch4: axis %lld must be 0 or 1", (long long)ax);
+        for (int k = 0; k < 4; k++) {
+            const mcl_tensor *t = a->in[k];
+            if (ax == 0 && t->ndim > 3)
+                return SHAPE_ERR("repeat_batch4: input %d %s has 4 dims already", k,
+                                 mcl_shape_str(t, s1, sizeof s1));
+            if (ax == 1 && t->shape[0] != x->shape[0])
+                return SHAPE_ERR("repeat_batch4: input %d %s and input 0 %s differ in the first dim",
+                                 k, mcl_shape_str(t, s1, sizeof s1), mcl_shape_str(x, s2, sizeof s2));
+            int64_t sh[4];
+            int nd = ax == 0 ? t->ndim + 1 : t->ndim;
+            for (int d = 0; d < nd; d++)
+                sh[d] = ax == 0 ? (d == 0 ? nb : t->shape[d - 1]) : (d == 0 ? t->shape[0] * nb : t->shape[d]);
+            if (ax == 1 && t->shape[0] > INT64_MAX / nb)
+                return SHAPE_ERR("repeat_batch4: %lld x %lld rows overflow", (long long)t->shape[0], (long long)nb);
+            if ((s = mcl_shape_check(ctx, op, nd, sh)) != MCL_OK) return s;
+            set_out(o, k, nd, sh);
+        }
+        return MCL_OK;
+    }
     case MCL_OP_CONV2D: {
         mcl_tensor *w = y, *b = a->in[2];
         int64_t st = a->p.i[0], pad = a->p.i[1];
@@ -1174,6 +1197,25 @@ mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n)
     r.in[0] = x;
     r.p.i[0] = n;
     return run1(ctx, &r);
+}
+
+mcl_status mcl_repeat_batch4(mcl_ctx *ctx, mcl_tensor *const x[4], int64_t n, int axis,
+                             mcl_tensor *out[4])
+{
+    if (!ctx) return MCL_ERR_NULL;
+    if (!out) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "repeat_batch4: out is NULL");
+    for (int k = 0; k < 4; k++) out[k] = NULL;
+    if (!x) return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "repeat_batch4: x is NULL");
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_REPEAT_BATCH4;
+    for (int k = 0; k < 4; k++) a.in[k] = x[k];
+    a.p.i[0] = n;
+    a.p.i[1] = axis;
+    mcl_status s = mcl_op_run(ctx, &a);
+    if (s != MCL_OK) return s;
+    for (int k = 0; k < 4; k++) out[k] = a.out[k];
+    return MCL_OK;
 }
 
 mcl_tensor *mcl_repeat_rows(mcl_ctx *ctx, mcl_tensor *x, int64_t n)

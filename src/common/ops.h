@@ -71,6 +71,11 @@ mcl_tensor *mcl_permute(mcl_ctx *ctx, mcl_tensor *a, const int perm[4]);
 
 /* x [..] -> [n, ..]: n copies along a new leading dim (gradient: the sum over it) */
 mcl_tensor *mcl_repeat_batch(mcl_ctx *ctx, mcl_tensor *x, int64_t n);
+/* x[0..3] -> out[0..3]: repeat_batch of each in one op (ops.def repeat_batch4): axis 0,
+ * x_k [..] -> [n, ..]; axis 1, x_k [B, ..] -> [B·n, ..] (each row's n copies next to it, the
+ * same B for all four). One launch each way instead of four. */
+mcl_status mcl_repeat_batch4(mcl_ctx *ctx, mcl_tensor *const x[4], int64_t n, int axis,
+                             mcl_tensor *out[4]);
 /* x [B, ..] -> [B, n, ..]: n copies of each row next to it (repeat_batch with axis 1; the
  * gradient: the sum over the copies). Replaces repeat_batch + permute: one kernel. */
 mcl_tensor *mcl_repeat_rows(mcl_ctx *ctx, mcl_tensor *x, int64_t n);

@@ -115,9 +115,19 @@ mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src)
  *               backward's copy for it is skipped (the whole call when no other input needs
  *               a gradient). The output's gradient is complete by then (its consumers
  *               come later on the tape), and nothing reads it afterwards, except a partial
- *               walk's requested tensors: those keep their own. */
+ *               walk's requested tensors: those keep their own;
+ *   WALK_INTO   the other way round, when the input already has a gradient of its own: the
+ *               output's gradient of a reshape or an axis-0 slice is a view into its input's
+ *               (a slice: at its rows), so its consumers' backwards accumulate straight into
+ *               the input's gradient and the reshape's or slice's backward is skipped. Only
+ *               where every bit stays: a slice whose input only slices of axis 0 with
+ *               disjoint rows read (its rows of the input's gradient start at zero and get
+ *               exactly the output's terms, in their order); a reshape whose output only the
+ *               next node reads as its first input, a repeat_batch, permute or srwm (their
+ *               backwards add one finished term per element of that input: x += (0 + s)
+ *               and x += s are the same float). */
 
-enum { WALK_ARENA, WALK_OWN, WALK_GRAD, WALK_SLOT, WALK_ALIAS };
+enum { WALK_ARENA, WALK_OWN, WALK_GRAD, WALK_SLOT, WALK_ALIAS, WALK_INTO };
 
 /* Elements per chunk of the walk's arena; a gradient larger than a quarter of it gets its own
  * buffer (so chunks stay below what any device allocates in one piece). */
@@ -126,7 +136,9 @@ enum { WALK_ARENA, WALK_OWN, WALK_GRAD, WALK_SLOT, WALK_ALIAS };
 typedef struct walk {
     mcl_tensor **touched; /* tensors given a gtmp during the walk (one ref each)  */
     unsigned char *kind;  /* per touched tensor: WALK_*                            */
-    mcl_tensor **src;     /* per touched tensor: WALK_ALIAS's reshape output        */
+    mcl_tensor **src;     /* per touched tensor: WALK_ALIAS's reshape output,
+                             WALK_INTO's input                                    */
+    int64_t *off;         /* per touched tensor: WALK_INTO's element offset in src's */
     size_t n, cap;
     unsigned char *skip;  /* per node from the mark: k + 1 = input k's gradient is a view */
     size_t mark;
@@ -144,14 +156,17 @@ static mcl_status plan_add(mcl_ctx *ctx, walk *w, mcl_tensor *t, int kind, mcl_t
         unsigned char *k = p ? realloc(w->kind, cap) : NULL;
         if (k) w->kind = k;
         mcl_tensor **sp = k ? realloc(w->src, cap * sizeof *sp) : NULL;
-        if (!sp) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "backward: out of memory");
-        w->src = sp;
+        if (sp) w->src = sp;
+        int64_t *op = sp ? realloc(w->off, cap * sizeof *op) : NULL;
+        if (!op) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "backward: out of memory");
+        w->off = op;
         w->cap = cap;
     }
     t->gtmp = &planned;
     w->touched[w->n] = mcl_tensor_keep(t);
     w->kind[w->n] = (unsigned char)kind;
     w->src[w->n] = src;
+    w->off[w->n] = 0;
     w->n++;
     return MCL_OK;
 }
@@ -227,6 +242,67 @@ static int pass_through(const mcl_node *n, mcl_tensor *const *wrt, int n_wrt, in
     return -1;
 }
 
+/* The plan's entry of a planned tensor t (t->gtmp == &planned), or -1. */
+static long plan_index(const walk *w, const mcl_tensor *t)
+{
+    for (size_t i = w->n; i-- > 0;)
+        if (w->touched[i] == t) return (long)i;
+    return -1;
+}
+
+/* Whether node i (a reshape or an axis-0 slice, its output planned as WALK_ARENA) may have
+ * its output's gradient as a view into its input's (WALK_INTO; the conditions above). */
+static int into_ok(mcl_ctx *ctx, const walk *w, size_t i, mcl_tensor *const *wrt, int n_wrt,
+                   int full)
+{
+    const mcl_node *n = ctx->nodes[i];
+    const mcl_op op = n->args.op;
+    const mcl_tensor *x = n->args.in[0], *y = n->args.out[0];
+    if (op != MCL_OP_RESHAPE && !(op == MCL_OP_SLICE && n->args.p.i[0] == 0)) return 0;
+    if (!wants_grad(x, full) || (x->flags & MCL_TF_REQUIRES_GRAD) ||
+        mcl_tensor_numel(x) > WALK_CHUNK / 4 || is_wanted(wrt, n_wrt, x) ||
+        is_wanted(wrt, n_wrt, y))
+        return 0;
+    const long iy = plan_index(w, y);
+    if (iy < 0 || w->kind[iy] != WALK_ARENA) return 0;
+    for (size_t k = 0; k < w->n; k++) /* no chains: y is no WALK_INTO's input */
+        if (w->kind[k] == WALK_INTO && w->src[k] == y) return 0;
+    if (x->gtmp) {
+        const long ix = plan_index(w, x);
+        if (ix < 0 || w->kind[ix] != WALK_ARENA) return 0;
+    } else if (op == MCL_OP_RESHAPE) {
+        return 0; /* pass_through's case */
+    }
+    if (op == MCL_OP_RESHAPE) {
+        if (i + 1 >= ctx->n_nodes) return 0;
+        const mcl_node *c = ctx->nodes[i + 1];
+        const mcl_op cop = c->args.op;
+        if ((cop != MCL_OP_REPEAT_BATCH && cop != MCL_OP_PERMUTE && cop != MCL_OP_SRWM) ||
+            c->args.in[0] != y)
+            return 0;
+        for (int k = 1; k < mcl_op_table[cop].n_in; k++)
+            if (c->args.in[k] == y) return 0;
+        for (size_t j = i + 2; j < ctx->n_nodes; j++) {
+            const mcl_node *o = ctx->nodes[j];
+            for (int k = 0; k < mcl_op_table[o->args.op].n_in; k++)
+                if (o->args.in[k] == y) return 0;
+        }
+        return 1;
+    }
+    const int64_t a0 = n->args.p.i[1], a1 = a0 + n->args.p.i[2];
+    for (size_t j = w->mark; j < ctx->n_nodes; j++) {
+        const mcl_node *o = ctx->nodes[j];
+        if (j == i) continue;
+        for (int k = 0; k < mcl_op_table[o->args.op].n_in; k++) {
+            if (o->args.in[k] != x) continue;
+            if (o->args.op != MCL_OP_SLICE || o->args.p.i[0] != 0) return 0;
+            const int64_t b0 = o->args.p.i[1], b1 = b0 + o->args.p.i[2];
+            if (b0 < a1 && a0 < b1) return 0; /* overlapping rows */
+        }
+    }
+    return 1;
+}
+
 /* Pass 1: which tensors get a gradient, of which kind; which nodes are handed over. */
 static mcl_status walk_plan(mcl_ctx *ctx, walk *w, mcl_tensor *loss, int full,
                             mcl_tensor *const *wrt, int n_wrt)
@@ -247,6 +323,15 @@ static mcl_status walk_plan(mcl_ctx *ctx, walk *w, mcl_tensor *loss, int full,
         if (pk >= 0) {
             s = plan_add(ctx, w, n->args.in[pk], WALK_ALIAS, n->args.out[0]);
             w->skip[i - w->mark] = (unsigned char)(pk + 1);
+        } else if (s == MCL_OK && into_ok(ctx, w, i, wrt, n_wrt, full)) {
+            mcl_tensor *x = n->args.in[0];
+            if (!x->gtmp) s = plan_add(ctx, w, x, WALK_ARENA, NULL);
+            const long iy = plan_index(w, n->args.out[0]);
+            w->kind[iy] = WALK_INTO;
+            w->src[iy] = x;
+            w->off[iy] = n->args.op == MCL_OP_SLICE
+                             ? n->args.p.i[1] * (mcl_tensor_numel(x) / x->shape[0]) : 0;
+            w->skip[i - w->mark] = 1;
         }
         for (int k = 0; k < info->n_in && s == MCL_OK; k++) {
             mcl_tensor *t = n->args.in[k];
@@ -295,6 +380,8 @@ static mcl_status walk_alloc(mcl_ctx *ctx, walk *w)
         case WALK_ALIAS: /* its source was planned before it, so it exists already */
             g = mcl_tensor_view(w->src[i]->gtmp, 0, t->ndim, t->shape);
             break;
+        case WALK_INTO: /* its input may be planned after it: below */
+            continue;
         }
         if (!g) {
             s = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx)
@@ -304,6 +391,17 @@ static mcl_status walk_alloc(mcl_ctx *ctx, walk *w)
         t->gtmp = g;
     }
     mcl_tensor_free(chunk); /* the views keep its buffer */
+    /* WALK_INTO: views into their inputs' gradients (an input is WALK_ARENA, never INTO) */
+    for (size_t i = 0; i < w->n && s == MCL_OK; i++) {
+        if (w->kind[i] != WALK_INTO) continue;
+        mcl_tensor *t = w->touched[i];
+        mcl_tensor *g = mcl_tensor_view(w->src[i]->gtmp, w->off[i], t->ndim, t->shape);
+        if (!g)
+            s = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx)
+                                              : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "backward: out of memory");
+        else
+            t->gtmp = g;
+    }
     return s;
 }
 
@@ -318,8 +416,10 @@ static void walk_end(walk *w)
     free(w->touched);
     free(w->kind);
     free(w->src);
+    free(w->off);
     free(w->skip);
     w->touched = w->src = NULL;
+    w->off = NULL;
     w->kind = w->skip = NULL;
     w->n = w->cap = 0;
 }

@@ -14,6 +14,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ocl.h"
 
@@ -443,4 +444,66 @@ mcl_status mcl_ocl_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k, i, n);
     return mcl_ocl_launch(be, k, i, N,
                           what2(what, sizeof what, "repeat_batch_bwd", a->gout[0], a->gin[0], ""));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* repeat_batch4: repeat_batch of in[k] into out[k], k = 0..3 (p as repeat_batch's; axis 1's
+ * out[k] [B·n, ..] holds repeat_batch's [B, n, ..] elements in order), in one launch of
+ * repeat4_fwd / repeat4_bwd (shape.cl); per tensor with repeat_batch's kernels when a total
+ * reaches 2^31 items or, backward, when some input wants no gradient. The same floats either
+ * way (the same moves; the same pair sums in the same order). */
+static mcl_status repeat4_each(mcl_backend *be, const mcl_op_args *a, int bwd)
+{
+    for (int k = 0; k < 4; k++) {
+        mcl_op_args one;
+        memset(&one, 0, sizeof one);
+        one.op = MCL_OP_REPEAT_BATCH;
+        one.p = a->p;
+        one.in[0] = a->in[k];
+        one.out[0] = a->out[k];
+        one.gout[0] = a->gout[k];
+        one.gin[0] = a->gin[k];
+        mcl_status s = bwd ? mcl_ocl_repeat_batch_bwd(be, &one) : mcl_ocl_repeat_batch_fwd(be, &one);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
+
+static mcl_status repeat4_launch(mcl_backend *be, const mcl_op_args *a, int bwd)
+{
+    const int64_t n = a->p.i[0];
+    int64_t inner[4], end[4], total = 0, outs = 0;
+    for (int k = 0; k < 4; k++) {
+        const mcl_tensor *x = a->in[k];
+        const int64_t outer = a->p.i[1] == 1 ? x->shape[0] : 1;
+        inner[k] = mcl_tensor_numel(x) / (outer > 0 ? outer : 1);
+        outs += mcl_tensor_numel(bwd ? a->gout[k] : a->out[k]);
+        total += bwd ? outer * inner[k] : outer * n * inner[k];
+        end[k] = total;
+        if (bwd && !a->gin[k]) return repeat4_each(be, a, bwd);
+    }
+    /* every index of the kernel (into an output, or a gradient of one: < outs) fits an int */
+    if (outs >= INT_MAX) return repeat4_each(be, a, bwd);
+    char what[200];
+    what2(what, sizeof what, bwd ? "repeat4_bwd" : "repeat4_fwd", bwd ? a->gout[0] : a->in[0],
+          bwd ? a->gin[0] : a->out[0], "");
+    cl_kernel k = mcl_ocl_kernel(be, bwd ? "repeat4_bwd" : "repeat4_fwd", NULL);
+    int i = k ? 0 : -1;
+    for (int t = 0; t < 4; t++) i = mcl_ocl_arg_tensor(be, k, i, bwd ? a->gout[t] : a->in[t]);
+    for (int t = 0; t < 4; t++) i = mcl_ocl_arg_tensor(be, k, i, bwd ? a->gin[t] : a->out[t]);
+    for (int t = 0; t < 4; t++) i = mcl_ocl_arg_int(be, k, i, (int)inner[t]);
+    i = mcl_ocl_arg_int(be, k, i, (int)n);
+    for (int t = 0; t < 4; t++) i = mcl_ocl_arg_int(be, k, i, (int)end[t]);
+    return mcl_ocl_launch(be, k, i, total, what);
+}
+
+mcl_status mcl_ocl_repeat_batch4_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return repeat4_launch(be, a, 0);
+}
+
+mcl_status mcl_ocl_repeat_batch4_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (!a->gin[0] && !a->gin[1] && !a->gin[2] && !a->gin[3]) return MCL_OK;
+    return repeat4_launch(be, a, 1);
 }

@@ -1,4 +1,5 @@
-/* shape.c — reference shape ops: concat, slice, reshape, transpose, permute, repeat_batch.
+/* shape.c — reference shape ops: concat, slice, reshape, transpose, permute, repeat_batch,
+ * repeat_batch4.
  *
  * None of these computes anything: forward moves elements to new positions, backward moves
  * the gradient back to where each element came from and ADDS it there. Every output element
@@ -349,3 +350,27 @@ mcl_status mcl_ref_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
     }
     return MCL_OK;
 }
+
+/* repeat_batch4: repeat_batch of in[k] into out[k] for k = 0..3 (p as repeat_batch's; with
+ * axis 1 out[k] is [B·n, ..], the same elements in the same order as repeat_batch's
+ * [B, n, ..]), one call of the forward or backward above per tensor: the same floats.
+ *   forward:  out_k[o·n + i, j] = x_k[o, j];   backward: gx_k[o, j] += sum_i gout_k[o·n + i, j] */
+static mcl_status repeat4(mcl_backend *be, const mcl_op_args *a, int bwd)
+{
+    for (int k = 0; k < 4; k++) {
+        mcl_op_args one;
+        memset(&one, 0, sizeof one);
+        one.op = MCL_OP_REPEAT_BATCH;
+        one.p = a->p;
+        one.in[0] = a->in[k];
+        one.out[0] = a->out[k];
+        one.gout[0] = a->gout[k];
+        one.gin[0] = a->gin[k];
+        mcl_status s = bwd ? mcl_ref_repeat_batch_bwd(be, &one) : mcl_ref_repeat_batch_fwd(be, &one);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
+
+mcl_status mcl_ref_repeat_batch4_fwd(mcl_backend *be, const mcl_op_args *a) { return repeat4(be, a, 0); }
+mcl_status mcl_ref_repeat_batch4_bwd(mcl_backend *be, const mcl_op_args *a) { return repeat4(be, a, 1); }

@@ -95,6 +95,9 @@ static const op_case cases[] = {
     /* the LM's fast attention weight (256 x 256) written at p = 0.1 */
     {"smn_avg_z", 3, {2, 2, 1}, {{256, 256}, {256, 256}, {6553}}, {0, 0, 4}, {0.999f, 0.5f, 0.5f, 10.0f}, {0}, 7u},
     {"add_dropout", 2, {2, 2}, {{1024, 1024}, {1024, 1024}}, {0, 0}, {0.1f}, {0}, 0u},
+    /* the ACL query state of a layer (16 sequences, 8 heads of 16) repeated for 5 queries */
+    {"repeat_batch4", 4, {4, 4, 4, 4}, {{16, 8, 16, 16}, {16, 8, 16, 16}, {16, 8, 16, 16}, {16, 8, 16, 4}},
+     {0, 0, 0, 0}, {0}, {5, 1}, 0u},
     /* the LM's fast step write with E = W + M kept: smn_write's shapes, W and E */
     {"smn_write_eff", 11, {2, 1, 2, 2, 1, 2, 1, 2, 1, 2, 2},
      {{256, 256}, {6553}, {6553, 2}, {20, 2}, {20}, {20, 20}, {20}, {1, 20}, {1}, {256, 256}, {256, 256}},

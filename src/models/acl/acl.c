@@ -296,6 +296,31 @@ mcl_acl_state *mcl_acl_state_detach(const mcl_acl_state *s)
     return d;
 }
 
+mcl_acl_state *mcl_acl_param_state(mcl_acl *m, mcl_ctx *ctx, int64_t B)
+{
+    if (!m || !ctx || B < 1) {
+        if (ctx) mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "mcl_acl_param_state: bad argument");
+        return NULL;
+    }
+    mcl_acl_state *s = state_new(m->cfg.layers, B);
+    if (!s) {
+        mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_param_state: out of memory");
+        return NULL;
+    }
+    for (int l = 0; l < m->cfg.layers; l++) {
+        mcl_acl_layer *ly = &m->layer[l];
+        mcl_tensor *params4[4] = {ly->Wy, ly->Wq, ly->Wk, ly->wb};
+        if (mcl_repeat_batch4(ctx, params4, B, 0, s->t + 4 * l) != MCL_OK) { /* one op */
+            mcl_acl_state_free(s);
+            if (mcl_ctx_status(ctx) == MCL_OK)
+                mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_param_state: repeat failed");
+            return NULL;
+        }
+        for (int k = 0; k < 4; k++) mcl_tensor_keep(s->t[4 * l + k]);
+    }
+    return s;
+}
+
 /* x [R,K] · W [K,N] (+ b [N]) */
 static mcl_tensor *linear(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b)
 {
@@ -493,7 +518,8 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
     if (logits) *logits = NULL;
     if (state_out) *state_out = NULL;
     mcl_tensor *pre = m ? m->feat_next : NULL; /* the objective's batched Conv-4 (acl.h) */
-    if (m) m->feat_next = NULL;
+    mcl_tensor *pre_oh = m ? m->oh_next : NULL;  /* the objective's queries' one-hot (acl.h) */
+    if (m) m->feat_next = m->oh_next = NULL;
     if (!m || !images || !labels_in || (!logits && !state_out))
         return mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_forward: NULL argument");
     if (ctx != m->ctx)
@@ -581,7 +607,12 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
     /* 2. label input */
     const int64_t lshape[1] = {R};
     mcl_tensor *lab = labels_in->ndim == 1 ? labels_in : mcl_reshape(ctx, labels_in, 1, lshape);
-    mcl_tensor *oh = mcl_one_hot(ctx, lab, c->n_way + 1);
+    if (pre_oh && (pre_oh->ndim != 2 || pre_oh->shape[0] != R || pre_oh->shape[1] != c->n_way + 1)) {
+        mcl_acl_state_free(so);
+        return mcl_ctx_set_error(ctx, MCL_ERR_SHAPE, "mcl_acl_forward: one-hot labels %s, want [%lld,%d]",
+                                 mcl_shape_str(pre_oh, sb, sizeof sb), (long long)R, c->n_way + 1);
+    }
+    mcl_tensor *oh = pre_oh ? pre_oh : mcl_one_hot(ctx, lab, c->n_way + 1);
     mcl_tensor *h = linear(ctx, mcl_concat(ctx, feat, oh, 1), m->in_w, m->in_b);
     if (!h) {
         mcl_acl_state_free(so);
@@ -590,16 +621,21 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
 
     /* 3. layers */
     const int perm[4] = {0, 2, 1, 3};
-    const int64_t s4[4] = {B, L, H, D}, s2[2] = {R, Hd};
+    const int64_t s4[4] = {B, L, H, D}, s2[2] = {R, Hd}, sq[4] = {B, H, 1, D};
     for (int l = 0; l < c->layers; l++) {
         mcl_acl_layer *ly = &m->layer[l];
-        mcl_tensor *xs = mcl_permute(ctx, mcl_reshape(ctx, h, 4, s4), perm); /* [B,H,L,D] */
+        /* [B,H,L,D]; with L = 1 the permute only moves a dim of size 1: one reshape (a view,
+         * whose gradient the tape makes a view into h's) */
+        mcl_tensor *xs = L == 1 ? mcl_reshape(ctx, h, 4, sq)
+                                : mcl_permute(ctx, mcl_reshape(ctx, h, 4, s4), perm);
         mcl_tensor *st[4];
         mcl_tensor *params4[4] = {ly->Wy, ly->Wq, ly->Wk, ly->wb};
-        for (int k = 0; k < 4; k++)
-            st[k] = state_in ? state_in->t[4 * l + k] : mcl_repeat_batch(ctx, params4[k], B);
+        if (state_in)
+            for (int k = 0; k < 4; k++) st[k] = state_in->t[4 * l + k];
+        else if (mcl_repeat_batch4(ctx, params4, B, 0, st) != MCL_OK) /* one op */
+            st[0] = NULL;
         mcl_tensor *y = NULL, *sout[4] = {NULL, NULL, NULL, NULL};
-        if (!xs || mcl_srwm(ctx, xs, st, &y, sout) != MCL_OK || !y) {
+        if (!xs || !st[0] || mcl_srwm(ctx, xs, st, &y, sout) != MCL_OK || !y) {
             mcl_acl_state_free(so);
             return fail_from_ctx(ctx, "srwm");
         }

@@ -173,6 +173,10 @@ typedef struct mcl_acl {
      * checks that the context's next stream is feat_stream and skips those four. */
     mcl_tensor *feat_next;
     uint64_t feat_stream;
+    /* The objective's queries (acl_objective.c): the next forward call takes oh_next
+     * [rows, n_way + 1] as the one-hot of its labels (every label the unknown n_way: one
+     * one_hot shared by the step's queries instead of one per call), and clears it. */
+    mcl_tensor *oh_next;
 } mcl_acl;
 
 typedef struct mcl_acl_state {
@@ -228,6 +232,13 @@ mcl_status mcl_acl_forward_state(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images,
 mcl_status mcl_acl_forward_query(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images,
                                  mcl_tensor *labels_in, int64_t B, int64_t L,
                                  const mcl_acl_state *state_in, mcl_tensor **logits);
+
+/* The parameters as the state of B sequences (what a NULL state_in starts from): every
+ * tensor [B, ..] the layer's fast-weight parameters repeated (repeat_batch), no context
+ * statistics (feat_n 0). Several calls from the parameters can share it: one repeat, and
+ * its gradient summed over the calls before the repeat's backward sums the copies. Free
+ * with mcl_acl_state_free; NULL on error (in ctx). */
+mcl_acl_state *mcl_acl_param_state(mcl_acl *m, mcl_ctx *ctx, int64_t B);
 
 void mcl_acl_state_free(mcl_acl_state *s);
 /* A detached copy of s (references to the same data, cut from the graph), e.g. to carry a

@@ -62,6 +62,70 @@ static mcl_tensor *repeat_stat_rows(mcl_ctx *ctx, mcl_tensor *s, int64_t Q)
     return mcl_reshape(ctx, repeat_rows(ctx, mcl_reshape(ctx, s, 4, s4), Q), 2, s2);
 }
 
+/* rep = state repeated for Q queries per sequence: batch B·Q, every tensor [B·Q, ..] with
+ * sequence b's copies at rows b·Q .. b·Q+Q-1 (a layer's four tensors in one repeat_batch4),
+ * the context statistics likewise (repeat_rows).
+ * rep->t is the caller's to free (the tensors are temporaries owned by the context). */
+static mcl_status repeat_state(mcl_ctx *ctx, const mcl_acl_state *state, int64_t Q,
+                               mcl_acl_state *rep)
+{
+    mcl_status st = MCL_OK;
+    memset(rep, 0, sizeof *rep);
+    rep->layers = state->layers;
+    rep->batch = state->batch * Q;
+    rep->t = calloc((size_t)(state->layers > 0 ? state->layers : 1) * 4, sizeof *rep->t);
+    if (!rep->t) return mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
+    for (int l = 0; st == MCL_OK && l < state->layers; l++) { /* a layer's four in one op */
+        st = mcl_repeat_batch4(ctx, state->t + 4 * l, Q, 1, rep->t + 4 * l);
+        if (st != MCL_OK && mcl_ctx_status(ctx) == MCL_OK)
+            st = mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
+    }
+    rep->feat_n = state->feat_n;
+    if (st == MCL_OK && state->feat_n > 0) { /* the context statistics, likewise */
+        rep->feat_mean = state->feat_mean ? repeat_stat_rows(ctx, state->feat_mean, Q) : NULL;
+        rep->feat_m2 = state->feat_m2 ? repeat_stat_rows(ctx, state->feat_m2, Q) : NULL;
+        if (!rep->feat_mean || !rep->feat_m2)
+            st = mcl_ctx_status(ctx) != MCL_OK
+                     ? mcl_ctx_status(ctx)
+                     : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
+    }
+    if (st != MCL_OK) {
+        free(rep->t);
+        rep->t = NULL;
+    }
+    return st;
+}
+
+/* rows labels, each the unknown label n_way (caller frees); NULL on error (in ctx). */
+static mcl_tensor *unknown_labels(mcl_acl *m, mcl_ctx *ctx, int64_t rows)
+{
+    mcl_tensor *unknown = mcl_tensor_new(ctx, rows, 0, 0, 0);
+    if (!unknown || mcl_tensor_fill(unknown, (float)m->cfg.n_way) != MCL_OK) {
+        mcl_tensor_free(unknown);
+        if (mcl_ctx_status(ctx) == MCL_OK)
+            mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
+        return NULL;
+    }
+    return unknown;
+}
+
+/* The queries of mcl_acl_query from `from`, the state already repeated Q times (batch B·Q;
+ * or the state itself when Q = 1, or NULL = the parameters). unknown: the B·Q unknown labels
+ * (made here when NULL); oh: their one-hot (NULL: the forward call makes it). */
+static mcl_status query_from(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *from,
+                             mcl_tensor *images, int64_t B, int64_t Q, mcl_tensor *unknown,
+                             mcl_tensor *oh, mcl_tensor **logits)
+{
+    mcl_tensor *own = unknown ? NULL : unknown_labels(m, ctx, B * Q);
+    if (!unknown && !own) return mcl_ctx_status(ctx);
+    m->oh_next = oh;
+    mcl_status st = mcl_acl_forward_query(m, ctx, images, unknown ? unknown : own, B * Q, 1,
+                                          from, logits);
+    m->oh_next = NULL;
+    mcl_tensor_free(own);
+    return st;
+}
+
 mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                          mcl_tensor *images, int64_t B, int64_t Q, mcl_tensor **logits)
 {
@@ -78,44 +142,12 @@ mcl_status mcl_acl_query(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                                  "%lld, model %d layers",
                                  (long long)state->batch, state->layers, (long long)B,
                                  m->cfg.layers);
-    mcl_tensor *unknown = mcl_tensor_new(ctx, B * Q, 0, 0, 0);
-    if (!unknown || mcl_tensor_fill(unknown, (float)m->cfg.n_way) != MCL_OK) {
-        mcl_tensor_free(unknown);
-        return mcl_ctx_status(ctx) != MCL_OK
-                   ? mcl_ctx_status(ctx)
-                   : mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
-    }
-    mcl_status st = MCL_OK;
-    mcl_acl_state rep = {0, 0, NULL, 0, NULL, NULL};
-    const mcl_acl_state *from = state;
-    if (state && Q > 1) {
-        /* every query of sequence b reads sequence b's state: repeat it Q times */
-        rep.layers = state->layers;
-        rep.batch = B * Q;
-        rep.t = calloc((size_t)(state->layers > 0 ? state->layers : 1) * 4, sizeof *rep.t);
-        if (!rep.t) st = mcl_ctx_set_error(ctx, MCL_ERR_OOM, "mcl_acl_query: out of memory");
-        for (int i = 0; st == MCL_OK && i < 4 * state->layers; i++) {
-            rep.t[i] = state->t[i] ? repeat_rows(ctx, state->t[i], Q) : NULL;
-            if (!rep.t[i])
-                st = mcl_ctx_status(ctx) != MCL_OK
-                         ? mcl_ctx_status(ctx)
-                         : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
-        }
-        rep.feat_n = state->feat_n;
-        if (st == MCL_OK && state->feat_n > 0) { /* the context statistics, likewise */
-            rep.feat_mean = state->feat_mean ? repeat_stat_rows(ctx, state->feat_mean, Q) : NULL;
-            rep.feat_m2 = state->feat_m2 ? repeat_stat_rows(ctx, state->feat_m2, Q) : NULL;
-            if (!rep.feat_mean || !rep.feat_m2)
-                st = mcl_ctx_status(ctx) != MCL_OK
-                         ? mcl_ctx_status(ctx)
-                         : mcl_ctx_set_error(ctx, MCL_ERR_NULL, "mcl_acl_query: bad state");
-        }
-        from = &rep;
-    }
-    if (st == MCL_OK)
-        st = mcl_acl_forward_query(m, ctx, images, unknown, B * Q, 1, from, logits);
+    if (!state || Q == 1) return query_from(m, ctx, state, images, B, Q, NULL, NULL, logits);
+    /* every query of sequence b reads sequence b's state: repeat it Q times */
+    mcl_acl_state rep;
+    mcl_status st = repeat_state(ctx, state, Q, &rep);
+    if (st == MCL_OK) st = query_from(m, ctx, &rep, images, B, Q, NULL, NULL, logits);
     free(rep.t); /* temporaries: owned by the context */
-    mcl_tensor_free(unknown);
     return st;
 }
 
@@ -221,13 +253,80 @@ void mcl_acl_terms_free(mcl_acl_terms *t)
     }
 }
 
-/* CE of task `task`'s queries from `state`, weighted into *sum. */
+/* One state repeated for the queries of several terms (main_i and every acl_{j,i} read S_i):
+ * rep is `of` repeated q times, made by the first term that needs it. Its gradient sums the
+ * terms' gradients per copy before the repeat's backward sums the copies (one repeat and one
+ * backward instead of one per term; the sums' order differs: last bits). */
+typedef struct rep_cache {
+    const mcl_acl_state *of; /* NULL: empty */
+    int64_t q;
+    mcl_acl_state rep;
+} rep_cache;
+
+static void rep_cache_clear(rep_cache *c)
+{
+    free(c->rep.t); /* the tensors: temporaries owned by the context */
+    memset(c, 0, sizeof *c);
+}
+
+/* The unknown labels of the step's queries and their one-hot [rows, n_way + 1], made once
+ * for every query call with that many rows (one fill and one one_hot per step instead of one
+ * per call; the same values). */
+typedef struct unknown_cache {
+    int64_t rows; /* 0: empty */
+    mcl_tensor *labels, *oh;
+} unknown_cache;
+
+static void unknown_cache_clear(unknown_cache *u)
+{
+    mcl_tensor_free(u->labels); /* oh: a temporary owned by the context */
+    memset(u, 0, sizeof *u);
+}
+
+static mcl_status unknown_get(mcl_acl *m, mcl_ctx *ctx, unknown_cache *u, int64_t rows)
+{
+    if (u->rows == rows) return MCL_OK;
+    unknown_cache_clear(u);
+    u->labels = unknown_labels(m, ctx, rows);
+    u->oh = u->labels ? mcl_one_hot(ctx, u->labels, m->cfg.n_way + 1) : NULL;
+    if (!u->oh) {
+        unknown_cache_clear(u);
+        return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
+    }
+    u->rows = rows;
+    return MCL_OK;
+}
+
+/* CE of task `task`'s queries from `state`, weighted into *sum. cache (may be NULL): the
+ * repeated state shared with the other terms that read `state` (cleared by the caller before
+ * `state` is freed). */
 static mcl_status add_term(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_state *state,
                            const mcl_acl_task_data *td, int64_t B, int kind, int task, int after,
-                           float weight, mcl_tensor **sum, mcl_acl_terms *terms)
+                           float weight, mcl_tensor **sum, mcl_acl_terms *terms, rep_cache *cache,
+                           unknown_cache *unk)
 {
     mcl_tensor *logits = NULL;
-    mcl_status st = mcl_acl_query(m, ctx, state, td->query_img, B, td->n_query, &logits);
+    const int64_t Q = td->n_query;
+    mcl_status st = unknown_get(m, ctx, unk, B * Q);
+    if (st != MCL_OK) return st;
+    if (!state || Q == 1) {
+        st = query_from(m, ctx, state, td->query_img, B, Q, unk->labels, unk->oh, &logits);
+    } else if (cache) {
+        if (cache->of != state || cache->q != Q) {
+            rep_cache_clear(cache);
+            st = repeat_state(ctx, state, Q, &cache->rep);
+            if (st != MCL_OK) return st;
+            cache->of = state;
+            cache->q = Q;
+        }
+        st = query_from(m, ctx, &cache->rep, td->query_img, B, Q, unk->labels, unk->oh, &logits);
+    } else {
+        mcl_acl_state rep;
+        st = repeat_state(ctx, state, Q, &rep);
+        if (st == MCL_OK)
+            st = query_from(m, ctx, &rep, td->query_img, B, Q, unk->labels, unk->oh, &logits);
+        free(rep.t); /* temporaries: owned by the context */
+    }
     if (st != MCL_OK) return st;
     mcl_tensor *ce = mcl_cross_entropy(ctx, logits, td->query_lab);
     if (!ce) return mcl_ctx_status(ctx);
@@ -383,7 +482,15 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
 #define NEXT_CALL() (m->feat_next = feat[kc], m->feat_stream = s0 + (uint64_t)kc * per, kc++)
 
     mcl_tensor *sum = NULL;
-    mcl_acl_state *prev = NULL; /* S_{i-1}; NULL = the parameters */
+    mcl_acl_state *prev = NULL; /* S_{i-1}; NULL (or mcl_acl_param_state) = the parameters */
+    rep_cache cache = {NULL, 0, {0, 0, NULL, 0, NULL, NULL}};
+    unknown_cache unk = {0, NULL, NULL};
+    /* the first-shot and context calls of task 0 both start from the parameters: one repeat
+     * of them shared by the two calls (mcl_acl_param_state) */
+    if (st == MCL_OK && obj->first_shot) {
+        prev = mcl_acl_param_state(m, ctx, B);
+        if (!prev) st = mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
+    }
     for (int i = 0; st == MCL_OK && i < obj->n_tasks; i++) {
         const mcl_acl_task_data *td = &tasks[i];
         const float ws = obj->scale * obj->task_scale[i];
@@ -394,7 +501,8 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
                                        prev, &fs);
             if (st == MCL_OK) {
                 NEXT_CALL();
-                st = add_term(m, ctx, fs, td, B, MCL_ACL_TERM_FIRST_SHOT, i, i, ws, &sum, terms);
+                st = add_term(m, ctx, fs, td, B, MCL_ACL_TERM_FIRST_SHOT, i, i, ws, &sum, terms,
+                              NULL, &unk);
             }
             mcl_acl_state_free(fs);
         }
@@ -408,14 +516,18 @@ static mcl_status objective_loss(mcl_acl *m, mcl_ctx *ctx, const mcl_acl_objecti
         prev = cur;
         if (st == MCL_OK) {
             NEXT_CALL();
-            st = add_term(m, ctx, cur, td, B, MCL_ACL_TERM_MAIN, i, i, ws, &sum, terms);
+            st = add_term(m, ctx, cur, td, B, MCL_ACL_TERM_MAIN, i, i, ws, &sum, terms, &cache,
+                          &unk);
         }
         for (int j = 0; obj->acl && st == MCL_OK && j < i; j++) {
             NEXT_CALL();
             st = add_term(m, ctx, cur, &tasks[j], B, MCL_ACL_TERM_ACL, j, i,
-                          obj->scale * obj->acl_scale, &sum, terms);
+                          obj->scale * obj->acl_scale, &sum, terms, &cache, &unk);
         }
+        rep_cache_clear(&cache); /* S_i is freed as S_{i-1} of the next task */
     }
+    rep_cache_clear(&cache);
+    unknown_cache_clear(&unk);
 #undef NEXT_CALL
     m->feat_next = NULL; /* a call that failed before its forward left it set */
     mcl_acl_state_free(prev);
