@@ -761,7 +761,8 @@ static void test_baseline_select(mcl_ctx *ctx, const mcl_dataset *train, const m
     mcl_baseline_config base = bl_cfg(MCL_OPTIM_ADAM, 1.0f, 1), best;
     mcl_baseline_selection sel;
     mcl_status st = mcl_baseline_select(ctx, &base, &val, glr, 2, gep, 2, &best, &sel);
-    CHECK(st == MCL_OK && sel.n == 4, "select: %s", mcl_ctx_error(ctx));
+    /* the grid's 4 points, then the points that grew it past the edge the best sits on */
+    CHECK(st == MCL_OK && sel.n_grid == 4 && sel.n >= 4, "select: %s", mcl_ctx_error(ctx));
     if (st != MCL_OK) return;
     int top = 1;
     for (int i = 0; i < sel.n; i++) {
@@ -773,7 +774,8 @@ static void test_baseline_select(mcl_ctx *ctx, const mcl_dataset *train, const m
     CHECK(best.lr == sel.point[sel.best].lr && best.epochs == sel.point[sel.best].epochs &&
               best.optim == MCL_OPTIM_ADAM && best.conv_channels == 8,
           "best config = best point + the base's other fields");
-    CHECK(best.lr == 3e-3f, "the useful lr wins (%g)", (double)best.lr);
+    /* 3e-3 beats 1e-6; the search may then grow past it (1e-2, ...) */
+    CHECK(best.lr >= 3e-3f, "the useful lr wins (%g)", (double)best.lr);
     CHECK(sel.point[0].lr == 1e-6f && sel.point[0].epochs == 1 && sel.point[1].epochs == 6 &&
               sel.point[2].lr == 3e-3f,
           "grid visited lr-major");
