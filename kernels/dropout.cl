@@ -98,24 +98,25 @@ __kernel void bias_dropout_relu_fwd(__global const float *x, long x_off, __globa
     out[out_off + i] = keep ? r * scale : 0.0f;
 }
 
-/* d_i of element i = r * N + j from x_i, b_j and gout_i */
+/* d_i of element i = r * N + j from x_i, b_j and gout_i (relu == 0: bias_add_dropout's
+ * d_i = keep_i ? 0 + gout_i * scale : 0, x and b unused) */
 float bias_dropout_relu_d(float x, float b, float g, float p, float scale, ulong seed,
-                          ulong stream, ulong counter, long i)
+                          ulong stream, ulong counter, long i, int relu)
 {
-    const float t = x + b;
-    if (!(t > 0.0f)) return 0.0f;
+    if (relu && !(x + b > 0.0f)) return 0.0f;
     if (p == 0.0f) return 0.0f + g;
     return mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p ? 0.0f + g * scale : 0.0f;
 }
 
 /* backward: item q does the columns j = 4q .. 4q+3 over every chunk of `rows` rows (as
  * bias_add_bwd_one, on d computed on the fly); gx_mode 1: gx = d, 2: gx += d, 0: none;
- * gb stored (accumulate == 0) or added to; gb_mode 0: no gb. n = ceil(N / 4) items. */
+ * gb stored (accumulate == 0) or added to; gb_mode 0: no gb; relu 0: bias_add_dropout's d.
+ * n = ceil(N / 4) items. */
 __kernel void bias_dropout_relu_bwd(__global const float *x, long x_off, __global const float *b,
                                     long b_off, __global const float *g, long g_off,
                                     __global float *gb, long gb_off, int accumulate, int gb_mode,
-                                    __global float *gx, long gx_off, int gx_mode, float p,
-                                    float scale, ulong seed, ulong stream, ulong counter, long R,
+                                    __global float *gx, long gx_off, int gx_mode, int relu,
+                                    float p, float scale, ulong seed, ulong stream, ulong counter, long R,
                                     long N, long rows, long n)
 {
     long q = get_global_id(0);
@@ -136,10 +137,10 @@ __kernel void bias_dropout_relu_bwd(__global const float *x, long x_off, __globa
                 const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);
                 const long e = r * N + j0;
                 const float4 v = (float4)(
-                    bias_dropout_relu_d(x4.s0, b4.s0, g4.s0, p, scale, seed, stream, counter, e),
-                    bias_dropout_relu_d(x4.s1, b4.s1, g4.s1, p, scale, seed, stream, counter, e + 1),
-                    bias_dropout_relu_d(x4.s2, b4.s2, g4.s2, p, scale, seed, stream, counter, e + 2),
-                    bias_dropout_relu_d(x4.s3, b4.s3, g4.s3, p, scale, seed, stream, counter, e + 3));
+                    bias_dropout_relu_d(x4.s0, b4.s0, g4.s0, p, scale, seed, stream, counter, e, relu),
+                    bias_dropout_relu_d(x4.s1, b4.s1, g4.s1, p, scale, seed, stream, counter, e + 1, relu),
+                    bias_dropout_relu_d(x4.s2, b4.s2, g4.s2, p, scale, seed, stream, counter, e + 2, relu),
+                    bias_dropout_relu_d(x4.s3, b4.s3, g4.s3, p, scale, seed, stream, counter, e + 3, relu));
                 bias_part_row4(&hi, &lo, v, oc + r * N, gx_mode);
             }
             acc[0] = bias_add_ff_add(acc[0], (float2)(hi.s0, lo.s0));
@@ -153,7 +154,7 @@ __kernel void bias_dropout_relu_bwd(__global const float *x, long x_off, __globa
             for (long r = r0; r < r1; r++)
                 s = bias_part_row1(s, bias_dropout_relu_d(xc[r * N + j], bc[j], gc[r * N + j], p,
                                                           scale, seed, stream, counter,
-                                                          r * N + j0 + j),
+                                                          r * N + j0 + j, relu),
                                    oc + r * N + j, gx_mode);
             acc[j] = bias_add_ff_add(acc[j], s);
         }
@@ -166,4 +167,22 @@ __kernel void bias_dropout_relu_bwd(__global const float *x, long x_off, __globa
         else
             gb[gb_off + j0 + j] = v;
     }
+}
+
+/* ---- bias_add_dropout: out_i = a_i + (keep_i ? t_i * scale : 0), t = x + b rounded;
+ * a, x, out [R, N], b [N] (add_dropout_fwd on bias_add_fwd's sum, the same floats). Backward:
+ * the host runs add's accumulation for a (when not handed over) and bias_dropout_relu_bwd
+ * with relu = 0 for x and b. */
+__kernel void bias_add_dropout_fwd(__global const float *a, long a_off, __global const float *x,
+                                   long x_off, __global const float *b, long b_off,
+                                   __global float *out, long out_off, float p, float scale,
+                                   ulong seed, ulong stream, ulong counter, long N, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const float t = x[x_off + i] + b[b_off + i % N];
+    float d = t;
+    if (p != 0.0f)
+        d = mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p ? t * scale : 0.0f;
+    out[out_off + i] = a[a_off + i] + d;
 }

@@ -882,6 +882,42 @@ static int gen_bias_dropout_relu(int k, tcase *tc)
     return 1;
 }
 
+/* bias_add_dropout: a, x [..,N], b [N], all N(0, 1); p = 0, 0.3, 0.5 with explicit (seed u0,
+ * stream u1, counter u2), a counter just below 2^32, rows in 2 and in 9 chunks of the OpenCL
+ * bias sums (70 rows; the big case, 521), x's gradient alone, the bias's alone, a's alone. */
+static int gen_bias_add_dropout(int k, tcase *tc)
+{
+    static const struct {
+        int64_t s[5];
+        float p;
+        uint64_t seed, stream, counter;
+        int grad_only; /* 1..3: only input grad_only - 1 gets a gradient */
+    } c[] = {
+        {{1, 13}, 0.3f, 42, 1, 0, 0},
+        {{2, 5, 7}, 0.5f, 7, 3, 1000, 0},
+        {{3, 2, 3, 5}, 0.0f, 99, 2, 17, 0},
+        {{2, 70, 5}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull, 0},
+        {{4, 2, 2, 3, 7}, 0.3f, 1234, 9, 5, 0},
+        {{2, 9, 6}, 0.3f, 5, 4, 0, 2},
+        {{2, 9, 6}, 0.3f, 5, 4, 0, 3},
+        {{2, 9, 6}, 0.3f, 5, 4, 0, 1},
+        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0},
+    };
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    const int nd = (int)c[k].s[0];
+    fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S1(c[k].s[nd])), 0.0, 1.0);
+    tc->p.f[0] = c[k].p;
+    tc->p.u[0] = c[k].seed;
+    tc->p.u[1] = c[k].stream;
+    tc->p.u[2] = c[k].counter;
+    for (int q = 0; c[k].grad_only && q < 3; q++) tc->no_grad[q] = q != c[k].grad_only - 1;
+    return 1;
+}
+
 /* dropout: p = 0, 0.3, 0.5 with explicit (seed u0, stream u1, counter u2); one case starts its
  * counter just below 2^32, so the index crosses into the counter's high word. Segmented cases
  * (i0 = seg, u3 = stream step; counter 0, as mcl_dropout_segments): segments shorter than a
@@ -1906,6 +1942,19 @@ static void nv_bias_dropout_relu(const tcase *tc, harr *w)
     }
 }
 
+/* bias_add_dropout: out = a + (x + b) · mask / (1 − p), dropout's mask (one segment) */
+static void nv_bias_add_dropout(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    const float p = tc->p.f[0];
+    const int64_t N = tc_n(tc, 2);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const int keep = mcl_rng_uniform(tc->p.u[0], tc->p.u[1], tc->p.u[2] + (uint64_t)i) >= p;
+        const double t = (double)tc->x[1][i] + tc->x[2][i % N];
+        o[i] = (double)tc->x[0][i] + (keep ? t / (1.0 - (double)p) : 0.0);
+    }
+}
+
 /* Copies of the inputs as the in-place ops' wanted results. */
 static void want_inputs(const tcase *tc, harr *w)
 {
@@ -2540,6 +2589,10 @@ static const opspec SPECS[] = {
      * same operations, the bias gradient's column sums in bias_add's double-accurate order
      * (DT_ROUND, as bias_add) */
     {"bias_dropout_relu", gen_bias_dropout_relu, nv_bias_dropout_relu, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
+    /* bias_add_dropout: bias_add's sum, dropout's product, the add (FT_ROUND, as add_dropout's);
+     * a fixed mask: linear in a, x and b (GT_LIN); both backends round the same operations,
+     * the bias gradient's column sums in bias_add's order (DT_ROUND, as bias_add) */
+    {"bias_add_dropout", gen_bias_add_dropout, nv_bias_add_dropout, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 

@@ -349,3 +349,65 @@ mcl_status mcl_ref_bias_dropout_relu_bwd(mcl_backend *be, const mcl_op_args *a)
     free(D);
     return MCL_OK;
 }
+
+/* ---- bias_add_dropout: a residual add with its branch's bias and dropout in one op ----
+ * t[r, j] = x[r, j] + b[j]   (rounded, bias_add's)
+ * out_i   = a_i + (keep_i ? t_i * scale : 0)   (add_dropout's: dropout's values, then the add)
+ * The backward: ga += gout (add's), d_i = keep_i ? 0 + gout_i * scale : 0 (dropout's terms as
+ * into a fresh gradient), gx += d, gb[j] += sum_r d[r, j] (bias_add's sums). */
+
+/* Forward:  out = a + dropout(x + b)
+ * a [..,N], x [same as a] (R rows of N), b [N] -> out [same as a] */
+mcl_status mcl_ref_bias_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const int64_t R = mcl_ref_rows(a->in[1]), N = mcl_ref_cols(a->in[1]), n = R * N;
+    const float *A = mcl_ref_ptr(a->in[0]);
+    float *O = mcl_ref_ptr(a->out[0]);
+    float *T = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!T) return MCL_ERR_OOM;
+    bias_sum(mcl_ref_ptr(a->in[1]), mcl_ref_ptr(a->in[2]), T, R, N);
+    const float p = a->p.f[0];
+    if (p == 0.0f) {
+        memcpy(O, T, (size_t)n * sizeof(float));
+    } else {
+        const seg_key k = {a->p.u[0], a->p.u[1], a->p.u[2], p};
+        fwd_seg(&k, T, O, n, 1.0f / (1.0f - p), 0); /* out = dropout(t) */
+    }
+    free(T);
+#pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) O[i] = A[i] + O[i];
+    return MCL_OK;
+}
+
+/* Backward: ga += gout;  d = dropout's terms of gout;  gx += d;  gb[j] += sum_r d[r, j]
+ * gout[0] [R, N];  gin[0], gin[1] [R, N], gin[2] [N] (any NULL) */
+mcl_status mcl_ref_bias_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const int64_t R = mcl_ref_rows(a->in[1]), N = mcl_ref_cols(a->in[1]), n = R * N;
+    const float *G = mcl_ref_ptr(a->gout[0]);
+    if (a->gin[0]) {
+        float *GA = mcl_ref_ptr(a->gin[0]);
+#pragma omp parallel for schedule(static) if (n >= ((int64_t)1 << 16))
+        for (int64_t i = 0; i < n; i++) GA[i] += G[i];
+    }
+    if (!a->gin[1] && !a->gin[2]) return MCL_OK;
+    float *D = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!D) return MCL_ERR_OOM;
+    const float p = a->p.f[0];
+    if (p == 0.0f) {
+        for (int64_t i = 0; i < n; i++) D[i] = 0.0f + G[i];
+    } else {
+        const seg_key k = {a->p.u[0], a->p.u[1], a->p.u[2], p};
+        bwd_seg(&k, NULL, G, D, n, 1.0f / (1.0f - p), 1);
+    }
+    if (a->gin[1]) {
+        float *GX = mcl_ref_ptr(a->gin[1]);
+#pragma omp parallel for schedule(static) if (n >= ((int64_t)1 << 16))
+        for (int64_t i = 0; i < n; i++) GX[i] += D[i];
+    }
+    if (a->gin[2]) mcl_ref_bias_colsum(D, R, N, mcl_ref_ptr(a->gin[2]));
+    free(D);
+    return MCL_OK;
+}
