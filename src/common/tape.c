@@ -113,9 +113,9 @@ mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src)
  *               input: pass_through) and that nothing else has given a gradient yet: its
  *               gradient IS the output's gradient (same elements in the same order), a
  *               view of it, and the backward's copy for it is skipped (the whole call when
- *               no other input needs a gradient). The output's gradient is complete by then (its consumers
- *               come later on the tape), and nothing reads it afterwards, except a partial
- *               walk's requested tensors: those keep their own;
+ *               no other input needs a gradient). The output's gradient is complete by
+ *               then (its consumers come later on the tape), and nothing reads it
+ *               afterwards, except a partial walk's requested tensors: those keep their own;
  *   WALK_INTO   the other way round, when the input already has a gradient of its own: the
  *               output's gradient of a reshape or an axis-0 slice is a view into its input's
  *               (a slice: at its rows), so its consumers' backwards accumulate straight into
