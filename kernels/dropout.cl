@@ -72,3 +72,117 @@ __kernel void add_dropout_fwd(__global const float *a, long a_off, __global cons
         d = mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p ? xi * scale : 0.0f;
     out[out_off + i] = a[a_off + i] + d;
 }
+
+/* ---- bias_dropout_relu: out = dropout(relu(x + b));  x, out [R, N], b [N] ----
+ * t = x + b rounded (bias_add_fwd's), then dropout_fwd's relu-first expression at the flat
+ * index i = r * N + j. Backward: d_i = keep_i && t_i > 0 ? 0 + gout_i * scale : 0 (t
+ * recomputed: dropout_bwd's relu terms into a zeroed gradient), gx = d or gx += d, and
+ * gb[j] += the column sums of d in bias_add_bwd_one's chunks, pairs and order
+ * (elementwise.cl), so the same bits as bias_add's backward on d, in one launch. */
+
+/* forward: item i is the flat element i (n = R * N) */
+__kernel void bias_dropout_relu_fwd(__global const float *x, long x_off, __global const float *b,
+                                    long b_off, __global float *out, long out_off, float p,
+                                    float scale, ulong seed, ulong stream, ulong counter, long N,
+                                    long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const float t = x[x_off + i] + b[b_off + i % N];
+    const float r = t > 0.0f ? t : 0.0f;
+    if (p == 0.0f) {
+        out[out_off + i] = r;
+        return;
+    }
+    const int keep = mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p;
+    out[out_off + i] = keep ? r * scale : 0.0f;
+}
+
+/* d_i of element i = r * N + j from x_i, b_j and gout_i (relu == 0: bias_add_dropout's
+ * d_i = keep_i ? 0 + gout_i * scale : 0, x and b unused) */
+float bias_dropout_relu_d(float x, float b, float g, float p, float scale, ulong seed,
+                          ulong stream, ulong counter, long i, int relu)
+{
+    if (relu && !(x + b > 0.0f)) return 0.0f;
+    if (p == 0.0f) return 0.0f + g;
+    return mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p ? 0.0f + g * scale : 0.0f;
+}
+
+/* backward: item q does the columns j = 4q .. 4q+3 over every chunk of `rows` rows (as
+ * bias_add_bwd_one, on d computed on the fly); gx_mode 1: gx = d, 2: gx += d, 0: none;
+ * gb stored (accumulate == 0) or added to; gb_mode 0: no gb; relu 0: bias_add_dropout's d.
+ * n = ceil(N / 4) items. */
+__kernel void bias_dropout_relu_bwd(__global const float *x, long x_off, __global const float *b,
+                                    long b_off, __global const float *g, long g_off,
+                                    __global float *gb, long gb_off, int accumulate, int gb_mode,
+                                    __global float *gx, long gx_off, int gx_mode, int relu,
+                                    float p, float scale, ulong seed, ulong stream, ulong counter, long R,
+                                    long N, long rows, long n)
+{
+    long q = get_global_id(0);
+    if (q >= n) return;
+    const long j0 = 4 * q;
+    const long w = min(4L, N - j0);
+    __global const float *xc = x + x_off + j0;
+    __global const float *gc = g + g_off + j0;
+    __global const float *bc = b + b_off + j0;
+    __global float *oc = gx + gx_off + j0;
+    float2 acc[4] = {(float2)(0.0f), (float2)(0.0f), (float2)(0.0f), (float2)(0.0f)};
+    for (long r0 = 0; r0 < R; r0 += rows) {
+        const long r1 = min(r0 + rows, R);
+        if (w == 4) {
+            const float4 b4 = vload4(0, bc);
+            float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
+            for (long r = r0; r < r1; r++) {
+                const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);
+                const long e = r * N + j0;
+                const float4 v = (float4)(
+                    bias_dropout_relu_d(x4.s0, b4.s0, g4.s0, p, scale, seed, stream, counter, e, relu),
+                    bias_dropout_relu_d(x4.s1, b4.s1, g4.s1, p, scale, seed, stream, counter, e + 1, relu),
+                    bias_dropout_relu_d(x4.s2, b4.s2, g4.s2, p, scale, seed, stream, counter, e + 2, relu),
+                    bias_dropout_relu_d(x4.s3, b4.s3, g4.s3, p, scale, seed, stream, counter, e + 3, relu));
+                bias_part_row4(&hi, &lo, v, oc + r * N, gx_mode);
+            }
+            acc[0] = bias_add_ff_add(acc[0], (float2)(hi.s0, lo.s0));
+            acc[1] = bias_add_ff_add(acc[1], (float2)(hi.s1, lo.s1));
+            acc[2] = bias_add_ff_add(acc[2], (float2)(hi.s2, lo.s2));
+            acc[3] = bias_add_ff_add(acc[3], (float2)(hi.s3, lo.s3));
+            continue;
+        }
+        for (long j = 0; j < w; j++) {
+            float2 s = (float2)(0.0f, 0.0f);
+            for (long r = r0; r < r1; r++)
+                s = bias_part_row1(s, bias_dropout_relu_d(xc[r * N + j], bc[j], gc[r * N + j], p,
+                                                          scale, seed, stream, counter,
+                                                          r * N + j0 + j, relu),
+                                   oc + r * N + j, gx_mode);
+            acc[j] = bias_add_ff_add(acc[j], s);
+        }
+    }
+    if (!gb_mode) return;
+    for (long j = 0; j < w; j++) {
+        const float v = acc[j].x + acc[j].y;
+        if (accumulate)
+            gb[gb_off + j0 + j] += v;
+        else
+            gb[gb_off + j0 + j] = v;
+    }
+}
+
+/* ---- bias_add_dropout: out_i = a_i + (keep_i ? t_i * scale : 0), t = x + b rounded;
+ * a, x, out [R, N], b [N] (add_dropout_fwd on bias_add_fwd's sum, the same floats). Backward:
+ * the host runs add's accumulation for a (when not handed over) and bias_dropout_relu_bwd
+ * with relu = 0 for x and b. */
+__kernel void bias_add_dropout_fwd(__global const float *a, long a_off, __global const float *x,
+                                   long x_off, __global const float *b, long b_off,
+                                   __global float *out, long out_off, float p, float scale,
+                                   ulong seed, ulong stream, ulong counter, long N, long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    const float t = x[x_off + i] + b[b_off + i % N];
+    float d = t;
+    if (p != 0.0f)
+        d = mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p ? t * scale : 0.0f;
+    out[out_off + i] = a[a_off + i] + d;
+}

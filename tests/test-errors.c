@@ -125,6 +125,10 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
     EXPECT_NULL(mcl_dropout(g_ctx, NULL, 0.5f, 1), N, "dropout");
     EXPECT_NULL(mcl_dropout_keyed(g_ctx, NULL, 0.5f, 1, 2, 3), N, "dropout");
     EXPECT_NULL(mcl_add_dropout(g_ctx, NULL, x23, 0.5f, 1), N, "add_dropout");
+    EXPECT_NULL(mcl_bias_dropout_relu(g_ctx, NULL, v3, 0.5f, 1), N, "bias_dropout_relu");
+    EXPECT_NULL(mcl_bias_dropout_relu(g_ctx, x23, NULL, 0.5f, 1), N, "bias_dropout_relu");
+    EXPECT_NULL(mcl_bias_add_dropout(g_ctx, NULL, x23, v3, 0.5f, 1), N, "bias_add_dropout");
+    EXPECT_NULL(mcl_bias_add_dropout(g_ctx, x23, x23, NULL, 0.5f, 1), N, "bias_add_dropout");
     EXPECT_NULL(mcl_repeat_batch(g_ctx, NULL, 2), N, "repeat_batch");
     {
         mcl_tensor *const four[4] = {x23, NULL, x23, x23};
@@ -203,6 +207,18 @@ static void test_shapes(mcl_tensor *x23, mcl_tensor *x32, mcl_tensor *x24, mcl_t
     EXPECT_NULL(mcl_mul(g_ctx, v3, x23), S, "mul");
     EXPECT_NULL(mcl_bias_add(g_ctx, x23, v2), S, "bias_add");
     EXPECT_NULL(mcl_bias_add(g_ctx, x23, x23), S, "bias_add");
+    EXPECT_NULL(mcl_bias_dropout_relu(g_ctx, x23, v2, 0.5f, 1), S, "bias_dropout_relu");
+    EXPECT_NULL(mcl_bias_dropout_relu(g_ctx, x23, x23, 0.5f, 1), S, "bias_dropout_relu");
+    /* its p: in [0, 1) in training (the op's check) and outside it (no mask drawn) */
+    EXPECT_NULL(mcl_bias_dropout_relu(g_ctx, x23, v3, 1.0f, 1), TU_ST(MCL_ERR_INVALID),
+                "bias_dropout_relu");
+    EXPECT_NULL(mcl_bias_dropout_relu(g_ctx, x23, v3, -0.5f, 0), TU_ST(MCL_ERR_INVALID), "dropout");
+    EXPECT_NULL(mcl_bias_add_dropout(g_ctx, x23, x32, v2, 0.5f, 1), S, "bias_add_dropout");
+    EXPECT_NULL(mcl_bias_add_dropout(g_ctx, x23, x23, v2, 0.5f, 1), S, "bias_add_dropout");
+    EXPECT_NULL(mcl_bias_add_dropout(g_ctx, x23, x23, v3, 1.0f, 1), TU_ST(MCL_ERR_INVALID),
+                "bias_add_dropout");
+    EXPECT_NULL(mcl_bias_add_dropout(g_ctx, x23, x23, v3, -0.5f, 0), TU_ST(MCL_ERR_INVALID),
+                "dropout");
 
     /* matmul: inner dims, with and without transposes, and batch dims */
     EXPECT_NULL(mcl_matmul(g_ctx, x23, x23, 0, 0), S, "matmul");  /* K 3 vs 2 */

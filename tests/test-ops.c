@@ -844,6 +844,80 @@ static int gen_add_dropout(int k, tcase *tc)
     return 1;
 }
 
+/* bias_dropout_relu: x [..,N], b [N] N(0, 1), x then moved so that |x + b| >= 2.5 (the finite
+ * differences' h = 1 never cross relu's kink); p = 0, 0.3, 0.5 with explicit (seed u0, stream
+ * u1, counter u2), a counter just below 2^32, rows in 2 and in 9 chunks of the OpenCL bias sums
+ * (70 rows; the big case, 521), x's gradient alone and the bias's alone. */
+static int gen_bias_dropout_relu(int k, tcase *tc)
+{
+    static const struct {
+        int64_t s[5];
+        float p;
+        uint64_t seed, stream, counter;
+        int no_grad; /* 1: no x gradient, 2: no bias gradient */
+    } c[] = {
+        {{1, 13}, 0.3f, 42, 1, 0, 0},
+        {{2, 5, 7}, 0.5f, 7, 3, 1000, 0},
+        {{3, 2, 3, 5}, 0.0f, 99, 2, 17, 0},
+        {{2, 70, 5}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull, 0},
+        {{4, 2, 2, 3, 7}, 0.3f, 1234, 9, 5, 0},
+        {{2, 9, 6}, 0.3f, 5, 4, 0, 1},
+        {{2, 9, 6}, 0.3f, 5, 4, 0, 2},
+        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0},
+    };
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    const int nd = (int)c[k].s[0], N = (int)c[k].s[nd];
+    const int jx = add_in(tc, c[k].s), jb = add_in(tc, S1(N));
+    fill_normal(tc, jx, 0.0, 1.0);
+    fill_normal(tc, jb, 0.0, 1.0);
+    for (int64_t i = 0; i < tc_n(tc, jx); i++) /* |x + b| >= 2.5: away from the kink */
+        tc->x[jx][i] += tc->x[jx][i] + tc->x[jb][i % N] < 0.0f ? -2.5f : 2.5f;
+    tc->p.f[0] = c[k].p;
+    tc->p.u[0] = c[k].seed;
+    tc->p.u[1] = c[k].stream;
+    tc->p.u[2] = c[k].counter;
+    if (c[k].no_grad) tc->no_grad[c[k].no_grad - 1] = 1;
+    return 1;
+}
+
+/* bias_add_dropout: a, x [..,N], b [N], all N(0, 1); p = 0, 0.3, 0.5 with explicit (seed u0,
+ * stream u1, counter u2), a counter just below 2^32, rows in 2 and in 9 chunks of the OpenCL
+ * bias sums (70 rows; the big case, 521), x's gradient alone, the bias's alone, a's alone. */
+static int gen_bias_add_dropout(int k, tcase *tc)
+{
+    static const struct {
+        int64_t s[5];
+        float p;
+        uint64_t seed, stream, counter;
+        int grad_only; /* 1..3: only input grad_only - 1 gets a gradient */
+    } c[] = {
+        {{1, 13}, 0.3f, 42, 1, 0, 0},
+        {{2, 5, 7}, 0.5f, 7, 3, 1000, 0},
+        {{3, 2, 3, 5}, 0.0f, 99, 2, 17, 0},
+        {{2, 70, 5}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull, 0},
+        {{4, 2, 2, 3, 7}, 0.3f, 1234, 9, 5, 0},
+        {{2, 9, 6}, 0.3f, 5, 4, 0, 2},
+        {{2, 9, 6}, 0.3f, 5, 4, 0, 3},
+        {{2, 9, 6}, 0.3f, 5, 4, 0, 1},
+        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0},
+    };
+    const int nc = (int)(sizeof c / sizeof c[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    const int nd = (int)c[k].s[0];
+    fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, c[k].s), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, S1(c[k].s[nd])), 0.0, 1.0);
+    tc->p.f[0] = c[k].p;
+    tc->p.u[0] = c[k].seed;
+    tc->p.u[1] = c[k].stream;
+    tc->p.u[2] = c[k].counter;
+    for (int q = 0; c[k].grad_only && q < 3; q++) tc->no_grad[q] = q != c[k].grad_only - 1;
+    return 1;
+}
+
 /* dropout: p = 0, 0.3, 0.5 with explicit (seed u0, stream u1, counter u2); one case starts its
  * counter just below 2^32, so the index crosses into the counter's high word. Segmented cases
  * (i0 = seg, u3 = stream step; counter 0, as mcl_dropout_segments): segments shorter than a
@@ -1855,6 +1929,32 @@ static void nv_add_dropout(const tcase *tc, harr *w)
     }
 }
 
+/* bias_dropout_relu: out = relu(x + b) · mask / (1 − p), dropout's mask (one segment) */
+static void nv_bias_dropout_relu(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    const float p = tc->p.f[0];
+    const int64_t N = tc_n(tc, 1);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const int keep = mcl_rng_uniform(tc->p.u[0], tc->p.u[1], tc->p.u[2] + (uint64_t)i) >= p;
+        const double t = (double)tc->x[0][i] + tc->x[1][i % N];
+        o[i] = keep && t > 0.0 ? t / (1.0 - (double)p) : 0.0;
+    }
+}
+
+/* bias_add_dropout: out = a + (x + b) · mask / (1 − p), dropout's mask (one segment) */
+static void nv_bias_add_dropout(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    const float p = tc->p.f[0];
+    const int64_t N = tc_n(tc, 2);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const int keep = mcl_rng_uniform(tc->p.u[0], tc->p.u[1], tc->p.u[2] + (uint64_t)i) >= p;
+        const double t = (double)tc->x[1][i] + tc->x[2][i % N];
+        o[i] = (double)tc->x[0][i] + (keep ? t / (1.0 - (double)p) : 0.0);
+    }
+}
+
 /* Copies of the inputs as the in-place ops' wanted results. */
 static void want_inputs(const tcase *tc, harr *w)
 {
@@ -2484,6 +2584,15 @@ static const opspec SPECS[] = {
     /* repeat_batch4: repeat_batch's four times in one op: copies forward (exact); linear;
      * backward sums the n copies (device order vs double), as repeat_batch */
     {"repeat_batch4", gen_repeat_batch4, nv_repeat_batch4, FT_EXACT, 1.0, GT_LIN, DT_SUM},
+    /* bias_dropout_relu: bias_add's rounded sum, then dropout's product (FT_ROUND); a fixed mask
+     * and |x + b| >= 2.5: linear in x and b near the inputs (GT_LIN); both backends round the
+     * same operations, the bias gradient's column sums in bias_add's double-accurate order
+     * (DT_ROUND, as bias_add) */
+    {"bias_dropout_relu", gen_bias_dropout_relu, nv_bias_dropout_relu, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
+    /* bias_add_dropout: bias_add's sum, dropout's product, the add (FT_ROUND, as add_dropout's);
+     * a fixed mask: linear in a, x and b (GT_LIN); both backends round the same operations,
+     * the bias gradient's column sums in bias_add's order (DT_ROUND, as bias_add) */
+    {"bias_add_dropout", gen_bias_add_dropout, nv_bias_add_dropout, FT_ROUND, 1.0, GT_LIN, DT_ROUND},
 };
 #define N_SPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 

@@ -111,6 +111,10 @@ SEPARATE = {
     "dropout_relu": "random mask: relu then dropout (test_dropout_segments_relu)",
     "add_dropout": "random mask: a + dropout_keyed's (test_add_dropout)",
     "add_dropout_keyed": "random mask: a + dropout_keyed's (test_add_dropout)",
+    "bias_dropout_relu": "random mask: dropout_keyed's of relu(x + b) (test_bias_dropout_relu)",
+    "bias_dropout_relu_keyed": "random mask: dropout_keyed's of relu(x + b) (test_bias_dropout_relu)",
+    "bias_add_dropout": "random mask: a + dropout_keyed's of x + b (test_bias_add_dropout)",
+    "bias_add_dropout_keyed": "random mask: a + dropout_keyed's of x + b (test_bias_add_dropout)",
     "kv_push": "in place, no output: test_kv_push",
     "wcst_act": "in place, random draws: test_wcst_act",
     "smn_write_eff": "in place, no output: test_smn_write_eff",
@@ -179,6 +183,40 @@ def test_add_dropout(backend):
         metacl.backward(ops.sum(y))
         assert np.array_equal(a.grad.numpy(), np.ones_like(av))
         assert np.allclose(x.grad.numpy(), (d != 0) / 0.75)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bias_dropout_relu(backend):
+    with metacl.Context(backend, seed=3) as ctx:
+        x = ctx.tensor(rn(1, 8, 16), requires_grad=True)
+        b = ctx.tensor(rn(2, 16), requires_grad=True)
+        t = x.numpy() + b.numpy()  # float32: the op's rounded sum
+        assert np.array_equal(ops.bias_dropout_relu(x, b, 0.25, 0).numpy(), np.maximum(t, 0))
+        y = ops.bias_dropout_relu_keyed(x, b, 0.25, 11, 2, 0)
+        d = ops.dropout_keyed(ops.bias_add(x, b), 0.25, 11, 2, 0).numpy()
+        assert np.array_equal(y.numpy(), np.where(t > 0, d, 0))  # relu, then the same mask
+        metacl.backward(ops.sum(y))
+        gx = ((d != 0) & (t > 0)) / np.float32(0.75)
+        assert np.allclose(x.grad.numpy(), gx)
+        assert np.allclose(b.grad.numpy(), gx.sum(axis=0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bias_add_dropout(backend):
+    with metacl.Context(backend, seed=3) as ctx:
+        a = ctx.tensor(rn(1, 8, 16), requires_grad=True)
+        x = ctx.tensor(rn(2, 8, 16), requires_grad=True)
+        b = ctx.tensor(rn(3, 16), requires_grad=True)
+        av, t = a.numpy(), x.numpy() + b.numpy()  # float32: the op's rounded sum
+        assert np.array_equal(ops.bias_add_dropout(a, x, b, 0.25, 0).numpy(), av + t)
+        y = ops.bias_add_dropout_keyed(a, x, b, 0.25, 11, 2, 0)
+        d = ops.dropout_keyed(ops.bias_add(x, b), 0.25, 11, 2, 0).numpy()
+        assert np.array_equal(y.numpy(), av + d)  # the same mask, the same floats
+        metacl.backward(ops.sum(y))
+        assert np.array_equal(a.grad.numpy(), np.ones_like(av))
+        gx = (d != 0) / np.float32(0.75)
+        assert np.allclose(x.grad.numpy(), gx)
+        assert np.allclose(b.grad.numpy(), gx.sum(axis=0))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -211,6 +211,27 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
                            (long long)a->p.i[0], (long long)a->p.i[1]);
         set_out(o, 0, x->ndim, x->shape);
         return MCL_OK;
+    case MCL_OP_BIAS_ADD_DROPOUT:
+        if ((s = need_same(ctx, op, x, y, "a", "x")) != MCL_OK) return s;
+        if (!(a->p.f[0] >= 0.0f && a->p.f[0] < 1.0f))
+            return INVALID("bias_add_dropout: p = %g must be in [0, 1)", (double)a->p.f[0]);
+        if (a->p.i[0] != 0 || a->p.i[1] != 0)
+            return INVALID("bias_add_dropout: no segments or flags (i0 %lld, i1 %lld)",
+                           (long long)a->p.i[0], (long long)a->p.i[1]);
+        if (a->in[2]->ndim != 1 || a->in[2]->shape[0] != x->shape[x->ndim - 1])
+            return SHAPE_ERR("bias_add_dropout: bias %s must be [%lld] for x %s",
+                             mcl_shape_str(a->in[2], s1, sizeof s1),
+                             (long long)x->shape[x->ndim - 1], mcl_shape_str(x, s2, sizeof s2));
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
+    case MCL_OP_BIAS_DROPOUT_RELU:
+        if (!(a->p.f[0] >= 0.0f && a->p.f[0] < 1.0f))
+            return INVALID("bias_dropout_relu: p = %g must be in [0, 1)", (double)a->p.f[0]);
+        if (a->p.i[0] != 0 || a->p.i[1] != 0)
+            return INVALID("bias_dropout_relu: no segments or flags (i0 %lld, i1 %lld)",
+                           (long long)a->p.i[0], (long long)a->p.i[1]);
+        /* the bias's shape as bias_add's */
+        /* fall through */
     case MCL_OP_BIAS_ADD:
     case MCL_OP_BIAS_GELU:
     case MCL_OP_BIAS_ADD2:
@@ -1117,6 +1138,57 @@ mcl_tensor *mcl_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p,
     if (!training || p == 0.0f) /* no dropout: the add alone, no stream drawn */
         return dropout_p_invalid(ctx, p) ? NULL : mcl_add(ctx, a, x);
     return mcl_add_dropout_keyed(ctx, a, x, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
+}
+
+/* out = dropout(relu(x + b)): the bias_dropout_relu op with an explicit key */
+mcl_tensor *mcl_bias_dropout_relu_keyed(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b, float p,
+                                        uint64_t seed, uint64_t stream, uint64_t counter)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_BIAS_DROPOUT_RELU;
+    r.in[0] = x;
+    r.in[1] = b;
+    r.p.f[0] = p;
+    r.p.u[0] = seed;
+    r.p.u[1] = stream;
+    r.p.u[2] = counter;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_bias_dropout_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b, float p,
+                                  int training)
+{
+    if (!ctx) return NULL;
+    if (!training || p == 0.0f) /* no dropout: bias_add then relu, no stream drawn */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_relu(ctx, mcl_bias_add(ctx, x, b));
+    return mcl_bias_dropout_relu_keyed(ctx, x, b, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
+}
+
+/* out = a + dropout(x + b): the bias_add_dropout op with an explicit key */
+mcl_tensor *mcl_bias_add_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, mcl_tensor *b,
+                                       float p, uint64_t seed, uint64_t stream, uint64_t counter)
+{
+    mcl_op_args r;
+    memset(&r, 0, sizeof r);
+    r.op = MCL_OP_BIAS_ADD_DROPOUT;
+    r.in[0] = a;
+    r.in[1] = x;
+    r.in[2] = b;
+    r.p.f[0] = p;
+    r.p.u[0] = seed;
+    r.p.u[1] = stream;
+    r.p.u[2] = counter;
+    return run1(ctx, &r);
+}
+
+mcl_tensor *mcl_bias_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, mcl_tensor *b,
+                                 float p, int training)
+{
+    if (!ctx) return NULL;
+    if (!training || p == 0.0f) /* no dropout: bias_add then the add, no stream drawn */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_add(ctx, a, mcl_bias_add(ctx, x, b));
+    return mcl_bias_add_dropout_keyed(ctx, a, x, b, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
 }
 
 mcl_tensor *mcl_grad_preproc(mcl_ctx *ctx, mcl_tensor *z, float p)

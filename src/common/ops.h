@@ -150,6 +150,22 @@ mcl_tensor *mcl_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p,
 /* Same with an explicit (seed, stream, counter) — what the op records. */
 mcl_tensor *mcl_add_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, float p,
                                   uint64_t seed, uint64_t stream, uint64_t counter);
+/* mcl_dropout_relu(mcl_bias_add(x, b), p, training) in one op (bias_dropout_relu; the same
+ * values, gradients and stream): bias_add then relu when `training` is 0 or p == 0.
+ * x [..,N], b [N]. */
+mcl_tensor *mcl_bias_dropout_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b, float p,
+                                  int training);
+/* Same with an explicit (seed, stream, counter) — what the op records. */
+mcl_tensor *mcl_bias_dropout_relu_keyed(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b, float p,
+                                        uint64_t seed, uint64_t stream, uint64_t counter);
+/* mcl_add_dropout(a, mcl_bias_add(x, b), p, training) in one op (bias_add_dropout; the same
+ * values, gradients and stream): bias_add then add when `training` is 0 or p == 0.
+ * a, x [..,N] (the same shape), b [N]. */
+mcl_tensor *mcl_bias_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, mcl_tensor *b,
+                                 float p, int training);
+/* Same with an explicit (seed, stream, counter) — what the op records. */
+mcl_tensor *mcl_bias_add_dropout_keyed(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, mcl_tensor *b,
+                                       float p, uint64_t seed, uint64_t stream, uint64_t counter);
 
 /* ---- Sparse Meta Networks (Munkhdalai 2019; the ops of family smn in ops.def) ---- */
 

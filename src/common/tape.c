@@ -109,13 +109,13 @@ mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src)
  *               in its slot of the registry's gradient arena (zeros until then, params.c) and
  *               handed over as t->grad, so an optimizer sees one flat gradient;
  *   WALK_ALIAS  an input whose gradient the op's backward would just add gout into (reshape,
- *               copy, add, sub's, bias_add's and add_dropout's first input: pass_through)
- *               and that nothing else has given a gradient yet: its gradient IS the
- *               output's gradient (same elements in the same order), a view of it, and the
- *               backward's copy for it is skipped (the whole call when no other input needs
- *               a gradient). The output's gradient is complete by then (its consumers
- *               come later on the tape), and nothing reads it afterwards, except a partial
- *               walk's requested tensors: those keep their own;
+ *               copy, add, sub's, bias_add's, add_dropout's and bias_add_dropout's first
+ *               input: pass_through) and that nothing else has given a gradient yet: its
+ *               gradient IS the output's gradient (same elements in the same order), a
+ *               view of it, and the backward's copy for it is skipped (the whole call when
+ *               no other input needs a gradient). The output's gradient is complete by
+ *               then (its consumers come later on the tape), and nothing reads it
+ *               afterwards, except a partial walk's requested tensors: those keep their own;
  *   WALK_INTO   the other way round, when the input already has a gradient of its own: the
  *               output's gradient of a reshape or an axis-0 slice is a view into its input's
  *               (a slice: at its rows), so its consumers' backwards accumulate straight into
@@ -217,14 +217,14 @@ static int wants_grad(const mcl_tensor *t, int full)
 
 /* The input of node n whose gradient may be a view of the output's (WALK_ALIAS), or -1: an
  * op whose backward adds gout unchanged into that input (reshape, copy: input 0; add: 0, else
- * 1; sub, bias_add, add_dropout: 0), the input not given a gradient yet, not a leaf, not
- * also another input of the node, and the output not requested by a partial walk. */
+ * 1; sub, bias_add, add_dropout, bias_add_dropout: 0), the input not given a gradient yet,
+ * not a leaf, not also another input of the node, and the output not requested by a partial walk. */
 static int pass_through(const mcl_node *n, mcl_tensor *const *wrt, int n_wrt, int full)
 {
     const mcl_op op = n->args.op;
     int last;
     if (op == MCL_OP_RESHAPE || op == MCL_OP_COPY || op == MCL_OP_SUB || op == MCL_OP_BIAS_ADD ||
-        op == MCL_OP_ADD_DROPOUT)
+        op == MCL_OP_ADD_DROPOUT || op == MCL_OP_BIAS_ADD_DROPOUT)
         last = 0;
     else if (op == MCL_OP_ADD)
         last = 1;

@@ -27,6 +27,7 @@
  * the first block boundary and after the last whole chunk use mcl_rng_uniform directly.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ref.h"
@@ -280,4 +281,133 @@ mcl_status mcl_ref_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
     }
     const mcl_op_args d = mcl_add_dropout_as_dropout(a);
     return mcl_ref_dropout_bwd(be, &d); /* nothing when gin[1] is NULL */
+}
+
+/* ---- bias_dropout_relu: bias_add, relu and dropout in one op ----
+ * t[r, j] = x[r, j] + b[j]   (rounded, bias_add's)
+ * out_i   = keep_i ? relu(t_i) * scale : 0   (dropout's mask at the flat index i, relu first)
+ * The forward writes t into out, then dropout with relu runs on out in place (each element
+ * reads its own t before it is written). */
+
+/* t = x + b into T.  x [R, N], b [N] -> T [R, N] */
+static void bias_sum(const float *X, const float *B, float *T, int64_t R, int64_t N)
+{
+#pragma omp parallel for schedule(static) if (R * N >= DROPOUT_PAR_MIN)
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < N; j++) T[r * N + j] = X[r * N + j] + B[j];
+}
+
+/* Forward:  out = dropout(relu(x + b))
+ * x [..,N] (R rows of N), b [N] -> out [..,N] */
+mcl_status mcl_ref_bias_dropout_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    float *O = mcl_ref_ptr(a->out[0]);
+    const int64_t R = mcl_ref_rows(a->in[0]), N = mcl_ref_cols(a->in[0]), n = R * N;
+    bias_sum(mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[1]), O, R, N);
+    const float p = a->p.f[0];
+    if (p == 0.0f) {
+        for (int64_t i = 0; i < n; i++) O[i] = relu1(O[i]);
+        return MCL_OK;
+    }
+    const seg_key k = {a->p.u[0], a->p.u[1], a->p.u[2], p};
+    fwd_seg(&k, O, O, n, 1.0f / (1.0f - p), 1); /* relu first: its chunks read a copy */
+    return MCL_OK;
+}
+
+/* Backward (t recomputed):  d_i = keep_i && t_i > 0 ? 0 + gout_i * scale : 0 (dropout_relu's
+ * terms, as into a fresh gradient);  gx += d;  gb[j] += sum_r d[r, j] (bias_add's sums).
+ * gout[0] [R, N];  gin[0] [R, N], gin[1] [N] (either NULL) */
+mcl_status mcl_ref_bias_dropout_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    if (!a->gin[0] && !a->gin[1]) return MCL_OK;
+    const int64_t R = mcl_ref_rows(a->in[0]), N = mcl_ref_cols(a->in[0]), n = R * N;
+    const float *G = mcl_ref_ptr(a->gout[0]);
+    float *T = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    float *D = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!T || !D) {
+        free(T);
+        free(D);
+        return MCL_ERR_OOM;
+    }
+    bias_sum(mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[1]), T, R, N);
+    const float p = a->p.f[0];
+    if (p == 0.0f) {
+        for (int64_t i = 0; i < n; i++) D[i] = 0.0f + (T[i] > 0.0f ? 0.0f + G[i] : 0.0f);
+    } else {
+        const seg_key k = {a->p.u[0], a->p.u[1], a->p.u[2], p};
+        bwd_seg(&k, T, G, D, n, 1.0f / (1.0f - p), 1);
+    }
+    if (a->gin[0]) {
+        float *GX = mcl_ref_ptr(a->gin[0]);
+#pragma omp parallel for schedule(static) if (n >= ((int64_t)1 << 16))
+        for (int64_t i = 0; i < n; i++) GX[i] += D[i];
+    }
+    if (a->gin[1]) mcl_ref_bias_colsum(D, R, N, mcl_ref_ptr(a->gin[1]));
+    free(T);
+    free(D);
+    return MCL_OK;
+}
+
+/* ---- bias_add_dropout: a residual add with its branch's bias and dropout in one op ----
+ * t[r, j] = x[r, j] + b[j]   (rounded, bias_add's)
+ * out_i   = a_i + (keep_i ? t_i * scale : 0)   (add_dropout's: dropout's values, then the add)
+ * The backward: ga += gout (add's), d_i = keep_i ? 0 + gout_i * scale : 0 (dropout's terms as
+ * into a fresh gradient), gx += d, gb[j] += sum_r d[r, j] (bias_add's sums). */
+
+/* Forward:  out = a + dropout(x + b)
+ * a [..,N], x [same as a] (R rows of N), b [N] -> out [same as a] */
+mcl_status mcl_ref_bias_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const int64_t R = mcl_ref_rows(a->in[1]), N = mcl_ref_cols(a->in[1]), n = R * N;
+    const float *A = mcl_ref_ptr(a->in[0]);
+    float *O = mcl_ref_ptr(a->out[0]);
+    float *T = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!T) return MCL_ERR_OOM;
+    bias_sum(mcl_ref_ptr(a->in[1]), mcl_ref_ptr(a->in[2]), T, R, N);
+    const float p = a->p.f[0];
+    if (p == 0.0f) {
+        memcpy(O, T, (size_t)n * sizeof(float));
+    } else {
+        const seg_key k = {a->p.u[0], a->p.u[1], a->p.u[2], p};
+        fwd_seg(&k, T, O, n, 1.0f / (1.0f - p), 0); /* out = dropout(t) */
+    }
+    free(T);
+#pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) O[i] = A[i] + O[i];
+    return MCL_OK;
+}
+
+/* Backward: ga += gout;  d = dropout's terms of gout;  gx += d;  gb[j] += sum_r d[r, j]
+ * gout[0] [R, N];  gin[0], gin[1] [R, N], gin[2] [N] (any NULL) */
+mcl_status mcl_ref_bias_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const int64_t R = mcl_ref_rows(a->in[1]), N = mcl_ref_cols(a->in[1]), n = R * N;
+    const float *G = mcl_ref_ptr(a->gout[0]);
+    if (a->gin[0]) {
+        float *GA = mcl_ref_ptr(a->gin[0]);
+#pragma omp parallel for schedule(static) if (n >= ((int64_t)1 << 16))
+        for (int64_t i = 0; i < n; i++) GA[i] += G[i];
+    }
+    if (!a->gin[1] && !a->gin[2]) return MCL_OK;
+    float *D = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!D) return MCL_ERR_OOM;
+    const float p = a->p.f[0];
+    if (p == 0.0f) {
+        for (int64_t i = 0; i < n; i++) D[i] = 0.0f + G[i];
+    } else {
+        const seg_key k = {a->p.u[0], a->p.u[1], a->p.u[2], p};
+        bwd_seg(&k, NULL, G, D, n, 1.0f / (1.0f - p), 1);
+    }
+    if (a->gin[1]) {
+        float *GX = mcl_ref_ptr(a->gin[1]);
+#pragma omp parallel for schedule(static) if (n >= ((int64_t)1 << 16))
+        for (int64_t i = 0; i < n; i++) GX[i] += D[i];
+    }
+    if (a->gin[2]) mcl_ref_bias_colsum(D, R, N, mcl_ref_ptr(a->gin[2]));
+    free(D);
+    return MCL_OK;
 }

@@ -185,8 +185,9 @@ mcl_status mcl_ref_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
  * row of it into a small stack array of doubles, so each column's sum has a fixed order. */
 #define BIAS_COLS 256
 
-/* gb[j] += sum_r g[r, j] (double, rows in increasing order; a thread per block of columns) */
-static void bias_colsum(const float *g, int64_t R, int64_t N, float *gb)
+/* gb[j] += sum_r g[r, j] (double, rows in increasing order; a thread per block of columns;
+ * shared with dropout.c's bias_dropout_relu) */
+void mcl_ref_bias_colsum(const float *g, int64_t R, int64_t N, float *gb)
 {
     const int64_t nblocks = (N + BIAS_COLS - 1) / BIAS_COLS;
 #pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
@@ -214,7 +215,7 @@ mcl_status mcl_ref_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gx[i] += g[i];
     }
-    if (a->gin[1]) bias_colsum(g, R, N, mcl_ref_ptr(a->gin[1]));
+    if (a->gin[1]) mcl_ref_bias_colsum(g, R, N, mcl_ref_ptr(a->gin[1]));
     return MCL_OK;
 }
 
@@ -255,8 +256,8 @@ mcl_status mcl_ref_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
 #pragma omp parallel for schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gx[i] += g0[i] + g1[i];
     }
-    if (a->gin[1]) bias_colsum(g0, R, N, mcl_ref_ptr(a->gin[1]));
-    if (a->gin[2]) bias_colsum(g1, R, N, mcl_ref_ptr(a->gin[2]));
+    if (a->gin[1]) mcl_ref_bias_colsum(g0, R, N, mcl_ref_ptr(a->gin[1]));
+    if (a->gin[2]) mcl_ref_bias_colsum(g1, R, N, mcl_ref_ptr(a->gin[2]));
     return MCL_OK;
 }
 

@@ -47,6 +47,10 @@ void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, floa
  * two gin may be one tensor. */
 int mcl_ref_grad_fresh(const mcl_tensor *t);
 
+/* gb[j] += sum_r g[r, j] in double, rows in increasing order, rounded to float once (bias_add's
+ * bias gradient, elementwise.c).  g [R, N], gb [N] */
+void mcl_ref_bias_colsum(const float *g, int64_t R, int64_t N, float *gb);
+
 /* mcl_ref_<name>_fwd for every op, mcl_ref_<name>_bwd for the ops with has_bwd = 1 (ops.def) */
 #define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd)              \
     mcl_status mcl_ref_##name##_fwd(mcl_backend *be, const mcl_op_args *a);                  \

@@ -98,6 +98,10 @@ static const op_case cases[] = {
     /* the ACL query state of a layer (16 sequences, 8 heads of 16) repeated for 5 queries */
     {"repeat_batch4", 4, {4, 4, 4, 4}, {{16, 8, 16, 16}, {16, 8, 16, 16}, {16, 8, 16, 16}, {16, 8, 16, 4}},
      {0, 0, 0, 0}, {0}, {5, 1}, 0u},
+    /* the ACL feed-forward block's W1 bias, relu and dropout (p = 0.1) */
+    {"bias_dropout_relu", 2, {2, 1}, {{1024, 1024}, {1024}}, {0, 0}, {0.1f}, {0}, 0u},
+    /* the ACL feed-forward block's residual add with W2's bias and dropout (p = 0.1) */
+    {"bias_add_dropout", 3, {2, 2, 1}, {{1024, 1024}, {1024, 1024}, {1024}}, {0, 0, 0}, {0.1f}, {0}, 0u},
     /* the LM's fast step write with E = W + M kept: smn_write's shapes, W and E */
     {"smn_write_eff", 11, {2, 1, 2, 2, 1, 2, 1, 2, 1, 2, 2},
      {{256, 256}, {6553}, {6553, 2}, {20, 2}, {20}, {20, 20}, {20}, {1, 20}, {1}, {256, 256}, {256, 256}},

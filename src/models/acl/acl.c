@@ -651,8 +651,9 @@ static mcl_status forward(mcl_acl *m, mcl_ctx *ctx, mcl_tensor *images, mcl_tens
         h = mcl_add_dropout(ctx, mcl_layer_norm(ctx, h, ly->ln_g, ly->ln_b, ACL_NORM_EPS), y, p, tr);
         /* feed-forward block */
         mcl_tensor *f = mcl_layer_norm(ctx, h, ly->ff_ln_g, ly->ff_ln_b, ACL_NORM_EPS);
-        f = mcl_dropout_relu(ctx, linear(ctx, f, ly->W1, ly->b1), p, tr); /* relu, dropout */
-        h = mcl_add_dropout(ctx, h, linear(ctx, f, ly->W2, ly->b2), p, tr);
+        /* W1's bias, relu and dropout as one op */
+        f = mcl_bias_dropout_relu(ctx, linear(ctx, f, ly->W1, NULL), ly->b1, p, tr);
+        h = mcl_bias_add_dropout(ctx, h, linear(ctx, f, ly->W2, NULL), ly->b2, p, tr); /* W2's bias too */
         if (!h) {
             mcl_acl_state_free(so);
             return fail_from_ctx(ctx, "layer");
