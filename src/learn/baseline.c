@@ -801,9 +801,13 @@ int mcl_baseline_grid_next(int axis, double v, int dir, double *next)
         w = dir > 0 ? 2 * v : floor(v / 2);
         if (w < 1 || w > 200 || w == v) return 0;
     } else if (axis == 0 || axis == 2) {
-        const double e = pow(10.0, floor(log10(v) + 1e-9)), m = v / e; /* v = m 10^k, m in [1, 10) */
+        /* v = m 10^k with m in [1, 10), read with a relative tolerance: a float grid value
+         * such as 0.01f is 0.00999999978 as a double and must count as 1e-2 */
+        double e = pow(10.0, floor(log10(v) + 1e-5)), m = v / e;
+        if (m >= 9.99) e *= 10, m /= 10;
         if (dir > 0) w = m < 2 ? 3 * e : 10 * e;
         else w = m < 2 ? 0.3 * e : (m < 4 ? e : 3 * e);
+        if (fabs(w - v) <= 1e-4 * v) return 0; /* no step (cannot happen on the ladder) */
         if (axis == 0 ? (w < 1e-7 * 0.999 || w > 1.001) : (w < 1e-4 * 0.999 || w > 1e6 * 1.001)) return 0;
     } else {
         return 0;
@@ -934,6 +938,11 @@ mcl_status mcl_baseline_select_hp(mcl_ctx *ctx, const mcl_baseline_config *base,
                 if (ax == 0) q.lr = (float)next;
                 else if (ax == 1) q.epochs = (int)next;
                 else q.hp = (float)next;
+                int seen = 0; /* a point is never trained twice */
+                for (int g = 0; g < s->n && !seen; g++)
+                    seen = s->point[g].lr == q.lr && s->point[g].epochs == q.epochs &&
+                           (s->point[g].hp == q.hp || (isnan(s->point[g].hp) && isnan(q.hp)));
+                if (seen) continue;
                 st = select_visit(ctx, base, val, q.lr, q.epochs, q.hp, s);
                 grew = st == MCL_OK;
             }
