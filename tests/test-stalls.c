@@ -50,7 +50,7 @@ static const family_case cases[] = {
     {"acl", "acl", "model.n_way = 3\nmodel.hidden = 16\nmodel.heads = 2\nmodel.layers = 1\n"
             "model.conv_channels = 4\nmodel.image_size = 16\nmodel.feature_norm = batch\ntask.n_way = 3\ntask.k_shot = 2\n"
             "task.n_tasks = 2\ndata.domains = @IMAGES@\ntrain.batch = 2\ntrain.steps = 100\n"
-            "train.clip = 1\n", ENQ_SLACK(664)},
+            "train.clip = 1\n", ENQ_SLACK(644)},
     {"oct", "oct", "model.arch = pi\nmodel.channels = 4\nmodel.width = 16\nmodel.blocks = 1\n"
             "model.heads = 2\nmodel.kv_heads = 1\nmodel.head_dim = 8\nmodel.ffw_mult = 2\n"
             "model.window = 16\nmodel.n_way = 3\ndata.source = @IMAGES@\ndata.split = all\n"

@@ -281,6 +281,16 @@ for v in ("hanzi-pi", "hanzi-sgd", "hanzi-adam", "fmnist-paper-pi", "fmnist-pape
     for k in ("cum_nll", "online_acc", "early_task_acc", "late_task_acc", "early_acc_at_3to7", "late_acc_at_3to7"):
         d[k] = [r[k] for r in runs]
     out["variants"].append(d)
+# paired on the seeds (the same streams): the transformer minus each baseline, in nats and
+# relative to the baseline (the issue target: at least 10 % below online Adam)
+V = {v["name"]: v for v in out["variants"]}
+out["paired"] = []
+for a, b in (("hanzi-pi", "hanzi-sgd"), ("hanzi-pi", "hanzi-adam"), ("fmnist-paper-pi", "fmnist-paper-sgd"),
+             ("fmnist-paper-pi", "fmnist-paper-adam")):
+    assert V[a]["seeds"] == V[b]["seeds"], "the same seeds"
+    x, y = V[a]["cum_nll"], V[b]["cum_nll"]
+    out["paired"].append({"name": a + " - " + b, "cum_nll_diff": [p - q for p, q in zip(x, y)],
+                          "cum_nll_rel": [(p - q) / q for p, q in zip(x, y)]})
 json.dump(out, sys.stdout, indent=1)' "$J" ;;
     oct-freeze)
         # the reference (no freeze) is oct-ablations' E4-seedS: the same config and seeds
