@@ -280,7 +280,31 @@ static mcl_tensor *rebuild_fast(mcl_metanet *mn, fastw *f)
                           (long long)f->log_rows, (long long)base);
     mcl_tensor *zs = srow && zs_all ? mcl_embedding(ctx, zs_all, srow) : NULL; /* [ms, 2] */
     mcl_tensor_free(zs_all);
-    mcl_tensor *mw = zs ? mcl_smn_write(ctx, m0, sidx, zs, f->phi, mn->cfg.slope) : NULL;
+    /* M_{k-1} written into M_0's own buffer when M_0 is ours (ops.def: smn_write's out[0] may
+     * be M0 itself; its backward reads neither M0 nor M): no copy of M_0. The output is an
+     * alias of M_0 (another tensor over the same buffer), so that the tape keeps M_{k-1}'s
+     * gradient apart from M_0's (which gets none). M_0 is not read again before the next
+     * window_begin copies M into it, and a second rebuild in the window rewrites every
+     * survivor (the log only grows), so the result is the same. */
+    mcl_tensor *mw = NULL;
+    if (zs && f->m0) {
+        mcl_tensor *out = mcl_tensor_alias(ctx, m0, mcl_tensor_ndim(m0), mcl_tensor_shape(m0));
+        if (out) {
+            mcl_op_args a;
+            memset(&a, 0, sizeof a);
+            a.op = MCL_OP_SMN_WRITE;
+            a.in[0] = m0;
+            a.in[1] = sidx;
+            a.in[2] = zs;
+            for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
+            a.p.f[0] = mn->cfg.slope;
+            a.out[0] = out;
+            a.out_given = 1;
+            if (mcl_op_run(ctx, &a) == MCL_OK) mw = out;
+        }
+    } else if (zs) {
+        mw = mcl_smn_write(ctx, m0, sidx, zs, f->phi, mn->cfg.slope);
+    }
     mcl_tensor_free(sidx);
     mcl_tensor_free(srow);
     return mw;

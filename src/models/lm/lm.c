@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "ops.h"
 #include "params.h"
+#include "tape.h"
 #include "tensor_impl.h"
 #include "util.h"
 
@@ -269,7 +271,7 @@ static mcl_status copy_rows(mcl_tensor *dst, mcl_tensor *src)
 mcl_status mcl_lm_memory_commit(mcl_lm_memory *mem, const mcl_lm_pending *pend)
 {
     if (pend->rows == 0 || mem->capacity == 0) return MCL_OK;
-    for (int l = 0; l < mem->layers; l++) {
+    for (int l = 0; l < mem->layers && !pend->written; l++) {
         mcl_status st = copy_rows(mem->mem[l], pend->mem[l]);
         if (st != MCL_OK) return st;
     }
@@ -317,9 +319,10 @@ static mcl_tensor *reshape(mcl_ctx *ctx, mcl_tensor *x, int nd, int64_t a, int64
 static mcl_tensor *weight(mcl_tensor *const *eff, int aug, mcl_tensor *w) { return aug >= 0 ? eff[aug] : w; }
 
 /* One layer (lm.h): h [B·S, D], memory rows mrows → the new h; *keep = the last M rows of
- * [m_l ‖ h_in] (the next segment's memory of this layer). */
+ * [m_l ‖ h_in] (the next segment's memory of this layer; ahead: written into m_l itself, *keep
+ * a view of it). */
 static mcl_tensor *layer_fwd(mcl_lm *m, int l, mcl_tensor *const *eff, const mcl_lm_memory *mem, mcl_tensor *h,
-                             int64_t B, int64_t S, mcl_tensor **keep, int64_t keep_rows)
+                             int64_t B, int64_t S, mcl_tensor **keep, int64_t keep_rows, int ahead)
 {
     mcl_ctx *ctx = m->ctx;
     const mcl_lm_config *c = &m->cfg;
@@ -332,7 +335,25 @@ static mcl_tensor *layer_fwd(mcl_lm *m, int l, mcl_tensor *const *eff, const mcl
         mcl_tensor *old = M == mem->capacity ? mem->mem[l] : mcl_slice(ctx, mem->mem[l], 1, 0, M);
         cat = mcl_concat(ctx, old, h3, 1);
     }
-    *keep = keep_rows > 0 ? mcl_slice(ctx, cat, 1, T - keep_rows, keep_rows) : NULL;
+    if (ahead) {
+        /* the new rows straight into this layer's memory, which the concat above has read
+         * (the queue runs in order, and nothing else reads it): a slice whose output is a
+         * view of mem (another tensor over its buffer, so that the tape never marks mem
+         * itself), and no copy at commit */
+        *keep = mcl_tensor_alias(ctx, mem->mem[l], mcl_tensor_ndim(mem->mem[l]), mcl_tensor_shape(mem->mem[l]));
+        mcl_op_args a;
+        memset(&a, 0, sizeof a);
+        a.op = MCL_OP_SLICE;
+        a.in[0] = cat;
+        a.p.i[0] = 1;
+        a.p.i[1] = T - keep_rows;
+        a.p.i[2] = keep_rows;
+        a.out[0] = *keep;
+        a.out_given = 1;
+        if (*keep && mcl_op_run(ctx, &a) != MCL_OK) *keep = NULL;
+    } else {
+        *keep = keep_rows > 0 ? mcl_slice(ctx, cat, 1, T - keep_rows, keep_rows) : NULL;
+    }
     mcl_tensor *cn = mcl_layer_norm(ctx, reshape(ctx, cat, 2, B * T, D, 0, 0), y->ln_a_g, y->ln_a_b, LN_EPS);
     mcl_tensor *cq = M > 0 ? reshape(ctx, mcl_slice(ctx, reshape(ctx, cn, 3, B, T, D, 0), 1, M, S), 2, B * S, D, 0, 0)
                            : cn;
@@ -369,6 +390,8 @@ mcl_status mcl_lm_forward(mcl_lm *m, mcl_fast_mode mode, const mcl_lm_memory *me
                                  (long long)mem->lanes);
     const int64_t M = mem ? mem->rows : 0, cap = mem ? mem->capacity : 0;
     const int64_t keep = M + S < cap ? M + S : cap;
+    /* mem->write_ahead: the full memory's new rows written into it by each layer (lm.h) */
+    const int ahead = pend && mem && mem->write_ahead && M > 0 && M == cap && keep == M;
     mcl_status st = positions(m, M + S);
     if (st != MCL_OK) return st;
     mcl_tensor *eff[MCL_METANET_MAX_LAYERS];
@@ -378,10 +401,11 @@ mcl_status mcl_lm_forward(mcl_lm *m, mcl_fast_mode mode, const mcl_lm_memory *me
     if (pend) memset(pend, 0, sizeof *pend);
     for (int l = 0; l < m->cfg.layers && h; l++) {
         mcl_tensor *kp = NULL;
-        h = layer_fwd(m, l, eff, mem, h, B, S, &kp, keep);
+        h = layer_fwd(m, l, eff, mem, h, B, S, &kp, keep, ahead);
         if (pend) pend->mem[l] = kp;
     }
     if (pend) pend->rows = keep;
+    if (pend) pend->written = ahead;
     if (h) {
         h = mcl_layer_norm(ctx, reshape(ctx, h, 2, B * S, D, 0, 0), m->ln_o_g, m->ln_o_b, LN_EPS);
         *logits = linear(ctx, h, m->w_out, m->b_out);

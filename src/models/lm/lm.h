@@ -85,6 +85,11 @@ typedef struct mcl_lm_memory {
     int layers;
     mcl_tensor *mem[MCL_LM_MAX_LAYERS];
     int owned;
+    int write_ahead; /* 1: a forward on the full memory (rows == capacity) writes the new
+                      * rows into mem itself, right after its layer has read them (the
+                      * pending then holds views of mem, and commit copies nothing). Only for
+                      * a caller that reads mem through nothing but mcl_lm_forward and commits
+                      * each forward before the next (training, lm_train.c); 0 by default. */
 } mcl_lm_memory;
 
 /* capacity `rows` (evaluation may hold a longer memory than training's model.mem_len: the
@@ -101,13 +106,14 @@ void mcl_lm_memory_clear(mcl_lm_memory *mem);
 typedef struct mcl_lm_pending {
     mcl_tensor *mem[MCL_LM_MAX_LAYERS];
     int64_t rows;
+    int written; /* the forward wrote them into the memory already (write_ahead) */
 } mcl_lm_pending;
 
 /* tokens [B, S] (bytes as floats) → logits [B·S, 256] on the tape. mode: the fast weights'
  * use (MCL_FAST_STEP: W + M; MCL_FAST_STEP_KEPT: W + M kept by the fast-weight state, for
  * fast steps and evaluation; MCL_FAST_WINDOW_END: W + M rebuilt from the window's writes;
- * ignored without fast weights). The memory is read, not changed: commit `pend` after the
- * step's backward (or right away in evaluation). */
+ * ignored without fast weights). The memory is read, not changed (but with mem->write_ahead):
+ * commit `pend` after the step's backward (or right away in evaluation). */
 mcl_status mcl_lm_forward(mcl_lm *m, mcl_fast_mode mode, const mcl_lm_memory *mem, mcl_tensor *tokens,
                           mcl_tensor **logits, mcl_lm_pending *pend);
 mcl_status mcl_lm_memory_commit(mcl_lm_memory *mem, const mcl_lm_pending *pend);

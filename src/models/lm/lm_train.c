@@ -162,6 +162,7 @@ static mcl_status lm_create(mcl_ctx *ctx, const void *fcfg, const mcl_train_cfg 
     t->B = tc->batch;
     const mcl_lm_run *c = &t->cfg;
     mcl_status st = make_model(ctx, c, t->B, &t->m, &t->mem);
+    t->mem.write_ahead = 1; /* read only by the window's forwards, each committed before the next */
     if (st != MCL_OK) return fail(err, len, st, "model: %s", mcl_ctx_error(ctx));
     const int64_t smax = c->seg_len > c->fast_len ? c->seg_len : c->fast_len;
     t->tok = malloc((size_t)(2 * t->B * smax) * sizeof *t->tok);
