@@ -312,18 +312,12 @@ static void part_range(int64_t nb, int64_t parts, int64_t q, int64_t *b0, int64_
 /* forward: M = M0;  M[idx_e] = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3,  e = 0..m-1
  *   M0 [any, numel n], idx [m], zs [m,2], W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1]
  *   -> M [shape of M0]. The entries are independent (distinct indices): blocks in parallel. */
-mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
+/* The writes of smn_write and smn_write_eff: v_e = phi(zs_e) by blocks of NL entries
+ * (mlp_block), M[idx_e] = v_e and, when E is given, E[idx_e] = W[idx_e] + v_e. */
+static mcl_status write_values(mcl_backend *be, const smn_phi *f, const float *idx, const float *zs,
+                               int64_t m, float *M, const float *W, float *E, const char *name)
 {
-    const smn_phi f = phi_of(a);
-    const float *M0 = mcl_ref_ptr(a->in[0]), *idx = mcl_ref_ptr(a->in[1]), *zs = mcl_ref_ptr(a->in[2]);
-    float *M = mcl_ref_ptr(a->out[0]);
-    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = f.H;
-    mcl_status s;
-    unsigned char *written = written_map(be, a, &s);
-    if (!written) return s;
-    free(written);
-    if (M != M0) memcpy(M, M0, (size_t)n * sizeof *M); /* out[0] may be M0 itself (ops.def) */
-    const int64_t nb = (m + NL - 1) / NL;
+    const int64_t nb = (m + NL - 1) / NL, H = f->H;
     int oom = 0;
 #pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
     {
@@ -339,14 +333,31 @@ mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
             const int64_t e0 = b * NL;
             const int nl = block_len(m, b);
             load_zs(&w, zs, e0, nl);
-            mlp_block(&f, &w, w.h1);
-            for (int l = 0; l < nl; l++) M[(int64_t)idx[e0 + l]] = w.out[l];
+            mlp_block(f, &w, w.h1);
+            for (int l = 0; l < nl; l++) {
+                const int64_t i = (int64_t)idx[e0 + l];
+                M[i] = w.out[l];
+                if (E) E[i] = W[i] + w.out[l];
+            }
         }
         if (ok) ws_free(&w);
     }
-    if (oom)
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write: out of host memory (work space)");
+    if (oom) return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "%s: out of host memory (work space)", name);
     return MCL_OK;
+}
+
+mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const smn_phi f = phi_of(a);
+    const float *M0 = mcl_ref_ptr(a->in[0]), *idx = mcl_ref_ptr(a->in[1]), *zs = mcl_ref_ptr(a->in[2]);
+    float *M = mcl_ref_ptr(a->out[0]);
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
+    mcl_status s;
+    unsigned char *written = written_map(be, a, &s);
+    if (!written) return s;
+    free(written);
+    if (M != M0) memcpy(M, M0, (size_t)n * sizeof *M); /* out[0] may be M0 itself (ops.def) */
+    return write_values(be, &f, idx, zs, m, M, NULL, NULL, "smn_write");
 }
 
 /* smn_write_eff (issue 28: the fast-step write keeping E = W + M, in place, no output)
@@ -357,41 +368,12 @@ mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
 mcl_status mcl_ref_smn_write_eff_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const smn_phi f = phi_of(a);
-    float *M = mcl_ref_ptr(a->in[0]), *E = mcl_ref_ptr(a->in[10]);
-    const float *idx = mcl_ref_ptr(a->in[1]), *zs = mcl_ref_ptr(a->in[2]), *W = mcl_ref_ptr(a->in[9]);
-    const int64_t m = a->in[1]->shape[0], H = f.H;
     mcl_status s;
     unsigned char *written = written_map(be, a, &s);
     if (!written) return s;
     free(written);
-    const int64_t nb = (m + NL - 1) / NL;
-    int oom = 0;
-#pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
-    {
-        smn_ws w;
-        const int ok = ws_alloc(&w, H, 1, 0);
-        if (!ok) {
-#pragma omp atomic write
-            oom = 1;
-        }
-#pragma omp for schedule(static)
-        for (int64_t b = 0; b < nb; b++) {
-            if (!ok) continue;
-            const int64_t e0 = b * NL;
-            const int nl = block_len(m, b);
-            load_zs(&w, zs, e0, nl);
-            mlp_block(&f, &w, w.h1);
-            for (int l = 0; l < nl; l++) {
-                const int64_t i = (int64_t)idx[e0 + l];
-                M[i] = w.out[l];
-                E[i] = W[i] + w.out[l];
-            }
-        }
-        if (ok) ws_free(&w);
-    }
-    if (oom)
-        return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write_eff: out of host memory (work space)");
-    return MCL_OK;
+    return write_values(be, &f, mcl_ref_ptr(a->in[1]), mcl_ref_ptr(a->in[2]), a->in[1]->shape[0],
+                        mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[9]), mcl_ref_ptr(a->in[10]), "smn_write_eff");
 }
 
 /* The backward of one block, after mlp_block, with w->g [NL] the lanes' g_e (0 past the
