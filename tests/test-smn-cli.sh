@@ -165,6 +165,42 @@ expect_text "accuracy table" "Average task accuracy"
 expect_text "perseveration table" "Perseveration error rate"
 expect_text "interference table" "Interference error rate"
 [ -s "$TMP/fig/online-accuracy.png" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: online figure missing"; }
+# --cache: every finished run (grid-search runs too) is kept and read back, so the same command
+# started again gives the uncached command's numbers; a kept run is really read (an edited file
+# moves the table), and a damaged one is run again and replaced
+CACHED="eval smn --protocol online --ckpt $TMP/x.ckpt --baseline pretrain-online:$TMP/ft/last.ckpt --data hershey
+    --data-dir $TMP/data --lengths 1-2,3-4 --tasks 3 --runs 2 --round 4 --val-runs 1 --quiet"
+# shellcheck disable=SC2086 # $CACHED holds the options
+check "online protocol, no cache" 0 "$METACL" $CACHED --json-out "$TMP/nocache.json"
+# shellcheck disable=SC2086
+check "online protocol, --cache (first)" 0 "$METACL" $CACHED --cache "$TMP/cache" --json-out "$TMP/cache1.json"
+n_kept=$(ls "$TMP/cache" | grep -c '\.run$')
+# 2 agents x 2 lengths x 2 runs, and at least the 4 grid points of the baseline's search
+[ "$n_kept" -ge 12 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --cache kept $n_kept runs, want >= 12"; }
+# shellcheck disable=SC2086
+check "online protocol, --cache (again)" 0 "$METACL" $CACHED --cache "$TMP/cache" --json-out "$TMP/cache2.json"
+same_agents() { python3 - "$@" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["agents"] for f in sys.argv[1:3])
+for x in a + b:
+    x.pop("seconds")
+sys.exit(0 if a == b else 1)
+PY
+}
+if same_agents "$TMP/nocache.json" "$TMP/cache1.json" && same_agents "$TMP/nocache.json" "$TMP/cache2.json"; then
+    pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --cache changed the results"; fi
+# edit one kept run of the Sparse-MetaNet agent (every task right): its accuracy must move
+kept=$(grep -l "^tasks 3 " "$TMP/cache"/*.run | head -1)
+awk 'NR <= 3 { print; next } { $7 = $8; print }' "$kept" >"$TMP/edited" && cp "$TMP/edited" "$kept"
+# shellcheck disable=SC2086
+check "online protocol, --cache (an edited run)" 0 "$METACL" $CACHED --cache "$TMP/cache" --json-out "$TMP/cache3.json"
+if ! same_agents "$TMP/nocache.json" "$TMP/cache3.json"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: an edited kept run was not read back"; fi
+head -c 40 "$TMP/edited" >"$kept"
+# shellcheck disable=SC2086
+check "online protocol, --cache (a damaged run)" 0 "$METACL" $CACHED --cache "$TMP/cache" --json-out "$TMP/cache4.json"
+if same_agents "$TMP/nocache.json" "$TMP/cache4.json" && grep -q "^tasks 3 " "$kept"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: a damaged kept run was not run again and replaced"; fi
 # a stream of more than MCL_METANET_MAX_K (64) rounds: every round's prediction is scored (the
 # queued predictions of a step were once never scored by the online runs: no accuracy, and a
 # refusal at step 64)

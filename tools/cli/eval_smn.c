@@ -23,6 +23,8 @@
 #include "dist.h"
 #include "plot.h"
 #include "progress.h"
+#include "prepared.h"
+#include "smn_run_cache.h"
 #include "smn_train.h"
 #include "util.h"
 
@@ -37,6 +39,7 @@ typedef struct smn_eval_opts {
     float smn_lr;
     int64_t max_steps;
     char data[256], lengths[256], figures[4096], data_dir[4096], backend[64], device[256], json_out[4096];
+    char cache[4096];
     int json, quiet;
 } smn_eval_opts;
 
@@ -68,6 +71,9 @@ static const mcl_key smn_eval_keys[] = {
                   "Algorithm 1 (--ckpt and smn-scratch; the shipped agent trained with 3e-4)"),
     MCL_OPT_STR("figures", 0, smn_eval_opts, figures, NULL, "DIR", "write PNG figures"),
     MCL_OPT_STR("data-dir", 0, smn_eval_opts, data_dir, NULL, "DIR", "prepared data sets"),
+    MCL_OPT_STR("cache", 0, smn_eval_opts, cache, NULL, "DIR",
+                "keep every finished run in DIR and read it back when the same run\n"
+                "is asked again: a long evaluation stopped half-way resumes there"),
     MCL_OPT_FLAG("json", 0, smn_eval_opts, json, "print JSON instead of the Markdown tables"),
     MCL_OPT_STR("json-out", 0, smn_eval_opts, json_out, NULL, "FILE", "also write the JSON to FILE"),
     MCL_OPT_FLAG("quiet", 0, smn_eval_opts, quiet, "no progress line"),
@@ -91,6 +97,7 @@ typedef struct agent {
     mcl_smn_online_opts o;
     mcl_smn_run cfg;
     char ckpt[4096];
+    char src_sha[65];   /* SHA-256 of the checkpoint its weights or config come from ("default": none) */
     int lr_given;
     double grid_lr[12], grid_score[12]; /* the points of the grid search, in the order tried */
     int n_grid;
@@ -176,8 +183,8 @@ typedef struct len_range {
 } len_range;
 
 /* One run of agent a; wcst fills upd/per rows, online the summary numbers. */
-static mcl_status run_one(mcl_ctx *ctx, agent *a, const mcl_smn_run *cfg, uint64_t seed, int tasks,
-                          int64_t max_steps, int round, mcl_smn_online_result *res, char *err, size_t len)
+static mcl_status run_one(mcl_ctx *ctx, const char *cache_dir, agent *a, const mcl_smn_run *cfg, uint64_t seed,
+                          int tasks, int64_t max_steps, int round, mcl_smn_online_result *res, char *err, size_t len)
 {
     mcl_smn_online_opts o = a->o;
     o.seed = seed;
@@ -185,7 +192,31 @@ static mcl_status run_one(mcl_ctx *ctx, agent *a, const mcl_smn_run *cfg, uint64
     o.max_steps = max_steps;
     o.round_size = round;
     o.init = a->ckpt[0] ? a->ckpt : NULL;
-    return mcl_smn_online_run(ctx, cfg, &o, res, err, len);
+    char key[65];
+    if (cache_dir) {
+        /* everything the run depends on (smn_run_cache.h); the model's config and weights
+         * through the checkpoint's hash, the prepared data through its directory */
+        char text[4096];
+        const char *commit = mcl_cli_git_commit();
+        snprintf(text, sizeof text,
+                 "commit %s\nbackend %s\nagent %s kind %d optimizer %d new_head %d lr %a\nsource %s\n"
+                 "task %d data %s dir %s split %d normalize %d tasks %d lengths %d-%d kept %d persev %d n_out %d "
+                 "data_seed %llu env_seed %llu\nseed %llu max_tasks %d max_steps %lld round %d\n",
+                 commit ? commit : "none", mcl_ctx_backend_name(ctx), a->name, (int)o.agent, o.optimizer, o.new_head,
+                 (double)o.lr, a->src_sha, cfg->task, cfg->source, cfg->data_dir, cfg->split, cfg->normalize,
+                 cfg->n_tasks, cfg->len_min, cfg->len_max, cfg->n_kept, cfg->n_persev, cfg->model.n_out,
+                 (unsigned long long)cfg->data_seed, (unsigned long long)cfg->env_seed, (unsigned long long)seed,
+                 tasks, (long long)max_steps, round);
+        mcl_smn_cache_key(text, key);
+        if (mcl_smn_cache_get(cache_dir, key, res)) return MCL_OK;
+    }
+    mcl_status st = mcl_smn_online_run(ctx, cfg, &o, res, err, len);
+    if (st == MCL_OK && cache_dir) {
+        char e2[512];
+        if (mcl_smn_cache_put(cache_dir, key, res, e2, sizeof e2) != MCL_OK)
+            fprintf(stderr, "metacl eval smn: warning: run not kept in --cache: %s\n", e2); /* the run itself is fine */
+    }
+    return st;
 }
 
 /* Online summary of a result: mean task accuracy, perseveration and interference rates. */
@@ -240,7 +271,8 @@ static mcl_status grid_score(mcl_ctx *ctx, agent *a, int online, const smn_eval_
         mcl_smn_online_result res;
         const uint64_t seed = (uint64_t)op->seed + 100000u + (uint64_t)r;
         mcl_smn_run c = online ? online_cfg(a, op->data, op->data_dir[0] ? op->data_dir : NULL, 2, vt, L[0]) : a->cfg;
-        mcl_status st = run_one(ctx, a, &c, seed, vt, online ? 0 : max_steps, op->round, &res, err, len);
+        mcl_status st = run_one(ctx, op->cache[0] ? op->cache : NULL, a, &c, seed, vt, online ? 0 : max_steps,
+                                op->round, &res, err, len);
         if (st != MCL_OK) return st;
         if (online) {
             double acc, pr, ir;
@@ -588,10 +620,12 @@ static int read_agents(smn_eval_run *r)
     const smn_eval_opts *o = &r->o;
     mcl_smn_run smn_cfg;
     int have_smn = 0;
+    const char *smn_path = NULL; /* the first --ckpt: the wcst baselines' config */
     for (int i = 0; i < o->n_agents; i++)
         if (!strcmp(o->agents[i].opt, "ckpt") && !have_smn) {
             const char *v = o->agents[i].value, *eq = strchr(v, '=');
-            if (mcl_smn_run_from_ckpt(eq ? eq + 1 : v, &smn_cfg, r->err, sizeof r->err) != MCL_OK) {
+            smn_path = eq ? eq + 1 : v;
+            if (mcl_smn_run_from_ckpt(smn_path, &smn_cfg, r->err, sizeof r->err) != MCL_OK) {
                 fprintf(stderr, "metacl %s: %s\n", cmd, r->err);
                 return 1;
             }
@@ -625,6 +659,16 @@ static int read_agents(smn_eval_run *r)
         a->o.optimizer = a->cfg.optimizer;
         a->o.lr = o->smn_lr; /* wcst: Algorithm 1 goes on (online: unused) */
         a->lr_given = 1;
+    }
+    /* --cache keys name the checkpoint each agent's weights or config come from by its hash */
+    for (int k = 0; o->cache[0] && k < r->na; k++) {
+        agent *a = &r->ag[k];
+        const char *src = a->ckpt[0] ? a->ckpt : smn_path;
+        snprintf(a->src_sha, sizeof a->src_sha, "default");
+        if (src && mcl_sha256_file(src, a->src_sha, r->err, sizeof r->err) != MCL_OK) {
+            fprintf(stderr, "metacl %s: %s\n", cmd, r->err);
+            return 1;
+        }
     }
     return 0;
 }
@@ -689,7 +733,6 @@ static mcl_status evaluate_agent(smn_eval_run *r, agent *a)
     mcl_status st = MCL_OK;
     if (!a->lr_given && a->o.agent != MCL_SMN_AGENT_FAST_ONLY)
         st = grid_search(r->ctx, a, online, o, r->L, T, r->max_steps, r->err, sizeof r->err);
-    const double t0 = mcl_now_s();
     char label[160];
     snprintf(label, sizeof label, "%s", a->name);
     mcl_progress_start(label, (int64_t)(online ? nl * runs : runs));
@@ -697,9 +740,10 @@ static mcl_status evaluate_agent(smn_eval_run *r, agent *a)
         for (int k = 0; k < runs && st == MCL_OK; k++) {
             mcl_smn_online_result res;
             mcl_smn_run cfg = online ? online_cfg(a, o->data, o->data_dir[0] ? o->data_dir : NULL, 3, T, r->L[l]) : a->cfg;
-            st = run_one(r->ctx, a, &cfg, (uint64_t)o->seed + (uint64_t)k, T, online ? 0 : r->max_steps, o->round, &res,
-                         r->err, sizeof r->err);
+            st = run_one(r->ctx, o->cache[0] ? o->cache : NULL, a, &cfg, (uint64_t)o->seed + (uint64_t)k, T,
+                         online ? 0 : r->max_steps, o->round, &res, r->err, sizeof r->err);
             if (st != MCL_OK) break;
+            a->seconds += res.seconds; /* the runs' own time: the same whether a run was kept in --cache or not */
             if (online) {
                 online_summary(&res, &a->acc[l * runs + k], &a->prate[l * runs + k], &a->irate[l * runs + k]);
             } else {
@@ -717,7 +761,6 @@ static mcl_status evaluate_agent(smn_eval_run *r, agent *a)
             mcl_progress_update((int64_t)(l * runs + k + 1));
         }
     mcl_progress_finish();
-    a->seconds = mcl_now_s() - t0;
     return st;
 }
 

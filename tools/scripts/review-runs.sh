@@ -374,6 +374,8 @@ for v in ("C500", "C0"):
     out["variants"].append(d)
 json.dump(out, sys.stdout, indent=1)' "$J" ;;
     smn-wcst)
+        # every finished run kept in $J/cache (eval smn --cache): an interrupted domain resumes at
+        # its last finished run with the same binary
         # the baselines' learning rates by the grid search (3 validation runs of other seeds,
         # grown at its edges; the points in the JSON's grid_lr / grid_score)
         step "$J/wcst.md" "$METACL" eval smn --protocol wcst --ckpt Sparse-MetaNet="$CK/smn-wcst.ckpt" \
@@ -400,6 +402,8 @@ json.dump(out, sys.stdout, indent=1)' "$J" ;;
             for t in data/cache/*.tgz; do [ -s "$t" ] && [ ! -s "$D/${t##*/}" ] && cp "$t" "$D/"; done
             "$METACL" data prepare "$dom" --instances 256 --data-dir "$D"
         done
+        # every finished run kept in $J/cache (eval smn --cache): an interrupted domain resumes at
+        # its last finished run with the same binary
         # the baselines' learning rates by the grid search on hanzi's validation classes (2 runs
         # a point, grown at its edges; the JSON's grid), then used for every domain
         ft='' po='' pr=''
@@ -411,7 +415,7 @@ json.dump(out, sys.stdout, indent=1)' "$J" ;;
                 --baseline online:"$CK/smn-online-hanzi-ft.ckpt$ft" --baseline pretrain-online:"$CK/smn-pretrain-hanzi.ckpt$po" \
                 --baseline pretrain-reset:"$CK/smn-pretrain-hanzi.ckpt$pr" --data $dom --data-dir "$D" \
                 --lengths 1-15,20-35,40-55,60-75 --tasks 50 --runs 5 --round 16 $grid --figures "$J/figures-$dom" \
-                --json-out "$J/online-$dom.json" --quiet
+                --cache "$J/cache" --json-out "$J/online-$dom.json" --quiet
             if [ $dom = hanzi ]; then # the chosen learning rates of the three baselines, as ":LR"
                 lrs=$(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["agents"]
 print(" ".join(":%g" % x["lr"] for x in a[1:4]))' "$J/online-hanzi.json")
