@@ -227,6 +227,12 @@ static const float GELU_P[11] = {
  * derivative 1 in float for a > 0) */
 #define GELU_CLAMP 13.4f
 
+/* The element functions below are forced inline into the MCL_HOT loops: a plain `static
+ * inline` is not inlined across the loops' optimize("O3") attribute, and an out-of-line call
+ * per element kept the loops scalar (gelu_tail64 took ~10 % of the LM's training step). Same
+ * operations, same bits. */
+#define GELU_INLINE MCL_HOT static inline __attribute__((always_inline))
+
 #ifdef FP_FAST_FMAF
 #define GMADD(a, b, c) fmaf(a, b, c)
 #else
@@ -238,7 +244,7 @@ static const float GELU_P[11] = {
  * into the subnormals): k = round((hi + lo) / ln 2), r = (hi - k ln2_hi) + lo - k ln2_lo
  * (ln2_hi has 9 bits, so k ln2_hi and the first difference are exact), e^r = 1 + r + r^2 Q(r)
  * on |r| <= 0.36 (Q fitted like P, relative error 4e-9), times 2^(k+64) built from its bits. */
-static inline float exp_split64(float hi, float lo)
+GELU_INLINE float exp_split64(float hi, float lo)
 {
     const float kf = ((hi + lo) * 1.44269504f + 12582912.0f) - 12582912.0f; /* round to int */
     const float r = ((hi - kf * 0.693359375f) + lo) - kf * -2.12194440e-4f;
@@ -256,7 +262,7 @@ static inline float exp_split64(float hi, float lo)
 
 /* 2^64 T, T = Phi(-|a|), and, when e_a is not NULL, *e_a = 2^64 exp(-a^2/2), for
  * |a| <= GELU_CLAMP. */
-static inline float gelu_tail64(float ax, float *e_a)
+GELU_INLINE float gelu_tail64(float ax, float *e_a)
 {
     const float t = 1.0f / GMADD(ax, 0.35355339f, 1.0f); /* 1 / (1 + (|a|/sqrt 2)/2) */
     const float u = t - 0.5f;
@@ -282,7 +288,7 @@ static inline float gelu_tail64(float ax, float *e_a)
 }
 
 /* gelu(v) for one float (the forward's element) */
-static inline float gelu_y(float v)
+GELU_INLINE float gelu_y(float v)
 {
     const float ax = fabsf(v);
     const float T64 = gelu_tail64(ax < GELU_CLAMP ? ax : GELU_CLAMP, NULL);
@@ -292,7 +298,7 @@ static inline float gelu_y(float v)
 }
 
 /* gelu'(v) = Phi(v) + v phi(v) for one float (the backward's factor) */
-static inline float gelu_d(float v)
+GELU_INLINE float gelu_d(float v)
 {
     const float ax = fabsf(v), axc = ax < GELU_CLAMP ? ax : GELU_CLAMP;
     float e64;
