@@ -18,12 +18,13 @@
 /* Work (in elements) below which a loop stays serial. */
 #define OPTIM_PAR_MIN ((int64_t)1 << 15)
 
-/* The Adam update runs as a vector loop: a function of its own over a block of elements (at
- * -O3, MCL_HOT), called from the parallel loop over blocks. Written inside the parallel loop
- * it stayed scalar: GCC outlines an OpenMP body into a function of its own that does not get
- * the enclosing function's optimize attribute; and sqrtf vectorizes only because the library
- * is built with -fno-math-errno (configure.ac; the vector square root rounds exactly as
- * libm's). Every element is independent: the blocks change no bit. */
+/* The Adam update runs as a vector loop: a function over a block of elements at -O3
+ * (MCL_HOT) with restrict pointers, called from the parallel loop over blocks. Written as a
+ * plain parallel loop it stayed scalar: GCC must assume the parameter, gradient and moment
+ * arrays may overlap, and sqrtf vectorizes only because the library is built with
+ * -fno-math-errno (configure.ac; without it GCC wraps each call in an errno branch; the
+ * vector square root rounds exactly as libm's). Every element is independent: the blocks
+ * change no bit. */
 #define OPTIM_HOT MCL_HOT
 #define OPTIM_BLOCK ((int64_t)4096)
 
