@@ -88,6 +88,7 @@ if within "$got" "$(awk -v m="${want% *}" 'BEGIN { printf "%.9g", m + 0.001 }')"
 # the paired test, computed here: d_r = pi_r - sgd_r on the same stream seed r; the verdict
 # is pi's (cum_nll: lower is better; accuracy: higher)
 for key in cum_nll online_acc; do
+    # shellcheck disable=SC2046 # three differences, one word each
     set -- $(for s in 1 2 3; do awk -v a="$(num $key "$TMP/pi-$s/summary.json")" \
         -v b="$(num $key "$TMP/sgd-$s/summary.json")" 'BEGIN { printf "%.9g ", a - b }'; done)
     want=$(stats "$1" "$2" "$3")
@@ -99,7 +100,7 @@ for key in cum_nll online_acc; do
     near "paired $key half" "$(num half "$TMP/obj")" "$h"
     grep -q "\"verdict\":\"$verdict\"" "$TMP/obj" && pass=$((pass + 1)) ||
         { fail=$((fail + 1)); echo "FAIL: paired $key: verdict computed here '$verdict', report: $(cat "$TMP/obj")"; }
-    eval "v_$key=\$verdict"
+    if [ $key = cum_nll ]; then v_nll=$verdict; else v_acc=$verdict; fi
 done
 # a controlled pairing: pi against the very same runs under another name differs by exactly 0
 check "a group against the same runs" 0 "$METACL" online --report "$PI" \
@@ -112,7 +113,7 @@ for key in cum_nll online_acc; do
     b=$(grep -o "\"$key\":{\"diff\":[^}]*}" "$TMP/s.json" | grep -o '"diff":[-0-9.e+]*' | cut -d: -f2)
     within "$a" "$(awk -v b="$b" 'BEGIN { printf "%.9g", -b }')" && pass=$((pass + 1)) ||
         { fail=$((fail + 1)); echo "FAIL: swapped groups: $key difference $a vs $b"; }
-    eval "v=\$v_$key"
+    if [ $key = cum_nll ]; then v=$v_nll; else v=$v_acc; fi
     case $v in better) w=worse ;; worse) w=better ;; *) w=$v ;; esac
     grep -o "\"$key\":{\"diff\":[^}]*}" "$TMP/s.json" | grep -q "\"verdict\":\"$w\"" && pass=$((pass + 1)) ||
         { fail=$((fail + 1)); echo "FAIL: swapped groups: $key verdict not '$w'"; }

@@ -368,6 +368,12 @@ static int write_figures(const group *gs, int ng, const char *dir)
             P = p->per_task_max > P ? p->per_task_max : P;
             same_way &= p->n_way == gs[0].runs[0].rep.n_way;
         }
+    int late0 = gs[0].runs[0].late_from, late1 = gs[0].runs[0].rep.n_tasks; /* shared by all runs? */
+    for (int g = 0; g < ng; g++)
+        for (int r = 0; r < gs[g].n; r++)
+            if (gs[g].runs[r].late_from != late0 || gs[g].runs[r].rep.n_tasks != late1) late0 = -1;
+    char late_words[64] = "last tasks";
+    if (late0 >= 0 && late1 > late0) snprintf(late_words, sizeof late_words, "tasks %d-%d", late0 + 1, late1);
     if (P > 2000) P = 2000;
     if (T < 1) T = 1;
     if (P < 1) P = 1;
@@ -408,7 +414,7 @@ static int write_figures(const group *gs, int ng, const char *dir)
             snprintf(title, sizeof title, "Online accuracy per task: mean over runs, 95 %% CI band (clipped to [0, 1])");
         else
             snprintf(title, sizeof title,
-                     "Within-task accuracy, last tasks (moving avg. over %d): mean, 95 %% CI band in [0, 1]", W);
+                     "Within-task accuracy, %s (moving avg. over %d): mean, 95 %% CI band in [0, 1]", late_words, W);
         ls.title = title;
         ls.xlabel = fig == 0 ? "task" : "example within the task";
         ls.ylabel = "accuracy";
