@@ -5,13 +5,15 @@
  *   metacl online --config FILE [--set key=value]... [--out RUN_DIR] [--backend ...] [--quiet]
  *   metacl online --resume RUN_DIR [--set key=value]...
  *   metacl online --report RUN_DIR [--report RUN_DIR]... [--figures DIR] [--json]
+ *   metacl online --report NAME=DIR[,DIR...] [--report NAME=DIR[,DIR...]]... [--figures DIR] [--json]
  *
  * The report of a run (doc/oct.md): the cumulative log-loss (prequential description length,
  * nats per example) and the online accuracy of the predictions made before training on each
  * example; per-task accuracy; within-task accuracy (the i-th example of a task) early and
  * late in the stream. One run: RUN_DIR/summary.json and RUN_DIR/figures/{per-task,
  * within-task}.png. Several: a table with a row per run, and the same figures with a curve
- * per run under --figures DIR.
+ * per run under --figures DIR. Groups of runs (--report NAME=DIR[,DIR...], online_groups.c):
+ * a row per group, mean and 95 % interval over its runs, paired tests against the first group.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -25,20 +27,16 @@
 #include "plot.h"
 #include "util.h"
 
-#define MAX_RUNS 8
-#define EARLY_TASKS 10 /* the first tasks: before any in-context learner can have emerged */
-#define LATE_TASKS 20  /* the last tasks                                                   */
-#define AT_EXAMPLE 5   /* the emergence figure: accuracy at the 5th example of a task       */
-#define WINDOW_HALF 2  /* ... averaged over examples 3..7 (5 ± 2) for a less noisy estimate */
+#include "online_report.h"
 
-typedef struct run_summary {
-    const char *dir;
-    mcl_oct_report rep;
-    double early_acc, late_acc;     /* mean per-task accuracy, first / last tasks      */
-    double early_at5, late_at5;     /* within-task accuracy at the 5th example         */
-    double early_win, late_win;     /* ... over examples 3..7                          */
-    int late_from;                  /* first of the late tasks                          */
-} run_summary;
+#define MAX_RUNS 8  /* side by side, one row each; groups (online_groups.c) take more */
+#define MAX_GROUPS 8
+#define EARLY_TASKS MCL_ONLINE_EARLY_TASKS
+#define LATE_TASKS MCL_ONLINE_LATE_TASKS
+#define AT_EXAMPLE MCL_ONLINE_AT_EXAMPLE
+#define WINDOW_HALF MCL_ONLINE_WINDOW_HALF
+
+typedef mcl_online_run run_summary;
 
 static double mean_range(const double *v, int a, int b)
 {
@@ -49,7 +47,7 @@ static double mean_range(const double *v, int a, int b)
     return n ? s / n : NAN;
 }
 
-static void summarize(run_summary *r)
+void mcl_online_summarize(mcl_online_run *r)
 {
     const mcl_oct_report *p = &r->rep;
     int reached = 0;
@@ -116,7 +114,7 @@ static int write_summary(const run_summary *r)
     return 0;
 }
 
-static const char *run_name(const char *dir)
+const char *mcl_online_run_name(const char *dir)
 {
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--;
@@ -125,16 +123,22 @@ static const char *run_name(const char *dir)
     return b;
 }
 
+int mcl_online_fig_dir(const char *dir)
+{
+    struct stat sb;
+    if (strlen(dir) > 2000 ||
+        (mkdir(dir, 0777) != 0 && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))) {
+        fprintf(stderr, "metacl online: cannot create %s\n", dir);
+        return 1;
+    }
+    return 0;
+}
+
 /* per-task.png and within-task.png in fig_dir, a curve per run (one run: early and late
  * within-task curves). */
 static int write_figures(run_summary *rs, int n, const char *fig_dir)
 {
-    if (strlen(fig_dir) > 2000) return 1;
-    struct stat sb;
-    if (mkdir(fig_dir, 0777) != 0 && (stat(fig_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        fprintf(stderr, "metacl online: cannot create %s\n", fig_dir);
-        return 1;
-    }
+    if (mcl_online_fig_dir(fig_dir)) return 1;
     char path[2100], err[512];
     mcl_series se[2 * MAX_RUNS];
     double *buf[2 * MAX_RUNS + 2]; /* task numbers, positions, within-task curves */
@@ -150,7 +154,7 @@ static int write_figures(run_summary *rs, int n, const char *fig_dir)
     buf[nb++] = tx;
     for (int t = 0; t < T; t++) tx[t] = t + 1;
     for (int i = 0; i < n; i++) { /* per-task accuracy */
-        snprintf(names[i], sizeof names[i], "%s", run_name(rs[i].dir));
+        snprintf(names[i], sizeof names[i], "%s", mcl_online_run_name(rs[i].dir));
         se[i] = (mcl_series){names[i], tx, rs[i].rep.task_acc, rs[i].rep.n_tasks, NULL};
     }
     char chance_label[64];
@@ -192,7 +196,7 @@ static int write_figures(run_summary *rs, int n, const char *fig_dir)
                 snprintf(names[ns], sizeof names[ns], g == 0 ? "tasks 1-%d" : "tasks %d-%d",
                          g == 0 ? early : rs[i].late_from + 1, rs[i].rep.n_tasks);
             else
-                snprintf(names[ns], sizeof names[ns], "%s (last tasks)", run_name(rs[i].dir));
+                snprintf(names[ns], sizeof names[ns], "%s (last tasks)", mcl_online_run_name(rs[i].dir));
             se[ns] = (mcl_series){names[ns], px, y, P, NULL};
             ns++;
         }
@@ -219,7 +223,7 @@ static void print_table(FILE *f, run_summary *rs, int n)
             "5th@early", "5th@late");
     for (int i = 0; i < n; i++) {
         const run_summary *r = &rs[i];
-        fprintf(f, "%-28s %9lld %8.4f %7.1f%% %7.1f%% %8.1f%% %8.1f%% %8.1f%%\n", run_name(r->dir),
+        fprintf(f, "%-28s %9lld %8.4f %7.1f%% %7.1f%% %8.1f%% %8.1f%% %8.1f%%\n", mcl_online_run_name(r->dir),
                 (long long)r->rep.n, r->rep.cum_nll, 100 * r->rep.online_acc, 100 * r->early_acc,
                 100 * r->late_acc, 100 * r->early_win, 100 * r->late_win);
     }
@@ -243,7 +247,7 @@ static int report(const char *const *dirs, int n, const char *fig_dir, int quiet
             break;
         }
         loaded++;
-        summarize(&rs[i]);
+        mcl_online_summarize(&rs[i]);
     }
     if (rc == 0 && n == 1) rc = write_summary(&rs[0]);
     char fd[2000];
@@ -276,11 +280,28 @@ static const char online_epilog[] =
     "A run directory gets config.txt, metrics.csv, log.txt, last.ckpt, summary.json and figures/.\n"
     "Report runs again, one or several side by side:\n"
     "  metacl online --report RUN_DIR [--report RUN_DIR]... [--figures DIR] [--json] [--quiet]\n"
+    "Report groups of runs (e.g. seeds): a row per group, the mean +- 95 % CI half-width of each\n"
+    "column over its runs (n in the table), the runs' model / stream seeds; every group paired\n"
+    "with the first on the runs of equal stream.seed (cum_nll, online accuracy: the first group\n"
+    "better / worse / tie, the difference and its interval); --figures: mean curves, CI bands:\n"
+    "  metacl online --report NAME=DIR[,DIR...] [--report NAME=DIR[,DIR...]]... [--figures DIR] [--json]\n"
     "Exit: 0 done, 1 runtime error, 2 usage, 130 / 143 stopped by SIGINT / SIGTERM (last.ckpt written).";
 
 static int after_run(const char *run_dir, int quiet, int json)
 {
     return report(&run_dir, 1, NULL, quiet, json);
+}
+
+/* A --report argument names a group, NAME=DIR[,DIR...], when it holds a '=' with no '/'
+ * before it and is not itself a directory (a run directory called "a=b" stays a run). */
+static int is_group(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq) return 0;
+    for (const char *c = arg; c < eq; c++)
+        if (*c == '/') return 0;
+    struct stat sb;
+    return !(stat(arg, &sb) == 0 && S_ISDIR(sb.st_mode));
 }
 
 int mcl_cli_online(int argc, char **argv)
@@ -297,14 +318,14 @@ int mcl_cli_online(int argc, char **argv)
         int rc = (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
                      ? mcl_cli_train_with(argc + 1, av, "online", online_about, online_epilog, NULL)
                      : argc < 2 ? (fprintf(stderr, "usage: metacl online --config FILE [--set key=value]... "
-                                                   "[--out DIR] | --resume DIR | --report DIR...\n"),
+                                                   "[--out DIR] | --resume DIR | --report DIR... | --report NAME=DIR,...\n"),
                                    2)
                                 : mcl_cli_train_with(argc + 1, av, "online", online_about, online_epilog, after_run);
         free(av);
         return rc;
     }
-    const char *dirs[MAX_RUNS], *fig = NULL;
-    int n = 0, json = 0, quiet = 0;
+    const char *dirs[MAX_RUNS], *groups[MAX_GROUPS], *fig = NULL;
+    int n = 0, ng = 0, json = 0, quiet = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--report") || !strcmp(argv[i], "--figures")) {
             if (i + 1 >= argc) {
@@ -313,6 +334,12 @@ int mcl_cli_online(int argc, char **argv)
             }
             if (!strcmp(argv[i], "--figures")) {
                 fig = argv[++i];
+            } else if (is_group(argv[i + 1])) {
+                if (ng == MAX_GROUPS) {
+                    fprintf(stderr, "metacl online: at most %d --report groups\n", MAX_GROUPS);
+                    return 2;
+                }
+                groups[ng++] = argv[++i];
             } else if (n == MAX_RUNS) {
                 fprintf(stderr, "metacl online: at most %d --report runs\n", MAX_RUNS);
                 return 2;
@@ -333,10 +360,16 @@ int mcl_cli_online(int argc, char **argv)
             i++;
         } else {
             fprintf(stderr, "metacl online: unknown option '%s' with --report (--report DIR, "
-                            "--figures DIR, --json, --quiet, --memory-limit SIZE)\n",
+                            "--report NAME=DIR,..., --figures DIR, --json, --quiet, --memory-limit SIZE)\n",
                     argv[i]);
             return 2;
         }
     }
+    if (n > 0 && ng > 0) {
+        fprintf(stderr, "metacl online: --report NAME=DIR,... (groups) and --report DIR (runs) do not mix: "
+                        "name every group, or give runs alone\n");
+        return 2;
+    }
+    if (ng > 0) return mcl_online_group_report(groups, ng, fig, quiet, json);
     return report(dirs, n, fig, quiet, json);
 }

@@ -8,7 +8,8 @@
 #   3. Split-FashionMNIST, domain-incremental, 5 tasks at 5 and 15 shots; class-incremental,
 #      2 and 5 tasks; then the targets of doc/acl.md computed from these tables
 #      (tools/scripts/acl-targets.sh)
-#   4. the online transformers: a short Split-FashionMNIST stream learned online (doc/oct.md)
+#   4. the online transformers: a short Split-FashionMNIST stream learned online by the
+#      pi-transformer, online SGD and online Adam, 5 seeds each (doc/oct.md)
 #   5. Sparse Meta Networks: the shipped WCST agent and the shipped Online-hanzi model next to
 #      their gradient baselines (doc/smn.md)
 #   6. the adaptive character language model: static, dynamic and Sparse-MetaNet evaluation of
@@ -18,11 +19,13 @@
 # Besides stdout, OUT/summary.md (the headings and tables, in the order printed, one top-level
 # section per family: ACL, OCT, SMN, LM) and OUT/summary.json (one object: each ACL section's
 # `metacl eval --json-out` output, with its provenance and per-run values, under "sections";
-# the targets with their verdicts under "targets"; the SMN and LM evaluations' JSON under
-# "families"; accuracies as fractions) are written atomically at the end.
+# the targets with their verdicts under "targets"; the OCT grouped report (means, intervals,
+# seeds, paired verdicts) and the SMN and LM evaluations' JSON under "families"; accuracies as
+# fractions) are written atomically at the end.
 # Options: environment METACL (binary, default ./metacl), OUT (figures, default results),
-# EPISODES (per run, default 32), SPLIT_RUNS (default 10), SMN_RUNS (Online-hanzi, default 5);
-# arguments go to every eval call
+# EPISODES (per run, default 32), SPLIT_RUNS (default 10), SMN_RUNS (Online-hanzi, default 5),
+# OCT_SEEDS (the online transformers' seeds, default "1 2 3 4 5");
+# arguments go to every eval call and online run
 # (e.g. --backend opencl).
 set -eu
 METACL=${METACL:-./metacl}
@@ -119,22 +122,47 @@ heading ""
 METACL="$METACL" "$(dirname "$0")/acl-targets.sh" "$TMPD" >"$TMPD/targets.md"
 cat "$TMPD/targets.md"
 cat "$TMPD/targets.md" >>"$TMPD/summary.md"
-# 4. The online transformers (doc/oct.md): a short Split-FashionMNIST stream (30 tasks) learned
-# online by the pi-transformer with replay and by the online-Adam baseline, from scratch; the
-# report (table, per-task and within-task figures) goes to $OUT/online/ and its table to
-# summary.md (not summary.json).
+# 4. The online transformers (doc/oct.md, "The main job's section"): a short Split-FashionMNIST
+# stream (30 tasks of 200 examples) learned online from scratch by the pi-transformer with replay
+# and by the Conv-4 baselines trained online with SGD and with Adam, each with the seeds
+# OCT_SEEDS (model.seed = stream.seed = s; default 1 2 3 4 5, so every model reads the same five
+# streams). The baselines' learning rates, SGD 0.1 and Adam 1e-2, are the ones the validation
+# grids of `tools/scripts/review-runs.sh oct-baselines` chose on the paper's Split-FashionMNIST
+# stream (60 x 1000, validation stream and model seed 101; data/fixtures/review/oct-baselines.json,
+# "grids"): chosen on validation streams, not on this stream. The grouped report (a row per
+# model: mean +- 95 % CI over the seeds; each baseline paired with the transformer on the same
+# streams: better / worse / tie) goes to stdout and summary.md, its JSON to summary.json
+# ("families": "oct"), the figures (mean curves with CI bands) and the runs to $OUT/online/.
+# About 15 runs: 5 x (the transformer ~21 s + two baselines ~3 s each) on one thread, ~135 s,
+# ~110 s more than the former one run of the transformer and one of Adam.
+OCT_SEEDS=${OCT_SEEDS:-1 2 3 4 5}
 heading ""
 heading "# OCT: online transformers (doc/oct.md)"
 heading ""
-heading "## 4. Online transformers: Split-FashionMNIST, 30 tasks of 200 examples, learned online (doc/oct.md)"
+heading "## 4. Online transformers: Split-FashionMNIST, 30 tasks of 200 examples, learned online, seeds $OCT_SEEDS (model = stream seed; doc/oct.md)"
+heading "Baselines' learning rates (SGD 0.1, Adam 1e-2): chosen by the review job oct-baselines on validation streams of the paper's Split-FashionMNIST stream (data/fixtures/review/oct-baselines.json), not on this stream."
 rm -rf "$OUT/online" && mkdir -p "$OUT/online"
-"$METACL" online --config data/configs/oct-split-fmnist.conf --out "$OUT/online/pi-transformer" \
-    --set stream.tasks=30 --quiet "$@"
-"$METACL" online --config data/configs/oct-split-fmnist.conf --out "$OUT/online/online-adam" \
-    --set stream.tasks=30 --set model.arch=cnn --set online.streams=1 --set online.optimizer=adam \
-    --quiet "$@"
-"$METACL" online --report "$OUT/online/pi-transformer" --report "$OUT/online/online-adam" \
-    --figures "$OUT/online/figures" >"$TMPD/online.md"
+FM="--config data/configs/oct-split-fmnist.conf --set stream.tasks=30"
+CNN="--set model.arch=cnn --set online.streams=1"
+G_PI="" G_SGD="" G_ADAM=""
+for s in $OCT_SEEDS; do
+    S="--set model.seed=$s --set stream.seed=$s"
+    # shellcheck disable=SC2086 # $FM, $CNN, $S hold options
+    {
+    "$METACL" online $FM $S --out "$OUT/online/pi-transformer-seed$s" --quiet "$@"
+    "$METACL" online $FM $CNN $S --set online.optimizer=sgd --set train.lr=0.1 \
+        --out "$OUT/online/online-sgd-seed$s" --quiet "$@"
+    "$METACL" online $FM $CNN $S --set online.optimizer=adam --set train.lr=1e-2 \
+        --out "$OUT/online/online-adam-seed$s" --quiet "$@"
+    }
+    G_PI="$G_PI${G_PI:+,}$OUT/online/pi-transformer-seed$s"
+    G_SGD="$G_SGD${G_SGD:+,}$OUT/online/online-sgd-seed$s"
+    G_ADAM="$G_ADAM${G_ADAM:+,}$OUT/online/online-adam-seed$s"
+done
+"$METACL" online --report "pi-transformer=$G_PI" --report "online-SGD-0.1=$G_SGD" \
+    --report "online-Adam-1e-2=$G_ADAM" --figures "$OUT/online/figures" >"$TMPD/online.md"
+"$METACL" online --report "pi-transformer=$G_PI" --report "online-SGD-0.1=$G_SGD" \
+    --report "online-Adam-1e-2=$G_ADAM" --json >"$TMPD/oct.json"
 show "$TMPD/online.md"
 heading ""
 # 5. Sparse Meta Networks (doc/smn.md): the shipped WCST agent (Algorithm 1 goes on from it) and
@@ -179,7 +207,8 @@ heading "## 6. Adaptive character language model: bits per byte on a stream that
 show "$TMPD/lm.md"
 echo
 # summary.json: {"sections": [{"title": ..., "eval": <the eval's JSON>}, ...], "targets": [...],
-#   "families": {"smn_wcst": ..., "smn_online": ..., "lm": ...}} (each eval's --json-out)
+#   "families": {"oct": ..., "smn_wcst": ..., "smn_online": ..., "lm": ...}} (each eval's
+#   --json-out; oct: `online --report NAME=DIR,... --json`)
 {
     printf '{"sections":['
     i=1
@@ -193,7 +222,9 @@ echo
     done
     printf '],"targets":'
     tr -d '\n' <"$TMPD/targets.json"
-    printf ',"families":{"smn_wcst":'
+    printf ',"families":{"oct":'
+    tr -d '\n' <"$TMPD/oct.json"
+    printf ',"smn_wcst":'
     tr -d '\n' <"$TMPD/smn-wcst.json"
     printf ',"smn_online":'
     tr -d '\n' <"$TMPD/smn-online.json"

@@ -74,6 +74,10 @@ mcl_status mcl_oct_report_load(const char *run_dir, mcl_oct_report *rep, char *e
         rep->n = (int64_t)sc;
         rep->n_tasks = c->n_tasks;
         rep->n_way = c->model.n_way;
+        rep->model_seed = c->model.seed;
+        rep->stream_seed = c->data_seed;
+        rep->train_seed = rc.train.seed;
+        snprintf(rep->source, sizeof rep->source, "%s", c->source);
         rep->per_task_max = 0;
         rep->task_acc = calloc((size_t)c->n_tasks, sizeof *rep->task_acc);
         rep->task_nll = calloc((size_t)c->n_tasks, sizeof *rep->task_nll);

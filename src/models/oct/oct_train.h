@@ -53,6 +53,10 @@ typedef struct mcl_oct_report {
     int64_t n;            /* examples scored                                                */
     int n_tasks, per_task_max;
     int n_way;            /* labels: chance is 1/n_way                                      */
+    uint64_t model_seed;  /* the run's model.seed, stream.seed and train.seed (config.txt):  */
+    uint64_t stream_seed; /* grouped reports list them and pair runs on the stream seed     */
+    uint64_t train_seed;
+    char source[256];     /* data.source: with stream.seed, which stream the run read        */
     double cum_nll;       /* mean −log p(y_t | x_t, past) over the examples (nats)          */
     double online_acc;    /* mean accuracy                                                   */
     double *task_acc;     /* [n_tasks] (NaN for tasks not reached)                           */
