@@ -32,6 +32,12 @@
 #                    joining Adam (both tuned on a stream of seed 101 of the training images)
 #                    and the pi-transformer at the paper's hyperparameters, SEEDS seeds each;
 #                    oct-baselines.json holds the grids and every run's summary   ~2 h
+#   oct-variants     the rest of doc/oct.md's single-seed tables over SEEDS seeds (model and
+#                    stream seed s): Split-hanzi E = 2, E = 8, no image, the paper's mask and the
+#                    2-token model, grouped with oct-ablations' E4 runs of the same seeds (run
+#                    oct-ablations first); Split-FashionMNIST short (100 x 200, chunks of 10):
+#                    the pi-transformer, online SGD and online Adam at the rates oct-baselines
+#                    chose; `metacl online --report NAME=DIR,...` tables and JSON   ~1.5 h
 #   oct-freeze       the paper's stop-gradient ablation (its Fig. 5): Split-hanzi, E = 4, SEEDS
 #                    seeds × no gradient step from example 2 000, 5 000 or 10 000 of the
 #                    20 000 on (online.freeze_at), reported next to oct-ablations' E4 runs of
@@ -136,7 +142,7 @@ step() {
 }
 
 for job; do
-    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-baselines | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast | lm-seeds) ;;
+    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-baselines | oct-variants | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast | lm-seeds) ;;
     *) echo "review-runs: unknown job '$job' (see the header of $0)" >&2; exit 2 ;;
     esac
     J=$OUT/$job
@@ -204,6 +210,38 @@ print(spec.split(":")[0] + ":" + ",".join(kv + spec.split(":")[1:]))' "$f.json" 
                 --runs "$RUNS" --final-only --ckpt ACL-5task-gen="$CK/acl-split5-gen.ckpt" \
                 --ckpt ACL-2task-gen="$CK/acl-2task-gen.ckpt" --baseline sgd --baseline adam \
                 --json-out "$J/dil$t.json" --quiet
+        done ;;
+    oct-variants)
+        H=data/configs/oct-split-hanzi.conf F=data/configs/oct-split-fmnist.conf
+        CNN="--set model.arch=cnn --set online.streams=1"
+        s=1
+        while [ $s -le "$SEEDS" ]; do
+            S="--set model.seed=$s --set stream.seed=$s"
+            # shellcheck disable=SC2086 # $S and $CNN hold options
+            {
+                online "$J/hanzi-E2-seed$s" $H --set online.streams=2 $S
+                online "$J/hanzi-E8-seed$s" $H --set online.streams=8 $S
+                online "$J/hanzi-noimage-seed$s" $H --set model.no_image=1 $S
+                online "$J/hanzi-papermask-seed$s" $H --set model.pi_mask=1 $S
+                online "$J/hanzi-2token-seed$s" $H --set model.arch=two_token --set model.alibi=1 --set model.window=1000 $S
+                online "$J/fmnist-pi-seed$s" $F $S
+                online "$J/fmnist-sgd-seed$s" $F $CNN --set online.optimizer=sgd --set train.lr=0.1 $S
+                online "$J/fmnist-adam-seed$s" $F $CNN --set online.optimizer=adam --set train.lr=1e-2 $S
+            }
+            s=$((s + 1))
+        done
+        # NAME=DIR,DIR,... of the seeds 1..SEEDS
+        grp() { printf '%s=' "$1"; s=1; while [ $s -le "$SEEDS" ]; do printf '%s%s' "$([ $s = 1 ] || echo ,)" "$2-seed$s"; s=$((s + 1)); done; }
+        A=$OUT/oct-ablations
+        for fmt in md json; do
+            o=""; [ $fmt = json ] && o=--json
+            # shellcheck disable=SC2046,SC2086 # one --report per group
+            step "$J/hanzi.$fmt" "$METACL" online --report "$(grp E4 "$A/E4")" --report "$(grp E2 "$J/hanzi-E2")" \
+                --report "$(grp E8 "$J/hanzi-E8")" --report "$(grp no-image "$J/hanzi-noimage")" \
+                --report "$(grp paper-mask "$J/hanzi-papermask")" --report "$(grp 2-token "$J/hanzi-2token")" $o
+            # shellcheck disable=SC2086
+            step "$J/fmnist-short.$fmt" "$METACL" online --report "$(grp pi-transformer "$J/fmnist-pi")" \
+                --report "$(grp online-SGD-0.1 "$J/fmnist-sgd")" --report "$(grp online-Adam-1e-2 "$J/fmnist-adam")" $o
         done ;;
     oct-ablations)
         s=1
