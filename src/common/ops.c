@@ -1186,8 +1186,9 @@ mcl_tensor *mcl_bias_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, mcl
                                  float p, int training)
 {
     if (!ctx) return NULL;
-    if (!training || p == 0.0f) /* no dropout: bias_add then the add, no stream drawn */
-        return dropout_p_invalid(ctx, p) ? NULL : mcl_add(ctx, a, mcl_bias_add(ctx, x, b));
+    if (!training || p == 0.0f) /* no dropout: the op at p = 0, a + (x + b), one launch and no
+                                 * stream drawn (the same floats as bias_add then add) */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_bias_add_dropout_keyed(ctx, a, x, b, 0.0f, 0, 0, 0);
     return mcl_bias_add_dropout_keyed(ctx, a, x, b, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
 }
 
