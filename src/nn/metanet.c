@@ -473,28 +473,47 @@ static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_m
         mcl_tensor_free(idx);
         return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
     }
-    mcl_status st = avg_z_in_place(mn, f, g, idx, h, &zs);
-    if (st == MCL_OK) {
-        /* with E = W + M kept, smn_write_eff writes both in one launch (E stays W + M, the
-         * floats of add); else smn_write, and E is made again when next needed */
-        const int keep_e = eff_valid(f);
+    /* with E = W + M kept, smn_avg_write updates I, writes the zs and M and keeps E = W + M in
+     * one launch (the floats of smn_avg_z, then smn_write_eff: add's sum); else smn_avg_z,
+     * then smn_write, and E is made again when next needed */
+    const int keep_e = eff_valid(f);
+    mcl_status st = MCL_OK;
+    if (keep_e) {
+        const int64_t zsh[2] = {m, 2};
+        if (!zs && !(zs = mcl_tensor_alloc(ctx, 2, zsh, 1))) st = mcl_ctx_status(ctx);
         mcl_op_args a;
         memset(&a, 0, sizeof a);
-        a.op = keep_e ? MCL_OP_SMN_WRITE_EFF : MCL_OP_SMN_WRITE;
+        a.op = MCL_OP_SMN_AVG_WRITE;
+        a.in[0] = f->m;
+        a.in[1] = idx; /* increasing (mcl_rng_bernoulli_indices) */
+        a.in[2] = zs;
+        for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
+        a.in[9] = f->w;
+        a.in[10] = f->e;
+        a.in[11] = f->avg;
+        a.in[12] = g;
+        a.p.f[0] = mn->cfg.slope;
+        a.p.f[1] = h->gamma;
+        a.p.f[2] = h->beta1;
+        a.p.f[3] = h->beta2;
+        a.p.f[4] = mn->cfg.preproc_p;
+        if (st == MCL_OK) st = mcl_op_run(ctx, &a);
+        if (st == MCL_OK) f->e_gen = mcl_tensor_buffer_gen(f->m);
+    } else {
+        st = avg_z_in_place(mn, f, g, idx, h, &zs);
+    }
+    if (st == MCL_OK && !keep_e) {
+        mcl_op_args a;
+        memset(&a, 0, sizeof a);
+        a.op = MCL_OP_SMN_WRITE;
         a.in[0] = f->m;
         a.in[1] = idx;
         a.in[2] = zs;
         for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
         a.p.f[0] = mn->cfg.slope;
-        if (keep_e) {
-            a.in[9] = f->w;
-            a.in[10] = f->e;
-        } else {
-            a.out[0] = f->m;
-            a.out_given = 1;
-        }
+        a.out[0] = f->m;
+        a.out_given = 1;
         st = mcl_op_run(ctx, &a);
-        if (st == MCL_OK && keep_e) f->e_gen = mcl_tensor_buffer_gen(f->m);
     }
     if (st == MCL_OK && keep_log) {
         if (f->n_log >= MCL_METANET_MAX_K) {

@@ -661,3 +661,59 @@ mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
     }
     return MCL_OK;
 }
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_avg_write (issue 28, seventh round: a fast step's write in one op, nn/metanet.c
+ * write_layer with E = W + M kept) */
+
+/* forward, in place:
+ *   I_i  = (gamma·I_i) + (beta1·G_i)                                  every i < n
+ *   zs_e = preproc(I[idx_e] + (beta2·G[idx_e]))                        every entry e < m
+ *   v_e  = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3;  M[idx_e] = v_e;  E[idx_e] = W[idx_e] + v_e
+ *   in: M [any, numel n], idx [m], zs [m,2] (written), W1 [H,2], b1 [H], W2 [H,H], b2 [H],
+ *       W3 [1,H], b3 [1], W [shape of M], E [shape of M], I [shape of M] (updated), G [shape of M]
+ *   p.f = {slope, gamma, beta1, beta2, P}.
+ * smn_avg_z's loops (I in place) and smn_write_eff's write_values in a row: the same floats.
+ * An index that is not an integer in [0, n), or not above the one before it, is refused
+ * (MCL_ERR_INVALID) before anything is written. */
+mcl_status mcl_ref_smn_avg_write_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const smn_phi f = phi_of(a);
+    const float *idx = mcl_ref_ptr(a->in[1]), *G = mcl_ref_ptr(a->in[12]);
+    float *zs = mcl_ref_ptr(a->in[2]), *I = mcl_ref_ptr(a->in[11]);
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
+    const float gamma = a->p.f[1], beta1 = a->p.f[2], beta2 = a->p.f[3], P = a->p.f[4];
+    for (int64_t e = 0; e < m; e++) {
+        const float v = idx[e];
+        if (!(v >= 0.0f && v < (float)n && v == floorf(v)))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_avg_write: idx[%lld] = %g is not an integer in [0, %lld)",
+                                     (long long)e, (double)v, (long long)n);
+        if (e > 0 && !(v > idx[e - 1]))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_avg_write: idx[%lld] = %g is not above idx[%lld] = %g (the "
+                                     "indices must be strictly increasing)",
+                                     (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
+    }
+    float thr, ep;
+    mcl_grad_preproc_consts(P, &thr, &ep);
+#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float u = gamma * I[i], w = beta1 * G[i];
+        I[i] = u + w;
+    }
+#pragma omp parallel for schedule(static) if (m >= SMN_ELEM_PAR_MIN)
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t i = (int64_t)idx[e];
+        const float b = beta2 * G[i], x = I[i] + b;
+        if (fabsf(x) >= thr) {
+            zs[2 * e] = logf(fabsf(x)) / P;
+            zs[2 * e + 1] = x > 0.0f ? 1.0f : -1.0f;
+        } else {
+            zs[2 * e] = -1.0f;
+            zs[2 * e + 1] = ep * x;
+        }
+    }
+    return write_values(be, &f, idx, zs, m, mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[9]),
+                        mcl_ref_ptr(a->in[10]), "smn_avg_write");
+}
