@@ -496,3 +496,35 @@ __kernel void smn_avg_write(__global const float *idx, long idx_off, __global fl
     M[M_off + t] = v;
     E[E_off + t] = W[W_off + t] + v;
 }
+
+/* smn_write_add (src/ref/smn.c), one item per element t < n: the entry e with idx_e = t (a
+ * binary search of the increasing idx) gives v = g_phi(zs_e) as smn_write_fwd computes it;
+ * out_t = W_t + (found ? v : zero ? 0 : M0_t) (smn_write's M, then add's float sum). An entry
+ * whose index is not an integer in [0, n) matches no element. */
+__kernel void smn_write_add_fwd(__global const float *idx, long idx_off, __global const float *zs,
+                                long zs_off, SMN_PHI_ARGS, __global const float *M0, long M0_off,
+                                __global const float *W, long W_off, __global float *out,
+                                long out_off, int zero, long n, long m, long H, float slope)
+{
+    const long t = get_global_id(0);
+    if (t >= n) return;
+    SMN_PHI_INIT
+    const float ft = (float)t; /* exact: n < 2^24 */
+    long lo = 0, hi = m;       /* the first entry with idx >= t */
+    while (lo < hi) {
+        const long mid = lo + (hi - lo) / 2;
+        if (idx[idx_off + mid] < ft)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    float mv = zero ? 0.0f : M0[M0_off + t];
+    if (lo < m && idx[idx_off + lo] == ft) {
+        const float z0 = zs[zs_off + 2 * lo], z1 = zs[zs_off + 2 * lo + 1];
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long j = 0; j < H; j++)
+            acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
+        mv = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+    }
+    out[out_off + t] = W[W_off + t] + mv;
+}

@@ -1701,6 +1701,34 @@ static int gen_smn_avg_write(int k, tcase *tc)
     return 1;
 }
 
+/* smn_write_add: smn_write's cases (M0, idx, zs, phi; the entries sorted by index, each
+ * keeping its zs row, so the kink margins hold) with W ~ N(0, 1) after them; odd cases take
+ * M0 as zeros (i0 = 1: M0 not read, its gradient zero). */
+static int gen_smn_write_add(int k, tcase *tc)
+{
+    if (!gen_smn_write(k, tc)) return 0;
+    const int64_t m = tc->shape[1][0];
+    float *idx = tc->x[1], *zs = tc->x[2];
+    for (int64_t e = 1; e < m; e++) /* insertion sort of the entries (m <= ~2000) */
+        for (int64_t d = e; d > 0 && idx[d] < idx[d - 1]; d--) {
+            float t = idx[d];
+            idx[d] = idx[d - 1];
+            idx[d - 1] = t;
+            for (int c = 0; c < 2; c++) {
+                t = zs[2 * d + c];
+                zs[2 * d + c] = zs[2 * (d - 1) + c];
+                zs[2 * (d - 1) + c] = t;
+            }
+        }
+    int64_t sm[5] = {tc->ndim[0], 1, 1, 1, 1};
+    for (int d = 0; d < tc->ndim[0]; d++) sm[1 + d] = tc->shape[0][d];
+    fill_normal(tc, add_in(tc, sm), 0.0, 1.0); /* W */
+    tc->p.i[0] = k % 2;
+    snprintf(tc->desc, sizeof tc->desc, "m %" PRId64 ", H %" PRId64 "%s", m, tc->shape[3][0],
+             k % 2 ? ", M0 as zeros (i0 = 1)" : "");
+    return 1;
+}
+
 /* ================================================================================== */
 /* Naive host computations, in double: nv_X(tc, want) fills want[k] for each output k    */
 /* (in-place ops: want[k] = input k after the call(s)). The ops with real arithmetic      */
@@ -2462,6 +2490,17 @@ static void nv_smn_avg_write(const tcase *tc, harr *w)
     free(zf);
 }
 
+/* smn_write_add: W + smn_write's M, densely (M0 read as zeros when i0 = 1) */
+static void nv_smn_write_add(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const int64_t e = smn_entry_of(tc, i);
+        const double m = e >= 0 ? smn_mlp_d(tc, e, NULL, NULL, NULL, NULL) : tc->p.i[0] ? 0.0 : (double)tc->x[0][i];
+        o[i] = (double)tc->x[9][i] + m;
+    }
+}
+
 static void nv_smn_write(const tcase *tc, harr *w)
 {
     double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
@@ -2644,6 +2683,10 @@ static const opspec SPECS[] = {
      * (DT_LIBM) moves zs, and g_phi's sums run in float pairs against the reference's double
      * (DT_SUM): the two added */
     {"smn_avg_write", gen_smn_avg_write, nv_smn_avg_write, FT_LIBM + FT_SUM, 0.0, 0.0, DT_LIBM + DT_SUM},
+    /* smn_write_add: smn_write's written values (FT_SUM, DT_SUM) and one float sum W + M per
+     * element; its gradients are smn_write's (GT_SMN: its kinks kept away, as gen_smn_write
+     * places them) and W's, gout itself */
+    {"smn_write_add", gen_smn_write_add, nv_smn_write_add, FT_SUM, 1.0, GT_SMN, DT_SUM},
     /* bias_gelu: bias_add's shapes (N(0, 1) inputs, so x + b spans the steep negative tail too);
      * one rounded sum, then gelu's float erfc/exp (FT_LIBM against erf in double of the rounded
      * sum, as gelu); smooth (GT_SMOOTH, h as gelu's); OpenCL's erfc/exp vs the reference's

@@ -119,6 +119,7 @@ SEPARATE = {
     "wcst_act": "in place, random draws: test_wcst_act",
     "smn_write_eff": "in place, no output: test_smn_write_eff",
     "smn_avg_write": "in place, no output: test_smn_avg_write",
+    "smn_write_add": "no public function, a mode flag: test_smn_write_add (its gradients: test-ops)",
     "sgd_step": "in-place optimizer update: test_optimizer_updates",
     "adam_step": "in-place optimizer update: test_optimizer_updates",
     "clip_scale": "in-place optimizer update: test_optimizer_updates",
@@ -294,6 +295,20 @@ def test_smn_avg_write(backend):
     assert np.array_equal(got_m[~written], m0[~written])
     assert np.array_equal(got_e[~written], e0[~written])
     assert np.array_equal(got_e[written], (w + got_m)[written])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("zero", [0, 1])
+def test_smn_write_add(backend, zero):
+    # W + smn_write's M (increasing indices); zero = 1: M0 is taken as zeros, not read
+    m0, idx, zs = rn(1, 3, 4), np.array([0, 5, 11], np.float32), rn(2, 3, 2)
+    phi = [rn(3, 4, 2), rn(4, 4), rn(5, 4, 4), rn(6, 4), rn(7, 1, 4), rn(8, 1)]
+    w = rn(9, 3, 4)
+    want = w + refs.smn_write(np.zeros_like(m0) if zero else m0, idx, zs, *phi, 0.1)
+    with metacl.Context(backend) as ctx:
+        ins = [ctx.tensor(m0), ctx.tensor(idx), ctx.tensor(zs)] + [ctx.tensor(p) for p in phi] + [ctx.tensor(w)]
+        got = ops.smn_write_add(*ins, f=[0.1], i=[zero]).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

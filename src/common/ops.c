@@ -723,6 +723,29 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
             return INVALID("smn_avg_write: gamma, beta1, beta2 must be finite");
         return MCL_OK;
     }
+    case MCL_OP_SMN_WRITE_ADD: {
+        const mcl_tensor *idx = y, *zs = a->in[2];
+        int64_t H;
+        if ((s = smn_m0_check(ctx, x, a->p.f[0])) != MCL_OK) return s;
+        if ((s = smn_phi_check(ctx, a->in + 3, &H)) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[9], "M0", "W")) != MCL_OK) return s;
+        if (idx->ndim != 1)
+            return SHAPE_ERR("smn_write_add: idx %s must be [m] (a list of flat indices into M0)",
+                             mcl_shape_str(idx, s1, sizeof s1));
+        const int64_t m = idx->shape[0];
+        if (zs->ndim != 2 || zs->shape[0] != m || zs->shape[1] != 2)
+            return SHAPE_ERR("smn_write_add: zs %s must be [%lld,2] for idx %s",
+                             mcl_shape_str(zs, s1, sizeof s1), (long long)m,
+                             mcl_shape_str(idx, s2, sizeof s2));
+        if (m > mcl_tensor_numel(x))
+            return SHAPE_ERR("smn_write_add: idx %s has more entries than M0 %s has elements (the "
+                             "indices must be distinct)",
+                             mcl_shape_str(idx, s1, sizeof s1), mcl_shape_str(x, s2, sizeof s2));
+        if (a->p.i[0] != 0 && a->p.i[0] != 1)
+            return INVALID("smn_write_add: i0 = %lld must be 0 or 1 (1: M0 taken as zeros)", (long long)a->p.i[0]);
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
+    }
     case MCL_OP_WCST_ACT: {
         const mcl_tensor *lg = y, *cards = a->in[2], *act = a->in[3], *rew = a->in[4];
         if (x->ndim != 1 || x->shape[0] < 5)

@@ -717,3 +717,69 @@ mcl_status mcl_ref_smn_avg_write_fwd(mcl_backend *be, const mcl_op_args *a)
     return write_values(be, &f, idx, zs, m, mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[9]),
                         mcl_ref_ptr(a->in[10]), "smn_avg_write");
 }
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_write_add (issue 28, seventh round: the window end's W + M_{k-1} with the rebuild's
+ * write, nn/metanet.c rebuild_fast) */
+
+/* The index contract of smn_write_add: smn_write's (written_map) and strictly increasing. */
+static mcl_status increasing(mcl_backend *be, const float *idx, int64_t m)
+{
+    for (int64_t e = 1; e < m; e++)
+        if (!(idx[e] > idx[e - 1]))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_write_add: idx[%lld] = %g is not above idx[%lld] = %g (the "
+                                     "indices must be strictly increasing)",
+                                     (long long)e, (double)idx[e], (long long)(e - 1), (double)idx[e - 1]);
+    return MCL_OK;
+}
+
+/* forward:  M = M0 (i0 = 0) or 0 (i0 = 1);  M[idx_e] = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3;
+ *           out = W + M   (smn_write's values, then add's float sum)
+ *   M0 [any, numel n], idx [m], zs [m,2], W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1],
+ *   W [shape of M0] -> out [shape of M0] */
+mcl_status mcl_ref_smn_write_add_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const smn_phi f = phi_of(a);
+    const float *idx = mcl_ref_ptr(a->in[1]), *W = mcl_ref_ptr(a->in[9]);
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
+    mcl_status s;
+    unsigned char *written = written_map(be, a, &s);
+    if (!written) return s;
+    free(written);
+    if ((s = increasing(be, idx, m)) != MCL_OK) return s;
+    float *M = a->p.i[0] ? calloc((size_t)(n > 0 ? n : 1), sizeof *M) : malloc((size_t)(n > 0 ? n : 1) * sizeof *M);
+    if (!M) return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write_add: out of host memory");
+    if (!a->p.i[0]) memcpy(M, mcl_ref_ptr(a->in[0]), (size_t)n * sizeof *M);
+    s = write_values(be, &f, idx, mcl_ref_ptr(a->in[2]), m, M, NULL, NULL, "smn_write_add");
+    float *O = mcl_ref_ptr(a->out[0]);
+    if (s == MCL_OK) {
+#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) O[i] = W[i] + M[i];
+    }
+    free(M);
+    return s;
+}
+
+/* backward:  gW += gout;  then smn_write's backward with gM = gout (gzs, the phi gradients,
+ *            and gM0 += gout where nothing was written, unless i0 = 1: M0 was not read)
+ *   gout[0] [shape of M0];  gin[0] [shape of M0], gin[2] [m,2], gin[3..8] like phi, gin[9]
+ *   like W (each may be NULL; gin[1] is never written) */
+mcl_status mcl_ref_smn_write_add_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]);
+    mcl_status s = increasing(be, mcl_ref_ptr(a->in[1]), a->in[1]->shape[0]);
+    if (s != MCL_OK) return s;
+    if (a->gin[9]) {
+        const float *G = mcl_ref_ptr(a->gout[0]);
+        float *GW = mcl_ref_ptr(a->gin[9]);
+#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) GW[i] += G[i];
+    }
+    mcl_op_args b = *a;
+    b.op = MCL_OP_SMN_WRITE;
+    b.in[9] = NULL;
+    b.gin[9] = NULL;
+    if (a->p.i[0]) b.gin[0] = NULL;
+    return mcl_ref_smn_write_bwd(be, &b);
+}
