@@ -26,7 +26,7 @@ typedef struct fastw {
                          * so that a fast step's G_t is taken with respect to it)          */
     int e_ok;           /* E is W + M: computed in this window (or since a clear) and M's
                          * buffer not written since (its generation e_gen), but by our writes
-                         * (smn_write_eff, which keeps E along)                            */
+                         * (smn_avg_write, which keeps E along)                            */
     uint64_t e_gen;
     int m_zero;         /* M was filled with zeros (window_end with reset, clear) and its
                          * buffer not written since (its generation zero_gen)          */
@@ -309,7 +309,7 @@ static mcl_tensor *rebuild_eff(mcl_metanet *mn, fastw *f)
 
 /* Whether f's E is W + M: made since the last window boundary or clear (W changes only
  * between a window's end and the next one's begin, by the optimizer, or before a clear) and
- * M's buffer untouched since, but by smn_write_eff. */
+ * M's buffer untouched since, but by smn_avg_write. */
 static int eff_valid(const fastw *f) { return f->e && f->e_ok && mcl_tensor_buffer_gen(f->m) == f->e_gen; }
 
 /* E := W + M (add's floats, into our E, off the tape) unless it is already. */
