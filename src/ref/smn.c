@@ -748,17 +748,13 @@ mcl_status mcl_ref_smn_write_add_fwd(mcl_backend *be, const mcl_op_args *a)
     if (!written) return s;
     free(written);
     if ((s = increasing(be, idx, m)) != MCL_OK) return s;
-    float *M = a->p.i[0] ? calloc((size_t)(n > 0 ? n : 1), sizeof *M) : malloc((size_t)(n > 0 ? n : 1) * sizeof *M);
-    if (!M) return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write_add: out of host memory");
-    if (!a->p.i[0]) memcpy(M, mcl_ref_ptr(a->in[0]), (size_t)n * sizeof *M);
-    s = write_values(be, &f, idx, mcl_ref_ptr(a->in[2]), m, M, NULL, NULL, "smn_write_add");
+    /* out = W + M0 (or W + 0) everywhere, then at the written elements M = v and out = W + v:
+     * write_values with out as both its M and its E (E's store comes last) */
+    const float *M0 = a->p.i[0] ? NULL : mcl_ref_ptr(a->in[0]);
     float *O = mcl_ref_ptr(a->out[0]);
-    if (s == MCL_OK) {
 #pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) O[i] = W[i] + M[i];
-    }
-    free(M);
-    return s;
+    for (int64_t i = 0; i < n; i++) O[i] = W[i] + (M0 ? M0[i] : 0.0f);
+    return write_values(be, &f, idx, mcl_ref_ptr(a->in[2]), m, O, W, O, "smn_write_add");
 }
 
 /* backward:  gW += gout;  then smn_write's backward with gM = gout (gzs, the phi gradients,
