@@ -442,3 +442,89 @@ __kernel void smn_avg_z_one(__global const float *idx, long idx_off, __global co
         zs[zs_off + 2 * e + 1] = o1;
     }
 }
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_avg_write (src/ref/smn.c): smn_avg_z_one and smn_write_eff in one launch, one item per
+ * element t < n: I_t = (gamma·I_t) + (beta1·G_t) (stored in place: the item reads only its own
+ * element); the entries e with idx_e = t (a binary search of the increasing idx) get
+ * zs_e = grad_preproc(I_t + (beta2·G_t)), and the item evaluates g_phi there as smn_write_eff
+ * does, M_t = v and E_t = W_t + v. Item t < m also writes zs_t = (0, 0) when idx_t is not an
+ * integer in [0, n). The floats are those of the two kernels in a row. */
+__kernel void smn_avg_write(__global const float *idx, long idx_off, __global float *zs, long zs_off,
+                            SMN_PHI_ARGS, __global float *M, long M_off, __global const float *W,
+                            long W_off, __global float *E, long E_off, __global float *I, long I_off,
+                            __global const float *G, long G_off, float gamma, float beta1, float beta2,
+                            float P, float thr, float ep, long n, long m, long H, float slope)
+{
+    const long t = get_global_id(0);
+    if (t < m && smn_index(idx[idx_off + t], n) < 0) {
+        zs[zs_off + 2 * t] = 0.0f;
+        zs[zs_off + 2 * t + 1] = 0.0f;
+    }
+    if (t >= n) return;
+    SMN_PHI_INIT
+    const float g = G[G_off + t];
+    const float u = gamma * I[I_off + t], w = beta1 * g, iv = u + w;
+    I[I_off + t] = iv;
+    const float ft = (float)t; /* exact: n < 2^24 */
+    long lo = 0, hi = m;       /* the first entry with idx >= t */
+    while (lo < hi) {
+        const long mid = lo + (hi - lo) / 2;
+        if (idx[idx_off + mid] < ft)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= m || idx[idx_off + lo] != ft) return;
+    const float b = beta2 * g, x = iv + b;
+    float z0, z1;
+    if (fabs(x) >= thr) {
+        z0 = log(fabs(x)) / P;
+        z1 = x > 0.0f ? 1.0f : -1.0f;
+    } else {
+        z0 = -1.0f;
+        z1 = ep * x;
+    }
+    for (long e = lo; e < m && idx[idx_off + e] == ft; e++) {
+        zs[zs_off + 2 * e] = z0;
+        zs[zs_off + 2 * e + 1] = z1;
+    }
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = 0; j < H; j++)
+        acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
+    const float v = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+    M[M_off + t] = v;
+    E[E_off + t] = W[W_off + t] + v;
+}
+
+/* smn_write_add (src/ref/smn.c), one item per element t < n: the entry e with idx_e = t (a
+ * binary search of the increasing idx) gives v = g_phi(zs_e) as smn_write_fwd computes it;
+ * out_t = W_t + (found ? v : zero ? 0 : M0_t) (smn_write's M, then add's float sum). An entry
+ * whose index is not an integer in [0, n) matches no element. */
+__kernel void smn_write_add_fwd(__global const float *idx, long idx_off, __global const float *zs,
+                                long zs_off, SMN_PHI_ARGS, __global const float *M0, long M0_off,
+                                __global const float *W, long W_off, __global float *out,
+                                long out_off, int zero, long n, long m, long H, float slope)
+{
+    const long t = get_global_id(0);
+    if (t >= n) return;
+    SMN_PHI_INIT
+    const float ft = (float)t; /* exact: n < 2^24 */
+    long lo = 0, hi = m;       /* the first entry with idx >= t */
+    while (lo < hi) {
+        const long mid = lo + (hi - lo) / 2;
+        if (idx[idx_off + mid] < ft)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    float mv = zero ? 0.0f : M0[M0_off + t];
+    if (lo < m && idx[idx_off + lo] == ft) {
+        const float z0 = zs[zs_off + 2 * lo], z1 = zs[zs_off + 2 * lo + 1];
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long j = 0; j < H; j++)
+            acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
+        mv = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+    }
+    out[out_off + t] = W[W_off + t] + mv;
+}

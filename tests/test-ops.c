@@ -1662,6 +1662,73 @@ static int gen_smn_write_eff(int k, tcase *tc)
     return 1;
 }
 
+/* smn_avg_write: smn_write's cases (M, idx, zs, phi; idx sorted: the op wants it increasing,
+ * and zs is overwritten) with W, E ~ N(0, 1) and I, G [shape of M] drawn as smn_avg_z's (per
+ * element a shared sign, grad_preproc's small branch or its log branch, so z never cancels);
+ * (gamma, beta1, beta2, P) as in training, evaluation and between, by case. */
+static int gen_smn_avg_write(int k, tcase *tc)
+{
+    static const float hp[3][4] = {{0.0f, 0.0f, 1.0f, 10.0f}, {0.999f, 0.5f, 0.5f, 10.0f}, {0.9f, 1.0f, 0.25f, 3.0f}};
+    if (!gen_smn_write(k, tc)) return 0;
+    const int64_t m = tc->shape[1][0];
+    float *idx = tc->x[1];
+    for (int64_t e = 1; e < m; e++) /* insertion sort (m <= ~2000) */
+        for (int64_t d = e; d > 0 && idx[d] < idx[d - 1]; d--) {
+            const float t = idx[d];
+            idx[d] = idx[d - 1];
+            idx[d - 1] = t;
+        }
+    int64_t sm[5] = {tc->ndim[0], 1, 1, 1, 1};
+    for (int d = 0; d < tc->ndim[0]; d++) sm[1 + d] = tc->shape[0][d];
+    fill_normal(tc, add_in(tc, sm), 0.0, 1.0); /* W */
+    fill_normal(tc, add_in(tc, sm), 0.0, 1.0); /* E */
+    const int jI = add_in(tc, sm), jG = add_in(tc, sm);
+    const float *c = hp[k % 3];
+    const double thr = (double)expf(-c[3]);
+    for (int64_t i = 0; i < tc_n(tc, jI); i++) {
+        const int small = trng_unit(&tc->rng) < 0.3;
+        const double sign = trng_unit(&tc->rng) < 0.5 ? -1.0 : 1.0;
+        for (int t = 0; t < 2; t++) {
+            const double v = small ? thr * (0.02 + 0.105 * trng_unit(&tc->rng))
+                                   : exp(log(1e-2) + (log(10.0) - log(1e-2)) * trng_unit(&tc->rng));
+            tc->x[t ? jG : jI][i] = (float)(sign * v);
+        }
+    }
+    for (int j = 1; j < 5; j++) tc->p.f[j] = c[j - 1];
+    for (int j = 0; j < tc->n_in; j++) tc->no_grad[j] = 1;
+    snprintf(tc->desc, sizeof tc->desc, "m %" PRId64 ", H %" PRId64 ", gamma %g, beta1 %g, beta2 %g, P %g", m,
+             tc->shape[3][0], (double)c[0], (double)c[1], (double)c[2], (double)c[3]);
+    return 1;
+}
+
+/* smn_write_add: smn_write's cases (M0, idx, zs, phi; the entries sorted by index, each
+ * keeping its zs row, so the kink margins hold) with W ~ N(0, 1) after them; odd cases take
+ * M0 as zeros (i0 = 1: M0 not read, its gradient zero). */
+static int gen_smn_write_add(int k, tcase *tc)
+{
+    if (!gen_smn_write(k, tc)) return 0;
+    const int64_t m = tc->shape[1][0];
+    float *idx = tc->x[1], *zs = tc->x[2];
+    for (int64_t e = 1; e < m; e++) /* insertion sort of the entries (m <= ~2000) */
+        for (int64_t d = e; d > 0 && idx[d] < idx[d - 1]; d--) {
+            float t = idx[d];
+            idx[d] = idx[d - 1];
+            idx[d - 1] = t;
+            for (int c = 0; c < 2; c++) {
+                t = zs[2 * d + c];
+                zs[2 * d + c] = zs[2 * (d - 1) + c];
+                zs[2 * (d - 1) + c] = t;
+            }
+        }
+    int64_t sm[5] = {tc->ndim[0], 1, 1, 1, 1};
+    for (int d = 0; d < tc->ndim[0]; d++) sm[1 + d] = tc->shape[0][d];
+    fill_normal(tc, add_in(tc, sm), 0.0, 1.0); /* W */
+    tc->p.i[0] = k % 2;
+    snprintf(tc->desc, sizeof tc->desc, "m %" PRId64 ", H %" PRId64 "%s", m, tc->shape[3][0],
+             k % 2 ? ", M0 as zeros (i0 = 1)" : "");
+    return 1;
+}
+
 /* ================================================================================== */
 /* Naive host computations, in double: nv_X(tc, want) fills want[k] for each output k    */
 /* (in-place ops: want[k] = input k after the call(s)). The ops with real arithmetic      */
@@ -2392,6 +2459,48 @@ static void nv_smn_write_eff(const tcase *tc, harr *w)
     }
 }
 
+/* smn_avg_write in place, in double: I' = gamma I + beta1 G everywhere; for each entry e,
+ * zs_e = preproc(I'[idx_e] + beta2 G[idx_e]) and v = g_phi(zs_e) (on the double zs, a copy of
+ * the case with zs replaced), M[idx_e] = v, E[idx_e] = W[idx_e] + v; the rest as it was */
+static void nv_smn_avg_write(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    const int64_t n = tc_n(tc, 0), m = tc->shape[1][0];
+    const double g = tc->p.f[1], b1 = tc->p.f[2], b2 = tc->p.f[3], P = tc->p.f[4];
+    float thr, ep;
+    mcl_grad_preproc_consts(tc->p.f[4], &thr, &ep);
+    double *I = w[11].d, *zs = w[2].d;
+    for (int64_t i = 0; i < n; i++) I[i] = g * tc->x[11][i] + b1 * tc->x[12][i];
+    tcase zc = *tc; /* g_phi reads zs from x[2]: a float copy of the double zs (their rounding,
+                     * ~6e-8, is far below the tolerance) */
+    float *zf = xcalloc((size_t)(2 * (m > 0 ? m : 1)), sizeof *zf);
+    zc.x[2] = zf;
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t i = (int64_t)tc->x[1][e];
+        const double z = I[i] + b2 * tc->x[12][i];
+        const int big = fabs(z) >= (double)thr;
+        zs[2 * e] = big ? log(fabs(z)) / P : -1.0;
+        zs[2 * e + 1] = big ? (z > 0 ? 1.0 : -1.0) : (double)ep * z;
+        zf[2 * e] = (float)zs[2 * e];
+        zf[2 * e + 1] = (float)zs[2 * e + 1];
+        const double v = smn_mlp_d(&zc, e, NULL, NULL, NULL, NULL);
+        w[0].d[i] = v;
+        w[10].d[i] = (double)tc->x[9][i] + v;
+    }
+    free(zf);
+}
+
+/* smn_write_add: W + smn_write's M, densely (M0 read as zeros when i0 = 1) */
+static void nv_smn_write_add(const tcase *tc, harr *w)
+{
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
+    for (int64_t i = 0; i < w[0].n; i++) {
+        const int64_t e = smn_entry_of(tc, i);
+        const double m = e >= 0 ? smn_mlp_d(tc, e, NULL, NULL, NULL, NULL) : tc->p.i[0] ? 0.0 : (double)tc->x[0][i];
+        o[i] = (double)tc->x[9][i] + m;
+    }
+}
+
 static void nv_smn_write(const tcase *tc, harr *w)
 {
     double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
@@ -2569,6 +2678,15 @@ static const opspec SPECS[] = {
     /* smn_write_eff: smn_write's written values (FT_SUM, DT_SUM: the same sums as smn_write's
      * forward) and one float sum W + v per written element, in place; no backward */
     {"smn_write_eff", gen_smn_write_eff, nv_smn_write_eff, FT_SUM, 0.0, 0.0, DT_SUM},
+    /* smn_avg_write: smn_avg_z's I' and zs (FT_LIBM: logf and a division), then smn_write_eff's
+     * sums on those zs (FT_SUM): the two limits added; no backward. Differential: OpenCL's log
+     * (DT_LIBM) moves zs, and g_phi's sums run in float pairs against the reference's double
+     * (DT_SUM): the two added */
+    {"smn_avg_write", gen_smn_avg_write, nv_smn_avg_write, FT_LIBM + FT_SUM, 0.0, 0.0, DT_LIBM + DT_SUM},
+    /* smn_write_add: smn_write's written values (FT_SUM, DT_SUM) and one float sum W + M per
+     * element; its gradients are smn_write's (GT_SMN: its kinks kept away, as gen_smn_write
+     * places them) and W's, gout itself */
+    {"smn_write_add", gen_smn_write_add, nv_smn_write_add, FT_SUM, 1.0, GT_SMN, DT_SUM},
     /* bias_gelu: bias_add's shapes (N(0, 1) inputs, so x + b spans the steep negative tail too);
      * one rounded sum, then gelu's float erfc/exp (FT_LIBM against erf in double of the rounded
      * sum, as gelu); smooth (GT_SMOOTH, h as gelu's); OpenCL's erfc/exp vs the reference's

@@ -59,14 +59,14 @@ static const family_case cases[] = {
     {"smn", "smn", "task = onlinex\nmodel.arch = resnet\nmodel.value_head = 0\nmodel.width = 4\nmodel.n_out = 5\n"
             "model.k = 2\ndata.source = @IMAGES@\ndata.split = all\nstream.tasks = 200\n"
             "stream.len_min = 2\nstream.len_max = 3\ntrain.batch = 4\ntrain.steps = 100\n",
-     ENQ_SLACK(466)},
+     ENQ_SLACK(452)},
     /* the WCST agent: its 3 episodes act and score on the device (ops.def wcst_act) */
     {"wcst", "smn", "task = wcst\nmodel.hidden = 16\nmodel.layers = 1\nmodel.meta_hidden = 4\nmodel.k = 3\n"
-                    "train.steps = 100\n", ENQ_SLACK(218)},
+                    "train.steps = 100\n", ENQ_SLACK(214)},
     {"lm", "lm", "model.layers = 1\nmodel.width = 16\nmodel.heads = 2\nmodel.head_dim = 8\n"
            "model.ffw = 32\nmodel.mem_len = 8\nsmn.k = 2\nsmn.fast_len = 8\nsmn.seg_len = 8\n"
            "data.dir = @TEXT@\ndata.block = 500\ndata.val_chars = 500\ndata.eval_block = 500\n"
-           "train.batch = 2\ntrain.steps = 100\ntrain.clip = 0.5\n", ENQ_SLACK(182)},
+           "train.batch = 2\ntrain.steps = 100\ntrain.clip = 0.5\n", ENQ_SLACK(164)},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 

@@ -118,6 +118,8 @@ SEPARATE = {
     "kv_push": "in place, no output: test_kv_push",
     "wcst_act": "in place, random draws: test_wcst_act",
     "smn_write_eff": "in place, no output: test_smn_write_eff",
+    "smn_avg_write": "in place, no output: test_smn_avg_write",
+    "smn_write_add": "no public function, a mode flag: test_smn_write_add (its gradients: test-ops)",
     "sgd_step": "in-place optimizer update: test_optimizer_updates",
     "adam_step": "in-place optimizer update: test_optimizer_updates",
     "clip_scale": "in-place optimizer update: test_optimizer_updates",
@@ -267,6 +269,46 @@ def test_smn_write_eff(backend):
     written = written.reshape(3, 4)
     assert np.array_equal(got_e[~written], e0[~written])
     assert np.array_equal(got_e[written], (w + got_m)[written])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_smn_avg_write(backend):
+    # in place: I becomes gamma I + beta1 G everywhere, zs smn_avg_z's at the (increasing)
+    # indices, M and E at them g_phi(zs) and W + it; every other element of M and E stays
+    m0, idx = rn(1, 3, 4), np.array([0, 5, 11], np.float32)
+    phi = [rn(3, 4, 2), rn(4, 4), rn(5, 4, 4), rn(6, 4), rn(7, 1, 4), rn(8, 1)]
+    w, e0, i0, g = rn(9, 3, 4), rn(10, 3, 4), rn(11, 3, 4), rn(12, 3, 4)
+    hp = [0.9, 0.5, 0.25, 10.0]  # gamma, beta1, beta2, P
+    want_i, want_zs = refs.smn_avg_z(i0, g, idx, *hp)
+    want_m = refs.smn_write(m0, idx, want_zs.astype(np.float32), *phi, 0.1)
+    with metacl.Context(backend) as ctx:
+        m, e, i, zs = ctx.tensor(m0), ctx.tensor(e0), ctx.tensor(i0), ctx.tensor(np.zeros((3, 2), np.float32))
+        ins = [m, ctx.tensor(idx), zs] + [ctx.tensor(p) for p in phi] + [ctx.tensor(w), e, i, ctx.tensor(g)]
+        assert ops.smn_avg_write(*ins, f=[0.1] + hp) is None
+        got_m, got_e, got_i, got_zs = m.numpy(), e.numpy(), i.numpy(), zs.numpy()
+    np.testing.assert_allclose(got_i, want_i, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got_zs, want_zs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_m, want_m, rtol=1e-5, atol=1e-6)
+    written = np.zeros(12, bool)
+    written[[0, 5, 11]] = True
+    written = written.reshape(3, 4)
+    assert np.array_equal(got_m[~written], m0[~written])
+    assert np.array_equal(got_e[~written], e0[~written])
+    assert np.array_equal(got_e[written], (w + got_m)[written])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("zero", [0, 1])
+def test_smn_write_add(backend, zero):
+    # W + smn_write's M (increasing indices); zero = 1: M0 is taken as zeros, not read
+    m0, idx, zs = rn(1, 3, 4), np.array([0, 5, 11], np.float32), rn(2, 3, 2)
+    phi = [rn(3, 4, 2), rn(4, 4), rn(5, 4, 4), rn(6, 4), rn(7, 1, 4), rn(8, 1)]
+    w = rn(9, 3, 4)
+    want = w + refs.smn_write(np.zeros_like(m0) if zero else m0, idx, zs, *phi, 0.1)
+    with metacl.Context(backend) as ctx:
+        ins = [ctx.tensor(m0), ctx.tensor(idx), ctx.tensor(zs)] + [ctx.tensor(p) for p in phi] + [ctx.tensor(w)]
+        got = ops.smn_write_add(*ins, f=[0.1], i=[zero]).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -27,7 +27,7 @@ typedef enum mcl_op {
     MCL_OP_COUNT
 } mcl_op;
 
-#define MCL_MAX_IN 11
+#define MCL_MAX_IN 13
 #define MCL_MAX_OUT 12
 
 /* Static facts about an op, generated from ops.def. */

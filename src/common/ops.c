@@ -695,6 +695,57 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
                              mcl_shape_str(idx, s1, sizeof s1), mcl_shape_str(x, s2, sizeof s2));
         return MCL_OK;
     }
+    case MCL_OP_SMN_AVG_WRITE: {
+        const mcl_tensor *idx = y, *zs = a->in[2];
+        const float P = a->p.f[4];
+        int64_t H;
+        if ((s = smn_m0_check(ctx, x, a->p.f[0])) != MCL_OK) return s;
+        if ((s = smn_phi_check(ctx, a->in + 3, &H)) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[9], "M", "W")) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[10], "M", "E")) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[11], "M", "I")) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[12], "M", "G")) != MCL_OK) return s;
+        if (idx->ndim != 1)
+            return SHAPE_ERR("smn_avg_write: idx %s must be [m] (a list of flat indices into M)",
+                             mcl_shape_str(idx, s1, sizeof s1));
+        const int64_t m = idx->shape[0];
+        if (zs->ndim != 2 || zs->shape[0] != m || zs->shape[1] != 2)
+            return SHAPE_ERR("smn_avg_write: zs %s must be [%lld,2] for idx %s",
+                             mcl_shape_str(zs, s1, sizeof s1), (long long)m,
+                             mcl_shape_str(idx, s2, sizeof s2));
+        if (m > mcl_tensor_numel(x))
+            return SHAPE_ERR("smn_avg_write: idx %s has more entries than M %s has elements (the "
+                             "indices must be distinct)",
+                             mcl_shape_str(idx, s1, sizeof s1), mcl_shape_str(x, s2, sizeof s2));
+        if (!(P > 0.0f && P <= 87.0f))
+            return INVALID("smn_avg_write: P = %g must be in (0, 87]", (double)P);
+        if (!isfinite(a->p.f[1]) || !isfinite(a->p.f[2]) || !isfinite(a->p.f[3]))
+            return INVALID("smn_avg_write: gamma, beta1, beta2 must be finite");
+        return MCL_OK;
+    }
+    case MCL_OP_SMN_WRITE_ADD: {
+        const mcl_tensor *idx = y, *zs = a->in[2];
+        int64_t H;
+        if ((s = smn_m0_check(ctx, x, a->p.f[0])) != MCL_OK) return s;
+        if ((s = smn_phi_check(ctx, a->in + 3, &H)) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[9], "M0", "W")) != MCL_OK) return s;
+        if (idx->ndim != 1)
+            return SHAPE_ERR("smn_write_add: idx %s must be [m] (a list of flat indices into M0)",
+                             mcl_shape_str(idx, s1, sizeof s1));
+        const int64_t m = idx->shape[0];
+        if (zs->ndim != 2 || zs->shape[0] != m || zs->shape[1] != 2)
+            return SHAPE_ERR("smn_write_add: zs %s must be [%lld,2] for idx %s",
+                             mcl_shape_str(zs, s1, sizeof s1), (long long)m,
+                             mcl_shape_str(idx, s2, sizeof s2));
+        if (m > mcl_tensor_numel(x))
+            return SHAPE_ERR("smn_write_add: idx %s has more entries than M0 %s has elements (the "
+                             "indices must be distinct)",
+                             mcl_shape_str(idx, s1, sizeof s1), mcl_shape_str(x, s2, sizeof s2));
+        if (a->p.i[0] != 0 && a->p.i[0] != 1)
+            return INVALID("smn_write_add: i0 = %lld must be 0 or 1 (1: M0 taken as zeros)", (long long)a->p.i[0]);
+        set_out(o, 0, x->ndim, x->shape);
+        return MCL_OK;
+    }
     case MCL_OP_WCST_ACT: {
         const mcl_tensor *lg = y, *cards = a->in[2], *act = a->in[3], *rew = a->in[4];
         if (x->ndim != 1 || x->shape[0] < 5)
@@ -1186,8 +1237,9 @@ mcl_tensor *mcl_bias_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, mcl
                                  float p, int training)
 {
     if (!ctx) return NULL;
-    if (!training || p == 0.0f) /* no dropout: bias_add then the add, no stream drawn */
-        return dropout_p_invalid(ctx, p) ? NULL : mcl_add(ctx, a, mcl_bias_add(ctx, x, b));
+    if (!training || p == 0.0f) /* no dropout: the op at p = 0, a + (x + b), one launch and no
+                                 * stream drawn (the same floats as bias_add then add) */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_bias_add_dropout_keyed(ctx, a, x, b, 0.0f, 0, 0, 0);
     return mcl_bias_add_dropout_keyed(ctx, a, x, b, p, ctx->seed, mcl_ctx_next_stream(ctx), 0);
 }
 

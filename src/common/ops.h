@@ -159,8 +159,8 @@ mcl_tensor *mcl_bias_dropout_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b, fl
 mcl_tensor *mcl_bias_dropout_relu_keyed(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *b, float p,
                                         uint64_t seed, uint64_t stream, uint64_t counter);
 /* mcl_add_dropout(a, mcl_bias_add(x, b), p, training) in one op (bias_add_dropout; the same
- * values, gradients and stream): bias_add then add when `training` is 0 or p == 0.
- * a, x [..,N] (the same shape), b [N]. */
+ * values, gradients and stream); when `training` is 0 or p == 0 the op at p = 0, a + (x + b)
+ * (the floats of bias_add then add; no stream drawn). a, x [..,N] (the same shape), b [N]. */
 mcl_tensor *mcl_bias_add_dropout(mcl_ctx *ctx, mcl_tensor *a, mcl_tensor *x, mcl_tensor *b,
                                  float p, int training);
 /* Same with an explicit (seed, stream, counter) — what the op records. */

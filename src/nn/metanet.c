@@ -26,8 +26,13 @@ typedef struct fastw {
                          * so that a fast step's G_t is taken with respect to it)          */
     int e_ok;           /* E is W + M: computed in this window (or since a clear) and M's
                          * buffer not written since (its generation e_gen), but by our writes
-                         * (smn_write_eff, which keeps E along)                            */
+                         * (smn_avg_write, which keeps E along)                            */
     uint64_t e_gen;
+    int m_zero;         /* M was filled with zeros (window_end with reset, clear) and its
+                         * buffer not written since (its generation zero_gen)          */
+    uint64_t zero_gen;
+    int m0_zero;        /* M_0 is all zeros (M was, at window_begin): the rebuild does not
+                         * read it (smn_write_add's i0 = 1)                             */
     int64_t n;          /* elements                                                  */
     /* the window's writes, in step order */
     int n_log;
@@ -238,13 +243,15 @@ static mcl_tensor *index_tensor(mcl_metanet *mn, const int64_t *v, int64_t n)
     return t;
 }
 
-/* M_{k-1} on the tape: smn_write(M_0, surviving writes of the window, φ). The survivor of
- * element e is the last logged write to e; its row in the concatenated log is row[e]. */
-static mcl_tensor *rebuild_fast(mcl_metanet *mn, fastw *f)
+/* W + M_{k-1} on the tape, M_{k-1} = smn_write(M_0, surviving writes of the window, φ): one
+ * smn_write_add (the floats of smn_write then add; M_0 not read when it is all zeros). The
+ * survivor of element e is the last logged write to e; its row in the concatenated log is
+ * row[e]. */
+static mcl_tensor *rebuild_eff(mcl_metanet *mn, fastw *f)
 {
     mcl_ctx *ctx = mn->ctx;
     mcl_tensor *m0 = f->m0 ? f->m0 : f->m;
-    if (f->n_log == 0) return m0;
+    if (f->n_log == 0) return mcl_add(ctx, f->w, m0);
     int64_t base = 0, ms = 0;
     for (int j = 0; j < f->n_log; j++) { /* later writes override earlier ones */
         for (int64_t e = 0; e < f->log_m[j]; e++) mn->row[f->log_idx[j][e]] = base + e;
@@ -280,30 +287,20 @@ static mcl_tensor *rebuild_fast(mcl_metanet *mn, fastw *f)
                           (long long)f->log_rows, (long long)base);
     mcl_tensor *zs = srow && zs_all ? mcl_embedding(ctx, zs_all, srow) : NULL; /* [ms, 2] */
     mcl_tensor_free(zs_all);
-    /* M_{k-1} written into M_0's own buffer when M_0 is ours (ops.def: smn_write's out[0] may
-     * be M0 itself; its backward reads neither M0 nor M): no copy of M_0. The output is an
-     * alias of M_0 (another tensor over the same buffer), so that the tape keeps M_{k-1}'s
-     * gradient apart from M_0's (which gets none). M_0 is not read again before the next
-     * window_begin copies M into it, and a second rebuild in the window rewrites every
-     * survivor (the log only grows), so the result is the same. */
+    /* survivors in increasing element order: smn_write_add's index contract */
     mcl_tensor *mw = NULL;
-    if (zs && f->m0) {
-        mcl_tensor *out = mcl_tensor_alias(ctx, m0, mcl_tensor_ndim(m0), mcl_tensor_shape(m0));
-        if (out) {
-            mcl_op_args a;
-            memset(&a, 0, sizeof a);
-            a.op = MCL_OP_SMN_WRITE;
-            a.in[0] = m0;
-            a.in[1] = sidx;
-            a.in[2] = zs;
-            for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
-            a.p.f[0] = mn->cfg.slope;
-            a.out[0] = out;
-            a.out_given = 1;
-            if (mcl_op_run(ctx, &a) == MCL_OK) mw = out;
-        }
-    } else if (zs) {
-        mw = mcl_smn_write(ctx, m0, sidx, zs, f->phi, mn->cfg.slope);
+    if (zs) {
+        mcl_op_args a;
+        memset(&a, 0, sizeof a);
+        a.op = MCL_OP_SMN_WRITE_ADD;
+        a.in[0] = f->m0 && f->m0_zero ? f->m : m0; /* i0 = 1: M_0 = 0, not read (M stands in) */
+        a.in[1] = sidx;
+        a.in[2] = zs;
+        for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
+        a.in[9] = f->w;
+        a.p.f[0] = mn->cfg.slope;
+        a.p.i[0] = f->m0 && f->m0_zero;
+        if (mcl_op_run(ctx, &a) == MCL_OK) mw = a.out[0];
     }
     mcl_tensor_free(sidx);
     mcl_tensor_free(srow);
@@ -312,7 +309,7 @@ static mcl_tensor *rebuild_fast(mcl_metanet *mn, fastw *f)
 
 /* Whether f's E is W + M: made since the last window boundary or clear (W changes only
  * between a window's end and the next one's begin, by the optimizer, or before a clear) and
- * M's buffer untouched since, but by smn_write_eff. */
+ * M's buffer untouched since, but by smn_avg_write. */
 static int eff_valid(const fastw *f) { return f->e && f->e_ok && mcl_tensor_buffer_gen(f->m) == f->e_gen; }
 
 /* E := W + M (add's floats, into our E, off the tape) unless it is already. */
@@ -360,8 +357,7 @@ mcl_status mcl_metanet_weights(mcl_metanet *mn, mcl_fast_mode mode, mcl_tensor *
             eff[i] = f->eff;
             continue;
         }
-        mcl_tensor *m = mode == MCL_FAST_WINDOW_END ? rebuild_fast(mn, f) : f->m;
-        f->eff = m ? mcl_add(mn->ctx, f->w, m) : NULL;
+        f->eff = mode == MCL_FAST_WINDOW_END ? rebuild_eff(mn, f) : mcl_add(mn->ctx, f->w, f->m);
         if (!f->eff) return mcl_ctx_status(mn->ctx) != MCL_OK ? mcl_ctx_status(mn->ctx) : MCL_ERR_BACKEND;
         eff[i] = f->eff;
     }
@@ -473,28 +469,47 @@ static mcl_status write_layer(mcl_metanet *mn, int i, mcl_tensor *g, const mcl_m
         mcl_tensor_free(idx);
         return mcl_ctx_status(ctx) != MCL_OK ? mcl_ctx_status(ctx) : MCL_ERR_OOM;
     }
-    mcl_status st = avg_z_in_place(mn, f, g, idx, h, &zs);
-    if (st == MCL_OK) {
-        /* with E = W + M kept, smn_write_eff writes both in one launch (E stays W + M, the
-         * floats of add); else smn_write, and E is made again when next needed */
-        const int keep_e = eff_valid(f);
+    /* with E = W + M kept, smn_avg_write updates I, writes the zs and M and keeps E = W + M in
+     * one launch (the floats of smn_avg_z, then smn_write_eff: add's sum); else smn_avg_z,
+     * then smn_write, and E is made again when next needed */
+    const int keep_e = eff_valid(f);
+    mcl_status st = MCL_OK;
+    if (keep_e) {
+        const int64_t zsh[2] = {m, 2};
+        if (!zs && !(zs = mcl_tensor_alloc(ctx, 2, zsh, 1))) st = mcl_ctx_status(ctx);
         mcl_op_args a;
         memset(&a, 0, sizeof a);
-        a.op = keep_e ? MCL_OP_SMN_WRITE_EFF : MCL_OP_SMN_WRITE;
+        a.op = MCL_OP_SMN_AVG_WRITE;
+        a.in[0] = f->m;
+        a.in[1] = idx; /* increasing (mcl_rng_bernoulli_indices) */
+        a.in[2] = zs;
+        for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
+        a.in[9] = f->w;
+        a.in[10] = f->e;
+        a.in[11] = f->avg;
+        a.in[12] = g;
+        a.p.f[0] = mn->cfg.slope;
+        a.p.f[1] = h->gamma;
+        a.p.f[2] = h->beta1;
+        a.p.f[3] = h->beta2;
+        a.p.f[4] = mn->cfg.preproc_p;
+        if (st == MCL_OK) st = mcl_op_run(ctx, &a);
+        if (st == MCL_OK) f->e_gen = mcl_tensor_buffer_gen(f->m);
+    } else {
+        st = avg_z_in_place(mn, f, g, idx, h, &zs);
+    }
+    if (st == MCL_OK && !keep_e) {
+        mcl_op_args a;
+        memset(&a, 0, sizeof a);
+        a.op = MCL_OP_SMN_WRITE;
         a.in[0] = f->m;
         a.in[1] = idx;
         a.in[2] = zs;
         for (int j = 0; j < 6; j++) a.in[3 + j] = f->phi[j];
         a.p.f[0] = mn->cfg.slope;
-        if (keep_e) {
-            a.in[9] = f->w;
-            a.in[10] = f->e;
-        } else {
-            a.out[0] = f->m;
-            a.out_given = 1;
-        }
+        a.out[0] = f->m;
+        a.out_given = 1;
         st = mcl_op_run(ctx, &a);
-        if (st == MCL_OK && keep_e) f->e_gen = mcl_tensor_buffer_gen(f->m);
     }
     if (st == MCL_OK && keep_log) {
         if (f->n_log >= MCL_METANET_MAX_K) {
@@ -553,6 +568,7 @@ mcl_status mcl_metanet_window_begin(mcl_metanet *mn)
             f->m0 = mcl_tensor_create(mn->ctx, mcl_tensor_ndim(f->m), mcl_tensor_shape(f->m));
             if (!f->m0) return mcl_ctx_status(mn->ctx);
         }
+        f->m0_zero = f->m_zero && mcl_tensor_buffer_gen(f->m) == f->zero_gen;
         mcl_status st = mcl_tensor_copy_into(f->m0, f->m);
         if (st != MCL_OK) return st;
     }
@@ -577,7 +593,10 @@ mcl_status mcl_metanet_window_end(mcl_metanet *mn, const mcl_metanet_hyper *h)
             if (!mn->idx0 || mcl_tensor_write(mn->idx0, &zero, 1) != MCL_OK) st = mcl_ctx_status(mn->ctx);
         }
         if (st == MCL_OK) st = gk ? avg_z_in_place(mn, f, gk, mn->idx0, h, &zs) : update_avg(mn, f, NULL, h, NULL);
-        if (st == MCL_OK && mn->cfg.reset) st = mcl_tensor_fill(f->m, 0.0f);
+        if (st == MCL_OK && mn->cfg.reset && (st = mcl_tensor_fill(f->m, 0.0f)) == MCL_OK) {
+            f->m_zero = 1;
+            f->zero_gen = mcl_tensor_buffer_gen(f->m);
+        }
         log_clear(f);
     }
     mcl_no_grad_end(mn->ctx);
@@ -592,6 +611,8 @@ mcl_status mcl_metanet_clear(mcl_metanet *mn)
     for (int i = 0; i < mn->n && st == MCL_OK; i++) {
         log_clear(&mn->f[i]);
         st = mcl_tensor_fill(mn->f[i].m, 0.0f);
+        mn->f[i].m_zero = st == MCL_OK;
+        mn->f[i].zero_gen = mcl_tensor_buffer_gen(mn->f[i].m);
         if (st == MCL_OK) st = mcl_tensor_fill(mn->f[i].avg, 0.0f);
     }
     return st;

@@ -72,7 +72,7 @@ void mcl_metanet_cfg_model(mcl_metanet_cfg *cfg, int meta_hidden, int reset, uin
 typedef enum mcl_fast_mode {
     MCL_FAST_STEP = 0,       /* W + M (M is data): a fast step, or evaluation          */
     MCL_FAST_WINDOW_END = 1, /* W + smn_write(M_0, surviving writes, φ): step k        */
-    /* W + M kept as a leaf E that the window's writes update with M (smn_write_eff), so a
+    /* W + M kept as a leaf E that the window's writes update with M (smn_avg_write), so a
      * step adds W + M once per window instead of once per forward: a fast step whose loss
      * only drives a write (G_t is taken with respect to E; W gets NO gradient through it),
      * or evaluation. W must not change while E is kept: it is made again after each window

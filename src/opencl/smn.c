@@ -310,3 +310,83 @@ mcl_status mcl_ocl_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
     mcl_ocl_what_op(wb, sizeof wb, "smn_avg_z", "forward", "smn_avg_z_zs", "idx", a->in[2]);
     return mcl_ocl_launch(be, k, i, m, wb);
 }
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_avg_write */
+
+/* forward, in place: I = (gamma·I) + (beta1·G);  zs_e = grad_preproc(I[idx_e] + (beta2·G[idx_e]));
+ * M[idx_e] = v_e, E[idx_e] = W[idx_e] + v_e (v_e smn_write's value at zs_e)
+ * M [any, numel n], idx [m] (increasing), zs [m,2], phi (as smn_write), W, E, I, G [shape of M]:
+ * one launch of n items (m <= n), each element's item finding its entries */
+mcl_status mcl_ocl_smn_avg_write_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = a->in[3]->shape[0];
+    char wb[160];
+    float thr, ep;
+    mcl_grad_preproc_consts(a->p.f[4], &thr, &ep);
+    cl_kernel k = mcl_ocl_kernel(be, "smn_avg_write", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = phi_args(be, k, i, a);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[9]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[10]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[11]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[12]);
+    for (int j = 1; j < 5; j++) i = mcl_ocl_arg_float(be, k, i, a->p.f[j]);
+    i = mcl_ocl_arg_float(be, k, i, thr);
+    i = mcl_ocl_arg_float(be, k, i, ep);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_long(be, k, i, m);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    mcl_ocl_what_op(wb, sizeof wb, "smn_avg_write", "forward", "smn_avg_write", "M", a->in[0]);
+    return mcl_ocl_launch(be, k, i, n, wb);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_write_add */
+
+/* forward: out = W + M, M = M0 (i0 = 0) or 0 (i0 = 1) with M[idx_e] = g_phi(zs_e)
+ * M0 [any], idx [m] (increasing), zs [m,2], phi (as smn_write), W [shape of M0] -> out
+ * [shape of M0]: one launch of n items, each element's item finding its entry */
+mcl_status mcl_ocl_smn_write_add_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = a->in[3]->shape[0];
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "smn_write_add_fwd", NULL);
+    int i = k ? 0 : -1;
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = phi_args(be, k, i, a);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[9]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_int(be, k, i, a->p.i[0] != 0);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_long(be, k, i, m);
+    i = mcl_ocl_arg_long(be, k, i, H);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    mcl_ocl_what_op(wb, sizeof wb, "smn_write_add", "forward", "smn_write_add_fwd", "M0", a->in[0]);
+    return mcl_ocl_launch(be, k, i, n, wb);
+}
+
+/* backward: gW += gout (copy_bwd, add's); then smn_write's backward with gM = gout (gM0 only
+ * when i0 = 0). gout[0] [shape of M0]; gin[0] [shape of M0], gin[2] [m,2], gin[3..8] like phi,
+ * gin[9] like W (each may be NULL) */
+mcl_status mcl_ocl_smn_write_add_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    if (a->gin[9]) {
+        char wb[160];
+        mcl_ocl_what_op(wb, sizeof wb, "smn_write_add", "backward", "copy_bwd", "gW", a->gin[9]);
+        mcl_status s = mcl_ocl_launch_unary(be, "copy_bwd", a->gout[0], a->gin[9], wb);
+        if (s != MCL_OK) return s;
+    }
+    mcl_op_args b = *a;
+    b.op = MCL_OP_SMN_WRITE;
+    b.in[9] = NULL;
+    b.gin[9] = NULL;
+    if (a->p.i[0]) b.gin[0] = NULL;
+    return mcl_ocl_smn_write_bwd(be, &b);
+}

@@ -364,16 +364,22 @@ mcl_status mcl_ref_bias_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t R = mcl_ref_rows(a->in[1]), N = mcl_ref_cols(a->in[1]), n = R * N;
     const float *A = mcl_ref_ptr(a->in[0]);
     float *O = mcl_ref_ptr(a->out[0]);
+    const float p = a->p.f[0];
+    if (p == 0.0f) { /* no draws: out = a + t in one pass (t rounded first, as bias_add's) */
+        const float *X = mcl_ref_ptr(a->in[1]), *B = mcl_ref_ptr(a->in[2]);
+#pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < N; j++) {
+                const float t = X[r * N + j] + B[j];
+                O[r * N + j] = A[r * N + j] + t;
+            }
+        return MCL_OK;
+    }
     float *T = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     if (!T) return MCL_ERR_OOM;
     bias_sum(mcl_ref_ptr(a->in[1]), mcl_ref_ptr(a->in[2]), T, R, N);
-    const float p = a->p.f[0];
-    if (p == 0.0f) {
-        memcpy(O, T, (size_t)n * sizeof(float));
-    } else {
-        const seg_key k = {a->p.u[0], a->p.u[1], a->p.u[2], p};
-        fwd_seg(&k, T, O, n, 1.0f / (1.0f - p), 0); /* out = dropout(t) */
-    }
+    const seg_key k = {a->p.u[0], a->p.u[1], a->p.u[2], p};
+    fwd_seg(&k, T, O, n, 1.0f / (1.0f - p), 0); /* out = dropout(t) */
     free(T);
 #pragma omp parallel for schedule(static) if (n >= DROPOUT_PAR_MIN)
     for (int64_t i = 0; i < n; i++) O[i] = A[i] + O[i];

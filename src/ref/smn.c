@@ -661,3 +661,121 @@ mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
     }
     return MCL_OK;
 }
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_avg_write (issue 28, seventh round: a fast step's write in one op, nn/metanet.c
+ * write_layer with E = W + M kept) */
+
+/* forward, in place:
+ *   I_i  = (gamma·I_i) + (beta1·G_i)                                  every i < n
+ *   zs_e = preproc(I[idx_e] + (beta2·G[idx_e]))                        every entry e < m
+ *   v_e  = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3;  M[idx_e] = v_e;  E[idx_e] = W[idx_e] + v_e
+ *   in: M [any, numel n], idx [m], zs [m,2] (written), W1 [H,2], b1 [H], W2 [H,H], b2 [H],
+ *       W3 [1,H], b3 [1], W [shape of M], E [shape of M], I [shape of M] (updated), G [shape of M]
+ *   p.f = {slope, gamma, beta1, beta2, P}.
+ * smn_avg_z's loops (I in place) and smn_write_eff's write_values in a row: the same floats.
+ * An index that is not an integer in [0, n), or not above the one before it, is refused
+ * (MCL_ERR_INVALID) before anything is written. */
+mcl_status mcl_ref_smn_avg_write_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const smn_phi f = phi_of(a);
+    const float *idx = mcl_ref_ptr(a->in[1]), *G = mcl_ref_ptr(a->in[12]);
+    float *zs = mcl_ref_ptr(a->in[2]), *I = mcl_ref_ptr(a->in[11]);
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
+    const float gamma = a->p.f[1], beta1 = a->p.f[2], beta2 = a->p.f[3], P = a->p.f[4];
+    for (int64_t e = 0; e < m; e++) {
+        const float v = idx[e];
+        if (!(v >= 0.0f && v < (float)n && v == floorf(v)))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_avg_write: idx[%lld] = %g is not an integer in [0, %lld)",
+                                     (long long)e, (double)v, (long long)n);
+        if (e > 0 && !(v > idx[e - 1]))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_avg_write: idx[%lld] = %g is not above idx[%lld] = %g (the "
+                                     "indices must be strictly increasing)",
+                                     (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
+    }
+    float thr, ep;
+    mcl_grad_preproc_consts(P, &thr, &ep);
+#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float u = gamma * I[i], w = beta1 * G[i];
+        I[i] = u + w;
+    }
+#pragma omp parallel for schedule(static) if (m >= SMN_ELEM_PAR_MIN)
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t i = (int64_t)idx[e];
+        const float b = beta2 * G[i], x = I[i] + b;
+        if (fabsf(x) >= thr) {
+            zs[2 * e] = logf(fabsf(x)) / P;
+            zs[2 * e + 1] = x > 0.0f ? 1.0f : -1.0f;
+        } else {
+            zs[2 * e] = -1.0f;
+            zs[2 * e + 1] = ep * x;
+        }
+    }
+    return write_values(be, &f, idx, zs, m, mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[9]),
+                        mcl_ref_ptr(a->in[10]), "smn_avg_write");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* smn_write_add (issue 28, seventh round: the window end's W + M_{k-1} with the rebuild's
+ * write, nn/metanet.c rebuild_fast) */
+
+/* The index contract of smn_write_add: smn_write's (written_map) and strictly increasing. */
+static mcl_status increasing(mcl_backend *be, const float *idx, int64_t m)
+{
+    for (int64_t e = 1; e < m; e++)
+        if (!(idx[e] > idx[e - 1]))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "smn_write_add: idx[%lld] = %g is not above idx[%lld] = %g (the "
+                                     "indices must be strictly increasing)",
+                                     (long long)e, (double)idx[e], (long long)(e - 1), (double)idx[e - 1]);
+    return MCL_OK;
+}
+
+/* forward:  M = M0 (i0 = 0) or 0 (i0 = 1);  M[idx_e] = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3;
+ *           out = W + M   (smn_write's values, then add's float sum)
+ *   M0 [any, numel n], idx [m], zs [m,2], W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1],
+ *   W [shape of M0] -> out [shape of M0] */
+mcl_status mcl_ref_smn_write_add_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const smn_phi f = phi_of(a);
+    const float *idx = mcl_ref_ptr(a->in[1]), *W = mcl_ref_ptr(a->in[9]);
+    const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
+    mcl_status s;
+    unsigned char *written = written_map(be, a, &s);
+    if (!written) return s;
+    free(written);
+    if ((s = increasing(be, idx, m)) != MCL_OK) return s;
+    /* out = W + M0 (or W + 0) everywhere, then at the written elements M = v and out = W + v:
+     * write_values with out as both its M and its E (E's store comes last) */
+    const float *M0 = a->p.i[0] ? NULL : mcl_ref_ptr(a->in[0]);
+    float *O = mcl_ref_ptr(a->out[0]);
+#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) O[i] = W[i] + (M0 ? M0[i] : 0.0f);
+    return write_values(be, &f, idx, mcl_ref_ptr(a->in[2]), m, O, W, O, "smn_write_add");
+}
+
+/* backward:  gW += gout;  then smn_write's backward with gM = gout (gzs, the phi gradients,
+ *            and gM0 += gout where nothing was written, unless i0 = 1: M0 was not read)
+ *   gout[0] [shape of M0];  gin[0] [shape of M0], gin[2] [m,2], gin[3..8] like phi, gin[9]
+ *   like W (each may be NULL; gin[1] is never written) */
+mcl_status mcl_ref_smn_write_add_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int64_t n = mcl_tensor_numel(a->in[0]);
+    mcl_status s = increasing(be, mcl_ref_ptr(a->in[1]), a->in[1]->shape[0]);
+    if (s != MCL_OK) return s;
+    if (a->gin[9]) {
+        const float *G = mcl_ref_ptr(a->gout[0]);
+        float *GW = mcl_ref_ptr(a->gin[9]);
+#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) GW[i] += G[i];
+    }
+    mcl_op_args b = *a;
+    b.op = MCL_OP_SMN_WRITE;
+    b.in[9] = NULL;
+    b.gin[9] = NULL;
+    if (a->p.i[0]) b.gin[0] = NULL;
+    return mcl_ref_smn_write_bwd(be, &b);
+}

@@ -371,9 +371,10 @@ static mcl_tensor *layer_fwd(mcl_lm *m, int l, mcl_tensor *const *eff, const mcl
     h = mcl_add(ctx, h, a);
     mcl_tensor *f = mcl_layer_norm(ctx, h, y->ln_f_g, y->ln_f_b, LN_EPS);
     f = mcl_bias_gelu(ctx, linear(ctx, f, weight(eff, y->aug_1, y->w1), NULL), y->b1); /* one op */
-    f = linear(ctx, f, y->w2, y->b2);
     (void)HD;
-    return mcl_add(ctx, h, f);
+    /* h + (f W2ᵀ + b2): b2 and the residual add as one op (bias_add_dropout at p = 0: the
+     * floats of bias_add then add) */
+    return mcl_bias_add_dropout(ctx, h, linear(ctx, f, y->w2, NULL), y->b2, 0.0f, 0);
 }
 
 mcl_status mcl_lm_forward(mcl_lm *m, mcl_fast_mode mode, const mcl_lm_memory *mem, mcl_tensor *tokens,
