@@ -13,6 +13,9 @@
  *            that are and are not multiples of the fast path's row block (8 rows whose sums
  *            run side by side), one above the OpenMP threshold; the gradients also with 1
  *            and 3 threads (same bits). test-ops checks the backward only by finite differences.
+ *   inorm_pool_relu  forward (y, mean, rstd, argmax) on planes whose pooled rows are shorter
+ *            than, as long as and longer than the fast path's block of 16 windows, odd sizes
+ *            included, one above the OpenMP threshold (test-ops checks it on other shapes).
  *   gelu     forward and backward over the whole float range (every GELU_STRIDE-th bit pattern
  *            of the finite floats, both signs, plus a dense sweep of [-14, 14]) against the
  *            double-precision erfc form, in ulps of the exact result rounded to float (the
@@ -68,6 +71,10 @@
 /* layer_norm backward: the fast one recomputes xhat in float from the float mean and rstd
  * (a few float roundings per term; observed 7.6e-8 over seeds 1..10) */
 #define TOL_LN_BWD 1e-6
+/* inorm_pool_relu forward: the normalized values are formed in double like the oracle's and
+ * rounded once, the statistics are double sums in another order, rounded to float (as
+ * layer_norm); the argmax is exact unless two values of a window round to the same float */
+#define TOL_IPR_FWD 4e-7
 /* gelu: ulps of the exact result (double erfc) rounded to float, where that is a normal float
  * (below FLT_MIN: absolute error in units of FLT_MIN). Forward: the erfc fit (5e-9), the
  * roundings of t, the exp and the final products (observed 5.9 ulp, near a = 0.008, where
@@ -469,6 +476,46 @@ out:
     mcl_ctx_reset(ctx);
 }
 
+/* ---- inorm_pool_relu -------------------------------------------------------------------- */
+
+static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4])
+{
+    const int64_t B = c[0], C = c[1], H = c[2], W = c[3], R = B * C, P = R * (H / 2) * (W / 2);
+    char desc[64];
+    snprintf(desc, sizeof desc, "%lldx%lldx%lldx%lld", (long long)B, (long long)C, (long long)H,
+             (long long)W);
+    float *x = randn(R * H * W, 700 + 10 * (uint64_t)cs, 1.0);
+    float *gm = randn(C, 701 + 10 * (uint64_t)cs, 1.0), *bt = randn(C, 702 + 10 * (uint64_t)cs, 0.5);
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_INORM_POOL_RELU;
+    a.in[0] = tensor4(ctx, B, C, H, W, x);
+    a.in[1] = tu_tensor_from(ctx, 1, &C, gm);
+    a.in[2] = tu_tensor_from(ctx, 1, &C, bt);
+    a.p.f[0] = 1e-5f;
+    mcl_no_grad_begin(ctx);
+    mcl_status st = mcl_op_run(ctx, &a);
+    mcl_no_grad_end(ctx);
+    if (CHECK(st == MCL_OK, "inorm_pool_relu %s: forward failed: %s", desc, mcl_ctx_error(ctx))) {
+        double *y = xcalloc((size_t)P, sizeof(double)), *arg = xcalloc((size_t)P, sizeof(double));
+        double *mu = xcalloc((size_t)R, sizeof(double)), *rs = xcalloc((size_t)R, sizeof(double));
+        mcl_naive_inorm_pool_relu(B, C, H, W, x, gm, bt, 1e-5, y, mu, rs, arg);
+        compare("inorm_pool_relu fwd y", desc, a.out[0], y, P, TOL_IPR_FWD);
+        compare("inorm_pool_relu fwd mean", desc, a.out[1], mu, R, TOL_IPR_FWD);
+        compare("inorm_pool_relu fwd rstd", desc, a.out[2], rs, R, TOL_IPR_FWD);
+        compare("inorm_pool_relu fwd argmax", desc, a.out[3], arg, P, 0.0);
+        free(y);
+        free(arg);
+        free(mu);
+        free(rs);
+    }
+    for (int i = 0; i < 3; i++) mcl_tensor_free(a.in[i]);
+    free(x);
+    free(gm);
+    free(bt);
+    mcl_ctx_reset(ctx);
+}
+
 /* ---- gelu ------------------------------------------------------------------------------ */
 
 /* The error of got against want in ulps of want rounded to float; an absolute error measured
@@ -614,6 +661,12 @@ int main(int argc, char **argv)
      * threshold (32768 elements) with a last block of 4 rows */
     static const int64_t sl[][2] = {{1, 1}, {13, 7}, {40, 192}, {300, 130}};
     for (int c = 0; c < (int)(sizeof sl / sizeof sl[0]); c++) test_layer_norm(ctx, c, sl[c][0], sl[c][1]);
+    /* B, C, H, W: pooled rows of 1, 3 (odd H and W), 14 (Conv-4's first layer), 16 (one whole
+     * block), 20 (a whole block and a short one) and 32 windows; the last above the OpenMP
+     * threshold (32768 elements) with a plane count that is not a multiple of the threads */
+    static const int64_t si[][4] = {{1, 1, 2, 2}, {2, 3, 7, 7}, {2, 3, 28, 28}, {1, 2, 33, 32},
+                                    {2, 2, 9, 40}, {1, 3, 4, 65}, {6, 7, 28, 28}};
+    for (int c = 0; c < (int)(sizeof si / sizeof si[0]); c++) test_inorm_pool_relu(ctx, c, si[c]);
     test_gelu(ctx);
 
     printf("test-naive: hash of the fast results' bits: %016llx\n", (unsigned long long)g_hash);

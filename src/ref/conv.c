@@ -1610,8 +1610,12 @@ mcl_status mcl_ref_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
 static int64_t tail_wp(int64_t Wo) { return (Wo + MP_BLOCK - 1) / MP_BLOCK * MP_BLOCK; }
 
 /* Floats of tail_plane's scratch: the normalized plane, 2 * MP_BLOCK more (a row's last block
- * may read past the plane's end), then m and idx of one row of whole blocks. */
-static int64_t tail_scratch(int64_t H, int64_t W) { return H * W + 2 * MP_BLOCK + 2 * tail_wp(W / 2); }
+ * may read past the plane's end), then m and idx of the whole pooled plane [Ho, Wo], each
+ * with room for the last block's lanes past its end. */
+static int64_t tail_scratch(int64_t H, int64_t W)
+{
+    return H * W + 2 * MP_BLOCK + 2 * ((H / 2) * (W / 2) + tail_wp(W / 2));
+}
 
 /* y[j] = max(m[j], 0), ag[j] = idx[j], j < n */
 MCL_HOT static void relu_store(const float *restrict m, const float *restrict idx, int64_t n,
@@ -1626,20 +1630,24 @@ MCL_HOT static void relu_store(const float *restrict m, const float *restrict id
 /* One plane xr [H,W] with its statistics mu, rs and channel's gm, bt: first the whole plane
  * normalized (norm_affine, as instance_norm) into the scratch s (tail_scratch floats, its
  * padding finite), then each pair of rows pooled, a whole block of windows at a time
- * (maxpool_block: the lanes past Wo read the next row or the padding; they are never
- * stored), into m, idx and stored with the relu: y, ag [Ho,Wo]. (The plane is normalized
- * first, so that a block's loads do not wait on the stores that just wrote it.) */
+ * (maxpool_block: the lanes past Wo read the next row or the padding), into the pooled
+ * plane m, idx [Ho, Wo] of the scratch: a row's last block stores its lanes past Wo over the
+ * start of the next row, which that row's own blocks store later (or into the room past the
+ * end); then the relu, y, ag [Ho,Wo], in one pass over the plane. (The plane is normalized
+ * first, so that a block's loads do not wait on the stores that just wrote it; the relu runs
+ * once per plane, not once per row: with Wo = 14 a row was shorter than a vector, and its
+ * loop ran as scalar code with branches.) */
 static void tail_plane(const float *xr, int64_t H, int64_t W, double mu, double rs, double gm,
                        double bt, float *s, float *y, float *ag)
 {
     const int64_t Ho = H / 2, Wo = W / 2, N = H * W;
-    float *m = s + N + 2 * MP_BLOCK, *idx = m + tail_wp(Wo);
+    float *m = s + N + 2 * MP_BLOCK, *idx = m + Ho * Wo + tail_wp(Wo);
     norm_affine(xr, N, mu, rs, gm, bt, s);
-    for (int64_t i = 0; i < Ho; i++) {
+    for (int64_t i = 0; i < Ho; i++)
         for (int64_t j0 = 0; j0 < Wo; j0 += MP_BLOCK)
-            maxpool_block(s + 2 * i * W + 2 * j0, s + (2 * i + 1) * W + 2 * j0, m + j0, idx + j0);
-        relu_store(m, idx, Wo, y + i * Wo, ag + i * Wo);
-    }
+            maxpool_block(s + 2 * i * W + 2 * j0, s + (2 * i + 1) * W + 2 * j0, m + i * Wo + j0,
+                          idx + i * Wo + j0);
+    relu_store(m, idx, Ho * Wo, y, ag);
 }
 
 /* The planes of this thread's share (an omp for): statistics, then tail_plane. s: the
