@@ -13,7 +13,7 @@
  *            that are and are not multiples of the fast path's row block (8 rows whose sums
  *            run side by side), one above the OpenMP threshold; the gradients also with 1
  *            and 3 threads (same bits). test-ops checks the backward only by finite differences.
- *   inorm_pool_relu  forward (y, mean, rstd, argmax) on planes whose pooled rows are shorter
+ *   inorm_pool_relu  forward (y, mean, rstd, argmax) and backward (x, gamma, beta gradients) on planes whose pooled rows are shorter
  *            than, as long as and longer than the fast path's block of 16 windows, odd sizes
  *            included, one above the OpenMP threshold (test-ops checks it on other shapes).
  *   gelu     forward and backward over the whole float range (every GELU_STRIDE-th bit pattern
@@ -75,6 +75,9 @@
  * rounded once, the statistics are double sums in another order, rounded to float (as
  * layer_norm); the argmax is exact unless two values of a window round to the same float */
 #define TOL_IPR_FWD 4e-7
+/* inorm_pool_relu backward: as layer_norm's (xhat recomputed in float from the float mean and
+ * rstd, float products), with sums over planes of up to 2145 values */
+#define TOL_IPR_BWD 2e-6
 /* gelu: ulps of the exact result (double erfc) rounded to float, where that is a normal float
  * (below FLT_MIN: absolute error in units of FLT_MIN). Forward: the erfc fit (5e-9), the
  * roundings of t, the exp and the final products (observed 5.9 ulp, near a = 0.008, where
@@ -504,6 +507,26 @@ static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4])
         compare("inorm_pool_relu fwd mean", desc, a.out[1], mu, R, TOL_IPR_FWD);
         compare("inorm_pool_relu fwd rstd", desc, a.out[2], rs, R, TOL_IPR_FWD);
         compare("inorm_pool_relu fwd argmax", desc, a.out[3], arg, P, 0.0);
+        /* backward: gout ~ N(0, 1), fresh gradients */
+        float *go = randn(P, 703 + 10 * (uint64_t)cs, 1.0);
+        double *gx = xcalloc((size_t)(R * H * W), sizeof(double));
+        double *gg = xcalloc((size_t)C, sizeof(double)), *gb = xcalloc((size_t)C, sizeof(double));
+        const int64_t so[4] = {B, C, H / 2, W / 2};
+        a.gout[0] = tu_tensor_from(ctx, 4, so, go);
+        for (int i = 0; i < 3; i++) a.gin[i] = mcl_tensor_create(ctx, a.in[i]->ndim, a.in[i]->shape);
+        st = mcl_op_backward(ctx, &a);
+        if (CHECK(st == MCL_OK, "inorm_pool_relu %s: backward failed: %s", desc, mcl_ctx_error(ctx))) {
+            mcl_naive_inorm_pool_relu_bwd(B, C, H, W, x, gm, y, mu, rs, arg, go, gx, gg, gb);
+            compare("inorm_pool_relu bwd dL/dx", desc, a.gin[0], gx, R * H * W, TOL_IPR_BWD);
+            compare("inorm_pool_relu bwd dL/dgamma", desc, a.gin[1], gg, C, TOL_IPR_BWD);
+            compare("inorm_pool_relu bwd dL/dbeta", desc, a.gin[2], gb, C, TOL_IPR_BWD);
+        }
+        for (int i = 0; i < 3; i++) mcl_tensor_free(a.gin[i]);
+        mcl_tensor_free(a.gout[0]);
+        free(go);
+        free(gx);
+        free(gg);
+        free(gb);
         free(y);
         free(arg);
         free(mu);

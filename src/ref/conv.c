@@ -1463,18 +1463,17 @@ mcl_status mcl_ref_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
  * and 0 elsewhere (the three other values of each window, an odd last row/column).
  * Rows are done in blocks of MP_BLOCK windows, as maxpool2d's backward. */
 
-/* Row length of tail_grad's gated gout and argmax copies: Wo + 1 rounded up to whole
- * MP_BLOCK blocks (room for the block of an odd last column). */
-static int64_t tail_grad_ld(int64_t Wo) { return (Wo + 1 + MP_BLOCK - 1) / MP_BLOCK * MP_BLOCK; }
-
 /* One block: 2 MP_BLOCK floats of the row dy (0 or 1) of gn from the gated gout gp and the
- * argmax ag of MP_BLOCK windows: r[2j + dx] = ag[j] == dy*2 + dx ? gp[j] : 0 */
-MCL_HOT static void tail_grad_block(const float *restrict gp, const float *restrict ag, int dy,
-                                    float *restrict r)
+ * argmax ag of MP_BLOCK windows, of which the first n are the row's (n may be <= 0 or more
+ * than MP_BLOCK): r[2j + dx] = j < n && ag[j] == dy*2 + dx ? gp[j] : 0 (the windows past n
+ * get the argmax -1, which no column has) */
+MCL_HOT static void tail_grad_block(const float *restrict gp, const float *restrict ag, int64_t n,
+                                    int dy, float *restrict r)
 {
     float t[2 * MP_BLOCK], gv[2 * MP_BLOCK]; /* arg and gated gout of the window of column u */
+    const int m = n <= 0 ? 0 : n >= MP_BLOCK ? MP_BLOCK : (int)n; /* windows of the row */
     for (int j = 0; j < MP_BLOCK; j++) {
-        t[2 * j] = t[2 * j + 1] = ag[j];
+        t[2 * j] = t[2 * j + 1] = j < m ? ag[j] : -1.0f; /* -1: no column's argmax */
         gv[2 * j] = gv[2 * j + 1] = gp[j];
     }
     const float d2 = 2.0f * (float)dy;
@@ -1493,21 +1492,22 @@ MCL_HOT static void tail_gate(const float *restrict g, const float *restrict y,
 }
 
 /* g, y, arg [Ho,Wo] of one plane -> gn [H,W], which has 2 MP_BLOCK floats of room past its
- * end. First the gated gout and the argmax of all rows go into gp, ap [Ho, ld] (ld =
- * tail_grad_ld(Wo), zeros past Wo), then the rows of gn in order, each in blocks of windows:
- * a row's last block (zeros past Wo) stores zeros past the row's 2 Wo values, over an odd
- * last column and the start of the next row, which that row's own blocks store later. An
- * odd last row is set to 0. (maxpool2d's fresh 0 + v is v: v = 0 + .. is never -0.) */
+ * end. First the gated gout and the argmax of the whole plane go into gp, ap [Ho, Wo] (one
+ * pass over the plane: with Wo = 14 a pass per row was shorter than a vector and ran as
+ * scalar code with branches; each has MP_BLOCK floats of room past its end, which stay
+ * zero), then the rows of gn in order, each in blocks of windows: a row's last block stores
+ * zeros past the row's 2 Wo values (its lanes past Wo are masked), over an odd last column
+ * and the start of the next row, which that row's own blocks store later. An odd last row
+ * is set to 0. (maxpool2d's fresh 0 + v is v: v = 0 + .. is never -0.) */
 static void tail_grad(const float *g, const float *y, const float *arg, int64_t H, int64_t W,
                       float *gn, float *gp, float *ap)
 {
-    const int64_t Ho = H / 2, Wo = W / 2, ld = tail_grad_ld(Wo);
-    for (int64_t i = 0; i < Ho; i++)
-        tail_gate(g + i * Wo, y + i * Wo, arg + i * Wo, Wo, gp + i * ld, ap + i * ld);
+    const int64_t Ho = H / 2, Wo = W / 2;
+    tail_gate(g, y, arg, Ho * Wo, gp, ap);
     for (int64_t u = 0; u < 2 * Ho; u++) {
-        const float *gi = gp + (u / 2) * ld, *ai = ap + (u / 2) * ld;
+        const float *gi = gp + (u / 2) * Wo, *ai = ap + (u / 2) * Wo;
         for (int64_t j0 = 0; j0 < Wo || (W % 2 && j0 == Wo); j0 += MP_BLOCK)
-            tail_grad_block(gi + j0, ai + j0, (int)(u % 2), gn + u * W + 2 * j0);
+            tail_grad_block(gi + j0, ai + j0, Wo - j0, (int)(u % 2), gn + u * W + 2 * j0);
     }
     if (H % 2) memset(gn + (H - 1) * W, 0, (size_t)W * sizeof(float));
 }
@@ -1536,7 +1536,7 @@ static mcl_status inorm_bwd(const mcl_op_args *a, int tail)
     /* per chunk and channel: sum g * xhat, then sum g */
     double *part = calloc((size_t)(nchunks * 2 * C), sizeof(double));
     /* per chunk: tail_grad's plane gn (with its room past the end), then its gp and ap */
-    const int64_t ldg = (H / 2) * tail_grad_ld(W / 2), ldn = N + 2 * MP_BLOCK + 2 * ldg;
+    const int64_t ldg = (H / 2) * (W / 2) + MP_BLOCK, ldn = N + 2 * MP_BLOCK + 2 * ldg;
     float *gn = tail ? calloc((size_t)(nchunks * ldn), sizeof(float)) : NULL;
     if (!part || (tail && !gn)) {
         free(part);

@@ -57,6 +57,12 @@ void mcl_naive_instance_norm(int64_t B, int64_t C, int64_t H, int64_t W, const f
 void mcl_naive_inorm_pool_relu(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
                                const float *gamma, const float *beta, double eps, double *y,
                                double *mean, double *rstd, double *arg);
+/* Its gradients for the output gradient gout [B,C,H/2,W/2], from that forward's y, mean,
+ * rstd and arg: gx [B,C,H,W], ggamma and gbeta [C]. */
+void mcl_naive_inorm_pool_relu_bwd(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
+                                   const float *gamma, const double *y, const double *mean,
+                                   const double *rstd, const double *arg, const float *gout,
+                                   double *gx, double *ggamma, double *gbeta);
 
 /* ---- conv.c ---------------------------------------------------------------------- */
 

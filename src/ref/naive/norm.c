@@ -146,3 +146,53 @@ void mcl_naive_inorm_pool_relu(int64_t B, int64_t C, int64_t H, int64_t W, const
                 }
         }
 }
+
+/* The gradient of the normalized value n[p][u][v] of inorm_pool_relu's plane p: the output
+ * gradient of its window where n is the window's argmax and the relu passed it, else 0 (the
+ * other three values of a window, an odd last row or column). */
+static double tail_grad_at(int64_t H, int64_t W, int64_t p, int64_t u, int64_t v,
+                           const double *y, const double *arg, const float *gout)
+{
+    const int64_t Ho = H / 2, Wo = W / 2, i = u / 2, j = v / 2;
+    if (i >= Ho || j >= Wo) return 0.0;
+    const int64_t q = (p * Ho + i) * Wo + j;
+    return arg[q] == (double)(2 * (u % 2) + v % 2) && y[q] > 0.0 ? gout[q] : 0.0;
+}
+
+/* The gradients of inorm_pool_relu, with gn the gradient of the normalized plane
+ * (tail_grad_at) and xhat[p][e] = (x[p][e] - mean_p) * rstd_p, e over the N = H*W values:
+ *   dxhat[p][e] = gn[p][e] * gamma[c]
+ *   gx[p][e]    = rstd_p * (dxhat[p][e] - (1/N) sum_k dxhat[p][k]
+ *                           - xhat[p][e] * (1/N) sum_k dxhat[p][k] * xhat[p][k])
+ *   ggamma[c]   = sum_b sum_e gn[p][e] * xhat[p][e]      (p = b*C + c)
+ *   gbeta[c]    = sum_b sum_e gn[p][e]
+ *   x      [B,C,H,W]      gamma      [C]
+ *   y, arg [B,C,H/2,W/2]  mean, rstd [B*C]   (mcl_naive_inorm_pool_relu's)
+ *   gout   [B,C,H/2,W/2]
+ *   gx     [B,C,H,W]      ggamma, gbeta [C] */
+void mcl_naive_inorm_pool_relu_bwd(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
+                                   const float *gamma, const double *y, const double *mean,
+                                   const double *rstd, const double *arg, const float *gout,
+                                   double *gx, double *ggamma, double *gbeta)
+{
+    const int64_t N = H * W;
+    for (int64_t c = 0; c < C; c++) ggamma[c] = gbeta[c] = 0.0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t c = 0; c < C; c++) {
+            const int64_t p = b * C + c;
+            double sd = 0.0, sdx = 0.0;
+            for (int64_t e = 0; e < N; e++) {
+                const double gn = tail_grad_at(H, W, p, e / W, e % W, y, arg, gout);
+                const double xhat = (x[p * N + e] - mean[p]) * rstd[p];
+                sd += gn * gamma[c];
+                sdx += gn * gamma[c] * xhat;
+                ggamma[c] += gn * xhat;
+                gbeta[c] += gn;
+            }
+            for (int64_t e = 0; e < N; e++) {
+                const double gn = tail_grad_at(H, W, p, e / W, e % W, y, arg, gout);
+                const double xhat = (x[p * N + e] - mean[p]) * rstd[p];
+                gx[p * N + e] = rstd[p] * (gn * gamma[c] - sd / (double)N - xhat * sdx / (double)N);
+            }
+        }
+}
