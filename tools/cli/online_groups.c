@@ -372,6 +372,19 @@ static int write_figures(const group *gs, int ng, const char *dir)
     for (int g = 0; g < ng; g++)
         for (int r = 0; r < gs[g].n; r++)
             if (gs[g].runs[r].late_from != late0 || gs[g].runs[r].rep.n_tasks != late1) late0 = -1;
+    /* the stream in the titles, when every run read the same kind (data set, tasks x examples) */
+    const mcl_oct_report *r0 = &gs[0].runs[0].rep;
+    int same_stream = 1;
+    for (int g = 0; g < ng; g++)
+        for (int r = 0; r < gs[g].n; r++) {
+            const mcl_oct_report *p = &gs[g].runs[r].rep;
+            same_stream &= !strcmp(p->source, r0->source) && p->n_tasks == r0->n_tasks &&
+                           p->per_task_max == r0->per_task_max;
+        }
+    char stream_words[320] = "";
+    if (same_stream && r0->source[0])
+        snprintf(stream_words, sizeof stream_words, "Split-%.200s %d x %d: ", r0->source, r0->n_tasks,
+                 r0->per_task_max);
     char late_words[64] = "last tasks";
     if (late0 >= 0 && late1 > late0) snprintf(late_words, sizeof late_words, "tasks %d-%d", late0 + 1, late1);
     if (P > 2000) P = 2000;
@@ -385,7 +398,7 @@ static int write_figures(const group *gs, int ng, const char *dir)
         fprintf(stderr, "metacl online: out of memory\n");
         rc = 1;
     }
-    char names[MCL_PLOT_MAX_SERIES][NAME_MAX_LEN + 32], path[2100], err[512], chance_label[64], title[256];
+    char names[MCL_PLOT_MAX_SERIES][NAME_MAX_LEN + 32], path[2100], err[512], chance_label[64], title[512];
     mcl_series se[MCL_PLOT_MAX_SERIES];
     const int ns = ng < MCL_PLOT_MAX_SERIES ? ng : MCL_PLOT_MAX_SERIES;
     snprintf(chance_label, sizeof chance_label, "chance (%d-way)", gs[0].runs[0].rep.n_way);
@@ -411,10 +424,11 @@ static int write_figures(const group *gs, int ng, const char *dir)
         mcl_lines_spec ls;
         memset(&ls, 0, sizeof ls);
         if (fig == 0)
-            snprintf(title, sizeof title, "Online accuracy per task: mean over runs, 95 %% CI band (clipped to [0, 1])");
+            snprintf(title, sizeof title, "%sonline accuracy per task, mean over runs, 95 %% CI band (in [0, 1])",
+                     stream_words);
         else
-            snprintf(title, sizeof title,
-                     "Within-task accuracy, %s (moving avg. over %d): mean, 95 %% CI band in [0, 1]", late_words, W);
+            snprintf(title, sizeof title, "%swithin-task accuracy, %s (moving avg. over %d), mean, 95 %% CI band",
+                     stream_words, late_words, W);
         ls.title = title;
         ls.xlabel = fig == 0 ? "task" : "example within the task";
         ls.ylabel = "accuracy";
