@@ -93,6 +93,29 @@ long smn_index(float v, long n)
 
 float smn_lrelu(float x, float slope) { return x > 0.0f ? x : slope * x; }
 
+/* grad_preproc of one value (src/ref/smn.c): (log|x| / P, sign x) where |x| >= thr, else
+ * (-1, ep·x) */
+float2 smn_preproc(float x, float P, float thr, float ep)
+{
+    if (fabs(x) >= thr) return (float2)(log(fabs(x)) / P, x > 0.0f ? 1.0f : -1.0f);
+    return (float2)(-1.0f, ep * x);
+}
+
+/* The first entry e of the non-decreasing idx[0..m) with idx_e >= ft (m when there is none): a
+ * binary search */
+long smn_first_at(__global const float *idx, long idx_off, long m, float ft)
+{
+    long lo = 0, hi = m;
+    while (lo < hi) {
+        const long mid = lo + (hi - lo) / 2;
+        if (idx[idx_off + mid] < ft)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The pair x = (hi, lo) times f, as a pair: hi·f exactly (mcl_two_prod) plus lo·f (rounded:
  * ~2^-48 of the value). f == 1 gives x itself. */
 float2 smn_pair_scale(float2 x, float f)
@@ -384,19 +407,13 @@ __kernel void smn_avg_z_zs(__global const float *idx, long idx_off, __global con
     const long e = get_global_id(0);
     if (e >= m) return;
     const long i = smn_index(idx[idx_off + e], n);
-    float o0 = 0.0f, o1 = 0.0f;
+    float2 o = (float2)(0.0f, 0.0f);
     if (i >= 0) {
         const float b = beta2 * G[G_off + i], x = In[In_off + i] + b;
-        if (fabs(x) >= thr) {
-            o0 = log(fabs(x)) / P;
-            o1 = x > 0.0f ? 1.0f : -1.0f;
-        } else {
-            o0 = -1.0f;
-            o1 = ep * x;
-        }
+        o = smn_preproc(x, P, thr, ep);
     }
-    zs[zs_off + 2 * e] = o0;
-    zs[zs_off + 2 * e + 1] = o1;
+    zs[zs_off + 2 * e] = o.x;
+    zs[zs_off + 2 * e + 1] = o.y;
 }
 
 /* one launch for a non-decreasing idx: item t < n computes I'_t = (gamma·I_t) + (beta1·G_t),
@@ -419,27 +436,13 @@ __kernel void smn_avg_z_one(__global const float *idx, long idx_off, __global co
     const float u = gamma * I[I_off + t], w = beta1 * g, v = u + w;
     In[In_off + t] = v;
     const float ft = (float)t; /* exact: n < 2^24 */
-    long lo = 0, hi = m;       /* the first entry with idx >= t */
-    while (lo < hi) {
-        const long mid = lo + (hi - lo) / 2;
-        if (idx[idx_off + mid] < ft)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const long lo = smn_first_at(idx, idx_off, m, ft);
     if (lo >= m || idx[idx_off + lo] != ft) return;
     const float b = beta2 * g, x = v + b;
-    float o0, o1;
-    if (fabs(x) >= thr) {
-        o0 = log(fabs(x)) / P;
-        o1 = x > 0.0f ? 1.0f : -1.0f;
-    } else {
-        o0 = -1.0f;
-        o1 = ep * x;
-    }
+    const float2 o = smn_preproc(x, P, thr, ep);
     for (long e = lo; e < m && idx[idx_off + e] == ft; e++) {
-        zs[zs_off + 2 * e] = o0;
-        zs[zs_off + 2 * e + 1] = o1;
+        zs[zs_off + 2 * e] = o.x;
+        zs[zs_off + 2 * e + 1] = o.y;
     }
 }
 
@@ -467,24 +470,11 @@ __kernel void smn_avg_write(__global const float *idx, long idx_off, __global fl
     const float u = gamma * I[I_off + t], w = beta1 * g, iv = u + w;
     I[I_off + t] = iv;
     const float ft = (float)t; /* exact: n < 2^24 */
-    long lo = 0, hi = m;       /* the first entry with idx >= t */
-    while (lo < hi) {
-        const long mid = lo + (hi - lo) / 2;
-        if (idx[idx_off + mid] < ft)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const long lo = smn_first_at(idx, idx_off, m, ft);
     if (lo >= m || idx[idx_off + lo] != ft) return;
     const float b = beta2 * g, x = iv + b;
-    float z0, z1;
-    if (fabs(x) >= thr) {
-        z0 = log(fabs(x)) / P;
-        z1 = x > 0.0f ? 1.0f : -1.0f;
-    } else {
-        z0 = -1.0f;
-        z1 = ep * x;
-    }
+    const float2 z = smn_preproc(x, P, thr, ep);
+    const float z0 = z.x, z1 = z.y;
     for (long e = lo; e < m && idx[idx_off + e] == ft; e++) {
         zs[zs_off + 2 * e] = z0;
         zs[zs_off + 2 * e + 1] = z1;

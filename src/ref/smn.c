@@ -613,6 +613,34 @@ mcl_status mcl_ref_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
 /* smn_avg_z (issue 28: the write's scale, scale, add, scale, add, gather, grad_preproc in one
  * op, nn/metanet.c write_layer) */
 
+/* smn_avg_z's two loops (smn_avg_write's too), the indices already checked:
+ *   In_i = (gamma·I_i) + (beta1·G_i)   every i < n   (In may be I: each i reads only its own)
+ *   zs_e = preproc(In[idx_e] + (beta2·G[idx_e]))   every entry e < m
+ * I, G, In [n]; idx [m]; zs [m,2] */
+static void avg_z(const float *I, const float *G, const float *idx, float *In, float *zs, int64_t n, int64_t m,
+                  float gamma, float beta1, float beta2, float P)
+{
+    float thr, ep;
+    mcl_grad_preproc_consts(P, &thr, &ep);
+#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        const float u = gamma * I[i], w = beta1 * G[i];
+        In[i] = u + w;
+    }
+#pragma omp parallel for schedule(static) if (m >= SMN_ELEM_PAR_MIN)
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t i = (int64_t)idx[e];
+        const float b = beta2 * G[i], x = In[i] + b;
+        if (fabsf(x) >= thr) {
+            zs[2 * e] = logf(fabsf(x)) / P;
+            zs[2 * e + 1] = x > 0.0f ? 1.0f : -1.0f;
+        } else {
+            zs[2 * e] = -1.0f;
+            zs[2 * e + 1] = ep * x;
+        }
+    }
+}
+
 /* forward:  I'_i = (gamma·I_i) + (beta1·G_i)                          for every i < n
  *           z_e  = I'[idx_e] + (beta2·G[idx_e]);  zs_e = preproc(z_e)   for every entry e < m
  *   I [any, numel n], G [shape of I], idx [m] -> out[0] I' [shape of I], out[1] zs [m,2]
@@ -640,25 +668,7 @@ mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
                                      "non-decreasing (p.i[0] = 1)",
                                      (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
     }
-    float thr, ep;
-    mcl_grad_preproc_consts(P, &thr, &ep);
-#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        const float u = gamma * I[i], w = beta1 * G[i];
-        In[i] = u + w;
-    }
-#pragma omp parallel for schedule(static) if (m >= SMN_ELEM_PAR_MIN)
-    for (int64_t e = 0; e < m; e++) {
-        const int64_t i = (int64_t)idx[e];
-        const float b = beta2 * G[i], x = In[i] + b;
-        if (fabsf(x) >= thr) {
-            zs[2 * e] = logf(fabsf(x)) / P;
-            zs[2 * e + 1] = x > 0.0f ? 1.0f : -1.0f;
-        } else {
-            zs[2 * e] = -1.0f;
-            zs[2 * e + 1] = ep * x;
-        }
-    }
+    avg_z(I, G, idx, In, zs, n, m, gamma, beta1, beta2, P);
     return MCL_OK;
 }
 
@@ -695,25 +705,7 @@ mcl_status mcl_ref_smn_avg_write_fwd(mcl_backend *be, const mcl_op_args *a)
                                      "indices must be strictly increasing)",
                                      (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
     }
-    float thr, ep;
-    mcl_grad_preproc_consts(P, &thr, &ep);
-#pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        const float u = gamma * I[i], w = beta1 * G[i];
-        I[i] = u + w;
-    }
-#pragma omp parallel for schedule(static) if (m >= SMN_ELEM_PAR_MIN)
-    for (int64_t e = 0; e < m; e++) {
-        const int64_t i = (int64_t)idx[e];
-        const float b = beta2 * G[i], x = I[i] + b;
-        if (fabsf(x) >= thr) {
-            zs[2 * e] = logf(fabsf(x)) / P;
-            zs[2 * e + 1] = x > 0.0f ? 1.0f : -1.0f;
-        } else {
-            zs[2 * e] = -1.0f;
-            zs[2 * e + 1] = ep * x;
-        }
-    }
+    avg_z(I, G, idx, I, zs, n, m, gamma, beta1, beta2, P);
     return write_values(be, &f, idx, zs, m, mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[9]),
                         mcl_ref_ptr(a->in[10]), "smn_avg_write");
 }
