@@ -149,6 +149,15 @@ float smn_a2(SMN_PHI_PARAMS, long H, float slope, float z0, float z1, long j)
     return mcl_acc_value(mcl_acc_add(acc, b2[j]));
 }
 
+/* g_phi(z) = Σ_j W3[j] lrelu(a2_j) + b3, summed as the pair and rounded once (smn_write's value) */
+float smn_phi_value(SMN_PHI_PARAMS, long H, float slope, float z0, float z1)
+{
+    float2 acc = (float2)(0.0f, 0.0f);
+    for (long j = 0; j < H; j++)
+        acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
+    return mcl_acc_value(mcl_acc_add(acc, b3[0]));
+}
+
 /* forward, one item per entry: M[idx_e] = Σ_j W3[j] lrelu(a2_j) + b3 (M holds M0's copy) */
 __kernel void smn_write_fwd(__global const float *idx, long idx_off, __global const float *zs,
                             long zs_off, SMN_PHI_ARGS, __global float *M, long M_off, long n,
@@ -160,10 +169,7 @@ __kernel void smn_write_fwd(__global const float *idx, long idx_off, __global co
     const long i = smn_index(idx[idx_off + e], n);
     if (i < 0) return;
     const float z0 = zs[zs_off + 2 * e], z1 = zs[zs_off + 2 * e + 1];
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long j = 0; j < H; j++)
-        acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
-    M[M_off + i] = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+    M[M_off + i] = smn_phi_value(SMN_PHI, H, slope, z0, z1);
 }
 
 /* smn_write_eff, one item per entry: v = smn_write's value, M[idx_e] = v, E[idx_e] = W[idx_e] + v
@@ -179,10 +185,7 @@ __kernel void smn_write_eff(__global const float *idx, long idx_off, __global co
     const long i = smn_index(idx[idx_off + e], n);
     if (i < 0) return;
     const float z0 = zs[zs_off + 2 * e], z1 = zs[zs_off + 2 * e + 1];
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long j = 0; j < H; j++)
-        acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
-    const float v = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+    const float v = smn_phi_value(SMN_PHI, H, slope, z0, z1);
     M[M_off + i] = v;
     E[E_off + i] = W[W_off + i] + v;
 }
@@ -479,10 +482,7 @@ __kernel void smn_avg_write(__global const float *idx, long idx_off, __global fl
         zs[zs_off + 2 * e] = z0;
         zs[zs_off + 2 * e + 1] = z1;
     }
-    float2 acc = (float2)(0.0f, 0.0f);
-    for (long j = 0; j < H; j++)
-        acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
-    const float v = mcl_acc_value(mcl_acc_add(acc, b3[0]));
+    const float v = smn_phi_value(SMN_PHI, H, slope, z0, z1);
     M[M_off + t] = v;
     E[E_off + t] = W[W_off + t] + v;
 }
@@ -500,21 +500,9 @@ __kernel void smn_write_add_fwd(__global const float *idx, long idx_off, __globa
     if (t >= n) return;
     SMN_PHI_INIT
     const float ft = (float)t; /* exact: n < 2^24 */
-    long lo = 0, hi = m;       /* the first entry with idx >= t */
-    while (lo < hi) {
-        const long mid = lo + (hi - lo) / 2;
-        if (idx[idx_off + mid] < ft)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const long lo = smn_first_at(idx, idx_off, m, ft);
     float mv = zero ? 0.0f : M0[M0_off + t];
-    if (lo < m && idx[idx_off + lo] == ft) {
-        const float z0 = zs[zs_off + 2 * lo], z1 = zs[zs_off + 2 * lo + 1];
-        float2 acc = (float2)(0.0f, 0.0f);
-        for (long j = 0; j < H; j++)
-            acc = mcl_acc_add_prod(acc, W3[j], smn_lrelu(smn_a2(SMN_PHI, H, slope, z0, z1, j), slope));
-        mv = mcl_acc_value(mcl_acc_add(acc, b3[0]));
-    }
+    if (lo < m && idx[idx_off + lo] == ft)
+        mv = smn_phi_value(SMN_PHI, H, slope, zs[zs_off + 2 * lo], zs[zs_off + 2 * lo + 1]);
     out[out_off + t] = W[W_off + t] + mv;
 }
