@@ -134,11 +134,11 @@ else:
 }
 # step FILE CMD...: run CMD with stdout to FILE unless FILE exists (written atomically)
 step() {
-    f=$1
+    step_out=$1 # not "f": sh has no local variables, and the jobs use $f
     shift
-    [ -s "$f" ] && return 0
-    "$@" >"$f.tmp"
-    mv "$f.tmp" "$f"
+    [ -s "$step_out" ] && return 0
+    "$@" >"$step_out.tmp"
+    mv "$step_out.tmp" "$step_out"
 }
 
 for job; do
