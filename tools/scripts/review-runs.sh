@@ -65,7 +65,8 @@
 #   lm-seeds         lm-text.conf trained with seeds 2..SEEDS (seed 1: the shipped model), each
 #                    read static / dynamic / Sparse-MetaNet on the main job's switching stream:
 #                    the training-seed spread of the LM's bits per byte (lm-seeds.json) ~5 h
-# Environment: METACL (./metacl), OUT (runs/review), SEEDS (5), RUNS (evaluation runs, 10).
+# Environment: METACL (./metacl), OUT (runs/review), SEEDS (5), RUNS (evaluation runs, 10),
+# DOMAINS (smn-online's domains, default "hanzi hershey kanji").
 set -eu
 METACL=${METACL:-./metacl}
 OUT=${OUT:-runs/review}
@@ -434,7 +435,8 @@ json.dump(out, sys.stdout, indent=1)' "$J" ;;
         # images over 5 classes draws at most 1 200 images from the 5 x 256 of its classes,
         # without replacement (src/data/streams.c), so no image repeats within a task
         D=$J/data
-        for dom in hanzi hershey kanji; do
+        doms=${DOMAINS:-hanzi hershey kanji}
+        for dom in $doms; do
             [ -s "$D/$dom/images.idx" ] && continue
             mkdir -p "$D"
             for t in data/cache/*.tgz; do [ -s "$t" ] && [ ! -s "$D/${t##*/}" ] && cp "$t" "$D/"; done
@@ -444,8 +446,16 @@ json.dump(out, sys.stdout, indent=1)' "$J" ;;
         # its last finished run with the same binary
         # the baselines' learning rates by the grid search on hanzi's validation classes (2 runs
         # a point, grown at its edges; the JSON's grid), then used for every domain
+        # DOMAINS (default: all three) picks domains; without hanzi, the three rates come from
+        # its committed result (data/fixtures/review/smn-online-hanzi.json, an earlier session's)
         ft='' po='' pr=''
-        for dom in hanzi hershey kanji; do
+        case " $doms " in
+            *" hanzi "*) ;;
+            *) lrs=$(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["agents"]
+print(" ".join(":%g" % x["lr"] for x in a[1:4]))' data/fixtures/review/smn-online-hanzi.json)
+               ft=$(echo "$lrs" | cut -d" " -f1) po=$(echo "$lrs" | cut -d" " -f2) pr=$(echo "$lrs" | cut -d" " -f3) ;;
+        esac
+        for dom in $doms; do
             grid=''
             [ $dom = hanzi ] && grid="--val-runs 2"
             # shellcheck disable=SC2086 # $grid holds options
