@@ -62,6 +62,12 @@
 #                    static, dynamic and Sparse-MetaNet evaluation of the shipped model (the
 #                    same recipe with fast weights) on the pinned switching stream and on one
 #                    domain at a time                                              ~2 h
+#   lm-quick-seeds   the LM's cheap variant: lm-text.conf cut to 1 500 steps (a quarter of the
+#                    shipped run), trained with seeds 1..SEEDS (model, data and training seed
+#                    s), each read static / dynamic / Sparse-MetaNet on the main job's switching
+#                    stream as lm-seeds does: the training-seed spread next to the evaluation's
+#                    (lm-quick-seeds.json). A seed whose reading exists is not trained again, so
+#                    a session can carry finished seeds over as seedS-switching.json  ~2 h
 #   lm-seeds         lm-text.conf trained with seeds 2..SEEDS (seed 1: the shipped model), each
 #                    read static / dynamic / Sparse-MetaNet on the main job's switching stream:
 #                    the training-seed spread of the LM's bits per byte (lm-seeds.json) ~5 h
@@ -490,6 +496,28 @@ print(" ".join(":%g" % x["lr"] for x in a[1:4]))' "$J/online-hanzi.json")
                     --json-out "$J/$m-$d.json" --quiet
             done
         done ;;
+    lm-quick-seeds)
+        s=1
+        while [ $s -le "$SEEDS" ]; do
+            if [ ! -s "$J/seed$s-switching.json" ]; then
+                train lm data/configs/lm-text.conf "$J/seed$s" --set train.steps=1500 \
+                    --set model.seed=$s --set data.seed=$s --set train.seed=$s
+                # shellcheck disable=SC2086 # as lm-seeds below
+                step "$J/seed$s-switching.md" "$METACL" eval lm --ckpt "$J/seed$s/best.ckpt" --data-dir data/text-eval \
+                    --block 10000 --max-chars 100000 --mode static,dynamic,smn --p 0.02 --gamma 0 --beta1 0 \
+                    --beta2 1 --lr 0.03 --decay 0.001 --json-out "$J/seed$s-switching.json" --quiet
+            fi
+            s=$((s + 1))
+        done
+        step "$J/lm-quick-seeds.json" python3 -c 'import json, sys, glob
+out = {"job": "tools/scripts/review-runs.sh lm-quick-seeds", "steps": 1500, "seeds": [], "static": [],
+       "dynamic": [], "smn": []}
+for f in sorted(glob.glob(sys.argv[1] + "/seed*-switching.json")):
+    d = json.load(open(f))
+    out["seeds"].append(int(f.rsplit("/seed", 1)[1].split("-")[0]))
+    for m in ("static", "dynamic", "smn"):
+        out[m].append(d["modes"][m]["bpc"])
+json.dump(out, sys.stdout, indent=1)' "$J" ;;
     lm-seeds)
         # lm-text.conf trained with seeds 2..SEEDS (model, data and training seed s); seed 1 is
         # the shipped model (data/checkpoints/lm-text.ckpt, the same config), not trained again
