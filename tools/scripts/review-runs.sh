@@ -148,8 +148,23 @@ step() {
     mv "$step_out.tmp" "$step_out"
 }
 
+# lm_seeds_json JOB STEPS: the JSON of an LM seeds job from its $J/seedS-switching.json readings
+# (seeds and the bits per byte of each mode, in seed order)
+lm_seeds_json() {
+    python3 -c 'import json, sys, glob
+out = {"job": "tools/scripts/review-runs.sh " + sys.argv[2], "steps": int(sys.argv[3]), "seeds": [],
+       "static": [], "dynamic": [], "smn": []}
+def seed(f): return int(f.rsplit("/seed", 1)[1].split("-")[0])
+for f in sorted(glob.glob(sys.argv[1] + "/seed*-switching.json"), key=seed):
+    d = json.load(open(f))
+    out["seeds"].append(seed(f))
+    for m in ("static", "dynamic", "smn"):
+        out[m].append(d["modes"][m]["bpc"])
+json.dump(out, sys.stdout, indent=1)' "$J" "$1" "$2"
+}
+
 for job; do
-    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-baselines | oct-variants | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast | lm-seeds) ;;
+    case $job in acl-seeds | acl-baselines | acl-emergence | acl-split-hanzi | oct-ablations | oct-baselines | oct-variants | oct-freeze | oct-recurring | smn-wcst | smn-seeds | smn-online | lm-nofast | lm-quick-seeds | lm-seeds) ;;
     *) echo "review-runs: unknown job '$job' (see the header of $0)" >&2; exit 2 ;;
     esac
     J=$OUT/$job
@@ -509,15 +524,7 @@ print(" ".join(":%g" % x["lr"] for x in a[1:4]))' "$J/online-hanzi.json")
             fi
             s=$((s + 1))
         done
-        step "$J/lm-quick-seeds.json" python3 -c 'import json, sys, glob
-out = {"job": "tools/scripts/review-runs.sh lm-quick-seeds", "steps": 1500, "seeds": [], "static": [],
-       "dynamic": [], "smn": []}
-for f in sorted(glob.glob(sys.argv[1] + "/seed*-switching.json")):
-    d = json.load(open(f))
-    out["seeds"].append(int(f.rsplit("/seed", 1)[1].split("-")[0]))
-    for m in ("static", "dynamic", "smn"):
-        out[m].append(d["modes"][m]["bpc"])
-json.dump(out, sys.stdout, indent=1)' "$J" ;;
+        step "$J/lm-quick-seeds.json" lm_seeds_json lm-quick-seeds 1500 ;;
     lm-seeds)
         # lm-text.conf trained with seeds 2..SEEDS (model, data and training seed s); seed 1 is
         # the shipped model (data/checkpoints/lm-text.ckpt, the same config), not trained again
@@ -537,14 +544,7 @@ json.dump(out, sys.stdout, indent=1)' "$J" ;;
                 --decay 0.001 --json-out "$J/seed$s-switching.json" --quiet
             s=$((s + 1))
         done
-        step "$J/lm-seeds.json" python3 -c 'import json, sys, glob
-out = {"job": "tools/scripts/review-runs.sh lm-seeds", "seeds": [], "static": [], "dynamic": [], "smn": []}
-for f in sorted(glob.glob(sys.argv[1] + "/seed*-switching.json")):
-    d = json.load(open(f))
-    out["seeds"].append(int(f.rsplit("/seed", 1)[1].split("-")[0]))
-    for m in ("static", "dynamic", "smn"):
-        out[m].append(d["modes"][m]["bpc"])
-json.dump(out, sys.stdout, indent=1)' "$J" ;;
+        step "$J/lm-seeds.json" lm_seeds_json lm-seeds 6000 ;;
     *)
         echo "review-runs: unknown job '$job' (see the header of $0)" >&2
         exit 2 ;;
