@@ -123,9 +123,10 @@ static void top_ops(const mcl_bound_tally *t, int most, char *buf, size_t size)
 static void print_bound_json(const mcl_bound_tally *t, int n, double med)
 {
     const double bound_ms = 1e3 * t->bound_s / n;
-    printf(",\"bound_ms\":%.4f,\"flops\":%.0f,\"bytes\":%.0f,\"bound_fraction\":%.4f,\"bound_compute_share\":%.4f",
+    printf(",\"bound_ms\":%.4f,\"flops\":%.0f,\"bytes\":%.0f,\"bound_fraction\":%.4f,\"bound_compute_share\":%.4f"
+           ",\"flops_ms\":%.4f",
            bound_ms, t->flops / n, t->bytes / n, med > 0 ? bound_ms / med : 0.0,
-           t->bound_s > 0 ? t->compute_s / t->bound_s : 0.0);
+           t->bound_s > 0 ? t->compute_s / t->bound_s : 0.0, t->gflops > 0 ? t->flops / n / (t->gflops * 1e6) : 0.0);
     printf(",\"bound_ops\":[");
     int first = 1;
     for (int op = 0; op < MCL_OP_COUNT; op++)
