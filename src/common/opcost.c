@@ -179,7 +179,7 @@ static void cost_kv_push(const mcl_op_args *a, int bwd, mcl_op_cost *c)
     (void)bwd;
     const double C = (double)a->in[0]->shape[0], S = (double)a->in[1]->shape[0];
     c->flops = 0;
-    c->bytes = F * 2 * (S < C ? S : C) * nel(a->in[1]) / S;
+    c->bytes = S > 0 ? F * 2 * (S < C ? S : C) * nel(a->in[1]) / S : 0;
 }
 
 /* ---- in-place updates (no outputs): the updated inputs read and written ---- */
@@ -298,7 +298,7 @@ static void cost_attn_kv(const mcl_op_args *a, int bwd, mcl_op_cost *c)
     double u = (double)a->p.i[0];
     u = u < 0 ? 0 : u > C ? C : u;
     const double V = S * u + (a->p.i[2] == 2 ? S * (S - 1) / 2 : S * (S + 1) / 2);
-    const double reads = nel(a->in[0]) + nel(a->in[1]) + nel(a->in[2]) + (nel(a->in[3]) + nel(a->in[4])) * u / C +
+    const double reads = nel(a->in[0]) + nel(a->in[1]) + nel(a->in[2]) + (C > 0 ? (nel(a->in[3]) + nel(a->in[4])) * u / C : 0) +
                          nel(a->out[0]) + nel(a->out[1]);
     c->flops = 2 * Hq * (bwd ? 3 * Dk + 2 * Dv : Dk + Dv) * V;
     c->bytes = F * (bwd ? grads(a) + reads : reads);
