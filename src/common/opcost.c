@@ -298,8 +298,8 @@ static void cost_attn_kv(const mcl_op_args *a, int bwd, mcl_op_cost *c)
     double u = (double)a->p.i[0];
     u = u < 0 ? 0 : u > C ? C : u;
     const double V = S * u + (a->p.i[2] == 2 ? S * (S - 1) / 2 : S * (S + 1) / 2);
-    const double reads = nel(a->in[0]) + nel(a->in[1]) + nel(a->in[2]) + (C > 0 ? (nel(a->in[3]) + nel(a->in[4])) * u / C : 0) +
-                         nel(a->out[0]) + nel(a->out[1]);
+    const double ring = C > 0 ? (nel(a->in[3]) + nel(a->in[4])) * u / C : 0; /* the rows in use */
+    const double reads = nel(a->in[0]) + nel(a->in[1]) + nel(a->in[2]) + ring + nel(a->out[0]) + nel(a->out[1]);
     c->flops = 2 * Hq * (bwd ? 3 * Dk + 2 * Dv : Dk + Dv) * V;
     c->bytes = F * (bwd ? grads(a) + reads : reads);
 }
@@ -386,7 +386,8 @@ typedef struct cost_rule {
 } cost_rule;
 
 static const cost_rule rules[MCL_OP_COUNT] = {
-#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) [MCL_OP_##ID] = {cost_##name, form_##name},
+#define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd) \
+    [MCL_OP_##ID] = {cost_##name, form_##name},
 #include "ops.def"
 #undef MCL_OP
 };

@@ -251,7 +251,8 @@ int mcl_cli_bench_roofline(int argc, char **argv)
     int rc = mcl_cli_open_ctx("ref", NULL, &ctx);
     if (rc) return rc;
     if (o.json) {
-        printf("{\"bench\":\"roofline\",\"backend\":\"ref\",\"threads\":%d,\"clock\":\"%s\",\"fma_lanes\":%d,\"peak\":[", T,
+        printf("{\"bench\":\"roofline\",\"backend\":\"ref\",\"threads\":%d,\"clock\":\"%s\","
+               "\"fma_lanes\":%d,\"peak\":[", T,
                cpu_clock ? "cpu" : "wall", mcl_roof_fma_lanes());
         for (int t = 1; t <= T; t++)
             printf("%s{\"threads\":%d,\"gflops\":%.2f,\"gbs\":%.2f}", t > 1 ? "," : "", t, peak[t], bw[t]);
