@@ -10,6 +10,9 @@
 #      a baseline on the reference BLAS gives exit 1, that message and no table; on OpenBLAS the
 #      table with the ratio 4.00x, the BLAS line (core type) and a second run with
 #      OPENBLAS_NUM_THREADS=1; a baseline on MKL runs once;
+#   2b. the roofline ceiling (PyTorch median / our bound_ms): the "bound ms" and "ceiling"
+#      columns, "unreachable (ceiling X < goal)" only where the ceiling is below the goal, the
+#      JSON rows' ceiling and reachable checked against the formula (a wrong one is caught);
 #   3. every twin answers --help and rejects an unknown --only with exit 2 (no torch needed).
 # The checks can fail: the fake records are the ones a wrong classification would pass through.
 SRCDIR=${METACL_SRCDIR:-$(dirname "$0")/..}
@@ -65,6 +68,8 @@ echo "$LAST_OUT"
 # 2. the comparison with fakes
 cat >"$TMP/metacl" <<'EOF'
 #!/bin/sh
+# a fake metacl: $FAKE_OURS when set (a record with bounds), else a record without one
+[ -n "$FAKE_OURS" ] && { printf '%s\n' "$FAKE_OURS"; exit 0; }
 echo '{"bench":"acl","impl":"metacl","backend":"ref","threads":2,"workloads":[{"name":"srwm","desc":"x","reps":3,"ms_best":1.0,"ms_median":1.0}]}'
 EOF
 cat >"$TMP/python" <<'EOF'
@@ -89,6 +94,42 @@ rm -f "$TMP/log"
 check "vs-torch against MKL" 0 vs mkl
 [ "$(grep -c run "$TMP/log")" = 1 ] && pass=$((pass + 1)) ||
     { fail=$((fail + 1)); echo "FAIL: a non-OpenBLAS baseline ran more than once:"; cat "$TMP/log"; }
+
+# 2b. the ceiling (PyTorch median / our bound_ms). PyTorch's srwm median is 4.0 ms (the fake
+# twin); ours 2.0 ms, so the ratio is 2.00x, the goal 3x not met. With bound_ms 0.5 the ceiling
+# is 8.00x (reachable); with bound_ms 2.0 it is 2.00x < 3x: unreachable. The JSON rows are
+# checked against the formula by ceil_check, which is shown to reject a wrong ceiling (ours /
+# bound instead of PyTorch / bound) and a wrong reachable flag.
+ours_rec() { echo '{"bench":"acl","impl":"metacl","backend":"ref","threads":2,"peak_gflops":130.0,"triad_gbs":20.0,"workloads":[{"name":"srwm","desc":"x","reps":3,"ms_best":2.0,"ms_median":2.0,"bound_ms":'"$1"'}]}'; }
+vsb() { env FAKE_OURS="$(ours_rec "$1")" FAKE_LOG="$TMP/log" FAKE_BLAS=openblas PYTHONDONTWRITEBYTECODE=1 "$PY" \
+            "$T/bench-acl-vs-torch.py" --metacl "$TMP/metacl" --python "$TMP/python" --threads 2 --only srwm $2; }
+ceil_check() { # ceil_check JSON: every row's ceiling = its PyTorch median / bound_ms, reachable = ceiling >= goal
+    printf '%s' "$1" | "$PY" -c '
+import json, sys
+r = json.load(sys.stdin); bad = 0
+for w in r["workloads"]:
+    if w.get("bound_ms") is None: continue
+    want = w["pytorch"]["ms_median"] / w["bound_ms"]
+    if abs(w["ceiling"] - want) > 1e-3 * want or w["reachable"] != (want >= r["goal_speedup"]):
+        print("FAIL: %s: ceiling %r reachable %r, expected %.3f %r" % (w["name"], w["ceiling"], w["reachable"], want, want >= r["goal_speedup"])); bad = 1
+sys.exit(bad)'
+}
+check "vs-torch with a reachable bound" 0 vsb 0.5
+expect_text "bound and ceiling columns" "| srwm | 2.00 / 2.00 | 4.00 / 4.00 | 2.00x | 0.50 | 8.00x | no |"
+expect_text "the roofs line" "FMA peak 130.0 GFLOP/s, triad 20.0 GB/s"
+case $LAST_OUT in *unreachable*) fail=$((fail + 1)); echo "FAIL: a reachable goal called unreachable" ;; *) pass=$((pass + 1)) ;; esac
+check "vs-torch with an unreachable bound" 0 vsb 2.0
+expect_text "unreachable" "| srwm | 2.00 / 2.00 | 4.00 / 4.00 | 2.00x | 2.00 | 2.00x | no, unreachable (ceiling 2.00x < 3x) |"
+check "vs-torch --json with a bound" 0 vsb 0.5 --json
+json_out=$(printf '%s\n' "$LAST_OUT" | grep '^{')
+check "the JSON ceiling is PyTorch median / bound" 0 ceil_check "$json_out"
+wrong=$(printf '%s' "$json_out" | sed 's/"ceiling": 8.0/"ceiling": 4.0/')
+check "self-test: a wrong ceiling (ours / bound) is caught" 1 ceil_check "$wrong"
+wrong=$(printf '%s' "$json_out" | sed 's/"reachable": true/"reachable": false/')
+check "self-test: a wrong reachable flag is caught" 1 ceil_check "$wrong"
+check "vs-torch --json with an unreachable bound" 0 vsb 2.0 --json
+case $LAST_OUT in *'"reachable": false'*) pass=$((pass + 1)) ;; *) fail=$((fail + 1)); echo "FAIL: the unreachable row is not reachable: false" ;; esac
+check "its ceiling and reachable" 0 ceil_check "$(printf '%s\n' "$LAST_OUT" | grep '^{')"
 
 # 3. the twins' flags
 for s in acl oct smn lm; do

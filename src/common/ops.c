@@ -857,6 +857,7 @@ mcl_status mcl_op_run(mcl_ctx *ctx, mcl_op_args *a)
     s = ctx->be->ops[a->op].fwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 0);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 0);
+    if (s == MCL_OK && ctx->bound) mcl_bound_tally_add(ctx->bound, a, 0);
     if (s != MCL_OK) {
         char sb[64];
         return mcl_ctx_set_error_since(ctx, seq, s, "%s forward on %s failed (input 0 %s)", info->name,
@@ -894,6 +895,7 @@ mcl_status mcl_op_backward(mcl_ctx *ctx, mcl_op_args *a)
     mcl_status s = ctx->be->ops[a->op].bwd(ctx->be, a);
     if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, a, 1);
     if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a->op, 1);
+    if (s == MCL_OK && ctx->bound) mcl_bound_tally_add(ctx->bound, a, 1);
     if (s != MCL_OK) return mcl_ctx_set_error_since(ctx, seq, s, "%s backward failed", info->name);
     return MCL_OK;
 }

@@ -89,6 +89,7 @@ mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src)
     a.out[0] = dst; /* elementwise: out may alias an input */
     const uint64_t seq = mcl_ctx_error_seq(ctx);
     mcl_status s = ctx->be->ops[MCL_OP_ADD].fwd(ctx->be, &a);
+    if (s == MCL_OK && ctx->bound) mcl_bound_tally_add(ctx->bound, &a, 0);
     if (s != MCL_OK)
         return mcl_ctx_set_error_since(ctx, seq, s, "backward: gradient accumulation failed");
     return MCL_OK;
@@ -479,6 +480,7 @@ static mcl_status walk_back(mcl_ctx *ctx, walk *w, mcl_tensor *loss, size_t mark
         s = ctx->be->ops[a.op].bwd(ctx->be, &a);
         if (s == MCL_OK && ctx->be->post_op) s = ctx->be->post_op(ctx->be, &a, 1);
         if (s == MCL_OK && ctx->profile) s = mcl_profile_tick(ctx->profile, ctx->be, a.op, 1);
+        if (s == MCL_OK && ctx->bound) mcl_bound_tally_add(ctx->bound, &a, 1);
         if (s != MCL_OK)
             return mcl_ctx_set_error_since(ctx, seq, s, "backward of %s (tape node %zu) failed",
                                            info->name, n->index);

@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "params.h"
+#include "opcost.h"
 #include "profile.h"
 
 struct mcl_node {
@@ -35,6 +36,7 @@ struct mcl_ctx {
     mcl_tensor **temps;     /* op results owned by the context */
     size_t n_temps, cap_temps;
     struct mcl_profile *profile; /* METACL_PROFILE (profile.h), or NULL */
+    struct mcl_bound_tally *bound; /* the roofline tally of mcl_ctx_bound_begin (opcost.h), or NULL */
 };
 
 /* Wrapping an error a callee may already have explained. The context keeps the LAST error;

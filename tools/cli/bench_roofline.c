@@ -1,27 +1,23 @@
 /* bench_roofline.c — `metacl bench roofline`: how close the reference backend's heavy ops come
  * to this machine's limits.
  *
- * Once per run it measures the two roofs:
- *   - the FMA peak: each thread runs a short loop of independent fused multiply-add chains
- *     (enough chains to hide the FMA latency, in the vector width -march=native gives), for
- *     1..T threads; GFLOP/s = 2 · FMAs / the thread's own CPU time, summed over the threads,
- *     best of 5 (CPU time, so that other work on a shared machine does not lower the roof);
- *   - the memory bandwidth: the STREAM triad a[i] = b[i] + s·c[i] over three 32 MiB arrays
- *     (far beyond the last-level cache), for 1..T threads; GB/s = 12 bytes per element / time
- *     (STREAM's count: two reads, one write; write-allocate traffic not counted), best of 10.
+ * Once per run it measures the two roofs for 1..T threads (roofs.h: the FMA peak, by CPU time,
+ * and the STREAM triad's bandwidth).
  * Then, for each heavy op of the workloads (`metacl bench acl|oct|smn|lm`) on one of their
  * shapes, forward and backward (conv2d's backward split into its data and weight gradients), it
  * times the op on the reference backend with T threads (median of at least 3 calls and
  * --min-time seconds, after one warm-up; --clock wall (default) times the call, --clock cpu
  * takes the process's CPU time per call divided by T: robust to other work on the machine at
  * one thread, while at more threads it also counts the threads' waiting) and reports:
- *   flops  the arithmetic of the op, from the shapes (formulas at count() below; multiply-adds
- *          count 2, the transcendental and integer work of pointwise ops is not counted)
+ *   flops  the arithmetic of the call, from its arguments (mcl_op_cost_of, src/common/opcost.c:
+ *          the formulas of every op, the ones `metacl bench --bound` sums over a workload;
+ *          multiply-adds count 2, the transcendental and integer work of pointwise ops is not
+ *          counted)
  *   bytes  the compulsory memory traffic: every input and output read or written once (an
  *          accumulated gradient read and written), nothing re-read
- *   bound  max(flops / peak_T, bytes / bandwidth_T) (bandwidth_T: the best of 1..T threads):
- *          the time the roofline allows; "compute"
- *          or "memory" says which term it is
+ *   bound  max(flops / peak_T, bytes / bandwidth_T) (bandwidth_T: the best of 1..T threads;
+ *          mcl_bound_of): the time the roofline allows; "compute" or "memory" says which term
+ *          it is
  *   frac   bound / measured time: 1 = at the roof. Above 1 for a memory-bound op means its
  *          data stayed in the caches (the bandwidth roof is DRAM's).
  * Nothing here is a test: the numbers are for people (doc/reference-backend.md, "Measuring
@@ -40,129 +36,16 @@
 #include "backend.h"
 #include "bench_run.h"
 #include "cli.h"
-#include "hot.h"
+#include "opcost.h"
 #include "progress.h"
+#include "roofs.h"
 #include "util.h"
-
-/* ------------------------------------------------------------------------------------------
- * The FMA roof. FMA_CHAINS independent accumulators of FMA_LANES floats: one vector register
- * each at the widest vector width, and enough of them (10-12) to cover an FMA latency of 4-5
- * cycles on two FMA pipes. */
-#if defined(__AVX512F__)
-#define FMA_LANES 16
-#define FMA_CHAINS 12
-#elif defined(__AVX__)
-#define FMA_LANES 8
-#define FMA_CHAINS 10
-#else
-#define FMA_LANES 4
-#define FMA_CHAINS 8
-#endif
-#ifdef FP_FAST_FMAF
-#define MADD(a, b, c) fmaf(a, b, c)
-#else
-#define MADD(a, b, c) ((a) * (b) + (c))
-#endif
-
-/* acc = acc·a + b, iters times on every lane of every chain; returns the sum (so that the loop
- * is not removed). 2 · FMA_CHAINS · FMA_LANES flops per iteration. */
-MCL_HOT static float fma_loop(int64_t iters, float seed)
-{
-    float acc[FMA_CHAINS][FMA_LANES];
-    for (int c = 0; c < FMA_CHAINS; c++)
-        for (int l = 0; l < FMA_LANES; l++) acc[c][l] = seed + 1e-3f * (float)(c * FMA_LANES + l);
-    const float a = 0.9999999f, b = 1e-7f;
-    for (int64_t it = 0; it < iters; it++)
-        for (int c = 0; c < FMA_CHAINS; c++) {
-            MCL_SIMD
-            for (int l = 0; l < FMA_LANES; l++) acc[c][l] = MADD(acc[c][l], a, b);
-        }
-    float s = 0.0f;
-    for (int c = 0; c < FMA_CHAINS; c++)
-        for (int l = 0; l < FMA_LANES; l++) s += acc[c][l];
-    return s;
-}
-
-static volatile float fma_sink;
-
-static double thread_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double process_cpu_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* GFLOP/s of t threads, each running fma_loop for about 20 ms: each thread's rate over its own
- * CPU time (the time it actually ran, so other work on the machine does not lower it), summed
- * over the threads: the peak of t cores; best of 5. */
-static double fma_peak(int t)
-{
-    const int64_t iters = 800000;
-    double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
-        double g = 0;
-        float s = 0;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(t) reduction(+ : s, g)
-#endif
-        {
-            const double t0 = thread_cpu_s();
-            s += fma_loop(iters, 1.0f);
-            g += 2.0 * FMA_CHAINS * FMA_LANES * (double)iters / (thread_cpu_s() - t0) * 1e-9;
-        }
-        fma_sink = s;
-        if (g > best) best = g;
-    }
-    return best;
-}
-
-/* ------------------------------------------------------------------------------------------
- * The bandwidth roof: STREAM's triad. */
-#define TRIAD_N ((int64_t)8 << 20) /* floats per array: 32 MiB */
-
-MCL_HOT static void triad(float *a, const float *b, const float *c, float s, int t)
-{
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(t) schedule(static)
-#endif
-    for (int64_t i = 0; i < TRIAD_N; i++) a[i] = b[i] + s * c[i];
-}
-
-/* GB/s of the triad on t threads (wall clock, best of 10), or 0 when the arrays cannot be allocated. */
-static double triad_bandwidth(int t)
-{
-    float *a = malloc((size_t)TRIAD_N * sizeof *a), *b = malloc((size_t)TRIAD_N * sizeof *b),
-          *c = malloc((size_t)TRIAD_N * sizeof *c);
-    double best = 0;
-    if (a && b && c) {
-        /* first touch by the threads that use the pages */
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(t) schedule(static)
-#endif
-        for (int64_t i = 0; i < TRIAD_N; i++) {
-            a[i] = 0.0f;
-            b[i] = 1.0f;
-            c[i] = 2.0f;
-        }
-        for (int rep = 0; rep < 10; rep++) {
-            double t0 = mcl_now_s();
-            triad(a, b, c, 0.5f, t);
-            const double dt = mcl_now_s() - t0;
-            const double g = 12.0 * (double)TRIAD_N / dt * 1e-9;
-            if (g > best) best = g;
-        }
-    }
-    free(a);
-    free(b);
-    free(c);
-    return best;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -211,101 +94,6 @@ static const rcase rcases[] = {
 };
 #define N_RCASES ((int)(sizeof rcases / sizeof rcases[0]))
 
-static double numel(const rcase *c, int k)
-{
-    double n = 1;
-    for (int d = 0; d < c->ndim[k]; d++) n *= (double)c->shape[k][d];
-    return n;
-}
-
-/* The flops and bytes of one case (F = 4 bytes per float; "r+w" = an accumulated gradient,
- * read and written).
- *  conv2d   x [B,C,H,W], w [O,C,k,k], stride 1, pad p: Ho·Wo outputs per image and channel;
- *           every pass is 2·B·O·Ho·Wo·C·k² flops (one multiply-add per weight per output);
- *           fwd F·(x + w + b + y); bwd-data F·(gy + w + gx r+w); bwd-weights F·(x + gy + gw r+w)
- *  matmul   [M,K]·[K,N]: fwd 2MNK, F·(MK + KN + MN); bwd (both gradients) 4MNK,
- *           F·(MN + MK + KN + 2MK + 2KN)
- *  srwm     n = 3D + 4 columns of the fast weights; per sequence, head and step: the read
- *           x·W (2Dn), the retrieval with q and k (2·2Dn), the rank-1 update (2Dn): fwd 8Dn;
- *           bwd: the gradients of the three products and of the update (2 each) plus the
- *           reversal of the update: 18Dn (approximate). Bytes: fwd F·(7 [B,H,L,D] tensors +
- *           2 [B,H,L,4] + the state in and out); bwd F·(9 [B,H,L,D] + 2 [B,H,L,4] + 3 states)
- *  attn_kv  strictly causal chunk on a full ring: V = S·C + S(S−1)/2 visible (query, key)
- *           pairs per query head; fwd 2·Hq·(Dk + Dv)·V (score and value), bwd 2·Hq·(3Dk +
- *           2Dv)·V (recomputed score, dP, dq, dk, dv); softmax exps not counted.
- *           fwd F·(q + k + v + ring + o + lse); bwd adds go and gq, gk, gv r+w
- *  rel_attn key j visible from query i iff j <= M + i: V = B·H·(S(M + 1) + S(S−1)/2); fwd
- *           2·(2D + Dv)·V (content and position scores, values), bwd 2·(6D + 2Dv)·V.
- *           fwd F·(qc + qp + k + v + r + o + lse); bwd adds go and all five gradients r+w
- *  smn_write m entries through g_phi (2 → H → H → 1): 2H² + 6H flops each (fwd; the copy
- *           of M0 not counted), bwd 3× that (recomputed forward and backpropagation);
- *           fwd F·(2n + 3m), bwd F·(3n + 5m) with n = numel(M0) (phi's few floats not counted)
- *  inorm_pool_relu  N = B·C·H·W: fwd 5N flops (sum, sum of squares, normalize, scale and
- *           shift; the max and relu not counted), F·(N + N/4 y + N/4 argmax + 2BC);
- *           bwd 5N, F·(N x + N/4 gy + N/4 argmax + 2BC + 2N gx r+w)
- *  layer_norm [R,N]: fwd 7RN, F·(2RN + 2R + 2N); bwd 9RN, F·(4RN + 2R + 4N)
- *  dropout  N elements: fwd F·2N (mask drawn, not read), bwd F·3N (gy, gx r+w); 0 flops
- *  gelu     N elements: fwd F·2N, bwd F·4N (x, gy, gx r+w); 0 flops (erf not counted) */
-static void count(const rcase *c, double *flops, double *bytes)
-{
-    const double F = 4.0;
-    const int bwd = c->pass != FWD;
-    double fl = 0, by = 0;
-    if (strcmp(c->op, "conv2d") == 0) {
-        const double B = (double)c->shape[0][0], C = (double)c->shape[0][1], O = (double)c->shape[1][0];
-        const double k = (double)c->shape[1][2], p = (double)c->i[1];
-        const double Ho = (double)c->shape[0][2] + 2 * p - k + 1, Wo = (double)c->shape[0][3] + 2 * p - k + 1;
-        const double y = B * O * Ho * Wo;
-        fl = 2 * y * C * k * k;
-        by = c->pass == FWD        ? F * (numel(c, 0) + numel(c, 1) + numel(c, 2) + y)
-             : c->pass == BWD_DATA ? F * (y + numel(c, 1) + 2 * numel(c, 0))
-                                   : F * (numel(c, 0) + y + 2 * numel(c, 1));
-    } else if (strcmp(c->op, "matmul") == 0) {
-        const double M = (double)c->shape[0][0], K = (double)c->shape[0][1], N = (double)c->shape[1][1];
-        fl = (bwd ? 4 : 2) * M * N * K;
-        by = bwd ? F * (M * N + 3 * M * K + 3 * K * N) : F * (M * K + K * N + M * N);
-    } else if (strcmp(c->op, "srwm") == 0) {
-        const double B = (double)c->shape[0][0], H = (double)c->shape[0][1], L = (double)c->shape[0][2];
-        const double D = (double)c->shape[0][3], n = 3 * D + 4, state = B * H * D * n;
-        fl = B * H * L * D * n * (bwd ? 18 : 8);
-        by = F * ((bwd ? 9 : 7) * B * H * L * D + 2 * B * H * L * 4 + (bwd ? 3 : 2) * state);
-    } else if (strcmp(c->op, "attn_kv") == 0) {
-        const double S = (double)c->shape[0][0], Hq = (double)c->shape[0][1], Dk = (double)c->shape[0][2];
-        const double Dv = (double)c->shape[2][2], C = (double)c->i[0];
-        const double V = S * C + S * (S - 1) / 2;
-        fl = 2 * Hq * (bwd ? 3 * Dk + 2 * Dv : Dk + Dv) * V;
-        const double qkv = numel(c, 0) + numel(c, 1) + numel(c, 2), o = S * Hq * Dv, lse = S * Hq;
-        by = F * (qkv + numel(c, 3) + numel(c, 4) + o + lse + (bwd ? o + 2 * qkv : 0));
-    } else if (strcmp(c->op, "rel_attn") == 0) {
-        const double B = (double)c->shape[0][0], S = (double)c->shape[0][1], H = (double)c->shape[0][2];
-        const double D = (double)c->shape[0][3], T = (double)c->shape[2][1], Dv = (double)c->shape[3][3];
-        const double M = T - S, V = B * H * (S * (M + 1) + S * (S - 1) / 2);
-        fl = 2 * (bwd ? 6 * D + 2 * Dv : 2 * D + Dv) * V;
-        double in = 0;
-        for (int k = 0; k < 5; k++) in += numel(c, k);
-        const double o = B * S * H * Dv, lse = B * S * H;
-        by = F * (in + o + lse + (bwd ? o + 2 * in : 0));
-    } else if (strcmp(c->op, "smn_write") == 0) {
-        const double n = numel(c, 0), m = numel(c, 1), H = (double)c->shape[3][0];
-        fl = (bwd ? 3 : 1) * (2 * H * H + 6 * H) * m;
-        by = bwd ? F * (3 * n + 5 * m) : F * (2 * n + 3 * m);
-    } else if (strcmp(c->op, "inorm_pool_relu") == 0) {
-        const double N = numel(c, 0), BC = (double)c->shape[0][0] * (double)c->shape[0][1];
-        fl = 5 * N;
-        by = bwd ? F * (N + N / 4 + N / 4 + 2 * BC + 2 * N) : F * (N + N / 4 + N / 4 + 2 * BC);
-    } else if (strcmp(c->op, "layer_norm") == 0) {
-        const double R = (double)c->shape[0][0], N = (double)c->shape[0][1];
-        fl = (bwd ? 9 : 7) * R * N;
-        by = bwd ? F * (4 * R * N + 2 * R + 4 * N) : F * (2 * R * N + 2 * R + 2 * N);
-    } else if (strcmp(c->op, "dropout") == 0) {
-        by = F * (bwd ? 3 : 2) * numel(c, 0);
-    } else if (strcmp(c->op, "gelu") == 0) {
-        by = F * (bwd ? 4 : 2) * numel(c, 0);
-    }
-    *flops = fl;
-    *bytes = by;
-}
-
 /* Which inputs get a gradient in a backward pass. */
 static int wants_grad(const rcase *c, int k)
 {
@@ -317,8 +105,9 @@ static int wants_grad(const rcase *c, int k)
 }
 
 /* Median ms of the case's pass (one warm-up call, then at least 3 calls and min_time seconds);
- * NAN on failure (the context's error says why). */
-static double time_rcase(mcl_ctx *ctx, const rcase *c, double min_time, int cpu_clock, int T)
+ * NAN on failure (the context's error says why). *cost: the call's flops and bytes
+ * (mcl_op_cost_of, opcost.h: the formulas `metacl bench --bound` sums). */
+static double time_rcase(mcl_ctx *ctx, const rcase *c, double min_time, int cpu_clock, int T, mcl_op_cost *cost)
 {
     mcl_op op = mcl_op_by_name(c->op);
     const mcl_op_info *info = &mcl_op_table[op];
@@ -365,6 +154,8 @@ static double time_rcase(mcl_ctx *ctx, const rcase *c, double min_time, int cpu_
             a.gin[k] = g;
         }
     }
+    memset(cost, 0, sizeof *cost);
+    if (ok) mcl_op_cost_of(&a, c->pass != FWD, cost);
     double t[256];
     int n = 0;
     const double start = mcl_now_s();
@@ -448,32 +239,26 @@ int mcl_cli_bench_roofline(int argc, char **argv)
         fprintf(stderr, "metacl bench roofline: at most 64 threads (asked for %d)\n", T);
         return 2;
     }
-    double peak[65] = {0}, bw[65] = {0};
+    double peak[65] = {0}, bw[65] = {0}, peak_T, bw_T;
     mcl_progress_start("bench roofline: FMA peak and STREAM triad", 0);
-    for (int t = 1; t <= T; t++) {
-        peak[t] = fma_peak(t);
-        bw[t] = triad_bandwidth(t);
-    }
+    const int no_mem = mcl_roofs_measure(T, peak, bw, &peak_T, &bw_T);
     mcl_progress_finish();
-    if (bw[T] <= 0) {
+    if (no_mem) {
         fprintf(stderr, "metacl bench roofline: out of memory for the STREAM arrays (3 x 32 MiB)\n");
         return 1;
     }
-    /* T threads have at least the bandwidth fewer threads measured (on a shared machine a
-     * run with more threads can measure less) */
-    double bw_T = 0;
-    for (int t = 1; t <= T; t++) bw_T = bw[t] > bw_T ? bw[t] : bw_T;
     mcl_ctx *ctx = NULL;
     int rc = mcl_cli_open_ctx("ref", NULL, &ctx);
     if (rc) return rc;
     if (o.json) {
-        printf("{\"bench\":\"roofline\",\"backend\":\"ref\",\"threads\":%d,\"clock\":\"%s\",\"fma_lanes\":%d,\"peak\":[", T,
-               cpu_clock ? "cpu" : "wall", FMA_LANES);
+        printf("{\"bench\":\"roofline\",\"backend\":\"ref\",\"threads\":%d,\"clock\":\"%s\","
+               "\"fma_lanes\":%d,\"peak\":[", T,
+               cpu_clock ? "cpu" : "wall", mcl_roof_fma_lanes());
         for (int t = 1; t <= T; t++)
             printf("%s{\"threads\":%d,\"gflops\":%.2f,\"gbs\":%.2f}", t > 1 ? "," : "", t, peak[t], bw[t]);
         printf("],\"ops\":[");
     } else {
-        printf("roofs (%d-float vectors):", FMA_LANES);
+        printf("roofs (%d-float vectors):", mcl_roof_fma_lanes());
         for (int t = 1; t <= T; t++)
             printf(" %d thread%s: FMA peak %.1f GFLOP/s, STREAM triad %.1f GB/s;", t, t > 1 ? "s" : "", peak[t], bw[t]);
         printf("\nops on the reference backend, %d thread%s, %s clock (frac = roofline time / measured time)\n", T,
@@ -488,7 +273,8 @@ int mcl_cli_bench_roofline(int argc, char **argv)
         char label[96], shape[64];
         snprintf(label, sizeof label, "bench roofline: %s %s", c->op, pass_name[c->pass]);
         mcl_progress_start(label, 0);
-        const double ms = time_rcase(ctx, c, o.min_time, cpu_clock, T);
+        mcl_op_cost cost;
+        const double ms = time_rcase(ctx, c, o.min_time, cpu_clock, T, &cost);
         mcl_progress_finish();
         if (!(ms > 0)) {
             fprintf(stderr, "bench roofline: %s %s failed: %s\n", c->op, pass_name[c->pass], mcl_ctx_error(ctx));
@@ -496,11 +282,10 @@ int mcl_cli_bench_roofline(int argc, char **argv)
             failed = 1;
             continue;
         }
-        double flops, bytes;
-        count(c, &flops, &bytes);
-        const double t_compute = flops / (peak[T] * 1e9), t_memory = bytes / (bw_T * 1e9);
-        const int compute = t_compute > t_memory;
-        const double frac = (compute ? t_compute : t_memory) / (ms * 1e-3);
+        const double flops = cost.flops, bytes = cost.bytes;
+        const mcl_bound_tally roofs = {.gflops = peak_T, .gbs = bw_T};
+        int compute;
+        const double frac = mcl_bound_of(&roofs, &cost, &compute) / (ms * 1e-3);
         const double gflops = flops / (ms * 1e-3) * 1e-9, gbs = bytes / (ms * 1e-3) * 1e-9;
         shape_text(c, shape, sizeof shape);
         if (o.json)

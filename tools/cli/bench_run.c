@@ -12,8 +12,10 @@
 
 #include "bench_run.h"
 #include "cli.h"
+#include "opcost.h"
 #include "profile.h"
 #include "progress.h"
+#include "roofs.h"
 #include "util.h"
 
 static int cmp_d(const void *a, const void *b)
@@ -74,7 +76,7 @@ static void print_stats_json(const mcl_backend_stats *s, int n)
 
 typedef struct bench_opts {
     char backend[64], device[256], only[16][32]; /* a name may repeat */
-    int n_only, reps, threads, json;
+    int n_only, reps, threads, json, bound;
 } bench_opts;
 
 static const mcl_key bench_keys[] = {
@@ -84,11 +86,65 @@ static const mcl_key bench_keys[] = {
                 "timed iterations per workload (default: each workload's own)"),
     MCL_OPT_INT("threads", 0, bench_opts, threads, 1, 4096, NULL, "N", "OpenMP threads of the reference backend"),
     MCL_OPT_STRLIST("only", 0, bench_opts, only, n_only, "NAME[,NAME...]", "only these workloads"),
-    MCL_OPT_FLAG("json", 0, bench_opts, json, "print JSON instead of a table"),
+    MCL_OPT_FLAG("json", 0, bench_opts, json, "print JSON instead of a table (with the bound on ref)"),
+    MCL_OPT_FLAG("bound", 0, bench_opts, bound,
+                 "the roofline bound of each workload: its op calls' flops and bytes against this "
+                 "machine's FMA peak and STREAM bandwidth, measured first (reference backend)"),
 };
+/* The op passes with the largest shares of t's bound, as "matmul fwd 41% C, ..." (C: compute
+ * roof, M: memory, by the pass's summed flops and bytes), at most `most` of them. */
+static void top_ops(const mcl_bound_tally *t, int most, char *buf, size_t size)
+{
+    int used[MCL_OP_COUNT][2];
+    memset(used, 0, sizeof used);
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < most && t->bound_s > 0; k++) {
+        int bo = -1, bd = 0;
+        for (int op = 0; op < MCL_OP_COUNT; op++)
+            for (int d = 0; d < 2; d++)
+                if (!used[op][d] && t->op_calls[op][d] && (bo < 0 || t->op_bound_s[op][d] > t->op_bound_s[bo][bd])) {
+                    bo = op;
+                    bd = d;
+                }
+        if (bo < 0) break;
+        used[bo][bd] = 1;
+        const mcl_op_cost c = {t->op_flops[bo][bd], t->op_bytes[bo][bd]};
+        int compute;
+        mcl_bound_of(t, &c, &compute);
+        const int w = snprintf(buf + len, size - len, "%s%s %s %.0f%% %s", k ? ", " : "", mcl_op_table[bo].name,
+                               bd ? "bwd" : "fwd", 100 * t->op_bound_s[bo][bd] / t->bound_s, compute ? "C" : "M");
+        if (w < 0 || (size_t)w >= size - len) break;
+        len += (size_t)w;
+    }
+}
+
+/* The bound fields of a workload's JSON entry (n timed iterations in t; med: median ms). */
+static void print_bound_json(const mcl_bound_tally *t, int n, double med)
+{
+    const double bound_ms = 1e3 * t->bound_s / n;
+    printf(",\"bound_ms\":%.4f,\"flops\":%.0f,\"bytes\":%.0f,\"bound_fraction\":%.4f,\"bound_compute_share\":%.4f"
+           ",\"flops_ms\":%.4f",
+           bound_ms, t->flops / n, t->bytes / n, med > 0 ? bound_ms / med : 0.0,
+           t->bound_s > 0 ? t->compute_s / t->bound_s : 0.0, t->gflops > 0 ? t->flops / n / (t->gflops * 1e6) : 0.0);
+    printf(",\"bound_ops\":[");
+    int first = 1;
+    for (int op = 0; op < MCL_OP_COUNT; op++)
+        for (int d = 0; d < 2; d++)
+            if (t->op_calls[op][d]) {
+                printf("%s{\"op\":\"%s\",\"pass\":\"%s\",\"calls\":%.17g,\"flops\":%.0f,\"bytes\":%.0f,"
+                       "\"bound_ms\":%.4f}",
+                       first ? "" : ",", mcl_op_table[op].name, d ? "bwd" : "fwd", (double)t->op_calls[op][d] / n,
+                       t->op_flops[op][d] / n, t->op_bytes[op][d] / n, 1e3 * t->op_bound_s[op][d] / n);
+                first = 0;
+            }
+    printf("]");
+}
+
 static mcl_cli_cmd bench_cmd = {
     .name = "bench",
-    .synopsis = "[--backend ref|opencl] [--device N|NAME] [--reps N] [--threads N] [--only NAME[,NAME...]] [--json]",
+    .synopsis = "[--backend ref|opencl] [--device N|NAME] [--reps N] [--threads N] [--only NAME[,NAME...]] [--json] "
+                "[--bound]",
     .opts = bench_keys, .n_opts = (int)(sizeof bench_keys / sizeof bench_keys[0])};
 
 mcl_tensor *mcl_bench_rand(mcl_ctx *ctx, int ndim, const int64_t *shape, uint64_t seed,
@@ -146,13 +202,43 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
     if (rc) return rc;
     mcl_ctx_set_seed(ctx, seed);
     const char *bname = mcl_ctx_backend_name(ctx);
+    /* the roofline bound (opcost.h): the roofs measured once, the op calls of every timed
+     * iteration tallied; on the reference backend only (the roofs are this CPU's) */
+    const int bound = (o.bound || json) && strcmp(bname, "ref") == 0;
+    if (o.bound && !bound) {
+        fprintf(stderr, "metacl bench %s: --bound needs the reference backend (the roofs are this CPU's)\n", bench);
+        mcl_ctx_free(ctx);
+        return 2;
+    }
+    double peak_T = 0, bw_T = 0;
+    mcl_bound_tally *tally = NULL;
+    char (*bounds)[NOTE_LINE] = NULL; /* the bound lines, printed under the table */
+    if (bound) {
+        double *pk = calloc((size_t)nthreads + 1, sizeof *pk), *bw = calloc((size_t)nthreads + 1, sizeof *bw);
+        tally = calloc(1, sizeof *tally);
+        bounds = calloc((size_t)n_workloads, sizeof *bounds);
+        mcl_progress_start("bench: FMA peak and STREAM triad", 0);
+        rc = !pk || !bw || !tally || !bounds || mcl_roofs_measure(nthreads, pk, bw, &peak_T, &bw_T);
+        mcl_progress_finish();
+        free(pk);
+        free(bw);
+        if (rc) {
+            fprintf(stderr, "metacl bench %s: out of memory measuring the roofs\n", bench);
+            free(tally);
+            free(bounds);
+            mcl_ctx_free(ctx);
+            return 1;
+        }
+    }
     int namew = 10; /* the name column: 10 wide, or the longest selected name */
     for (int w = 0; w < n_workloads; w++)
         if (selected[w] && (int)strlen(workloads[w].name) > namew) namew = (int)strlen(workloads[w].name);
     if (json) {
         printf("{\"bench\":\"%s\",\"impl\":\"metacl\",\"backend\":\"%s\"", bench, bname);
         mcl_cli_json_device_fields(stdout, ctx);
-        printf(",\"threads\":%d,\"workloads\":[", nthreads);
+        printf(",\"threads\":%d", nthreads);
+        if (bound) printf(",\"peak_gflops\":%.2f,\"triad_gbs\":%.2f", peak_T, bw_T);
+        printf(",\"workloads\":[");
     } else
         printf("metacl bench %s: backend %s, %d OpenMP thread%s\n%-*s %10s %10s %5s  %s\n", bench, bname,
                nthreads, nthreads == 1 ? "" : "s", namew, "workload", "best ms", "median ms", "reps",
@@ -161,6 +247,8 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
     /* the notes, printed under the table */
     char (*notes)[NOTE_LINE] = calloc((size_t)n_workloads, sizeof *notes);
     if (!notes) {
+        free(tally);
+        free(bounds);
         mcl_ctx_free(ctx);
         return 1;
     }
@@ -179,11 +267,18 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
         mcl_progress_start(label, n);
         mcl_backend_stats sum, before, after, d;
         memset(&sum, 0, sizeof sum);
+        if (tally) {
+            memset(tally, 0, sizeof *tally);
+            tally->gflops = peak_T;
+            tally->gbs = bw_T;
+        }
         for (int r = 0; r < n && rc == 0; r++) {
             mcl_progress_update(r);
             double t0 = mcl_now_s();
             mcl_ctx_stats(ctx, &before);
+            mcl_ctx_bound_begin(ctx, tally); /* NULL: no tally */
             int bad = wl->iter(ctx, st) != 0;
+            mcl_ctx_bound_end(ctx);
             mcl_ctx_stats(ctx, &after); /* the iteration's own calls, not the finish below */
             if (bad || mcl_ctx_finish(ctx) != MCL_OK) {
                 fprintf(stderr, "metacl bench %s: %s failed: %s\n", bench, wl->name, mcl_ctx_error(ctx));
@@ -211,6 +306,7 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                     json_string(note.text);
                 }
                 print_stats_json(&sum, n);
+                if (tally) print_bound_json(tally, n, med);
                 for (int e = 0; e < note.n; e++) {
                     printf(",");
                     json_string(note.key[e]);
@@ -225,6 +321,15 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                          (double)sum.op_calls / n, (double)sum.enqueues / n, (double)sum.blocking / n);
                 if (note.text[0]) snprintf(notes[w], sizeof notes[w], "%s: %s; %s", wl->name, note.text, per);
                 else snprintf(notes[w], sizeof notes[w], "%s: %s", wl->name, per);
+                if (tally) {
+                    char top[200];
+                    top_ops(tally, 4, top, sizeof top);
+                    const double bms = 1e3 * tally->bound_s / n;
+                    snprintf(bounds[w], sizeof bounds[w], "%-*s %9.3f %9.2f %10.3f %7.0f%% %10.2f %8.1f%%  %s", namew,
+                             wl->name, tally->flops / n * 1e-9, tally->bytes / n * 1e-6, bms,
+                             tally->bound_s > 0 ? 100 * tally->compute_s / tally->bound_s : 0.0, med,
+                             med > 0 ? 100 * bms / med : 0.0, top);
+                }
             }
             fflush(stdout);
             first = 0;
@@ -235,6 +340,18 @@ int mcl_bench_main(const char *bench, const char *about, const char *epilog,
     if (json && rc == 0) printf("]}\n");
     for (int w = 0; w < n_workloads && !json && rc == 0; w++)
         if (notes[w][0]) printf("%s\n", notes[w]);
+    if (bounds && !json && rc == 0) {
+        printf("\nbound per iteration: the sum over its op calls of max(flops / FMA peak, bytes / STREAM triad), "
+               "FMA peak %.1f GFLOP/s, triad %.1f GB/s (%d thread%s, measured now); fraction = bound / median; "
+               "largest shares of the bound (C compute, M memory roof)\n",
+               peak_T, bw_T, nthreads, nthreads == 1 ? "" : "s");
+        printf("%-*s %9s %9s %10s %8s %10s %9s  %s\n", namew, "workload", "GFLOP", "MB", "bound ms", "compute",
+               "median ms", "fraction", "largest shares");
+        for (int w = 0; w < n_workloads; w++)
+            if (bounds[w][0]) printf("%s\n", bounds[w]);
+    }
+    free(bounds);
+    free(tally);
     free(notes);
     mcl_ctx_free(ctx);
     return rc;

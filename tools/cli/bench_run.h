@@ -40,7 +40,15 @@ typedef struct mcl_bench_workload {
  * finish that ends it excluded (backend.h, mcl_backend_stats): "op_calls", "enqueues",
  * "clblast_calls", "blocking", "blocking_reads", "blocking_writes", "finishes", "maps",
  * "nonblocking", "bytes_h2d", "bytes_d2h"}]}; a workload with a note adds "note" (its text,
- * when not empty) and its named numbers as fields of its entry. The text output lists the
+ * when not empty) and its named numbers as fields of its entry. On the reference backend the
+ * record also has the roofs, "peak_gflops" and "triad_gbs" (roofs.h, measured once before the
+ * workloads), and each entry the roofline bound of one timed iteration (opcost.h, the average
+ * over the timed iterations): "bound_ms" (the sum over its op calls of max(flops / peak,
+ * bytes / triad)), "flops", "bytes", "bound_fraction" (bound_ms / ms_median),
+ * "bound_compute_share" (the part of bound_ms from calls under the compute roof), "flops_ms"
+ * (flops / peak alone: the floor of any implementation doing these flops) and "bound_ops"
+ * (per op and pass: calls, flops, bytes, bound_ms). --bound prints the same as a table under
+ * the notes (an error on another backend). The text output lists the
  * notes under the table ("<name>: <text>"). Returns the exit status. */
 int mcl_bench_main(const char *bench, const char *about, const char *epilog,
                    const mcl_bench_workload *wl, int n, uint64_t seed, int argc, char **argv);

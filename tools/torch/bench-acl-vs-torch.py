@@ -14,6 +14,14 @@ A workload that only one side reports is shown as missing on the other side. The
 workloads (metacl bench smn's window memory, metacl bench lm's bytes/s) are listed under the
 table.
 
+The ceiling: when our record gives a workload's roofline bound ("bound_ms", metacl bench --json on
+the reference backend: the sum over one iteration's op calls of max(flops / FMA peak, bytes /
+STREAM triad), doc/reference-backend.md "The bound of a workload"), the table adds the columns
+"bound ms" and "ceiling" = PyTorch's median / bound_ms: the largest ratio any implementation on
+this machine could show against this PyTorch time. A goal not met with a ceiling below the goal
+is marked "unreachable (ceiling X < goal)". In --json each row has "bound_ms", "ceiling" and
+"reachable" (ceiling >= goal; null without a bound).
+
 Usage:
   python3 tools/torch/bench-acl-vs-torch.py                       # ./metacl at the repo root, 2 threads
   python3 tools/torch/bench-acl-vs-torch.py --metacl build/metacl --backend opencl --threads 4
@@ -137,6 +145,12 @@ def timings(rec):
                               "reps": w.get("reps")}
         except (KeyError, TypeError, ValueError):
             continue
+        try:
+            b = float(w["bound_ms"])
+            if b > 0:
+                out[w["name"]]["bound_ms"] = b
+        except (KeyError, TypeError, ValueError):
+            pass
     return out
 
 
@@ -168,12 +182,17 @@ def compare(ours, torch_rec, only, goal):
     rows = []
     for n in names:
         o, t = a.get(n), b.get(n)
-        ratio = None
+        ratio = ceiling = None
         if o and t and o["ms_median"] > 0:
             ratio = t["ms_median"] / o["ms_median"]
+        if o and t and o.get("bound_ms"):
+            ceiling = t["ms_median"] / o["bound_ms"]
         rows.append({"name": n, "ours": o, "pytorch": t,
                      "ratio_median": None if ratio is None else round(ratio, 3),
-                     "goal_met": None if ratio is None else ratio >= goal})
+                     "goal_met": None if ratio is None else ratio >= goal,
+                     "bound_ms": o.get("bound_ms") if o else None,
+                     "ceiling": None if ceiling is None else round(ceiling, 3),
+                     "reachable": None if ceiling is None else ceiling >= goal})
     return rows
 
 
@@ -182,6 +201,7 @@ def fmt_ms(t):
 
 
 def markdown(rows, ours, torch_rec, threads, goal):
+    bounded = any(r.get("ceiling") is not None for r in rows)
     lines = ["ours: %s (backend %s), PyTorch: %s %s (%s); %d thread(s)"
              % (ours.get("impl", "metacl"), ours.get("backend", "?"),
                 torch_rec.get("impl", "pytorch"), torch_rec.get("version", ""),
@@ -189,15 +209,27 @@ def markdown(rows, ours, torch_rec, threads, goal):
              "PyTorch's " + bench_common.blas_line(torch_rec.get("blas") or {}),
              "",
              "| workload | ours ms (best / median) | PyTorch ms (best / median) "
-             "| PyTorch / ours (median) | ≥ %gx faster |" % goal,
-             "|---|---:|---:|---:|:---:|"]
+             "| PyTorch / ours (median) |%s ≥ %gx faster |" % (" bound ms | ceiling |" if bounded else "", goal),
+             "|---|---:|---:|---:|%s:---:|" % ("---:|---:|" if bounded else "")]
     for r in rows:
         if r["ratio_median"] is None:
             ratio, met = "—", "missing"
         else:
             ratio, met = "%.2fx" % r["ratio_median"], "yes" if r["goal_met"] else "no"
-        lines.append("| %s | %s | %s | %s | %s |"
-                     % (r["name"], fmt_ms(r["ours"]), fmt_ms(r["pytorch"]), ratio, met))
+            if not r["goal_met"] and r.get("reachable") is False:
+                met = "no, unreachable (ceiling %.2fx < %gx)" % (r["ceiling"], goal)
+        extra = ""
+        if bounded:
+            extra = " %s | %s |" % ("—" if r.get("bound_ms") is None else "%.2f" % r["bound_ms"],
+                                    "—" if r.get("ceiling") is None else "%.2fx" % r["ceiling"])
+        lines.append("| %s | %s | %s | %s |%s %s |"
+                     % (r["name"], fmt_ms(r["ours"]), fmt_ms(r["pytorch"]), ratio, extra, met))
+    if bounded:
+        lines.append("")
+        lines.append("bound: our workload's roofline bound (the sum over its op calls of max(flops / FMA peak, "
+                     "bytes / STREAM triad); FMA peak %s GFLOP/s, triad %s GB/s, measured by metacl in this run); "
+                     "ceiling = PyTorch median / bound, the largest ratio any implementation could reach here."
+                     % (ours.get("peak_gflops", "?"), ours.get("triad_gbs", "?")))
     tw = {w.get("name"): w.get("blas_threads") for w in torch_rec.get("workloads", []) if isinstance(w, dict)}
     if torch_rec.get("runs", 1) > 1 and any(v is not None for v in tw.values()):
         lines.append("")
