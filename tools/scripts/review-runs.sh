@@ -72,13 +72,15 @@
 #                    read static / dynamic / Sparse-MetaNet on the main job's switching stream:
 #                    the training-seed spread of the LM's bits per byte (lm-seeds.json) ~5 h
 # Environment: METACL (./metacl), OUT (runs/review), SEEDS (5), RUNS (evaluation runs, 10),
-# DOMAINS (smn-online's domains, default "hanzi hershey kanji").
+# DOMAINS (smn-online's domains, default "hanzi hershey kanji"), STATE (data/review-state: the
+# finished steps of jobs that span sessions, tools/scripts/review-state.sh).
 set -eu
 METACL=${METACL:-./metacl}
 OUT=${OUT:-runs/review}
 SEEDS=${SEEDS:-5}
 RUNS=${RUNS:-10}
 CK=data/checkpoints
+STATE=${STATE:-data/review-state}
 [ $# -gt 0 ] || { sed -n '2,/^set -eu/p' "$0" | sed '$d'; exit 2; }
 
 # train FAMILY CONFIG DIR [--set k=v ...]: train into DIR, or resume it, or skip a finished run
@@ -169,6 +171,9 @@ for job; do
     esac
     J=$OUT/$job
     mkdir -p "$J"
+    # finished steps an earlier session saved (tools/scripts/review-state.sh save JOB): copied in
+    # without overwriting, so their steps are skipped and the job goes on where it stopped
+    if [ -d "$STATE/$job" ]; then cp -R -n "$STATE/$job/." "$J/"; fi
     case $job in
     acl-seeds)
         s=1

@@ -1,0 +1,42 @@
+#!/bin/sh
+# test-review-state.sh — tools/scripts/review-state.sh save: the finished step outputs of a
+# review job (top-level *.md and *.json, the smn-online run cache and the build's commit) are
+# kept; a running step's *.tmp, training directories and checkpoints are not (a copy of
+# everything fails those checks); bad usage and a missing job fail.
+set -eu
+top=${srcdir:-.}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fail=1; }
+
+mkdir -p "$tmp/out/job/cache" "$tmp/out/job/seed1"
+echo table >"$tmp/out/job/a.md"
+echo '{}' >"$tmp/out/job/a.json"
+echo partial >"$tmp/out/job/b.md.tmp"
+echo run >"$tmp/out/job/cache/0123.run"
+echo ckpt >"$tmp/out/job/seed1/last.ckpt"
+printf '#!/bin/sh\necho "metacl 0.1.0"\necho "commit: 24b1d903fc30"\n' >"$tmp/fake-metacl"
+chmod +x "$tmp/fake-metacl"
+
+if OUT="$tmp/out" STATE="$tmp/state" METACL="$tmp/fake-metacl" sh "$top/tools/scripts/review-state.sh" save job >"$tmp/log" 2>&1; then
+    ok "save runs"
+else
+    bad "save failed: $(cat "$tmp/log")"
+fi
+for f in a.md a.json cache/0123.run; do
+    if [ -f "$tmp/state/job/$f" ]; then ok "kept $f"; else bad "did not keep $f"; fi
+done
+for f in b.md.tmp seed1/last.ckpt; do
+    if [ -e "$tmp/state/job/$f" ]; then bad "kept $f"; else ok "left out $f"; fi
+done
+if [ "$(cat "$tmp/state/job/COMMIT" 2>/dev/null)" = 24b1d903fc30 ]; then ok "commit"; else bad "commit"; fi
+if OUT="$tmp/out" STATE="$tmp/state" sh "$top/tools/scripts/review-state.sh" save nojob 2>/dev/null; then
+    bad "a missing job passed"
+else
+    [ $? -eq 1 ] && ok "missing job: exit 1" || bad "missing job: wrong status"
+fi
+if sh "$top/tools/scripts/review-state.sh" 2>/dev/null; then bad "no arguments passed"; else
+    [ $? -eq 2 ] && ok "usage: exit 2" || bad "usage: wrong status"; fi
+exit $fail
