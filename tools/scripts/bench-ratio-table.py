@@ -5,8 +5,9 @@ DIR holds the JSON records of `tools/torch/bench-acl-vs-torch.py --json`, one pe
 count and run, named BENCH-tT-rR.json (BENCH acl, oct, smn or lm; e.g. lm-t2-r1.json), as
 written by a measuring session (doc/reference-backend.md, "Against PyTorch: the quiet-machine
 table"). Prints one table row per workload that both sides measured: our median and PyTorch's
-median at each thread count in run 1, the ratio PyTorch / ours of each run, and whether every
-ratio reaches the goal of the records. With --checks DOC it prints instead the lines of
+median at each thread count in run 1, the ratio PyTorch / ours of each run, the ceiling of run 1
+when the records have one (PyTorch's median over our roofline bound: the largest ratio any
+implementation doing our arithmetic could show), and whether every ratio reaches the goal. With --checks DOC it prints instead the lines of
 tests/doc-numbers.txt that tie DOC's copy of the table to the records (one line per record and
 workload), so that a table pasted into a doc is checked against its JSON.
 
@@ -40,9 +41,10 @@ def compared(rec):
     return [w for w in rec.get("workloads", []) if w.get("ours") and w.get("pytorch")]
 
 
-def row(b, n, cols, runs, hole, ok):
+def row(b, n, cols, runs, hole, ok, bounded):
     """the table row of workload n; hole = (thread index, run): that record's ratio printed
-    as {0:.2f} and, for the first run, its two medians as {1:.1f} / {2:.1f} (a check's TEXT)"""
+    as {0:.2f} and, for the first run, its two medians as {1:.1f} / {2:.1f} and its ceiling as
+    {3:.2f} (a check's TEXT); bounded: the records carry ceilings (a column per thread count)"""
     cells = []
     for ti, by_run in enumerate(cols):
         w1 = by_run[runs[0]]
@@ -58,6 +60,10 @@ def row(b, n, cols, runs, hole, ok):
         cells.append(" / ".join("{0:.2f}" if hole == (ti, r) else
                                 ("%.2f" % by_run[r]["ratio_median"] if by_run[r] else "–")
                                 for r in runs))
+        if bounded:  # run 1's ceiling: PyTorch's median over our roofline bound
+            c = w1.get("ceiling") if w1 else None
+            cells.append("{3:.2f}" if hole == (ti, runs[0]) and c is not None else
+                         ("%.2f" % c if c is not None else "–"))
     return "| %s | `%s` | %s | %s |" % (b, n, " | ".join(cells), "yes" if ok else "no")
 
 
@@ -77,6 +83,7 @@ def main():
     threads = sorted({t for (_, t, _) in recs})
     runs = sorted({r for (_, _, r) in recs})
     goal = next(iter(recs.values())).get("goal_speedup", 3.0)
+    bounded = any(w.get("ceiling") is not None for rec in recs.values() for w in compared(rec))
     if not args.checks:
         head = "| bench | workload |"
         rule = "|---|---|"
@@ -84,6 +91,9 @@ def main():
             head += " %d thread%s: ours / PyTorch ms (run %d) | ratio, run %s |" % (
                 t, "" if t == 1 else "s", runs[0], " / ".join(str(r) for r in runs))
             rule += "---:|---:|"
+            if bounded:
+                head += " ceiling (run %d) |" % runs[0]
+                rule += "---:|"
         print(head + " ≥ %g× |" % goal)
         print(rule + "---|")
     for b in ORDER:
@@ -99,7 +109,7 @@ def main():
                 cols.append(by_run)
                 ok = ok and all(by_run[r] and by_run[r]["ratio_median"] >= goal for r in runs)
             if not args.checks:
-                print(row(b, n, cols, runs, None, ok))
+                print(row(b, n, cols, runs, None, ok, bounded))
                 continue
             # one check per record: the whole row, that record's numbers as placeholders
             for ti, t in enumerate(threads):
@@ -110,9 +120,11 @@ def main():
                     paths = [sel + ".ratio_median"]
                     if r == runs[0]:
                         paths += [sel + ".ours.ms_median", sel + ".pytorch.ms_median"]
+                        if bounded and cols[ti][r].get("ceiling") is not None:
+                            paths.append(sel + ".ceiling")
                     print("%s | %s | %s | %s" % (
                         args.checks, os.path.join(args.dir, "%s-t%d-r%d.json" % (b, t, r)),
-                        ", ".join(paths), row(b, n, cols, runs, (ti, r), ok)))
+                        ", ".join(paths), row(b, n, cols, runs, (ti, r), ok, bounded)))
     return 0
 
 
