@@ -39,6 +39,7 @@
 
 #include "bufpool.h"
 #include "ref.h"
+#include "threads.h"
 
 /* ---- the buffer pool -------------------------------------------------------------------- */
 
@@ -239,9 +240,22 @@ int mcl_ref_grad_fresh(const mcl_tensor *t)
     return 1;
 }
 
+/* The elements of an op's tensors: its work, for the thread policy's rates (threads.h). */
+static double op_work(const mcl_op_args *a)
+{
+    const mcl_op_info *info = &mcl_op_table[a->op];
+    double w = 0.0;
+    for (int k = 0; k < info->n_in; k++)
+        if (a->in[k]) w += (double)numel(a->in[k]);
+    for (int k = 0; k < info->n_out; k++)
+        if (a->out[k]) w += (double)numel(a->out[k]);
+    return w;
+}
+
 static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
+    mcl_threads_tick(op_work(a)); /* the team follows the load when the CLI asked (threads.h) */
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) {
         ref_block *b = block_of(a->out[k]->buf->handle);
@@ -262,6 +276,7 @@ static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
 static mcl_status ref_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
+    mcl_threads_tick(op_work(a));
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) materialize_t(a->out[k]);
     for (int k = 0; k < info->n_diff_out; k++) materialize_t(a->gout[k]);

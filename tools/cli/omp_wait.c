@@ -1,4 +1,5 @@
-/* omp_wait.c — the OpenMP wait policy of the command line: passive unless the user chose.
+/* omp_wait.c — the OpenMP wait policy and team size of the command line: passive, and a team
+ * that follows the load, unless the user chose.
  *
  * An OpenMP thread that reaches a barrier first waits for the others. libgomp's default is to
  * spin (about 300 000 iterations) before sleeping. On a dedicated machine that saves the
@@ -15,6 +16,14 @@
  * through the dynamic loader (the bundle's run: the loader's options cannot be recovered, so
  * the runtime's default stays). OMP_WAIT_POLICY=active
  * restores the spinning (measure both on a quiet machine: doc/reference-backend.md).
+ *
+ * Passive waiting was not enough: a thread that shares its core with a competitor still waits
+ * whole time slices at every barrier, and the LM's dynamic evaluation (about 500 ops, most of
+ * them parallel regions, in 47 ms) ran 2.4x slower at 2 threads than at 1 beside two busy
+ * processes on 2 cores. So the team size also follows the load (src/common/threads.c): the
+ * cores other runnable work leaves free, at most the user's --threads / OMP_NUM_THREADS. The
+ * user's OMP_DYNAMIC, whatever its value, turns this off: false keeps exactly the threads asked
+ * for, true leaves the sizing to the OpenMP runtime.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -25,6 +34,7 @@
 #endif
 
 #include "cli.h"
+#include "threads.h"
 
 void mcl_cli_omp_wait_policy(char **argv)
 {
@@ -45,4 +55,23 @@ void mcl_cli_omp_wait_policy(char **argv)
 #else
     (void)argv;
 #endif
+}
+
+void mcl_cli_omp_team_policy(void)
+{
+#ifdef _OPENMP
+    if (!getenv("OMP_DYNAMIC")) mcl_threads_follow_load(1);
+#endif
+}
+
+const char *mcl_cli_omp_team_policy_name(void)
+{
+#ifdef _OPENMP
+    if (mcl_threads_follow_load_on())
+        return "follows the load (at most --threads / OMP_NUM_THREADS; OMP_DYNAMIC=false: fixed)";
+    const char *d = getenv("OMP_DYNAMIC");
+    if (d) return d[0] == 't' || d[0] == 'T' || d[0] == '1' ? "the runtime's (OMP_DYNAMIC=true)"
+                                                             : "fixed (OMP_DYNAMIC set)";
+#endif
+    return "fixed";
 }
