@@ -177,7 +177,7 @@ int mcl_threads_trial_step(mcl_threads_trial *tr, int reduced, int full, double 
         tr->choice = f > MCL_THREADS_MARGIN * r ? full : reduced;
         tr->reduced = reduced;
         tr->phase = 0;
-        tr->hold = MCL_THREADS_HOLD;
+        tr->hold = MCL_THREADS_HOLD - 1; /* this window and HOLD - 1 more */
         return tr->choice;
     }
     if (tr->reduced == 0) { /* others began to compete: one untimed window at the reduced team */
