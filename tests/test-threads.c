@@ -5,13 +5,12 @@
  *      our own process, non-numeric entries and a process that ended (no task/) not at all, a
  *      command name with spaces and ')' parsed from the last ')'; a missing root gives -1;
  *   2. mcl_threads_team: processors minus the rounded load, at least 1, at most the ceiling;
- *   3. mcl_threads_trial_step, driven by windows whose work rate depends on the team: the
- *      sequence warm-up, reduced, full, reduced, full, then the faster held MCL_THREADS_HOLD
- *      windows and a new trial; a full team faster by less than the margin loses; a change of
- *      the reduced team starts a trial at once; nothing competing gives the full team;
- *   4. the policy is off unless turned on: ticks leave the team alone.
- * No randomness (the seed printed is the harness's convention). Every expected value is exact
- * or an exact sequence, so a wrong weight, rounding or state transition fails.
+ *   3. mcl_threads_op_team: the full team when nothing competes; else the full team only for
+ *      an op seen before that cost at least the threshold, at its boundary; the keys of the
+ *      op table tell op, pass and size apart, are never 0 and spread over the slots;
+ *   4. the policy is off unless turned on: the op hooks leave the team alone.
+ * No randomness (the seed printed is the harness's convention). Every expected value is exact,
+ * so a wrong weight, rounding or boundary fails.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -107,71 +106,33 @@ static void test_team(void)
     }
 }
 
-/* Drive n windows of 200 ms; the work rate is rate_r at the reduced team, rate_f at any other;
- * teams[k]: the team step k returned. */
-static void drive(mcl_threads_trial *tr, int reduced, int full, double rate_r, double rate_f,
-                  int *prev, int *teams, int n)
+static void test_op_team(void)
 {
-    for (int k = 0; k < n; k++) {
-        const double ms = 200.0;
-        const double work = (*prev == reduced ? rate_r : rate_f) * ms;
-        teams[k] = mcl_threads_trial_step(tr, reduced, full, work, ms);
-        *prev = teams[k];
-    }
-}
-
-static void check_seq(const char *what, const int *got, const int *want, int n)
-{
-    for (int k = 0; k < n; k++)
-        if (!CHECK(got[k] == want[k], "%s: window %d team %d, want %d", what, k, got[k], want[k]))
-            return;
-}
-
-static void test_trial(void)
-{
-    enum { N = 1 + MCL_THREADS_TRIAL + MCL_THREADS_HOLD + 2 };
-    int got[N], want[N];
-    /* the full team slower: warm-up 1, trial 1 2 1 2, hold 1, then a new trial 1 2 */
-    want[0] = 1;
-    for (int k = 1; k <= MCL_THREADS_TRIAL; k++) want[k] = k & 1 ? 1 : 2;
-    for (int k = 1 + MCL_THREADS_TRIAL; k < N - 2; k++) want[k] = 1;
-    want[N - 2] = 1;
-    want[N - 1] = 2;
-    mcl_threads_trial tr;
-    memset(&tr, 0, sizeof tr);
-    int prev = 2;
-    drive(&tr, 1, 2, 100.0, 40.0, &prev, got, N);
-    check_seq("full slower", got, want, N);
-
-    /* the full team faster: the same trial, then the full team held */
-    for (int k = 1 + MCL_THREADS_TRIAL; k < N - 2; k++) want[k] = 2;
-    memset(&tr, 0, sizeof tr);
-    prev = 2;
-    drive(&tr, 1, 2, 100.0, 160.0, &prev, got, N);
-    check_seq("full faster", got, want, N);
-
-    /* faster by less than the margin: the reduced team */
-    for (int k = 1 + MCL_THREADS_TRIAL; k < N - 2; k++) want[k] = 1;
-    memset(&tr, 0, sizeof tr);
-    prev = 2;
-    drive(&tr, 1, 2, 100.0, 100.0 * (1.0 + 0.5 * (MCL_THREADS_MARGIN - 1.0)), &prev, got, N);
-    check_seq("full faster within the margin", got, want, N);
-
-    /* while holding, the reduced team changes (4 cpus: 1 -> 2): a trial at once */
-    memset(&tr, 0, sizeof tr);
-    prev = 4;
-    drive(&tr, 1, 4, 100.0, 40.0, &prev, got, 1 + MCL_THREADS_TRIAL + 3);
-    CHECK(got[MCL_THREADS_TRIAL + 3] == 1, "holding the reduced team 1");
-    int g2[3];
-    drive(&tr, 2, 4, 100.0, 40.0, &prev, g2, 3);
-    CHECK(g2[0] == 2 && g2[1] == 4 && g2[2] == 2, "new reduced team: trial 2 4 2, got %d %d %d",
-          g2[0], g2[1], g2[2]);
-
-    /* nothing competing: the full team, always */
-    memset(&tr, 0, sizeof tr);
-    prev = 2;
-    drive(&tr, 2, 2, 100.0, 100.0, &prev, got, 5);
-    CHECK(got[0] == 2 && got[1] == 2 && got[4] == 2, "no competitors: the full team");
+    /* nothing competes: the full team, whatever the op cost */
+    CHECK(mcl_threads_op_team(2, 2, 0, 0.0, 3.0) == 2, "no competitors, unseen: full");
+    CHECK(mcl_threads_op_team(4, 4, 1, 0.1, 3.0) == 4, "no competitors, small: full");
+    /* competitors: unseen or cheap ops the reduced team, costly ones the full team */
+    CHECK(mcl_threads_op_team(1, 2, 0, 100.0, 3.0) == 1, "unseen op: reduced");
+    CHECK(mcl_threads_op_team(1, 2, 1, 2.99, 3.0) == 1, "2.99 thread-ms: reduced");
+    CHECK(mcl_threads_op_team(1, 2, 1, 3.0, 3.0) == 2, "3 thread-ms: full");
+    CHECK(mcl_threads_op_team(3, 8, 1, 50.0, 3.0) == 8, "costly op on 8: full");
+    CHECK(mcl_threads_op_team(3, 8, 1, 0.5, 3.0) == 3, "cheap op on 8: reduced 3");
+    /* keys: equal calls equal, op, pass and work each tell calls apart, never 0 */
+    const uint64_t k = mcl_threads_op_key(14, 0, 65536.0);
+    CHECK(k == mcl_threads_op_key(14, 0, 65536.0), "the same call, the same key");
+    CHECK(k != mcl_threads_op_key(15, 0, 65536.0), "another op, another key");
+    CHECK(k != mcl_threads_op_key(14, 1, 65536.0), "another pass, another key");
+    CHECK(k != mcl_threads_op_key(14, 0, 65537.0), "another size, another key");
+    int zero = 0, same_slot = 0;
+    for (int op = 0; op < 64; op++)
+        for (int w = 1; w <= 64; w++) {
+            const uint64_t a = mcl_threads_op_key(op, 0, (double)w * 1000.0);
+            zero += a == 0;
+            same_slot += (a & 511) == (k & 511);
+        }
+    CHECK(zero == 0, "no key is 0");
+    /* 4096 keys over 512 slots: about 8 in k's slot if they spread */
+    CHECK(same_slot < 40, "keys spread over the slots (%d of 4096 in one slot)", same_slot);
 }
 
 static void test_off(void)
@@ -179,7 +140,10 @@ static void test_off(void)
 #ifdef _OPENMP
     CHECK(!mcl_threads_follow_load_on(), "the policy is off by default");
     omp_set_num_threads(3);
-    for (int k = 0; k < 10; k++) mcl_threads_tick(1e6);
+    for (int k = 0; k < 10; k++) {
+        mcl_threads_op_begin(14, 0, 1e6);
+        mcl_threads_op_end();
+    }
     CHECK(omp_get_max_threads() == 3, "off: ticks leave the team at 3, got %d",
           omp_get_max_threads());
 #endif
@@ -190,7 +154,7 @@ int main(void)
     tu_begin("test-threads", SEED);
     test_competitors();
     test_team();
-    test_trial();
+    test_op_team();
     test_off();
     return tu_summary();
 }

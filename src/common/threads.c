@@ -18,23 +18,26 @@
  * thousands of tasks: the count stays under 1 % of the time; on this project's machine, about
  * 150 tasks, a count costs 0.5 ms, 0.25 % of the 200 ms period).
  *
- * That is how many cores are free, not whether using them pays: beside two busy processes on 2
- * cores the LM's dynamic evaluation ran 2.4x slower at 2 threads than at 1 (its ~500 small
- * parallel regions each wait for a descheduled thread), beside about 3.5 competitors 1.6x
- * faster (two threads get twice the share of the cores). So when others compete, the team is
- * timed: after one untimed window at the reduced team, two windows at the reduced and two at
- * the full team, alternating (one window of each differed up to 1.7x between windows at the
- * same team on the busy machine), the faster held for MCL_THREADS_HOLD windows
- * (mcl_threads_trial_step, threads.h), and again.
+ * That is how many cores are free, not whether using them pays for a given op. Beside two busy
+ * processes on 2 cores the LM's dynamic evaluation ran 2.4x slower at 2 threads than at 1: its
+ * ~500 ops of 0.02-2 ms each open a parallel region or more, and each waits for a thread that
+ * shares its core with a competitor; the training steps of the same benches, whose ops run for
+ * tens of milliseconds, were 1.1-1.4x faster at 2 threads (two threads get twice the share of
+ * the cores). So while others compete the team is chosen per op: an op whose last call with
+ * the same tensor sizes cost at least MCL_THREADS_BIG_MS thread-milliseconds (wall time times
+ * the team it ran with) gets the full team, any other op (small, or not seen yet) the reduced
+ * one. The calls are remembered in a small table per thread (op, pass and the elements of its
+ * tensors, hashed; a collision only costs one call at the reduced team).
  *
  * The state is per calling thread (_Thread_local), like OpenMP's nthreads-var that
  * omp_set_num_threads sets: two application threads each running a context adjust their own
  * teams. The ceiling is the calling thread's omp_get_max_threads() whenever it differs from
- * what this file set last (the user called omp_set_num_threads, or the first tick).
+ * what this file set last (the user called omp_set_num_threads, or the first op).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -52,16 +55,22 @@
 static atomic_int g_on; /* the policy (mcl_threads_follow_load); set once by the CLI's main */
 static int g_trace;      /* METACL_THREADS_TRACE: each decision on stderr */
 
+#define SLOTS 512 /* remembered op calls per thread (a power of two) */
+
 typedef struct tl_state {
-    double next_ms; /* monotonic time of the next count; 0: never counted */
-    double load;    /* smoothed competing load */
-    int set;        /* team size this file set last, 0: none */
-    int ceiling;    /* the user's team size */
-    /* the trial while others compete (mcl_threads_trial) */
-    mcl_threads_trial trial;
-    double t0, work; /* the current window: its start, the work of its ops */
+    double next_ms;  /* monotonic time of the next count; 0: never counted */
+    double load;     /* smoothed competing load */
+    int set;         /* team size this file set last, 0: none */
+    int ceiling;     /* the user's team size */
+    int reduced;     /* the team the competitors leave (== ceiling: none compete) */
+    double op_t0;    /* the current op: its start, its slot, its key */
+    int op_slot;     /* -1: not timed (nothing competes) */
+    uint64_t op_key;
+    uint64_t key[SLOTS]; /* remembered calls: key, and thread-ms of the last call */
+    float tms[SLOTS];
 } tl_state;
 static _Thread_local tl_state tl;
+static double g_big_ms = MCL_THREADS_BIG_MS; /* METACL_THREADS_BIG_MS overrides it */
 
 static double now_ms(void)
 {
@@ -144,91 +153,97 @@ int mcl_threads_team(int ncpu, double load, int ceiling)
     return team < 1 ? 1 : team;
 }
 
+int mcl_threads_op_team(int reduced, int full, int seen, double thread_ms, double big_ms)
+{
+    if (reduced >= full) return full;
+    return seen && thread_ms >= big_ms ? full : reduced;
+}
+
+uint64_t mcl_threads_op_key(int op, int pass, double work)
+{
+    /* splitmix64 of the three: equal calls give equal keys; 0 is never a key (empty slot) */
+    uint64_t z = ((uint64_t)(unsigned)op << 1 | (uint64_t)(pass & 1)) * 0x9e3779b97f4a7c15ull;
+    z ^= (uint64_t)work + 0x632be59bd9b4e019ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
 void mcl_threads_follow_load(int on)
 {
     const char *tr = getenv("METACL_THREADS_TRACE");
     g_trace = tr && *tr && strcmp(tr, "0") != 0;
+    const char *big = getenv("METACL_THREADS_BIG_MS");
+    if (big && *big) {
+        char *end;
+        const double v = strtod(big, &end);
+        if (end != big && *end == '\0' && v >= 0.0) g_big_ms = v;
+    }
     g_on = on != 0;
 #ifdef _OPENMP
     if (!g_on && tl.set > 0 && omp_get_max_threads() == tl.set) omp_set_num_threads(tl.ceiling);
 #endif
-    tl.next_ms = 0.0;
-    tl.set = 0;
-    memset(&tl.trial, 0, sizeof tl.trial);
+    memset(&tl, 0, sizeof tl);
+    tl.op_slot = -1;
 }
 
 int mcl_threads_follow_load_on(void) { return g_on; }
 
-int mcl_threads_trial_step(mcl_threads_trial *tr, int reduced, int full, double work, double ms)
+/* Count the load (at most every period) and update tl.reduced; t: now. */
+static void rescan(double t)
 {
-    if (reduced >= full) { /* nothing competes: the full team, and a new trial when it starts */
-        tr->phase = 0;
-        tr->hold = 1; /* the first window at the reduced team warms up, untimed */
-        tr->reduced = 0;
-        return full;
-    }
-    if (tr->phase > 0) { /* the window that ended was timed: phases 1, 3 reduced, 2, 4 full */
-        tr->work[(tr->phase - 1) & 1] += work;
-        tr->ms[(tr->phase - 1) & 1] += ms;
-        if (tr->phase < MCL_THREADS_TRIAL) return ++tr->phase & 1 ? reduced : full;
-        /* the reduced team unless the full one was clearly faster */
-        const double r = tr->ms[0] > 0.0 ? tr->work[0] / tr->ms[0] : 0.0;
-        const double f = tr->ms[1] > 0.0 ? tr->work[1] / tr->ms[1] : 0.0;
-        tr->choice = f > MCL_THREADS_MARGIN * r ? full : reduced;
-        tr->reduced = reduced;
-        tr->phase = 0;
-        tr->hold = MCL_THREADS_HOLD - 1; /* this window and HOLD - 1 more */
-        return tr->choice;
-    }
-    if (tr->reduced == 0) { /* others began to compete: one untimed window at the reduced team */
-        tr->reduced = reduced;
-        tr->choice = reduced;
-        tr->hold = 1;
-    }
-    if (tr->hold > 0 && reduced == tr->reduced) { /* holding */
-        tr->hold--;
-        return tr->choice;
-    }
-    tr->phase = 1; /* a trial: reduced, full, reduced, full */
-    tr->work[0] = tr->work[1] = tr->ms[0] = tr->ms[1] = 0.0;
-    return reduced;
-}
-
-void mcl_threads_tick(double work)
-{
-#ifdef _OPENMP
-    if (!g_on) return;
-    tl.work += work;
-    const double t = now_ms();
-    if (tl.next_ms != 0.0 && t < tl.next_ms) return;
-    if (omp_in_parallel()) return;
-    const int cur = omp_get_max_threads();
-    if (tl.set == 0 || cur != tl.set) { /* first tick, or the user chose: a new ceiling */
-        tl.ceiling = cur;
-        memset(&tl.trial, 0, sizeof tl.trial);
-    }
-    const double c = mcl_threads_competitors("/proc", (long)getpid(),
-                                             getpriority(PRIO_PROCESS, 0));
+    const double c = mcl_threads_competitors("/proc", (long)getpid(), getpriority(PRIO_PROCESS, 0));
     const double t1 = now_ms();
-    if (c < 0.0) { /* no /proc: leave the team alone, and stop looking */
+    if (c < 0.0) { /* no /proc: the user's team, and stop looking */
+        tl.reduced = tl.ceiling;
         g_on = 0;
         return;
     }
-    const int first = tl.next_ms == 0.0;
-    tl.load = first ? c : 0.5 * (tl.load + c);
+    tl.load = tl.next_ms == 0.0 ? c : 0.5 * (tl.load + c);
     const double wait = 100.0 * (t1 - t);
     tl.next_ms = t1 + (wait > MCL_THREADS_PERIOD_MS ? wait : MCL_THREADS_PERIOD_MS);
-    const double ms = first ? 0.0 : t - tl.t0;
-    const int reduced = mcl_threads_team(omp_get_num_procs(), tl.load, tl.ceiling);
-    const int team = mcl_threads_trial_step(&tl.trial, reduced, tl.ceiling, tl.work, ms);
+    tl.reduced = mcl_threads_team(omp_get_num_procs(), tl.load, tl.ceiling);
     if (g_trace)
-        fprintf(stderr, "metacl threads: load %.2f, %.3g work/ms at %d, team %d of %d (phase %d)\n",
-                tl.load, ms > 0.0 ? tl.work / ms : 0.0, cur, team, tl.ceiling, tl.trial.phase);
+        fprintf(stderr, "metacl threads: load %.2f, team %d for small ops, %d for big (%g thread-ms)\n",
+                tl.load, tl.reduced, tl.ceiling, g_big_ms);
+}
+
+void mcl_threads_op_begin(int op, int pass, double work)
+{
+#ifdef _OPENMP
+    if (!g_on || omp_in_parallel()) return;
+    const int cur = omp_get_max_threads();
+    if (tl.set == 0 || cur != tl.set) { /* first op, or the user chose: a new ceiling */
+        tl.ceiling = cur;
+        tl.next_ms = 0.0;
+    }
+    const double t = now_ms();
+    if (tl.next_ms == 0.0 || t >= tl.next_ms) rescan(t);
+    int team = tl.ceiling;
+    tl.op_slot = -1;
+    if (tl.reduced < tl.ceiling) {
+        const uint64_t key = mcl_threads_op_key(op, pass, work);
+        const int s = (int)(key & (SLOTS - 1));
+        team = mcl_threads_op_team(tl.reduced, tl.ceiling, tl.key[s] == key, tl.tms[s], g_big_ms);
+        tl.op_slot = s;
+        tl.op_key = key;
+    }
     if (team != cur) omp_set_num_threads(team);
     tl.set = team;
-    tl.t0 = t1;
-    tl.work = 0.0;
+    tl.op_t0 = now_ms();
 #else
+    (void)op;
+    (void)pass;
     (void)work;
 #endif
+}
+
+void mcl_threads_op_end(void)
+{
+    if (!g_on || tl.op_slot < 0) return;
+    const int s = tl.op_slot;
+    tl.key[s] = tl.op_key;
+    tl.tms[s] = (float)((now_ms() - tl.op_t0) * (double)tl.set);
+    tl.op_slot = -1;
 }

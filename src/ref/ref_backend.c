@@ -240,7 +240,7 @@ int mcl_ref_grad_fresh(const mcl_tensor *t)
     return 1;
 }
 
-/* The elements of an op's tensors: its work, for the thread policy's rates (threads.h). */
+/* The elements of an op's tensors: tells its calls apart for the thread policy (threads.h). */
 static double op_work(const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
@@ -255,7 +255,7 @@ static double op_work(const mcl_op_args *a)
 static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
-    mcl_threads_tick(op_work(a)); /* the team follows the load when the CLI asked (threads.h) */
+    mcl_threads_op_begin(a->op, 0, op_work(a)); /* the team follows the load when asked (threads.h) */
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) {
         ref_block *b = block_of(a->out[k]->buf->handle);
@@ -270,19 +270,23 @@ static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
             materialize(b);
         }
     }
-    return ref_impl[a->op].fwd(be, a);
+    const mcl_status st = ref_impl[a->op].fwd(be, a);
+    mcl_threads_op_end();
+    return st;
 }
 
 static mcl_status ref_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
-    mcl_threads_tick(op_work(a));
+    mcl_threads_op_begin(a->op, 1, op_work(a));
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) materialize_t(a->out[k]);
     for (int k = 0; k < info->n_diff_out; k++) materialize_t(a->gout[k]);
     if (!bwd_fresh_aware[a->op])
         for (int k = 0; k < info->n_in; k++) materialize_t(a->gin[k]);
-    return ref_impl[a->op].bwd(be, a);
+    const mcl_status st = ref_impl[a->op].bwd(be, a);
+    mcl_threads_op_end();
+    return st;
 }
 
 mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out)
