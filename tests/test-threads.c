@@ -5,11 +5,9 @@
  *      our own process, non-numeric entries and a process that ended (no task/) not at all, a
  *      command name with spaces and ')' parsed from the last ')'; a missing root gives -1;
  *   2. mcl_threads_team: processors minus the rounded load, at least 1, at most the ceiling;
- *   3. mcl_threads_slot_team / _record, driven by calls whose time depends on the team: the
- *      sequence untimed, reduced, full, reduced, full, then the faster with the other every
- *      MCL_THREADS_EXPLORE calls; a full team faster by less than the margin loses; a change
- *      of the answer is followed; a colliding signature starts afresh; nothing competing gives
- *      the full team; the keys tell op, pass and size apart, are never 0 and spread;
+ *   3. mcl_threads_op_team: the full team when nothing competes; else the full team only for
+ *      an op seen before that cost at least the threshold, at its boundary; the keys of the
+ *      op table tell op, pass and size apart, are never 0 and spread over the slots;
  *   4. the policy is off unless turned on: the op hooks leave the team alone.
  * No randomness (the seed printed is the harness's convention). Every expected value is exact,
  * so a wrong weight, rounding or boundary fails.
@@ -108,64 +106,17 @@ static void test_team(void)
     }
 }
 
-/* Calls of one signature whose time depends on the team: the teams chosen, in order. */
-static void drive(mcl_threads_slot *sl, uint64_t key, int reduced, int full, double ms_red,
-                  double ms_full, int *teams, int n)
-{
-    for (int k = 0; k < n; k++) {
-        teams[k] = mcl_threads_slot_team(sl, key, reduced, full);
-        mcl_threads_slot_record(sl, key, teams[k] == full, teams[k] == full ? ms_full : ms_red);
-    }
-}
-
-static void check_seq(const char *what, const int *got, const int *want, int n)
-{
-    for (int k = 0; k < n; k++)
-        if (!CHECK(got[k] == want[k], "%s: call %d team %d, want %d", what, k, got[k], want[k]))
-            return;
-}
-
 static void test_op_team(void)
 {
-    enum { N = 2 * MCL_THREADS_EXPLORE + 8 };
-    int got[N], want[N];
-    const uint64_t key = mcl_threads_op_key(14, 0, 65536.0);
-    /* the full team slower: untimed 1, then 1 2 1 2, then 1, but 2 once every EXPLORE calls
-     * (call index k has calls == k when chosen: the slot saw k calls) */
-    mcl_threads_slot sl;
-    memset(&sl, 0, sizeof sl);
-    for (int k = 0; k < N; k++) want[k] = k >= 5 && k % MCL_THREADS_EXPLORE == 0 ? 2 : 1;
-    want[2] = want[4] = 2;
-    drive(&sl, key, 1, 2, 1.0, 2.4, got, N);
-    check_seq("full slower", got, want, N);
-    /* the full team faster: the same start, then 2 but 1 once every EXPLORE calls */
-    memset(&sl, 0, sizeof sl);
-    for (int k = 5; k < N; k++) want[k] = k % MCL_THREADS_EXPLORE == 0 ? 1 : 2;
-    drive(&sl, key, 1, 2, 2.0, 1.0, got, N);
-    check_seq("full faster", got, want, N);
-    /* faster by less than the margin: reduced */
-    memset(&sl, 0, sizeof sl);
-    drive(&sl, key, 1, 2, 1.0, 0.5 * (1.0 + MCL_THREADS_MARGIN), got, N);
-    int all_red = 1;
-    for (int k = 5; k < N; k++) all_red &= got[k] == 1 || k % MCL_THREADS_EXPLORE == 0;
-    CHECK(all_red, "within the margin: the reduced team");
-    /* the load changes the answer: the full team gets slow, exploring calls of the reduced
-     * team pull it back within a few EXPLORE periods */
-    memset(&sl, 0, sizeof sl);
-    drive(&sl, key, 1, 2, 2.0, 1.0, got, 40);
-    CHECK(got[39] == 2, "full faster: full");
-    drive(&sl, key, 1, 2, 2.0, 8.0, got, 40);
-    CHECK(got[39] == 1, "full became slower: back to reduced by 40 calls");
-    /* another signature in the slot: starts afresh (untimed reduced, then the trial) */
-    const uint64_t other = mcl_threads_op_key(14, 1, 65536.0);
-    drive(&sl, other, 1, 2, 1.0, 1.0, got, 3);
-    CHECK(got[0] == 1 && got[1] == 1 && got[2] == 2, "a collision starts afresh: 1 1 2, got %d %d %d",
-          got[0], got[1], got[2]);
-    /* nothing competing: the full team, always */
-    memset(&sl, 0, sizeof sl);
-    drive(&sl, key, 2, 2, 1.0, 1.0, got, 6);
-    CHECK(got[0] == 2 && got[5] == 2, "no competitors: the full team");
-
+    /* nothing competes: the full team, whatever the op cost */
+    CHECK(mcl_threads_op_team(2, 2, 0, 0.0, 3.0) == 2, "no competitors, unseen: full");
+    CHECK(mcl_threads_op_team(4, 4, 1, 0.1, 3.0) == 4, "no competitors, small: full");
+    /* competitors: unseen or cheap ops the reduced team, costly ones the full team */
+    CHECK(mcl_threads_op_team(1, 2, 0, 100.0, 3.0) == 1, "unseen op: reduced");
+    CHECK(mcl_threads_op_team(1, 2, 1, 2.99, 3.0) == 1, "2.99 thread-ms: reduced");
+    CHECK(mcl_threads_op_team(1, 2, 1, 3.0, 3.0) == 2, "3 thread-ms: full");
+    CHECK(mcl_threads_op_team(3, 8, 1, 50.0, 3.0) == 8, "costly op on 8: full");
+    CHECK(mcl_threads_op_team(3, 8, 1, 0.5, 3.0) == 3, "cheap op on 8: reduced 3");
     /* keys: equal calls equal, op, pass and work each tell calls apart, never 0 */
     const uint64_t k = mcl_threads_op_key(14, 0, 65536.0);
     CHECK(k == mcl_threads_op_key(14, 0, 65536.0), "the same call, the same key");

@@ -19,19 +19,15 @@
  * 150 tasks, a count costs 0.5 ms, 0.25 % of the 200 ms period).
  *
  * That is how many cores are free, not whether using them pays for a given op. Beside two busy
- * processes on 2 cores the LM's dynamic evaluation ran 2.4x slower at 2 threads than at 1 (its
+ * processes on 2 cores the LM's dynamic evaluation ran 2.4x slower at 2 threads than at 1: its
  * ~500 ops of 0.02-2 ms each open a parallel region or more, and each waits for a thread that
- * shares its core with a competitor), srwm 1.2x slower (one op, but a region per time step),
- * while the training steps, whose ops run for tens of milliseconds in few regions, were faster
- * at 2 threads (two threads get twice the share of the cores). Neither an op's size nor its
- * time tells which: the regions it opens do. So while others compete, each op call is timed
- * and the team is chosen per call signature (op, pass and the elements of its tensors, hashed
- * into a table of SLOTS per thread; a collision starts the signature afresh):
- * mcl_threads_slot_team, threads.h: after a first untimed call, two calls at the reduced team
- * and two at the full one, then the faster (the full team only when its moving average is
- * MCL_THREADS_MARGIN below the reduced team's), and every MCL_THREADS_EXPLORE-th call the other
- * one again, so a change of the load or of the op's cost is seen. The ops of a training or
- * evaluation loop repeat every iteration, so the table learns in the first iterations.
+ * shares its core with a competitor; the training steps of the same benches, whose ops run for
+ * tens of milliseconds, were 1.1-1.4x faster at 2 threads (two threads get twice the share of
+ * the cores). So while others compete the team is chosen per op: an op whose last call with
+ * the same tensor sizes cost at least MCL_THREADS_BIG_MS thread-milliseconds (wall time times
+ * the team it ran with) gets the full team, any other op (small, or not seen yet) the reduced
+ * one. The calls are remembered in a small table per thread (op, pass and the elements of its
+ * tensors, hashed; a collision only costs one call at the reduced team).
  *
  * The state is per calling thread (_Thread_local), like OpenMP's nthreads-var that
  * omp_set_num_threads sets: two application threads each running a context adjust their own
@@ -59,20 +55,22 @@
 static atomic_int g_on; /* the policy (mcl_threads_follow_load); set once by the CLI's main */
 static int g_trace;      /* METACL_THREADS_TRACE: each decision on stderr */
 
-#define SLOTS 512 /* call signatures remembered per thread (a power of two) */
+#define SLOTS 512 /* remembered op calls per thread (a power of two) */
 
 typedef struct tl_state {
-    double next_ms; /* monotonic time of the next count; 0: never counted */
-    double load;    /* smoothed competing load */
-    int set;        /* team size this file set last, 0: none */
-    int ceiling;    /* the user's team size */
-    int reduced;    /* the team the competitors leave (== ceiling: none compete) */
-    double op_t0;   /* the current op: its start and slot (-1: not timed) */
-    int op_slot;
+    double next_ms;  /* monotonic time of the next count; 0: never counted */
+    double load;     /* smoothed competing load */
+    int set;         /* team size this file set last, 0: none */
+    int ceiling;     /* the user's team size */
+    int reduced;     /* the team the competitors leave (== ceiling: none compete) */
+    double op_t0;    /* the current op: its start, its slot, its key */
+    int op_slot;     /* -1: not timed (nothing competes) */
     uint64_t op_key;
-    mcl_threads_slot slot[SLOTS];
+    uint64_t key[SLOTS]; /* remembered calls: key, and thread-ms of the last call */
+    float tms[SLOTS];
 } tl_state;
 static _Thread_local tl_state tl;
+static double g_big_ms = MCL_THREADS_BIG_MS; /* METACL_THREADS_BIG_MS overrides it */
 
 static double now_ms(void)
 {
@@ -155,29 +153,10 @@ int mcl_threads_team(int ncpu, double load, int ceiling)
     return team < 1 ? 1 : team;
 }
 
-int mcl_threads_slot_team(const mcl_threads_slot *s, uint64_t key, int reduced, int full)
+int mcl_threads_op_team(int reduced, int full, int seen, double thread_ms, double big_ms)
 {
     if (reduced >= full) return full;
-    if (s->key != key || s->calls == 0) return reduced; /* new: the untimed first call */
-    if (s->n[0] < 2 || s->n[1] < 2) return s->n[0] <= s->n[1] ? reduced : full;
-    const int best = s->ms[1] < MCL_THREADS_MARGIN * s->ms[0] ? full : reduced;
-    if (s->calls % MCL_THREADS_EXPLORE == 0) return best == full ? reduced : full;
-    return best;
-}
-
-void mcl_threads_slot_record(mcl_threads_slot *s, uint64_t key, int at_full, double ms)
-{
-    if (s->key != key) { /* a new signature, or a collision: start afresh, this call untimed */
-        memset(s, 0, sizeof *s);
-        s->key = key;
-        s->calls = 1;
-        return;
-    }
-    if (s->calls++ == 0) return;
-    if (s->calls == 0) s->calls = 1; /* wrapped: keep the untimed-first-call rule out */
-    const int i = at_full ? 1 : 0;
-    s->ms[i] = s->n[i] == 0 ? (float)ms : (float)(0.75 * s->ms[i] + 0.25 * ms);
-    if (s->n[i] < 65535) s->n[i]++;
+    return seen && thread_ms >= big_ms ? full : reduced;
 }
 
 uint64_t mcl_threads_op_key(int op, int pass, double work)
@@ -195,6 +174,12 @@ void mcl_threads_follow_load(int on)
 {
     const char *tr = getenv("METACL_THREADS_TRACE");
     g_trace = tr && *tr && strcmp(tr, "0") != 0;
+    const char *big = getenv("METACL_THREADS_BIG_MS");
+    if (big && *big) {
+        char *end;
+        const double v = strtod(big, &end);
+        if (end != big && *end == '\0' && v >= 0.0) g_big_ms = v;
+    }
     g_on = on != 0;
 #ifdef _OPENMP
     if (!g_on && tl.set > 0 && omp_get_max_threads() == tl.set) omp_set_num_threads(tl.ceiling);
@@ -220,8 +205,8 @@ static void rescan(double t)
     tl.next_ms = t1 + (wait > MCL_THREADS_PERIOD_MS ? wait : MCL_THREADS_PERIOD_MS);
     tl.reduced = mcl_threads_team(omp_get_num_procs(), tl.load, tl.ceiling);
     if (g_trace)
-        fprintf(stderr, "metacl threads: load %.2f, each op at %d or %d threads, the faster\n",
-                tl.load, tl.reduced, tl.ceiling);
+        fprintf(stderr, "metacl threads: load %.2f, team %d for small ops, %d for big (%g thread-ms)\n",
+                tl.load, tl.reduced, tl.ceiling, g_big_ms);
 }
 
 void mcl_threads_op_begin(int op, int pass, double work)
@@ -239,9 +224,9 @@ void mcl_threads_op_begin(int op, int pass, double work)
     tl.op_slot = -1;
     if (tl.reduced < tl.ceiling) {
         const uint64_t key = mcl_threads_op_key(op, pass, work);
-        const int k = (int)(key & (SLOTS - 1));
-        team = mcl_threads_slot_team(&tl.slot[k], key, tl.reduced, tl.ceiling);
-        tl.op_slot = k;
+        const int s = (int)(key & (SLOTS - 1));
+        team = mcl_threads_op_team(tl.reduced, tl.ceiling, tl.key[s] == key, tl.tms[s], g_big_ms);
+        tl.op_slot = s;
         tl.op_key = key;
     }
     if (team != cur) omp_set_num_threads(team);
@@ -257,6 +242,8 @@ void mcl_threads_op_begin(int op, int pass, double work)
 void mcl_threads_op_end(void)
 {
     if (!g_on || tl.op_slot < 0) return;
-    mcl_threads_slot_record(&tl.slot[tl.op_slot], tl.op_key, tl.set == tl.ceiling, now_ms() - tl.op_t0);
+    const int s = tl.op_slot;
+    tl.key[s] = tl.op_key;
+    tl.tms[s] = (float)((now_ms() - tl.op_t0) * (double)tl.set);
     tl.op_slot = -1;
 }
