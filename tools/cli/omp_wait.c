@@ -20,10 +20,11 @@
  * Passive waiting was not enough: a thread that shares its core with a competitor still waits
  * whole time slices at every barrier, and the LM's dynamic evaluation (about 500 ops, most of
  * them parallel regions, in 47 ms) ran 2.4x slower at 2 threads than at 1 beside two busy
- * processes on 2 cores. So the team size also follows the load (src/common/threads.c): the
- * cores other runnable work leaves free, at most the user's --threads / OMP_NUM_THREADS. The
- * user's OMP_DYNAMIC, whatever its value, turns this off: false keeps exactly the threads asked
- * for, true leaves the sizing to the OpenMP runtime.
+ * processes on 2 cores. So the team size also follows the load (src/common/threads.c): while
+ * other processes compete, ops that cost less than a few thread-milliseconds run on the cores
+ * the others leave free (at least one), costlier ones on the full team; at most the user's
+ * --threads / OMP_NUM_THREADS always. The user's OMP_DYNAMIC, whatever its value, turns this
+ * off: false keeps exactly the threads asked for, true leaves the sizing to the OpenMP runtime.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
