@@ -1,5 +1,6 @@
 /* threads.h — an OpenMP team size that follows the machine's load (internal; the command line
- * turns it on, src/common/threads.c has the why and the measurements).
+ * turns it on with METACL_THREADS_FOLLOW_LOAD=1, src/common/threads.c has the why and the
+ * measurements; not the default: doc/reference-backend.md, "On a shared machine").
  *
  * With other CPU-bound work on the cores, a parallel region waits for its slowest thread, and
  * a thread that shares its core with a competitor is descheduled for whole time slices: the

@@ -23,8 +23,8 @@ void mcl_cli_print_families(FILE *f);
  * again (argv as main got it); returns only when nothing was to do or the exec failed
  * (tools/cli/omp_wait.c). */
 void mcl_cli_omp_wait_policy(char **argv);
-/* The team size follows the load (src/common/threads.h) unless the user set OMP_DYNAMIC, or
- * the build has no OpenMP (tools/cli/omp_wait.c). mcl_cli_omp_team_policy_name: the policy in
+/* The team size follows the load (src/common/threads.h) when METACL_THREADS_FOLLOW_LOAD is set
+ * (not "0") and OMP_DYNAMIC is not (tools/cli/omp_wait.c). mcl_cli_omp_team_policy_name: the policy in
  * force, in words (`metacl version`). */
 void mcl_cli_omp_team_policy(void);
 const char *mcl_cli_omp_team_policy_name(void);
