@@ -12,16 +12,18 @@ T-thread median) and whether T threads were no slower. --competitors 0 runs the 
 whatever the machine is doing.
 
 Comparing policies in one run: --compare NAME=VALUE (repeatable) adds a T-thread run under that
-environment (e.g. --compare OMP_DYNAMIC=false: the fixed team metacl had before its team
-followed the load), beside the same competitors; --rounds R repeats the runs R times,
-alternating (1 thread, T threads, T threads compared, then again), and reports for each the
-median of the R runs' medians, so a change of the machine's other load hits every column alike.
+environment (e.g. --env METACL_THREADS_FOLLOW_LOAD=1 --compare OMP_DYNAMIC=false: the
+load-following team in the second column, the fixed team in the third), beside the same
+competitors; --rounds R repeats the runs R times, alternating (1 thread, T threads, T threads
+compared, then again), and reports for each the median of the R runs' medians, so a change of
+the machine's other load hits every column alike.
 
 Usage:
   python3 tools/scripts/bench-shared.py --bench lm --only lm_eval_static            # T = 2
   python3 tools/scripts/bench-shared.py --bench acl --threads 4 --competitors 4 --reps 3
   python3 tools/scripts/bench-shared.py --bench lm --env OMP_WAIT_POLICY=active     # the old policy
-  python3 tools/scripts/bench-shared.py --bench lm --compare OMP_DYNAMIC=false --rounds 3
+  python3 tools/scripts/bench-shared.py --bench lm --env METACL_THREADS_FOLLOW_LOAD=1 \
+      --compare OMP_DYNAMIC=false --rounds 3
 Options: --metacl PATH (default ./metacl at the repo root), --bench acl|oct|smn|lm (default
   acl), --threads T (default 2), --competitors K (default: os.cpu_count()), --reps R,
   --only NAME[,NAME], --env NAME=VALUE (repeatable: for metacl), --compare NAME=VALUE
