@@ -29,6 +29,12 @@
  * one. The calls are remembered in a small table per thread (op, pass and the elements of its
  * tensors, hashed; a collision only costs one call at the reduced team).
  *
+ * Not the command line's default (METACL_THREADS_FOLLOW_LOAD=1 turns it on): on this project's
+ * busy machine (load 6.5-9 on 2 cores) the fixed passive team of 2 was faster than this policy
+ * on 18 of the 21 bench workloads, and faster than 1 thread even on the LM evaluations (a
+ * thread that sleeps at every barrier gets the scheduler's credit for sleepers and preempts
+ * the CPU-bound competitors); doc/reference-backend.md, "On a shared machine", has the table.
+ *
  * The state is per calling thread (_Thread_local), like OpenMP's nthreads-var that
  * omp_set_num_threads sets: two application threads each running a context adjust their own
  * teams. The ceiling is the calling thread's omp_get_max_threads() whenever it differs from
