@@ -84,7 +84,7 @@ static mcl_status dyn_init(mcl_lm *m, dyn_state *d)
 
 /* θ ← (θ − lr·g) + decay·(θ0 − θ) for every weight the loss reached (no tape): one dyn_step op
  * per weight, in place (ops.def; the floats of the chain scale, sub, sub, scale, add and a copy
- * back that it replaced: six ops and five temporaries per weight, about 330 of the 509 op calls
+ * back that it replaced: five ops, five temporaries and a copy per weight, 325 of the 509 op calls
  * of the bench's lm_eval_dynamic iteration). */
 mcl_status mcl_lm_dyn_step(mcl_ctx *ctx, mcl_tensor *const *w, mcl_tensor *const *w0, int n, float lr,
                            float decay)
