@@ -255,7 +255,8 @@ static double op_work(const mcl_op_args *a)
 static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
-    mcl_threads_op_begin(a->op, 0, op_work(a)); /* the team follows the load when asked (threads.h) */
+    if (mcl_threads_follow_load_on()) /* the team follows the load when asked (threads.h) */
+        mcl_threads_op_begin(a->op, 0, op_work(a));
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) {
         ref_block *b = block_of(a->out[k]->buf->handle);
@@ -278,7 +279,7 @@ static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
 static mcl_status ref_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
-    mcl_threads_op_begin(a->op, 1, op_work(a));
+    if (mcl_threads_follow_load_on()) mcl_threads_op_begin(a->op, 1, op_work(a));
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) materialize_t(a->out[k]);
     for (int k = 0; k < info->n_diff_out; k++) materialize_t(a->gout[k]);
