@@ -1,4 +1,4 @@
-/* optim.cl — optimizer updates, in place: sgd_step, adam_step, clip_scale.
+/* optim.cl — optimizer updates, in place: sgd_step, adam_step, clip_scale, dyn_step.
  * Same float expressions, in the same evaluation order, as src/ref/optim.c (see the equations
  * there); with FP_CONTRACT off every operation is rounded separately, as in the reference
  * (built with -ffp-contract=off), so the updates are bit-identical to it wherever the
@@ -90,4 +90,17 @@ __kernel void clip_scale(__global float *grad, long grad_off, __global const flo
     const float s = max_norm / root;
     if (!(s < 1.0f)) return;
     grad[grad_off + i] = grad[grad_off + i] * s;
+}
+
+/* Dynamic evaluation's step (lr, decay >= 0):
+ *   a = lr * grad;  param = (param - a) + decay * (w0 - param)   (decay > 0; else param - a) */
+__kernel void dyn_step(__global float *param, long param_off, __global const float *grad,
+                       long grad_off, __global const float *w0, long w0_off, long n, float lr,
+                       float decay)
+{
+    const long i = get_global_id(0);
+    if (i >= n) return;
+    const float p = param[param_off + i];
+    const float b = p - lr * grad[grad_off + i];
+    param[param_off + i] = decay > 0.0f ? b + decay * (w0[w0_off + i] - p) : b;
 }

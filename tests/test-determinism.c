@@ -5,7 +5,9 @@
  * Same seed -> identical loss sequence and identical parameter and optimizer-state bits
  * (memcmp); a different context seed (only the dropout masks change) or a different data/init
  * seed -> different bits. The batch is large enough for the GEMMs to take the multi-threaded
- * path, so the check covers the OpenMP code too (same thread count).
+ * path, so the check covers the OpenMP code too: the same bits at 1 and at 3 threads and with
+ * the team following the load (src/common/threads.h; the team may change between ops), as the
+ * thread policy of the command line assumes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +16,10 @@
 
 #include "metacl.h"
 #include "testutil.h"
+#include "threads.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define SEED 8675309u
 #define NPTS 512
@@ -160,6 +166,27 @@ int main(void)
     CHECK(r1.loss[0] != r3.loss[0], "dropout masks already differ at step 1");
     CHECK(!same_bits(&r1, &r4), "other seed: other bits");
     CHECK(!same_losses(&r1, &r4), "other seed: other losses");
+
+#ifdef _OPENMP
+    /* other thread counts, and a team that follows the load: the same bits */
+    const int nt = omp_get_max_threads();
+    omp_set_num_threads(1);
+    run_result t1 = train(SEED, SEED);
+    omp_set_num_threads(3);
+    run_result t3 = train(SEED, SEED);
+    omp_set_num_threads(nt > 1 ? nt : 2);
+    mcl_threads_follow_load(1);
+    run_result tl = train(SEED, SEED);
+    mcl_threads_follow_load(0);
+    omp_set_num_threads(nt);
+    CHECK(t1.ok && t3.ok && tl.ok, "the runs at 1 and 3 threads and following the load completed");
+    CHECK(same_losses(&r1, &t1) && same_bits(&r1, &t1), "1 thread: the bits of %d threads", nt);
+    CHECK(same_losses(&r1, &t3) && same_bits(&r1, &t3), "3 threads: the bits of %d threads", nt);
+    CHECK(same_losses(&r1, &tl) && same_bits(&r1, &tl), "team following the load: the same bits");
+    free(t1.bits);
+    free(t3.bits);
+    free(tl.bits);
+#endif
 
     /* the comparison detects a single flipped bit */
     if (r2.ok && r2.nbits > 0) {

@@ -159,6 +159,7 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
      *   no-null-case sgd_step: no public wrapper; run by mcl_optim_step on the optimizer's own tensors
      *   no-null-case adam_step: no public wrapper; run by mcl_optim_step on the optimizer's own tensors
      *   no-null-case clip_scale: no public wrapper; run by mcl_optim_step (gradient clipping)
+     *   no-null-case dyn_step: no public wrapper; run by the LM's dynamic evaluation on its own weights
      *   no-null-case smn_write_eff: no public wrapper; run by nn/metanet.c's fast-step write on its own tensors
      *   no-null-case smn_avg_write: no public wrapper; run by nn/metanet.c's fast-step write on its own tensors
      *   no-null-case smn_write_add: no public wrapper; run by nn/metanet.c's window-end rebuild on its own tensors

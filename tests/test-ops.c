@@ -1037,6 +1037,22 @@ static int gen_sgd_step(int k, tcase *tc)
     return 1;
 }
 
+/* dyn_step: param, grad, w0 (random); lr and decay (decay 0: plain SGD, the branch without w0);
+ * two calls with the same gradient, so the second decays from a moved param. */
+static int gen_dyn_step(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{1, 1}, {1, 7}, {2, 5, 13}, {2, BIG_R, BIG_C}, {3, 2, 3, 5}};
+    static const float hp[][2] = {{0.1f, 0.02f}, {0.05f, 0.0f}, {0.2f, 0.5f}, {0.1f, 0.02f}, {1e-4f, 1e-3f}};
+    if (k >= (int)(sizeof s / sizeof s[0])) return 0;
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0);
+    tc->p.f[0] = hp[k][0];
+    tc->p.f[1] = hp[k][1];
+    tc->calls = 2;
+    return 1;
+}
+
 /* adam_step: param, grad, m, v; Adam (i0 = 0), AdamW (i0 = 1) and RMSProp (i0 = 2), from zero
  * state and from a random one; two calls with step i1 = 1, 2 (bias corrections differ). */
 static int gen_adam_step(int k, tcase *tc)
@@ -2043,6 +2059,15 @@ static void nv_sgd_step(const tcase *tc, harr *w)
         }
 }
 
+/* param = (param - f0*grad) + f1*(w0 - param) (f1 > 0; else param - f0*grad), `calls` times */
+static void nv_dyn_step(const tcase *tc, harr *w)
+{
+    want_inputs(tc, w);
+    double *pa = w[0].d, *g = w[1].d, *w0 = w[2].d, lr = tc->p.f[0], decay = tc->p.f[1];
+    for (int c = 0; c < tc->calls; c++)
+        for (int64_t i = 0; i < w[0].n; i++) pa[i] = (pa[i] - lr * g[i]) + decay * (w0[i] - pa[i]);
+}
+
 /* Adam (i0 = 0: g += wd*param) / AdamW (i0 = 1: param -= lr*wd*param) / RMSProp (i0 = 2: as
  * Adam with b1 = 0 and no bias correction), step t = 1, 2, ...:
  * m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  param -= lr (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) */
@@ -2619,6 +2644,7 @@ static const opspec SPECS[] = {
     {"embedding", gen_embedding, nv_embedding, FT_EXACT, 1.0, GT_LIN, DT_EXACT}, /* linear in the table */
     {"dropout", gen_dropout, nv_dropout, FT_ROUND, 1.0, GT_LIN, DT_ROUND}, /* fixed mask: linear */
     {"sgd_step", gen_sgd_step, nv_sgd_step, FT_OPTIM, 0.0, 0.0, DT_ROUND},
+    {"dyn_step", gen_dyn_step, nv_dyn_step, FT_OPTIM, 0.0, 0.0, DT_ROUND},
     {"adam_step", gen_adam_step, nv_adam_step, FT_OPTIM, 0.0, 0.0, DT_ROUND},
     {"clip_scale", gen_clip_scale, nv_clip_scale, FT_OPTIM, 0.0, 0.0, DT_ROUND},
     /* copies forward (exact); linear; backward sums the n copies (device order vs double) */

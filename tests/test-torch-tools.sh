@@ -13,7 +13,12 @@
 #   2b. the roofline ceiling (PyTorch median / our bound_ms): the "bound ms" and "ceiling"
 #      columns, "unreachable (ceiling X < goal)" only where the ceiling is below the goal, the
 #      JSON rows' ceiling and reachable checked against the formula (a wrong one is caught);
-#   3. every twin answers --help and rejects an unknown --only with exit 2 (no torch needed).
+#   3. every twin answers --help and rejects an unknown --only with exit 2 (no torch needed);
+#   4. tools/scripts/bench-shared.py --compare OMP_DYNAMIC=false --rounds 3 with a fake metacl
+#      whose medians depend on the call: the runs alternate (1 thread, 2, 2 compared) three
+#      times, OMP_NUM_THREADS is not passed on, OMP_DYNAMIC only to the compared runs, and the
+#      table has the medians of the three rounds (12, 9, 21: not a mean, not the first or last),
+#      the speed-ups and "no slower" yes / no.
 # The checks can fail: the fake records are the ones a wrong classification would pass through.
 SRCDIR=${METACL_SRCDIR:-$(dirname "$0")/..}
 PY=${PYTHON:-python3}
@@ -137,6 +142,30 @@ for s in acl oct smn lm; do
     check "bench-$s-torch.py --only nope" 2 env PYTHONDONTWRITEBYTECODE=1 "$PY" "$T/bench-$s-torch.py" --only nope
     expect_text "bench-$s-torch.py names the workloads" "unknown workload(s) nope"
 done
+
+# 4. bench-shared.py --compare --rounds with a fake metacl
+cat >"$TMP/metacl-shared" <<'EOF'
+#!/bin/sh
+# call n (1..9) of the log: round r = (n-1)/3, column c = (n-1)%3 (1 thread, 2, 2 compared)
+echo "call threads=$5 dyn=${OMP_DYNAMIC:-unset} omp=${OMP_NUM_THREADS:-unset}" >>"$FAKE_LOG"
+n=$(grep -c call "$FAKE_LOG")
+ms=$(echo "10 8 25 30 9 21 12 100 5" | cut -d' ' -f"$n")
+echo '{"bench":"lm","threads":'"$5"',"workloads":[{"name":"w","reps":3,"ms_best":1,"ms_median":'"$ms"'}]}'
+EOF
+chmod +x "$TMP/metacl-shared"
+rm -f "$TMP/log"
+check "bench-shared --compare --rounds 3" 0 env FAKE_LOG="$TMP/log" OMP_NUM_THREADS=7 \
+    PYTHONDONTWRITEBYTECODE=1 "$PY" "$SRCDIR/tools/scripts/bench-shared.py" --metacl "$TMP/metacl-shared" \
+    --bench lm --competitors 0 --compare OMP_DYNAMIC=false --rounds 3
+expect_text "bench-shared: medians of the rounds" "| w | 12.00 | 9.00 | 1.33x | yes | 21.00 | 0.57x | no |"
+want="call threads=1 dyn=unset omp=unset
+call threads=2 dyn=unset omp=unset
+call threads=2 dyn=false omp=unset"
+[ "$(cat "$TMP/log")" = "$want
+$want
+$want" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: bench-shared's runs:"; cat "$TMP/log"; }
+check "bench-shared --rounds 0" 2 env PYTHONDONTWRITEBYTECODE=1 "$PY" "$SRCDIR/tools/scripts/bench-shared.py" \
+    --metacl "$TMP/metacl-shared" --rounds 0
 
 rm -rf "$TMP"
 echo "test-torch-tools: $pass passed, $fail failed"

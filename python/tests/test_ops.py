@@ -123,6 +123,7 @@ SEPARATE = {
     "sgd_step": "in-place optimizer update: test_optimizer_updates",
     "adam_step": "in-place optimizer update: test_optimizer_updates",
     "clip_scale": "in-place optimizer update: test_optimizer_updates",
+    "dyn_step": "in-place optimizer update: test_optimizer_updates",
 }
 
 
@@ -344,3 +345,6 @@ def test_optimizer_updates(backend):
         ops.clip_scale(gg, sq, f=[0.5])
         norm = np.sqrt((g0 * g0).sum())
         assert np.allclose(gg.numpy(), g0 * min(1.0, 0.5 / (norm + 1e-6)), rtol=1e-5)
+        p, w0 = ctx.tensor(p0), ctx.tensor(g0)
+        ops.dyn_step(p, g, w0, f=[0.1, 0.02])
+        assert np.allclose(p.numpy(), (p0 - 0.1 * g0) + 0.02 * (g0 - p0), rtol=1e-6)

@@ -779,6 +779,13 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         if (!(a->p.f[1] >= 0 && a->p.f[1] < 1 && a->p.f[2] >= 0 && a->p.f[2] < 1 && a->p.f[3] > 0))
             return INVALID("adam_step: need 0 <= beta1, beta2 < 1 and eps > 0");
         return MCL_OK;
+    case MCL_OP_DYN_STEP:
+        if ((s = need_same(ctx, op, x, y, "param", "grad")) != MCL_OK) return s;
+        if ((s = need_same(ctx, op, x, a->in[2], "param", "w0")) != MCL_OK) return s;
+        if (!isfinite(a->p.f[0]) || !(a->p.f[1] >= 0) || !isfinite(a->p.f[1]))
+            return INVALID("dyn_step: lr %g must be finite and decay %g finite and >= 0",
+                           (double)a->p.f[0], (double)a->p.f[1]);
+        return MCL_OK;
     case MCL_OP_CLIP_SCALE:
         if (mcl_tensor_numel(y) != 1)
             return SHAPE_ERR("clip_scale: sum of squares %s must have one element",

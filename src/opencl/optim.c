@@ -1,4 +1,5 @@
-/* optim.c — OpenCL host glue of the optimizer updates: sgd_step, adam_step, clip_scale.
+/* optim.c — OpenCL host glue of the optimizer updates: sgd_step, adam_step, clip_scale,
+ * dyn_step.
  * Kernels: kernels/optim.cl; equations and semantics: src/ref/optim.c.
  *
  * These ops update their inputs IN PLACE, have no outputs and no backward. One work-item per
@@ -100,4 +101,22 @@ mcl_status mcl_ocl_clip_scale_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_long(be, k, i, n);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
     return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "clip_scale", "grad", g));
+}
+
+/* Dynamic evaluation's step; lr = f0, decay = f1 >= 0 (src/ref/optim.c):
+ *   a = lr * grad;  param = (param - a) + decay * (w0 - param)   (decay > 0; else param - a) */
+mcl_status mcl_ocl_dyn_step_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *p = a->in[0];
+    const int64_t n = mcl_tensor_numel(p);
+    char wb[160];
+    cl_kernel k = mcl_ocl_kernel(be, "dyn_step", NULL);
+    if (!k) return mcl_ocl_recorded(be);
+    int i = mcl_ocl_arg_tensor(be, k, 0, p);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
+    i = mcl_ocl_arg_long(be, k, i, n);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[1]);
+    return mcl_ocl_launch(be, k, i, n, what(wb, sizeof wb, "dyn_step", "param", p));
 }

@@ -1,4 +1,4 @@
-/* optim.c — reference optimizer updates: sgd_step, adam_step, clip_scale.
+/* optim.c — reference optimizer updates: sgd_step, adam_step, clip_scale, dyn_step.
  *
  * These ops update their inputs IN PLACE and have no outputs and no backward (ops.def:
  * n_out = 0). They are the ground truth the other backends are compared with, so the exact
@@ -174,5 +174,36 @@ mcl_status mcl_ref_clip_scale_fwd(mcl_backend *be, const mcl_op_args *a)
     if (!(s < 1.0f)) return MCL_OK;
 #pragma omp parallel for simd schedule(static) if (n >= OPTIM_PAR_MIN)
     for (int64_t i = 0; i < n; i++) Gr[i] = Gr[i] * s;
+    return MCL_OK;
+}
+
+/* Dynamic evaluation's step (Krause et al. 2018, src/models/lm/lm_eval.c): SGD on the
+ * evaluation's own loss with decay toward the trained weights w0. lr = f0, decay = f1 >= 0.
+ * Per element, the floats of the op chain scale, sub, sub, scale, add it replaces:
+ *   a     = lr * grad
+ *   b     = param - a
+ *   param = b + decay * (w0 - param)      (f1 > 0; else param = b)
+ * param [any]        updated in place
+ * grad  [as param]   read only
+ * w0    [as param]   read only */
+mcl_status mcl_ref_dyn_step_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    float *P = mcl_ref_ptr(a->in[0]);
+    const float *Gr = mcl_ref_ptr(a->in[1]);
+    const float *W0 = mcl_ref_ptr(a->in[2]);
+    const int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
+    const float lr = a->p.f[0], decay = a->p.f[1];
+    if (decay > 0.0f) {
+#pragma omp parallel for simd schedule(static) if (n >= OPTIM_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) {
+            const float p = P[i];
+            const float b = p - lr * Gr[i];
+            P[i] = b + decay * (W0[i] - p);
+        }
+    } else {
+#pragma omp parallel for simd schedule(static) if (n >= OPTIM_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) P[i] = P[i] - lr * Gr[i];
+    }
     return MCL_OK;
 }

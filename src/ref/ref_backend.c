@@ -39,6 +39,7 @@
 
 #include "bufpool.h"
 #include "ref.h"
+#include "threads.h"
 
 /* ---- the buffer pool -------------------------------------------------------------------- */
 
@@ -239,9 +240,23 @@ int mcl_ref_grad_fresh(const mcl_tensor *t)
     return 1;
 }
 
+/* The elements of an op's tensors: tells its calls apart for the thread policy (threads.h). */
+static double op_work(const mcl_op_args *a)
+{
+    const mcl_op_info *info = &mcl_op_table[a->op];
+    double w = 0.0;
+    for (int k = 0; k < info->n_in; k++)
+        if (a->in[k]) w += (double)numel(a->in[k]);
+    for (int k = 0; k < info->n_out; k++)
+        if (a->out[k]) w += (double)numel(a->out[k]);
+    return w;
+}
+
 static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
+    if (mcl_threads_follow_load_on()) /* the team follows the load when asked (threads.h) */
+        mcl_threads_op_begin(a->op, 0, op_work(a));
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) {
         ref_block *b = block_of(a->out[k]->buf->handle);
@@ -256,18 +271,23 @@ static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
             materialize(b);
         }
     }
-    return ref_impl[a->op].fwd(be, a);
+    const mcl_status st = ref_impl[a->op].fwd(be, a);
+    mcl_threads_op_end();
+    return st;
 }
 
 static mcl_status ref_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_op_info *info = &mcl_op_table[a->op];
+    if (mcl_threads_follow_load_on()) mcl_threads_op_begin(a->op, 1, op_work(a));
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) materialize_t(a->out[k]);
     for (int k = 0; k < info->n_diff_out; k++) materialize_t(a->gout[k]);
     if (!bwd_fresh_aware[a->op])
         for (int k = 0; k < info->n_in; k++) materialize_t(a->gin[k]);
-    return ref_impl[a->op].bwd(be, a);
+    const mcl_status st = ref_impl[a->op].bwd(be, a);
+    mcl_threads_op_end();
+    return st;
 }
 
 mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out)

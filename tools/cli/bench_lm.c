@@ -240,20 +240,11 @@ static void *static_setup(mcl_ctx *ctx) { return lm_setup(ctx, LM_STATIC); }
 static void *dynamic_setup(mcl_ctx *ctx) { return lm_setup(ctx, LM_DYNAMIC); }
 static void *smn_setup(mcl_ctx *ctx) { return lm_setup(ctx, LM_SMN); }
 
-/* θ ← θ − lr·g + decay·(θ0 − θ) for every slow weight the loss reached (lm_eval.c dyn_step). */
+/* θ ← (θ − lr·g) + decay·(θ0 − θ) for every slow weight the loss reached (lm_eval.c's step,
+ * one dyn_step op per weight). */
 static mcl_status dyn_step(mcl_ctx *ctx, lm_st *s)
 {
-    mcl_no_grad_begin(ctx);
-    mcl_status st = MCL_OK;
-    for (int i = 0; i < s->n_dyn && st == MCL_OK; i++) {
-        mcl_tensor *g = mcl_tensor_grad(s->dyn_w[i]);
-        if (!g) continue;
-        mcl_tensor *x = mcl_sub(ctx, s->dyn_w[i], mcl_scale(ctx, g, DYN_LR));
-        x = mcl_add(ctx, x, mcl_scale(ctx, mcl_sub(ctx, s->dyn_w0[i], s->dyn_w[i]), DYN_DECAY));
-        st = x ? mcl_tensor_copy_into(s->dyn_w[i], x) : mcl_ctx_status(ctx);
-    }
-    mcl_no_grad_end(ctx);
-    return st;
+    return mcl_lm_dyn_step(ctx, s->dyn_w, s->dyn_w0, s->n_dyn, DYN_LR, DYN_DECAY);
 }
 
 /* One window of Algorithm 1 (lm_train.c window_loss, then the harness's backward, window end,

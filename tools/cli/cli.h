@@ -23,6 +23,11 @@ void mcl_cli_print_families(FILE *f);
  * again (argv as main got it); returns only when nothing was to do or the exec failed
  * (tools/cli/omp_wait.c). */
 void mcl_cli_omp_wait_policy(char **argv);
+/* The team size follows the load (src/common/threads.h) when METACL_THREADS_FOLLOW_LOAD is set
+ * (not "0") and OMP_DYNAMIC is not (tools/cli/omp_wait.c). mcl_cli_omp_team_policy_name: the policy in
+ * force, in words (`metacl version`). */
+void mcl_cli_omp_team_policy(void);
+const char *mcl_cli_omp_team_policy_name(void);
 
 /* `metacl bench gemm`: GFLOP/s of the reference sgemm (tools/cli/bench_gemm.c). */
 int mcl_cli_bench_gemm(int argc, char **argv);

@@ -120,6 +120,7 @@ static int cmd_version(int argc, char **argv)
     printf("OpenMP: yes (%d), wait policy %s\n", (int)_OPENMP,
            getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY")
            : getenv("GOMP_SPINCOUNT") ? "GOMP_SPINCOUNT" : "the runtime's default (tools/cli/omp_wait.c)");
+    printf("OpenMP team: %s\n", mcl_cli_omp_team_policy_name());
 #else
     printf("OpenMP: no\n");
 #endif
@@ -330,6 +331,7 @@ int main(int argc, char **argv)
         return 2;
     }
     mcl_cli_omp_wait_policy(argv); /* may execute metacl again (tools/cli/omp_wait.c) */
+    mcl_cli_omp_team_policy();     /* METACL_THREADS_FOLLOW_LOAD=1: the team follows the load */
     const char *cmd = argv[1];
     const char *limit = getenv("METACL_MEMORY_LIMIT");
     uint64_t lv = 0;

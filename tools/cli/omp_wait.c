@@ -1,4 +1,5 @@
-/* omp_wait.c — the OpenMP wait policy of the command line: passive unless the user chose.
+/* omp_wait.c — the OpenMP wait policy and team size of the command line: passive, and a team
+ * that follows the load, unless the user chose.
  *
  * An OpenMP thread that reaches a barrier first waits for the others. libgomp's default is to
  * spin (about 300 000 iterations) before sleeping. On a dedicated machine that saves the
@@ -15,6 +16,18 @@
  * through the dynamic loader (the bundle's run: the loader's options cannot be recovered, so
  * the runtime's default stays). OMP_WAIT_POLICY=active
  * restores the spinning (measure both on a quiet machine: doc/reference-backend.md).
+ *
+ * Passive waiting was not enough: a thread that shares its core with a competitor still waits
+ * whole time slices at every barrier, and the LM's dynamic evaluation (about 500 ops, most of
+ * them parallel regions, in 47 ms) ran 2.4x slower at 2 threads than at 1 beside two busy
+ * processes on a quiet 2-core machine. With METACL_THREADS_FOLLOW_LOAD=1 the team size follows
+ * the load (src/common/threads.c): while other processes compete, ops that cost less than a few
+ * thread-milliseconds run on the cores the others leave free (at least one), costlier ones on
+ * the full team; at most the user's --threads / OMP_NUM_THREADS always; the user's OMP_DYNAMIC,
+ * whatever its value, keeps it off. It is not the default: on this project's busy machine
+ * (another session's builds and niced jobs besides the two competitors) the fixed passive team
+ * was faster than both 1 thread and the policy on most workloads (doc/reference-backend.md,
+ * "On a shared machine").
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -25,6 +38,7 @@
 #endif
 
 #include "cli.h"
+#include "threads.h"
 
 void mcl_cli_omp_wait_policy(char **argv)
 {
@@ -45,4 +59,24 @@ void mcl_cli_omp_wait_policy(char **argv)
 #else
     (void)argv;
 #endif
+}
+
+void mcl_cli_omp_team_policy(void)
+{
+#ifdef _OPENMP
+    const char *on = getenv("METACL_THREADS_FOLLOW_LOAD");
+    if (on && *on && strcmp(on, "0") != 0 && !getenv("OMP_DYNAMIC")) mcl_threads_follow_load(1);
+#endif
+}
+
+const char *mcl_cli_omp_team_policy_name(void)
+{
+#ifdef _OPENMP
+    if (mcl_threads_follow_load_on())
+        return "follows the load (METACL_THREADS_FOLLOW_LOAD; at most --threads / OMP_NUM_THREADS)";
+    const char *d = getenv("OMP_DYNAMIC");
+    if (d) return d[0] == 't' || d[0] == 'T' || d[0] == '1' ? "the runtime's (OMP_DYNAMIC=true)"
+                                                             : "fixed (OMP_DYNAMIC set)";
+#endif
+    return "fixed (METACL_THREADS_FOLLOW_LOAD=1: follows the load)";
 }

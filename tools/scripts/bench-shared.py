@@ -11,13 +11,24 @@ prints a Markdown table: the medians at 1 and T threads, T-thread speed-up (1-th
 T-thread median) and whether T threads were no slower. --competitors 0 runs the same on
 whatever the machine is doing.
 
+Comparing policies in one run: --compare NAME=VALUE (repeatable) adds a T-thread run under that
+environment (e.g. --env METACL_THREADS_FOLLOW_LOAD=1 --compare OMP_DYNAMIC=false: the
+load-following team in the second column, the fixed team in the third), beside the same
+competitors; --rounds R repeats the runs R times, alternating (1 thread, T threads, T threads
+compared, then again), and reports for each the median of the R runs' medians, so a change of
+the machine's other load hits every column alike.
+
 Usage:
   python3 tools/scripts/bench-shared.py --bench lm --only lm_eval_static            # T = 2
   python3 tools/scripts/bench-shared.py --bench acl --threads 4 --competitors 4 --reps 3
   python3 tools/scripts/bench-shared.py --bench lm --env OMP_WAIT_POLICY=active     # the old policy
+  python3 tools/scripts/bench-shared.py --bench lm --env METACL_THREADS_FOLLOW_LOAD=1 \
+      --compare OMP_DYNAMIC=false --rounds 3
 Options: --metacl PATH (default ./metacl at the repo root), --bench acl|oct|smn|lm (default
   acl), --threads T (default 2), --competitors K (default: os.cpu_count()), --reps R,
-  --only NAME[,NAME], --env NAME=VALUE (repeatable: for metacl), --json.
+  --only NAME[,NAME], --env NAME=VALUE (repeatable: for metacl), --compare NAME=VALUE
+  (repeatable: the compared T-thread run's environment, on top of --env), --rounds R (default
+  1), --json.
 Exit status: 0 ok (whatever the result), 1 when metacl fails, 2 on bad flags.
 """
 
@@ -40,13 +51,15 @@ def parse_args(argv):
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--only", default=None)
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--compare", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     if a.threads < 2:
         p.error("--threads must be >= 2 (it is compared with 1)")
-    if a.competitors < 0 or (a.reps is not None and a.reps < 1):
-        p.error("--competitors must be >= 0 and --reps >= 1")
-    for e in a.env:
+    if a.competitors < 0 or (a.reps is not None and a.reps < 1) or a.rounds < 1:
+        p.error("--competitors must be >= 0, --reps and --rounds >= 1")
+    for e in a.env + a.compare:
         if "=" not in e or not e.split("=", 1)[0]:
             p.error("--env wants NAME=VALUE (not %r)" % e)
     return a
@@ -71,42 +84,90 @@ def run_bench(a, threads, env):
         return None
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def with_env(base, pairs):
+    env = dict(base)
+    for e in pairs:
+        k, v = e.split("=", 1)
+        env[k] = v
+    return env
+
+
+def rows_of(runs, threads, has_compare):
+    """runs: [(one, many, compared or None)] per round -> one row per workload of the first
+    1-thread run, with the medians over the rounds (names missing from a run are skipped)."""
+    rows = []
+    for name in runs[0][0]:
+        ones = [r[0][name] for r in runs if name in r[0]]
+        manys = [r[1][name] for r in runs if name in r[1]]
+        cmps = [r[2][name] for r in runs if r[2] is not None and name in r[2]]
+        if not ones or not manys or (has_compare and not cmps):
+            continue
+        one, many = median(ones), median(manys)
+        if many <= 0:
+            continue
+        row = {"name": name, "ms_1": one, "ms_T": many, "speedup": one / many,
+               "no_slower": many <= one}
+        if has_compare:
+            c = median(cmps)
+            row.update({"ms_T_compare": c, "speedup_compare": one / c if c > 0 else 0.0,
+                        "no_slower_compare": c <= one})
+        rows.append(row)
+    return rows
+
+
 def main(argv):
     a = parse_args(argv)
     env = dict(os.environ)
     env.pop("OMP_NUM_THREADS", None)
-    for e in a.env:
-        k, v = e.split("=", 1)
-        env[k] = v
+    env = with_env(env, a.env)
+    cmp_env = with_env(env, a.compare) if a.compare else None
     busy = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(a.competitors)]
+    runs = []
     try:
-        one = run_bench(a, 1, env)
-        many = run_bench(a, a.threads, env) if one is not None else None
+        for _ in range(a.rounds):
+            one = run_bench(a, 1, env)
+            many = run_bench(a, a.threads, env) if one is not None else None
+            cmp = run_bench(a, a.threads, cmp_env) if many is not None and cmp_env else None
+            if one is None or many is None or (cmp_env and cmp is None):
+                return 1
+            runs.append((one, many, cmp))
     finally:
         for b in busy:
             b.kill()
         for b in busy:
             b.wait()
-    if one is None or many is None:
-        return 1
-    rows = []
-    for name in one:
-        if name in many and many[name] > 0:
-            rows.append({"name": name, "ms_1": one[name], "ms_T": many[name],
-                         "speedup": one[name] / many[name], "no_slower": many[name] <= one[name]})
+    rows = rows_of(runs, a.threads, cmp_env is not None)
     if a.json:
         print(json.dumps({"bench": a.bench, "threads": a.threads, "competitors": a.competitors,
-                          "env": a.env, "workloads": rows}))
+                          "env": a.env, "compare": a.compare, "rounds": a.rounds,
+                          "workloads": rows}))
         return 0
-    print("metacl bench %s beside %d CPU-bound competitor(s)%s" % (
-        a.bench, a.competitors, (", " + " ".join(a.env)) if a.env else ""))
+    print("metacl bench %s beside %d CPU-bound competitor(s)%s, %d round(s)" % (
+        a.bench, a.competitors, (", " + " ".join(a.env)) if a.env else "", a.rounds))
     print()
-    print("| workload | 1 thread ms (median) | %d threads ms (median) | speed-up | %d no slower |"
-          % (a.threads, a.threads))
-    print("|---|---:|---:|---:|:---:|")
+    c = " ".join(a.compare)
+    if cmp_env:
+        print("| workload | 1 thread ms | %d threads ms | speed-up | no slower | %d threads %s ms "
+              "| speed-up | no slower |" % (a.threads, a.threads, c))
+        print("|---|---:|---:|---:|:---:|---:|---:|:---:|")
+    else:
+        print("| workload | 1 thread ms (median) | %d threads ms (median) | speed-up | %d no slower |"
+              % (a.threads, a.threads))
+        print("|---|---:|---:|---:|:---:|")
+    yn = lambda b: "yes" if b else "no"
     for r in rows:
-        print("| %s | %.2f | %.2f | %.2fx | %s |" % (r["name"], r["ms_1"], r["ms_T"], r["speedup"],
-                                                   "yes" if r["no_slower"] else "no"))
+        line = "| %s | %.2f | %.2f | %.2fx | %s |" % (r["name"], r["ms_1"], r["ms_T"], r["speedup"],
+                                                     yn(r["no_slower"]))
+        if cmp_env:
+            line += " %.2f | %.2fx | %s |" % (r["ms_T_compare"], r["speedup_compare"],
+                                              yn(r["no_slower_compare"]))
+        print(line)
     return 0
 
 

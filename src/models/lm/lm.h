@@ -118,6 +118,13 @@ mcl_status mcl_lm_forward(mcl_lm *m, mcl_fast_mode mode, const mcl_lm_memory *me
                           mcl_tensor **logits, mcl_lm_pending *pend);
 mcl_status mcl_lm_memory_commit(mcl_lm_memory *mem, const mcl_lm_pending *pend);
 
+/* Dynamic evaluation's step on n slow weights w[i] (each with w0[i], its trained value, of its
+ * shape): w ← (w − lr·g) + decay·(w0 − w) for every w that has a gradient g (no tape; decay
+ * <= 0: w − lr·g), one in-place dyn_step op per weight (ops.def), the floats of the chain
+ * scale, sub, sub, scale, add it replaced (lm_eval.c, the bench's lm_eval_dynamic). */
+mcl_status mcl_lm_dyn_step(mcl_ctx *ctx, mcl_tensor *const *w, mcl_tensor *const *w0, int n, float lr,
+                           float decay);
+
 #ifdef __cplusplus
 }
 #endif
