@@ -209,6 +209,15 @@ static void cost_adam_step(const mcl_op_args *a, int bwd, mcl_op_cost *c)
     c->bytes = F * (ins(a) + nel(a->in[0]) + nel(a->in[2]) + nel(a->in[3]));
 }
 
+/* dyn_step reads w0 only when the decay f1 is on */
+static const char form_dyn_step[] = "0 flops; F(|param| r+w + |grad| + |w0| if f1 > 0)";
+static void cost_dyn_step(const mcl_op_args *a, int bwd, mcl_op_cost *c)
+{
+    (void)bwd;
+    c->flops = 0;
+    c->bytes = F * (2 * nel(a->in[0]) + nel(a->in[1]) + (a->p.f[1] > 0 ? nel(a->in[2]) : 0));
+}
+
 static const char form_clip_scale[] = "0 flops; F(|grad| r+w + 1)";
 static void cost_clip_scale(const mcl_op_args *a, int bwd, mcl_op_cost *c)
 {
