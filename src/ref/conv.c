@@ -557,32 +557,6 @@ MCL_HOT static void band_out(const float *restrict band, int64_t M, int64_t j0, 
     }
 }
 
-/* The next image's input of a product (x_b+1 for the forward, g_b+1 for the input gradient):
- * nf floats from p, brought into L2 a share at a time while the product runs (s1_next_some,
- * once per band or group of tiles), so that copying it into its padded planes afterwards
- * reads L2 and does not wait on memory. */
-typedef struct s1_next {
-    const char *p, *end; /* the lines still to fetch */
-    int64_t per;         /* lines per call */
-} s1_next;
-
-static void s1_next_init(s1_next *nx, const float *p, int64_t nf, int64_t ncalls)
-{
-    nx->p = (const char *)p;
-    nx->end = p ? (const char *)(p + nf) : nx->p;
-    nx->per = ((nf * (int64_t)sizeof(float) + 63) / 64 + ncalls - 1) / (ncalls > 0 ? ncalls : 1);
-}
-
-static void s1_next_some(s1_next *nx)
-{
-#if defined(__GNUC__)
-    for (int64_t n = 0; n < nx->per && nx->p < nx->end; n++, nx->p += 64)
-        __builtin_prefetch(nx->p, 0, 2);
-#else
-    (void)nx;
-#endif
-}
-
 /* The product A [M, K] · B over the grid columns [0, J) (grid width wp, of which wo valid),
  * written out with band_out into dst (rows ldd apart). A's row r at a + r*K (rows >= M read
  * as zeros), B's row k at b + boff[k]. One band of S1_NR grid columns at a time: its B strip
@@ -590,13 +564,9 @@ static void s1_next_some(s1_next *nx)
  * while it is in L1. */
 static void s1_product(int64_t M, int64_t J, int64_t K, const float *a, const float *zeros,
                        const float *b, const int64_t *boff, int64_t wp, int64_t wo, float *band,
-                       float *dst, int64_t ldd, const float *bias, int mode,
-                       const float *next, int64_t nnext)
+                       float *dst, int64_t ldd, const float *bias, int mode)
 {
-    s1_next nx;
-    s1_next_init(&nx, next, nnext, (J + S1_NR - 1) / S1_NR);
     for (int64_t j0 = 0; j0 < J; j0 += S1_NR) {
-        s1_next_some(&nx);
         for (int64_t i0 = 0; i0 < M; i0 += S1_MR) {
             const float *rows[S1_MR];
             s1_rows(a, NULL, K, i0, M, zeros, rows);
@@ -776,24 +746,6 @@ static int s1_run_pixels(int64_t wo)
 }
 #endif
 
-/* Ask for the cache lines of dst[m*ldd + i], m < M, i < n, to be written (prefetchw): issued
- * before the tiles whose results go there are computed, so that the lines arrive while the
- * tiles run. Without it the write-out, 32 rows of a large output each a line miss, cost a
- * third of the time of the tiles (perf, 800 x 32 x 14 x 14). No effect on any value. */
-static void prefetch_rows(const float *dst, int64_t ldd, int64_t M, int64_t n)
-{
-#if defined(__GNUC__)
-    for (int64_t m = 0; m < M; m++) {
-        const char *r = (const char *)(dst + m * ldd);
-        for (int64_t off = 0; off < n * (int64_t)sizeof(float); off += 64)
-            __builtin_prefetch(r + off, 1, 3);
-        __builtin_prefetch(r + n * (int64_t)sizeof(float) - 1, 1, 3);
-    }
-#else
-    (void)dst, (void)ldd, (void)M, (void)n;
-#endif
-}
-
 /* s1_product with s1_tile_t over the P = ho*wo valid pixels (grid rows of wp columns, wo of
  * them valid): at [K, round_up(M, S1_NR)] is A transposed (zero past M), band [S1_TGROUP *
  * S1_MR, round_up(M, S1_NR)] holds S1_TGROUP tiles, written out together with band_out_t;
@@ -801,19 +753,14 @@ static void prefetch_rows(const float *dst, int64_t ldd, int64_t M, int64_t n)
  * lanes at the last pixel and drops them. */
 static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const float *b,
                          const int64_t *boff, int64_t wp, int64_t wo, float *band, float *dst,
-                         int64_t ldd, const float *bias, int mode, const float *next,
-                         int64_t nnext)
+                         int64_t ldd, const float *bias, int mode)
 {
     const int64_t Mn = round_up(M, S1_NR);
-    s1_next nx;
 #if S1_RUN_MAX
     const int R = s1_run_pixels(wo);
     if (R) { /* tiles of two runs of R pixels, groups of S1_TGROUP runs */
-        s1_next_init(&nx, next, nnext, (P + S1_TGROUP * R - 1) / (S1_TGROUP * R));
         for (int64_t g0 = 0; g0 < P; g0 += S1_TGROUP * R) {
             const int64_t gn = P - g0 < S1_TGROUP * R ? P - g0 : S1_TGROUP * R;
-            prefetch_rows(dst + g0, ldd, M, gn);
-            s1_next_some(&nx);
             for (int64_t p0 = g0; p0 < g0 + gn; p0 += 2 * R) {
                 const int64_t p1 = p0 + R < P ? p0 + R : p0; /* a last single run: twice */
                 const float *b1 = b + p0 / wo * wp + p0 % wo, *b2 = b + p1 / wo * wp + p1 % wo;
@@ -826,11 +773,8 @@ static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const
     }
 #endif
     const int np = s1_tile_pixels(P);
-    s1_next_init(&nx, next, nnext, (P + S1_TGROUP * np - 1) / (S1_TGROUP * np));
     for (int64_t g0 = 0; g0 < P; g0 += S1_TGROUP * np) {
         const int64_t gn = P - g0 < S1_TGROUP * np ? P - g0 : S1_TGROUP * np;
-        prefetch_rows(dst + g0, ldd, M, gn);
-        s1_next_some(&nx);
         for (int64_t p0 = g0; p0 < g0 + gn; p0 += np) {
             const float *bp[S1_MR];
             for (int i = 0; i < np; i++) {
@@ -1134,16 +1078,14 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
         for (int64_t b = 0; b < d->B; b++) {
             if (!xp) continue;
             to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
-            const float *next = b + 1 < d->B ? x + (b + 1) * CHW : NULL; /* into L2 meanwhile */
-            const int64_t nnext = next ? CHW : 0;
             if (d->KK < S1_FWD_MIN_KK)
                 s1_rows_out(d, &e, w, zeros, xp, roff, bias, out + b * OP);
             else if (swap)
                 s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
-                             d->P, bias, OUT_BIAS, next, nnext);
+                             d->P, bias, OUT_BIAS);
             else
                 s1_product(d->O, e.J, d->KK, w, zeros, xp, roff, e.Wp, d->Wo, band,
-                           out + b * OP, d->P, bias, OUT_BIAS, next, nnext);
+                           out + b * OP, d->P, bias, OUT_BIAS);
         }
         free(xp);
     }
@@ -1236,15 +1178,13 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                     for (int64_t o = 0; o < d->O; o++) pb[o] += dsum(gb + o * d->P, d->P);
                 if (gx) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
                     to_padded(gb, d->O, d->Ho, d->Wo, e.pg, gp);
-                    const float *next = b + 1 < b1 ? gb + OP : NULL; /* into L2 meanwhile */
-                    const int64_t nnext = next ? OP : 0;
                     const int mode = fresh_x ? OUT_STORE : OUT_ADD;
                     if (swap)
                         s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
-                                     gx + b * CHW, d->H * d->W, NULL, mode, next, nnext);
+                                     gx + b * CHW, d->H * d->W, NULL, mode);
                     else
                         s1_product(d->C, e.Jx, KKx, wt, zeros, gp, roffx, e.Wg, d->W, band,
-                                   gx + b * CHW, d->H * d->W, NULL, mode, next, nnext);
+                                   gx + b * CHW, d->H * d->W, NULL, mode);
                 }
                 if (want_w && dot) { /* pw[o][r] += sum_j gg[o][j] * x_r[j] */
                     to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
