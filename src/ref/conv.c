@@ -35,7 +35,7 @@
  * buffers (conv2d's, the norm backward's chunk sums, inorm_pool_relu's planes) are the only
  * allocations: on failure the op returns MCL_ERR_OOM.
  */
-#if defined(__AVX512F__)
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 #include <math.h>
@@ -196,16 +196,49 @@ MCL_HOT static void store_rounded(float *restrict y, const double *restrict v, i
     for (int64_t j = 0; j < n; j++) y[j] = 0.0f + (float)v[j];
 }
 
+#if defined(__AVX__)
+/* v[k] = (m[0*ldm + k], .., m[7*ldm + k]) for k < 8: the 8 x 8 block m (rows ldm apart)
+ * transposed in eight 256-bit registers (unpack, shuffle, lane permute: 24 instructions). GCC
+ * compiled the same with float arrays into element moves through the stack, whose vector
+ * reloads waited on failed store forwarding (band_out_t took a third of the time of the
+ * tiles whose results it wrote out, 800 x 32 x 14 x 14). */
+static inline void tr8x8(const float *m, int64_t ldm, __m256 v[8])
+{
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(m + i * ldm);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        v[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+#endif
+
 /* t[k*ldt + o] = m[o*ldm + k] for o < 8, k < 8: one 8 x 8 block, its sizes fixed so that
  * the compiler keeps it in vector registers (measured on 32 x 196 floats: 2.4x faster than
- * 16 x 16 blocks of run-time size through a small array) */
+ * 16 x 16 blocks of run-time size through a small array); with AVX, tr8x8 */
 MCL_HOT static void transpose8(const float *restrict m, int64_t ldm, float *restrict t, int64_t ldt)
 {
+#if defined(__AVX__)
+    __m256 v[8];
+    tr8x8(m, ldm, v);
+    for (int k = 0; k < 8; k++) _mm256_storeu_ps(t + k * ldt, v[k]);
+#else
     float blk[8][8];
     for (int o = 0; o < 8; o++)
         for (int k = 0; k < 8; k++) blk[o][k] = m[o * ldm + k];
     for (int k = 0; k < 8; k++)
         for (int o = 0; o < 8; o++) t[k * ldt + o] = blk[o][k];
+#endif
 }
 
 /* t[k*ldt + o] = m[o*ldm + k] for o < O, k < n: m [O, n] (rows ldm apart) transposed, in
@@ -596,34 +629,162 @@ static int s1_tile_pixels(int64_t P)
     return best;
 }
 
+/* Tiles of s1_product_t whose results are kept in its band before they are written out:
+ * S1_TGROUP * S1_MR pixels (a run of 56 for 7-pixel tiles) per channel row of dst. */
+#define S1_TGROUP 8
+
+/* dst[m*ldd + i] (=, +=) band[i*ldb + m] for i < n, m < M (OUT_BIAS stores band + bias[m],
+ * OUT_STORE 0 + band, OUT_ADD adds band): the band of s1_product_t written out transposed,
+ * in 8 x 8 blocks (each a vector load per band row and a vector store per dst row), the
+ * ragged edges element by element. The same operation per element as an element-wise loop. */
+MCL_HOT static void band_out_t(const float *restrict band, int64_t ldb, int64_t n, int64_t M,
+                               float *restrict dst, int64_t ldd, const float *bias, int mode)
+{
+    const int64_t n8 = n / 8 * 8, M8 = M / 8 * 8;
+    for (int64_t i0 = 0; i0 < n8; i0 += 8)
+        for (int64_t m0 = 0; m0 < M8; m0 += 8) {
+#if defined(__AVX__)
+            __m256 v[8]; /* v[m]: the 8 pixels of channel m0 + m */
+            tr8x8(band + i0 * ldb + m0, ldb, v);
+            for (int m = 0; m < 8; m++) {
+                float *d = dst + (m0 + m) * ldd + i0;
+                if (mode == OUT_BIAS)
+                    _mm256_storeu_ps(d, _mm256_add_ps(v[m], _mm256_set1_ps(bias[m0 + m])));
+                else if (mode == OUT_STORE)
+                    _mm256_storeu_ps(d, _mm256_add_ps(_mm256_setzero_ps(), v[m]));
+                else
+                    _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), v[m]));
+            }
+#else
+            float blk[8][8]; /* blk[m][i] */
+            for (int i = 0; i < 8; i++)
+                for (int m = 0; m < 8; m++) blk[m][i] = band[(i0 + i) * ldb + m0 + m];
+            for (int m = 0; m < 8; m++) {
+                float *restrict d = dst + (m0 + m) * ldd + i0;
+                if (mode == OUT_BIAS) {
+                    const float bm = bias[m0 + m];
+                    for (int i = 0; i < 8; i++) d[i] = blk[m][i] + bm;
+                } else if (mode == OUT_STORE)
+                    for (int i = 0; i < 8; i++) d[i] = 0.0f + blk[m][i];
+                else
+                    for (int i = 0; i < 8; i++) d[i] += blk[m][i];
+            }
+#endif
+        }
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t i = m < M8 ? n8 : 0; i < n; i++) {
+            const float v = band[i * ldb + m];
+            float *d = dst + m * ldd + i;
+            if (mode == OUT_BIAS)
+                *d = v + bias[m];
+            else if (mode == OUT_STORE)
+                *d = 0.0f + v;
+            else
+                *d += v;
+        }
+}
+
+/* With AVX-512 (32 vector registers), s1_product_t runs a larger tile where the image rows
+ * split into runs of R pixels, R in [S1_RUN_MIN, S1_RUN_MAX] (14 x 14 and 7 x 7: R = 7): two
+ * runs of R consecutive pixels x S1_NR rows of A, 4R accumulators (28 zmm for R = 7), each
+ * run read through one pointer (pixel i at b1 + i), so the tile needs two pointers where
+ * s1_tile_tn needs one per pixel. Each row of A then serves 2R pixels instead of S1_MR - 1
+ * or S1_MR: half the traffic of A (at, [K, 32], 36 KiB for K = 288, read from L2 once per
+ * tile). Each output element is the same fmaf sequence as in s1_tile_tn (the same bits). */
+#if defined(__AVX512F__)
+#define S1_RUN_MIN 5
+#define S1_RUN_MAX 7
+#else
+#define S1_RUN_MAX 0
+#endif
+
+#if S1_RUN_MAX
+/* tile[i][m] = sum_{k < K} x_i[boff[k]] * at[k*lda + m] for i < 2R, m < S1_NR, with x_i =
+ * b1 + i for i < R and b2 + i - R after; stored at c[i*ldc + m] */
+S1_INLINE void s1_tile_runn(int R, int64_t K, const float *b1, const float *b2,
+                            const int64_t *restrict boff, const float *restrict at, int64_t lda,
+                            float *restrict c, int64_t ldc)
+{
+    float acc[2 * S1_RUN_MAX][S1_NR];
+    for (int i = 0; i < 2 * R; i++)
+        MCL_SIMD for (int m = 0; m < S1_NR; m++) acc[i][m] = 0.0f;
+    for (int64_t k = 0; k < K; k++) {
+        const float *x1 = b1 + boff[k], *x2 = b2 + boff[k], *ak = at + k * lda;
+        for (int i = 0; i < R; i++) {
+            const float bi = x1[i];
+            MCL_SIMD for (int m = 0; m < S1_NR; m++) acc[i][m] = MADD(bi, ak[m], acc[i][m]);
+        }
+        for (int i = 0; i < R; i++) {
+            const float bi = x2[i];
+            MCL_SIMD for (int m = 0; m < S1_NR; m++)
+                acc[R + i][m] = MADD(bi, ak[m], acc[R + i][m]);
+        }
+    }
+    for (int i = 0; i < 2 * R; i++)
+        MCL_SIMD for (int m = 0; m < S1_NR; m++) c[i * ldc + m] = acc[i][m];
+}
+
+/* s1_tile_runn for R in [S1_RUN_MIN, S1_RUN_MAX] */
+MCL_HOT static void s1_tile_run(int R, int64_t K, const float *b1, const float *b2,
+                                const int64_t *boff, const float *at, int64_t lda, float *c,
+                                int64_t ldc)
+{
+    switch (R) {
+    case 5: s1_tile_runn(5, K, b1, b2, boff, at, lda, c, ldc); return;
+    case 6: s1_tile_runn(6, K, b1, b2, boff, at, lda, c, ldc); return;
+    default: s1_tile_runn(7, K, b1, b2, boff, at, lda, c, ldc); return;
+    }
+}
+
+/* The run length R for rows of wo pixels: the largest divisor of wo in [S1_RUN_MIN,
+ * S1_RUN_MAX], 0 if none */
+static int s1_run_pixels(int64_t wo)
+{
+    for (int R = S1_RUN_MAX; R >= S1_RUN_MIN; R--)
+        if (wo % R == 0) return R;
+    return 0;
+}
+#endif
+
 /* s1_product with s1_tile_t over the P = ho*wo valid pixels (grid rows of wp columns, wo of
- * them valid): at [K, round_up(M, S1_NR)] is A transposed (zero past M), band [S1_MR,
- * round_up(M, S1_NR)]; dst[m][p] (=, +=) as in band_out. A last tile with fewer than S1_MR
- * pixels points its spare lanes at the last pixel and drops them. */
+ * them valid): at [K, round_up(M, S1_NR)] is A transposed (zero past M), band [S1_TGROUP *
+ * S1_MR, round_up(M, S1_NR)] holds S1_TGROUP tiles, written out together with band_out_t;
+ * dst[m][p] (=, +=) as in band_out. A last tile with fewer than S1_MR pixels points its spare
+ * lanes at the last pixel and drops them. */
 static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const float *b,
                          const int64_t *boff, int64_t wp, int64_t wo, float *band, float *dst,
                          int64_t ldd, const float *bias, int mode)
 {
     const int64_t Mn = round_up(M, S1_NR);
+#if S1_RUN_MAX
+    const int R = s1_run_pixels(wo);
+    if (R) { /* tiles of two runs of R pixels, groups of S1_TGROUP runs */
+        for (int64_t g0 = 0; g0 < P; g0 += S1_TGROUP * R) {
+            const int64_t gn = P - g0 < S1_TGROUP * R ? P - g0 : S1_TGROUP * R;
+            for (int64_t p0 = g0; p0 < g0 + gn; p0 += 2 * R) {
+                const int64_t p1 = p0 + R < P ? p0 + R : p0; /* a last single run: twice */
+                const float *b1 = b + p0 / wo * wp + p0 % wo, *b2 = b + p1 / wo * wp + p1 % wo;
+                for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR)
+                    s1_tile_run(R, K, b1, b2, boff, at + m0, Mn, band + (p0 - g0) * Mn + m0, Mn);
+            }
+            band_out_t(band, Mn, gn, M, dst + g0, ldd, bias, mode);
+        }
+        return;
+    }
+#endif
     const int np = s1_tile_pixels(P);
-    for (int64_t p0 = 0; p0 < P; p0 += np) {
-        const float *bp[S1_MR];
-        for (int i = 0; i < np; i++) {
-            const int64_t p = p0 + i < P ? p0 + i : P - 1;
-            bp[i] = b + p / wo * wp + p % wo;
+    for (int64_t g0 = 0; g0 < P; g0 += S1_TGROUP * np) {
+        const int64_t gn = P - g0 < S1_TGROUP * np ? P - g0 : S1_TGROUP * np;
+        for (int64_t p0 = g0; p0 < g0 + gn; p0 += np) {
+            const float *bp[S1_MR];
+            for (int i = 0; i < np; i++) {
+                const int64_t p = p0 + i < P ? p0 + i : P - 1;
+                bp[i] = b + p / wo * wp + p % wo;
+            }
+            for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR)
+                s1_tile_t(np, K, bp, boff, at + m0, Mn, band + (p0 - g0) * Mn + m0, Mn);
         }
-        for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR)
-            s1_tile_t(np, K, bp, boff, at + m0, Mn, band + m0, Mn);
-        for (int64_t i = 0; i < np && p0 + i < P; i++) {
-            const float *restrict src = band + i * Mn;
-            float *restrict d = dst + p0 + i;
-            if (mode == OUT_BIAS)
-                for (int64_t m = 0; m < M; m++) d[m * ldd] = src[m] + bias[m];
-            else if (mode == OUT_STORE)
-                for (int64_t m = 0; m < M; m++) d[m * ldd] = 0.0f + src[m];
-            else
-                for (int64_t m = 0; m < M; m++) d[m * ldd] += src[m];
-        }
+        band_out_t(band, Mn, gn, M, dst + g0, ldd, bias, mode);
     }
 }
 
@@ -905,8 +1066,8 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
 #pragma omp parallel if (ready && d->B > 1 && d->B * OP * d->KK > PAR_MIN)
     {
         /* per thread: xp (zero border and slack, written once), band [Or, S1_NR] or, if swap,
-         * [S1_MR, On] */
-        const int64_t nband = swap ? S1_MR * On : Or * S1_NR;
+         * [S1_TGROUP * S1_MR, On] */
+        const int64_t nband = swap ? S1_TGROUP * S1_MR * On : Or * S1_NR;
         float *xp = ready ? calloc((size_t)(e.xpn + nband), sizeof(float)) : NULL;
         float *band = xp ? xp + e.xpn : NULL;
         if (ready && !xp) {
@@ -992,10 +1153,10 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
     {
         /* per thread, each part 64-byte aligned (so that the rows of 16 floats that gw_tile
          * and s1_tile_t load never straddle two cache lines): xp, gp (borders and slack zero),
-         * band [Cr, S1_NR] (swap: [S1_MR, Cn]), gT [P, On] (columns past O zero), prod
+         * band [Cr, S1_NR] (swap: [S1_TGROUP * S1_MR, Cn]), gT [P, On] (columns past O zero), prod
          * [KKr, On]; or, for dot, gg [Od, Jd] (dropped columns, rows past O and columns past
          * J zero) */
-        const int64_t nband = swap ? S1_MR * Cn : Cr * S1_NR;
+        const int64_t nband = swap ? S1_TGROUP * S1_MR * Cn : Cr * S1_NR;
         const int64_t nxp = round_up(e.xpn, 16), ngp = round_up(e.gpn, 16);
         const int64_t nb16 = round_up(nband, 16), ngT = round_up(e.J * On, 16);
         const size_t nf = (size_t)(nxp + ngp + nb16 + (dot ? Od * Jd : ngT + KKr * On));
