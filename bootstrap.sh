@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")"
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libpng-dev zlib1g-dev libcairo2-dev fonts-dejavu-core
-libcjson-dev ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo
+libcjson-dev ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo patchelf
 dataset-fashion-mnist python3-kanjidraw hershey-fonts-data help2man libopenmpi-dev openmpi-bin oclgrind
 python3-numpy python3-pytest python3-matplotlib"
 # npm fetches the hanzi stroke data (`npm pack hanzi-writer-data@2.0.1`); Debian's npm only
