@@ -5,6 +5,8 @@
  *      our own process, non-numeric entries and a process that ended (no task/) not at all, a
  *      command name with spaces and ')' parsed from the last ')'; a missing root gives -1;
  *   2. mcl_threads_team: processors minus the rounded load, at least 1, at most the ceiling;
+ *      mcl_threads_wait_spin: spin only when nothing competes after that rounding, passive
+ *      when others compete or the load is unknown (-1: /proc unreadable);
  *   3. mcl_threads_op_team: the full team when nothing competes; else the full team only for
  *      an op seen before that cost at least the threshold, at its boundary; the keys of the
  *      op table tell op, pass and size apart, are never 0 and spread over the slots;
@@ -106,6 +108,23 @@ static void test_team(void)
     }
 }
 
+static void test_wait_spin(void)
+{
+    static const struct {
+        int ncpu;
+        double load;
+        int want;
+    } c[] = {
+        {2, 0.0, 1},  {2, 0.49, 1}, {2, 0.5, 0}, {2, 0.51, 0}, {2, 2.0, 0}, {8, 0.3, 1},
+        {8, 1.0, 0},  {2, -1.0, 0}, {16, -1.0, 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const int got = mcl_threads_wait_spin(c[i].ncpu, c[i].load);
+        CHECK(got == c[i].want, "wait_spin(%d cpus, load %.2f) = %d, want %d", c[i].ncpu,
+              c[i].load, got, c[i].want);
+    }
+}
+
 static void test_op_team(void)
 {
     /* nothing competes: the full team, whatever the op cost */
@@ -154,6 +173,7 @@ int main(void)
     tu_begin("test-threads", SEED);
     test_competitors();
     test_team();
+    test_wait_spin();
     test_op_team();
     test_off();
     return tu_summary();

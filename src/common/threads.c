@@ -159,6 +159,13 @@ int mcl_threads_team(int ncpu, double load, int ceiling)
     return team < 1 ? 1 : team;
 }
 
+/* spin = load >= 0 and ncpu - round(load) >= ncpu (the rounding of mcl_threads_team) */
+int mcl_threads_wait_spin(int ncpu, double load)
+{
+    if (load < 0.0 || ncpu < 1) return 0; /* unknown load: passive, the safe side */
+    return mcl_threads_team(ncpu, load, ncpu) >= ncpu;
+}
+
 int mcl_threads_op_team(int reduced, int full, int seen, double thread_ms, double big_ms)
 {
     if (reduced >= full) return full;

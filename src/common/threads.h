@@ -53,6 +53,12 @@ double mcl_threads_competitors(const char *proc_root, long self_pid, int our_nic
  * max(1, min(ceiling, ncpu - round(load))). */
 int mcl_threads_team(int ncpu, double load, int ceiling);
 
+/* The OpenMP wait policy chosen once at start (tools/cli/omp_wait.c) for `ncpu` processors and
+ * `load` competitors (mcl_threads_competitors): 1, a bounded spin, when the team the others
+ * leave is the whole machine (mcl_threads_team(ncpu, load, ncpu) == ncpu); 0, passive, when
+ * others compete or the load is unknown (load < 0: /proc unreadable). */
+int mcl_threads_wait_spin(int ncpu, double load);
+
 /* The team of one op: full when nothing competes (reduced >= full); else full when a call of
  * the same key was seen and cost thread_ms >= big_ms, otherwise reduced. */
 int mcl_threads_op_team(int reduced, int full, int seen, double thread_ms, double big_ms);

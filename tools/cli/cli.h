@@ -19,10 +19,13 @@ extern const int mcl_cli_n_ckpt_subs;
 /* Families of `metacl train` / `metacl eval`, as " acl, ..." (from mcl_families()). */
 void mcl_cli_print_families(FILE *f);
 
-/* OMP_WAIT_POLICY=passive unless the user set a wait policy: sets it and executes the program
- * again (argv as main got it); returns only when nothing was to do or the exec failed
- * (tools/cli/omp_wait.c). */
+/* Unless the user set a wait policy: OMP_WAIT_POLICY=passive when other processes compete at
+ * start, GOMP_SPINCOUNT=10000 when the machine is idle; sets it and executes the program again
+ * (argv as main got it); returns only when nothing was to do or the exec failed
+ * (tools/cli/omp_wait.c). mcl_cli_omp_wait_policy_name: the policy in force and why, in words
+ * (`metacl version`). */
 void mcl_cli_omp_wait_policy(char **argv);
+const char *mcl_cli_omp_wait_policy_name(void);
 /* The team size follows the load (src/common/threads.h) when METACL_THREADS_FOLLOW_LOAD is set
  * (not "0") and OMP_DYNAMIC is not (tools/cli/omp_wait.c). mcl_cli_omp_team_policy_name: the policy in
  * force, in words (`metacl version`). */

@@ -117,9 +117,7 @@ static int cmd_version(int argc, char **argv)
 #endif
     printf("MPI: %s\n", mcl_dist_built_with_mpi() ? "yes (mpirun -np N metacl ...)" : "no");
 #ifdef _OPENMP
-    printf("OpenMP: yes (%d), wait policy %s\n", (int)_OPENMP,
-           getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY")
-           : getenv("GOMP_SPINCOUNT") ? "GOMP_SPINCOUNT" : "the runtime's default (tools/cli/omp_wait.c)");
+    printf("OpenMP: yes (%d), wait policy %s\n", (int)_OPENMP, mcl_cli_omp_wait_policy_name());
     printf("OpenMP team: %s\n", mcl_cli_omp_team_policy_name());
 #else
     printf("OpenMP: no\n");
