@@ -2,7 +2,8 @@
 # test-review-state.sh — tools/scripts/review-state.sh save: the finished step outputs of a
 # review job (top-level *.md and *.json, the smn-online run cache and the build's commit) are
 # kept; a running step's *.tmp, training directories and checkpoints are not (a copy of
-# everything fails those checks); bad usage and a missing job fail.
+# everything fails those checks); bad usage and a missing job fail; review-runs.sh restores a
+# saved step (and skips it) without overwriting a local one.
 set -eu
 top=${srcdir:-.}
 tmp=$(mktemp -d)
@@ -32,6 +33,20 @@ for f in b.md.tmp seed1/last.ckpt; do
     if [ -e "$tmp/state/job/$f" ]; then bad "kept $f"; else ok "left out $f"; fi
 done
 if [ "$(cat "$tmp/state/job/COMMIT" 2>/dev/null)" = 24b1d903fc30 ]; then ok "commit"; else bad "commit"; fi
+# review-runs.sh copies a saved step back and skips it (METACL=false: a step that ran would
+# fail the job), and never writes over a step output already there
+mkdir -p "$tmp/rs/smn-wcst"
+echo kept >"$tmp/rs/smn-wcst/wcst.md"
+if (cd "$top" && OUT="$tmp/rt" STATE="$tmp/rs" METACL=false sh tools/scripts/review-runs.sh smn-wcst) >"$tmp/log" 2>&1 &&
+    [ "$(cat "$tmp/rt/smn-wcst/wcst.md")" = kept ]; then ok "a saved step is restored and skipped"; else
+    bad "restore: $(cat "$tmp/log")"; fi
+echo local >"$tmp/rt/smn-wcst/wcst.md"
+(cd "$top" && OUT="$tmp/rt" STATE="$tmp/rs" METACL=false sh tools/scripts/review-runs.sh smn-wcst) >/dev/null 2>&1 || true
+if [ "$(cat "$tmp/rt/smn-wcst/wcst.md")" = local ]; then ok "a local step output is not overwritten"; else bad "overwritten"; fi
+rm "$tmp/rs/smn-wcst/wcst.md" "$tmp/rt/smn-wcst/wcst.md"
+if (cd "$top" && OUT="$tmp/rt" STATE="$tmp/rs" METACL=false sh tools/scripts/review-runs.sh smn-wcst) >/dev/null 2>&1; then
+    bad "a job with a step to run passed with METACL=false (the restore check cannot fail)"
+else ok "without a saved step the step runs (and fails here)"; fi
 if OUT="$tmp/out" STATE="$tmp/state" sh "$top/tools/scripts/review-state.sh" save nojob 2>/dev/null; then
     bad "a missing job passed"
 else
