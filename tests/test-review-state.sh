@@ -1,8 +1,9 @@
 #!/bin/sh
 # test-review-state.sh — tools/scripts/review-state.sh save: the finished step outputs of a
-# review job (top-level *.md and *.json, the smn-online run cache and the build's commit) are
-# kept; a running step's *.tmp, training directories and checkpoints are not (a copy of
-# everything fails those checks); bad usage and a missing job fail; review-runs.sh restores a
+# review job (top-level *.md and *.json, the smn-online run cache and the build's commit, the
+# training runs up to RUN_MAX bytes) are kept; a running step's *.tmp, a run's lock, a run over
+# RUN_MAX and directories that are no training run are not (a copy of everything fails those
+# checks); bad usage and a missing job fail; review-runs.sh restores a
 # saved step (and skips it) without overwriting a local one.
 set -eu
 top=${srcdir:-.}
@@ -12,24 +13,31 @@ fail=0
 ok() { echo "ok: $1"; }
 bad() { echo "FAIL: $1"; fail=1; }
 
-mkdir -p "$tmp/out/job/cache" "$tmp/out/job/seed1"
+mkdir -p "$tmp/out/job/cache" "$tmp/out/job/seed1" "$tmp/out/job/seed2" "$tmp/out/job/seed3" "$tmp/out/job/data"
 echo table >"$tmp/out/job/a.md"
 echo '{}' >"$tmp/out/job/a.json"
 echo partial >"$tmp/out/job/b.md.tmp"
 echo run >"$tmp/out/job/cache/0123.run"
-echo ckpt >"$tmp/out/job/seed1/last.ckpt"
+# seed1: a training run stopped mid-way (kept: it resumes from last.ckpt); seed2: finished
+# (.done kept); seed3: over RUN_MAX (left out); data/: not a training run (no config.txt)
+for s in 1 2 3; do echo "model.seed = $s" >"$tmp/out/job/seed$s/config.txt"; echo ckpt >"$tmp/out/job/seed$s/last.ckpt"; done
+echo 123 >"$tmp/out/job/seed1/.metacl.lock"
+echo partial >"$tmp/out/job/seed1/metrics.csv.tmp"
+: >"$tmp/out/job/seed2/.done"
+head -c 100 /dev/zero >"$tmp/out/job/seed3/best.ckpt"
+echo images >"$tmp/out/job/data/x.bin"
 printf '#!/bin/sh\necho "metacl 0.1.0"\necho "commit: 24b1d903fc30"\n' >"$tmp/fake-metacl"
 chmod +x "$tmp/fake-metacl"
 
-if OUT="$tmp/out" STATE="$tmp/state" METACL="$tmp/fake-metacl" sh "$top/tools/scripts/review-state.sh" save job >"$tmp/log" 2>&1; then
+if OUT="$tmp/out" STATE="$tmp/state" METACL="$tmp/fake-metacl" RUN_MAX=64 sh "$top/tools/scripts/review-state.sh" save job >"$tmp/log" 2>&1; then
     ok "save runs"
 else
     bad "save failed: $(cat "$tmp/log")"
 fi
-for f in a.md a.json cache/0123.run; do
+for f in a.md a.json cache/0123.run seed1/config.txt seed1/last.ckpt seed2/.done seed2/last.ckpt; do
     if [ -f "$tmp/state/job/$f" ]; then ok "kept $f"; else bad "did not keep $f"; fi
 done
-for f in b.md.tmp seed1/last.ckpt; do
+for f in b.md.tmp seed1/.metacl.lock seed1/metrics.csv.tmp seed3 data; do
     if [ -e "$tmp/state/job/$f" ]; then bad "kept $f"; else ok "left out $f"; fi
 done
 if [ "$(cat "$tmp/state/job/COMMIT" 2>/dev/null)" = 24b1d903fc30 ]; then ok "commit"; else bad "commit"; fi
