@@ -151,17 +151,20 @@ step() {
 }
 
 # lm_seeds_json JOB STEPS: the JSON of an LM seeds job from its $J/seedS-switching.json readings
-# (seeds and the bits per byte of each mode, in seed order)
+# (seeds and the bits per byte of each mode, in seed order, and the paired differences of each
+# seed's Sparse-MetaNet reading from its static and dynamic ones)
 lm_seeds_json() {
     python3 -c 'import json, sys, glob
 out = {"job": "tools/scripts/review-runs.sh " + sys.argv[2], "steps": int(sys.argv[3]), "seeds": [],
-       "static": [], "dynamic": [], "smn": []}
+       "static": [], "dynamic": [], "smn": [], "smn_minus_static": [], "smn_minus_dynamic": []}
 def seed(f): return int(f.rsplit("/seed", 1)[1].split("-")[0])
 for f in sorted(glob.glob(sys.argv[1] + "/seed*-switching.json"), key=seed):
     d = json.load(open(f))
     out["seeds"].append(seed(f))
     for m in ("static", "dynamic", "smn"):
         out[m].append(d["modes"][m]["bpc"])
+    out["smn_minus_static"].append(out["smn"][-1] - out["static"][-1])
+    out["smn_minus_dynamic"].append(out["smn"][-1] - out["dynamic"][-1])
 json.dump(out, sys.stdout, indent=1)' "$J" "$1" "$2"
 }
 
