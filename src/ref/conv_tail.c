@@ -39,6 +39,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "ref.h"
 
@@ -150,12 +153,28 @@ MCL_HOT static void tail_fwd_block(const float *restrict r0, const float *restri
     }
 }
 
-/* One plane xr [H,W]: its statistics into *mean, *rstd, its windows into y, ag [Ho,Wo]. */
-static void tail_fwd_plane(const float *xr, int64_t H, int64_t W, double gm, double bt,
-                           double eps, float *mean, float *rstd, float *y, float *ag)
+/* Asks for the n floats at p to be brought into the cache (a hint: no effect on results). */
+static void tail_prefetch(const float *p, int64_t n, int write)
+{
+#if defined(__GNUC__)
+    for (int64_t j = 0; j < n; j += 16)
+        if (write)
+            __builtin_prefetch(p + j, 1, 3);
+        else
+            __builtin_prefetch(p + j, 0, 3);
+#else
+    (void)p, (void)n, (void)write;
+#endif
+}
+
+/* One plane xr [H,W]: its statistics into *mean, *rstd, its windows into y, ag [Ho,Wo].
+ * next: the next plane of this thread (NULL: none), fetched while this one is computed on. */
+static void tail_fwd_plane(const float *xr, const float *next, int64_t H, int64_t W, double gm,
+                           double bt, double eps, float *mean, float *rstd, float *y, float *ag)
 {
     const int64_t N = H * W, Ho = H / 2, Wo = W / 2;
     const double mu = tail_sum(xr, N) / (double)N;
+    if (next) tail_prefetch(next, N, 0);
     double s1, s2;
     tail_sqdev(xr, N, (float)mu, &s1, &s2);
     const double var = fmax((s2 - s1 * s1 / (double)N) / (double)N, 0.0);
@@ -180,10 +199,19 @@ mcl_status mcl_ref_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     float *y = mcl_ref_ptr(a->out[0]), *mean = mcl_ref_ptr(a->out[1]);
     float *rstd = mcl_ref_ptr(a->out[2]), *arg = mcl_ref_ptr(a->out[3]);
     const double eps = (double)a->p.f[0];
-#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
-    for (int64_t r = 0; r < R; r++)
-        tail_fwd_plane(x + r * N, H, W, (double)gamma[r % C], (double)beta[r % C], eps, &mean[r],
-                       &rstd[r], y + r * P, arg + r * P);
+#pragma omp parallel if (R * N > PAR_MIN)
+    {
+        int64_t r0 = 0, r1 = R; /* this thread's planes: omp for's static split */
+#ifdef _OPENMP
+        const int64_t T = omp_get_num_threads(), t = omp_get_thread_num(), q = R / T, e = R % T;
+        r0 = t * q + (t < e ? t : e);
+        r1 = r0 + q + (t < e);
+#endif
+        for (int64_t r = r0; r < r1; r++)
+            tail_fwd_plane(x + r * N, r + 1 < r1 ? x + (r + 1) * N : NULL, H, W,
+                           (double)gamma[r % C], (double)beta[r % C], eps, &mean[r], &rstd[r],
+                           y + r * P, arg + r * P);
+    }
     return MCL_OK;
 }
 
@@ -297,19 +325,27 @@ MCL_HOT static void tail_bwd_dx(const float *restrict x, const float *restrict g
 }
 
 /* The backward of one plane (x, gx [H,W]; g, y, ag [Ho,Wo]; m, rs its saved statistics, gm
- * its gamma; s the chunk's scratch, tail_bwd_scratch floats): gn (tail_grad), then
+ * its gamma; s the chunk's scratch, tail_bwd_scratch floats; next: the next plane in memory
+ * is this thread's too, fetched while this one is computed on): gn (tail_grad), then
  * *sg = sum gn, *sgx = sum gn * xhat, and gx when not NULL:
  *   gx = gn * (rs gm) + (x - m) * (-rs^2 mean_dx) + (-rs mean_d),
  *   mean_d = gm sg / N, mean_dx = gm sgx / N. */
 static void tail_bwd_plane(const float *x, const float *g, const float *y, const float *ag,
                            int64_t H, int64_t W, float m, float rs, double gm, float *s,
-                           float *gx, int fresh, double *sg, double *sgx)
+                           float *gx, int fresh, int next, double *sg, double *sgx)
 {
-    const int64_t N = H * W;
+    const int64_t N = H * W, P = (H / 2) * (W / 2);
     int64_t ldg;
     (void)tail_bwd_scratch(H, W, &ldg);
     float *gp = s + N + 2 * TL;
     tail_grad(g, y, ag, H, W, s, gp, gp + ldg);
+    if (next) {
+        tail_prefetch(g + P, P, 0);
+        tail_prefetch(y + P, P, 0);
+        tail_prefetch(ag + P, P, 0);
+        tail_prefetch(x + N, N, 0);
+        if (gx) tail_prefetch(gx + N, N, 1);
+    }
     double s2;
     tail_bwd_sums(x, s, N, m, sg, &s2);
     *sgx = (double)rs * s2;
@@ -357,7 +393,7 @@ mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
                 double sg, sgx;
                 tail_bwd_plane(x + r * N, g + r * P, y + r * P, arg + r * P, H, W, mean[r],
                                rstd[r], (double)gamma[c], sc + ch * ns, gx ? gx + r * N : NULL,
-                               fresh_x, &sg, &sgx);
+                               fresh_x, r + 1 < (B * (ch + 1) / nchunks) * C, &sg, &sgx);
                 acc_g[c] += sgx;
                 acc_b[c] += sg;
             }
