@@ -18,9 +18,7 @@
  * The readable form is mcl_naive_inorm_pool_relu(_bwd) (src/ref/naive/norm.c, double),
  * checked against this by tests/test-naive.
  *
- * The arithmetic is float on blocks of TL = 16 lanes (one 512-bit vector; the partial block
- * of a row loads and stores only its valid elements, so nothing is read or written outside
- * the plane and no scratch is needed):
+ * The arithmetic is float on blocks of TL = 16 lanes (one 512-bit vector):
  *   - statistics: two passes (the mean, then the squared deviations from the float mean with
  *     their plain sum, var = (sum d^2 - (sum d)^2 / N) / N, which removes the float mean's
  *     rounding), element j in float lane j % TL, each lane adding at most TL_RUN values before
@@ -28,10 +26,15 @@
  *     has at most TL_RUN terms (error <= (TL_RUN - 1) eps of its magnitudes) and the order
  *     depends on the shape only;
  *   - the normalization is one fmaf per value, n = x * s + t with s = rstd * gamma and
- *     t = beta - mean * s formed per plane in double and rounded to float;
- *   - backward: the two sums are over the windows only (gn is zero elsewhere), of the gated
- *     gout and of it times x - mean at the argmax (float lanes as above), then per value
+ *     t = beta - mean * s formed per plane in double and rounded to float, straight into the
+ *     pooling of a block of TL windows (a row's partial block loads and stores only its valid
+ *     elements: nothing is read or written outside the plane, and no scratch is needed);
+ *   - backward: gn rebuilt as a plane in the thread's scratch (tail_grad), the sums of gn and
+ *     of gn * (x - mean) over the plane (float lanes as above), then per value
  *     gx = gn * (rstd gamma) + (x - mean) * (-rstd^2 mean_dx) + (-rstd mean_d), two fmaf.
+ * (In double, three passes with two conversions per value and pass made the forward bound by
+ * its arithmetic, at about 10 GB/s on one core: doc/reference-backend.md.) Each thread asks
+ * for its next plane while it computes on the current one (tail_prefetch).
  * Forward: planes in parallel, each by one thread. Backward: the images cut into BWD_CHUNKS
  * fixed chunks, one thread each, with double sums of the gamma/beta gradients added in chunk
  * order at the end. So every result is the same for any thread count.
@@ -177,7 +180,8 @@ static void tail_fwd_plane(const float *xr, const float *next, int64_t H, int64_
     if (next) tail_prefetch(next, N, 0);
     double s1, s2;
     tail_sqdev(xr, N, (float)mu, &s1, &s2);
-    const double var = fmax((s2 - s1 * s1 / (double)N) / (double)N, 0.0);
+    double var = (s2 - s1 * s1 / (double)N) / (double)N;
+    var = var < 0.0 ? 0.0 : var; /* rounding, for a constant plane (a NaN stays) */
     const double rs = 1.0 / sqrt(var + eps), sc = rs * gm;
     *mean = (float)mu;
     *rstd = (float)rs;
