@@ -6,10 +6,11 @@
  * device exists. Shapes: 32 × 32 images (32 → 16 → 8 → 4 → 2) and, through the blocks alone,
  * 28 × 28 ones, whose later blocks pool odd planes (28 → 14 → 7 → 3 → 1).
  *
- * Reference: bit for bit (inorm_pool_relu does the very float operations of the three ops,
- * src/ref/conv.c). OpenCL: the forward too (same kernel arithmetic), the backward up to
- * float32 rounding (its sums run over the windows in another order): OCL_RTOL below.
- * The comparison proves it can fail: one element moved by one ulp must be reported. */
+ * Reference: up to float32 rounding, REF_RTOL below (inorm_pool_relu is float arithmetic,
+ * src/ref/conv_tail.c, where instance_norm is double). OpenCL: the forward bit for bit (same
+ * kernel arithmetic), the backward up to float32 rounding (its sums run over the windows in
+ * another order): OCL_RTOL below. The comparison proves it can fail: one element moved by
+ * twice the tolerance must be reported. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +27,15 @@
  * carried back through four conv layers: a few float32 ulp of the largest gradient
  * (measured on PoCL: identical bits); 1e-5 of the array's largest magnitude. */
 #define OCL_RTOL 1e-5
+/* Reference, fused vs unfused: the fused tail's float statistics (lanes of <= 16 values) and
+ * its normalization as one fmaf with rstd * gamma folded differ from instance_norm's double
+ * path by a few float32 eps of the plane's largest value (test-naive: <= 2.5e-7 against the
+ * double oracle), carried through four blocks and their backward (observed 1.5e-6); 1e-5 of
+ * the array's largest magnitude, as OpenCL's. */
+#define REF_RTOL 1e-5
 
-/* Max |a - b| / max |b| over n values (0 for equal arrays; +inf for a NaN). */
-static double rel_diff(const float *a, const float *b, int64_t n)
+/* Max |a - b| / max(max |b|, scale) over n values (0 for equal arrays; +inf for a NaN). */
+static double rel_diff_to(const float *a, const float *b, int64_t n, double scale)
 {
     double d = 0.0, m = 0.0;
     for (int64_t i = 0; i < n; i++) {
@@ -36,14 +43,19 @@ static double rel_diff(const float *a, const float *b, int64_t n)
         if (!(e <= d)) d = e;
         if (fabs((double)b[i]) > m) m = fabs((double)b[i]);
     }
+    m = fmax(m, scale);
     return m > 0.0 ? d / m : d;
 }
 
-/* exact: bit equality; else rel_diff <= OCL_RTOL */
-static int same(const float *a, const float *b, int64_t n, int exact)
+static double rel_diff(const float *a, const float *b, int64_t n)
 {
-    if (!a || !b) return 0;
-    return exact ? memcmp(a, b, (size_t)n * sizeof(float)) == 0 : rel_diff(a, b, n) <= OCL_RTOL;
+    return rel_diff_to(a, b, n, 0.0);
+}
+
+/* rel_diff_to <= tol */
+static int same(const float *a, const float *b, int64_t n, double scale, double tol)
+{
+    return a && b && rel_diff_to(a, b, n, scale) <= tol;
 }
 
 /* One run: the features of x [ROWS, CIN, S, S] and the gradients of L = sum(features · g)
@@ -143,19 +155,31 @@ static int run(mcl_backend_kind kind, int way, int size, float p, run_out *o)
     return ok ? 0 : 1;
 }
 
+/* The scale of gradient i of u (0: its own largest value). The conv biases (parameters 1, 5,
+ * 9, 13: w, b, gamma, beta per block) feed an instance norm, which removes any constant of a
+ * plane, so their exact gradient is 0 and the computed one rounding noise (~1e-7 here, against
+ * weight gradients of ~5): they are measured against their block's weight gradient. */
+static double grad_scale(const run_out *u, int i)
+{
+    double m = 0.0;
+    if (i < 16 && i % 4 == 1 && u->grad[i - 1])
+        for (int64_t e = 0; e < u->n[i - 1]; e++) m = fmax(m, fabs((double)u->grad[i - 1][e]));
+    return m;
+}
+
 /* Compare a fused run with the unfused one; returns the number of arrays that differ. */
-static int compare(const run_out *a, const run_out *u, int exact, const char *what)
+static int compare(const run_out *a, const run_out *u, double tol, const char *what)
 {
     int bad = 0;
-    if (a->nf != u->nf || !same(a->feat, u->feat, u->nf, exact)) {
+    if (a->nf != u->nf || !same(a->feat, u->feat, u->nf, 0.0, tol)) {
         printf("  %s: features differ (rel %.3g)\n", what,
                a->nf == u->nf && a->feat && u->feat ? rel_diff(a->feat, u->feat, u->nf) : -1.0);
         bad++;
     }
     for (int i = 0; i < 17; i++)
-        if (a->n[i] != u->n[i] || !same(a->grad[i], u->grad[i], u->n[i], exact)) {
+        if (a->n[i] != u->n[i] || !same(a->grad[i], u->grad[i], u->n[i], grad_scale(u, i), tol)) {
             printf("  %s: gradient %d differs (rel %.3g)\n", what, i,
-                   a->grad[i] && u->grad[i] ? rel_diff(a->grad[i], u->grad[i], u->n[i]) : -1.0);
+                   a->grad[i] && u->grad[i] ? rel_diff_to(a->grad[i], u->grad[i], u->n[i], grad_scale(u, i)) : -1.0);
             bad++;
         }
     return bad;
@@ -163,8 +187,9 @@ static int compare(const run_out *a, const run_out *u, int exact, const char *wh
 
 static void check_case(mcl_backend_kind kind, int size, float p)
 {
-    const int exact = kind == MCL_BACKEND_REF;
-    const char *bname = exact ? "reference" : "OpenCL";
+    const int is_ref = kind == MCL_BACKEND_REF;
+    const double tol = is_ref ? REF_RTOL : OCL_RTOL;
+    const char *bname = is_ref ? "reference" : "OpenCL";
     run_out u, f;
     int ru = run(kind, 2, size, p, &u);
     if (ru < 0) {
@@ -179,22 +204,23 @@ static void check_case(mcl_backend_kind kind, int size, float p)
                  way == 0 ? "mcl_conv4_forward" : "fused blocks");
         CHECK(rf == 0, "%s: run", what);
         if (rf == 0) {
-            const int bad = compare(&f, &u, exact, what);
-            if (!exact) { /* how close (the tolerance's evidence) */
+            const int bad = compare(&f, &u, tol, what);
+            { /* how close (the tolerance's evidence) */
                 double worst = rel_diff(f.feat, u.feat, u.nf);
                 for (int i = 0; i < 17; i++)
-                    if (f.grad[i] && u.grad[i]) worst = fmax(worst, rel_diff(f.grad[i], u.grad[i], u.n[i]));
+                    if (f.grad[i] && u.grad[i])
+                        worst = fmax(worst, rel_diff_to(f.grad[i], u.grad[i], u.n[i], grad_scale(&u, i)));
                 printf("%s: largest relative difference %.3g\n", what, worst);
             }
-            CHECK(bad == 0, "%s == unfused ops (%s): %d arrays differ", what,
-                  exact ? "bit for bit" : "float32 rounding", bad);
-            /* the comparison must catch one element moved by one ulp (or by the tolerance) */
+            CHECK(bad == 0, "%s == unfused ops (float32 rounding, %g): %d arrays differ", what,
+                  tol, bad);
+            /* the comparison must catch one element moved by twice the tolerance */
             const int64_t j = f.n[16] / 2;
             const float keep = f.grad[16][j];
             double big = 0.0;
             for (int64_t e = 0; e < u.n[16]; e++) big = fmax(big, fabs((double)u.grad[16][e]));
-            f.grad[16][j] = exact ? nextafterf(keep, INFINITY) : (float)(keep + 2.0 * OCL_RTOL * big);
-            CHECK(!same(f.grad[16], u.grad[16], u.n[16], exact), "%s: a wrong gradient is caught", what);
+            f.grad[16][j] = (float)(keep + 2.0 * tol * big);
+            CHECK(!same(f.grad[16], u.grad[16], u.n[16], 0.0, tol), "%s: a wrong gradient is caught", what);
         }
         run_free(&f);
     }

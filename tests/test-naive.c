@@ -71,12 +71,18 @@
 /* layer_norm backward: the fast one recomputes xhat in float from the float mean and rstd
  * (a few float roundings per term; observed 7.6e-8 over seeds 1..10) */
 #define TOL_LN_BWD 1e-6
-/* inorm_pool_relu forward: the normalized values are formed in double like the oracle's and
- * rounded once, the statistics are double sums in another order, rounded to float (as
- * layer_norm); the argmax is exact unless two values of a window round to the same float */
-#define TOL_IPR_FWD 4e-7
-/* inorm_pool_relu backward: as layer_norm's (xhat recomputed in float from the float mean and
- * rstd, float products), with sums over planes of up to 2145 values */
+/* inorm_pool_relu forward (float, src/ref/conv_tail.c): n = fmaf(x, s, t) with s = rstd*gamma
+ * and t = beta - mean*s rounded to float, 3 roundings of u = 6e-8 of |x s|, |t|, |n|; mean and
+ * var from float lanes of <= 16 terms (random-walk error ~ sqrt(16) u = 4u of their terms'
+ * magnitudes, rstd half of var's): ~10u = 6e-7 of max |n| for planes with |mean| <~ std (as
+ * here; observed 8.0e-8 over seeds 1..60); the argmax is exact unless two values of a window
+ * round to the same float */
+#define TOL_IPR_FWD 6e-7
+/* inorm_pool_relu backward: gx = fmaf(gn, cg, fmaf(x - m, ca, cb)) (5 roundings of its
+ * coefficients and terms, ~5u) from sums of gn and gn (x - m) in float lanes of <= 16 terms
+ * (terms of random sign: a lane's error ~ 16/sqrt(2) u of the terms' rms, the total sum
+ * ~ 4 sqrt(lanes) rms, so ~3u of |sum|, more where a channel's sum cancels): a few 1e-7
+ * (observed 5.0e-7 for beta, 3.2e-7 gamma, 1.2e-7 x over seeds 1..60) */
 #define TOL_IPR_BWD 2e-6
 /* gelu: ulps of the exact result (double erfc) rounded to float, where that is a normal float
  * (below FLT_MIN: absolute error in units of FLT_MIN). Forward: the erfc fit (5e-9), the

@@ -1,5 +1,6 @@
-/* conv.c — reference convolution family, NCHW: conv2d, maxpool2d, instance_norm,
- * inorm_pool_relu (instance_norm, maxpool2d and relu in one pass).
+/* conv.c — reference convolution family, NCHW: conv2d, maxpool2d, instance_norm
+ * (the family's inorm_pool_relu, the three of Conv-4's block tail in one pass, in float, is
+ * conv_tail.c).
  *
  * conv2d has two paths, both products on a GEMM register tile (gemm.c's scheme):
  *   - stride 1 (the common case): products over zero-bordered copies of the image planes,
@@ -25,14 +26,12 @@
  * as a float output and backward routes the gradient there.
  * instance_norm: layer normalization (norm.c) of every (image, channel) plane over its H*W
  * values, with a per-channel affine gamma, beta.
- * inorm_pool_relu: the three of the Conv-4 block's tail, plane by plane: the normalized plane
- * and the gradient of it live in a thread's scratch only (see its section below).
  *
  * Sums of the reference accumulate in double in a fixed order (bias and weight gradients
  * over the images, col2im, norm statistics; long sums in SUM_LANES interleaved lanes added
  * pairwise at the end, an order that depends on the length only). Backward ACCUMULATES into
  * the non-NULL gin[k], or stores into a fresh one (ref.h: mcl_ref_grad_fresh). Scratch
- * buffers (conv2d's, the norm backward's chunk sums, inorm_pool_relu's planes) are the only
+ * buffers (conv2d's, the norm backward's chunk sums) are the only
  * allocations: on failure the op returns MCL_ERR_OOM.
  */
 #if defined(__AVX__)
@@ -1618,77 +1617,19 @@ mcl_status mcl_ref_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
     return MCL_OK;
 }
 
-/* The gradient of the normalized plane n of inorm_pool_relu (below), from the tail's output
- * gradient: what relu's and maxpool2d's backward store into fresh buffers,
- *   gn[2i + arg/2, 2j + arg%2] = 0 + (y[i, j] > 0 ? gout[i, j] : 0)   for every window (i, j)
- * and 0 elsewhere (the three other values of each window, an odd last row/column).
- * Rows are done in blocks of MP_BLOCK windows, as maxpool2d's backward. */
-
-/* One block: 2 MP_BLOCK floats of the row dy (0 or 1) of gn from the gated gout gp and the
- * argmax ag of MP_BLOCK windows, of which the first n are the row's (n may be <= 0 or more
- * than MP_BLOCK): r[2j + dx] = j < n && ag[j] == dy*2 + dx ? gp[j] : 0 (the windows past n
- * get the argmax -1, which no column has) */
-MCL_HOT static void tail_grad_block(const float *restrict gp, const float *restrict ag, int64_t n,
-                                    int dy, float *restrict r)
-{
-    float t[2 * MP_BLOCK], gv[2 * MP_BLOCK]; /* arg and gated gout of the window of column u */
-    const int m = n <= 0 ? 0 : n >= MP_BLOCK ? MP_BLOCK : (int)n; /* windows of the row */
-    for (int j = 0; j < MP_BLOCK; j++) {
-        t[2 * j] = t[2 * j + 1] = j < m ? ag[j] : -1.0f; /* -1: no column's argmax */
-        gv[2 * j] = gv[2 * j + 1] = gp[j];
-    }
-    const float d2 = 2.0f * (float)dy;
-    for (int u = 0; u < 2 * MP_BLOCK; u++) r[u] = t[u] == (float)(u % 2) + d2 ? gv[u] : 0.0f;
-}
-
-/* gp[j] = 0 + (y[j] > 0 ? g[j] : 0) (relu's backward), ap[j] = arg[j], j < n */
-MCL_HOT static void tail_gate(const float *restrict g, const float *restrict y,
-                              const float *restrict arg, int64_t n, float *restrict gp,
-                              float *restrict ap)
-{
-    for (int64_t j = 0; j < n; j++) {
-        gp[j] = 0.0f + (y[j] > 0.0f ? g[j] : 0.0f);
-        ap[j] = arg[j];
-    }
-}
-
-/* g, y, arg [Ho,Wo] of one plane -> gn [H,W], which has 2 MP_BLOCK floats of room past its
- * end. First the gated gout and the argmax of the whole plane go into gp, ap [Ho, Wo] (one
- * pass over the plane: with Wo = 14 a pass per row was shorter than a vector and ran as
- * scalar code with branches; each has MP_BLOCK floats of room past its end, which stay
- * zero), then the rows of gn in order, each in blocks of windows: a row's last block stores
- * zeros past the row's 2 Wo values (its lanes past Wo are masked), over an odd last column
- * and the start of the next row, which that row's own blocks store later. An odd last row
- * is set to 0. (maxpool2d's fresh 0 + v is v: v = 0 + .. is never -0.) */
-static void tail_grad(const float *g, const float *y, const float *arg, int64_t H, int64_t W,
-                      float *gn, float *gp, float *ap)
-{
-    const int64_t Ho = H / 2, Wo = W / 2;
-    tail_gate(g, y, arg, Ho * Wo, gp, ap);
-    for (int64_t u = 0; u < 2 * Ho; u++) {
-        const float *gi = gp + (u / 2) * Wo, *ai = ap + (u / 2) * Wo;
-        for (int64_t j0 = 0; j0 < Wo || (W % 2 && j0 == Wo); j0 += MP_BLOCK)
-            tail_grad_block(gi + j0, ai + j0, Wo - j0, (int)(u % 2), gn + u * W + 2 * j0);
-    }
-    if (H % 2) memset(gn + (H - 1) * W, 0, (size_t)W * sizeof(float));
-}
-
-/* instance_norm's backward, for instance_norm itself (tail = 0: gout is the gradient of its
- * output) and for inorm_pool_relu (tail = 1: the gradient of the normalized plane is first
- * rebuilt from the pooled gout, tail_grad, into a plane of the chunk's own scratch).
- * The images are cut into BWD_CHUNKS fixed chunks, one thread each, walked plane by plane in
+/* instance_norm's backward. The images are cut into BWD_CHUNKS fixed chunks, one thread each, walked plane by plane in
  * memory order: the plane sums feed gx of that plane and the chunk's double sums of the
  * channel's gamma/beta gradients, which are added over the chunks in order at the end (a
  * fixed order for any thread count). */
-static mcl_status inorm_bwd(const mcl_op_args *a, int tail)
+mcl_status mcl_ref_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
 {
+    (void)be;
     const mcl_tensor *X = a->in[0];
     const int64_t B = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3];
-    const int64_t N = H * W, P = (H / 2) * (W / 2);
+    const int64_t N = H * W;
     const float *x = mcl_ref_ptr(X), *gamma = mcl_ref_ptr(a->in[1]);
     const float *mean = mcl_ref_ptr(a->out[1]), *rstd = mcl_ref_ptr(a->out[2]);
     const float *g = mcl_ref_ptr(a->gout[0]);
-    const float *y = tail ? mcl_ref_ptr(a->out[0]) : NULL, *arg = tail ? mcl_ref_ptr(a->out[3]) : NULL;
     float *gx = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
     float *ggamma = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
     float *gbeta = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
@@ -1696,14 +1637,7 @@ static mcl_status inorm_bwd(const mcl_op_args *a, int tail)
     const int64_t nchunks = B < BWD_CHUNKS ? B : BWD_CHUNKS;
     /* per chunk and channel: sum g * xhat, then sum g */
     double *part = calloc((size_t)(nchunks * 2 * C), sizeof(double));
-    /* per chunk: tail_grad's plane gn (with its room past the end), then its gp and ap */
-    const int64_t ldg = (H / 2) * (W / 2) + MP_BLOCK, ldn = N + 2 * MP_BLOCK + 2 * ldg;
-    float *gn = tail ? calloc((size_t)(nchunks * ldn), sizeof(float)) : NULL;
-    if (!part || (tail && !gn)) {
-        free(part);
-        free(gn);
-        return MCL_ERR_OOM;
-    }
+    if (!part) return MCL_ERR_OOM;
     /* fresh gin (ref.h), asked in the order they are written below */
     const int fresh_x = gx ? mcl_ref_grad_fresh(a->gin[0]) : 0;
     const int fresh_g = ggamma ? mcl_ref_grad_fresh(a->gin[1]) : 0;
@@ -1714,11 +1648,7 @@ static mcl_status inorm_bwd(const mcl_op_args *a, int tail)
         for (int64_t b = B * ch / nchunks; b < B * (ch + 1) / nchunks; b++)
             for (int64_t c = 0; c < C; c++) {
                 const int64_t r = b * C + c;
-                if (tail) {
-                    float *gq = gn + ch * ldn, *gp = gq + N + 2 * MP_BLOCK;
-                    tail_grad(g + r * P, y + r * P, arg + r * P, H, W, gq, gp, gp + ldg);
-                }
-                const float *xr = x + r * N, *gr = tail ? gn + ch * ldn : g + r * N;
+                const float *xr = x + r * N, *gr = g + r * N;
                 const float m = mean[r], rs = rstd[r];
                 const double gm = (double)gamma[c];
                 double sg, sgx;
@@ -1740,123 +1670,6 @@ static mcl_status inorm_bwd(const mcl_op_args *a, int tail)
         if (ggamma) ggamma[c] = (fresh_g ? 0.0f : ggamma[c]) + (float)sgx;
         if (gbeta) gbeta[c] = (fresh_b ? 0.0f : gbeta[c]) + (float)sg;
     }
-    free(gn);
     free(part);
     return MCL_OK;
-}
-
-mcl_status mcl_ref_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    return inorm_bwd(a, 0);
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* inorm_pool_relu: the Conv-4 block's tail, instance_norm -> maxpool2d -> relu in one pass
- * per plane r = b*C + c of N = H*W values (Ho = H/2, Wo = W/2, floor):
- *   mean[r], rstd[r]   as instance_norm, over all N values (an odd last row/column too)
- *   n[r, u, v]         = (x[r, u, v] - mean[r]) * rstd[r] * gamma[c] + beta[c]
- *   arg[r, i, j]       = dy*2 + dx of the first maximum of n[r, 2i + dy, 2j + dx]
- *   y[r, i, j]         = max(n[r, 2i + arg/2, 2j + arg%2], 0)
- *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
- *   out[0] y [B,C,Ho,Wo], out[1] mean [B*C], out[2] rstd [B*C], out[3] arg [B,C,Ho,Wo]
- * backward: gn = the gradient of n (tail_grad: gout where y > 0, at the argmax), then
- * instance_norm's backward with gn (inorm_bwd).
- * Every step is the step of the op it replaces (norm_affine, maxpool_block, relu's select;
- * the same double sums over gn, zeros included), so the results are those of instance_norm,
- * maxpool2d and relu in a row, bit for bit; only the full-size n, its pooled copy and their
- * gradients never go through memory. */
-
-/* Windows of a row rounded up to whole MP_BLOCK blocks. */
-static int64_t tail_wp(int64_t Wo) { return (Wo + MP_BLOCK - 1) / MP_BLOCK * MP_BLOCK; }
-
-/* Floats of tail_plane's scratch: the normalized plane, 2 * MP_BLOCK more (a row's last block
- * may read past the plane's end), then m and idx of the whole pooled plane [Ho, Wo], each
- * with room for the last block's lanes past its end. */
-static int64_t tail_scratch(int64_t H, int64_t W)
-{
-    return H * W + 2 * MP_BLOCK + 2 * ((H / 2) * (W / 2) + tail_wp(W / 2));
-}
-
-/* y[j] = max(m[j], 0), ag[j] = idx[j], j < n */
-MCL_HOT static void relu_store(const float *restrict m, const float *restrict idx, int64_t n,
-                               float *restrict y, float *restrict ag)
-{
-    for (int64_t j = 0; j < n; j++) {
-        y[j] = m[j] > 0.0f ? m[j] : 0.0f;
-        ag[j] = idx[j];
-    }
-}
-
-/* One plane xr [H,W] with its statistics mu, rs and channel's gm, bt: first the whole plane
- * normalized (norm_affine, as instance_norm) into the scratch s (tail_scratch floats, its
- * padding finite), then each pair of rows pooled, a whole block of windows at a time
- * (maxpool_block: the lanes past Wo read the next row or the padding), into the pooled
- * plane m, idx [Ho, Wo] of the scratch: a row's last block stores its lanes past Wo over the
- * start of the next row, which that row's own blocks store later (or into the room past the
- * end); then the relu, y, ag [Ho,Wo], in one pass over the plane. (The plane is normalized
- * first, so that a block's loads do not wait on the stores that just wrote it; the relu runs
- * once per plane, not once per row: with Wo = 14 a row was shorter than a vector, and its
- * loop ran as scalar code with branches.) */
-static void tail_plane(const float *xr, int64_t H, int64_t W, double mu, double rs, double gm,
-                       double bt, float *s, float *y, float *ag)
-{
-    const int64_t Ho = H / 2, Wo = W / 2, N = H * W;
-    float *m = s + N + 2 * MP_BLOCK, *idx = m + Ho * Wo + tail_wp(Wo);
-    norm_affine(xr, N, mu, rs, gm, bt, s);
-    for (int64_t i = 0; i < Ho; i++)
-        for (int64_t j0 = 0; j0 < Wo; j0 += MP_BLOCK)
-            maxpool_block(s + 2 * i * W + 2 * j0, s + (2 * i + 1) * W + 2 * j0, m + i * Wo + j0,
-                          idx + i * Wo + j0);
-    relu_store(m, idx, Ho * Wo, y, ag);
-}
-
-/* The planes of this thread's share (an omp for): statistics, then tail_plane. s: the
- * thread's zeroed scratch of tail_scratch floats (NULL: out of memory, nothing done, *oom
- * set). */
-static void tail_planes(const mcl_op_args *a, float *s, int *oom)
-{
-    const mcl_tensor *X = a->in[0];
-    const int64_t C = X->shape[1], R = X->shape[0] * C, H = X->shape[2], W = X->shape[3];
-    const int64_t N = H * W, P = (H / 2) * (W / 2);
-    const float *x = mcl_ref_ptr(X), *gamma = mcl_ref_ptr(a->in[1]), *beta = mcl_ref_ptr(a->in[2]);
-    float *y = mcl_ref_ptr(a->out[0]), *mean = mcl_ref_ptr(a->out[1]);
-    float *rstd = mcl_ref_ptr(a->out[2]), *arg = mcl_ref_ptr(a->out[3]);
-    const double eps = (double)a->p.f[0];
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < R; r++) {
-        if (!s) {
-            *oom = 1;
-            continue;
-        }
-        const float *xr = x + r * N;
-        const double mu = dsum(xr, N) / (double)N;
-        const double rs = 1.0 / sqrt(dsum_sqdev(xr, N, mu) / (double)N + eps);
-        mean[r] = (float)mu;
-        rstd[r] = (float)rs;
-        tail_plane(xr, H, W, mu, rs, (double)gamma[r % C], (double)beta[r % C], s, y + r * P,
-                   arg + r * P);
-    }
-}
-
-mcl_status mcl_ref_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    const mcl_tensor *X = a->in[0];
-    const int64_t R = X->shape[0] * X->shape[1], H = X->shape[2], W = X->shape[3];
-    const size_t ns = (size_t)tail_scratch(H, W);
-    int oom = 0;
-#pragma omp parallel if (R * H * W > PAR_MIN) reduction(| : oom)
-    {
-        float *s = calloc(ns, sizeof(float));
-        tail_planes(a, s, &oom);
-        free(s);
-    }
-    return oom ? MCL_ERR_OOM : MCL_OK;
-}
-
-mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    return inorm_bwd(a, 1);
 }

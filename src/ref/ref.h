@@ -1,7 +1,8 @@
 /* ref.h — the reference backend's internal interface.
  *
  * One forward and one backward function per op of ops.def, named mcl_ref_<name>_fwd/_bwd,
- * implemented in src/ref/<family>.c (family column of ops.def). Each function takes the
+ * implemented in src/ref/<family>.c (family column of ops.def; inorm_pool_relu of the conv
+ * family in conv_tail.c). Each function takes the
  * uniform call record (backend.h): inputs in a->in[], outputs in a->out[], scalars in a->p;
  * backward reads a->gout[] and ACCUMULATES into the non-NULL a->gin[].
  * The front end has already checked shapes and allocated outputs: kernels only compute.

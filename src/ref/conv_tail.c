@@ -1,0 +1,418 @@
+/* conv_tail.c — inorm_pool_relu, the Conv-4 block's tail (instance_norm -> maxpool2d -> relu
+ * in one pass per plane; the conv family of ops.def, kept out of conv.c by purpose), in float.
+ *
+ * Per plane r = b*C + c of N = H*W values (Ho = H/2, Wo = W/2, floor):
+ *   mean[r]      = (1/N) sum_j x[r, j]
+ *   var[r]       = (1/N) sum_j (x[r, j] - mean[r])^2                      (biased)
+ *   rstd[r]      = 1 / sqrt(var[r] + eps)
+ *   n[r, u, v]   = (x[r, u, v] - mean[r]) * rstd[r] * gamma[c] + beta[c]
+ *   arg[r, i, j] = dy*2 + dx of the first maximum of n[r, 2i + dy, 2j + dx]
+ *   y[r, i, j]   = max(n[r, 2i + arg/2, 2j + arg%2], 0)
+ *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
+ *   out[0] y [B,C,Ho,Wo], out[1] mean [B*C], out[2] rstd [B*C], out[3] arg [B,C,Ho,Wo]
+ * backward, with gn the gradient of n (gout of a window at its argmax where y > 0, else 0),
+ * xhat = (x - mean) * rstd (saved float statistics), dxhat = gn * gamma[c]:
+ *   gx[r, e]  += rstd[r] * (dxhat_e - (1/N) sum_k dxhat_k - xhat_e * (1/N) sum_k dxhat_k xhat_k)
+ *   ggamma[c] += sum_b sum_e gn[r, e] * xhat[r, e]
+ *   gbeta[c]  += sum_b sum_e gn[r, e]
+ * The readable form is mcl_naive_inorm_pool_relu(_bwd) (src/ref/naive/norm.c, double),
+ * checked against this by tests/test-naive.
+ *
+ * The arithmetic is float on blocks of TL = 16 lanes (one 512-bit vector):
+ *   - statistics: two passes (the mean, then the squared deviations from the float mean with
+ *     their plain sum, var = (sum d^2 - (sum d)^2 / N) / N, which removes the float mean's
+ *     rounding), element j in float lane j % TL, each lane adding at most TL_RUN values before
+ *     it is added to its double lane; the double lanes are added pairwise. So a float sum
+ *     has at most TL_RUN terms (error <= (TL_RUN - 1) eps of its magnitudes) and the order
+ *     depends on the shape only;
+ *   - the normalization is one fmaf per value, n = x * s + t with s = rstd * gamma and
+ *     t = beta - mean * s formed per plane in double and rounded to float, straight into the
+ *     pooling of a block of TL windows (a row's partial block loads and stores only its valid
+ *     elements: nothing is read or written outside the plane, and no scratch is needed);
+ *   - backward: gn rebuilt as a plane in the thread's scratch (tail_grad), the sums of gn and
+ *     of gn * (x - mean) over the plane (float lanes as above), then per value
+ *     gx = gn * (rstd gamma) + (x - mean) * (-rstd^2 mean_dx) + (-rstd mean_d), two fmaf.
+ * (In double, three passes with two conversions per value and pass made the forward bound by
+ * its arithmetic, at about 10 GB/s on one core: doc/reference-backend.md.) Each thread asks
+ * for its next plane while it computes on the current one (tail_prefetch).
+ * Forward: planes in parallel, each by one thread. Backward: the images cut into BWD_CHUNKS
+ * fixed chunks, one thread each, with double sums of the gamma/beta gradients added in chunk
+ * order at the end. So every result is the same for any thread count.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "ref.h"
+
+/* Below this many elements a loop runs on the calling thread (as conv.c). */
+#define PAR_MIN 32768
+/* Backward: fixed chunks of images whose gamma/beta sums are kept apart (as conv.c). */
+#define BWD_CHUNKS 16
+/* Float lanes (and windows of a block); values a float lane adds before going into double. */
+#define TL 16
+#define TL_RUN 16
+
+/* the TL = 16 double lanes added pairwise */
+static double lanes_total(const double *a)
+{
+    const double s0 = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    const double s1 = ((a[8] + a[9]) + (a[10] + a[11])) + ((a[12] + a[13]) + (a[14] + a[15]));
+    return s0 + s1;
+}
+
+/* sum_j x[j], j < n (float lanes of at most TL_RUN values, see the top) */
+MCL_HOT static double tail_sum(const float *restrict x, int64_t n)
+{
+    double acc[TL] = {0.0};
+    for (int64_t j = 0; j < n;) {
+        float f[TL] = {0.0f};
+        const int64_t e = n - j < TL * TL_RUN ? n : j + TL * TL_RUN;
+        for (; j + TL <= e; j += TL)
+            MCL_SIMD for (int l = 0; l < TL; l++) f[l] += x[j + l];
+        if (j < e) {
+            const int k = (int)(e - j);
+            MCL_SIMD for (int l = 0; l < TL; l++) f[l] += l < k ? x[j + l] : 0.0f;
+            j = e;
+        }
+        for (int l = 0; l < TL; l++) acc[l] += (double)f[l];
+    }
+    return lanes_total(acc);
+}
+
+/* *s1 = sum_j d_j, *s2 = sum_j d_j^2 with d_j = x[j] - c (float), j < n (lanes as tail_sum) */
+MCL_HOT static void tail_sqdev(const float *restrict x, int64_t n, float c, double *s1,
+                               double *s2)
+{
+    double a1[TL] = {0.0}, a2[TL] = {0.0};
+    for (int64_t j = 0; j < n;) {
+        float f1[TL] = {0.0f}, f2[TL] = {0.0f};
+        const int64_t e = n - j < TL * TL_RUN ? n : j + TL * TL_RUN;
+        for (; j + TL <= e; j += TL)
+            MCL_SIMD for (int l = 0; l < TL; l++) {
+                const float d = x[j + l] - c;
+                f1[l] += d;
+                f2[l] = fmaf(d, d, f2[l]);
+            }
+        if (j < e) {
+            const int k = (int)(e - j);
+            MCL_SIMD for (int l = 0; l < TL; l++) {
+                const float d = l < k ? x[j + l] - c : 0.0f;
+                f1[l] += d;
+                f2[l] = fmaf(d, d, f2[l]);
+            }
+            j = e;
+        }
+        for (int l = 0; l < TL; l++) {
+            a1[l] += (double)f1[l];
+            a2[l] += (double)f2[l];
+        }
+    }
+    *s1 = lanes_total(a1);
+    *s2 = lanes_total(a2);
+}
+
+/* The four values of TL windows (k <= TL of them valid) over the rows r0 (dy = 0) and r1
+ * (dy = 1): w[t][j] = row (t/2)'s column 2j + t%2, 0 for the windows j >= k (not read). */
+static inline void tail_window_load(const float *restrict r0, const float *restrict r1, int k,
+                                    float w[4][TL])
+{
+    float a[2 * TL], b[2 * TL];
+    for (int u = 0; u < 2 * TL; u++) {
+        a[u] = u < 2 * k ? r0[u] : 0.0f;
+        b[u] = u < 2 * k ? r1[u] : 0.0f;
+    }
+    for (int j = 0; j < TL; j++) {
+        w[0][j] = a[2 * j];
+        w[1][j] = a[2 * j + 1];
+        w[2][j] = b[2 * j];
+        w[3][j] = b[2 * j + 1];
+    }
+}
+
+/* Forward of k <= TL windows over the rows r0, r1: n_t = fmaf(x_t, s, t); the first maximum
+ * (strict >, selects), its relu into y[j] and its index into ag[j], j < k. */
+MCL_HOT static void tail_fwd_block(const float *restrict r0, const float *restrict r1, int k,
+                                   float s, float t, float *restrict y, float *restrict ag)
+{
+    float w[4][TL];
+    tail_window_load(r0, r1, k, w);
+    for (int j = 0; j < TL; j++) {
+        const float v1 = fmaf(w[1][j], s, t), v2 = fmaf(w[2][j], s, t), v3 = fmaf(w[3][j], s, t);
+        float m = fmaf(w[0][j], s, t), idx = 0.0f;
+        idx = v1 > m ? 1.0f : idx;
+        m = v1 > m ? v1 : m;
+        idx = v2 > m ? 2.0f : idx;
+        m = v2 > m ? v2 : m;
+        idx = v3 > m ? 3.0f : idx;
+        m = v3 > m ? v3 : m;
+        if (j < k) {
+            y[j] = m > 0.0f ? m : 0.0f;
+            ag[j] = idx;
+        }
+    }
+}
+
+/* Asks for the n floats at p to be brought into the cache (a hint: no effect on results). */
+static void tail_prefetch(const float *p, int64_t n, int write)
+{
+#if defined(__GNUC__)
+    for (int64_t j = 0; j < n; j += 16)
+        if (write)
+            __builtin_prefetch(p + j, 1, 3);
+        else
+            __builtin_prefetch(p + j, 0, 3);
+#else
+    (void)p, (void)n, (void)write;
+#endif
+}
+
+/* One plane xr [H,W]: its statistics into *mean, *rstd, its windows into y, ag [Ho,Wo].
+ * next: the next plane of this thread (NULL: none), fetched while this one is computed on. */
+static void tail_fwd_plane(const float *xr, const float *next, int64_t H, int64_t W, double gm,
+                           double bt, double eps, float *mean, float *rstd, float *y, float *ag)
+{
+    const int64_t N = H * W, Ho = H / 2, Wo = W / 2;
+    const double mu = tail_sum(xr, N) / (double)N;
+    if (next) tail_prefetch(next, N, 0);
+    double s1, s2;
+    tail_sqdev(xr, N, (float)mu, &s1, &s2);
+    double var = (s2 - s1 * s1 / (double)N) / (double)N;
+    var = var < 0.0 ? 0.0 : var; /* rounding, for a constant plane (a NaN stays) */
+    const double rs = 1.0 / sqrt(var + eps), sc = rs * gm;
+    *mean = (float)mu;
+    *rstd = (float)rs;
+    const float s = (float)sc, t = (float)(bt - mu * sc);
+    for (int64_t i = 0; i < Ho; i++)
+        for (int64_t j0 = 0; j0 < Wo; j0 += TL)
+            tail_fwd_block(xr + 2 * i * W + 2 * j0, xr + (2 * i + 1) * W + 2 * j0,
+                           (int)(Wo - j0 < TL ? Wo - j0 : TL), s, t, y + i * Wo + j0,
+                           ag + i * Wo + j0);
+}
+
+mcl_status mcl_ref_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const mcl_tensor *X = a->in[0];
+    const int64_t C = X->shape[1], R = X->shape[0] * C, H = X->shape[2], W = X->shape[3];
+    const int64_t N = H * W, P = (H / 2) * (W / 2);
+    const float *x = mcl_ref_ptr(X), *gamma = mcl_ref_ptr(a->in[1]), *beta = mcl_ref_ptr(a->in[2]);
+    float *y = mcl_ref_ptr(a->out[0]), *mean = mcl_ref_ptr(a->out[1]);
+    float *rstd = mcl_ref_ptr(a->out[2]), *arg = mcl_ref_ptr(a->out[3]);
+    const double eps = (double)a->p.f[0];
+#pragma omp parallel if (R * N > PAR_MIN)
+    {
+        int64_t r0 = 0, r1 = R; /* this thread's planes: omp for's static split */
+#ifdef _OPENMP
+        const int64_t T = omp_get_num_threads(), t = omp_get_thread_num(), q = R / T, e = R % T;
+        r0 = t * q + (t < e ? t : e);
+        r1 = r0 + q + (t < e);
+#endif
+        for (int64_t r = r0; r < r1; r++)
+            tail_fwd_plane(x + r * N, r + 1 < r1 ? x + (r + 1) * N : NULL, H, W,
+                           (double)gamma[r % C], (double)beta[r % C], eps, &mean[r], &rstd[r],
+                           y + r * P, arg + r * P);
+    }
+    return MCL_OK;
+}
+
+/* ---- backward ------------------------------------------------------------------------- */
+
+/* The gradient of the normalized plane n from the tail's output
+ * gradient: what relu's and maxpool2d's backward store into fresh buffers,
+ *   gn[2i + arg/2, 2j + arg%2] = 0 + (y[i, j] > 0 ? gout[i, j] : 0)   for every window (i, j)
+ * and 0 elsewhere (the three other values of each window, an odd last row/column).
+ * Rows are done in blocks of TL windows, as maxpool2d's backward (conv.c). */
+
+/* One block: 2 TL floats of the row dy (0 or 1) of gn from the gated gout gp and the
+ * argmax ag of TL windows, of which the first n are the row's (n may be <= 0 or more
+ * than TL): r[2j + dx] = j < n && ag[j] == dy*2 + dx ? gp[j] : 0 (the windows past n
+ * get the argmax -1, which no column has) */
+MCL_HOT static void tail_grad_block(const float *restrict gp, const float *restrict ag, int64_t n,
+                                    int dy, float *restrict r)
+{
+    float t[2 * TL], gv[2 * TL]; /* arg and gated gout of the window of column u */
+    const int m = n <= 0 ? 0 : n >= TL ? TL : (int)n; /* windows of the row */
+    for (int j = 0; j < TL; j++) {
+        t[2 * j] = t[2 * j + 1] = j < m ? ag[j] : -1.0f; /* -1: no column's argmax */
+        gv[2 * j] = gv[2 * j + 1] = gp[j];
+    }
+    const float d2 = 2.0f * (float)dy;
+    for (int u = 0; u < 2 * TL; u++) r[u] = t[u] == (float)(u % 2) + d2 ? gv[u] : 0.0f;
+}
+
+/* gp[j] = 0 + (y[j] > 0 ? g[j] : 0) (relu's backward), ap[j] = arg[j], j < n */
+MCL_HOT static void tail_gate(const float *restrict g, const float *restrict y,
+                              const float *restrict arg, int64_t n, float *restrict gp,
+                              float *restrict ap)
+{
+    for (int64_t j = 0; j < n; j++) {
+        gp[j] = 0.0f + (y[j] > 0.0f ? g[j] : 0.0f);
+        ap[j] = arg[j];
+    }
+}
+
+/* g, y, arg [Ho,Wo] of one plane -> gn [H,W], which has 2 TL floats of room past its
+ * end. First the gated gout and the argmax of the whole plane go into gp, ap [Ho, Wo] (one
+ * pass over the plane: with Wo = 14 a pass per row was shorter than a vector and ran as
+ * scalar code with branches; each has TL floats of room past its end, which stay
+ * zero), then the rows of gn in order, each in blocks of windows: a row's last block stores
+ * zeros past the row's 2 Wo values (its lanes past Wo are masked), over an odd last column
+ * and the start of the next row, which that row's own blocks store later. An odd last row
+ * is set to 0. (maxpool2d's fresh 0 + v is v: v = 0 + .. is never -0.) */
+static void tail_grad(const float *g, const float *y, const float *arg, int64_t H, int64_t W,
+                      float *gn, float *gp, float *ap)
+{
+    const int64_t Ho = H / 2, Wo = W / 2;
+    tail_gate(g, y, arg, Ho * Wo, gp, ap);
+    for (int64_t u = 0; u < 2 * Ho; u++) {
+        const float *gi = gp + (u / 2) * Wo, *ai = ap + (u / 2) * Wo;
+        for (int64_t j0 = 0; j0 < Wo || (W % 2 && j0 == Wo); j0 += TL)
+            tail_grad_block(gi + j0, ai + j0, Wo - j0, (int)(u % 2), gn + u * W + 2 * j0);
+    }
+    if (H % 2) memset(gn + (H - 1) * W, 0, (size_t)W * sizeof(float));
+}
+
+/* Floats of the backward's scratch per chunk: the plane gn (with 2 TL floats of room past its
+ * end) and tail_grad's gp and ap (TL floats of room each). */
+static int64_t tail_bwd_scratch(int64_t H, int64_t W, int64_t *ldg)
+{
+    *ldg = (H / 2) * (W / 2) + TL;
+    return H * W + 2 * TL + 2 * *ldg;
+}
+
+/* *s1 = sum_j gn[j], *s2 = sum_j gn[j] * (x[j] - m) (fmaf), j < n (lanes as tail_sum) */
+MCL_HOT static void tail_bwd_sums(const float *restrict x, const float *restrict gn, int64_t n,
+                                  float m, double *s1, double *s2)
+{
+    double a1[TL] = {0.0}, a2[TL] = {0.0};
+    for (int64_t j = 0; j < n;) {
+        float f1[TL] = {0.0f}, f2[TL] = {0.0f};
+        const int64_t e = n - j < TL * TL_RUN ? n : j + TL * TL_RUN;
+        for (; j + TL <= e; j += TL)
+            MCL_SIMD for (int l = 0; l < TL; l++) {
+                f1[l] += gn[j + l];
+                f2[l] = fmaf(gn[j + l], x[j + l] - m, f2[l]);
+            }
+        if (j < e) {
+            const int k = (int)(e - j);
+            MCL_SIMD for (int l = 0; l < TL; l++) {
+                const float gv = l < k ? gn[j + l] : 0.0f, d = l < k ? x[j + l] - m : 0.0f;
+                f1[l] += gv;
+                f2[l] = fmaf(gv, d, f2[l]);
+            }
+            j = e;
+        }
+        for (int l = 0; l < TL; l++) {
+            a1[l] += (double)f1[l];
+            a2[l] += (double)f2[l];
+        }
+    }
+    *s1 = lanes_total(a1);
+    *s2 = lanes_total(a2);
+}
+
+/* gx[j] (+)= fmaf(gn[j], cg, fmaf(x[j] - m, ca, cb)), j < n (fresh: 0 + the term) */
+MCL_HOT static void tail_bwd_dx(const float *restrict x, const float *restrict gn, int64_t n,
+                                float m, float cg, float ca, float cb, float *restrict gx,
+                                int fresh)
+{
+    if (fresh)
+        MCL_SIMD for (int64_t j = 0; j < n; j++)
+            gx[j] = 0.0f + fmaf(gn[j], cg, fmaf(x[j] - m, ca, cb));
+    else
+        MCL_SIMD for (int64_t j = 0; j < n; j++)
+            gx[j] += fmaf(gn[j], cg, fmaf(x[j] - m, ca, cb));
+}
+
+/* The backward of one plane (x, gx [H,W]; g, y, ag [Ho,Wo]; m, rs its saved statistics, gm
+ * its gamma; s the chunk's scratch, tail_bwd_scratch floats; next: the next plane in memory
+ * is this thread's too, fetched while this one is computed on): gn (tail_grad), then
+ * *sg = sum gn, *sgx = sum gn * xhat, and gx when not NULL:
+ *   gx = gn * (rs gm) + (x - m) * (-rs^2 mean_dx) + (-rs mean_d),
+ *   mean_d = gm sg / N, mean_dx = gm sgx / N. */
+static void tail_bwd_plane(const float *x, const float *g, const float *y, const float *ag,
+                           int64_t H, int64_t W, float m, float rs, double gm, float *s,
+                           float *gx, int fresh, int next, double *sg, double *sgx)
+{
+    const int64_t N = H * W, P = (H / 2) * (W / 2);
+    int64_t ldg;
+    (void)tail_bwd_scratch(H, W, &ldg);
+    float *gp = s + N + 2 * TL;
+    tail_grad(g, y, ag, H, W, s, gp, gp + ldg);
+    if (next) {
+        tail_prefetch(g + P, P, 0);
+        tail_prefetch(y + P, P, 0);
+        tail_prefetch(ag + P, P, 0);
+        tail_prefetch(x + N, N, 0);
+        if (gx) tail_prefetch(gx + N, N, 1);
+    }
+    double s2;
+    tail_bwd_sums(x, s, N, m, sg, &s2);
+    *sgx = (double)rs * s2;
+    if (!gx) return;
+    const double r = (double)rs, mean_d = gm * *sg / (double)N, mean_dx = gm * *sgx / (double)N;
+    tail_bwd_dx(x, s, N, m, (float)(r * gm), (float)(-r * r * mean_dx), (float)(-r * mean_d), gx,
+                fresh);
+}
+
+mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    const mcl_tensor *X = a->in[0];
+    const int64_t B = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3];
+    const int64_t N = H * W, P = (H / 2) * (W / 2);
+    const float *x = mcl_ref_ptr(X), *gamma = mcl_ref_ptr(a->in[1]);
+    const float *y = mcl_ref_ptr(a->out[0]), *mean = mcl_ref_ptr(a->out[1]);
+    const float *rstd = mcl_ref_ptr(a->out[2]), *arg = mcl_ref_ptr(a->out[3]);
+    const float *g = mcl_ref_ptr(a->gout[0]);
+    float *gx = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
+    float *ggamma = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
+    float *gbeta = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
+    if (!gx && !ggamma && !gbeta) return MCL_OK;
+    const int64_t nchunks = B < BWD_CHUNKS ? B : BWD_CHUNKS;
+    /* per chunk and channel: sum gn * xhat, then sum gn */
+    double *part = calloc((size_t)(nchunks * 2 * C), sizeof(double));
+    int64_t ldg;
+    const int64_t ns = tail_bwd_scratch(H, W, &ldg);
+    float *sc = calloc((size_t)(nchunks * ns), sizeof(float)); /* per chunk */
+    if (!part || !sc) {
+        free(part);
+        free(sc);
+        return MCL_ERR_OOM;
+    }
+    /* fresh gin (ref.h), asked in the order they are written below */
+    const int fresh_x = gx ? mcl_ref_grad_fresh(a->gin[0]) : 0;
+    const int fresh_g = ggamma ? mcl_ref_grad_fresh(a->gin[1]) : 0;
+    const int fresh_b = gbeta ? mcl_ref_grad_fresh(a->gin[2]) : 0;
+#pragma omp parallel for schedule(static) if (B * C * N > PAR_MIN)
+    for (int64_t ch = 0; ch < nchunks; ch++) {
+        double *acc_g = part + ch * 2 * C, *acc_b = acc_g + C;
+        for (int64_t b = B * ch / nchunks; b < B * (ch + 1) / nchunks; b++)
+            for (int64_t c = 0; c < C; c++) {
+                const int64_t r = b * C + c;
+                double sg, sgx;
+                tail_bwd_plane(x + r * N, g + r * P, y + r * P, arg + r * P, H, W, mean[r],
+                               rstd[r], (double)gamma[c], sc + ch * ns, gx ? gx + r * N : NULL,
+                               fresh_x, r + 1 < (B * (ch + 1) / nchunks) * C, &sg, &sgx);
+                acc_g[c] += sgx;
+                acc_b[c] += sg;
+            }
+    }
+    for (int64_t c = 0; c < C; c++) {
+        double sgx = 0.0, sg = 0.0;
+        for (int64_t ch = 0; ch < nchunks; ch++) {
+            sgx += part[ch * 2 * C + c];
+            sg += part[ch * 2 * C + C + c];
+        }
+        /* separate statements: correct even if gin[1] and gin[2] are one tensor */
+        if (ggamma) ggamma[c] = (fresh_g ? 0.0f : ggamma[c]) + (float)sgx;
+        if (gbeta) gbeta[c] = (fresh_b ? 0.0f : gbeta[c]) + (float)sg;
+    }
+    free(sc);
+    free(part);
+    return MCL_OK;
+}
