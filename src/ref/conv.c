@@ -5,9 +5,11 @@
  *   - stride 1 (the common case): products over zero-bordered copies of the image planes,
  *     without im2col (see "Stride 1" below): forward out_b = w · x_r, backward gx_b as the
  *     convolution of g with the flipped weights, gw = sum_b x_r · g_bᵀ. A forward with few
- *     im2col rows (C*k*k < S1_FWD_MIN_KK) writes its register tiles straight into out, row
- *     segment by row segment (s1_tile_row); a weight gradient with few rows is a set of dot
- *     products (dot_tile), one with many rows runs over the valid pixels only (gw_tile).
+ *     im2col rows (C*k*k < S1_FWD_MIN_KK) writes its register tiles straight into out: along
+ *     the flat pixel index of the output planes where Ho = H and Wo = W (s1_tile_flat, with
+ *     streaming stores for a large output), else row segment by row segment (s1_tile_row); a
+ *     weight gradient with few rows is a set of dot products (dot_tile), one with many rows
+ *     runs over the valid pixels only (gw_tile).
  *   - other strides: im2col + the packed GEMM of gemm.c (mcl_ref_sgemm): im2col lays the
  *     k x k patches of an image out as the columns of col [C*k*k, Ho*Wo], so the convolution
  *     of one image is out_b [O, Ho*Wo] = W [O, C*k*k] · col_b; images with few output pixels
