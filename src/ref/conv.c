@@ -1060,7 +1060,8 @@ static void s1_rows_out(const conv_dims *d, const s1_dims *e, const float *w, co
  * zero is formed here with the same zero, in the same order (same bits). */
 
 /* Streaming stores for an output larger than this many bytes (it leaves the caches before
- * the next op reads it anyway; a smaller one is left in L2 for that op). */
+ * the next op reads it anyway; a smaller one is left in L2 for that op); also used by the
+ * pixel-major forward (s1_product_t) through an image-sized scratch, see conv_fwd_s1. */
 #define FLAT_STREAM_MIN ((int64_t)8 << 20)
 
 /* The flat layout of one call: version size, and the tap offsets foff[(c*k + ky)*k + kx] */
@@ -1143,6 +1144,16 @@ static void s1_tile_flat(int64_t K, const float *const *a, const float *restrict
 }
 #endif
 
+/* dst[j] = src[j] for j < n, dst 64-byte aligned, n % 16 == 0: streaming stores */
+static void stream_copy(float *restrict dst, const float *restrict src, int64_t n)
+{
+#if defined(__AVX512F__) && defined(FP_FAST_FMAF)
+    for (int64_t j = 0; j < n; j += 16) _mm512_stream_ps(dst + j, _mm512_load_ps(src + j));
+#else
+    memcpy(dst, src, (size_t)n * sizeof(float));
+#endif
+}
+
 /* out_b [O, P] = w · x_r + bias with s1_tile_flat, S1_NR pixels of S1_MR planes at a time
  * (xf: the image's versions, foff: the taps on them); stream: out_b's planes start 64-byte
  * aligned and are streamed */
@@ -1177,6 +1188,11 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
     const int64_t vs = flat ? flat_version(d) : 0;
     const int stream = flat && d->B * OP * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
                        d->P % 16 == 0 && ((uintptr_t)out & 63) == 0;
+    /* s1_product_t into an image-sized scratch img [O, P] (L2), then streamed into out_b
+     * whole (same condition as the flat tile's streaming: out_b's 64-byte lines are written
+     * whole, no read-for-ownership) */
+    const int stream_img = !flat && swap && d->B * OP * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
+                           OP % 16 == 0 && ((uintptr_t)out & 63) == 0;
     /* shared: the row offsets (flat: the tap offsets), a row of zeros, w transposed if swap */
     int64_t *roff = malloc((size_t)d->KK * sizeof(int64_t));
     float *zeros = calloc((size_t)d->KK, sizeof(float));
@@ -1194,6 +1210,7 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
         const int64_t nxp = flat ? d->k * vs : e.xpn; /* flat: the k versions, no band */
         float *xp = ready ? calloc((size_t)(nxp + nband), sizeof(float)) : NULL;
         float *band = xp ? xp + nxp : NULL;
+        float *img = xp && stream_img ? calloc_floats64((size_t)OP) : NULL; /* optional */
         if (ready && !xp) {
 #pragma omp atomic write
             oom = 1;
@@ -1209,7 +1226,11 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
             to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
             if (d->KK < S1_FWD_MIN_KK)
                 s1_rows_out(d, &e, w, zeros, xp, roff, bias, out + b * OP);
-            else if (swap)
+            else if (swap && img) {
+                s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, img,
+                             d->P, bias, OUT_BIAS);
+                stream_copy(out + b * OP, img, OP);
+            } else if (swap)
                 s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
                              d->P, bias, OUT_BIAS);
             else
@@ -1217,8 +1238,9 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
                            out + b * OP, d->P, bias, OUT_BIAS);
         }
 #if defined(__AVX512F__) && defined(FP_FAST_FMAF)
-        if (stream) _mm_sfence(); /* the streamed stores before the others' reads */
+        if (stream || img) _mm_sfence(); /* the streamed stores before the others' reads */
 #endif
+        free(img);
         free(xp);
     }
     free(roff);
