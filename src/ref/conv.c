@@ -1289,6 +1289,10 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
     const int ready = (wt || !gx) && off && zeros && part;
     int oom = !ready;
     const int fresh_x = gx && ready ? mcl_ref_grad_fresh(a->gin[0]) : 0;
+    /* a fresh gx above FLAT_STREAM_MIN through s1_product_t: each image into a scratch img
+     * [C, H*W], then streamed into gx_b (as in conv_fwd_s1) */
+    const int stream_gx = fresh_x && swap && d->B * CHW * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
+                          CHW % 16 == 0 && ((uintptr_t)gx & 63) == 0;
     int64_t *roff = off, *roffx = off ? off + d->KK : NULL, *koff = off ? roffx + KKx : NULL;
     if (ready) {
         s1_offsets(d->C, k, e.Hp, e.Wp, roff);
@@ -1317,6 +1321,7 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
         float *xp = ready ? calloc_floats64(nf) : NULL;
         float *gp = xp ? xp + nxp : NULL, *band = gp ? gp + ngp : NULL;
         float *gT = band ? band + nb16 : NULL, *prod = gT ? gT + ngT : NULL;
+        float *img = xp && stream_gx ? calloc_floats64((size_t)CHW) : NULL; /* optional */
         if (ready && !xp) {
 #pragma omp atomic write
             oom = 1;
@@ -1333,7 +1338,11 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                 if (gx) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
                     to_padded(gb, d->O, d->Ho, d->Wo, e.pg, gp);
                     const int mode = fresh_x ? OUT_STORE : OUT_ADD;
-                    if (swap)
+                    if (swap && img) { /* a fresh gx: stored, through img */
+                        s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
+                                     img, d->H * d->W, NULL, OUT_STORE);
+                        stream_copy(gx + b * CHW, img, CHW);
+                    } else if (swap)
                         s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
                                      gx + b * CHW, d->H * d->W, NULL, mode);
                     else
@@ -1373,6 +1382,10 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
             if (want_w && !dot)
                 add_transposed(pw, prod, On, d->KK, d->O);
         }
+#if defined(__AVX512F__) && defined(FP_FAST_FMAF)
+        if (img) _mm_sfence(); /* the streamed stores before the others' reads */
+#endif
+        free(img);
         free(xp);
     }
     if (!oom && want_w) {
