@@ -674,7 +674,14 @@ int main(int argc, char **argv)
      * channels out (the weight gradient's dot_tile: 3 tiles of taps, a last tile of one
      * channel); last, Conv-4's second layer (14 x 14, 32 channels) and 10 x 10, whose forward
      * and input gradient take the AVX-512 tile of two runs of 7 and 5 pixels (s1_tile_run; the
-     * 7 x 7 case above runs it too, with a last tile of one run) */
+     * 7 x 7 case above runs it too, with a last tile of one run); the very last, Conv-4's
+     * first layer with 88 images and 36 channels out, has an output above 8 MiB, which the
+     * forward's flat tile (s1_tile_flat) writes with streaming stores (the first-layer cases
+     * before it, with Ho = H and Wo = W, run that tile with ordinary stores), a last block of
+     * 4 channels among them; and 1340 images of 4 x 7 x 7 with 32 channels out (C*k*k = 36),
+     * whose output, also above 8 MiB, the pixel-major tile (s1_product_t) writes into an
+     * image-sized scratch streamed into out; last, 1340 images of 32 x 7 x 7 with 4 channels
+     * out, whose fresh input gradient (8.4 MB) takes the same way in the backward */
     static const int64_t sc[][8] = {{2, 3, 7, 5, 4, 3, 1, 1},  {1, 2, 9, 8, 3, 3, 2, 1},
                                     {2, 1, 6, 6, 2, 5, 1, 2},  {3, 4, 8, 8, 5, 1, 1, 0},
                                     {2, 3, 11, 9, 4, 3, 2, 0}, {2, 2, 9, 9, 3, 3, 1, 1},
@@ -685,7 +692,8 @@ int main(int argc, char **argv)
                                     {1, 32, 4, 4, 32, 3, 1, 1}, {2, 2, 3, 37, 3, 3, 1, 1},
                                     {2, 1, 28, 28, 32, 3, 1, 1}, {2, 1, 32, 32, 32, 3, 1, 1},
                                     {1, 3, 9, 10, 5, 3, 1, 1},  {2, 32, 14, 14, 32, 3, 1, 1},
-                                    {1, 32, 10, 10, 32, 3, 1, 1}};
+                                    {1, 32, 10, 10, 32, 3, 1, 1}, {88, 1, 28, 28, 36, 3, 1, 1},
+                                    {1340, 4, 7, 7, 32, 3, 1, 1}, {1340, 32, 7, 7, 4, 3, 1, 1}};
     for (int c = 0; c < (int)(sizeof sc / sizeof sc[0]); c++) test_conv(ctx, c, sc[c]);
 
     test_matmul(ctx, 67, 129, 131);

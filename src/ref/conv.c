@@ -6,9 +6,11 @@
  *   - stride 1 (the common case): products over zero-bordered copies of the image planes,
  *     without im2col (see "Stride 1" below): forward out_b = w · x_r, backward gx_b as the
  *     convolution of g with the flipped weights, gw = sum_b x_r · g_bᵀ. A forward with few
- *     im2col rows (C*k*k < S1_FWD_MIN_KK) writes its register tiles straight into out, row
- *     segment by row segment (s1_tile_row); a weight gradient with few rows is a set of dot
- *     products (dot_tile), one with many rows runs over the valid pixels only (gw_tile).
+ *     im2col rows (C*k*k < S1_FWD_MIN_KK) writes its register tiles straight into out: along
+ *     the flat pixel index of the output planes where Ho = H and Wo = W (s1_tile_flat, with
+ *     streaming stores for a large output), else row segment by row segment (s1_tile_row); a
+ *     weight gradient with few rows is a set of dot products (dot_tile), one with many rows
+ *     runs over the valid pixels only (gw_tile).
  *   - other strides: im2col + the packed GEMM of gemm.c (mcl_ref_sgemm): im2col lays the
  *     k x k patches of an image out as the columns of col [C*k*k, Ho*Wo], so the convolution
  *     of one image is out_b [O, Ho*Wo] = W [O, C*k*k] · col_b; images with few output pixels
@@ -1043,6 +1045,131 @@ static void s1_rows_out(const conv_dims *d, const s1_dims *e, const float *w, co
     }
 }
 
+/* ---- the forward of a first layer whose output planes have the input's shape ----------
+ * With stride 1 and 2 pd = k - 1 (Ho = H, Wo = W) and few rows of im2col (KK <
+ * S1_FWD_MIN_KK), a tile runs along the flat pixel index p = oy*W + ox of the output plane
+ * instead of along one output row: it covers whole 16-float vectors of out_b, so it can be
+ * written with full-line (streaming) stores, and no pixel of a padded grid is computed.
+ * Tap (c, ky, kx) of pixel p reads x[c, oy + ky - pd, ox + dx] (dx = kx - pd), that is the
+ * flat index p + ky*W + dx of plane c with pd zero rows above and below, except where ox + dx
+ * leaves the row (it then reads the neighbouring row's other end, which must count as 0).
+ * So the image is laid out k times, once per kx ("version" kx), each plane with the columns
+ * that a wrap would reach zeroed (dx < 0: columns >= W + dx; dx > 0: columns < dx): every
+ * tap is one contiguous load, and every product the padded planes would form with a border
+ * zero is formed here with the same zero, in the same order (same bits). */
+
+/* Streaming stores for an output larger than this many bytes (it leaves the caches before
+ * the next op reads it anyway; a smaller one is left in L2 for that op); also used by the
+ * pixel-major forward (s1_product_t) through an image-sized scratch, see conv_fwd_s1. */
+#define FLAT_STREAM_MIN ((int64_t)8 << 20)
+
+/* The flat layout of one call: version size, and the tap offsets foff[(c*k + ky)*k + kx] */
+static int64_t flat_version(const conv_dims *d)
+{
+    return round_up(d->pd + d->C * (d->H + 2 * d->pd) * d->W + S1_NR + d->k, 16);
+}
+
+static void flat_offsets(const conv_dims *d, int64_t vs, int64_t *foff)
+{
+    const int64_t k = d->k, HpW = (d->H + 2 * d->pd) * d->W;
+    for (int64_t c = 0; c < d->C; c++)
+        for (int64_t ky = 0; ky < k; ky++)
+            for (int64_t kx = 0; kx < k; kx++)
+                foff[(c * k + ky) * k + kx] = kx * vs + d->pd + c * HpW + ky * d->W + kx - d->pd;
+}
+
+/* The k versions of x_b [C, H, W] in xf [k, vs] (zeros elsewhere, written once by calloc):
+ * version kx, plane c, row y at pd + c*Hp*W + (pd + y)*W, columns [lo, hi) of the row
+ * (dx = kx - pd: lo = max(dx, 0), hi = W + min(dx, 0)) */
+MCL_COPY static void to_flat(const conv_dims *d, int64_t vs, const float *xb, float *xf)
+{
+    const int64_t HpW = (d->H + 2 * d->pd) * d->W;
+    for (int64_t kx = 0; kx < d->k; kx++) {
+        const int64_t dx = kx - d->pd, lo = dx > 0 ? dx : 0, hi = dx < 0 ? d->W + dx : d->W;
+        for (int64_t c = 0; c < d->C; c++)
+            for (int64_t y = 0; y < d->H; y++) {
+                const float *restrict s = xb + (c * d->H + y) * d->W;
+                float *restrict t = xf + kx * vs + d->pd + c * HpW + (d->pd + y) * d->W;
+                for (int64_t x = lo; x < hi; x++) t[x] = s[x];
+            }
+    }
+}
+
+/* s1_tile_row's sums on the flat layout, stored with full-vector streaming stores where
+ * stream != 0 (c + i*ldc 64-byte aligned): c[i*ldc + j] = sum_{k < K} a[i][k] * b[boff[k] +
+ * j] + bias[i] for i < mr, j < nv; fmaf in increasing k from 0, then + bias (the bits of
+ * s1_tile_row). With AVX-512 the accumulators are vector variables (see dot_tile). */
+#if defined(__AVX512F__) && defined(FP_FAST_FMAF)
+MCL_HOT static void s1_tile_flat(int64_t K, const float *const *a, const float *restrict b,
+                                 const int64_t *restrict boff, const float *restrict bias, int mr,
+                                 int64_t nv, float *restrict c, int64_t ldc, int stream)
+{
+    const float *ar[S1_MR];
+    for (int i = 0; i < S1_MR; i++) ar[i] = a[i];
+    __m512 acc[S1_MR][2];
+    for (int i = 0; i < S1_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        const float *bk = b + boff[k];
+        const __m512 v0 = _mm512_loadu_ps(bk), v1 = _mm512_loadu_ps(bk + 16);
+        for (int i = 0; i < S1_MR; i++) {
+            const __m512 ai = _mm512_set1_ps(ar[i][k]);
+            acc[i][0] = _mm512_fmadd_ps(ai, v0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(ai, v1, acc[i][1]);
+        }
+    }
+    const int64_t n0 = nv < 16 ? nv : 16, n1 = nv - n0;
+    const __mmask16 m0 = (__mmask16)((1u << n0) - 1), m1 = (__mmask16)((1u << n1) - 1);
+    for (int i = 0; i < S1_MR && i < mr; i++) {
+        const __m512 bi = _mm512_set1_ps(bias[i]);
+        const __m512 r0 = _mm512_add_ps(acc[i][0], bi), r1 = _mm512_add_ps(acc[i][1], bi);
+        float *ci = c + i * ldc;
+        if (stream && n0 == 16)
+            _mm512_stream_ps(ci, r0);
+        else
+            _mm512_mask_storeu_ps(ci, m0, r0);
+        if (stream && n1 == 16)
+            _mm512_stream_ps(ci + 16, r1);
+        else if (n1 > 0)
+            _mm512_mask_storeu_ps(ci + 16, m1, r1);
+    }
+}
+#else
+static void s1_tile_flat(int64_t K, const float *const *a, const float *restrict b,
+                         const int64_t *restrict boff, const float *restrict bias, int mr,
+                         int64_t nv, float *restrict c, int64_t ldc, int stream)
+{
+    (void)stream;
+    s1_tile_row(K, a, b, boff, bias, mr, nv, c, ldc);
+}
+#endif
+
+/* dst[j] = src[j] for j < n, dst 64-byte aligned, n % 16 == 0: streaming stores */
+static void stream_copy(float *restrict dst, const float *restrict src, int64_t n)
+{
+#if defined(__AVX512F__) && defined(FP_FAST_FMAF)
+    for (int64_t j = 0; j < n; j += 16) _mm512_stream_ps(dst + j, _mm512_load_ps(src + j));
+#else
+    memcpy(dst, src, (size_t)n * sizeof(float));
+#endif
+}
+
+/* out_b [O, P] = w · x_r + bias with s1_tile_flat, S1_NR pixels of S1_MR planes at a time
+ * (xf: the image's versions, foff: the taps on them); stream: out_b's planes start 64-byte
+ * aligned and are streamed */
+static void flat_out(const conv_dims *d, const float *w, const float *zeros, const float *xf,
+                     const int64_t *foff, const float *bias, float *ob, int stream)
+{
+    for (int64_t o0 = 0; o0 < d->O; o0 += S1_MR) {
+        const float *rows[S1_MR];
+        s1_rows(w, NULL, d->KK, o0, d->O, zeros, rows);
+        const int mr = d->O - o0 < S1_MR ? (int)(d->O - o0) : S1_MR;
+        for (int64_t p0 = 0; p0 < d->P; p0 += S1_NR)
+            s1_tile_flat(d->KK, rows, xf + p0, foff, bias + o0, mr,
+                         d->P - p0 < S1_NR ? d->P - p0 : S1_NR, ob + o0 * d->P + p0, d->P,
+                         stream);
+    }
+}
+
 /* forward, stride 1: per image, xp <- x_b; grid = w · x_r; out_b = grid (valid) + bias */
 static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
 {
@@ -1054,21 +1181,35 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
     const int64_t Or = round_up(d->O, S1_MR), CHW = d->C * d->H * d->W, OP = d->O * d->P;
     const int swap = s1_swap(d->O, e.J, d->P);
     const int64_t On = round_up(d->O, S1_NR);
-    /* shared: the row offsets, a row of zeros, w transposed if swap */
+    /* the flat layout (see above) for a first layer with Ho = H, Wo = W; streamed when the
+     * output is large and its planes are 64-byte aligned */
+    const int flat = d->KK < S1_FWD_MIN_KK && d->Ho == d->H && d->Wo == d->W;
+    const int64_t vs = flat ? flat_version(d) : 0;
+    const int stream = flat && d->B * OP * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
+                       d->P % 16 == 0 && ((uintptr_t)out & 63) == 0;
+    /* s1_product_t into an image-sized scratch img [O, P] (L2), then streamed into out_b
+     * whole (same condition as the flat tile's streaming: out_b's 64-byte lines are written
+     * whole, no read-for-ownership) */
+    const int stream_img = !flat && swap && d->B * OP * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
+                           OP % 16 == 0 && ((uintptr_t)out & 63) == 0;
+    /* shared: the row offsets (flat: the tap offsets), a row of zeros, w transposed if swap */
     int64_t *roff = malloc((size_t)d->KK * sizeof(int64_t));
     float *zeros = calloc((size_t)d->KK, sizeof(float));
     float *wt = swap ? calloc_floats64((size_t)(d->KK * On)) : NULL; /* rows of On: aligned */
     const int ready = roff && zeros && (wt || !swap);
     int oom = !ready;
-    if (ready) s1_offsets(d->C, d->k, e.Hp, e.Wp, roff);
+    if (ready && flat) flat_offsets(d, vs, roff);
+    else if (ready) s1_offsets(d->C, d->k, e.Hp, e.Wp, roff);
     if (ready && swap) s1_transpose_a(w, d->O, d->KK, wt);
 #pragma omp parallel if (ready && d->B > 1 && d->B * OP * d->KK > PAR_MIN)
     {
         /* per thread: xp (zero border and slack, written once), band [Or, S1_NR] or, if swap,
          * [S1_TGROUP * S1_MR, On] */
         const int64_t nband = swap ? S1_TGROUP * S1_MR * On : Or * S1_NR;
-        float *xp = ready ? calloc((size_t)(e.xpn + nband), sizeof(float)) : NULL;
-        float *band = xp ? xp + e.xpn : NULL;
+        const int64_t nxp = flat ? d->k * vs : e.xpn; /* flat: the k versions, no band */
+        float *xp = ready ? calloc((size_t)(nxp + nband), sizeof(float)) : NULL;
+        float *band = xp ? xp + nxp : NULL;
+        float *img = xp && stream_img ? calloc_floats64((size_t)OP) : NULL; /* optional */
         if (ready && !xp) {
 #pragma omp atomic write
             oom = 1;
@@ -1076,16 +1217,29 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < d->B; b++) {
             if (!xp) continue;
+            if (flat) {
+                to_flat(d, vs, x + b * CHW, xp);
+                flat_out(d, w, zeros, xp, roff, bias, out + b * OP, stream);
+                continue;
+            }
             to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
             if (d->KK < S1_FWD_MIN_KK)
                 s1_rows_out(d, &e, w, zeros, xp, roff, bias, out + b * OP);
-            else if (swap)
+            else if (swap && img) {
+                s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, img,
+                             d->P, bias, OUT_BIAS);
+                stream_copy(out + b * OP, img, OP);
+            } else if (swap)
                 s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
                              d->P, bias, OUT_BIAS);
             else
                 s1_product(d->O, e.J, d->KK, w, zeros, xp, roff, e.Wp, d->Wo, band,
                            out + b * OP, d->P, bias, OUT_BIAS);
         }
+#if defined(__AVX512F__) && defined(FP_FAST_FMAF)
+        if (stream || img) _mm_sfence(); /* the streamed stores before the others' reads */
+#endif
+        free(img);
         free(xp);
     }
     free(roff);
@@ -1134,6 +1288,10 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
     const int ready = (wt || !gx) && off && zeros && part;
     int oom = !ready;
     const int fresh_x = gx && ready ? mcl_ref_grad_fresh(a->gin[0]) : 0;
+    /* a fresh gx above FLAT_STREAM_MIN through s1_product_t: each image into a scratch img
+     * [C, H*W], then streamed into gx_b (as in conv_fwd_s1) */
+    const int stream_gx = fresh_x && swap && d->B * CHW * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
+                          CHW % 16 == 0 && ((uintptr_t)gx & 63) == 0;
     int64_t *roff = off, *roffx = off ? off + d->KK : NULL, *koff = off ? roffx + KKx : NULL;
     if (ready) {
         s1_offsets(d->C, k, e.Hp, e.Wp, roff);
@@ -1162,6 +1320,7 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
         float *xp = ready ? calloc_floats64(nf) : NULL;
         float *gp = xp ? xp + nxp : NULL, *band = gp ? gp + ngp : NULL;
         float *gT = band ? band + nb16 : NULL, *prod = gT ? gT + ngT : NULL;
+        float *img = xp && stream_gx ? calloc_floats64((size_t)CHW) : NULL; /* optional */
         if (ready && !xp) {
 #pragma omp atomic write
             oom = 1;
@@ -1178,7 +1337,11 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                 if (gx) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
                     to_padded(gb, d->O, d->Ho, d->Wo, e.pg, gp);
                     const int mode = fresh_x ? OUT_STORE : OUT_ADD;
-                    if (swap)
+                    if (swap && img) { /* a fresh gx: stored, through img */
+                        s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
+                                     img, d->H * d->W, NULL, OUT_STORE);
+                        stream_copy(gx + b * CHW, img, CHW);
+                    } else if (swap)
                         s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
                                      gx + b * CHW, d->H * d->W, NULL, mode);
                     else
@@ -1218,6 +1381,10 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
             if (want_w && !dot)
                 add_transposed(pw, prod, On, d->KK, d->O);
         }
+#if defined(__AVX512F__) && defined(FP_FAST_FMAF)
+        if (img) _mm_sfence(); /* the streamed stores before the others' reads */
+#endif
+        free(img);
         free(xp);
     }
     if (!oom && want_w) {
