@@ -1,11 +1,14 @@
 /* profile.h — METACL_PROFILE: where the time of a program goes, per op, on either backend.
  *
  * With METACL_PROFILE set (not "" or "0") when a context is created, the front end finishes
- * the backend's queue after every op (forward or backward) and charges the wall time since
- * the previous op finished -- the front end's work, buffer preparation, the op itself -- to
- * that op. When the context is freed, a table (calls, total and per-call milliseconds, share,
- * per op and pass, and the device enqueues the op made) goes to stderr. Finishing after every op serializes host and device, so the
- * table is for finding hot spots, not for speed figures (`metacl bench` reports those).
+ * the backend's queue before and after every op (forward or backward) and charges the wall
+ * time between the two to that op (its own call: the backend's work, buffer materialization
+ * inside it); the time from one op's end to the next op's begin -- host code, the tape's
+ * bookkeeping, output allocation, copies and fills outside the op table -- goes to one row of
+ * its own, `between_ops` (pass `host`). When the context is freed, a table (calls, total and
+ * per-call milliseconds, share of the whole, per op and pass, and the device enqueues the op
+ * made) goes to stderr. Finishing around every op serializes host and device, so the table is
+ * for finding hot spots, not for speed figures (`metacl bench` reports those).
  * Under the table come the backend's counters over the context's life (mcl_ctx_stats below:
  * op calls, device enqueues, blocking host calls, bytes moved each way).
  */
@@ -22,7 +25,7 @@ typedef struct mcl_profile mcl_profile;
 mcl_profile *mcl_profile_create_from_env(void);
 /* Before an op's backend call: the enqueues from here to mcl_profile_tick are the op's (the
  * table's enqueues column), those since the previous tick are counted as between ops. */
-void mcl_profile_begin(mcl_profile *p, const mcl_backend *be);
+void mcl_profile_begin(mcl_profile *p, mcl_backend *be);
 /* After op `op` ran (backward: 0 forward, 1 backward): finish be's queue, charge the time. */
 mcl_status mcl_profile_tick(mcl_profile *p, mcl_backend *be, mcl_op op, int backward);
 /* Print the table to stderr (nothing when no op was timed); `where` names the backend; st

@@ -334,7 +334,7 @@ p_profile() { # the METACL_PROFILE table: total and the 8 ops that took longest
     : > "$work/prof.rows"
     awk -v rows="$work/prof.rows" "$AWK_LIB"'
     /^METACL_PROFILE/ { dev = $0; sub(/^[^(]*\(/, "", dev); sub(/\).*/, "", dev) }
-    $2 ~ /^(forward|backward)$/ && NF == 6 { sub(/%$/, "", $6); print $4, $1, $2, $3, $5, $6 > rows }
+    $2 ~ /^(forward|backward|host)$/ && NF == 7 { sub(/%$/, "", $6); print $4, $1, $2, $3, $5, $6 > rows }
     $1 == "all" && NF == 2 { total = $2 }
     END { printf "%s %s\n", (total == "" ? "null" : total), jstr(dev) }' "$1" > "$work/prof.head"
     local total devname
