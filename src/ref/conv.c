@@ -1784,6 +1784,22 @@ mcl_status mcl_ref_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
     return MCL_OK;
 }
 
+/* ggamma[c] (+)= sum over chunks of part[ch, 0, c], gbeta[c] (+)= of part[ch, 1, c] (ref.h) */
+void mcl_ref_norm_affine_grads(const double *part, int64_t nchunks, int64_t C, float *ggamma,
+                               int fresh_g, float *gbeta, int fresh_b)
+{
+    for (int64_t c = 0; c < C; c++) {
+        double sgx = 0.0, sg = 0.0;
+        for (int64_t ch = 0; ch < nchunks; ch++) {
+            sgx += part[ch * 2 * C + c];
+            sg += part[ch * 2 * C + C + c];
+        }
+        if (ggamma) ggamma[c] = (fresh_g ? 0.0f : ggamma[c]) + (float)sgx;
+        if (gbeta) gbeta[c] = (fresh_b ? 0.0f : gbeta[c]) + (float)sg;
+    }
+}
+
+
 /* instance_norm's backward. The images are cut into BWD_CHUNKS fixed chunks, one thread each, walked plane by plane in
  * memory order: the plane sums feed gx of that plane and the chunk's double sums of the
  * channel's gamma/beta gradients, which are added over the chunks in order at the end (a
@@ -1827,16 +1843,7 @@ mcl_status mcl_ref_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
                             gx + r * N, fresh_x);
             }
     }
-    for (int64_t c = 0; c < C; c++) {
-        double sgx = 0.0, sg = 0.0;
-        for (int64_t ch = 0; ch < nchunks; ch++) {
-            sgx += part[ch * 2 * C + c];
-            sg += part[ch * 2 * C + C + c];
-        }
-        /* separate statements: correct even if gin[1] and gin[2] are one tensor */
-        if (ggamma) ggamma[c] = (fresh_g ? 0.0f : ggamma[c]) + (float)sgx;
-        if (gbeta) gbeta[c] = (fresh_b ? 0.0f : gbeta[c]) + (float)sg;
-    }
+    mcl_ref_norm_affine_grads(part, nchunks, C, ggamma, fresh_g, gbeta, fresh_b);
     free(part);
     return MCL_OK;
 }

@@ -402,16 +402,7 @@ mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
                 acc_b[c] += sg;
             }
     }
-    for (int64_t c = 0; c < C; c++) {
-        double sgx = 0.0, sg = 0.0;
-        for (int64_t ch = 0; ch < nchunks; ch++) {
-            sgx += part[ch * 2 * C + c];
-            sg += part[ch * 2 * C + C + c];
-        }
-        /* separate statements: correct even if gin[1] and gin[2] are one tensor */
-        if (ggamma) ggamma[c] = (fresh_g ? 0.0f : ggamma[c]) + (float)sgx;
-        if (gbeta) gbeta[c] = (fresh_b ? 0.0f : gbeta[c]) + (float)sg;
-    }
+    mcl_ref_norm_affine_grads(part, nchunks, C, ggamma, fresh_g, gbeta, fresh_b);
     free(sc);
     free(part);
     return MCL_OK;
