@@ -8,7 +8,7 @@
 #     consistent, the chosen point is the first best score, the evaluated lr is the chosen one and
 #     a key given in --baseline (epochs=1) stays fixed in every point;
 #   - split-dil on a set split by classes (hershey) runs, its context and queries from its test
-#     classes;
+#     classes; ten models (2 + 8, the review job's CIL tables) fit in one table, a 17th is refused;
 #   - the JSON check fails on a JSON without "selection" and on one whose chosen index is out
 #     of range (it can fail);
 #   - a two-task table on class subsets names them as given (fmnist@0-1 fmnist@2-3), and its
@@ -108,6 +108,19 @@ if python3 -c 'import json, sys
 d = json.load(open(sys.argv[1])); m = d["models"][0]
 assert d["protocol"] == "split-dil" and len(m["acc_runs"]) == 2 and all(0 <= a <= 1 for a in m["acc_runs"]), "runs"' "$TMP/sx.json" 2>"$TMP/sx.err"; then
     pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: split-dil on hershey JSON"; cat "$TMP/sx.err"; fi
+# ten models in one table (the review job's CIL tables: 2 checkpoints + 8 baselines): up to 16
+# are taken, the 17th is refused with exit 2 before any data is read
+ten=""; for b in sgd adam ewc ewc-online si lwf replay:buffer=10 replay:buffer=50 sgd:lr=0.01 adam:lr=0.01; do
+    case $b in *:*) ten="$ten --baseline $b,epochs=1" ;; *) ten="$ten --baseline $b:epochs=1" ;; esac; done
+# shellcheck disable=SC2086 # $ten holds options
+check "ten models in one table" 0 "$METACL" eval acl --protocol split-dil --data hershey --data-dir "$TMP/data" --tasks 2 \
+    --k-shot 1 --runs 1 --final-only $ten --json-out "$TMP/ten.json" --quiet
+if python3 -c 'import json, sys
+sys.exit(0 if len(json.load(open(sys.argv[1]))["models"]) == 10 else 3)' "$TMP/ten.json"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: ten models: the JSON does not hold 10"; fi
+# shellcheck disable=SC2086
+check "seventeen models" 2 "$METACL" eval acl --protocol split-dil --data hershey $ten $ten --baseline sgd
+expect_text "names the limit" "at most 16"
 check "two-task --val-classes" 0 "$METACL" eval acl --protocol two-task --data hershey --data-dir "$TMP/data" --n-way 3 \
     --k-shot 1 --runs 1 --episodes 2 --baseline sgd:epochs=1 --val-classes --json-out "$TMP/vc.json"
 expect_text "the table says so" "(meta-validation classes)"

@@ -47,7 +47,7 @@
 #include "smn_train.h"
 #include "train.h"
 
-#define MAX_MODELS 8
+#define MAX_MODELS 16 /* --ckpt + --baseline: the review job's CIL tables hold 2 + 8 */
 #define MAX_DATA 16
 #define MAX_CLASSES 4096
 /* Split-X streams of up to 64 tasks (Split-Omniglot's 20 in the paper's App. B.2); task
