@@ -15,7 +15,8 @@
  *            and 3 threads (same bits). test-ops checks the backward only by finite differences.
  *   inorm_pool_relu  forward (y, mean, rstd, argmax) and backward (x, gamma, beta gradients) on planes whose pooled rows are shorter
  *            than, as long as and longer than the fast path's block of 16 windows, odd sizes
- *            included, one above the OpenMP threshold (test-ops checks it on other shapes).
+ *            included, one above the OpenMP threshold, two whose fresh input gradient (above
+ *            8 MiB) the backward streams (test-ops checks it on other shapes).
  *   gelu     forward and backward over the whole float range (every GELU_STRIDE-th bit pattern
  *            of the finite floats, both signs, plus a dense sweep of [-14, 14]) against the
  *            double-precision erfc form, in ulps of the exact result rounded to float (the
@@ -703,9 +704,13 @@ int main(int argc, char **argv)
     for (int c = 0; c < (int)(sizeof sl / sizeof sl[0]); c++) test_layer_norm(ctx, c, sl[c][0], sl[c][1]);
     /* B, C, H, W: pooled rows of 1, 3 (odd H and W), 14 (Conv-4's first layer), 16 (one whole
      * block), 20 (a whole block and a short one) and 32 windows; the last above the OpenMP
-     * threshold (32768 elements) with a plane count that is not a multiple of the threads */
+     * threshold (32768 elements) with a plane count that is not a multiple of the threads;
+     * then two whose fresh input gradient is above 8 MiB, which the backward streams
+     * (tail_bwd_dx_stream): Conv-4's first layer (planes of 784 floats, whole 64-byte lines)
+     * and 7 x 7 planes (49 floats: most planes start and end inside a line) */
     static const int64_t si[][4] = {{1, 1, 2, 2}, {2, 3, 7, 7}, {2, 3, 28, 28}, {1, 2, 33, 32},
-                                    {2, 2, 9, 40}, {1, 3, 4, 65}, {6, 7, 28, 28}};
+                                    {2, 2, 9, 40}, {1, 3, 4, 65}, {6, 7, 28, 28},
+                                    {90, 32, 28, 28}, {1400, 32, 7, 7}};
     for (int c = 0; c < (int)(sizeof si / sizeof si[0]); c++) test_inorm_pool_relu(ctx, c, si[c]);
     test_gelu(ctx);
 

@@ -39,7 +39,11 @@
  * fixed chunks, one thread each, with double sums of the gamma/beta gradients added in chunk
  * order at the end. So every result is the same for any thread count.
  */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -328,6 +332,34 @@ MCL_HOT static void tail_bwd_dx(const float *restrict x, const float *restrict g
             gx[j] += fmaf(gn[j], cg, fmaf(x[j] - m, ca, cb));
 }
 
+/* Streamed gx: a fresh gx larger than this is written with streaming stores (whole 64-byte
+ * lines go to memory without being read first: the read for ownership of a normal store was
+ * a third of the backward's traffic on Conv-4's first layer, and the gradient, 80 MB there,
+ * does not stay in the caches for its reader anyway). */
+#define TAIL_STREAM_MIN ((int64_t)8 << 20)
+#if defined(__AVX512F__) && defined(FP_FAST_FMAF)
+#define TAIL_CAN_STREAM 1
+/* tail_bwd_dx's fresh store, the aligned 16-float blocks streamed: the same fmaf sequence
+ * per element (a vector fmadd rounds once, as fmaf), so the same bits. The lines a plane
+ * shares with its neighbours (planes need not start on a line) get normal stores. */
+MCL_HOT static void tail_bwd_dx_stream(const float *restrict x, const float *restrict gn, int64_t n,
+                                       float m, float cg, float ca, float cb, float *restrict gx)
+{
+    int64_t j = 0;
+    for (; j < n && ((uintptr_t)(gx + j) & 63); j++) gx[j] = 0.0f + fmaf(gn[j], cg, fmaf(x[j] - m, ca, cb));
+    const __m512 mv = _mm512_set1_ps(m), gv = _mm512_set1_ps(cg), av = _mm512_set1_ps(ca),
+                 bv = _mm512_set1_ps(cb), zero = _mm512_setzero_ps();
+    for (; j + 16 <= n; j += 16) {
+        const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + j), mv);
+        const __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(gn + j), gv, _mm512_fmadd_ps(d, av, bv));
+        _mm512_stream_ps(gx + j, _mm512_add_ps(zero, v));
+    }
+    for (; j < n; j++) gx[j] = 0.0f + fmaf(gn[j], cg, fmaf(x[j] - m, ca, cb));
+}
+#else
+#define TAIL_CAN_STREAM 0
+#endif
+
 /* The backward of one plane (x, gx [H,W]; g, y, ag [Ho,Wo]; m, rs its saved statistics, gm
  * its gamma; s the chunk's scratch, tail_bwd_scratch floats; next: the next plane in memory
  * is this thread's too, fetched while this one is computed on): gn (tail_grad), then
@@ -348,15 +380,21 @@ static void tail_bwd_plane(const float *x, const float *g, const float *y, const
         tail_prefetch(y + P, P, 0);
         tail_prefetch(ag + P, P, 0);
         tail_prefetch(x + N, N, 0);
-        if (gx) tail_prefetch(gx + N, N, 1);
+        if (gx && fresh < 2) tail_prefetch(gx + N, N, 1);
     }
     double s2;
     tail_bwd_sums(x, s, N, m, sg, &s2);
     *sgx = (double)rs * s2;
     if (!gx) return;
     const double r = (double)rs, mean_d = gm * *sg / (double)N, mean_dx = gm * *sgx / (double)N;
-    tail_bwd_dx(x, s, N, m, (float)(r * gm), (float)(-r * r * mean_dx), (float)(-r * mean_d), gx,
-                fresh);
+    const float cg = (float)(r * gm), ca = (float)(-r * r * mean_dx), cb = (float)(-r * mean_d);
+#if TAIL_CAN_STREAM
+    if (fresh == 2) {
+        tail_bwd_dx_stream(x, s, N, m, cg, ca, cb, gx);
+        return;
+    }
+#endif
+    tail_bwd_dx(x, s, N, m, cg, ca, cb, gx, fresh);
 }
 
 mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -385,7 +423,9 @@ mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         return MCL_ERR_OOM;
     }
     /* fresh gin (ref.h), asked in the order they are written below */
-    const int fresh_x = gx ? mcl_ref_grad_fresh(a->gin[0]) : 0;
+    int fresh_x = gx ? mcl_ref_grad_fresh(a->gin[0]) : 0;
+    /* 2: fresh and streamed (tail_bwd_dx_stream) */
+    if (fresh_x && TAIL_CAN_STREAM && B * C * N * (int64_t)sizeof(float) > TAIL_STREAM_MIN) fresh_x = 2;
     const int fresh_g = ggamma ? mcl_ref_grad_fresh(a->gin[1]) : 0;
     const int fresh_b = gbeta ? mcl_ref_grad_fresh(a->gin[2]) : 0;
 #pragma omp parallel for schedule(static) if (B * C * N > PAR_MIN)
@@ -401,6 +441,9 @@ mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
                 acc_g[c] += sgx;
                 acc_b[c] += sg;
             }
+#if TAIL_CAN_STREAM
+        if (fresh_x == 2) _mm_sfence(); /* the streamed stores before the others' reads */
+#endif
     }
     mcl_ref_norm_affine_grads(part, nchunks, C, ggamma, fresh_g, gbeta, fresh_b);
     free(sc);
