@@ -483,6 +483,34 @@ MCL_HOT static void col2im(const conv_dims *d, float *col, int64_t ld, double *i
 
 static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+/* The backward's next image, fetched towards the core while this one computes. Its first
+ * reader (the bias gradient's sum) otherwise waited on memory for each image's g: 5 % of the
+ * ACL step in that one load (perf annotate). A cursor walks a region's 64-byte lines, `per`
+ * lines a step (pf_step), the steps being the tiles, strips or dot-product steps of the
+ * current image, so a few lines are in flight at a time. A hint only: no result depends on
+ * it. */
+typedef struct pf_cursor {
+    const char *p;     /* NULL: nothing to fetch */
+    int64_t next, end; /* bytes */
+    int per;           /* lines a step */
+} pf_cursor;
+
+/* a cursor over the bytes [p, p + bytes), spread over `steps` steps */
+static pf_cursor pf_over(const void *p, int64_t bytes, int64_t steps)
+{
+    const int64_t lines = (bytes + 63) / 64;
+    pf_cursor c = {(const char *)p, 0, p ? bytes : 0, 1};
+    if (steps > 0) c.per = (int)((lines + steps - 1) / steps);
+    return c;
+}
+
+static inline void pf_step(pf_cursor *c)
+{
+    if (!c) return;
+    for (int k = 0; k < c->per && c->next < c->end; k++, c->next += 64)
+        __builtin_prefetch(c->p + c->next, 0, 2);
+}
+
 /* A register tile's body written once for several fixed sizes: a helper inlined into one
  * function per size, where the size is a constant (so its accumulators stay in registers) */
 #if defined(__GNUC__)
@@ -565,10 +593,11 @@ MCL_HOT static void band_out(const float *restrict band, int64_t M, int64_t j0, 
  * while it is in L1. */
 static void s1_product(int64_t M, int64_t J, int64_t K, const float *a, const float *zeros,
                        const float *b, const int64_t *boff, int64_t wp, int64_t wo, float *band,
-                       float *dst, int64_t ldd, const float *bias, int mode)
+                       float *dst, int64_t ldd, const float *bias, int mode, pf_cursor *pf)
 {
     for (int64_t j0 = 0; j0 < J; j0 += S1_NR) {
         for (int64_t i0 = 0; i0 < M; i0 += S1_MR) {
+            pf_step(pf);
             const float *rows[S1_MR];
             s1_rows(a, NULL, K, i0, M, zeros, rows);
             s1_tile(K, rows, b + j0, boff, band + i0 * S1_NR, S1_NR, 0);
@@ -754,7 +783,7 @@ static int s1_run_pixels(int64_t wo)
  * lanes at the last pixel and drops them. */
 static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const float *b,
                          const int64_t *boff, int64_t wp, int64_t wo, float *band, float *dst,
-                         int64_t ldd, const float *bias, int mode)
+                         int64_t ldd, const float *bias, int mode, pf_cursor *pf)
 {
     const int64_t Mn = round_up(M, S1_NR);
 #if S1_RUN_MAX
@@ -765,8 +794,10 @@ static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const
             for (int64_t p0 = g0; p0 < g0 + gn; p0 += 2 * R) {
                 const int64_t p1 = p0 + R < P ? p0 + R : p0; /* a last single run: twice */
                 const float *b1 = b + p0 / wo * wp + p0 % wo, *b2 = b + p1 / wo * wp + p1 % wo;
-                for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR)
+                for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR) {
+                    pf_step(pf);
                     s1_tile_run(R, K, b1, b2, boff, at + m0, Mn, band + (p0 - g0) * Mn + m0, Mn);
+                }
             }
             band_out_t(band, Mn, gn, M, dst + g0, ldd, bias, mode);
         }
@@ -782,8 +813,10 @@ static void s1_product_t(int64_t M, int64_t P, int64_t K, const float *at, const
                 const int64_t p = p0 + i < P ? p0 + i : P - 1;
                 bp[i] = b + p / wo * wp + p % wo;
             }
-            for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR)
+            for (int64_t m0 = 0; m0 < Mn; m0 += S1_NR) {
+                pf_step(pf);
                 s1_tile_t(np, K, bp, boff, at + m0, Mn, band + (p0 - g0) * Mn + m0, Mn);
+            }
         }
         band_out_t(band, Mn, gn, M, dst + g0, ldd, bias, mode);
     }
@@ -796,6 +829,22 @@ static int s1_swap(int64_t M, int64_t J, int64_t P)
 {
     return round_up(P, s1_tile_pixels(P)) * round_up(M, S1_NR) <
            round_up(J, S1_NR) * round_up(M, S1_MR);
+}
+
+/* The register tiles of one product (the steps of its pf_cursor): s1_product_t (swap) of M
+ * rows over P pixels in rows of wo, or s1_product over the grid of J columns */
+static int64_t s1_tiles(int swap, int64_t M, int64_t P, int64_t J, int64_t wo)
+{
+    if (!swap) return (J + S1_NR - 1) / S1_NR * ((M + S1_MR - 1) / S1_MR);
+    const int64_t strips = round_up(M, S1_NR) / S1_NR;
+#if S1_RUN_MAX
+    const int R = s1_run_pixels(wo);
+    if (R) return (P + 2 * R - 1) / (2 * R) * strips;
+#else
+    (void)wo;
+#endif
+    const int np = s1_tile_pixels(P);
+    return (P + np - 1) / np * strips;
 }
 
 /* at[k][m] = a[m*K + k] for m < M, 0 for m in [M, round_up(M, S1_NR)): A [M, K] transposed */
@@ -842,7 +891,8 @@ static void dot_lanes_out(float red[DOT_TO][DOT_TR][DOT_L], int ni, int nt, doub
  * every fmaf, the tile at a fifth of the FMA peak). The same fmaf in the same order. */
 #if defined(__AVX512F__) && defined(FP_FAST_FMAF)
 MCL_HOT static void dot_tile(const float *restrict a, int64_t lda, const float *const *b,
-                             int64_t n, int ni, int nt, double *restrict out, int64_t ldo)
+                             int64_t n, int ni, int nt, double *restrict out, int64_t ldo,
+                             pf_cursor *pf1, pf_cursor *pf2)
 {
     const float *br[DOT_TR];
     for (int t = 0; t < DOT_TR; t++) br[t] = b[t];
@@ -850,6 +900,8 @@ MCL_HOT static void dot_tile(const float *restrict a, int64_t lda, const float *
     for (int i = 0; i < DOT_TO; i++)
         for (int t = 0; t < DOT_TR; t++) acc[i][t] = _mm512_setzero_ps();
     for (int64_t j = 0; j < n; j += DOT_L) {
+        pf_step(pf1);
+        pf_step(pf2);
         __m512 va[DOT_TO], vb[DOT_TR]; /* one load per row and step */
         for (int i = 0; i < DOT_TO; i++) va[i] = _mm512_loadu_ps(a + i * lda + j);
         for (int t = 0; t < DOT_TR; t++) vb[t] = _mm512_loadu_ps(br[t] + j);
@@ -863,7 +915,8 @@ MCL_HOT static void dot_tile(const float *restrict a, int64_t lda, const float *
 }
 #else
 MCL_HOT static void dot_tile(const float *restrict a, int64_t lda, const float *const *b,
-                             int64_t n, int ni, int nt, double *restrict out, int64_t ldo)
+                             int64_t n, int ni, int nt, double *restrict out, int64_t ldo,
+                             pf_cursor *pf1, pf_cursor *pf2)
 {
     const float *br[DOT_TR];
     for (int t = 0; t < DOT_TR; t++) br[t] = b[t];
@@ -872,6 +925,8 @@ MCL_HOT static void dot_tile(const float *restrict a, int64_t lda, const float *
         for (int t = 0; t < DOT_TR; t++)
             MCL_SIMD for (int l = 0; l < DOT_L; l++) acc[i][t][l] = 0.0f;
     for (int64_t j = 0; j < n; j += DOT_L) {
+        pf_step(pf1);
+        pf_step(pf2);
         float va[DOT_TO][DOT_L], vb[DOT_TR][DOT_L]; /* one load per row and step */
         for (int i = 0; i < DOT_TO; i++)
             MCL_SIMD for (int l = 0; l < DOT_L; l++) va[i][l] = a[i * lda + j + l];
@@ -1227,14 +1282,14 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
                 s1_rows_out(d, &e, w, zeros, xp, roff, bias, out + b * OP);
             else if (swap && img) {
                 s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, img,
-                             d->P, bias, OUT_BIAS);
+                             d->P, bias, OUT_BIAS, NULL);
                 stream_copy(out + b * OP, img, OP);
             } else if (swap)
                 s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
-                             d->P, bias, OUT_BIAS);
+                             d->P, bias, OUT_BIAS, NULL);
             else
                 s1_product(d->O, e.J, d->KK, w, zeros, xp, roff, e.Wp, d->Wo, band,
-                           out + b * OP, d->P, bias, OUT_BIAS);
+                           out + b * OP, d->P, bias, OUT_BIAS, NULL);
         }
 #if defined(__AVX512F__) && defined(FP_FAST_FMAF)
         if (stream || img) _mm_sfence(); /* the streamed stores before the others' reads */
@@ -1332,6 +1387,16 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
             const int64_t b0 = d->B * c / nchunks, b1 = d->B * (c + 1) / nchunks;
             for (int64_t b = b0; b < b1; b++) {
                 const float *gb = g + b * OP;
+                /* the next image's g and x: g during the gx product (without gx, during the
+                 * weight gradient), x during the weight gradient */
+                const int more = b + 1 < b1;
+                const int64_t wsteps = dot ? (d->KK + DOT_TR - 1) / DOT_TR * ((d->O + DOT_TO - 1) / DOT_TO) *
+                                                 ((Jd + DOT_L - 1) / DOT_L)
+                                           : KKr / S1_MR * ((d->O + S1_NR - 1) / S1_NR);
+                pf_cursor pfg = pf_over(more ? gb + OP : NULL, OP * (int64_t)sizeof(float),
+                                        gx ? s1_tiles(swap, d->C, d->H * d->W, e.Jx, d->W) : wsteps);
+                pf_cursor pfx = pf_over(more && want_w ? x + (b + 1) * CHW : NULL, CHW * (int64_t)sizeof(float),
+                                        wsteps);
                 if (want_b)
                     for (int64_t o = 0; o < d->O; o++) pb[o] += dsum(gb + o * d->P, d->P);
                 if (gx) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
@@ -1339,14 +1404,14 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                     const int mode = fresh_x ? OUT_STORE : OUT_ADD;
                     if (swap && img) { /* a fresh gx: stored, through img */
                         s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
-                                     img, d->H * d->W, NULL, OUT_STORE);
+                                     img, d->H * d->W, NULL, OUT_STORE, &pfg);
                         stream_copy(gx + b * CHW, img, CHW);
                     } else if (swap)
                         s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
-                                     gx + b * CHW, d->H * d->W, NULL, mode);
+                                     gx + b * CHW, d->H * d->W, NULL, mode, &pfg);
                     else
                         s1_product(d->C, e.Jx, KKx, wt, zeros, gp, roffx, e.Wg, d->W, band,
-                                   gx + b * CHW, d->H * d->W, NULL, mode);
+                                   gx + b * CHW, d->H * d->W, NULL, mode, &pfg);
                 }
                 if (want_w && dot) { /* pw[o][r] += sum_j gg[o][j] * x_r[j] */
                     to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
@@ -1363,7 +1428,7 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                         for (int64_t o0 = 0; o0 < d->O; o0 += DOT_TO) {
                             const int ni = d->O - o0 < DOT_TO ? (int)(d->O - o0) : DOT_TO;
                             dot_tile(gg + o0 * Jd, Jd, rows, Jd, ni, nt, pw + o0 * d->KK + r0,
-                                     d->KK);
+                                     d->KK, &pfx, gx ? NULL : &pfg);
                         }
                     }
                 } else if (want_w) { /* prod [KK, O] (+)= x_r · gT, strip by strip of x_r rows */
@@ -1372,9 +1437,12 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                     for (int64_t r0 = 0; r0 < KKr; r0 += S1_MR) {
                         const float *rows[S1_MR]; /* x_r: rows of xp */
                         s1_rows(xp, roff, 0, r0, d->KK, zeros, rows);
-                        for (int64_t o0 = 0; o0 < d->O; o0 += S1_NR)
+                        for (int64_t o0 = 0; o0 < d->O; o0 += S1_NR) {
+                            pf_step(&pfx);
+                            if (!gx) pf_step(&pfg);
                             gw_tile_any(d->O - o0, d->P, rows, koff, gT + o0, On,
                                         prod + r0 * On + o0, On, b > b0);
+                        }
                     }
                 }
             }
