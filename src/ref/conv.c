@@ -1278,18 +1278,21 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
                 continue;
             }
             to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
+            /* the next image's x, during this one's product (its to_padded waited on memory) */
+            pf_cursor pf = pf_over(b + 1 < d->B ? x + (b + 1) * CHW : NULL, CHW * (int64_t)sizeof(float),
+                                   s1_tiles(swap, d->O, d->P, e.J, d->Wo));
             if (d->KK < S1_FWD_MIN_KK)
                 s1_rows_out(d, &e, w, zeros, xp, roff, bias, out + b * OP);
             else if (swap && img) {
                 s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, img,
-                             d->P, bias, OUT_BIAS, NULL);
+                             d->P, bias, OUT_BIAS, &pf);
                 stream_copy(out + b * OP, img, OP);
             } else if (swap)
                 s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
-                             d->P, bias, OUT_BIAS, NULL);
+                             d->P, bias, OUT_BIAS, &pf);
             else
                 s1_product(d->O, e.J, d->KK, w, zeros, xp, roff, e.Wp, d->Wo, band,
-                           out + b * OP, d->P, bias, OUT_BIAS, NULL);
+                           out + b * OP, d->P, bias, OUT_BIAS, &pf);
         }
 #if defined(__AVX512F__) && defined(FP_FAST_FMAF)
         if (stream || img) _mm_sfence(); /* the streamed stores before the others' reads */
