@@ -34,8 +34,8 @@
  *     gx = gn * (rstd gamma) + (x - mean) * (-rstd^2 mean_dx) + (-rstd mean_d), two fmaf.
  * (In double, three passes with two conversions per value and pass made the forward bound by
  * its arithmetic, at about 10 GB/s on one core: doc/reference-backend.md.) Each thread asks
- * for its next plane while it computes on the current one (the forward a line per block of
- * its first pass over the plane, tail_sum's pf; the backward all at once, tail_prefetch).
+ * for its next plane while it computes on the current one (a line per block of a pass over
+ * the plane: tail_sum's pf, tail_bwd_sums' nx; or all at once, tail_prefetch).
  * Forward: planes in parallel, each by one thread. Backward: the images cut into BWD_CHUNKS
  * fixed chunks, one thread each, with double sums of the gamma/beta gradients added in chunk
  * order at the end. So every result is the same for any thread count.
@@ -166,8 +166,10 @@ MCL_HOT static void tail_fwd_block(const float *restrict r0, const float *restri
 }
 
 /* Asks for the n floats at p to be brought into the cache (a hint: no effect on results).
- * The backward asks for all of its next plane at once: spread over its pass of sums, as the
- * forward's (tail_sum's pf), it was 8-10 % slower on Conv-4's first layer. */
+ * The backward that accumulates into gx asks for all of its next plane at once (spread over
+ * its pass of sums, with gx prefetched for writing, it was 8-10 % slower on Conv-4's first
+ * layer); with a fresh or no gx, the pass of sums spreads x, g, y and ag's next lines over
+ * its blocks (tail_bwd_sums' nx: the ACL step 1 % faster). */
 static void tail_prefetch(const float *p, int64_t n, int write)
 {
 #if defined(__GNUC__)
@@ -294,19 +296,30 @@ static int64_t tail_bwd_scratch(int64_t H, int64_t W, int64_t *ldg)
     return H * W + 2 * TL + 2 * *ldg;
 }
 
-/* *s1 = sum_j gn[j], *s2 = sum_j gn[j] * (x[j] - m) (fmaf), j < n (lanes as tail_sum) */
+/* *s1 = sum_j gn[j], *s2 = sum_j gn[j] * (x[j] - m) (fmaf), j < n (lanes as tail_sum); nx
+ * (or NULL): the next plane's x [n] and g, y, ag [n/4], a line of x per block and a line of
+ * each of the others every 4 blocks prefetched */
 MCL_HOT static void tail_bwd_sums(const float *restrict x, const float *restrict gn, int64_t n,
-                                  float m, double *s1, double *s2)
+                                  float m, const float *const *nx, double *s1, double *s2)
 {
     double a1[TL] = {0.0}, a2[TL] = {0.0};
     for (int64_t j = 0; j < n;) {
         float f1[TL] = {0.0f}, f2[TL] = {0.0f};
         const int64_t e = n - j < TL * TL_RUN ? n : j + TL * TL_RUN;
-        for (; j + TL <= e; j += TL)
+        for (; j + TL <= e; j += TL) {
+            if (nx) {
+                __builtin_prefetch(nx[0] + j, 0, 3);
+                if (j % (4 * TL) == 0) {
+                    __builtin_prefetch(nx[1] + j / 4, 0, 3);
+                    __builtin_prefetch(nx[2] + j / 4, 0, 3);
+                    __builtin_prefetch(nx[3] + j / 4, 0, 3);
+                }
+            }
             MCL_SIMD for (int l = 0; l < TL; l++) {
                 f1[l] += gn[j + l];
                 f2[l] = fmaf(gn[j + l], x[j + l] - m, f2[l]);
             }
+        }
         if (j < e) {
             const int k = (int)(e - j);
             MCL_SIMD for (int l = 0; l < TL; l++) {
@@ -381,15 +394,16 @@ static void tail_bwd_plane(const float *x, const float *g, const float *y, const
     (void)tail_bwd_scratch(H, W, &ldg);
     float *gp = s + N + 2 * TL;
     tail_grad(g, y, ag, H, W, s, gp, gp + ldg);
-    if (next) {
+    const float *nx[4] = {x + N, g + P, y + P, ag + P};
+    if (next && gx && fresh < 2) {
         tail_prefetch(g + P, P, 0);
         tail_prefetch(y + P, P, 0);
         tail_prefetch(ag + P, P, 0);
         tail_prefetch(x + N, N, 0);
-        if (gx && fresh < 2) tail_prefetch(gx + N, N, 1);
+        tail_prefetch(gx + N, N, 1);
     }
     double s2;
-    tail_bwd_sums(x, s, N, m, sg, &s2);
+    tail_bwd_sums(x, s, N, m, next && !(gx && fresh < 2) ? nx : NULL, sg, &s2);
     *sgx = (double)rs * s2;
     if (!gx) return;
     const double r = (double)rs, mean_d = gm * *sg / (double)N, mean_dx = gm * *sgx / (double)N;
