@@ -252,6 +252,22 @@ static void load_zs(smn_ws *w, const float *zs, int64_t e0, int nl)
  *   a2[j] = Σ_k W2[j,k] h1[k] + b2[j],             h2 = lrelu(a2)
  *   out   = Σ_j W3[j] h2[j] + b3
  * w->z0, z1 -> w->a1, a2, h2 [H][NL], h1 [H][NL] (a slot of the chunk), w->out [NL] */
+/* Blocks of the H x H products (mlp_block's a2, bwd_block's d1, sum_w2): this many rows at a
+ * time, the rest one by one. */
+#define SMN_JB 4
+
+/* a2[j] = (float)(s + b2[j]), h2[j] = lrelu(a2[j]) for the NL lanes of unit j */
+static inline void mlp_unit2(const smn_phi *f, smn_ws *w, int64_t j, const double *s)
+{
+    const double b = f->b2[j];
+    float *a2 = w->a2 + j * NL, *h2 = w->h2 + j * NL;
+    MCL_SIMD
+    for (int l = 0; l < NL; l++) {
+        a2[l] = (float)(s[l] + b);
+        h2[l] = lrelu(a2[l], f->slope);
+    }
+}
+
 MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
 {
     const int64_t H = f->H;
@@ -265,7 +281,25 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
             h1[k * NL + l] = lrelu(a1[l], slope);
         }
     }
-    for (int64_t j = 0; j < H; j++) {
+    /* a2 = W2 h1 + b2: SMN_JB units j at a time, so that SMN_JB independent sums over k are in
+     * flight (one sum's fma chain waited out its latency at every k); each sum is still fma in
+     * increasing k from 0 */
+    int64_t j = 0;
+    for (; j + SMN_JB <= H; j += SMN_JB) {
+        double s[SMN_JB][NL];
+        for (int q = 0; q < SMN_JB; q++)
+            for (int l = 0; l < NL; l++) s[q][l] = 0.0;
+        for (int64_t k = 0; k < H; k++) {
+            const double *hk = h1 + k * NL;
+            for (int q = 0; q < SMN_JB; q++) {
+                const double w2 = f->W2[(j + q) * H + k];
+                MCL_SIMD
+                for (int l = 0; l < NL; l++) s[q][l] = MADD_EXACT(w2, hk[l], s[q][l]);
+            }
+        }
+        for (int q = 0; q < SMN_JB; q++) mlp_unit2(f, w, j + q, s[q]);
+    }
+    for (; j < H; j++) {
         double s[NL];
         for (int l = 0; l < NL; l++) s[l] = 0.0;
         for (int64_t k = 0; k < H; k++) {
@@ -273,17 +307,11 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
             MCL_SIMD
             for (int l = 0; l < NL; l++) s[l] = MADD_EXACT(w2, h1[k * NL + l], s[l]);
         }
-        const double b = f->b2[j];
-        float *a2 = w->a2 + j * NL, *h2 = w->h2 + j * NL;
-        MCL_SIMD
-        for (int l = 0; l < NL; l++) {
-            a2[l] = (float)(s[l] + b);
-            h2[l] = lrelu(a2[l], slope);
-        }
+        mlp_unit2(f, w, j, s);
     }
     double s[NL];
     for (int l = 0; l < NL; l++) s[l] = 0.0;
-    for (int64_t j = 0; j < H; j++) {
+    for (j = 0; j < H; j++) {
         const double w3 = f->W3[j];
         const float *h2 = w->h2 + j * NL;
         MCL_SIMD
@@ -384,6 +412,21 @@ mcl_status mcl_ref_smn_write_eff_fwd(mcl_backend *be, const mcl_op_args *a)
  *   d1[k] = (Σ_j W2[j,k] d2[j]) lrelu'(a1[k])    (j in order)
  *   sb1[k] += d1[k]                     sW1[k,c] += d1[k] zs_c
  * -> d2 [H][NL] (a slot of the chunk), w->d1 [H][NL] */
+/* d1[k] = t ⊙ lrelu'(a1[k]) and its sums into sb1, sW1 (unit k's NL lanes) */
+static inline void bwd_unit1(smn_ws *w, int64_t k, const double *t, double slope, double *sW1,
+                             double *sb1)
+{
+    const float *a1 = w->a1 + k * NL;
+    double *d1 = w->d1 + k * NL;
+    MCL_SIMD
+    for (int l = 0; l < NL; l++) {
+        d1[l] = t[l] * (a1[l] > 0.0f ? 1.0 : slope);
+        sb1[k * NL + l] += d1[l];
+        sW1[2 * k * NL + l] += d1[l] * w->z0[l];
+        sW1[(2 * k + 1) * NL + l] += d1[l] * w->z1[l];
+    }
+}
+
 MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int64_t *off)
 {
     const int64_t H = f->H;
@@ -402,7 +445,24 @@ MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int
             sb2[j * NL + l] += d2[j * NL + l];
         }
     }
-    for (int64_t k = 0; k < H; k++) {
+    /* d1 = W2ᵀ d2 ⊙ lrelu'(a1): SMN_JB units k at a time (independent sums over j, each in
+     * increasing j as one at a time) */
+    int64_t k = 0;
+    for (; k + SMN_JB <= H; k += SMN_JB) {
+        double t[SMN_JB][NL];
+        for (int q = 0; q < SMN_JB; q++)
+            for (int l = 0; l < NL; l++) t[q][l] = 0.0;
+        for (int64_t j = 0; j < H; j++) {
+            const double *dj = d2 + j * NL;
+            for (int q = 0; q < SMN_JB; q++) {
+                const double w2 = f->W2[j * H + k + q];
+                MCL_SIMD
+                for (int l = 0; l < NL; l++) t[q][l] += w2 * dj[l];
+            }
+        }
+        for (int q = 0; q < SMN_JB; q++) bwd_unit1(w, k + q, t[q], slope, sW1, sb1);
+    }
+    for (; k < H; k++) {
         double t[NL];
         for (int l = 0; l < NL; l++) t[l] = 0.0;
         for (int64_t j = 0; j < H; j++) {
@@ -410,15 +470,7 @@ MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int
             MCL_SIMD
             for (int l = 0; l < NL; l++) t[l] += w2 * d2[j * NL + l];
         }
-        const float *a1 = w->a1 + k * NL;
-        double *d1 = w->d1 + k * NL;
-        MCL_SIMD
-        for (int l = 0; l < NL; l++) {
-            d1[l] = t[l] * (a1[l] > 0.0f ? 1.0 : slope);
-            sb1[k * NL + l] += d1[l];
-            sW1[2 * k * NL + l] += d1[l] * w->z0[l];
-            sW1[(2 * k + 1) * NL + l] += d1[l] * w->z1[l];
-        }
+        bwd_unit1(w, k, t, slope, sW1, sb1);
     }
 }
 
@@ -428,8 +480,22 @@ MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int
 MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc, double *sW2)
 {
     const int64_t HL = H * NL;
-    for (int64_t j = 0; j < H; j++)
-        for (int64_t k = 0; k < H; k++) {
+    for (int64_t j = 0; j < H; j++) {
+        int64_t k = 0;
+        for (; k + SMN_JB <= H; k += SMN_JB) { /* SMN_JB accumulators in flight */
+            double *s = sW2 + (j * H + k) * NL, acc[SMN_JB][NL];
+            for (int q = 0; q < SMN_JB; q++)
+                for (int l = 0; l < NL; l++) acc[q][l] = s[q * NL + l];
+            for (int i = 0; i < nc; i++) {
+                const double *dj = d2 + i * HL + j * NL, *hk = h1 + i * HL + k * NL;
+                for (int q = 0; q < SMN_JB; q++)
+                    MCL_SIMD
+                    for (int l = 0; l < NL; l++) acc[q][l] += dj[l] * hk[q * NL + l];
+            }
+            for (int q = 0; q < SMN_JB; q++)
+                for (int l = 0; l < NL; l++) s[q * NL + l] = acc[q][l];
+        }
+        for (; k < H; k++) {
             double *s = sW2 + (j * H + k) * NL, acc[NL];
             for (int l = 0; l < NL; l++) acc[l] = s[l];
             for (int i = 0; i < nc; i++) {
@@ -439,6 +505,7 @@ MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc
             }
             for (int l = 0; l < NL; l++) s[l] = acc[l];
         }
+    }
 }
 
 /* gzs[e0 + l, c] += Σ_k W1[k,c] d1[k]   (double, k in order, rounded once), l < nl */
