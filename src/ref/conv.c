@@ -260,16 +260,45 @@ MCL_HOT static void transpose(const float *restrict m, int64_t ldm, int64_t O, i
 MCL_HOT static void add_transposed(double *restrict acc, const float *restrict prod, int64_t ldp,
                                    int64_t R, int64_t O)
 {
+    int64_t R8 = 0, O8 = 0;
+#if defined(__AVX__)
+    /* 8 x 8 blocks through tr8x8: v[i] = prod's column o0 + i over rows r0 .. r0 + 7, each
+     * element converted and added as in the loop below (the same additions) */
+    R8 = R / 8 * 8, O8 = O / 8 * 8;
+    for (int64_t o0 = 0; o0 < O8; o0 += 8)
+        for (int64_t r0 = 0; r0 < R8; r0 += 8) {
+            __m256 v[8];
+            tr8x8(prod + r0 * ldp + o0, ldp, v);
+            for (int i = 0; i < 8; i++) {
+                double *a = acc + (o0 + i) * R + r0;
+                const __m128 lo = _mm256_castps256_ps128(v[i]), hi = _mm256_extractf128_ps(v[i], 1);
+                _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), _mm256_cvtps_pd(lo)));
+                _mm256_storeu_pd(a + 4, _mm256_add_pd(_mm256_loadu_pd(a + 4), _mm256_cvtps_pd(hi)));
+            }
+        }
+#endif
     for (int64_t o = 0; o < O; o++)
-        for (int64_t r = 0; r < R; r++) acc[o * R + r] += (double)prod[r * ldp + o];
+        for (int64_t r = o < O8 ? R8 : 0; r < R; r++) acc[o * R + r] += (double)prod[r * ldp + o];
 }
 
 /* y[e] (+)= (float)(sum_c part[c*stride + off + e]), chunks in order, for e < n (stored as
  * 0 + the sum when y is fresh) */
-static void sum_chunks(const double *part, int64_t nchunks, int64_t stride, int64_t off,
+MCL_HOT static void sum_chunks(const double *part, int64_t nchunks, int64_t stride, int64_t off,
                        int64_t n, int fresh, float *y)
 {
-    for (int64_t e = 0; e < n; e++) {
+    /* SUM_BLOCK elements at a time, so that their sums over the chunks (each in chunk order)
+     * are independent vector lanes instead of one latency-bound chain per element */
+    enum { SUM_BLOCK = 16 };
+    int64_t e0 = 0;
+    for (; e0 + SUM_BLOCK <= n; e0 += SUM_BLOCK) {
+        double s[SUM_BLOCK] = {0.0};
+        for (int64_t c = 0; c < nchunks; c++) {
+            const double *pc = part + c * stride + off + e0;
+            MCL_SIMD for (int l = 0; l < SUM_BLOCK; l++) s[l] += pc[l];
+        }
+        for (int l = 0; l < SUM_BLOCK; l++) y[e0 + l] = (fresh ? 0.0f : y[e0 + l]) + (float)s[l];
+    }
+    for (int64_t e = e0; e < n; e++) {
         double s = 0.0;
         for (int64_t c = 0; c < nchunks; c++) s += part[c * stride + off + e];
         y[e] = (fresh ? 0.0f : y[e]) + (float)s;
