@@ -40,7 +40,7 @@ mcl_status mcl_ref_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *x = mcl_ref_ptr(a->in[0]);
     float *y = mcl_ref_ptr(a->out[0]);
     const int64_t n = numel(a->in[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
     return MCL_OK;
 }
@@ -77,7 +77,7 @@ mcl_status mcl_ref_leaky_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *x = mcl_ref_ptr(a->in[0]);
     float *y = mcl_ref_ptr(a->out[0]);
     const int64_t n = numel(a->in[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : slope * x[i];
     return MCL_OK;
 }
@@ -91,7 +91,7 @@ mcl_status mcl_ref_leaky_relu_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *gx = mcl_ref_ptr(a->gin[0]);
     const int64_t n = numel(a->in[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += x[i] > 0.0f ? g[i] : slope * g[i];
     return MCL_OK;
 }
@@ -160,7 +160,7 @@ mcl_status mcl_ref_sigmoid_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *gx = mcl_ref_ptr(a->gin[0]);
     const int64_t n = numel(a->in[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += g[i] * (y[i] * (1.0f - y[i]));
     return MCL_OK;
 }
@@ -189,7 +189,7 @@ mcl_status mcl_ref_tanh_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *gx = mcl_ref_ptr(a->gin[0]);
     const int64_t n = numel(a->in[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += g[i] * (1.0f - y[i] * y[i]);
     return MCL_OK;
 }
@@ -431,7 +431,7 @@ mcl_status mcl_ref_exp_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *gx = mcl_ref_ptr(a->gin[0]);
     const int64_t n = numel(a->in[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += g[i] * y[i];
     return MCL_OK;
 }
@@ -460,7 +460,7 @@ mcl_status mcl_ref_log_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *gx = mcl_ref_ptr(a->gin[0]);
     const int64_t n = numel(a->in[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += g[i] / x[i];
     return MCL_OK;
 }

@@ -37,7 +37,7 @@ mcl_status mcl_ref_add_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *y = mcl_ref_ptr(a->in[1]);
     float *out = mcl_ref_ptr(a->out[0]);
     int64_t n = numel(a->out[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) out[i] = x[i] + y[i];
     return MCL_OK;
 }
@@ -50,7 +50,7 @@ mcl_status mcl_ref_add_bwd(mcl_backend *be, const mcl_op_args *a)
     for (int k = 0; k < 2; k++) {
         if (!a->gin[k]) continue;
         float *gx = mcl_ref_ptr(a->gin[k]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gx[i] += g[i];
     }
     return MCL_OK;
@@ -68,7 +68,7 @@ mcl_status mcl_ref_sub_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *y = mcl_ref_ptr(a->in[1]);
     float *out = mcl_ref_ptr(a->out[0]);
     int64_t n = numel(a->out[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) out[i] = x[i] - y[i];
     return MCL_OK;
 }
@@ -80,12 +80,12 @@ mcl_status mcl_ref_sub_bwd(mcl_backend *be, const mcl_op_args *a)
     int64_t n = numel(a->gout[0]);
     if (a->gin[0]) {
         float *ga = mcl_ref_ptr(a->gin[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) ga[i] += g[i];
     }
     if (a->gin[1]) {
         float *gb = mcl_ref_ptr(a->gin[1]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gb[i] -= g[i];
     }
     return MCL_OK;
@@ -104,7 +104,7 @@ mcl_status mcl_ref_mul_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *y = mcl_ref_ptr(a->in[1]);
     float *out = mcl_ref_ptr(a->out[0]);
     int64_t n = numel(a->out[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) out[i] = x[i] * y[i];
     return MCL_OK;
 }
@@ -118,12 +118,12 @@ mcl_status mcl_ref_mul_bwd(mcl_backend *be, const mcl_op_args *a)
     int64_t n = numel(a->gout[0]);
     if (a->gin[0]) {
         float *ga = mcl_ref_ptr(a->gin[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) ga[i] += g[i] * y[i];
     }
     if (a->gin[1]) {
         float *gb = mcl_ref_ptr(a->gin[1]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gb[i] += g[i] * x[i];
     }
     return MCL_OK;
@@ -141,7 +141,7 @@ mcl_status mcl_ref_scale_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *x = mcl_ref_ptr(a->in[0]);
     float *out = mcl_ref_ptr(a->out[0]);
     int64_t n = numel(a->out[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) out[i] = s * x[i];
     return MCL_OK;
 }
@@ -154,7 +154,7 @@ mcl_status mcl_ref_scale_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *ga = mcl_ref_ptr(a->gin[0]);
     int64_t n = numel(a->gout[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) ga[i] += s * g[i];
     return MCL_OK;
 }
@@ -212,7 +212,7 @@ mcl_status mcl_ref_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
     if (a->gin[0]) {
         float *gx = mcl_ref_ptr(a->gin[0]);
         const int64_t n = R * N;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gx[i] += g[i];
     }
     if (a->gin[1]) mcl_ref_bias_colsum(g, R, N, mcl_ref_ptr(a->gin[1]));
@@ -253,7 +253,7 @@ mcl_status mcl_ref_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
     if (a->gin[0]) {
         float *gx = mcl_ref_ptr(a->gin[0]);
         const int64_t n = R * N;
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gx[i] += g0[i] + g1[i];
     }
     if (a->gin[1]) mcl_ref_bias_colsum(g0, R, N, mcl_ref_ptr(a->gin[1]));
@@ -272,7 +272,7 @@ mcl_status mcl_ref_copy_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *x = mcl_ref_ptr(a->in[0]);
     float *out = mcl_ref_ptr(a->out[0]);
     int64_t n = numel(a->out[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) out[i] = x[i];
     return MCL_OK;
 }
@@ -284,7 +284,7 @@ mcl_status mcl_ref_copy_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *ga = mcl_ref_ptr(a->gin[0]);
     int64_t n = numel(a->gout[0]);
-#pragma omp parallel for schedule(static) if (n > PAR_MIN)
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) ga[i] += g[i];
     return MCL_OK;
 }
