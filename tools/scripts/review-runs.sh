@@ -14,7 +14,8 @@
 #                    the JSON), replay with buffers of 10 and 50 (lr × epochs), on Split-FMNIST
 #                    DIL (5 tasks, 15 shots) and CIL (2 and 5 tasks, 5 shots); then each
 #                    setting's final table on the test file, RUNS runs, next to its ACL models
-#                    (SETTING-final.json)                                           ~10 h
+#                    (SETTING-final.json); acl-baselines.json gathers the grids, the runs
+#                    and the paired ACL-minus-baseline differences                 ~10 h
 #   acl-emergence    the paper's Sec. 4.2 curve: noacl-2task.conf (hanzi and hershey, 2 tasks, no
 #                    ACL term) meta-trained for 6 000 steps with SEEDS seeds from each seed's
 #                    stage 1 (2-way 1-shot; from scratch it sat at chance), validated every
@@ -223,7 +224,37 @@ print(spec.split(":")[0] + ":" + ",".join(kv + spec.split(":")[1:]))' "$f.json" 
             esac
             # shellcheck disable=SC2086 # $P, $ck and $specs hold options
             step "$J/$name-final.md" "$METACL" eval acl $P --runs "$RUNS" $ck $specs --json-out "$J/$name-final.json" --quiet
-        done ;;
+        done
+        # one JSON for the doc: per setting each method's grid (its lr, epochs and own values,
+        # the point chosen), every model's per-run ACC and, paired on the runs (the same
+        # episodes for every model), each ACL model's ACC minus each baseline's
+        step "$J/acl-baselines.json" python3 -c 'import json, sys
+J = sys.argv[1]
+out = {"job": "tools/scripts/review-runs.sh acl-baselines", "settings": []}
+for name in ("dil5", "cil2", "cil5"):
+    f = json.load(open("%s/%s-final.json" % (J, name)))
+    st = {"name": name, "protocol": f["protocol"], "tasks": f["tasks"], "runs": f["runs"],
+          "seeds": f["provenance"]["seeds"], "grids": [], "models": [], "paired": []}
+    for m in ("sgd", "adam", "ewc", "ewc-online", "si", "lwf", "replaybuffer10", "replaybuffer50"):
+        s = json.load(open("%s/%s-select-%s.json" % (J, name, m)))["models"][0]["selection"]
+        hp = s.get("hyperparameter")
+        g = {"name": m, "points": s["n"], "first_grid_points": s["n_grid"], "hyperparameter": hp,
+             "lr": sorted({q["lr"] for q in s["points"]}), "epochs": sorted({q["epochs"] for q in s["points"]}),
+             "chosen": s["points"][s["chosen"]]}
+        if hp:
+            g[hp] = sorted({q[hp] for q in s["points"]})
+        st["grids"].append(g)
+    for mo in f["models"]:
+        st["models"].append({"name": mo["name"], "kind": mo["kind"], "acc_runs": mo["acc_runs"]})
+    for a in f["models"]:
+        if a["kind"] != "acl":
+            continue
+        for b in f["models"]:
+            if b["kind"] != "acl":
+                st["paired"].append({"name": a["name"] + " - " + b["name"],
+                                     "acc_diff": [x - y for x, y in zip(a["acc_runs"], b["acc_runs"])]})
+    out["settings"].append(st)
+json.dump(out, sys.stdout, indent=1)' "$J" ;;
     acl-emergence)
         s=1
         while [ $s -le "$SEEDS" ]; do
