@@ -364,8 +364,9 @@ MCL_HOT static void tail_bwd_dx(const float *restrict x, const float *restrict g
 MCL_HOT static void tail_bwd_dx_stream(const float *restrict x, const float *restrict gn, int64_t n,
                                        float m, float cg, float ca, float cb, float *restrict gx)
 {
-    int64_t j = 0;
-    for (; j < n && ((uintptr_t)(gx + j) & 63); j++) gx[j] = 0.0f + fmaf(gn[j], cg, fmaf(x[j] - m, ca, cb));
+    int64_t j = 0; /* the partial lines at both ends: tail_bwd_dx's fresh store */
+    while (j < n && ((uintptr_t)(gx + j) & 63)) j++;
+    tail_bwd_dx(x, gn, j, m, cg, ca, cb, gx, 1);
     const __m512 mv = _mm512_set1_ps(m), gv = _mm512_set1_ps(cg), av = _mm512_set1_ps(ca),
                  bv = _mm512_set1_ps(cb), zero = _mm512_setzero_ps();
     for (; j + 16 <= n; j += 16) {
@@ -373,7 +374,7 @@ MCL_HOT static void tail_bwd_dx_stream(const float *restrict x, const float *res
         const __m512 v = _mm512_fmadd_ps(_mm512_loadu_ps(gn + j), gv, _mm512_fmadd_ps(d, av, bv));
         _mm512_stream_ps(gx + j, _mm512_add_ps(zero, v));
     }
-    for (; j < n; j++) gx[j] = 0.0f + fmaf(gn[j], cg, fmaf(x[j] - m, ca, cb));
+    tail_bwd_dx(x + j, gn + j, n - j, m, cg, ca, cb, gx + j, 1);
 }
 #else
 #define TAIL_CAN_STREAM 0
