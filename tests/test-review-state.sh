@@ -4,7 +4,8 @@
 # training runs up to RUN_MAX bytes) are kept; a running step's *.tmp, a run's lock, a run over
 # RUN_MAX and directories that are no training run are not (a copy of everything fails those
 # checks); bad usage and a missing job fail; review-runs.sh restores a
-# saved step (and skips it) without overwriting a local one.
+# saved step (and skips it) without overwriting a local one. Then acl-emergence-summary.py, the
+# acl-emergence job's JSON, on made-up metrics whose values are worked out by hand.
 set -eu
 top=${srcdir:-.}
 tmp=$(mktemp -d)
@@ -62,4 +63,42 @@ else
 fi
 if sh "$top/tools/scripts/review-state.sh" 2>/dev/null; then bad "no arguments passed"; else
     [ $? -eq 2 ] && ok "usage: exit 2" || bad "usage: wrong status"; fi
+
+# acl-emergence-summary.py: two finished seeds and one running; at step 200 seed 1 reads main
+# 0.8 / 0.6 (mean 0.7) and bwd 0.3 / 0.1 (0.2): forgetting 0.5; seed 2 main 0.9, bwd 0.4:
+# forgetting 0.5, and its change 100 -> 200 is 0.5 - 0.1 = 0.4
+em="$tmp/em"
+mkdir -p "$em/seed1" "$em/seed2" "$em/seed3"
+hdr="step,loss,val_score,val_main_hanzi,val_main_hershey,val_bwd_hanzi,val_bwd_hershey"
+printf '%s\n10,1.0,,,,,\n100,1.0,0.3,0.3,0.3,0.2,0.2\n200,0.9,0.5,0.8,0.6,0.3,0.1\n' "$hdr" >"$em/seed1/metrics.csv"
+printf '%s\n100,1.0,0.3,0.4,0.4,0.3,0.3\n200,0.9,0.6,0.9,0.9,0.4,0.4\n' "$hdr" >"$em/seed2/metrics.csv"
+cp "$em/seed2/metrics.csv" "$em/seed3/metrics.csv"
+: >"$em/seed1/.done"
+: >"$em/seed2/.done"
+if python3 "$top/tools/scripts/acl-emergence-summary.py" "$em" --steps 100,200 >"$tmp/em.json" 2>"$tmp/log"; then
+    ok "emergence summary runs"
+else
+    bad "emergence summary failed: $(cat "$tmp/log")"
+fi
+em_check() { # PYTHON-EXPRESSION over d (the JSON) that must hold
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/em.json" "$1"
+}
+near() { echo "all(abs(a - b) < 1e-9 for a, b in zip($1, $2)) and len($1) == len($2)"; }
+em_check "d['seeds'] == [1, 2] and d['unfinished'] == [3]" && ok "finished seeds only" || bad "seeds: $(head -c 300 "$tmp/em.json")"
+em_check "$(near "d['per_step'][1]['main']" "[0.7, 0.9]") and $(near "d['per_step'][1]['bwd']" "[0.2, 0.4]")" &&
+    ok "main and bwd: means over the domains" || bad "main/bwd wrong"
+em_check "$(near "d['per_step'][1]['forgetting']" "[0.5, 0.5]")" && ok "forgetting = main - bwd" || bad "forgetting wrong"
+em_check "$(near "[c for c in d['changes'] if c['name'] == 'forgetting 100-200'][0]['diff']" "[0.4, 0.4]")" &&
+    ok "paired change of the forgetting" || bad "paired change wrong"
+em_check "$(near "d['per_step'][1]['forgetting']" "[0.6, 0.5]")" && bad "self-test: a wrong forgetting passed" ||
+    ok "self-test: a wrong forgetting is caught"
+if python3 "$top/tools/scripts/acl-emergence-summary.py" "$em" --steps 100,300 >/dev/null 2>&1; then
+    bad "a missing validation step passed"
+else
+    [ $? -eq 1 ] && ok "missing step: exit 1" || bad "missing step: wrong status"
+fi
+if python3 "$top/tools/scripts/acl-emergence-summary.py" 2>/dev/null; then bad "summary without arguments passed"; else
+    [ $? -eq 2 ] && ok "summary usage: exit 2" || bad "summary usage: wrong status"; fi
 exit $fail

@@ -157,13 +157,34 @@ rm -f "$TMP/log"
 check "bench-shared --compare --rounds 3" 0 env FAKE_LOG="$TMP/log" OMP_NUM_THREADS=7 \
     PYTHONDONTWRITEBYTECODE=1 "$PY" "$SRCDIR/tools/scripts/bench-shared.py" --metacl "$TMP/metacl-shared" \
     --bench lm --competitors 0 --compare OMP_DYNAMIC=false --rounds 3
-expect_text "bench-shared: medians of the rounds" "| w | 12.00 | 9.00 | 1.33x | yes | 21.00 | 0.57x | no |"
+# medians 12 / 9 / 21; per-round speed-ups 1.25, 3.33, 0.12 (geometric mean 0.79) and 0.40,
+# 1.43, 2.40 (1.11): intervals that hold 1, so ties
+expect_text "bench-shared: medians and per-round intervals" \
+    "| w | 12.00 | 9.00 | 1.33x | 0.79 [0.01, 55.25] | tie | 21.00 | 0.57x | 1.11 [0.11, 10.97] | tie |"
 want="call threads=1 dyn=unset omp=unset
 call threads=2 dyn=unset omp=unset
 call threads=2 dyn=false omp=unset"
 [ "$(cat "$TMP/log")" = "$want
 $want
 $want" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: bench-shared's runs:"; cat "$TMP/log"; }
+# the verdict: faster / slower only when the 95 % interval clears 1 (t, 2 df: 4.30)
+verdicts() {
+    PYTHONDONTWRITEBYTECODE=1 "$PY" - "$SRCDIR/tools/scripts/bench-shared.py" "$@" <<'PY'
+import importlib.util, sys
+sp = importlib.util.spec_from_file_location("bs", sys.argv[1])
+bs = importlib.util.module_from_spec(sp)
+sp.loader.exec_module(bs)
+pairs = [tuple(float(v) for v in p.split(",")) for p in sys.argv[3:]]
+g, ci, v = bs.ratio_stats(pairs)
+print(v)
+sys.exit(0 if v == sys.argv[2] else 1)
+PY
+}
+check "bench-shared: 1.25-1.41x in 3 rounds is faster" 0 verdicts faster 10,8 11,8 12,8.5
+check "bench-shared: 0.80-0.85x in 3 rounds is slower" 0 verdicts slower 8,10 8,9.5 8.5,10.5
+check "bench-shared: 0.9-1.1x is a tie" 0 verdicts tie 9,10 11,10 10,10
+check "self-test: a slower run is not called a tie" 1 verdicts tie 8,10 8,9.5 8.5,10.5
+check "bench-shared: one round gives no interval, a tie" 0 verdicts tie 10,5
 check "bench-shared --rounds 0" 2 env PYTHONDONTWRITEBYTECODE=1 "$PY" "$SRCDIR/tools/scripts/bench-shared.py" \
     --metacl "$TMP/metacl-shared" --rounds 0
 

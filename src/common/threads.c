@@ -29,11 +29,11 @@
  * one. The calls are remembered in a small table per thread (op, pass and the elements of its
  * tensors, hashed; a collision only costs one call at the reduced team).
  *
- * Not the command line's default (METACL_THREADS_FOLLOW_LOAD=1 turns it on): on this project's
- * busy machine (load 6.5-9 on 2 cores) the fixed passive team of 2 was faster than this policy
- * on 18 of the 21 bench workloads, and faster than 1 thread even on the LM evaluations (a
- * thread that sleeps at every barrier gets the scheduler's credit for sleepers and preempts
- * the CPU-bound competitors); doc/reference-backend.md, "On a shared machine", has the table.
+ * The command line's default (tools/cli/omp_wait.c; METACL_THREADS_FOLLOW_LOAD=0 or OMP_DYNAMIC
+ * turns it off). With one CPU-bound competitor pinned to each of 2 cores, the fixed passive team
+ * of 2 was slower than 1 thread on the smallest workloads (attention on a 0-token context:
+ * 0.46x), this policy tied with or beat 1 thread on all of them (doc/reference-backend.md, "On
+ * a shared machine", has the tables, and the earlier, busier day on which the fixed team won).
  *
  * The state is per calling thread (_Thread_local), like OpenMP's nthreads-var that
  * omp_set_num_threads sets: two application threads each running a context adjust their own

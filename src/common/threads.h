@@ -1,6 +1,7 @@
-/* threads.h — an OpenMP team size that follows the machine's load (internal; the command line
- * turns it on with METACL_THREADS_FOLLOW_LOAD=1, src/common/threads.c has the why and the
- * measurements; not the default: doc/reference-backend.md, "On a shared machine").
+/* threads.h — an OpenMP team size that follows the machine's load (internal; off in the library
+ * until mcl_threads_follow_load(1), which the command line calls unless
+ * METACL_THREADS_FOLLOW_LOAD=0 or OMP_DYNAMIC is set; src/common/threads.c has the why and the
+ * measurements, doc/reference-backend.md "On a shared machine" the tables).
  *
  * With other CPU-bound work on the cores, a parallel region waits for its slowest thread, and
  * a thread that shares its core with a competitor is descheduled for whole time slices: the
@@ -25,7 +26,7 @@
 #define MCL_THREADS_PERIOD_MS 200
 /* Under competition, an op call costing at least this many thread-milliseconds (its wall time
  * times its team) gets the full team next time, a cheaper one the reduced team.
- * METACL_THREADS_BIG_MS in the environment (when the policy is turned on) overrides it. */
+ * METACL_THREADS_BIG_MS in the environment (when the policy is on) overrides it. */
 #define MCL_THREADS_BIG_MS 3.0
 
 /* Turn the policy on (on != 0) or off for the whole process; off restores the ceiling in the

@@ -26,8 +26,8 @@ void mcl_cli_print_families(FILE *f);
  * (`metacl version`). */
 void mcl_cli_omp_wait_policy(char **argv);
 const char *mcl_cli_omp_wait_policy_name(void);
-/* The team size follows the load (src/common/threads.h) when METACL_THREADS_FOLLOW_LOAD is set
- * (not "0") and OMP_DYNAMIC is not (tools/cli/omp_wait.c). mcl_cli_omp_team_policy_name: the policy in
+/* The team size follows the load (src/common/threads.h) unless METACL_THREADS_FOLLOW_LOAD is "0"
+ * or OMP_DYNAMIC is set (tools/cli/omp_wait.c). mcl_cli_omp_team_policy_name: the policy in
  * force, in words (`metacl version`). */
 void mcl_cli_omp_team_policy(void);
 const char *mcl_cli_omp_team_policy_name(void);

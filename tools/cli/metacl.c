@@ -329,7 +329,7 @@ int main(int argc, char **argv)
         return 2;
     }
     mcl_cli_omp_wait_policy(argv); /* may execute metacl again (tools/cli/omp_wait.c) */
-    mcl_cli_omp_team_policy();     /* METACL_THREADS_FOLLOW_LOAD=1: the team follows the load */
+    mcl_cli_omp_team_policy();     /* the team follows the load (METACL_THREADS_FOLLOW_LOAD=0: fixed) */
     const char *cmd = argv[1];
     const char *limit = getenv("METACL_MEMORY_LIMIT");
     uint64_t lv = 0;

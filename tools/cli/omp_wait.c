@@ -30,14 +30,14 @@
  * Passive waiting was not enough: a thread that shares its core with a competitor still waits
  * whole time slices at every barrier, and the LM's dynamic evaluation (about 500 ops, most of
  * them parallel regions, in 47 ms) ran 2.4x slower at 2 threads than at 1 beside two busy
- * processes on a quiet 2-core machine. With METACL_THREADS_FOLLOW_LOAD=1 the team size follows
- * the load (src/common/threads.c): while other processes compete, ops that cost less than a few
+ * processes on a quiet 2-core machine. So the team size follows the load
+ * (src/common/threads.c): while other processes compete, ops that cost less than a few
  * thread-milliseconds run on the cores the others leave free (at least one), costlier ones on
  * the full team; at most the user's --threads / OMP_NUM_THREADS always; the user's OMP_DYNAMIC,
- * whatever its value, keeps it off. It is not the default: on this project's busy machine
- * (another session's builds and niced jobs besides the two competitors) the fixed passive team
- * was faster than both 1 thread and the policy on most workloads (doc/reference-backend.md,
- * "On a shared machine").
+ * whatever its value, or METACL_THREADS_FOLLOW_LOAD=0 keeps it off (the fixed team). With one
+ * competitor pinned to each core the fixed passive team was slower than 1 thread on the
+ * smallest workloads (attn_C0 0.46x) and the policy tied or won on all 21
+ * (doc/reference-backend.md, "On a shared machine").
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -104,8 +104,8 @@ const char *mcl_cli_omp_wait_policy_name(void)
 void mcl_cli_omp_team_policy(void)
 {
 #ifdef _OPENMP
-    const char *on = getenv("METACL_THREADS_FOLLOW_LOAD");
-    if (on && *on && strcmp(on, "0") != 0 && !getenv("OMP_DYNAMIC")) mcl_threads_follow_load(1);
+    const char *on = getenv("METACL_THREADS_FOLLOW_LOAD"); /* "0": the fixed team */
+    if (!(on && strcmp(on, "0") == 0) && !getenv("OMP_DYNAMIC")) mcl_threads_follow_load(1);
 #endif
 }
 
@@ -113,10 +113,10 @@ const char *mcl_cli_omp_team_policy_name(void)
 {
 #ifdef _OPENMP
     if (mcl_threads_follow_load_on())
-        return "follows the load (METACL_THREADS_FOLLOW_LOAD; at most --threads / OMP_NUM_THREADS)";
+        return "follows the load (at most --threads / OMP_NUM_THREADS; METACL_THREADS_FOLLOW_LOAD=0: fixed)";
     const char *d = getenv("OMP_DYNAMIC");
     if (d) return d[0] == 't' || d[0] == 'T' || d[0] == '1' ? "the runtime's (OMP_DYNAMIC=true)"
                                                              : "fixed (OMP_DYNAMIC set)";
 #endif
-    return "fixed (METACL_THREADS_FOLLOW_LOAD=1: follows the load)";
+    return "fixed (METACL_THREADS_FOLLOW_LOAD=0)";
 }

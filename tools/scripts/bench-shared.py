@@ -8,7 +8,11 @@ several times slower than a single-threaded one (tools/cli/omp_wait.c). This scr
 --competitors busy processes (default: one per processor; each is `python3 -c "while 1: pass"`),
 runs `<metacl> bench B --json --threads 1` and `--threads T` while they run, stops them, and
 prints a Markdown table: the medians at 1 and T threads, T-thread speed-up (1-thread median /
-T-thread median) and whether T threads were no slower. --competitors 0 runs the same on
+T-thread median), and over the rounds the geometric mean of each round's speed-up with its 95 %
+interval and a verdict: faster or slower only when the interval clears 1, tie otherwise.
+Competitor i is pinned to the i-th processor (one per core, the issue's setup; --float lets
+the scheduler place them, and then 3 tasks on 2 cores may leave the 1-thread run a core of its
+own in one run and half of one in the next: its median moved 2x between runs here). --competitors 0 runs the same on
 whatever the machine is doing.
 
 Comparing policies in one run: --compare NAME=VALUE (repeatable) adds a T-thread run under that
@@ -26,7 +30,7 @@ Usage:
       --compare OMP_DYNAMIC=false --rounds 3
 Options: --metacl PATH (default ./metacl at the repo root), --bench acl|oct|smn|lm (default
   acl), --threads T (default 2), --competitors K (default: os.cpu_count()), --reps R,
-  --only NAME[,NAME], --env NAME=VALUE (repeatable: for metacl), --compare NAME=VALUE
+  --only NAME[,NAME], --float, --env NAME=VALUE (repeatable: for metacl), --compare NAME=VALUE
   (repeatable: the compared T-thread run's environment, on top of --env), --rounds R (default
   1), --json.
 Exit status: 0 ok (whatever the result), 1 when metacl fails, 2 on bad flags.
@@ -34,6 +38,7 @@ Exit status: 0 ok (whatever the result), 1 when metacl fails, 2 on bad flags.
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -49,6 +54,9 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--competitors", type=int, default=os.cpu_count() or 1)
     p.add_argument("--reps", type=int, default=None)
+    p.add_argument("--float", dest="pin", action="store_false",
+                   help="let the competitors move between processors (default: competitor i "
+                        "is pinned to the i-th allowed processor)")
     p.add_argument("--only", default=None)
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--compare", action="append", default=[], metavar="NAME=VALUE")
@@ -98,27 +106,66 @@ def with_env(base, pairs):
     return env
 
 
+# t_{0.975, df} for df = 1..10 (the table of tests/check-doc-numbers.py and mcl_t975)
+T975 = [12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157,
+        2.228139]
+
+
+def ratio_stats(pairs):
+    """pairs: [(1-thread ms, T-thread ms)] of the rounds, each pair measured beside the same
+    competitors minutes apart -> (geometric mean of the speed-ups, [lo, hi] of its 95 %
+    interval (t on the logarithms; None below 2 rounds or above 11), verdict). Verdict: "faster"
+    when the interval lies above 1, "slower" when below, "tie" when it holds 1 (or no interval)."""
+    logs = [math.log(o / m) for o, m in pairs if o > 0 and m > 0]
+    if not logs:
+        return 0.0, None, "tie"
+    n = len(logs)
+    mean = sum(logs) / n
+    if not 2 <= n <= len(T975) + 1:
+        return math.exp(mean), None, "tie"
+    sd = (sum((x - mean) ** 2 for x in logs) / (n - 1)) ** 0.5
+    h = T975[n - 2] * sd / n ** 0.5
+    lo, hi = math.exp(mean - h), math.exp(mean + h)
+    return math.exp(mean), [lo, hi], "faster" if lo > 1.0 else "slower" if hi < 1.0 else "tie"
+
+
 def rows_of(runs, threads, has_compare):
     """runs: [(one, many, compared or None)] per round -> one row per workload of the first
-    1-thread run, with the medians over the rounds (names missing from a run are skipped)."""
+    1-thread run, with the medians over the rounds (names missing from a run are skipped) and
+    the per-round speed-ups' geometric mean, 95 % interval and verdict (ratio_stats)."""
     rows = []
     for name in runs[0][0]:
-        ones = [r[0][name] for r in runs if name in r[0]]
-        manys = [r[1][name] for r in runs if name in r[1]]
-        cmps = [r[2][name] for r in runs if r[2] is not None and name in r[2]]
-        if not ones or not manys or (has_compare and not cmps):
+        use = [r for r in runs if name in r[0] and name in r[1]
+               and (not has_compare or (r[2] is not None and name in r[2]))]
+        if not use:
             continue
-        one, many = median(ones), median(manys)
+        one, many = median([r[0][name] for r in use]), median([r[1][name] for r in use])
         if many <= 0:
             continue
+        g, ci, verdict = ratio_stats([(r[0][name], r[1][name]) for r in use])
         row = {"name": name, "ms_1": one, "ms_T": many, "speedup": one / many,
-               "no_slower": many <= one}
+               "no_slower": many <= one, "rounds": len(use), "speedup_gmean": g,
+               "speedup_ci95": ci, "verdict": verdict}
         if has_compare:
-            c = median(cmps)
+            c = median([r[2][name] for r in use])
+            g, ci, verdict = ratio_stats([(r[0][name], r[2][name]) for r in use])
             row.update({"ms_T_compare": c, "speedup_compare": one / c if c > 0 else 0.0,
-                        "no_slower_compare": c <= one})
+                        "no_slower_compare": c <= one, "speedup_gmean_compare": g,
+                        "speedup_ci95_compare": ci, "verdict_compare": verdict})
         rows.append(row)
     return rows
+
+
+def start_competitor(i, pin):
+    """One busy process; pinned, competitor i runs only on the i-th processor this script may
+    use (mod their count), so each core has exactly its share of competitors: floating, the
+    scheduler may leave one metacl thread alone on a core (3 tasks on 2 cores), and the 1-thread
+    column then moves by up to 2x from run to run with where it landed."""
+    cpus = sorted(os.sched_getaffinity(0)) if pin and hasattr(os, "sched_getaffinity") else None
+    def place():
+        if cpus:
+            os.sched_setaffinity(0, {cpus[i % len(cpus)]})
+    return subprocess.Popen([sys.executable, "-c", "while 1: pass"], preexec_fn=place)
 
 
 def main(argv):
@@ -127,7 +174,7 @@ def main(argv):
     env.pop("OMP_NUM_THREADS", None)
     env = with_env(env, a.env)
     cmp_env = with_env(env, a.compare) if a.compare else None
-    busy = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(a.competitors)]
+    busy = [start_competitor(i, a.pin) for i in range(a.competitors)]
     runs = []
     try:
         for _ in range(a.rounds):
@@ -152,22 +199,26 @@ def main(argv):
         a.bench, a.competitors, (", " + " ".join(a.env)) if a.env else "", a.rounds))
     print()
     c = " ".join(a.compare)
+    head = "| workload | 1 thread ms | %d threads ms | speed-up | per round, 95 %% | verdict |" % a.threads
     if cmp_env:
-        print("| workload | 1 thread ms | %d threads ms | speed-up | no slower | %d threads %s ms "
-              "| speed-up | no slower |" % (a.threads, a.threads, c))
-        print("|---|---:|---:|---:|:---:|---:|---:|:---:|")
-    else:
-        print("| workload | 1 thread ms (median) | %d threads ms (median) | speed-up | %d no slower |"
-              % (a.threads, a.threads))
-        print("|---|---:|---:|---:|:---:|")
-    yn = lambda b: "yes" if b else "no"
+        head += " %d threads %s ms | speed-up | per round, 95 %% | verdict |" % (a.threads, c)
+    print(head)
+    print("|---|---:|---:|---:|---:|:---:|" + ("---:|---:|---:|:---:|" if cmp_env else ""))
+
+    def cells(ms, sp, g, ci, verdict):
+        iv = "%.2f [%.2f, %.2f]" % (g, ci[0], ci[1]) if ci else "%.2f" % g
+        return " %.2f | %.2fx | %s | %s |" % (ms, sp, iv, verdict)
     for r in rows:
-        line = "| %s | %.2f | %.2f | %.2fx | %s |" % (r["name"], r["ms_1"], r["ms_T"], r["speedup"],
-                                                     yn(r["no_slower"]))
+        line = "| %s | %.2f |" % (r["name"], r["ms_1"])
+        line += cells(r["ms_T"], r["speedup"], r["speedup_gmean"], r["speedup_ci95"], r["verdict"])
         if cmp_env:
-            line += " %.2f | %.2fx | %s |" % (r["ms_T_compare"], r["speedup_compare"],
-                                              yn(r["no_slower_compare"]))
+            line += cells(r["ms_T_compare"], r["speedup_compare"], r["speedup_gmean_compare"],
+                          r["speedup_ci95_compare"], r["verdict_compare"])
         print(line)
+    print()
+    print("speed-up: 1-thread median / T-thread median over the rounds; per round: the geometric "
+          "mean of each round's speed-up and its 95 % interval (t on the logarithms); verdict: "
+          "faster or slower only when the interval clears 1, otherwise tie")
     return 0
 
 

@@ -20,7 +20,8 @@
 #                    ACL term) meta-trained for 6 000 steps with SEEDS seeds from each seed's
 #                    stage 1 (2-way 1-shot; from scratch it sat at chance), validated every
 #                    100 steps; metrics.csv's val_main_* and val_bwd_* (the A-after-B
-#                    accuracy) columns plotted per domain over the seeds         ~6 h
+#                    accuracy) columns plotted per domain over the seeds; acl-emergence.json
+#                    (tools/scripts/acl-emergence-summary.py) has them per step and seed ~6 h
 #   acl-split-hanzi  Split-hanzi domain-incremental at 5, 10 and 20 tasks (10 runs), next to
 #                    the paper's Split-Omniglot 92.3 / 82.0 / 67.6                 ~1 h
 #   oct-ablations    Split-hanzi online, SEEDS (at most 8) seeds × {E = 4 (shipped), C = 0,
@@ -271,7 +272,10 @@ json.dump(out, sys.stdout, indent=1)' "$J" ;;
         for c in main_hanzi main_hershey bwd_hanzi bwd_hershey; do
             [ -s "$J/val_$c.png" ] && continue
             "$METACL" plot "$J"/seed* --y "val_$c" --chance 0.2 --out "$J/val_$c.png"
-        done ;;
+        done
+        # per validation step and seed: in-context learning, A after B and their difference
+        # (the forgetting), and the paired changes between steps (doc/acl.md)
+        step "$J/acl-emergence.json" python3 tools/scripts/acl-emergence-summary.py "$J" ;;
     acl-split-hanzi)
         for t in 5 10 20; do
             step "$J/dil$t.md" "$METACL" eval acl --protocol split-dil --data hanzi --tasks $t --k-shot 5 \
