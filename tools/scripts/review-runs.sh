@@ -271,7 +271,9 @@ json.dump(out, sys.stdout, indent=1)' "$J" ;;
         done
         for c in main_hanzi main_hershey bwd_hanzi bwd_hershey; do
             [ -s "$J/val_$c.png" ] && continue
-            "$METACL" plot "$J"/seed* --y "val_$c" --chance 0.2 --out "$J/val_$c.png"
+            case $c in main_*) what="in-context learning" ;; *) what="A after B" ;; esac
+            "$METACL" plot "$J"/seed* --y "val_$c" --chance 0.2 --out "$J/val_$c.png" \
+                --title "$what, ${c#*_} (held-out classes), meta-training without the ACL term"
         done
         # per validation step and seed: in-context learning, A after B and their difference
         # (the forgetting), and the paired changes between steps (doc/acl.md)
