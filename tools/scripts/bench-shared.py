@@ -12,22 +12,22 @@ T-thread median), and over the rounds the geometric mean of each round's speed-u
 interval and a verdict: faster or slower only when the interval clears 1, tie otherwise.
 Competitor i is pinned to the i-th processor (one per core, the issue's setup; --float lets
 the scheduler place them, and then 3 tasks on 2 cores may leave the 1-thread run a core of its
-own in one run and half of one in the next: its median moved 2x between runs here). --competitors 0 runs the same on
-whatever the machine is doing.
+own in one run and half of one in the next: its median moved 2x between runs here).
+--competitors 0 runs the same on whatever the machine is doing.
 
 Comparing policies in one run: --compare NAME=VALUE (repeatable) adds a T-thread run under that
-environment (e.g. --env METACL_THREADS_FOLLOW_LOAD=1 --compare OMP_DYNAMIC=false: the
-load-following team in the second column, the fixed team in the third), beside the same
-competitors; --rounds R repeats the runs R times, alternating (1 thread, T threads, T threads
-compared, then again), and reports for each the median of the R runs' medians, so a change of
-the machine's other load hits every column alike.
+environment (e.g. --compare METACL_THREADS_FOLLOW_LOAD=0: the default, load-following team in
+the second column, the fixed team in the third), beside the same competitors; --rounds R
+repeats the runs R times, alternating (1 thread, T threads, T threads compared, then again),
+and reports for each the median of the R runs' medians and the per-round speed-ups' interval,
+so a change of the machine's other load hits every column alike.
 
 Usage:
   python3 tools/scripts/bench-shared.py --bench lm --only lm_eval_static            # T = 2
   python3 tools/scripts/bench-shared.py --bench acl --threads 4 --competitors 4 --reps 3
   python3 tools/scripts/bench-shared.py --bench lm --env OMP_WAIT_POLICY=active     # the old policy
-  python3 tools/scripts/bench-shared.py --bench lm --env METACL_THREADS_FOLLOW_LOAD=1 \
-      --compare OMP_DYNAMIC=false --rounds 3
+  python3 tools/scripts/bench-shared.py --bench lm --compare METACL_THREADS_FOLLOW_LOAD=0 \
+      --rounds 5
 Options: --metacl PATH (default ./metacl at the repo root), --bench acl|oct|smn|lm (default
   acl), --threads T (default 2), --competitors K (default: os.cpu_count()), --reps R,
   --only NAME[,NAME], --float, --env NAME=VALUE (repeatable: for metacl), --compare NAME=VALUE
@@ -195,8 +195,9 @@ def main(argv):
                           "env": a.env, "compare": a.compare, "rounds": a.rounds,
                           "workloads": rows}))
         return 0
-    print("metacl bench %s beside %d CPU-bound competitor(s)%s, %d round(s)" % (
-        a.bench, a.competitors, (", " + " ".join(a.env)) if a.env else "", a.rounds))
+    print("metacl bench %s beside %d CPU-bound competitor(s), %s%s, %d round(s)" % (
+        a.bench, a.competitors, "pinned one per processor" if a.pin else "floating",
+        (", " + " ".join(a.env)) if a.env else "", a.rounds))
     print()
     c = " ".join(a.compare)
     head = "| workload | 1 thread ms | %d threads ms | speed-up | per round, 95 %% | verdict |" % a.threads
