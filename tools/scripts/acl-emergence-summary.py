@@ -14,6 +14,7 @@ one of the steps; 2 on bad arguments.
 
 import csv
 import glob
+import json
 import os
 import re
 import sys
@@ -44,11 +45,11 @@ def main(argv):
             print("acl-emergence-summary: --steps wants N,N,...", file=sys.stderr)
             return 2
     seeds, unfinished = [], []
-    for d in sorted(glob.glob(os.path.join(job, "seed*")), key=lambda p: int(re.sub(r"\D", "", os.path.basename(p)) or 0)):
-        m = re.fullmatch(r"seed(\d+)", os.path.basename(d))
-        if not m:
-            continue
-        (seeds if os.path.exists(os.path.join(d, ".done")) else unfinished).append(int(m.group(1)))
+    found = sorted(int(m.group(1)) for m in (re.fullmatch(r"seed(\d+)", os.path.basename(d))
+                                             for d in glob.glob(os.path.join(job, "seed*"))) if m)
+    for s in found:
+        done = os.path.exists(os.path.join(job, "seed%d" % s, ".done"))
+        (seeds if done else unfinished).append(s)
     if not seeds:
         print("acl-emergence-summary: no finished seed in %s" % job, file=sys.stderr)
         return 1
@@ -87,7 +88,6 @@ def main(argv):
            "validation": "train.val_batches = 8 fixed batches of 16 sequences of the held-out "
                          "meta-validation classes per domain",
            "per_step": per_step, "changes": changes}
-    import json
     json.dump(out, sys.stdout, indent=1)
     print()
     return 0
