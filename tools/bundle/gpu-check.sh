@@ -5,7 +5,7 @@
 #
 # usage: gpu-check.sh [--out DIR] [--bundle DIR] [--deadline S] [--quick] [--reps N]
 #                     [--torch-device auto|cuda|cpu|none] [--python EXE] [--icd PATH]
-#                     [--skip PATTERN[,PATTERN...]] [--keep-logs]
+#                     [--skip PATTERN[,PATTERN...]] [--keep-logs] [--rounds N] [--tune S]
 #
 #   --out DIR        where summary.json, summary.md and logs.tar.gz go (default $OUT)
 #   --bundle DIR     the bundle (default: the folder above this script's tools/, or this
@@ -16,6 +16,12 @@
 #                    (acl: srwm, conv4_28; oct: all but attn_C4000; smn: all; lm: the three
 #                    evaluations), for a CPU OpenCL device such as PoCL
 #   --reps N         timed repetitions of every benchmark, both sides (default 3; --quick: 1)
+#   --rounds N       run the benchmark pairs N times (default 1, at most 30): round 1 before
+#                    the profile, rounds 2..N after it, each round metacl then PyTorch per
+#                    bench; the comparison gives per workload the geometric mean of the
+#                    per-round ratios, its 95 % interval (t on the logarithms) and a verdict
+#                    (metacl faster / PyTorch faster only when the interval excludes 1, else
+#                    tie). Rounds that the deadline cuts off are left out
 #   --torch-device D where the PyTorch twins run: auto (default: cuda when PyTorch sees a CUDA
 #                    device, else the PyTorch steps are skipped), cuda, cpu or none
 #   --python EXE     the interpreter for the PyTorch scripts (default python3: the host's,
@@ -34,8 +40,9 @@
 # libraries come from the host), test-ops-F for every family F of `test-ops --families`
 # (--backend opencl), test-srwm, test-opencl, test-backends-mlp, torch-info, then for B in acl
 # oct smn lm: bench-B (metacl bench B --backend opencl --json) and torch-B (the PyTorch twin
-# on the same workloads), last profile-acl-step (METACL_PROFILE=1 metacl bench acl --backend
-# opencl --only acl_step --reps 1). The benchmarks use no data files (random inputs, fixed
+# on the same workloads), profile-acl-step (METACL_PROFILE=1 metacl bench acl --backend
+# opencl --only acl_step --reps 1), with --rounds N the pairs again as bench-B-rK and
+# torch-B-rK (K = 2..N), last the tuners (--tune). The benchmarks use no data files (random inputs, fixed
 # seeds). summary.json is rewritten after every step: each step's name, command, status (ok,
 # failed, timeout, skipped), exit status, seconds, reason and the numbers read from its output;
 # then the metacl/PyTorch comparison. Exit status: 0 when no step failed or timed out, 1
@@ -48,7 +55,7 @@ usage() { sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; }
 
 here=$(cd "$(dirname "$0")" && pwd -P)
 out=${OUT:-} bundle='' deadline=480 quick=0 reps='' torch_device=auto python=python3
-icd='' skip='' keep_logs=0 tune=0
+icd='' skip='' keep_logs=0 tune=0 rounds=1
 while [ $# -gt 0 ]; do
     case $1 in
     --out) [ $# -ge 2 ] || die "--out needs a folder"; out=$2; shift 2 ;;
@@ -62,12 +69,14 @@ while [ $# -gt 0 ]; do
     --skip) [ $# -ge 2 ] || die "--skip needs patterns"; skip="${skip:+$skip,}$2"; shift 2 ;;  # repeatable: the lists add up
     --keep-logs) keep_logs=1; shift ;;
     --tune) [ $# -ge 2 ] || die "--tune needs seconds"; tune=$2; shift 2 ;;
+    --rounds) [ $# -ge 2 ] || die "--rounds needs a number"; rounds=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (--help)" ;;
     esac
 done
 case $deadline in ''|*[!0-9]*) die "--deadline takes whole seconds" ;; esac
 case $tune in ''|*[!0-9]*) die "--tune takes whole seconds (0: no tuning)" ;; esac
+case $rounds in [1-9]|[12][0-9]|30) ;; *) die "--rounds takes a number from 1 to 30" ;; esac
 [ -z "$reps" ] && { [ $quick = 1 ] && reps=1 || reps=3; }
 case $reps in ''|*[!0-9]*|0) die "--reps takes a positive number" ;; esac
 case $torch_device in auto|cuda|cuda:[0-9]*|cpu|none) ;; *) die "--torch-device: auto, cuda, cpu or none" ;; esac
@@ -135,13 +144,13 @@ write_summary() {
     result=passed
     [ $((failed + timedout)) -gt 0 ] && result=failed
     {
-        printf '{\n  "check": "metacl gpu-check",\n  "format": 1,\n'
+        printf '{\n  "check": "metacl gpu-check",\n  "format": 2,\n'
         printf '  "started": %s,\n  "finished": %s,\n  "total_seconds": %s,\n' "$(json_str "$started")" "$finished" "$total"
         printf '  "result": %s,\n' "$(json_str "$result")"
         printf '  "counts": {"ok": %d, "failed": %d, "timeout": %d, "skipped": %d},\n' $ok $failed $timedout $skipped
         printf '  "deadline_seconds": %d,\n  "deadline_hit": %s,\n' "$deadline" "$([ $deadline_hit = 1 ] && echo true || echo false)"
-        printf '  "options": {"quick": %s, "reps": %d, "torch_device": %s, "python": %s, "icd": %s, "tune": %d},\n' \
-            "$([ $quick = 1 ] && echo true || echo false)" "$reps" "$(json_str "$torch_device")" \
+        printf '  "options": {"quick": %s, "reps": %d, "rounds": %d, "torch_device": %s, "python": %s, "icd": %s, "tune": %d},\n' \
+            "$([ $quick = 1 ] && echo true || echo false)" "$reps" "$rounds" "$(json_str "$torch_device")" \
             "$(json_str "$python")" "$(json_str "$icd")" "$tune"
         printf '  "bundle": %s,\n' "$(json_str "$bundle")"
         printf '  "steps": [\n'
@@ -345,6 +354,57 @@ p_profile() { # the METACL_PROFILE table: total and the 8 ops that took longest
           for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? ", " : ""), r[i]; printf "]}" }'
 }
 
+# the two medians of each workload in one round: line 1 metacl's numbers, line 2 PyTorch's
+# (p_bench records) -> "bench workload round metacl_ms torch_ms", workloads in metacl's order
+PAIR_AWK='
+function grab(s, side,   t, w, m) {
+    sub(/.*"workloads": \{/, "", s)
+    while (match(s, /"[^"]+": \{[^}]*\}/)) {
+        t = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
+        w = t; sub(/^"/, "", w); sub(/".*/, "", w)
+        if (match(t, /"ms_median": *[-0-9.eE+]+/)) {
+            m = substr(t, RSTART, RLENGTH); sub(/.*: */, "", m); med[side, w] = m
+            if (side == 1) order[++n] = w
+        }
+    }
+}
+NR == 1 { grab($0, 1) } NR == 2 { grab($0, 2) }
+END { for (i = 1; i <= n; i++) { w = order[i]; if ((2, w) in med) print bench, w, round, med[1, w], med[2, w] } }'
+# the comparison over rounds, from those lines: per workload (first-seen order) the median of
+# each side's medians, the geometric mean of the per-round ratios PyTorch / metacl, with two
+# or more rounds its 95 % interval (Student t on the logarithms) and the verdict: "metacl
+# faster" when the interval lies above 1, "PyTorch faster" when below, else "tie"; one round
+# gives no interval ("one round"). A pair with a time <= 0 is left out.
+COMPARE_AWK='
+function median(a, n,   i, j, t) {
+    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+BEGIN { split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048 2.045", T975, " ") }
+NF == 5 && $4 > 0 && $5 > 0 {
+    k = $1 SUBSEP $2
+    if (!(k in cnt)) { key[++nk] = k; bn[nk] = $1; wn[nk] = $2 }
+    c = ++cnt[k]; mt[k, c] = $4; tt[k, c] = $5; lr[k, c] = log($5 / $4)
+}
+END {
+    for (i = 1; i <= nk; i++) {
+        k = key[i]; n = cnt[k]; s = 0
+        for (j = 1; j <= n; j++) { s += lr[k, j]; am[j] = mt[k, j]; at[j] = tt[k, j] }
+        m = s / n
+        ci = "null"; verdict = "one round"
+        if (n >= 2) {
+            v = 0
+            for (j = 1; j <= n; j++) v += (lr[k, j] - m) ^ 2
+            h = ((n - 1 <= 29) ? T975[n - 1] : 1.96) * sqrt(v / (n - 1) / n)
+            lo = exp(m - h); hi = exp(m + h)
+            ci = sprintf("[%.3f, %.3f]", lo, hi)
+            verdict = (lo > 1) ? "metacl faster" : (hi < 1) ? "PyTorch faster" : "tie"
+        }
+        printf "%s{\"bench\": \"%s\", \"workload\": \"%s\", \"rounds\": %d, \"metacl_ms\": %s, \"torch_ms\": %s, \"torch_over_metacl\": %.3f, \"ratio_ci95\": %s, \"verdict\": \"%s\"}", \
+            (i > 1 ? ", " : ""), bn[i], wn[i], n, sprintf("%.3f", median(am, n)), sprintf("%.3f", median(at, n)), exp(m), ci, verdict
+    }
+}'
+
 # ------------------------------------------------------------------ the end, however it comes
 finish() {
     local rc=$1
@@ -364,13 +424,13 @@ finish() {
         done
         if [ -n "$COMPARISON" ]; then
             echo
-            echo "| bench | workload | metacl ms (median) | PyTorch ms (median) | PyTorch / metacl |"
-            echo "|---|---|---:|---:|---:|"
-            printf '[%s]\n' "$COMPARISON" | tr '{' '\n' | awk -F'"' '/"bench"/ {
-                b = $4; w = $8; m = $0; sub(/.*"metacl_ms": */, "", m); sub(/[,}].*/, "", m)
-                t = $0; sub(/.*"torch_ms": */, "", t); sub(/[,}].*/, "", t)
-                r = $0; sub(/.*"torch_over_metacl": */, "", r); sub(/[,}].*/, "", r)
-                printf "| %s | %s | %s | %s | %s |\n", b, w, m, t, r }'
+            echo "| bench | workload | rounds | metacl ms (median) | PyTorch ms (median) | PyTorch / metacl (geometric mean) | 95 % interval | verdict |"
+            echo "|---|---|---:|---:|---:|---:|---|---|"
+            printf '[%s]\n' "$COMPARISON" | tr '{' '\n' | awk -F'"' '
+                function val(s, k) { sub(".*\"" k "\": *", "", s); sub(/(, "|}).*/, "", s); gsub(/"/, "", s); return s }
+                /"bench"/ { printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $4, $8, val($0, "rounds"),
+                    val($0, "metacl_ms"), val($0, "torch_ms"), val($0, "torch_over_metacl"),
+                    val($0, "ratio_ci95"), val($0, "verdict") }'
         fi
     } > "$out/summary.md"
     (cd "$out" && tar -czf logs.tar.gz.tmp logs && mv logs.tar.gz.tmp logs.tar.gz) || true
@@ -478,46 +538,43 @@ if [ $quick = 1 ]; then
     ONLY[smn]=smn_wcst_window,smn_resnet_window,smn_resnet_plain
     ONLY[lm]=lm_eval_static,lm_eval_dynamic,lm_eval_smn
 fi
-for b in acl oct smn lm; do
-    only=()
-    [ -n "${ONLY[$b]:-}" ] && only=(--only "${ONLY[$b]}")
-    if [ $have_device = 1 ]; then
-        step "bench-$b" 120 p_bench "$run" "${run_args[@]}" metacl bench "$b" --backend opencl --json --reps "$reps" "${only[@]}"
-    else
-        note "bench-$b" skipped "no OpenCL device (see the devices step)"
-    fi
-    mnum=${S_NUM[${#S_NUM[@]}-1]}
-    if [ -n "$torch_dev" ]; then
-        step "torch-$b" 150 p_bench env PYTHONDONTWRITEBYTECODE=1 "$python" "$tools/torch/bench-$b-torch.py" --json --device "$torch_dev" --reps "$reps" "${only[@]}"
-        tnum=${S_NUM[${#S_NUM[@]}-1]}
-        # the comparison: per workload both medians and their ratio
-        rows=$(printf '%s\n%s\n' "$mnum" "$tnum" | awk -v bench="$b" '
-        function grab(s, side,   w, m) {
-            sub(/.*"workloads": \{/, "", s)
-            while (match(s, /"[^"]+": \{[^}]*\}/)) {
-                t = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
-                w = t; sub(/^"/, "", w); sub(/".*/, "", w)
-                if (match(t, /"ms_median": *[-0-9.eE+]+/)) {
-                    m = substr(t, RSTART, RLENGTH); sub(/.*: */, "", m); med[side, w] = m
-                    if (side == 1) order[++n] = w
-                }
-            }
-        }
-        NR == 1 { grab($0, 1) } NR == 2 { grab($0, 2) }
-        END { for (i = 1; i <= n; i++) { w = order[i]; if (!((2, w) in med)) continue
-              r = (med[1, w] > 0) ? sprintf("%.3f", med[2, w] / med[1, w]) : "null"
-              printf "%s{\"bench\": \"%s\", \"workload\": \"%s\", \"metacl_ms\": %s, \"torch_ms\": %s, \"torch_over_metacl\": %s}", (k++ ? ", " : ""), bench, w, med[1, w], med[2, w], r } }')
-        if [ -n "$rows" ]; then COMPARISON="${COMPARISON:+$COMPARISON, }$rows"; fi
-    else
-        note "torch-$b" skipped "${torch_why:-PyTorch not checked}"
-    fi
-done
+# the pairs of one round: "bench workload round metacl_ms torch_ms" per line (medians)
+pairs=$work/pairs.txt
+: > "$pairs"
+bench_round() { # round number
+    local r=$1 b sfx='' mnum tnum
+    [ "$r" -gt 1 ] && sfx="-r$r"
+    for b in acl oct smn lm; do
+        only=()
+        [ -n "${ONLY[$b]:-}" ] && only=(--only "${ONLY[$b]}")
+        mnum='{}'
+        if [ $have_device = 1 ]; then
+            step "bench-$b$sfx" 120 p_bench "$run" "${run_args[@]}" metacl bench "$b" --backend opencl --json --reps "$reps" "${only[@]}"
+            mnum=${S_NUM[${#S_NUM[@]}-1]}
+        else
+            note "bench-$b$sfx" skipped "no OpenCL device (see the devices step)"
+        fi
+        if [ -n "$torch_dev" ]; then
+            step "torch-$b$sfx" 150 p_bench env PYTHONDONTWRITEBYTECODE=1 "$python" "$tools/torch/bench-$b-torch.py" --json --device "$torch_dev" --reps "$reps" "${only[@]}"
+            tnum=${S_NUM[${#S_NUM[@]}-1]}
+            printf '%s\n%s\n' "$mnum" "$tnum" | awk -v bench="$b" -v round="$r" "$PAIR_AWK" >> "$pairs"
+            COMPARISON=$(awk "$COMPARE_AWK" "$pairs")
+        else
+            note "torch-$b$sfx" skipped "${torch_why:-PyTorch not checked}"
+        fi
+    done
+}
+bench_round 1
 
 if [ $have_device = 1 ]; then
     step profile-acl-step 120 p_profile env METACL_PROFILE=1 "$run" "${run_args[@]}" metacl bench acl --backend opencl --only acl_step --reps 1
 else
     note profile-acl-step skipped "no OpenCL device (see the devices step)"
 fi
+
+for ((round = 2; round <= rounds; round++)); do
+    bench_round "$round"
+done
 
 # CLBlast's tuners on the ACL step's most used products (doc/gpu.md): 80x256x128 (the SRWM
 # layers' projections, direct kernel), 32x5120x288 (Conv-4's, direct), 64x20480x288 (Conv-4's

@@ -1,0 +1,86 @@
+#!/bin/sh
+# test-gpu-check.sh — tools/bundle/gpu-check.sh's comparison over rounds (--rounds N), its awk
+# programs taken from the script: the pairs of one round read from two p_bench records, and per
+# workload the geometric mean of the per-round ratios PyTorch / metacl, its 95 % interval (t on
+# the logarithms) and the verdict, on made-up medians worked by hand; a wrong interval is
+# caught; --rounds out of 1..30 is refused with exit 2.
+set -eu
+top=${srcdir:-.}
+script=$top/tools/bundle/gpu-check.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+ok() { echo "ok: $1"; }
+bad() { echo "FAIL: $1"; fail=1; }
+
+# the two awk programs, as the script defines them
+sed -n "/^PAIR_AWK='/,/^END /p" "$script" >"$tmp/lib.sh"
+sed -n "/^COMPARE_AWK='/,/^}'/p" "$script" >>"$tmp/lib.sh"
+. "$tmp/lib.sh"
+[ -n "${PAIR_AWK:-}" ] && [ -n "${COMPARE_AWK:-}" ] || { echo "FAIL: the awk programs were not found in $script"; exit 1; }
+
+# one round's pairs from two records: the workloads in metacl's order, one PyTorch lacks left out
+m='{"record": {"impl": "metacl"}, "workloads": {"a": {"ms_best": 1.9, "ms_median": 2.0}, "b": {"ms_best": 3, "ms_median": 4.5}, "c": {"ms_median": 1}}}'
+t='{"record": {"impl": "torch"}, "workloads": {"b": {"ms_median": 9}, "a": {"ms_best": 3, "ms_median": 6.0}}}'
+got=$(printf '%s\n%s\n' "$m" "$t" | awk -v bench=acl -v round=3 "$PAIR_AWK" | tr '\n' ';')
+want='acl a 3 2.0 6.0;acl b 3 4.5 9;'
+[ "$got" = "$want" ] && ok "one round's pairs: $got" || bad "pairs: got '$got', want '$want'"
+
+# rounds worked by hand (ratio = torch / metacl):
+#   x: 2, 2, 2             -> 2.000 [2.000, 2.000], metacl faster
+#   y: 0.5, 0.5            -> 0.500 [0.500, 0.500], PyTorch faster
+#   z: e^0.1, e^0.3        -> mean log 0.2, sd 0.141421, half 12.706 * 0.141421 / sqrt 2 = 1.2706:
+#                             1.221 [exp(-1.0706) = 0.343, exp(1.4706) = 4.352], tie;
+#                             PyTorch median (1.10517 + 1.34986) / 2 = 1.228
+#   w: one round, 3        -> 3.000, no interval, "one round"
+#   v: a zero time          -> left out
+e1=$(awk 'BEGIN { printf "%.6f", exp(0.1) }')
+e3=$(awk 'BEGIN { printf "%.6f", exp(0.3) }')
+cat >"$tmp/pairs.txt" <<EOF
+acl x 1 1 2
+acl y 1 4 2
+oct z 1 1 $e1
+acl w 1 2 6
+lm v 1 0 5
+acl x 2 3 6
+acl y 2 2 1
+oct z 2 1 $e3
+acl x 3 2 4
+EOF
+awk "$COMPARE_AWK" "$tmp/pairs.txt" >"$tmp/cmp.json"
+check() { # $1: the comparison JSON array's contents
+    printf '[%s]' "$1" | python3 -c 'import json, sys
+rows = {r["workload"]: r for r in json.load(sys.stdin)}
+want = {"x": (3, 2.0, [2.0, 2.0], "metacl faster", 2.0, 4.0),
+        "y": (2, 0.5, [0.5, 0.5], "PyTorch faster", 3.0, 1.5),
+        "z": (2, 1.221, [0.343, 4.352], "tie", 1.0, 1.228),
+        "w": (1, 3.0, None, "one round", 2.0, 6.0)}
+assert sorted(rows) == sorted(want), sorted(rows)
+assert [r for r in rows] == ["x", "y", "z", "w"], list(rows)  # first-seen order
+for w, (n, g, ci, verdict, mm, tm) in want.items():
+    r = rows[w]
+    assert r["rounds"] == n and abs(r["torch_over_metacl"] - g) < 6e-4, (w, r)
+    assert (r["ratio_ci95"] is None) == (ci is None), (w, r)
+    if ci is not None:
+        assert all(abs(a - b) < 6e-4 for a, b in zip(r["ratio_ci95"], ci)), (w, r)
+    assert r["verdict"] == verdict, (w, r)
+    assert abs(r["metacl_ms"] - mm) < 6e-4 and abs(r["torch_ms"] - tm) < 6e-4, (w, r)
+'
+}
+if check "$(cat "$tmp/cmp.json")"; then ok "geometric means, intervals, verdicts and medians as worked by hand"
+else bad "comparison: $(cat "$tmp/cmp.json")"; fi
+# the check can fail: the interval of z made narrower (the 95 % t-quantile for 1 degree of
+# freedom replaced by 1.96) turns its tie into "metacl faster"
+sed 's/12\.706 /1.96 /' "$tmp/lib.sh" >"$tmp/wrong.sh"
+(. "$tmp/wrong.sh"; awk "$COMPARE_AWK" "$tmp/pairs.txt") >"$tmp/wrong.json"
+if check "$(cat "$tmp/wrong.json")" 2>/dev/null; then bad "a comparison with a wrong t-quantile passed"
+else ok "a wrong t-quantile (1.96 for 1 degree of freedom) is caught"; fi
+
+# --rounds outside 1..30: a usage error before anything runs
+for r in 0 31 x ''; do
+    rc=0
+    bash "$script" --out "$tmp/out" --rounds "$r" >"$tmp/err.txt" 2>&1 || rc=$?
+    if [ $rc = 2 ] && grep -q -- '--rounds' "$tmp/err.txt"; then ok "--rounds '$r' refused (exit 2)"
+    else bad "--rounds '$r': exit $rc, $(cat "$tmp/err.txt")"; fi
+done
+exit $fail
