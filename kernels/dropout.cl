@@ -169,6 +169,55 @@ __kernel void bias_dropout_relu_bwd(__global const float *x, long x_off, __globa
     }
 }
 
+/* backward in two passes (the host's choice, mcl_ocl_bias_one_launch), pass 1 as
+ * elementwise.cl's bias_add_bwd_part on d computed on the fly: part[c, j] = float-float sum of
+ * d[r, j] over the rows of chunk c, four columns per item (i = c * Q + q, Q = ceil(N / 4));
+ * gx_mode 1: gx = d, 2: gx += d, 0: no gx. Pass 2 is bias_add_bwd_sum. Each chunk's pair is
+ * the one bias_dropout_relu_bwd adds for that chunk: the same bits. */
+__kernel void bias_dropout_relu_bwd_part(__global const float *x, long x_off,
+                                         __global const float *b, long b_off,
+                                         __global const float *g, long g_off, float p,
+                                         float scale, ulong seed, ulong stream, ulong counter,
+                                         int relu, __global float *part, __global float *gx,
+                                         long gx_off, int gx_mode, long R, long N, long rows,
+                                         long n)
+{
+    long i = get_global_id(0);
+    if (i >= n) return;
+    long c, r0, r1;
+    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);
+    __global const float *xc = x + x_off + j0;
+    __global const float *gc = g + g_off + j0;
+    __global const float *bc = b + b_off + j0;
+    __global float *oc = gx + gx_off + j0;
+    __global float *pc = part + 2 * (c * N + j0);
+    if (j0 + 4 <= N) {
+        const float4 b4 = vload4(0, bc);
+        float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
+        for (long r = r0; r < r1; r++) {
+            const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);
+            const long e = r * N + j0;
+            const float4 v = (float4)(
+                bias_dropout_relu_d(x4.s0, b4.s0, g4.s0, p, scale, seed, stream, counter, e, relu),
+                bias_dropout_relu_d(x4.s1, b4.s1, g4.s1, p, scale, seed, stream, counter, e + 1, relu),
+                bias_dropout_relu_d(x4.s2, b4.s2, g4.s2, p, scale, seed, stream, counter, e + 2, relu),
+                bias_dropout_relu_d(x4.s3, b4.s3, g4.s3, p, scale, seed, stream, counter, e + 3, relu));
+            bias_part_row4(&hi, &lo, v, oc + r * N, gx_mode);
+        }
+        bias_part_put4(pc, hi, lo);
+        return;
+    }
+    for (long j = 0; j0 + j < N; j++) {
+        float2 acc = (float2)(0.0f, 0.0f);
+        for (long r = r0; r < r1; r++)
+            acc = bias_part_row1(acc, bias_dropout_relu_d(xc[r * N + j], bc[j], gc[r * N + j], p,
+                                                          scale, seed, stream, counter,
+                                                          r * N + j0 + j, relu),
+                                 oc + r * N + j, gx_mode);
+        bias_part_put1(pc + 2 * j, acc);
+    }
+}
+
 /* ---- bias_add_dropout: out_i = a_i + (keep_i ? t_i * scale : 0), t = x + b rounded;
  * a, x, out [R, N], b [N] (add_dropout_fwd on bias_add_fwd's sum, the same floats). Backward:
  * the host runs add's accumulation for a (when not handed over) and bias_dropout_relu_bwd

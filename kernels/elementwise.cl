@@ -251,7 +251,7 @@ __kernel void bias_add_bwd_sum(__global const float *part, __global float *gb, l
         gb[gb_off + j] = v;
 }
 
-/* one pass, for few chunks (the host's choice: chunks <= BIAS_ONE_CHUNKS): item q does the
+/* one pass, for few chunks (the host's choice: mcl_ocl_bias_one_launch): item q does the
  * columns j = 4q .. 4q+3 over every chunk, each chunk's pair as pass 1 computes it (the same
  * operations in the same order), then the pairs added in chunk order and rounded as pass 2
  * does: the same bits as the two passes, in one launch. gx as pass 1 (gx_mode); gb stored

@@ -158,4 +158,16 @@ if [ "${METACL_HAVE_TEST_HOOKS:-0}" = 1 ]; then
 else
     echo "test-oclgrind: CLBlast's indirect path not checked: this build has no test hooks (configure --enable-test-hooks)"
 fi
+
+# 4. The bias gradients as a GPU sums them: oclgrind counts as a CPU device, whose bias
+# gradients of up to 8 chunks of 64 rows take one launch (mcl_ocl_bias_one_launch), so the
+# small cases never reach the two-pass kernels there (bias_add_bwd_part, bias_gelu_bwd_part,
+# bias_add2_bwd_part, bias_dropout_relu_bwd_part with bias_add_bwd_sum); a GPU takes them
+# above one chunk. The families of the bias ops again with the GPU's limit.
+METACL_OCL_BIAS_ONE_CHUNKS=1
+export METACL_OCL_BIAS_ONE_CHUNKS
+for f in elementwise activation dropout; do
+    check "$f with a GPU's bias-gradient passes" "gpu-bias-$f" --family "$f" --small "$SMALL"
+done
+unset METACL_OCL_BIAS_ONE_CHUNKS
 exit $fail

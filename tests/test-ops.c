@@ -847,7 +847,8 @@ static int gen_add_dropout(int k, tcase *tc)
 /* bias_dropout_relu: x [..,N], b [N] N(0, 1), x then moved so that |x + b| >= 2.5 (the finite
  * differences' h = 1 never cross relu's kink); p = 0, 0.3, 0.5 with explicit (seed u0, stream
  * u1, counter u2), a counter just below 2^32, rows in 2 and in 9 chunks of the OpenCL bias sums
- * (70 rows; the big case, 521), x's gradient alone and the bias's alone. */
+ * (70 rows; the big case, 521), x's gradient alone and the bias's alone, and x's alone in 9
+ * chunks (521 rows: pass 1 of the two passes without pass 2, on any device). */
 static int gen_bias_dropout_relu(int k, tcase *tc)
 {
     static const struct {
@@ -863,6 +864,7 @@ static int gen_bias_dropout_relu(int k, tcase *tc)
         {{4, 2, 2, 3, 7}, 0.3f, 1234, 9, 5, 0},
         {{2, 9, 6}, 0.3f, 5, 4, 0, 1},
         {{2, 9, 6}, 0.3f, 5, 4, 0, 2},
+        {{2, 521, 6}, 0.3f, 5, 4, 0, 2},
         {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0},
     };
     const int nc = (int)(sizeof c / sizeof c[0]);
@@ -884,7 +886,8 @@ static int gen_bias_dropout_relu(int k, tcase *tc)
 
 /* bias_add_dropout: a, x [..,N], b [N], all N(0, 1); p = 0, 0.3, 0.5 with explicit (seed u0,
  * stream u1, counter u2), a counter just below 2^32, rows in 2 and in 9 chunks of the OpenCL
- * bias sums (70 rows; the big case, 521), x's gradient alone, the bias's alone, a's alone. */
+ * bias sums (70 rows; the big case, 521), x's gradient alone, the bias's alone, a's alone, and
+ * x's alone in 9 chunks (521 rows: pass 1 of the two passes without pass 2, on any device). */
 static int gen_bias_add_dropout(int k, tcase *tc)
 {
     static const struct {
@@ -901,6 +904,7 @@ static int gen_bias_add_dropout(int k, tcase *tc)
         {{2, 9, 6}, 0.3f, 5, 4, 0, 2},
         {{2, 9, 6}, 0.3f, 5, 4, 0, 3},
         {{2, 9, 6}, 0.3f, 5, 4, 0, 1},
+        {{2, 521, 6}, 0.3f, 5, 4, 0, 2},
         {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0},
     };
     const int nc = (int)(sizeof c / sizeof c[0]);

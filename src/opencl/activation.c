@@ -159,5 +159,5 @@ mcl_status mcl_ocl_bias_gelu_bwd(mcl_backend *be, const mcl_op_args *a)
     const mcl_tensor *x = a->in[0], *gx = a->gin[0], *gb = a->gin[1];
     if (!gb) return gx ? bias_gelu_gx(be, a) : MCL_OK;
     const mcl_tensor *in[3] = {x, a->in[1], a->gout[0]}; /* bias_gelu_bwd_part's inputs */
-    return mcl_ocl_bias_grad(be, "bias_gelu_bwd_part", in, 3, "x", gb, gx);
+    return mcl_ocl_bias_grad(be, "bias_gelu_bwd_part", in, 3, NULL, NULL, "x", gb, gx);
 }

@@ -1011,6 +1011,20 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
     o->local_mem = (size_t)lm;
     o->max_alloc = (size_t)ma;
     o->base_align = align;
+    /* the bias gradients' one-launch limit (mcl_ocl_bias_one_launch, ocl.h) */
+    o->bias_one_chunks = (o->type & CL_DEVICE_TYPE_CPU) ? MCL_OCL_BIAS_ONE_CHUNKS : 1;
+    const char *boc = getenv("METACL_OCL_BIAS_ONE_CHUNKS");
+    if (boc && *boc) {
+        char *end;
+        const long v = strtol(boc, &end, 10);
+        if (end == boc || *end != '\0' || v < 1 || v > 1000000) {
+            s = mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                                  "METACL_OCL_BIAS_ONE_CHUNKS must be a whole number from 1 to "
+                                  "1000000 (chunks of %d rows), not '%s'", MCL_OCL_BIAS_ROWS, boc);
+            goto fail;
+        }
+        o->bias_one_chunks = (int)v;
+    }
     /* Kernels read buffers as float2/float4/long vectors from their start (the scratch
      * buffer's pairs, the vector loads of bias_add): buffers must start 16-byte aligned. The
      * spec's minimum (long16, 1024 bits) is far above; a device below it is refused. Views

@@ -129,18 +129,36 @@ mcl_status mcl_ocl_bias_dropout_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch(be, k, i, n, what);
 }
 
-/* The kernel bias_dropout_relu_bwd: d_i = keep_i && (!relu || t_i > 0) ? 0 + gout_i * scale : 0
- * (t = x + b recomputed), gx += d, gb[j] += sum_r d[r, j] in bias_add's chunks of
- * MCL_OCL_BIAS_ROWS rows, pairs and order (bias_add_bwd_one's bits for any number of chunks),
- * one launch of ceil(N / 4) items; gx, gb each stored when fresh (either NULL).
+/* The mask's arguments and the relu flag of bias_dropout_relu_bwd_part (after its tensors) */
+typedef struct mask_relu {
+    const mcl_op_args *a;
+    int relu;
+} mask_relu;
+
+static int mask_relu_args(mcl_backend *be, cl_kernel k, int i, const void *ctx)
+{
+    const mask_relu *m = ctx;
+    i = mask_args(be, k, i, m->a);
+    return mcl_ocl_arg_int(be, k, i, m->relu);
+}
+
+/* d_i = keep_i && (!relu || t_i > 0) ? 0 + gout_i * scale : 0 (t = x + b recomputed), gx += d,
+ * gb[j] += sum_r d[r, j] in bias_add's chunks of MCL_OCL_BIAS_ROWS rows, pairs and order; gx,
+ * gb each stored when fresh (either NULL). Where mcl_ocl_bias_one_launch says so, one launch
+ * of ceil(N / 4) items (bias_dropout_relu_bwd, as bias_add_bwd_one), else bias_add's two
+ * passes (bias_dropout_relu_bwd_part, then bias_add_bwd_sum when gb is wanted): the same bits.
  * x [R, N], b [N], gout [R, N] -> gx [R, N], gb [N] */
 static mcl_status dropout_bias_grad(mcl_backend *be, const mcl_op_args *a, const mcl_tensor *x,
                                     const mcl_tensor *b, const mcl_tensor *gx,
                                     const mcl_tensor *gb, int relu)
 {
     if (!gx && !gb) return MCL_OK;
-    const float p = a->p.f[0];
-    const float scale = p == 0.0f ? 1.0f : 1.0f / (1.0f - p);
+    if (!mcl_ocl_bias_one_launch(be, mcl_ocl_rows(x))) {
+        const mcl_tensor *in[3] = {x, b, a->gout[0]};
+        const mask_relu m = {a, relu};
+        return mcl_ocl_bias_grad(be, "bias_dropout_relu_bwd_part", in, 3, mask_relu_args, &m,
+                                 "x", gb, gx);
+    }
     const int64_t N = mcl_ocl_cols(x), R = mcl_ocl_rows(x);
     char what[160], sb[64];
     mcl_status s = MCL_OK;
@@ -159,23 +177,20 @@ static mcl_status dropout_bias_grad(mcl_backend *be, const mcl_op_args *a, const
     i = mcl_ocl_arg_tensor(be, k, i, gx ? gx : gb); /* gb: not written as gx (gx_mode 0) */
     i = mcl_ocl_arg_int(be, k, i, gx_mode);
     i = mcl_ocl_arg_int(be, k, i, relu);
-    i = mcl_ocl_arg_float(be, k, i, p);
-    i = mcl_ocl_arg_float(be, k, i, scale);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+    i = mask_args(be, k, i, a);
     i = mcl_ocl_arg_long(be, k, i, R);
     i = mcl_ocl_arg_long(be, k, i, N);
     i = mcl_ocl_arg_long(be, k, i, MCL_OCL_BIAS_ROWS);
     const int64_t items = (N + 3) / 4; /* four columns per item */
     i = mcl_ocl_arg_long(be, k, i, items);
     snprintf(what, sizeof what, "bias_dropout_relu_bwd (%s) on gout %s (p = %g)",
-             relu ? "relu" : "no relu", mcl_shape_str(a->gout[0], sb, sizeof sb), (double)p);
+             relu ? "relu" : "no relu", mcl_shape_str(a->gout[0], sb, sizeof sb),
+             (double)a->p.f[0]);
     return mcl_ocl_launch(be, k, i, items, what);
 }
 
 /* Backward:  d_i = keep_i && t_i > 0 ? 0 + gout_i * scale : 0;  gx += d;  gb[j] += sum_r d[r, j]
- * (one launch). gout[0] [R, N];  gin[0] [R, N], gin[1] [N] (either NULL) */
+ * (dropout_bias_grad: one launch or two passes). gout[0] [R, N];  gin[0] [R, N], gin[1] [N] (either NULL) */
 mcl_status mcl_ocl_bias_dropout_relu_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     return dropout_bias_grad(be, a, a->in[0], a->in[1], a->gin[0], a->gin[1], 1);

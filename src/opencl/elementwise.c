@@ -16,9 +16,9 @@
 
 /* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient (ocl.h). */
 #define BIAS_ROWS MCL_OCL_BIAS_ROWS
-/* At most this many chunks: the bias gradient in one launch (bias_add_bwd_one: the two passes'
+/* At most this many chunks on a CPU device: the bias gradient in one launch (bias_add_bwd_one: the two passes'
  * operations in their order, the same bits), one work-item per four columns. */
-#define BIAS_ONE_CHUNKS 8
+#define BIAS_ONE_CHUNKS MCL_OCL_BIAS_ONE_CHUNKS
 /* Rows per work-item of the bias_add forward (any value gives the same bits). */
 #define BIAS_FWD_ROWS 8
 
@@ -155,7 +155,7 @@ mcl_status mcl_ocl_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
     return mcl_ocl_launch_row_chunks(be, "bias_add_fwd", t, 3, -1, BIAS_FWD_ROWS);
 }
 
-/* gb[j] += sum_r gout[r, j] in one launch, for at most BIAS_ONE_CHUNKS chunks (the kernel
+/* gb[j] += sum_r gout[r, j] in one launch, where mcl_ocl_bias_one_launch says so (the kernel
  * bias_add_bwd_one: the same bits as the two passes below); gx as pass 1 does it. */
 static mcl_status bias_grad_one(mcl_backend *be, const mcl_tensor *g, const mcl_tensor *gb,
                                 const mcl_tensor *gx)
@@ -183,14 +183,21 @@ static mcl_status bias_grad_one(mcl_backend *be, const mcl_tensor *g, const mcl_
     return mcl_ocl_launch(be, k, i, items, what);
 }
 
+int mcl_ocl_bias_one_launch(mcl_backend *be, int64_t R)
+{
+    const int64_t chunks = (R + BIAS_ROWS - 1) / BIAS_ROWS;
+    return chunks <= mcl_ocl_of(be)->bias_one_chunks;
+}
+
 /* Pass 1 of a bias gradient, one item per four columns of a chunk of BIAS_ROWS rows: the
- * kernel `name` (bias_add_bwd_part and its kin) gets the nin tensors in[], then part, gx (a
+ * kernel `name` (bias_add_bwd_part and its kin) gets the nin tensors in[], what more(ctx)
+ * sets (when more is not NULL), then part, gx (a
  * placeholder when gx is NULL), gx_mode (0: no gx, 1: store, 2: add), R, N, BIAS_ROWS, chunks
  * when with_chunks, and the item count; R and N are in[0]'s ("on" names it in the message).
  *   in[0] [R, N] (as rows), part scratch, gx [R, N] or NULL */
 static mcl_status bias_part(mcl_backend *be, const char *name, const mcl_tensor *const *in,
-                            int nin, const char *on, cl_mem part, const mcl_tensor *gx,
-                            int with_chunks)
+                            int nin, mcl_ocl_more_args more, const void *ctx, const char *on,
+                            cl_mem part, const mcl_tensor *gx, int with_chunks)
 {
     char what[160], sb[64];
     const int64_t N = mcl_ocl_cols(in[0]), R = mcl_ocl_rows(in[0]);
@@ -201,6 +208,7 @@ static mcl_status bias_part(mcl_backend *be, const char *name, const mcl_tensor 
     cl_kernel k = mcl_ocl_kernel(be, name, NULL);
     int i = k ? 0 : -1;
     for (int t = 0; t < nin; t++) i = mcl_ocl_arg_tensor(be, k, i, in[t]);
+    if (more && i >= 0) i = more(be, k, i, ctx);
     i = mcl_ocl_arg_mem(be, k, i, part);
     if (gx) {
         i = mcl_ocl_arg_tensor(be, k, i, gx);
@@ -226,16 +234,17 @@ static mcl_status bias_part(mcl_backend *be, const char *name, const mcl_tensor 
  * reads gout anyway), pass 2 (bias_add_bwd_sum) adds the chunks per column in order.
  *   in[0] [R, N] (as rows), gb [N], gx [R, N] or NULL */
 mcl_status mcl_ocl_bias_grad(mcl_backend *be, const char *part_name,
-                             const mcl_tensor *const *in, int nin, const char *on,
-                             const mcl_tensor *gb, const mcl_tensor *gx)
+                             const mcl_tensor *const *in, int nin, mcl_ocl_more_args more,
+                             const void *ctx, const char *on, const mcl_tensor *gb,
+                             const mcl_tensor *gx)
 {
     char what[160], sb[64];
     const int64_t N = mcl_ocl_cols(in[0]), R = mcl_ocl_rows(in[0]);
     const int64_t chunks = (R + BIAS_ROWS - 1) / BIAS_ROWS;
     cl_mem part = mcl_ocl_scratch(be, (size_t)(chunks * N) * 2 * sizeof(float));
     if (!part) return mcl_ocl_recorded(be);
-    mcl_status s = bias_part(be, part_name, in, nin, on, part, gx, 0);
-    if (s != MCL_OK) return s;
+    mcl_status s = bias_part(be, part_name, in, nin, more, ctx, on, part, gx, 0);
+    if (s != MCL_OK || !gb) return s;
 
     const int fresh = mcl_ocl_grad_fresh(be, gb, &s); /* then store the sums */
     if (s != MCL_OK) return s;
@@ -255,10 +264,11 @@ mcl_status mcl_ocl_bias_grad(mcl_backend *be, const char *part_name,
 mcl_status mcl_ocl_bias_add_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *g[1] = {a->gout[0]};
-    if (a->gin[1] && (mcl_ocl_rows(g[0]) + BIAS_ROWS - 1) / BIAS_ROWS <= BIAS_ONE_CHUNKS)
+    if (a->gin[1] && mcl_ocl_bias_one_launch(be, mcl_ocl_rows(g[0])))
         return bias_grad_one(be, g[0], a->gin[1], a->gin[0]);
     if (a->gin[1])
-        return mcl_ocl_bias_grad(be, "bias_add_bwd_part", g, 1, "gout", a->gin[1], a->gin[0]);
+        return mcl_ocl_bias_grad(be, "bias_add_bwd_part", g, 1, NULL, NULL, "gout", a->gin[1],
+                                 a->gin[0]);
     if (a->gin[0]) return acc_grad(be, "bias_add", a->gout[0], a->gin[0]);
     return MCL_OK;
 }
@@ -301,7 +311,7 @@ mcl_status mcl_ocl_bias_add2_bwd(mcl_backend *be, const mcl_op_args *a)
     cl_mem part = mcl_ocl_scratch(be, (size_t)(2 * chunks * N) * 2 * sizeof(float));
     if (!part) return mcl_ocl_recorded(be);
     const mcl_tensor *g01[2] = {g0, g1};
-    if ((s = bias_part(be, "bias_add2_bwd_part", g01, 2, "gout", part, gx, 1)) != MCL_OK) return s;
+    if ((s = bias_part(be, "bias_add2_bwd_part", g01, 2, NULL, NULL, "gout", part, gx, 1)) != MCL_OK) return s;
 
     /* pass 2: both sums in one launch, or one after the other when gb0 and gb1 share memory */
     const int shared = gb0 && gb1 && gb0->buf == gb1->buf && gb0->offset < gb1->offset + N &&

@@ -63,6 +63,7 @@ typedef struct mcl_ocl {
     int fault_code;          /* the code it reports (CL_OUT_OF_RESOURCES, or @CODE) */
     int cur_op, cur_bwd;     /* the op running now (-1 between ops)            */
     int sync;                /* METACL_SYNC=1: finish the queue after every op */
+    int bias_one_chunks;     /* bias gradients in one launch up to this many chunks  */
     double build_seconds;    /* time spent obtaining the program (build/cache) */
     int from_cache;          /* 1 when the program came from the disk cache    */
     mcl_ocl_kernel_entry *kernels;
@@ -138,14 +139,30 @@ int mcl_ocl_grad_fresh(mcl_backend *be, const mcl_tensor *t, mcl_status *s);
  * (elementwise.c).  t[0] [R, N] (as rows) */
 mcl_status mcl_ocl_launch_row_chunks(mcl_backend *be, const char *name,
                                      const mcl_tensor *const *t, int nt, int acc, int64_t rows);
+/* Arguments a pass-1 kernel takes after its input tensors (dropout's mask, say): set from
+ * index i, returning the next index (-1 on failure, as the mcl_ocl_arg_* setters do). */
+typedef int (*mcl_ocl_more_args)(mcl_backend *be, cl_kernel k, int i, const void *ctx);
 /* gb[j] += sum_r gout[r, j] in those chunks (then gb: bias_add_bwd_sum, chunks in order), and
- * gx += gout (store when fresh) in the same pass 1 when gx is not NULL. The pass-1 kernel
- * part_name (bias_add_bwd_part's argument list, see elementwise.cl) gets the nin tensors in[]
- * first and computes gout from them; R, N are in[0]'s, "on" names it in messages
- * (elementwise.c).  in[0] [R, N] (as rows), gb [N], gx [R, N] or NULL */
+ * gx += gout (store when fresh) in the same pass 1 when gx is not NULL; gb NULL: pass 1 alone,
+ * for gx. The pass-1 kernel part_name (bias_add_bwd_part's argument list, see elementwise.cl)
+ * gets the nin tensors in[] first, then what more(ctx) sets (when more is not NULL), and
+ * computes gout from them; R, N are in[0]'s, "on" names it in messages (elementwise.c).
+ *   in[0] [R, N] (as rows), gb [N] or NULL, gx [R, N] or NULL */
 mcl_status mcl_ocl_bias_grad(mcl_backend *be, const char *part_name,
-                             const mcl_tensor *const *in, int nin, const char *on,
-                             const mcl_tensor *gb, const mcl_tensor *gx);
+                             const mcl_tensor *const *in, int nin, mcl_ocl_more_args more,
+                             const void *ctx, const char *on, const mcl_tensor *gb,
+                             const mcl_tensor *gx);
+/* Chunks up to which a bias gradient is summed in one launch on a CPU device (the kernels
+ * bias_add_bwd_one, bias_dropout_relu_bwd: ceil(N / 4) items walking every chunk in turn; the
+ * same bits as the two passes). */
+#define MCL_OCL_BIAS_ONE_CHUNKS 8
+/* 1 when a bias gradient over R rows is summed in one launch: on a CPU device up to
+ * MCL_OCL_BIAS_ONE_CHUNKS chunks (one launch fewer, PoCL), elsewhere for a single chunk only:
+ * on a GPU the one launch's ceil(N / 4) items leave the chip idle while each walks every row
+ * (NVIDIA H200, 2026-11-30: bias_add_dropout backward 0.60 ms a call on the LM's 1024 x 192,
+ * doc/gpu.md). METACL_OCL_BIAS_ONE_CHUNKS=C (a whole number >= 1) sets the limit to C chunks
+ * on any device: either way gives the same bits, so this changes speed only. */
+int mcl_ocl_bias_one_launch(mcl_backend *be, int64_t R);
 
 /* The last dim of a [..,N] tensor ("cols", N) and the product of the others ("rows"). */
 static inline int64_t mcl_ocl_cols(const mcl_tensor *t) { return t->shape[t->ndim - 1]; }
