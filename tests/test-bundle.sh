@@ -216,6 +216,25 @@ else
     ls -la "$T"; bad "run left files in \$TMPDIR"
 fi
 
+# ---------------------------------------------------------------- gpu-ab.sh: two builds alternated
+# the tarball against the moved folder (the same commit: tags a and b), B with another setting
+ab=$tmp/ab
+if R bash "$src/tools/bundle/gpu-ab.sh" "$tmp/made.tar.gz" "$B" --rounds 2 --reps 1 --benches oct \
+        --only attn_C0 --env-b METACL_OCL_BIAS_ONE_CHUNKS=1 --out "$ab" > "$tmp/ab.out" 2>&1 &&
+   [ "$(cut -d' ' -f1,2 "$ab/bench-ab.txt" | tr '\n' ';')" = "a 1;b 1;a 2;b 2;" ] &&
+   python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+w = c["workloads"]
+assert (c["a"], c["b"], c["rounds"]) == ("a", "b", 2), c
+assert [(r["bench"], r["name"], r["rounds"]) for r in w] == [("oct", "attn_C0", 2)], w
+assert w[0]["ci95"] is not None and w[0]["verdict"] in ("tie", "A faster", "B faster"), w' "$ab/bench-ab.json"; then
+    ok "gpu-ab.sh: 2 rounds of A and B alternated (a 1, b 1, a 2, b 2), one comparison row with its interval"
+else
+    cat "$tmp/ab.out"; bad "gpu-ab.sh on the bundle"
+fi
+R bash "$src/tools/bundle/gpu-ab.sh" "$tmp/made.tar.gz" > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok "gpu-ab.sh with one build: a usage error (exit 2)" || bad "gpu-ab.sh with one build exited $rc"
+
 # ---------------------------------------------------------------- the checks can fail
 for lib in libc.so.6 libclblast.so.1; do
     C=$tmp/broken-$lib

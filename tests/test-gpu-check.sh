@@ -3,7 +3,8 @@
 # programs taken from the script: the pairs of one round read from two p_bench records, and per
 # workload the geometric mean of the per-round ratios PyTorch / metacl, its 95 % interval (t on
 # the logarithms) and the verdict, on made-up medians worked by hand; a wrong interval is
-# caught; --rounds out of 1..30 is refused with exit 2.
+# caught; --rounds out of 1..30 is refused with exit 2. And tools/scripts/bench-ab.py (the
+# comparison of gpu-ab.sh's two builds) on made-up records worked by hand.
 set -eu
 top=${srcdir:-.}
 script=$top/tools/bundle/gpu-check.sh
@@ -83,4 +84,45 @@ for r in 0 31 x ''; do
     if [ $rc = 2 ] && grep -q -- '--rounds' "$tmp/err.txt"; then ok "--rounds '$r' refused (exit 2)"
     else bad "--rounds '$r': exit $rc, $(cat "$tmp/err.txt")"; fi
 done
+
+# bench-ab.py: rounds of two builds (speed-up = A ms / B ms per round):
+#   x: A 2, 4; B 1, 2      -> 2, 2: 2.000 [2.000, 2.000], B faster, medians 3 and 1.5
+#   y: A 1, 1; B 2, 2      -> 0.5 [0.5, 0.5], A faster
+#   z: B only in round 1   -> one round: 1.5, no interval, tie
+rec() { # bench, then name:ms pairs
+    b=$1; shift; printf '{"bench": "%s", "workloads": [' "$b"; sep=
+    for p in "$@"; do printf '%s{"name": "%s", "ms_median": %s}' "$sep" "${p%%:*}" "${p#*:}"; sep=', '; done
+    printf ']}\n'
+}
+{
+    printf 'old 1 '; rec acl x:2 y:1 z:3
+    printf 'new 1 '; rec acl x:1 y:2 z:2
+    printf 'old 2 '; rec acl x:4 y:1 z:3
+    printf 'new 2 '; rec acl x:2 y:2
+} >"$tmp/ab.txt"
+ab=$top/tools/scripts/bench-ab.py
+abcheck() { # $1: the JSON, $2: "swap" when A and B are given the other way round
+    printf '%s' "$1" | python3 -c 'import json, sys
+c = json.load(sys.stdin)
+swap = sys.argv[1] == "swap"
+rows = {r["name"]: r for r in c["workloads"]}
+assert (c["a"], c["b"]) == (("new", "old") if swap else ("old", "new")), c
+want = {"x": (2, 2.0, [2.0, 2.0], "B faster", 3.0, 1.5), "y": (2, 0.5, [0.5, 0.5], "A faster", 1.0, 2.0),
+        "z": (1, 1.5, None, "tie", 3.0, 2.0)}
+assert list(rows) == ["x", "y", "z"], list(rows)
+for w, (n, g, ci, v, am, bm) in want.items():
+    r = rows[w]
+    assert r["rounds"] == n and abs(r["speedup"] - g) < 1e-9 and r["verdict"] == v, (w, r)
+    assert (r["ci95"] is None) == (ci is None) and (ci is None or all(abs(a - b) < 1e-9 for a, b in zip(r["ci95"], ci))), (w, r)
+    assert abs(r["a_ms"] - am) < 1e-9 and abs(r["b_ms"] - bm) < 1e-9, (w, r)
+' "${2:-}"
+}
+if abcheck "$(python3 "$ab" "$tmp/ab.txt" --json)"; then ok "bench-ab.py: speed-ups, intervals, verdicts and medians as worked by hand"
+else bad "bench-ab.py: $(python3 "$ab" "$tmp/ab.txt" --json)"; fi
+if abcheck "$(python3 "$ab" "$tmp/ab.txt" --json --a new --b old)" 2>/dev/null; then bad "bench-ab.py with A and B swapped passed the same check"
+else ok "A and B swapped (--a new --b old) fails the check: the verdicts turn round"; fi
+echo 'old x {}' >>"$tmp/ab.txt"
+rc=0; python3 "$ab" "$tmp/ab.txt" >/dev/null 2>"$tmp/err.txt" || rc=$?
+[ $rc = 1 ] && grep -q "not 'TAG ROUND JSON'" "$tmp/err.txt" && ok "bench-ab.py: a malformed line is refused (exit 1, named)" ||
+    bad "bench-ab.py on a malformed line: exit $rc, $(cat "$tmp/err.txt")"
 exit $fail

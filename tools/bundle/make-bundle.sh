@@ -19,7 +19,7 @@
 # every library they need as ldd resolves it on this machine -- CLBlast, the ICD loader, libc
 # and the dynamic loader included -- and the rest of glibc's libraries, so that a driver that
 # needs libpthread or librt gets the bundle's glibc, not a host one of another version),
-# tools/ (gpu-check.sh and the PyTorch twins of the benchmarks), README.md (doc/bundle.md) and
+# tools/ (gpu-check.sh, gpu-ab.sh and the PyTorch twins of the benchmarks), README.md (doc/bundle.md) and
 # MANIFEST.txt (versions, build flags, git commit, every file with its package and role).
 # RPATH/RUNPATH entries are removed (patchelf): the loader searches the bundle's lib/ only
 # because run says so (--library-path).
@@ -197,6 +197,11 @@ cp "$srcdir/tools/bundle/bundle-run.sh" "$stage/run"
 chmod 755 "$stage/run"
 cp "$srcdir/tools/bundle/gpu-check.sh" "$stage/tools/gpu-check.sh"
 chmod 755 "$stage/tools/gpu-check.sh"
+# two builds timed against each other (gpu-ab.sh), with the comparison it runs (bench-ab.py and
+# the statistics of bench-shared.py, which it loads from its own folder)
+cp "$srcdir/tools/bundle/gpu-ab.sh" "$stage/tools/gpu-ab.sh"
+cp "$srcdir/tools/scripts/bench-ab.py" "$srcdir/tools/scripts/bench-shared.py" "$stage/tools/"
+chmod 755 "$stage/tools/gpu-ab.sh"
 mkdir -p "$stage/tools/torch"
 for b in acl oct smn lm; do cp "$srcdir/tools/torch/bench-$b-torch.py" "$stage/tools/torch/"; done
 cp "$srcdir/tools/torch/bench_common.py" "$srcdir/tools/torch/metanet_torch.py" "$stage/tools/torch/"
@@ -329,7 +334,7 @@ prog_role() {
         echo "    sha256 $(sha256sum "$f" | cut -d' ' -f1)"
     done
     echo
-    echo "tools/: gpu-check.sh (doc/gpu.md) and the PyTorch twins of metacl bench: $(cd "$stage/tools" && ls torch/*.py | tr '\n' ' ')"
+    echo "tools/: gpu-check.sh and gpu-ab.sh (doc/gpu.md; gpu-ab.sh's bench-ab.py and bench-shared.py) and the PyTorch twins of metacl bench: $(cd "$stage/tools" && ls torch/*.py | tr '\n' ' ')"
 } > "$stage/MANIFEST.txt"
 rm -f "$stage/needed.txt"
 
