@@ -247,6 +247,9 @@ __kernel void bias_gelu_bwd_x(__global const float *x, long x_off, __global cons
     }
 }
 
+/* gt of one element for BIAS_XBG_ROWS4/1 (the element's index unused) */
+#define GELU_GT_OF(x, b, g, e) bias_gelu_gt(x, b, g)
+
 /* backward with the bias gradient, pass 1 (bias_add_bwd_part's layout and sums, on gt):
  * part[c, j] = float-float sum of gt[r, j] over the rows of chunk c, four columns per item
  * (i = c * Q + q, Q = ceil(N / 4)); gx_mode 1: gx = gt, 2: gx += gt, 0: no gx. Pass 2 is
@@ -268,20 +271,13 @@ __kernel void bias_gelu_bwd_part(__global const float *x, long x_off, __global c
     if (j0 + 4 <= N) {
         const float4 b4 = vload4(0, bc);
         float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
-        for (long r = r0; r < r1; r++) {
-            const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);
-            const float4 v = (float4)(bias_gelu_gt(x4.s0, b4.s0, g4.s0), bias_gelu_gt(x4.s1, b4.s1, g4.s1),
-                                      bias_gelu_gt(x4.s2, b4.s2, g4.s2), bias_gelu_gt(x4.s3, b4.s3, g4.s3));
-            bias_part_row4(&hi, &lo, v, oc + r * N, gx_mode);
-        }
+        BIAS_XBG_ROWS4(GELU_GT_OF, r0, r1, hi, lo);
         bias_part_put4(pc, hi, lo);
         return;
     }
     for (long j = 0; j0 + j < N; j++) {
         float2 acc = (float2)(0.0f, 0.0f);
-        for (long r = r0; r < r1; r++)
-            acc = bias_part_row1(acc, bias_gelu_gt(xc[r * N + j], bc[j], gc[r * N + j]),
-                                 oc + r * N + j, gx_mode);
+        BIAS_XBG_ROWS1(GELU_GT_OF, r0, r1, j, acc);
         bias_part_put1(pc + 2 * j, acc);
     }
 }

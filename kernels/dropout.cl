@@ -108,6 +108,10 @@ float bias_dropout_relu_d(float x, float b, float g, float p, float scale, ulong
     return mcl_rng_uniform(seed, stream, counter + (ulong)i) >= p ? 0.0f + g * scale : 0.0f;
 }
 
+/* d of one element for elementwise.cl's BIAS_XBG_ROWS4/1, with the kernel's mask arguments */
+#define DROPOUT_D_OF(x, b, g, e) \
+    bias_dropout_relu_d(x, b, g, p, scale, seed, stream, counter, e, relu)
+
 /* backward: item q does the columns j = 4q .. 4q+3 over every chunk of `rows` rows (as
  * bias_add_bwd_one, on d computed on the fly); gx_mode 1: gx = d, 2: gx += d, 0: none;
  * gb stored (accumulate == 0) or added to; gb_mode 0: no gb; relu 0: bias_add_dropout's d.
@@ -133,16 +137,7 @@ __kernel void bias_dropout_relu_bwd(__global const float *x, long x_off, __globa
         if (w == 4) {
             const float4 b4 = vload4(0, bc);
             float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
-            for (long r = r0; r < r1; r++) {
-                const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);
-                const long e = r * N + j0;
-                const float4 v = (float4)(
-                    bias_dropout_relu_d(x4.s0, b4.s0, g4.s0, p, scale, seed, stream, counter, e, relu),
-                    bias_dropout_relu_d(x4.s1, b4.s1, g4.s1, p, scale, seed, stream, counter, e + 1, relu),
-                    bias_dropout_relu_d(x4.s2, b4.s2, g4.s2, p, scale, seed, stream, counter, e + 2, relu),
-                    bias_dropout_relu_d(x4.s3, b4.s3, g4.s3, p, scale, seed, stream, counter, e + 3, relu));
-                bias_part_row4(&hi, &lo, v, oc + r * N, gx_mode);
-            }
+            BIAS_XBG_ROWS4(DROPOUT_D_OF, r0, r1, hi, lo);
             acc[0] = bias_add_ff_add(acc[0], (float2)(hi.s0, lo.s0));
             acc[1] = bias_add_ff_add(acc[1], (float2)(hi.s1, lo.s1));
             acc[2] = bias_add_ff_add(acc[2], (float2)(hi.s2, lo.s2));
@@ -151,11 +146,7 @@ __kernel void bias_dropout_relu_bwd(__global const float *x, long x_off, __globa
         }
         for (long j = 0; j < w; j++) {
             float2 s = (float2)(0.0f, 0.0f);
-            for (long r = r0; r < r1; r++)
-                s = bias_part_row1(s, bias_dropout_relu_d(xc[r * N + j], bc[j], gc[r * N + j], p,
-                                                          scale, seed, stream, counter,
-                                                          r * N + j0 + j, relu),
-                                   oc + r * N + j, gx_mode);
+            BIAS_XBG_ROWS1(DROPOUT_D_OF, r0, r1, j, s);
             acc[j] = bias_add_ff_add(acc[j], s);
         }
     }
@@ -194,26 +185,13 @@ __kernel void bias_dropout_relu_bwd_part(__global const float *x, long x_off,
     if (j0 + 4 <= N) {
         const float4 b4 = vload4(0, bc);
         float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
-        for (long r = r0; r < r1; r++) {
-            const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);
-            const long e = r * N + j0;
-            const float4 v = (float4)(
-                bias_dropout_relu_d(x4.s0, b4.s0, g4.s0, p, scale, seed, stream, counter, e, relu),
-                bias_dropout_relu_d(x4.s1, b4.s1, g4.s1, p, scale, seed, stream, counter, e + 1, relu),
-                bias_dropout_relu_d(x4.s2, b4.s2, g4.s2, p, scale, seed, stream, counter, e + 2, relu),
-                bias_dropout_relu_d(x4.s3, b4.s3, g4.s3, p, scale, seed, stream, counter, e + 3, relu));
-            bias_part_row4(&hi, &lo, v, oc + r * N, gx_mode);
-        }
+        BIAS_XBG_ROWS4(DROPOUT_D_OF, r0, r1, hi, lo);
         bias_part_put4(pc, hi, lo);
         return;
     }
     for (long j = 0; j0 + j < N; j++) {
         float2 acc = (float2)(0.0f, 0.0f);
-        for (long r = r0; r < r1; r++)
-            acc = bias_part_row1(acc, bias_dropout_relu_d(xc[r * N + j], bc[j], gc[r * N + j], p,
-                                                          scale, seed, stream, counter,
-                                                          r * N + j0 + j, relu),
-                                 oc + r * N + j, gx_mode);
+        BIAS_XBG_ROWS1(DROPOUT_D_OF, r0, r1, j, acc);
         bias_part_put1(pc + 2 * j, acc);
     }
 }

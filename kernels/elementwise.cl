@@ -181,6 +181,25 @@ float2 bias_part_row1(float2 acc, float v, __global float *xr, int gx_mode)
     return acc;
 }
 
+/* The rows [r0, r1) of a pass-1 sum whose value d[r, j] = VAL(x[r, j], b[j], g[r, j], r*N + j)
+ * is computed from an input x, the bias b and gout g (bias_gelu_bwd_part, and dropout.cl's
+ * bias_dropout_relu_bwd and bias_dropout_relu_bwd_part, VAL a function-like macro of theirs):
+ * BIAS_XBG_ROWS4 for the quad j0 .. j0+3 ((hi, lo) += d lane by lane, gx per gx_mode: as
+ * bias_part_row4), BIAS_XBG_ROWS1 for the lone column j (acc += d: bias_part_row1). They use
+ * the kernel's xc, gc, oc (x, g, gx at column j0), b4 / bc (the bias), N and gx_mode. */
+#define BIAS_XBG_ROWS4(VAL, r0, r1, hi, lo)                                                   \
+    for (long r = (r0); r < (r1); r++) {                                                      \
+        const float4 x4 = vload4(0, xc + r * N), g4 = vload4(0, gc + r * N);                  \
+        const long e = r * N + j0;                                                            \
+        const float4 v = (float4)(VAL(x4.s0, b4.s0, g4.s0, e), VAL(x4.s1, b4.s1, g4.s1, e + 1), \
+                                  VAL(x4.s2, b4.s2, g4.s2, e + 2), VAL(x4.s3, b4.s3, g4.s3, e + 3)); \
+        bias_part_row4(&(hi), &(lo), v, oc + r * N, gx_mode);                                 \
+    }
+#define BIAS_XBG_ROWS1(VAL, r0, r1, j, acc)                                                   \
+    for (long r = (r0); r < (r1); r++)                                                        \
+        (acc) = bias_part_row1((acc), VAL(xc[r * N + (j)], bc[(j)], gc[r * N + (j)], r * N + j0 + (j)), \
+                               oc + r * N + (j), gx_mode)
+
 /* a quad's four (hi, lo) pairs into pc[0..8) */
 void bias_part_put4(__global float *pc, float4 hi, float4 lo)
 {
