@@ -259,27 +259,7 @@ __kernel void bias_gelu_bwd_part(__global const float *x, long x_off, __global c
                                  __global float *part, __global float *gx, long gx_off,
                                  int gx_mode, long R, long N, long rows, long n)
 {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    long c, r0, r1;
-    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);
-    __global const float *xc = x + x_off + j0;
-    __global const float *gc = g + g_off + j0;
-    __global const float *bc = b + b_off + j0;
-    __global float *oc = gx + gx_off + j0;
-    __global float *pc = part + 2 * (c * N + j0);
-    if (j0 + 4 <= N) {
-        const float4 b4 = vload4(0, bc);
-        float4 hi = (float4)(0.0f), lo = (float4)(0.0f);
-        BIAS_XBG_ROWS4(GELU_GT_OF, r0, r1, hi, lo);
-        bias_part_put4(pc, hi, lo);
-        return;
-    }
-    for (long j = 0; j0 + j < N; j++) {
-        float2 acc = (float2)(0.0f, 0.0f);
-        BIAS_XBG_ROWS1(GELU_GT_OF, r0, r1, j, acc);
-        bias_part_put1(pc + 2 * j, acc);
-    }
+    BIAS_XBG_PART(GELU_GT_OF);
 }
 
 /* ---- exp: y = exp(a);  ga += gout * y ---- */

@@ -200,6 +200,32 @@ float2 bias_part_row1(float2 acc, float v, __global float *xr, int gx_mode)
         (acc) = bias_part_row1((acc), VAL(xc[r * N + (j)], bc[(j)], gc[r * N + (j)], r * N + j0 + (j)), \
                                oc + r * N + (j), gx_mode)
 
+/* The whole body of such a pass-1 kernel (bias_gelu_bwd_part, bias_dropout_relu_bwd_part):
+ * bias_add_bwd_part's items, layout and sums on d = VAL(x, b, g, e); the kernel's arguments
+ * x, x_off, b, b_off, g, g_off, part, gx, gx_off, gx_mode, R, N, rows, n as that kernel's. */
+#define BIAS_XBG_PART(VAL)                                                                    \
+    long i = get_global_id(0);                                                                \
+    if (i >= n) return;                                                                       \
+    long c, r0, r1;                                                                           \
+    const long j0 = bias_quad_item(i, N, rows, R, &c, &r0, &r1);                              \
+    __global const float *xc = x + x_off + j0;                                                \
+    __global const float *gc = g + g_off + j0;                                                \
+    __global const float *bc = b + b_off + j0;                                                \
+    __global float *oc = gx + gx_off + j0;                                                    \
+    __global float *pc = part + 2 * (c * N + j0);                                             \
+    if (j0 + 4 <= N) {                                                                        \
+        const float4 b4 = vload4(0, bc);                                                      \
+        float4 hi = (float4)(0.0f), lo = (float4)(0.0f);                                      \
+        BIAS_XBG_ROWS4(VAL, r0, r1, hi, lo);                                                  \
+        bias_part_put4(pc, hi, lo);                                                           \
+        return;                                                                               \
+    }                                                                                         \
+    for (long j = 0; j0 + j < N; j++) {                                                       \
+        float2 acc = (float2)(0.0f, 0.0f);                                                    \
+        BIAS_XBG_ROWS1(VAL, r0, r1, j, acc);                                                  \
+        bias_part_put1(pc + 2 * j, acc);                                                      \
+    }
+
 /* a quad's four (hi, lo) pairs into pc[0..8) */
 void bias_part_put4(__global float *pc, float4 hi, float4 lo)
 {
