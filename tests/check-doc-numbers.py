@@ -18,6 +18,7 @@ twice may differ by one in the last digit of the doc; a changed digit does not p
 Lines starting with '#' and blank lines are skipped.
 Prints one line per failed check and exits 1 when any failed, 0 otherwise."""
 import json
+import os
 import re
 import sys
 
@@ -33,9 +34,8 @@ def pattern(text):
     return re.compile(out + re.escape(text[pos:]))
 
 
-# t_{0.975, df} for df = 1..10 (the values of mcl_t975's table)
-T975 = [12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157,
-        2.228139]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "scripts"))
+from t975 import T975, half_width  # noqa: E402  (mcl_t975's values, shared with the scripts)
 
 
 def stat(values, what):
@@ -45,8 +45,7 @@ def stat(values, what):
         return m
     if not 2 <= len(x) <= len(T975) + 1:
         raise ValueError("ci95 of %d values (2..%d)" % (len(x), len(T975) + 1))
-    sd = (sum((v - m) ** 2 for v in x) / (len(x) - 1)) ** 0.5
-    return T975[len(x) - 2] * sd / len(x) ** 0.5
+    return half_width(x)
 
 
 def walk(obj, path):

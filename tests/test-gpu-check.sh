@@ -125,4 +125,24 @@ echo 'old x {}' >>"$tmp/ab.txt"
 rc=0; python3 "$ab" "$tmp/ab.txt" >/dev/null 2>"$tmp/err.txt" || rc=$?
 [ $rc = 1 ] && grep -q "not 'TAG ROUND JSON'" "$tmp/err.txt" && ok "bench-ab.py: a malformed line is refused (exit 1, named)" ||
     bad "bench-ab.py on a malformed line: exit $rc, $(cat "$tmp/err.txt")"
+
+# the t-quantile tables (tools/scripts/t975.py for the Python scripts, the awk copy in
+# gpu-check.sh) against the library's (metacl stats ci: the half-width of 0, 1, .., n-1 is
+# t975(n-1) * sqrt(n (n + 1) / 12) / sqrt(n))
+METACL=${METACL:-./metacl}
+if out=$(PYTHONPATH="$top/tools/scripts" python3 -c 'import subprocess, sys
+from t975 import T975, half_width
+awk = [float(v) for v in sys.argv[2].split()]
+for n in range(2, 12):
+    x = list(range(n))
+    lib = float(subprocess.run([sys.argv[1], "stats", "ci"] + [str(v) for v in x], capture_output=True,
+                               text=True, check=True).stdout.split("\t")[1])
+    py = half_width(x)
+    assert abs(py - lib) <= 1e-5 * lib, (n, py, lib)
+    assert abs(awk[n - 2] - T975[n - 2]) <= 5e-4, (n, awk[n - 2], T975[n - 2])
+print("ok")' "$METACL" "$(sed -n 's/^BEGIN { split("\([0-9. ]*\)", T975.*/\1/p' "$script")" 2>&1) && [ "$out" = ok ]; then
+    ok "t975.py and gpu-check.sh's table agree with metacl stats ci (df 1..10)"
+else
+    bad "t-quantile tables: $out"
+fi
 exit $fail

@@ -198,9 +198,10 @@ chmod 755 "$stage/run"
 cp "$srcdir/tools/bundle/gpu-check.sh" "$stage/tools/gpu-check.sh"
 chmod 755 "$stage/tools/gpu-check.sh"
 # two builds timed against each other (gpu-ab.sh), with the comparison it runs (bench-ab.py and
-# the statistics of bench-shared.py, which it loads from its own folder)
+# the statistics of bench-shared.py and t975.py, which it loads from its own folder)
 cp "$srcdir/tools/bundle/gpu-ab.sh" "$stage/tools/gpu-ab.sh"
-cp "$srcdir/tools/scripts/bench-ab.py" "$srcdir/tools/scripts/bench-shared.py" "$stage/tools/"
+cp "$srcdir/tools/scripts/bench-ab.py" "$srcdir/tools/scripts/bench-shared.py" \
+    "$srcdir/tools/scripts/t975.py" "$stage/tools/"
 chmod 755 "$stage/tools/gpu-ab.sh"
 mkdir -p "$stage/tools/torch"
 for b in acl oct smn lm; do cp "$srcdir/tools/torch/bench-$b-torch.py" "$stage/tools/torch/"; done

@@ -106,9 +106,8 @@ def with_env(base, pairs):
     return env
 
 
-# t_{0.975, df} for df = 1..10 (the table of tests/check-doc-numbers.py and mcl_t975)
-T975 = [12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157,
-        2.228139]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from t975 import T975, half_width  # noqa: E402  (t975.py beside this file: mcl_t975's values)
 
 
 def ratio_stats(pairs):
@@ -123,8 +122,7 @@ def ratio_stats(pairs):
     mean = sum(logs) / n
     if not 2 <= n <= len(T975) + 1:
         return math.exp(mean), None, "tie"
-    sd = (sum((x - mean) ** 2 for x in logs) / (n - 1)) ** 0.5
-    h = T975[n - 2] * sd / n ** 0.5
+    h = half_width(logs)
     lo, hi = math.exp(mean - h), math.exp(mean + h)
     return math.exp(mean), [lo, hi], "faster" if lo > 1.0 else "slower" if hi < 1.0 else "tie"
 
