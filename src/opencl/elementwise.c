@@ -16,9 +16,6 @@
 
 /* Rows of a [.., N] tensor chunked per work-item in pass 1 of the bias gradient (ocl.h). */
 #define BIAS_ROWS MCL_OCL_BIAS_ROWS
-/* At most this many chunks on a CPU device: the bias gradient in one launch (bias_add_bwd_one: the two passes'
- * operations in their order, the same bits), one work-item per four columns. */
-#define BIAS_ONE_CHUNKS MCL_OCL_BIAS_ONE_CHUNKS
 /* Rows per work-item of the bias_add forward (any value gives the same bits). */
 #define BIAS_FWD_ROWS 8
 
