@@ -315,8 +315,6 @@ static int train_go(train_run *r, int (*after)(const char *run_dir, int quiet, i
     mcl_train_result res;
     char err[2048];
     mcl_status st = mcl_train_run(ctx, r->fam, r->config ? &r->cfg : NULL, &o, &res, err, sizeof err);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
     if (st != MCL_OK) {
         /* MPI: an error of this rank alone names the rank (main then stops the job); one
          * that every rank saw is printed once, by rank 0 */
@@ -331,6 +329,11 @@ static int train_go(train_run *r, int (*after)(const char *run_dir, int quiet, i
         print_train_summary(o.run_dir, &res);
     }
     mcl_ctx_free(ctx);
+    /* restored after the teardown: a signal that comes once training has ended only sets the
+     * flag, the run is complete and saved (exit 0); after this point it ends the process the
+     * default way (exit 128 + signal, log.txt's last line "done: ...") */
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (rc == 0 && after && mcl_dist_rank() == 0) rc = after(o.run_dir, quiet, json);
     return rc;
 }
