@@ -208,16 +208,18 @@ typedef struct smn_ws {
     double *d1;           /* [H][NL] */
     double *h1, *d2;      /* [chunk][H][NL] */
     double *S;            /* [NP][NL] */
+    double *W2;           /* [H][H]: phi's W2 in double (exact), so that the H x H loops
+                           * broadcast it from memory instead of converting each weight */
     float z0[NL], z1[NL], out[NL];
     double g[NL];
 } smn_ws;
 
 /* chunk: blocks kept (1 for the forward, SMN_CHUNK for the backward); NP: 0 for the forward */
-static int ws_alloc(smn_ws *w, int64_t H, int64_t chunk, int64_t NP)
+static int ws_alloc(smn_ws *w, const smn_phi *f, int64_t chunk, int64_t NP)
 {
-    const int64_t HL = H * NL;
+    const int64_t H = f->H, HL = H * NL;
     w->a1 = malloc((size_t)(3 * HL) * sizeof(float));
-    w->d1 = malloc((size_t)(HL + 2 * chunk * HL + NP * NL) * sizeof(double));
+    w->d1 = malloc((size_t)(HL + 2 * chunk * HL + NP * NL + H * H) * sizeof(double));
     if (!w->a1 || !w->d1) {
         free(w->a1);
         free(w->d1);
@@ -228,6 +230,8 @@ static int ws_alloc(smn_ws *w, int64_t H, int64_t chunk, int64_t NP)
     w->h1 = w->d1 + HL;
     w->d2 = w->h1 + chunk * HL;
     w->S = w->d2 + chunk * HL;
+    w->W2 = w->S + NP * NL;
+    for (int64_t i = 0; i < H * H; i++) w->W2[i] = f->W2[i];
     return 1;
 }
 
@@ -272,13 +276,20 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
 {
     const int64_t H = f->H;
     const float slope = f->slope;
+    double z0[NL], z1[NL]; /* zs in double once (exact), not reloaded after every store */
+    MCL_SIMD
+    for (int l = 0; l < NL; l++) {
+        z0[l] = w->z0[l];
+        z1[l] = w->z1[l];
+    }
     for (int64_t k = 0; k < H; k++) {
         const double w0 = f->W1[2 * k], w1 = f->W1[2 * k + 1], b = f->b1[k];
         float *a1 = w->a1 + k * NL;
         MCL_SIMD
         for (int l = 0; l < NL; l++) {
-            a1[l] = (float)(w0 * w->z0[l] + w1 * w->z1[l] + b);
-            h1[k * NL + l] = lrelu(a1[l], slope);
+            const float v = (float)(w0 * z0[l] + w1 * z1[l] + b);
+            a1[l] = v;
+            h1[k * NL + l] = lrelu(v, slope);
         }
     }
     /* a2 = W2 h1 + b2: SMN_JB units j at a time, so that SMN_JB independent sums over k are in
@@ -292,7 +303,7 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
         for (int64_t k = 0; k < H; k++) {
             const double *hk = h1 + k * NL;
             for (int q = 0; q < SMN_JB; q++) {
-                const double w2 = f->W2[(j + q) * H + k];
+                const double w2 = w->W2[(j + q) * H + k];
                 MCL_SIMD
                 for (int l = 0; l < NL; l++) s[q][l] = MADD_EXACT(w2, hk[l], s[q][l]);
             }
@@ -303,7 +314,7 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
         double s[NL];
         for (int l = 0; l < NL; l++) s[l] = 0.0;
         for (int64_t k = 0; k < H; k++) {
-            const double w2 = f->W2[j * H + k];
+            const double w2 = w->W2[j * H + k];
             MCL_SIMD
             for (int l = 0; l < NL; l++) s[l] = MADD_EXACT(w2, h1[k * NL + l], s[l]);
         }
@@ -350,7 +361,7 @@ static mcl_status write_values(mcl_backend *be, const smn_phi *f, const float *i
 #pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
     {
         smn_ws w;
-        const int ok = ws_alloc(&w, H, 1, 0);
+        const int ok = ws_alloc(&w, f, 1, 0);
         if (!ok) {
 #pragma omp atomic write
             oom = 1;
@@ -455,7 +466,7 @@ MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int
         for (int64_t j = 0; j < H; j++) {
             const double *dj = d2 + j * NL;
             for (int q = 0; q < SMN_JB; q++) {
-                const double w2 = f->W2[j * H + k + q];
+                const double w2 = w->W2[j * H + k + q];
                 MCL_SIMD
                 for (int l = 0; l < NL; l++) t[q][l] += w2 * dj[l];
             }
@@ -466,7 +477,7 @@ MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int
         double t[NL];
         for (int l = 0; l < NL; l++) t[l] = 0.0;
         for (int64_t j = 0; j < H; j++) {
-            const double w2 = f->W2[j * H + k];
+            const double w2 = w->W2[j * H + k];
             MCL_SIMD
             for (int l = 0; l < NL; l++) t[l] += w2 * d2[j * NL + l];
         }
@@ -561,7 +572,7 @@ mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
 #pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
     {
         smn_ws w;
-        const int ok = ws_alloc(&w, H, SMN_CHUNK, NP);
+        const int ok = ws_alloc(&w, &f, SMN_CHUNK, NP);
         if (!ok) {
 #pragma omp atomic write
             oom = 1;
