@@ -27,7 +27,8 @@
  *
  *   s_j = scale · q_t,h · k_j − slope_h · (n + t − pos_j)
  *   p_j = exp(s_j − lse_t,h),   lse_t,h = log Σ_j exp(s_j)
- *   (the exponentials of arguments <= 0 in float (expf), their sums in double)
+ *   (the exponentials of arguments <= 0 in float by mcl_exp_nonpos, within 1 ulp, vectorized;
+ *   their sums in double, in order)
  *   o_t,h = Σ_j m_j p_j v_j          (m_j = 0 for j = t under mask 1, else 1)
  *
  * Backward (gradients to q, k, v of the chunk; none to the buffer), from the saved lse:
@@ -54,7 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exp_nonpos.h" /* mcl_exp_nonpos (rel_attn) */
+#include "exp_nonpos.h" /* mcl_exp_nonpos (attn_kv, rel_attn) */
 #include "ref.h"
 
 /* Slope of head h (0 when alibi = 0). */
@@ -94,18 +95,19 @@ static int64_t n_keys(const attn_dims *d, int64_t t) { return d->n + t + (d->mas
 
 /* The work space of one key head: keys Ka [T,Dk] and values Va [T,Dv] in time order, the
  * group's queries Qg [R,Dk], the scores / probabilities P [R,T], the output O [R,Dv]
- * (forward) or dO, the product dP [R,T], dQ, the chunk's dK [S,Dk], dV [S,Dv] and the row
- * values D [R] (backward). Allocated once per call. */
+ * (forward) or dO, the exponentials E [R,T] (forward; the softmax's sums), the product dP
+ * [R,T], dQ, the chunk's dK [S,Dk], dV [S,Dv] and the row values D [R] (backward).
+ * Allocated once per call. */
 typedef struct attn_ws {
-    float *Ka, *Va, *Qg, *P, *Og, *dOg, *dP, *dQg, *dKh, *dVh;
+    float *Ka, *Va, *Qg, *P, *Og, *dOg, *E, *dP, *dQg, *dKh, *dVh;
     double *D;
     float *block;
 } attn_ws;
 
 static int ws_alloc(attn_ws *w, const attn_dims *d, int bwd)
 {
-    const int64_t n = d->T * (d->Dk + d->Dv) + d->R * (d->Dk + d->T + d->Dv) +
-                      (bwd ? d->R * (d->T + d->Dk) + d->S * (d->Dk + d->Dv) : 0);
+    const int64_t n = d->T * (d->Dk + d->Dv) + d->R * (d->Dk + 2 * d->T + d->Dv) +
+                      (bwd ? d->R * d->Dk + d->S * (d->Dk + d->Dv) : 0);
     memset(w, 0, sizeof *w);
     w->block = malloc((size_t)(n > 0 ? n : 1) * sizeof *w->block);
     w->D = bwd ? malloc((size_t)(d->R > 0 ? d->R : 1) * sizeof *w->D) : NULL;
@@ -120,8 +122,8 @@ static int ws_alloc(attn_ws *w, const attn_dims *d, int bwd)
     w->Qg = p, p += d->R * d->Dk;
     w->P = p, p += d->R * d->T;
     w->Og = w->dOg = p, p += d->R * d->Dv; /* O in the forward, dO in the backward */
+    w->E = w->dP = p, p += d->R * d->T;     /* E in the forward, dP in the backward */
     if (bwd) {
-        w->dP = p, p += d->R * d->T;
         w->dQg = p, p += d->R * d->Dk;
         w->dKh = p, p += d->S * d->Dk;
         w->dVh = p;
@@ -159,33 +161,132 @@ static void gather(const attn_dims *d, int64_t kh, const float *q, const float *
     gather_rows(d, kh, q, d->Dk, w->Qg);
 }
 
+/* Query rows whose softmax sums run side by side (row_sums, ds_rows). */
+#define ATTN_RB 8
+
+/* sum[q] = Σ_{j < len[q]} (double)x[q·T + j] in the order of j, for nr <= ATTN_RB rows: over
+ * the columns every row has, the rows run side by side (ATTN_RB independent chains of double
+ * adds instead of one add waiting for the last); each row's own sum is the same sequence. */
+MCL_HOT static void row_sums(const float *x, int64_t T, int nr, const int64_t *len, double *sum)
+{
+    double s[ATTN_RB] = {0};
+    int64_t L = 0; /* columns shared by all ATTN_RB rows (a short group: none) */
+    if (nr == ATTN_RB) {
+        L = len[0];
+        for (int q = 1; q < nr; q++) L = len[q] < L ? len[q] : L;
+        for (int64_t j = 0; j < L; j++)
+            for (int q = 0; q < ATTN_RB; q++) s[q] += (double)x[q * T + j];
+    }
+    for (int q = 0; q < nr; q++)
+        for (int64_t j = L; j < len[q]; j++) s[q] += (double)x[q * T + j];
+    for (int q = 0; q < nr; q++) sum[q] = s[q];
+}
+
 /* P = scores Qg·Kaᵀ·scale (GEMM), then per row u the probabilities in place: the bias
- * −slope·distance, exp(s − lse) over the allowed keys, 0 elsewhere. lse_out: computed and
- * stored (forward); else the saved lse is used (backward). Rows are independent (OpenMP
- * over rows). */
+ * −slope·distance, p = exp(s − lse) over the allowed keys, 0 elsewhere. lse_out: computed
+ * (lse = max + log Σ exp(s − max), the exponentials into E, their sums by row_sums) and
+ * stored (forward); else the saved lse is used (backward). Blocks of ATTN_RB rows are
+ * independent (OpenMP over blocks); a row's values do not depend on its block. */
 static void probs(const attn_dims *d, int64_t kh, attn_ws *w, float *lse_out, const float *lse_in)
 {
     mcl_ref_sgemm(0, 1, d->R, d->T, d->Dk, d->scale, w->Qg, d->Dk, w->Ka, d->Dk, 0.0f, w->P, d->T);
+    const int64_t T = d->T, nblk = (d->R + ATTN_RB - 1) / ATTN_RB;
 #pragma omp parallel for schedule(static) if (d->R * d->T > 32768)
-    for (int64_t u = 0; u < d->R; u++) {
-        const int64_t t = u / d->G, h = kh * d->G + u % d->G, r = t * d->Hq + h, nk = n_keys(d, t);
-        const double slope = alibi_slope(d->alibi, h, d->Hq);
-        float *pr = w->P + u * d->T;
-        if (slope != 0.0)
-            for (int64_t j = 0; j < nk; j++) pr[j] = (float)((double)pr[j] - slope * (double)(d->n + t - j));
-        double l;
-        if (lse_out) {
-            float mx = -INFINITY;
-            for (int64_t j = 0; j < nk; j++) mx = pr[j] > mx ? pr[j] : mx;
-            double sum = 0.0;
-            for (int64_t j = 0; j < nk; j++) sum += (double)expf(pr[j] - mx);
-            l = nk > 0 ? (double)mx + log(sum) : 0.0; /* no key (mask 2, first token): o = 0 */
-            lse_out[r] = (float)l;
-        } else {
-            l = (double)lse_in[r];
+    for (int64_t b = 0; b < nblk; b++) {
+        const int64_t u0 = b * ATTN_RB;
+        const int nr = (int)(d->R - u0 < ATTN_RB ? d->R - u0 : ATTN_RB);
+        int64_t nk[ATTN_RB];
+        float mx[ATTN_RB];
+        double l[ATTN_RB];
+        for (int q = 0; q < nr; q++) {
+            const int64_t u = u0 + q, t = u / d->G, h = kh * d->G + u % d->G;
+            const double slope = alibi_slope(d->alibi, h, d->Hq);
+            float *pr = w->P + u * T;
+            nk[q] = n_keys(d, t);
+            if (slope != 0.0) {
+                const double pos = (double)(d->n + t);
+                MCL_SIMD
+                for (int64_t j = 0; j < nk[q]; j++) pr[j] = (float)((double)pr[j] - slope * (pos - (double)j));
+            }
+            if (!lse_out) continue;
+            float m = -INFINITY; /* the max does not depend on the order (±0 aside: same sums) */
+#pragma omp simd reduction(max : m)
+            for (int64_t j = 0; j < nk[q]; j++) m = pr[j] > m ? pr[j] : m;
+            mx[q] = m;
+            float *e = w->E + u * T;
+            MCL_SIMD
+            for (int64_t j = 0; j < nk[q]; j++) e[j] = mcl_exp_nonpos(pr[j] - m);
         }
-        for (int64_t j = 0; j < nk; j++) pr[j] = expf((float)((double)pr[j] - l));
-        for (int64_t j = nk; j < d->T; j++) pr[j] = 0.0f;
+        if (lse_out) {
+            double sum[ATTN_RB];
+            row_sums(w->E + u0 * T, T, nr, nk, sum);
+            for (int q = 0; q < nr; q++) {
+                const int64_t u = u0 + q, r = (u / d->G) * d->Hq + kh * d->G + u % d->G;
+                l[q] = nk[q] > 0 ? (double)mx[q] + log(sum[q]) : 0.0; /* no key (mask 2, first token): o = 0 */
+                lse_out[r] = (float)l[q];
+            }
+        } else {
+            for (int q = 0; q < nr; q++) {
+                const int64_t u = u0 + q;
+                l[q] = (double)lse_in[(u / d->G) * d->Hq + kh * d->G + u % d->G];
+            }
+        }
+        for (int q = 0; q < nr; q++) {
+            float *pr = w->P + (u0 + q) * T;
+            const double lq = l[q];
+            MCL_SIMD
+            for (int64_t j = 0; j < nk[q]; j++) pr[j] = mcl_exp_nonpos((float)((double)pr[j] - lq));
+            for (int64_t j = nk[q]; j < T; j++) pr[j] = 0.0f;
+        }
+    }
+}
+
+/* dot[q] = Σ_{j < len[q]} (double)x[q·T + j]·(double)y[q·T + j] in the order of j (each product
+ * exact in double), nr <= ATTN_RB rows side by side as in row_sums. */
+MCL_HOT static void row_dots(const float *x, const float *y, int64_t T, int nr, const int64_t *len,
+                             double *dot)
+{
+    double s[ATTN_RB] = {0};
+    int64_t L = 0;
+    if (nr == ATTN_RB) {
+        L = len[0];
+        for (int q = 1; q < nr; q++) L = len[q] < L ? len[q] : L;
+        for (int64_t j = 0; j < L; j++)
+            for (int q = 0; q < ATTN_RB; q++) s[q] += (double)x[q * T + j] * (double)y[q * T + j];
+    }
+    for (int q = 0; q < nr; q++)
+        for (int64_t j = L; j < len[q]; j++) s[q] += (double)x[q * T + j] * (double)y[q * T + j];
+    for (int q = 0; q < nr; q++) dot[q] = s[q];
+}
+
+/* The backward's rows, ATTN_RB at a time, from P and dP [R,T]: D_u = Σ_j m_j p_j dP_j in the
+ * order of j (under mask 1 the diagonal, m_j = 0, is the row's last key: the sum stops before
+ * it), then dP becomes dS = p ⊙ (m·dP − D_u) and P becomes m ⊙ P (the weights that reached
+ * O); dS is 0 past the keys. D [R] keeps D_u. */
+static void ds_rows(const attn_dims *d, attn_ws *w)
+{
+    const int64_t T = d->T, nblk = (d->R + ATTN_RB - 1) / ATTN_RB;
+#pragma omp parallel for schedule(static) if (d->R * d->T > 32768)
+    for (int64_t b = 0; b < nblk; b++) {
+        const int64_t u0 = b * ATTN_RB;
+        const int nr = (int)(d->R - u0 < ATTN_RB ? d->R - u0 : ATTN_RB);
+        int64_t nk[ATTN_RB], len[ATTN_RB]; /* keys; keys that reached O */
+        for (int q = 0; q < nr; q++) {
+            nk[q] = n_keys(d, (u0 + q) / d->G);
+            len[q] = d->mask == 1 ? nk[q] - 1 : nk[q]; /* mask 1: nk >= 1 */
+        }
+        row_dots(w->P + u0 * T, w->dP + u0 * T, T, nr, len, w->D + u0);
+        for (int q = 0; q < nr; q++) {
+            float *pr = w->P + (u0 + q) * T, *dp = w->dP + (u0 + q) * T;
+            const double Du = w->D[u0 + q];
+            MCL_SIMD
+            for (int64_t j = 0; j < len[q]; j++) dp[j] = (float)((double)pr[j] * ((double)dp[j] - Du));
+            if (len[q] < nk[q]) { /* the diagonal (mask 1) */
+                dp[len[q]] = (float)((double)pr[len[q]] * (0.0 - Du));
+                pr[len[q]] = 0.0f;
+            }
+            for (int64_t j = nk[q]; j < T; j++) dp[j] = 0.0f;
+        }
     }
 }
 
@@ -243,21 +344,8 @@ mcl_status mcl_ref_attn_kv_bwd(mcl_backend *be, const mcl_op_args *a)
         mcl_ref_sgemm(0, 1, d.R, d.T, d.Dv, 1.0f, w.dOg, d.Dv, w.Va, d.Dv, 0.0f, w.dP, d.T);
         /* D_u = dO_u·O_u = Σ_j m_j p_j dP_j (the same identity, from the same float dP, so a
          * row's dS sums to zero as the softmax's Jacobian says); then dP becomes dS and P
-         * becomes m ⊙ P (the weights that reached O) */
-        for (int64_t u = 0; u < d.R; u++) {
-            const int64_t t = u / d.G, nk = n_keys(&d, t);
-            float *pr = w.P + u * d.T, *dp = w.dP + u * d.T;
-            double Du = 0.0;
-            for (int64_t j = 0; j < nk; j++)
-                if (!(d.mask == 1 && j == d.n + t)) Du += (double)pr[j] * (double)dp[j];
-            w.D[u] = Du;
-            for (int64_t j = 0; j < nk; j++) {
-                const int diag = d.mask == 1 && j == d.n + t;
-                dp[j] = (float)((double)pr[j] * ((diag ? 0.0 : (double)dp[j]) - w.D[u]));
-                if (diag) pr[j] = 0.0f;
-            }
-            for (int64_t j = nk; j < d.T; j++) dp[j] = 0.0f;
-        }
+         * becomes m ⊙ P */
+        ds_rows(&d, &w);
         if (gq) {
             mcl_ref_sgemm(0, 0, d.R, d.Dk, d.T, d.scale, w.dP, d.T, w.Ka, d.Dk, 0.0f, w.dQg, d.Dk);
             for (int64_t u = 0; u < d.R; u++) {
