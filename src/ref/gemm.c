@@ -70,6 +70,7 @@
 #endif
 
 #include "ref.h"
+#include "transpose8.h"
 
 /* ---- blocking constants ------------------------------------------------------------------
  * MR x NR: the register tile (any values give the same bits; only KC matters for rounding).
@@ -205,7 +206,11 @@ MCL_HOT static void pack_a(int transA, const float *A, int64_t lda, int64_t i0, 
             /* op(A)[i][k] = A[i*lda + k] */
             const float *a = A + (i0 + s) * lda + p0;
             if (mr == MR) {
-                for (int64_t k = 0; k < kc; k++)
+                int64_t k = 0;
+#if MR == 8 /* 8 x 8 blocks in registers (transpose8.h) */
+                for (; k + 8 <= kc; k += 8) transpose8(a + k, lda, Ap + k * MR, MR);
+#endif
+                for (; k < kc; k++)
                     for (int i = 0; i < MR; i++) Ap[k * MR + i] = a[i * lda + k];
             } else {
                 for (int64_t k = 0; k < kc; k++)
@@ -236,7 +241,12 @@ MCL_HOT static void pack_b(int transB, const float *B, int64_t ldb, int64_t p0, 
             /* op(B)[k][j] = B[j*ldb + k] */
             const float *b = B + (j0 + s) * ldb + p0;
             if (nr == NR) {
-                for (int64_t k = 0; k < kc; k++)
+                int64_t k = 0;
+#if NR % 8 == 0 /* 8 x 8 blocks in registers (transpose8.h) */
+                for (; k + 8 <= kc; k += 8)
+                    for (int j = 0; j < NR; j += 8) transpose8(b + j * ldb + k, ldb, Bp + k * NR + j, NR);
+#endif
+                for (; k < kc; k++)
                     for (int j = 0; j < NR; j++) Bp[k * NR + j] = b[j * ldb + k];
             } else {
                 for (int64_t k = 0; k < kc; k++)
