@@ -219,8 +219,11 @@ MCL_HOT static void pack_a(int transA, const float *A, int64_t lda, int64_t i0, 
         } else {
             /* op(A)[i][k] = A[k*lda + i]: for each k the MR values are contiguous */
             const float *a = A + p0 * lda + i0 + s;
-            for (int64_t k = 0; k < kc; k++)
-                for (int i = 0; i < MR; i++) Ap[k * MR + i] = i < mr ? a[k * lda + i] : 0.0f;
+            if (mr == MR) /* a constant size: inlined vector moves */
+                for (int64_t k = 0; k < kc; k++) memcpy(Ap + k * MR, a + k * lda, MR * sizeof(float));
+            else
+                for (int64_t k = 0; k < kc; k++)
+                    for (int i = 0; i < MR; i++) Ap[k * MR + i] = i < mr ? a[k * lda + i] : 0.0f;
         }
     }
 }
