@@ -22,6 +22,10 @@
  *            double-precision erfc form, in ulps of the exact result rounded to float (the
  *            backward: of its larger term; the fast GELU is float with its own erfc,
  *            src/ref/activation.c).
+ *   exp_nonpos  mcl_exp_nonpos (src/ref/exp_nonpos.h: the softmax exponentials of attn_kv,
+ *            rel_attn and srwm) against libm's double exp on every EXP_STRIDE-th float of
+ *            [-87, 0] and a dense sweep of small positive arguments, in ulps of the exact
+ *            result rounded to float; its special values (below -87, -inf, NaN, 0).
  *
  * Error measure (as in test-ops): max |fast - naive| / (max |naive| + 1), per result array.
  * Each comparison is also shown a deliberately wrong fast result (one element moved by 1e-3
@@ -45,6 +49,7 @@
 
 #include "metacl.h"
 #include "backend.h"
+#include "exp_nonpos.h"
 #include "naive.h"
 #include "rng.h"
 #include "testutil.h"
@@ -95,6 +100,13 @@
 #define GELU_ULP_BWD 8.0
 /* every GELU_STRIDE-th float bit pattern (a prime, so the mantissas vary) */
 #define GELU_STRIDE 1021u
+
+/* exp_nonpos: its header's bound, 1 ulp (a Cody-Waite reduction exact in float, the degree-7
+ * Taylor polynomial's truncation below 5e-9 relative, and the roundings of eight fmaf and one
+ * product; observed 0.91 on every 7th float of [-87, 0]) */
+#define EXP_ULP 1.0
+/* every EXP_STRIDE-th float bit pattern of [-87, 0] (a prime: 11.5 million arguments) */
+#define EXP_STRIDE 97u
 
 static uint64_t g_seed = DEFAULT_SEED;
 static int g_verbose;
@@ -565,6 +577,44 @@ static double ulp_err(float got, double want)
     return ulp_err_of(got, want, fabs(want));
 }
 
+/* ---- exp_nonpos ------------------------------------------------------------------------ */
+
+static void test_exp_nonpos(void)
+{
+    double worst = 0.0;
+    float at = 0.0f;
+    int64_t n = 0;
+    const float lowest = -87.0f;
+    uint32_t hi;
+    memcpy(&hi, &lowest, sizeof hi); /* negative floats: larger bit patterns, larger magnitudes */
+    for (uint64_t u = 0x80000000u; u <= hi; u += EXP_STRIDE, n++) {
+        const uint32_t b = (uint32_t)u;
+        float x;
+        memcpy(&x, &b, sizeof x);
+        const double e = ulp_err(mcl_exp_nonpos(x), exp((double)x));
+        if (e > worst) worst = e, at = x;
+    }
+    for (int i = 1; i <= 4096; i++, n++) { /* (0, 2^-10]: a recomputed s - lse a rounding above 0 */
+        const float x = ldexpf((float)i, -22);
+        const double e = ulp_err(mcl_exp_nonpos(x), exp((double)x));
+        if (e > worst) worst = e, at = x;
+    }
+    CHECK(worst <= EXP_ULP, "exp_nonpos: %.3f ulp at x = %.9g (%lld arguments), above %.1f", worst,
+          (double)at, (long long)n, EXP_ULP);
+    CHECK(mcl_exp_nonpos(0.0f) == 1.0f && mcl_exp_nonpos(-0.0f) == 1.0f && mcl_exp_nonpos(-87.5f) == 0.0f &&
+              mcl_exp_nonpos(-1000.0f) == 0.0f && mcl_exp_nonpos(-INFINITY) == 0.0f &&
+              isnan(mcl_exp_nonpos(NAN)),
+          "exp_nonpos: a special value is wrong (exp(0) = %g, exp(-87.5) = %g, exp(-inf) = %g, "
+          "exp(NaN) = %g)",
+          (double)mcl_exp_nonpos(0.0f), (double)mcl_exp_nonpos(-87.5f), (double)mcl_exp_nonpos(-INFINITY),
+          (double)mcl_exp_nonpos(NAN));
+    /* the measure must see a result two floats off */
+    const float off = nextafterf(nextafterf(mcl_exp_nonpos(at), INFINITY), INFINITY);
+    CHECK(ulp_err(off, exp((double)at)) > EXP_ULP, "exp_nonpos: a result 2 floats off passed as within %.1f ulp",
+          EXP_ULP);
+    if (g_verbose) printf("  exp_nonpos: %lld arguments, worst %.3f ulp at x = %.9g\n", (long long)n, worst, (double)at);
+}
+
 static void test_gelu(mcl_ctx *ctx)
 {
     /* the sample: every GELU_STRIDE-th finite float, then 2^19 points evenly over [-14, 14] */
@@ -713,6 +763,7 @@ int main(int argc, char **argv)
                                     {90, 32, 28, 28}, {1400, 32, 7, 7}};
     for (int c = 0; c < (int)(sizeof si / sizeof si[0]); c++) test_inorm_pool_relu(ctx, c, si[c]);
     test_gelu(ctx);
+    test_exp_nonpos();
 
     printf("test-naive: hash of the fast results' bits: %016llx\n", (unsigned long long)g_hash);
     mcl_ctx_free(ctx);
