@@ -11,6 +11,15 @@ implementation doing our arithmetic could show), and whether every ratio reaches
 tests/doc-numbers.txt that tie DOC's copy of the table to the records (one line per record and
 workload), so that a table pasted into a doc is checked against its JSON.
 
+With --summary it prints, as JSON, per workload and thread count the runs' ratios, their
+geometric mean, its 95 % interval (Student's t on the logarithms, tools/scripts/t975.py) and the
+verdict against the goal: "met" when the interval's lower end reaches it, "not met" when its
+upper end is below it, else "inconclusive"; with fewer than MIN_RUNS runs every verdict is
+"inconclusive" (a claim needs that many). The goal is the records' goal_speedup, or GOALS's
+for the workloads issue 30 sets another (the ACL step: 4×). Save it as DIR/summary.json; --intervals then prints
+the Markdown table of that summary, and --intervals --checks DOC the doc-numbers lines that tie
+DOC's copy of it to DIR/summary.json.
+
 Exit status: 0, 1 when DIR holds no records or a record is unreadable, 2 on bad flags."""
 
 import argparse
@@ -19,6 +28,12 @@ import json
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from t975 import geo_interval  # noqa: E402
+
+MIN_RUNS = 5  # runs a verdict needs (fewer: inconclusive)
+GOALS = {"acl_step": 4.0}  # issue 30's goals where they differ from the records' goal_speedup
 
 ORDER = ("acl", "oct", "smn", "lm")
 NAME = re.compile(r"^(acl|oct|smn|lm)-t(\d+)-r(\d+)\.json$")
@@ -67,11 +82,98 @@ def row(b, n, cols, runs, hole, ok, bounded):
     return "| %s | `%s` | %s | %s |" % (b, n, " | ".join(cells), "yes" if ok else "no")
 
 
+def summary(recs, goal):
+    """the --summary JSON: per workload and thread count the interval of the runs' ratios"""
+    threads = sorted({t for (_, t, _) in recs})
+    runs = sorted({r for (_, _, r) in recs})
+    rows = []
+    for b in ORDER:
+        first = recs.get((b, threads[0], runs[0]))
+        if not first:
+            continue
+        for w in compared(first):
+            n = w["name"]
+            for t in threads:
+                ratios = []
+                for r in runs:
+                    x = {y["name"]: y for y in compared(recs.get((b, t, r), {}))}.get(n)
+                    if x and x.get("ratio_median"):
+                        ratios.append(x["ratio_median"])
+                g = GOALS.get(n, goal)
+                gm, ci = geo_interval(ratios) if ratios else (None, None)
+                row = {"bench": b, "name": n, "threads": t, "goal": g, "runs": len(ratios), "ratios": ratios,
+                       "gmean": gm, "ci95": ci, "verdict": "inconclusive"}
+                if ci is not None:
+                    if len(ratios) >= MIN_RUNS:
+                        row["verdict"] = ("met" if row["ci95"][0] >= g else
+                                          "not met" if row["ci95"][1] < g else "inconclusive")
+                rows.append(row)
+    return {"goal_speedup": goal, "min_runs": MIN_RUNS, "threads": threads, "runs": runs,
+            "workloads": rows}
+
+
+def interval_rows(summ, checks_doc, path):
+    """the --intervals table (or, with checks_doc, its doc-numbers lines against path)"""
+    threads = summ["threads"]
+    by = {(w["bench"], w["name"], w["threads"]): w for w in summ["workloads"]}
+    out = []
+    if not checks_doc:
+        head = "| bench | workload |" + "".join(
+            " %d thread%s: ratio [95 %% interval], runs | verdict |" % (t, "" if t == 1 else "s")
+            for t in threads) + " goal |"
+        out += [head, "|---|---|" + "---:|---|" * len(threads) + "---:|"]
+    names = []
+    for w in summ["workloads"]:
+        if (w["bench"], w["name"]) not in names:
+            names.append((w["bench"], w["name"]))
+
+    def cell(w, hole):
+        if w["ci95"] is None:
+            return "–", w["verdict"]
+        if hole:
+            return "{0:.2f} [{1:.2f}, {2:.2f}], %d" % w["runs"], w["verdict"]
+        return "%.2f [%.2f, %.2f], %d" % (w["gmean"], w["ci95"][0], w["ci95"][1], w["runs"]), w["verdict"]
+
+    for b, n in names:
+        for hole_t in ([None] if not checks_doc else threads):
+            cells = []
+            for t in threads:
+                w = by.get((b, n, t))
+                c, v = cell(w, hole_t == t) if w else ("–", "–")
+                cells += [c, v]
+            g = next(w["goal"] for w in summ["workloads"] if (w["bench"], w["name"]) == (b, n))
+            line = "| %s | `%s` | %s | %g× |" % (b, n, " | ".join(cells), g)
+            if not checks_doc:
+                out.append(line)
+                continue
+            w = by.get((b, n, hole_t))
+            if not w or w["ci95"] is None:
+                continue
+            i = summ["workloads"].index(w)
+            sel = "workloads.%d." % i
+            out.append("%s | %s | %s | %s" % (checks_doc, path, ", ".join(
+                sel + k for k in ("gmean", "ci95.0", "ci95.1")), line))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
     ap.add_argument("--checks", metavar="DOC", help="print doc-numbers.txt lines for DOC instead")
+    ap.add_argument("--summary", action="store_true", help="print the intervals' JSON instead")
+    ap.add_argument("--intervals", action="store_true",
+                    help="print the table of DIR/summary.json (with --checks: its checks)")
     args = ap.parse_args()
+    if args.intervals:
+        path = os.path.join(args.dir, "summary.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                summ = json.load(f)
+        except (OSError, ValueError) as e:
+            print("bench-ratio-table: %s (write it with --summary)" % e, file=sys.stderr)
+            return 1
+        print("\n".join(interval_rows(summ, args.checks, path)))
+        return 0
     try:
         recs = load(args.dir)
     except (OSError, ValueError) as e:
@@ -83,6 +185,9 @@ def main():
     threads = sorted({t for (_, t, _) in recs})
     runs = sorted({r for (_, _, r) in recs})
     goal = next(iter(recs.values())).get("goal_speedup", 3.0)
+    if args.summary:
+        print(json.dumps(summary(recs, goal), indent=1))
+        return 0
     bounded = any(w.get("ceiling") is not None for rec in recs.values() for w in compared(rec))
     if not args.checks:
         head = "| bench | workload |"

@@ -38,7 +38,6 @@ Exit status: 0 ok (whatever the result), 1 when metacl fails, 2 on bad flags.
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -107,7 +106,7 @@ def with_env(base, pairs):
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from t975 import T975, half_width  # noqa: E402  (t975.py beside this file: mcl_t975's values)
+from t975 import geo_interval  # noqa: E402  (t975.py beside this file: mcl_t975's values)
 
 
 def ratio_stats(pairs):
@@ -115,16 +114,13 @@ def ratio_stats(pairs):
     competitors minutes apart -> (geometric mean of the speed-ups, [lo, hi] of its 95 %
     interval (t on the logarithms; None below 2 rounds or above 11), verdict). Verdict: "faster"
     when the interval lies above 1, "slower" when below, "tie" when it holds 1 (or no interval)."""
-    logs = [math.log(o / m) for o, m in pairs if o > 0 and m > 0]
-    if not logs:
+    ratios = [o / m for o, m in pairs if o > 0 and m > 0]
+    if not ratios:
         return 0.0, None, "tie"
-    n = len(logs)
-    mean = sum(logs) / n
-    if not 2 <= n <= len(T975) + 1:
-        return math.exp(mean), None, "tie"
-    h = half_width(logs)
-    lo, hi = math.exp(mean - h), math.exp(mean + h)
-    return math.exp(mean), [lo, hi], "faster" if lo > 1.0 else "slower" if hi < 1.0 else "tie"
+    g, ci = geo_interval(ratios)
+    if ci is None:
+        return g, None, "tie"
+    return g, ci, "faster" if ci[0] > 1.0 else "slower" if ci[1] < 1.0 else "tie"
 
 
 def rows_of(runs, threads, has_compare):
