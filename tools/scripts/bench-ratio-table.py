@@ -56,6 +56,20 @@ def compared(rec):
     return [w for w in rec.get("workloads", []) if w.get("ours") and w.get("pytorch")]
 
 
+def workloads(recs, threads, runs):
+    """(bench, workload name) of every workload both sides measured, in bench order and each
+    bench's first record's order"""
+    for b in ORDER:
+        first = recs.get((b, threads[0], runs[0]))
+        for w in compared(first) if first else []:
+            yield b, w["name"]
+
+
+def by_run(recs, b, t, runs, n):
+    """{run: workload n's entry in the record of bench b at t threads, or None}"""
+    return {r: {x["name"]: x for x in compared(recs.get((b, t, r), {}))}.get(n) for r in runs}
+
+
 def row(b, n, cols, runs, hole, ok, bounded):
     """the table row of workload n; hole = (thread index, run): that record's ratio printed
     as {0:.2f} and, for the first run, its two medians as {1:.1f} / {2:.1f} and its ceiling as
@@ -87,27 +101,17 @@ def summary(recs, goal):
     threads = sorted({t for (_, t, _) in recs})
     runs = sorted({r for (_, _, r) in recs})
     rows = []
-    for b in ORDER:
-        first = recs.get((b, threads[0], runs[0]))
-        if not first:
-            continue
-        for w in compared(first):
-            n = w["name"]
-            for t in threads:
-                ratios = []
-                for r in runs:
-                    x = {y["name"]: y for y in compared(recs.get((b, t, r), {}))}.get(n)
-                    if x and x.get("ratio_median"):
-                        ratios.append(x["ratio_median"])
-                g = GOALS.get(n, goal)
-                gm, ci = geo_interval(ratios) if ratios else (None, None)
-                row = {"bench": b, "name": n, "threads": t, "goal": g, "runs": len(ratios), "ratios": ratios,
-                       "gmean": gm, "ci95": ci, "verdict": "inconclusive"}
-                if ci is not None:
-                    if len(ratios) >= MIN_RUNS:
-                        row["verdict"] = ("met" if row["ci95"][0] >= g else
-                                          "not met" if row["ci95"][1] < g else "inconclusive")
-                rows.append(row)
+    for b, n in workloads(recs, threads, runs):
+        for t in threads:
+            ratios = [x["ratio_median"] for x in by_run(recs, b, t, runs, n).values()
+                      if x and x.get("ratio_median")]
+            g = GOALS.get(n, goal)
+            gm, ci = geo_interval(ratios) if ratios else (None, None)
+            row = {"bench": b, "name": n, "threads": t, "goal": g, "runs": len(ratios), "ratios": ratios,
+                   "gmean": gm, "ci95": ci, "verdict": "inconclusive"}
+            if ci is not None and len(ratios) >= MIN_RUNS:
+                row["verdict"] = "met" if ci[0] >= g else "not met" if ci[1] < g else "inconclusive"
+            rows.append(row)
     return {"goal_speedup": goal, "min_runs": MIN_RUNS, "threads": threads, "runs": runs,
             "workloads": rows}
 
@@ -201,35 +205,29 @@ def main():
                 rule += "---:|"
         print(head + " ≥ %g× |" % goal)
         print(rule + "---|")
-    for b in ORDER:
-        first = recs.get((b, threads[0], runs[0]))
-        if not first:
+    for b, n in workloads(recs, threads, runs):
+        cols, ok = [], True  # per thread count: {run: the workload's entry or None}
+        for t in threads:
+            col = by_run(recs, b, t, runs, n)
+            cols.append(col)
+            ok = ok and all(col[r] and col[r]["ratio_median"] >= goal for r in runs)
+        if not args.checks:
+            print(row(b, n, cols, runs, None, ok, bounded))
             continue
-        for w in compared(first):
-            n = w["name"]
-            cols, ok = [], True  # per thread count: {run: the workload's entry or None}
-            for t in threads:
-                by_run = {r: {x["name"]: x for x in compared(recs.get((b, t, r), {}))}.get(n)
-                          for r in runs}
-                cols.append(by_run)
-                ok = ok and all(by_run[r] and by_run[r]["ratio_median"] >= goal for r in runs)
-            if not args.checks:
-                print(row(b, n, cols, runs, None, ok, bounded))
-                continue
-            # one check per record: the whole row, that record's numbers as placeholders
-            for ti, t in enumerate(threads):
-                for r in runs:
-                    if not cols[ti][r]:
-                        continue
-                    sel = "workloads.name=%s" % n
-                    paths = [sel + ".ratio_median"]
-                    if r == runs[0]:
-                        paths += [sel + ".ours.ms_median", sel + ".pytorch.ms_median"]
-                        if bounded and cols[ti][r].get("ceiling") is not None:
-                            paths.append(sel + ".ceiling")
-                    print("%s | %s | %s | %s" % (
-                        args.checks, os.path.join(args.dir, "%s-t%d-r%d.json" % (b, t, r)),
-                        ", ".join(paths), row(b, n, cols, runs, (ti, r), ok, bounded)))
+        # one check per record: the whole row, that record's numbers as placeholders
+        for ti, t in enumerate(threads):
+            for r in runs:
+                if not cols[ti][r]:
+                    continue
+                sel = "workloads.name=%s" % n
+                paths = [sel + ".ratio_median"]
+                if r == runs[0]:
+                    paths += [sel + ".ours.ms_median", sel + ".pytorch.ms_median"]
+                    if bounded and cols[ti][r].get("ceiling") is not None:
+                        paths.append(sel + ".ceiling")
+                print("%s | %s | %s | %s" % (
+                    args.checks, os.path.join(args.dir, "%s-t%d-r%d.json" % (b, t, r)),
+                    ", ".join(paths), row(b, n, cols, runs, (ti, r), ok, bounded)))
     return 0
 
 
