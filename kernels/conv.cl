@@ -377,14 +377,17 @@ __kernel void instance_norm_bwd_gb(__global const float *x, long x_off,
  *   mean[r], rstd[r] as instance_norm_fwd over all N values;  n = in_affine(x)
  *   arg[r, i, j] = dy*2 + dx of the first maximum of n[r, 2i + dy, 2j + dx] (strict >)
  *   y[r, i, j]   = max(n at the argmax, 0)
+ * and with the output's dropout (p > 0; dropout.cl's key and segments, seg = n for one):
+ *   y[e] = keep_e ? y[e] * scale : 0   at the flat index e = r·Ho·Wo + i·Wo + j of y
  * x [B,C,H,W], y and arg [B,C,Ho,Wo]; item l takes the windows l, l + W, ...; buf: W float4 */
 __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
                                   __global const float *gamma, long gamma_off,
                                   __global const float *beta, long beta_off, __global float *y,
                                   long y_off, __global float *mean, long mean_off,
                                   __global float *rstd, long rstd_off, __global float *arg,
-                                  long arg_off, int C, int H, int Wd, float eps,
-                                  __local float4 *buf)
+                                  long arg_off, int C, int H, int Wd, float eps, float p,
+                                  float scale, ulong seed, ulong stream, ulong counter, long seg,
+                                  ulong step, __local float4 *buf)
 {
     const int W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
     const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo;
@@ -411,35 +414,44 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
                 idx = u;
             }
         }
-        y[o] = m > 0.0f ? m : 0.0f;
+        float yo = m > 0.0f ? m : 0.0f;
+        if (p != 0.0f) { /* dropout_fwd's mask and scale at the flat index of y */
+            const long e = (long)r * P + o, sg = e / seg;
+            const int keep =
+                mcl_rng_uniform(seed, stream + (ulong)sg * step, counter + (ulong)(e - sg * seg)) >= p;
+            yo = keep ? yo * scale : 0.0f;
+        }
+        y[o] = yo;
         arg[o] = (float)idx;
     }
 }
 
 /* The parameters the inorm_pool_relu backward kernels and helpers share, each tensor as buffer +
  * element offset: the saved forward outputs mean, rstd [B*C], y, arg [B,C,H/2,W/2] and gout g
- * [B,C,H/2,W/2]; then the gamma/beta gradients [C], the sizes and the two want flags. _ARGS
- * declares them, the bare name passes them on. */
+ * [B,C,H/2,W/2], and gs, the forward's dropout scale (1 without: a window's gradient is
+ * y > 0 ? g · gs : 0, where y > 0 says both that the relu passed and that the mask kept);
+ * then the gamma/beta gradients [C], the sizes and the two want flags. _ARGS declares them,
+ * the bare name passes them on. */
 #define IPR_SAVED_ARGS                                                                          \
     __global const float *mean, long mean_off, __global const float *rstd, long rstd_off,       \
         __global const float *y, long y_off, __global const float *arg, long arg_off,           \
-        __global const float *g, long g_off
-#define IPR_SAVED mean, mean_off, rstd, rstd_off, y, y_off, arg, arg_off, g, g_off
+        __global const float *g, long g_off, float gs
+#define IPR_SAVED mean, mean_off, rstd, rstd_off, y, y_off, arg, arg_off, g, g_off, gs
 #define IPR_GB_ARGS                                                                             \
     __global float *ggamma, long ggamma_off, __global float *gbeta, long gbeta_off, int B,      \
         int C, int H, int Wd, long want_gamma, long want_beta
 #define IPR_GB ggamma, ggamma_off, gbeta, gbeta_off, B, C, H, Wd, want_gamma, want_beta
 
-/* The gradient of n at pixel (u, v) of a plane: gout of its window where the pixel is the
- * window's argmax and the window's y > 0, else 0 (also outside the pooled area).
+/* The gradient of n at pixel (u, v) of a plane: gout · gs of its window where the pixel is
+ * the window's argmax and the window's y > 0, else 0 (also outside the pooled area).
  * g, y, arg: the plane's [Ho,Wo] */
 float ipr_grad(__global const float *g, __global const float *y, __global const float *arg,
-               int u, int v, int Ho, int Wo)
+               float gs, int u, int v, int Ho, int Wo)
 {
     const int i = u >> 1, j = v >> 1;
     if (i >= Ho || j >= Wo) return 0.0f;
     const int o = i * Wo + j;
-    return ((int)arg[o] == ((u & 1) << 1) + (v & 1) && y[o] > 0.0f) ? g[o] : 0.0f;
+    return ((int)arg[o] == ((u & 1) << 1) + (v & 1) && y[o] > 0.0f) ? g[o] * gs : 0.0f;
 }
 
 /* backward, input gradient, one group per plane r: instance_norm_bwd_dx with the gradient of
@@ -464,7 +476,7 @@ void inorm_pool_relu_bwd_dx_plane(__global const float *x, long x_off,
     int o = l;
     for (conv_walk w = conv_walk_start(l, W, Wo); o < P; o += W, conv_walk_next(&w)) {
         const int t = (int)arg[o];
-        const float gp = y[o] > 0.0f ? g[o] : 0.0f;
+        const float gp = y[o] > 0.0f ? g[o] * gs : 0.0f;
         const float xhat = (x[(2 * w.r + (t >> 1)) * Wd + 2 * w.c + (t & 1)] - m) * rs;
         const float2 dxhat = mcl_two_prod(gp, gm); /* exact */
         sd = mcl_acc_add_pair(sd, dxhat);
@@ -478,7 +490,7 @@ void inorm_pool_relu_bwd_dx_plane(__global const float *x, long x_off,
     int j = l;
     for (conv_walk w = conv_walk_start(l, W, Wd); j < N; j += W, conv_walk_next(&w)) {
         const float xhat = (x[j] - m) * rs;
-        const float2 dxhat = mcl_two_prod(ipr_grad(g, y, arg, w.r, w.c, Ho, Wo), gm);
+        const float2 dxhat = mcl_two_prod(ipr_grad(g, y, arg, gs, w.r, w.c, Ho, Wo), gm);
         float t = (dxhat.x - mean_d.x) + (dxhat.y - mean_d.y); /* dxhat - mean_d */
         const float u = xhat * mean_dx;
         t = t - u;
@@ -497,7 +509,7 @@ __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
 }
 
 /* backward, gamma and beta gradients, one group per channel c (B planes r = b*C + c), over the
- * windows: with gp = (y > 0 ? gout : 0) and xhat at the window's argmax,
+ * windows: with gp = (y > 0 ? gout · gs : 0) and xhat at the window's argmax,
  *   ggamma[c] += sum_b sum_o gp[r, o] * xhat[r, o]      (if want_gamma)
  *   gbeta[c]  += sum_b sum_o gp[r, o]                   (if want_beta)
  * item l takes the flat indices (b, o) = l, l+W, ... of [B, Ho*Wo]; buf: W float4 */
@@ -512,7 +524,7 @@ void inorm_pool_relu_bwd_gb_channel(__global const float *x, long x_off, IPR_SAV
         const int t = (int)arg[arg_off + e];
         const float xv = x[x_off + (long)r * H * Wd + (2 * oi + (t >> 1)) * Wd + 2 * oj + (t & 1)];
         const float xhat = (xv - mean[mean_off + r]) * rstd[rstd_off + r];
-        const float gp = y[y_off + e] > 0.0f ? g[g_off + e] : 0.0f;
+        const float gp = y[y_off + e] > 0.0f ? g[g_off + e] * gs : 0.0f;
         ag = mcl_acc_add_pair(ag, mcl_two_prod(gp, xhat));
         ab = mcl_acc_add_pair(ab, (float2)(gp, 0.0f));
     }

@@ -1,5 +1,5 @@
 /* test-conv4.c — the Conv-4 extractor (src/nn/conv4.c) with its block tail fused
- * (conv2d → inorm_pool_relu → dropout) against the same blocks written with the unfused ops
+ * (conv2d → inorm_pool_relu with its dropout, one op) against the same blocks written with the unfused ops
  * (conv2d → instance_norm → maxpool2d → dropout → relu, the order of conv4.h), on the same
  * parameters, input and dropout masks: the features and the gradients of all 16 parameters and
  * of the input. Dropout 0 and 0.1 (training), on the reference backend and on OpenCL when a
@@ -92,8 +92,8 @@ static mcl_tensor *conv4_fused(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x
 {
     for (int i = 0; i < 4; i++) {
         x = mcl_conv2d(ctx, x, net->w[i], net->b[i], 1, 1);
-        x = mcl_inorm_pool_relu(ctx, x, net->norm_g[i], net->norm_b[i], MCL_CONV4_NORM_EPS);
-        if (p > 0.0f) x = mcl_dropout(ctx, x, p, 1);
+        x = mcl_inorm_pool_relu_dropout(ctx, x, net->norm_g[i], net->norm_b[i], MCL_CONV4_NORM_EPS,
+                                        p, 1);
     }
     return x;
 }

@@ -287,6 +287,25 @@ static void test_shapes(mcl_tensor *x23, mcl_tensor *x32, mcl_tensor *x24, mcl_t
         mcl_tensor_free(x4);
     }
 
+    /* inorm_pool_relu with its output's dropout: p in [0, 1) in training and outside it (no
+     * mask drawn), segments that divide the output [1,2,1,2] (4 elements: 3 segments do not) */
+    {
+        mcl_tensor *x4 = mk(4, 1, 2, 3, 4, NULL), *g2 = mk(1, 2, 0, 0, 0, NULL);
+        EXPECT_NULL(mcl_inorm_pool_relu_dropout(g_ctx, x4, g2, g2, 1e-5f, 1.0f, 1),
+                    TU_ST(MCL_ERR_INVALID), "inorm_pool_relu");
+        EXPECT_NULL(mcl_inorm_pool_relu_dropout(g_ctx, x4, g2, g2, 1e-5f, -0.5f, 0),
+                    TU_ST(MCL_ERR_INVALID), "dropout");
+        EXPECT_NULL(mcl_inorm_pool_relu_dropout_segments(g_ctx, x4, g2, g2, 1e-5f, 0.5f, 1, 2, 3, 3),
+                    TU_ST(MCL_ERR_INVALID), "segments");
+        EXPECT_NULL(mcl_inorm_pool_relu_dropout_segments(g_ctx, x4, g2, g2, 1e-5f, 0.5f, 1, 2, 3, 0),
+                    TU_ST(MCL_ERR_INVALID), "segments");
+        mcl_tensor *r = mcl_inorm_pool_relu_dropout_segments(g_ctx, x4, g2, g2, 1e-5f, 0.5f, 1, 2, 3, 2);
+        CHECK(r && mcl_tensor_dim(r, 3) == 2, "valid inorm_pool_relu dropout works: %s", mcl_ctx_error(g_ctx));
+        mcl_ctx_reset(g_ctx);
+        mcl_tensor_free(x4);
+        mcl_tensor_free(g2);
+    }
+
     /* layer_norm: gamma / beta of the wrong size */
     {
         mcl_tensor *x = mk(2, 2, 4, 0, 0, NULL), *g4 = mk(1, 4, 0, 0, 0, NULL);

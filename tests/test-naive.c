@@ -16,7 +16,11 @@
  *   inorm_pool_relu  forward (y, mean, rstd, argmax) and backward (x, gamma, beta gradients) on planes whose pooled rows are shorter
  *            than, as long as and longer than the fast path's block of 16 windows, odd sizes
  *            included, one above the OpenMP threshold, two whose fresh input gradient (above
- *            8 MiB) the backward streams (test-ops checks it on other shapes).
+ *            8 MiB) the backward streams (test-ops checks it on other shapes); and with the
+ *            output's dropout in the op (against the naive op then the naive dropout, and
+ *            back): one segment, segments, runs of many small planes, a streamed gradient.
+ *   dropout  forward and backward against mcl_naive_dropout_fwd/bwd: a counter off the Philox
+ *            block boundary, segments of 257 (a head and a tail each), 5 elements.
  *   gelu     forward and backward over the whole float range (every GELU_STRIDE-th bit pattern
  *            of the finite floats, both signs, plus a dense sweep of [-14, 14]) against the
  *            double-precision erfc form, in ulps of the exact result rounded to float (the
@@ -498,14 +502,127 @@ out:
     mcl_ctx_reset(ctx);
 }
 
+/* ---- dropout -------------------------------------------------------------------------- */
+
+/* The dropout op (src/ref/dropout.c: the mask in chunks of Philox blocks, a head and a tail
+ * drawn one by one) against mcl_naive_dropout_fwd/bwd. The only rounding is the kept values'
+ * product with the float scale 1/(1-p) (the oracle divides by 1 - p in double): 2 u, and a
+ * dropped element is exactly 0 on both sides, so a wrong mask is an error of ~1. */
+#define TOL_DROPOUT 2.5e-7
+static void test_dropout(mcl_ctx *ctx)
+{
+    /* n elements; one segment with a counter 3 past a block boundary; segments of 257 (not a
+     * multiple of 4: every segment has a head and a tail) stepping by 5 */
+    static const struct {
+        int64_t n;
+        mcl_naive_drop d;
+    } c[] = {{1000, {21, 2, 3, 0, 0, 0.3}}, {3 * 257, {22, 7, 0, 5, 257, 0.5}}, {5, {23, 1, 1, 0, 0, 0.3}}};
+    for (int k = 0; k < (int)(sizeof c / sizeof c[0]); k++) {
+        const int64_t n = c[k].n;
+        const mcl_naive_drop *d = &c[k].d;
+        char desc[64];
+        snprintf(desc, sizeof desc, "n %lld seg %lld", (long long)n, (long long)d->seg);
+        float *x = randn(n, 900 + (uint64_t)k, 1.0), *go = randn(n, 950 + (uint64_t)k, 1.0);
+        double *y = xcalloc((size_t)n, sizeof(double)), *gx = xcalloc((size_t)n, sizeof(double));
+        mcl_op_args a;
+        memset(&a, 0, sizeof a);
+        a.op = MCL_OP_DROPOUT;
+        a.in[0] = tu_tensor_from(ctx, 1, &n, x);
+        a.p.f[0] = (float)d->p;
+        a.p.u[0] = d->seed;
+        a.p.u[1] = d->stream;
+        a.p.u[2] = d->counter;
+        a.p.u[3] = d->step;
+        a.p.i[0] = d->seg;
+        mcl_no_grad_begin(ctx);
+        mcl_status st = mcl_op_run(ctx, &a);
+        mcl_no_grad_end(ctx);
+        if (CHECK(st == MCL_OK, "dropout %s: forward failed: %s", desc, mcl_ctx_error(ctx))) {
+            mcl_naive_dropout_fwd(d, n, x, y);
+            compare("dropout fwd", desc, a.out[0], y, n, TOL_DROPOUT);
+            a.gout[0] = tu_tensor_from(ctx, 1, &n, go);
+            a.gin[0] = mcl_tensor_create(ctx, 1, &n);
+            st = mcl_op_backward(ctx, &a);
+            if (CHECK(st == MCL_OK, "dropout %s: backward failed: %s", desc, mcl_ctx_error(ctx))) {
+                mcl_naive_dropout_bwd(d, n, go, gx);
+                compare("dropout bwd", desc, a.gin[0], gx, n, TOL_DROPOUT);
+            }
+            mcl_tensor_free(a.gin[0]);
+            mcl_tensor_free(a.gout[0]);
+        }
+        mcl_tensor_free(a.in[0]);
+        free(x);
+        free(go);
+        free(y);
+        free(gx);
+        mcl_ctx_reset(ctx);
+    }
+}
+
 /* ---- inorm_pool_relu -------------------------------------------------------------------- */
 
-static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4])
+/* Whether a float tensor holds the same bits as another (n elements each) */
+static int tensors_same_bits(const mcl_tensor *s, const mcl_tensor *t)
+{
+    const int64_t n = mcl_tensor_numel(s);
+    if (mcl_tensor_numel(t) != n) return 0;
+    float *u = xcalloc((size_t)n, sizeof(float)), *v = xcalloc((size_t)n, sizeof(float));
+    const int same = mcl_tensor_read(s, u, n) == MCL_OK && mcl_tensor_read(t, v, n) == MCL_OK &&
+                     memcmp(u, v, (size_t)n * sizeof(float)) == 0;
+    free(u);
+    free(v);
+    return same;
+}
+
+/* inorm_pool_relu with its dropout (f, run forward and backward) against the two ops in a row
+ * on the fast path, inorm_pool_relu then dropout with the same key (forward), dropout's
+ * backward into a fresh gradient then inorm_pool_relu's (backward): the same bits. */
+static void ipr_dropout_same_bits(mcl_ctx *ctx, const mcl_op_args *f, const char *desc)
+{
+    mcl_op_args t, d;
+    memset(&t, 0, sizeof t);
+    memset(&d, 0, sizeof d);
+    t.op = MCL_OP_INORM_POOL_RELU;
+    for (int i = 0; i < 3; i++) t.in[i] = f->in[i];
+    t.p.f[0] = f->p.f[0];
+    d.op = MCL_OP_DROPOUT;
+    d.p.f[0] = f->p.f[1];
+    for (int i = 0; i < 4; i++) d.p.u[i] = f->p.u[i];
+    d.p.i[0] = f->p.i[0];
+    mcl_no_grad_begin(ctx);
+    mcl_status st = mcl_op_run(ctx, &t);
+    d.in[0] = st == MCL_OK ? t.out[0] : NULL;
+    if (st == MCL_OK) st = mcl_op_run(ctx, &d);
+    mcl_no_grad_end(ctx);
+    if (CHECK(st == MCL_OK, "inorm_pool_relu %s: the two ops failed: %s", desc, mcl_ctx_error(ctx))) {
+        CHECK(tensors_same_bits(f->out[0], d.out[0]), "inorm_pool_relu %s: y differs from inorm_pool_relu then dropout", desc);
+        d.gout[0] = f->gout[0];
+        d.gin[0] = mcl_tensor_create(ctx, d.out[0]->ndim, d.out[0]->shape);
+        t.gout[0] = d.gin[0];
+        for (int i = 0; i < 3; i++) t.gin[i] = mcl_tensor_create(ctx, t.in[i]->ndim, t.in[i]->shape);
+        st = mcl_op_backward(ctx, &d);
+        if (st == MCL_OK) st = mcl_op_backward(ctx, &t);
+        if (CHECK(st == MCL_OK, "inorm_pool_relu %s: the two backwards failed: %s", desc, mcl_ctx_error(ctx)))
+            for (int i = 0; i < 3; i++)
+                CHECK(tensors_same_bits(f->gin[i], t.gin[i]),
+                      "inorm_pool_relu %s: gradient %d differs from dropout's then inorm_pool_relu's backward", desc, i);
+        for (int i = 0; i < 3; i++) mcl_tensor_free(t.gin[i]);
+        mcl_tensor_free(d.gin[0]);
+    }
+}
+
+/* drop: the output's dropout in the op (NULL: none); its oracle is the naive inorm_pool_relu
+ * then the naive dropout (forward), the naive dropout's backward then the naive
+ * inorm_pool_relu's (backward, its gout the dropout's gradient rounded to float) */
+static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4], const mcl_naive_drop *drop)
 {
     const int64_t B = c[0], C = c[1], H = c[2], W = c[3], R = B * C, P = R * (H / 2) * (W / 2);
-    char desc[64];
+    char desc[96];
     snprintf(desc, sizeof desc, "%lldx%lldx%lldx%lld", (long long)B, (long long)C, (long long)H,
              (long long)W);
+    if (drop)
+        snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " dropout %g seg %lld",
+                 drop->p, (long long)drop->seg);
     float *x = randn(R * H * W, 700 + 10 * (uint64_t)cs, 1.0);
     float *gm = randn(C, 701 + 10 * (uint64_t)cs, 1.0), *bt = randn(C, 702 + 10 * (uint64_t)cs, 0.5);
     mcl_op_args a;
@@ -515,19 +632,33 @@ static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4])
     a.in[1] = tu_tensor_from(ctx, 1, &C, gm);
     a.in[2] = tu_tensor_from(ctx, 1, &C, bt);
     a.p.f[0] = 1e-5f;
+    if (drop) {
+        a.p.f[1] = (float)drop->p;
+        a.p.u[0] = drop->seed;
+        a.p.u[1] = drop->stream;
+        a.p.u[2] = drop->counter;
+        a.p.u[3] = drop->step;
+        a.p.i[0] = drop->seg;
+    }
     mcl_no_grad_begin(ctx);
     mcl_status st = mcl_op_run(ctx, &a);
     mcl_no_grad_end(ctx);
     if (CHECK(st == MCL_OK, "inorm_pool_relu %s: forward failed: %s", desc, mcl_ctx_error(ctx))) {
         double *y = xcalloc((size_t)P, sizeof(double)), *arg = xcalloc((size_t)P, sizeof(double));
         double *mu = xcalloc((size_t)R, sizeof(double)), *rs = xcalloc((size_t)R, sizeof(double));
+        double *yd = xcalloc((size_t)P, sizeof(double));
         mcl_naive_inorm_pool_relu(B, C, H, W, x, gm, bt, 1e-5, y, mu, rs, arg);
-        compare("inorm_pool_relu fwd y", desc, a.out[0], y, P, TOL_IPR_FWD);
+        for (int64_t i = 0; i < P; i++) /* the dropout of y (double, as mcl_naive_dropout_fwd) */
+            yd[i] = !drop ? y[i] : mcl_naive_dropout_keep(drop, i) ? y[i] / (1.0 - drop->p) : 0.0;
+        compare("inorm_pool_relu fwd y", desc, a.out[0], yd, P, TOL_IPR_FWD);
         compare("inorm_pool_relu fwd mean", desc, a.out[1], mu, R, TOL_IPR_FWD);
         compare("inorm_pool_relu fwd rstd", desc, a.out[2], rs, R, TOL_IPR_FWD);
         compare("inorm_pool_relu fwd argmax", desc, a.out[3], arg, P, 0.0);
         /* backward: gout ~ N(0, 1), fresh gradients */
-        float *go = randn(P, 703 + 10 * (uint64_t)cs, 1.0);
+        float *go = randn(P, 703 + 10 * (uint64_t)cs, 1.0), *gy = xcalloc((size_t)P, sizeof(float));
+        double *gd = xcalloc((size_t)P, sizeof(double));
+        if (drop) mcl_naive_dropout_bwd(drop, P, go, gd);
+        for (int64_t i = 0; i < P; i++) gy[i] = drop ? (float)gd[i] : go[i]; /* relu's gout */
         double *gx = xcalloc((size_t)(R * H * W), sizeof(double));
         double *gg = xcalloc((size_t)C, sizeof(double)), *gb = xcalloc((size_t)C, sizeof(double));
         const int64_t so[4] = {B, C, H / 2, W / 2};
@@ -535,18 +666,22 @@ static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4])
         for (int i = 0; i < 3; i++) a.gin[i] = mcl_tensor_create(ctx, a.in[i]->ndim, a.in[i]->shape);
         st = mcl_op_backward(ctx, &a);
         if (CHECK(st == MCL_OK, "inorm_pool_relu %s: backward failed: %s", desc, mcl_ctx_error(ctx))) {
-            mcl_naive_inorm_pool_relu_bwd(B, C, H, W, x, gm, y, mu, rs, arg, go, gx, gg, gb);
+            mcl_naive_inorm_pool_relu_bwd(B, C, H, W, x, gm, y, mu, rs, arg, gy, gx, gg, gb);
             compare("inorm_pool_relu bwd dL/dx", desc, a.gin[0], gx, R * H * W, TOL_IPR_BWD);
             compare("inorm_pool_relu bwd dL/dgamma", desc, a.gin[1], gg, C, TOL_IPR_BWD);
             compare("inorm_pool_relu bwd dL/dbeta", desc, a.gin[2], gb, C, TOL_IPR_BWD);
+            if (drop) ipr_dropout_same_bits(ctx, &a, desc);
         }
         for (int i = 0; i < 3; i++) mcl_tensor_free(a.gin[i]);
         mcl_tensor_free(a.gout[0]);
         free(go);
+        free(gy);
+        free(gd);
         free(gx);
         free(gg);
         free(gb);
         free(y);
+        free(yd);
         free(arg);
         free(mu);
         free(rs);
@@ -761,7 +896,21 @@ int main(int argc, char **argv)
     static const int64_t si[][4] = {{1, 1, 2, 2}, {2, 3, 7, 7}, {2, 3, 28, 28}, {1, 2, 33, 32},
                                     {2, 2, 9, 40}, {1, 3, 4, 65}, {6, 7, 28, 28},
                                     {90, 32, 28, 28}, {1400, 32, 7, 7}};
-    for (int c = 0; c < (int)(sizeof si / sizeof si[0]); c++) test_inorm_pool_relu(ctx, c, si[c]);
+    for (int c = 0; c < (int)(sizeof si / sizeof si[0]); c++) test_inorm_pool_relu(ctx, c, si[c], NULL);
+    /* with the output's dropout (the Conv-4 block's): one segment, a counter off the Philox
+     * block boundary; segments whose streams step (one per image: plane runs that cross a
+     * segment's end); 2 x 2 windows of a 4 x 4 plane (runs of many planes); above the OpenMP
+     * threshold with a fresh input gradient above 8 MiB */
+    static const struct {
+        int64_t c[4];
+        mcl_naive_drop d;
+    } sd[] = {{{2, 3, 28, 28}, {11, 3, 5, 0, 0, 0.3}},
+              {{5, 6, 14, 14}, {12, 4, 0, 7, 6 * 49, 0.5}},
+              {{40, 32, 4, 4}, {13, 9, 2, 0, 0, 0.3}},
+              {{90, 32, 28, 28}, {14, 1, 0, 3, 32 * 196 * 30, 0.3}}};
+    for (int c = 0; c < (int)(sizeof sd / sizeof sd[0]); c++)
+        test_inorm_pool_relu(ctx, 20 + c, sd[c].c, &sd[c].d);
+    test_dropout(ctx);
     test_gelu(ctx);
     test_exp_nonpos();
 

@@ -1283,16 +1283,31 @@ static int ipr_redraw(tcase *tc, float *xq, int64_t H, int64_t W, double gm, dou
     return bad;
 }
 
+/* The cases of inorm_pool_relu: x's shape and the output's dropout (p = 0: none; the key as
+ * gen_dropout's). With dropout: one segment with a counter off the Philox block boundary,
+ * segments of one image each (C·Ho·Wo) whose streams step, Conv-4's first layer, the big case
+ * (segments of one image, many work-groups). */
+static const struct {
+    int64_t s[5];
+    float p;
+    uint64_t seed, stream, counter;
+    int64_t seg;
+    uint64_t step;
+} IPR_CASES[] = {{{4, 1, 1, 2, 2}, 0.0f, 0, 0, 0, 0, 0},    {{4, 2, 3, 5, 7}, 0.0f, 0, 0, 0, 0, 0},
+                 {{4, 1, 2, 7, 7}, 0.0f, 0, 0, 0, 0, 0},    {{4, 2, 2, 3, 3}, 0.0f, 0, 0, 0, 0, 0},
+                 {{4, 2, 2, 3, 2}, 0.0f, 0, 0, 0, 0, 0},    {{4, 1, 3, 13, 13}, 0.0f, 0, 0, 0, 0, 0},
+                 {{4, 2, 2, 6, 4}, 0.0f, 0, 0, 0, 0, 0},    {{4, 1, 2, 28, 28}, 0.0f, 0, 0, 0, 0, 0},
+                 {{4, 2, 3, 5, 7}, 0.3f, 42, 1, 5, 0, 0},   {{4, 3, 2, 6, 6}, 0.5f, 7, 3, 0, 18, 4},
+                 {{4, 2, 2, 28, 28}, 0.3f, 9, 2, 0, 0, 0},  {{4, 4, 8, 33, 65}, 0.3f, 11, 5, 0, 4096, 11}};
+
 static int gen_inorm_pool_relu(int k, tcase *tc)
 {
-    static const int64_t s[][5] = {{4, 1, 1, 2, 2},  {4, 2, 3, 5, 7},  {4, 1, 2, 7, 7},
-                                   {4, 2, 2, 3, 3},  {4, 2, 2, 3, 2},  {4, 1, 3, 13, 13},
-                                   {4, 2, 2, 6, 4},  {4, 1, 2, 28, 28}, {4, 4, 8, 33, 65}};
-    const int ns = (int)(sizeof s / sizeof s[0]);
+    const int ns = (int)(sizeof IPR_CASES / sizeof IPR_CASES[0]);
     if (k >= ns) return 0;
     if (k == ns - 1) mark_big(tc);
-    const int64_t B = s[k][1], C = s[k][2], H = s[k][3], W = s[k][4], N = H * W;
-    float *x = tc->x[fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0)];
+    const int64_t *s = IPR_CASES[k].s;
+    const int64_t B = s[1], C = s[2], H = s[3], W = s[4], N = H * W;
+    float *x = tc->x[fill_normal(tc, add_in(tc, s), 0.0, 1.0)];
     float *gamma = tc->x[add_in(tc, S1(C))], *beta = tc->x[fill_normal(tc, add_in(tc, S1(C)), 0.0, 0.5)];
     for (int64_t c = 0; c < C; c++) /* |gamma| in [0.5, 1.5], either sign */
         gamma[c] = (float)((trng_unit(&tc->rng) < 0.5 ? -1.0 : 1.0) * (0.5 + trng_unit(&tc->rng)));
@@ -1307,6 +1322,12 @@ static int gen_inorm_pool_relu(int k, tcase *tc)
                 bad += ipr_redraw(tc, x + (b * C + c) * N, H, W, gamma[c], beta[c]);
         }
     tc->p.f[0] = 1e-5f;
+    tc->p.f[1] = IPR_CASES[k].p;
+    tc->p.u[0] = IPR_CASES[k].seed;
+    tc->p.u[1] = IPR_CASES[k].stream;
+    tc->p.u[2] = IPR_CASES[k].counter;
+    tc->p.i[0] = IPR_CASES[k].seg;
+    tc->p.u[3] = IPR_CASES[k].step;
     return 1;
 }
 
@@ -2172,6 +2193,12 @@ static void nv_inorm_pool_relu(const tcase *tc, harr *w)
     double *mu = want_new(&w[1], 1, &R), *rs = want_new(&w[2], 1, &R);
     mcl_naive_inorm_pool_relu(xs[0], xs[1], xs[2], xs[3], tc->x[0], tc->x[1], tc->x[2],
                               (double)tc->p.f[0], y, mu, rs, arg);
+    if (tc->p.f[1] > 0.0f) { /* then the output's dropout (src/ref/naive/dropout.c's mask) */
+        const mcl_naive_drop d = {tc->p.u[0], tc->p.u[1], tc->p.u[2], tc->p.u[3], tc->p.i[0],
+                                  (double)tc->p.f[1]};
+        for (int64_t i = 0; i < w[0].n; i++)
+            y[i] = mcl_naive_dropout_keep(&d, i) ? y[i] / (1.0 - d.p) : 0.0;
+    }
 }
 
 /* src/ref/naive/srwm.c: y, the final state, and the saved q, k, beta, Δ_i of every step */

@@ -115,6 +115,9 @@ SEPARATE = {
     "bias_dropout_relu_keyed": "random mask: dropout_keyed's of relu(x + b) (test_bias_dropout_relu)",
     "bias_add_dropout": "random mask: a + dropout_keyed's of x + b (test_bias_add_dropout)",
     "bias_add_dropout_keyed": "random mask: a + dropout_keyed's of x + b (test_bias_add_dropout)",
+    "inorm_pool_relu_dropout": "random mask: dropout's of inorm_pool_relu (test_inorm_pool_relu_dropout)",
+    "inorm_pool_relu_dropout_segments": "random mask: dropout_segments' of inorm_pool_relu "
+                                        "(test_inorm_pool_relu_dropout)",
     "kv_push": "in place, no output: test_kv_push",
     "wcst_act": "in place, random draws: test_wcst_act",
     "smn_write_eff": "in place, no output: test_smn_write_eff",
@@ -202,6 +205,33 @@ def test_bias_dropout_relu(backend):
         gx = ((d != 0) & (t > 0)) / np.float32(0.75)
         assert np.allclose(x.grad.numpy(), gx)
         assert np.allclose(b.grad.numpy(), gx.sum(axis=0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inorm_pool_relu_dropout(backend):
+    xv, gv, bv = rn(1, 2, 3, 6, 8), pos(2, 3), rn(3, 3)
+    with metacl.Context(backend, seed=3) as ctx:
+        x, g, b = ctx.tensor(xv, requires_grad=True), ctx.tensor(gv), ctx.tensor(bv)
+        plain = ops.inorm_pool_relu(x, g, b, 1e-5)
+        # not training: the op alone, no mask
+        assert np.array_equal(ops.inorm_pool_relu_dropout(x, g, b, 1e-5, 0.25, 0).numpy(), plain.numpy())
+        # two segments of 36 (one image each): dropout_segments' mask of the plain op's output, and
+        # the gradient of the two ops in a row, bit for bit
+        y = ops.inorm_pool_relu_dropout_segments(x, g, b, 1e-5, 0.25, 11, 5, 3, 2)
+        d = ops.dropout_segments(plain, 0.25, 11, 5, 3, 36)
+        assert np.array_equal(y.numpy(), d.numpy())
+        metacl.backward(ops.sum(y))
+        x2 = ctx.tensor(xv, requires_grad=True)
+        metacl.backward(ops.sum(ops.dropout_segments(ops.inorm_pool_relu(x2, g, b, 1e-5), 0.25, 11, 5, 3, 36)))
+        assert np.array_equal(x.grad.numpy(), x2.grad.numpy())
+    # training: the context's next stream, as dropout draws it
+    outs = []
+    for fused in (True, False):
+        with metacl.Context(backend, seed=3) as ctx:
+            x, g, b = ctx.tensor(xv), ctx.tensor(gv), ctx.tensor(bv)
+            outs.append((ops.inorm_pool_relu_dropout(x, g, b, 1e-5, 0.25, 1) if fused else
+                         ops.dropout(ops.inorm_pool_relu(x, g, b, 1e-5), 0.25, 1)).numpy())
+    assert np.array_equal(outs[0], outs[1]) and np.count_nonzero(outs[0]) > 0
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

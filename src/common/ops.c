@@ -495,6 +495,12 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         if (!(a->p.f[0] > 0.0f))
             return INVALID("inorm_pool_relu: eps = %g must be > 0", (double)a->p.f[0]);
         int64_t sh[4] = {x->shape[0], x->shape[1], x->shape[2] / 2, x->shape[3] / 2};
+        if (!(a->p.f[1] >= 0.0f && a->p.f[1] < 1.0f))
+            return INVALID("inorm_pool_relu: dropout p = %g must be in [0, 1)", (double)a->p.f[1]);
+        const int64_t ny = sh[0] * sh[1] * sh[2] * sh[3];
+        if (a->p.i[0] < 0 || (a->p.i[0] > 0 && ny % a->p.i[0] != 0))
+            return INVALID("inorm_pool_relu: dropout segments of %lld elements do not divide %lld",
+                           (long long)a->p.i[0], (long long)ny);
         set_out(o, 0, 4, sh);
         set_out1(o, 1, x->shape[0] * x->shape[1]);
         set_out1(o, 2, x->shape[0] * x->shape[1]);
@@ -1391,8 +1397,9 @@ mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mc
     return run1(ctx, &a);
 }
 
-mcl_tensor *mcl_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
-                                float eps)
+/* inorm_pool_relu with its output's dropout (p = 0: none; the key as dropout_op's) */
+static mcl_tensor *ipr_op(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, float eps,
+                          float p, uint64_t seed, uint64_t stream, uint64_t step, int64_t seg)
 {
     mcl_op_args a;
     memset(&a, 0, sizeof a);
@@ -1401,7 +1408,52 @@ mcl_tensor *mcl_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, 
     a.in[1] = gamma;
     a.in[2] = beta;
     a.p.f[0] = eps;
+    a.p.f[1] = p;
+    a.p.u[0] = seed;
+    a.p.u[1] = stream;
+    a.p.u[3] = step;
+    a.p.i[0] = seg;
     return run1(ctx, &a);
+}
+
+mcl_tensor *mcl_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
+                                float eps)
+{
+    return ipr_op(ctx, x, gamma, beta, eps, 0.0f, 0, 0, 0, 0);
+}
+
+mcl_tensor *mcl_inorm_pool_relu_dropout(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma,
+                                        mcl_tensor *beta, float eps, float p, int training)
+{
+    if (!ctx) return NULL;
+    if (!training || p == 0.0f) /* no dropout: no stream drawn (as mcl_dropout) */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_inorm_pool_relu(ctx, x, gamma, beta, eps);
+    return ipr_op(ctx, x, gamma, beta, eps, p, ctx->seed, mcl_ctx_next_stream(ctx), 0, 0);
+}
+
+mcl_tensor *mcl_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma,
+                                                 mcl_tensor *beta, float eps, float p,
+                                                 uint64_t seed, uint64_t stream, uint64_t step,
+                                                 int64_t n_seg)
+{
+    if (!ctx) return NULL;
+    if (n_seg < 1) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "inorm_pool_relu: %lld dropout segments (1 or more)",
+                          (long long)n_seg);
+        return NULL;
+    }
+    int64_t seg = 0; /* elements per segment of the output [B,C,H/2,W/2] */
+    if (x && x->ndim == 4) {
+        const int64_t ny = x->shape[0] * x->shape[1] * (x->shape[2] / 2) * (x->shape[3] / 2);
+        if (ny % n_seg != 0) {
+            mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                              "inorm_pool_relu: %lld output elements in %lld dropout segments",
+                              (long long)ny, (long long)n_seg);
+            return NULL;
+        }
+        seg = ny / n_seg;
+    }
+    return ipr_op(ctx, x, gamma, beta, eps, p, seed, stream, step, seg);
 }
 
 mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,

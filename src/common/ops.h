@@ -90,6 +90,16 @@ mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mc
  * block's tail): x [B,C,H,W] with H, W >= 2 -> [B,C,H/2,W/2] (floor); statistics over all H*W */
 mcl_tensor *mcl_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
                                 float eps);
+/* mcl_dropout(mcl_inorm_pool_relu(x, gamma, beta, eps), p, training) in one op (the same values,
+ * gradients and stream; no mask is stored: the backward's relu gate y > 0 holds it) */
+mcl_tensor *mcl_inorm_pool_relu_dropout(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma,
+                                        mcl_tensor *beta, float eps, float p, int training);
+/* mcl_dropout_segments(mcl_inorm_pool_relu(x, gamma, beta, eps), p, seed, stream, step,
+ * numel(out) / n_seg) in one op (p > 0; n_seg segments of the output) */
+mcl_tensor *mcl_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma,
+                                                 mcl_tensor *beta, float eps, float p,
+                                                 uint64_t seed, uint64_t stream, uint64_t step,
+                                                 int64_t n_seg);
 
 /* The self-referential weight matrix over a sequence (doc/acl-model.md §1): x [B,H,L,D], state
  * {W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4]} -> y [B,H,L,D] and the final state. */

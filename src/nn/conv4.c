@@ -57,13 +57,13 @@ mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, in
 mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x, int64_t rows,
                               float p, int training)
 {
-    /* norm → pool → relu in one op (the same numbers as the three in a row), then dropout:
+    /* norm → pool → relu → dropout in one op (the same numbers as the four in a row):
      * dropout scales kept values by 1/(1 − p) > 0 and zeroes the rest, so it commutes with
      * the ReLU (same values, same gradients), and it draws the same mask either way */
     for (int i = 0; i < 4; i++) {
         x = mcl_conv2d(ctx, x, net->w[i], net->b[i], 1, 1);
-        x = mcl_inorm_pool_relu(ctx, x, net->norm_g[i], net->norm_b[i], MCL_CONV4_NORM_EPS);
-        if (p > 0.0f && training) x = mcl_dropout(ctx, x, p, training);
+        x = mcl_inorm_pool_relu_dropout(ctx, x, net->norm_g[i], net->norm_b[i], MCL_CONV4_NORM_EPS,
+                                        p, training);
     }
     const int64_t fs[2] = {rows, net->n_features};
     return mcl_reshape(ctx, x, 2, fs);
@@ -80,10 +80,12 @@ mcl_tensor *mcl_conv4_forward_segments(mcl_ctx *ctx, const mcl_conv4 *net, mcl_t
     }
     for (int i = 0; i < 4; i++) {
         x = mcl_conv2d(ctx, x, net->w[i], net->b[i], 1, 1);
-        x = mcl_inorm_pool_relu(ctx, x, net->norm_g[i], net->norm_b[i], MCL_CONV4_NORM_EPS);
-        if (p > 0.0f && training && x)
-            x = mcl_dropout_segments(ctx, x, p, mcl_ctx_seed(ctx), stream0 + (uint64_t)i, step,
-                                     mcl_tensor_numel(x) / n_seg);
+        if (p > 0.0f && training)
+            x = mcl_inorm_pool_relu_dropout_segments(ctx, x, net->norm_g[i], net->norm_b[i],
+                                                     MCL_CONV4_NORM_EPS, p, mcl_ctx_seed(ctx),
+                                                     stream0 + (uint64_t)i, step, n_seg);
+        else
+            x = mcl_inorm_pool_relu(ctx, x, net->norm_g[i], net->norm_b[i], MCL_CONV4_NORM_EPS);
     }
     const int64_t fs[2] = {rows, net->n_features};
     return mcl_reshape(ctx, x, 2, fs);

@@ -505,6 +505,12 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
  * One work-group per plane (statistics over all H*W values, then the windows); backward:
  * the input gradient per plane, gamma/beta per channel, as instance_norm's, with the
  * gradient of the normalized plane taken from gout at the argmax where y > 0. */
+/* The output's dropout scale 1 / (1 - p) in float (src/ref/dropout.c's), 1 without dropout */
+static float ipr_drop_scale(const mcl_op_args *a)
+{
+    return a->p.f[1] > 0.0f ? 1.0f / (1.0f - a->p.f[1]) : 1.0f;
+}
+
 mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const mcl_tensor *x = a->in[0];
@@ -526,6 +532,15 @@ mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_int(be, k, i, (int)H);
     i = mcl_ocl_arg_int(be, k, i, (int)W);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
+    /* the output's dropout (dropout.c's mask arguments; seg = 0 passed as the element count) */
+    const int64_t ny = R * (H / 2) * (W / 2);
+    i = mcl_ocl_arg_float(be, k, i, a->p.f[1]);
+    i = mcl_ocl_arg_float(be, k, i, ipr_drop_scale(a));
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+    i = mcl_ocl_arg_long(be, k, i, a->p.i[0] > 0 ? a->p.i[0] : (ny > 0 ? ny : 1));
+    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[3]);
     /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
     i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
     return mcl_ocl_launch_groups(be, k, i, (size_t)R, WG,
@@ -534,14 +549,15 @@ mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
 
 /* The arguments the inorm_pool_relu backward kernels share, from the saved forward outputs:
  *   out[1] mean [B*C], out[2] rstd [B*C], out[0] y [B,C,H/2,W/2], out[3] arg [B,C,H/2,W/2],
- *   gout[0] gy [B,C,H/2,W/2]; returns the next argument index */
+ *   gout[0] gy [B,C,H/2,W/2], the dropout's scale; returns the next argument index */
 static int ipr_saved_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a)
 {
     i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
     i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
-    return mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+    return mcl_ocl_arg_float(be, k, i, ipr_drop_scale(a));
 }
 
 /* The gamma/beta gradient arguments: ggamma [C], gbeta [C], B, C, H, W, the two want flags.

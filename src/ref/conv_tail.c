@@ -10,6 +10,13 @@
  *   y[r, i, j]   = max(n[r, 2i + arg/2, 2j + arg%2], 0)
  *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
  *   out[0] y [B,C,Ho,Wo], out[1] mean [B*C], out[2] rstd [B*C], out[3] arg [B,C,Ho,Wo]
+ * with the output's dropout (p.f[1] = p > 0; key and segments as the dropout op's, ops.def):
+ *   y[i]         = keep_i ? max(...) * scale : 0    (scale = 1 / (1 - p), i the flat index of y)
+ * the values of inorm_pool_relu then dropout. No mask is kept: in the backward a window's
+ * gradient passes where y > 0, which is exactly where the relu passed and the mask kept
+ * (scale > 0), and it is then gout * scale, the dropout's term: gn = 0 + (y > 0 ? gout *
+ * scale : 0), the floats of the two ops' backwards (dropout's 0 + gout * scale, into a
+ * zero gradient, then the relu's 0 + that). Without dropout scale = 1 (gout * 1 = gout).
  * backward, with gn the gradient of n (gout of a window at its argmax where y > 0, else 0),
  * xhat = (x - mean) * rstd (saved float statistics), dxhat = gn * gamma[c]:
  *   gx[r, e]  += rstd[r] * (dxhat_e - (1/N) sum_k dxhat_k - xhat_e * (1/N) sum_k dxhat_k xhat_k)
@@ -36,7 +43,8 @@
  * its arithmetic, at about 10 GB/s on one core: doc/reference-backend.md.) Each thread asks
  * for its next plane while it computes on the current one (a line per block of a pass over
  * the plane: tail_sum's pf, tail_bwd_sums' nx; or all at once, tail_prefetch).
- * Forward: planes in parallel, each by one thread. Backward: the images cut into BWD_CHUNKS
+ * Forward: planes in parallel, each by one thread; the dropout's mask is applied to a thread's
+ * finished planes of y in runs of at least TAIL_DROP_RUN values (mcl_ref_dropout_range, in L1). Backward: the images cut into BWD_CHUNKS
  * fixed chunks, one thread each, with double sums of the gamma/beta gradients added in chunk
  * order at the end. So every result is the same for any thread count.
  */
@@ -60,6 +68,8 @@
 /* Float lanes (and windows of a block); values a float lane adds before going into double. */
 #define TL 16
 #define TL_RUN 16
+/* The forward's dropout: the mask is applied to runs of at least this many values of y. */
+#define TAIL_DROP_RUN 1024
 
 /* the TL = 16 double lanes added pairwise */
 static double lanes_total(const double *a)
@@ -215,6 +225,7 @@ mcl_status mcl_ref_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
     float *y = mcl_ref_ptr(a->out[0]), *mean = mcl_ref_ptr(a->out[1]);
     float *rstd = mcl_ref_ptr(a->out[2]), *arg = mcl_ref_ptr(a->out[3]);
     const double eps = (double)a->p.f[0];
+    const mcl_ref_drop_key dk = {a->p.u[0], a->p.u[1], a->p.u[2], a->p.u[3], a->p.i[0], a->p.f[1]};
 #pragma omp parallel if (R * N > PAR_MIN)
     {
         int64_t r0 = 0, r1 = R; /* this thread's planes: omp for's static split */
@@ -223,10 +234,16 @@ mcl_status mcl_ref_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
         r0 = t * q + (t < e ? t : e);
         r1 = r0 + q + (t < e);
 #endif
-        for (int64_t r = r0; r < r1; r++)
+        int64_t rd = r0; /* the first plane whose y the dropout has not masked yet */
+        for (int64_t r = r0; r < r1; r++) {
             tail_fwd_plane(x + r * N, r + 1 < r1 ? x + (r + 1) * N : NULL, H, W,
                            (double)gamma[r % C], (double)beta[r % C], eps, &mean[r], &rstd[r],
                            y + r * P, arg + r * P);
+            if (dk.p > 0.0f && ((r + 1 - rd) * P >= TAIL_DROP_RUN || r + 1 == r1)) {
+                mcl_ref_dropout_range(&dk, rd * P, (r + 1 - rd) * P, y + rd * P);
+                rd = r + 1;
+            }
+        }
     }
     return MCL_OK;
 }
@@ -256,13 +273,14 @@ MCL_HOT static void tail_grad_block(const float *restrict gp, const float *restr
     for (int u = 0; u < 2 * TL; u++) r[u] = t[u] == (float)(u % 2) + d2 ? gv[u] : 0.0f;
 }
 
-/* gp[j] = 0 + (y[j] > 0 ? g[j] : 0) (relu's backward), ap[j] = arg[j], j < n */
+/* gp[j] = 0 + (y[j] > 0 ? g[j] * gs : 0) (relu's backward, and the dropout's with gs its
+ * scale; gs = 1 without), ap[j] = arg[j], j < n */
 MCL_HOT static void tail_gate(const float *restrict g, const float *restrict y,
-                              const float *restrict arg, int64_t n, float *restrict gp,
+                              const float *restrict arg, int64_t n, float gs, float *restrict gp,
                               float *restrict ap)
 {
     for (int64_t j = 0; j < n; j++) {
-        gp[j] = 0.0f + (y[j] > 0.0f ? g[j] : 0.0f);
+        gp[j] = 0.0f + (y[j] > 0.0f ? g[j] * gs : 0.0f);
         ap[j] = arg[j];
     }
 }
@@ -276,10 +294,10 @@ MCL_HOT static void tail_gate(const float *restrict g, const float *restrict y,
  * and the start of the next row, which that row's own blocks store later. An odd last row
  * is set to 0. (maxpool2d's fresh 0 + v is v: v = 0 + .. is never -0.) */
 static void tail_grad(const float *g, const float *y, const float *arg, int64_t H, int64_t W,
-                      float *gn, float *gp, float *ap)
+                      float gs, float *gn, float *gp, float *ap)
 {
     const int64_t Ho = H / 2, Wo = W / 2;
-    tail_gate(g, y, arg, Ho * Wo, gp, ap);
+    tail_gate(g, y, arg, Ho * Wo, gs, gp, ap);
     for (int64_t u = 0; u < 2 * Ho; u++) {
         const float *gi = gp + (u / 2) * Wo, *ai = ap + (u / 2) * Wo;
         for (int64_t j0 = 0; j0 < Wo || (W % 2 && j0 == Wo); j0 += TL)
@@ -381,20 +399,21 @@ MCL_HOT static void tail_bwd_dx_stream(const float *restrict x, const float *res
 #endif
 
 /* The backward of one plane (x, gx [H,W]; g, y, ag [Ho,Wo]; m, rs its saved statistics, gm
- * its gamma; s the chunk's scratch, tail_bwd_scratch floats; next: the next plane in memory
+ * its gamma, gs the dropout's scale (1 without); s the chunk's scratch, tail_bwd_scratch floats;
+ * next: the next plane in memory
  * is this thread's too, fetched while this one is computed on): gn (tail_grad), then
  * *sg = sum gn, *sgx = sum gn * xhat, and gx when not NULL:
  *   gx = gn * (rs gm) + (x - m) * (-rs^2 mean_dx) + (-rs mean_d),
  *   mean_d = gm sg / N, mean_dx = gm sgx / N. */
 static void tail_bwd_plane(const float *x, const float *g, const float *y, const float *ag,
-                           int64_t H, int64_t W, float m, float rs, double gm, float *s,
+                           int64_t H, int64_t W, float m, float rs, double gm, float gs, float *s,
                            float *gx, int fresh, int next, double *sg, double *sgx)
 {
     const int64_t N = H * W, P = (H / 2) * (W / 2);
     int64_t ldg;
     (void)tail_bwd_scratch(H, W, &ldg);
     float *gp = s + N + 2 * TL;
-    tail_grad(g, y, ag, H, W, s, gp, gp + ldg);
+    tail_grad(g, y, ag, H, W, gs, s, gp, gp + ldg);
     const float *nx[4] = {x + N, g + P, y + P, ag + P};
     if (next && gx && fresh < 2) {
         tail_prefetch(g + P, P, 0);
@@ -432,6 +451,7 @@ mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
     float *ggamma = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
     float *gbeta = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
     if (!gx && !ggamma && !gbeta) return MCL_OK;
+    const float gs = a->p.f[1] > 0.0f ? 1.0f / (1.0f - a->p.f[1]) : 1.0f; /* dropout's scale */
     const int64_t nchunks = B < BWD_CHUNKS ? B : BWD_CHUNKS;
     /* per chunk and channel: sum gn * xhat, then sum gn */
     double *part = calloc((size_t)(nchunks * 2 * C), sizeof(double));
@@ -457,7 +477,7 @@ mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
                 const int64_t r = b * C + c;
                 double sg, sgx;
                 tail_bwd_plane(x + r * N, g + r * P, y + r * P, arg + r * P, H, W, mean[r],
-                               rstd[r], (double)gamma[c], sc + ch * ns, gx ? gx + r * N : NULL,
+                               rstd[r], (double)gamma[c], gs, sc + ch * ns, gx ? gx + r * N : NULL,
                                fresh_x, r + 1 < (B * (ch + 1) / nchunks) * C, &sg, &sgx);
                 acc_g[c] += sgx;
                 acc_b[c] += sg;

@@ -124,6 +124,12 @@ MCL_HOT static void fwd_chunk(const uint32_t *restrict u, const float *restrict 
     MCL_SIMD for (int e = 0; e < DRAW_CHUNK; e++) O[e] = pick(keep_mask(u[e], t), A[e] * scale, 0.0f);
 }
 
+/* y_i = keep_i ? y_i * scale : 0 in place for one chunk (fwd_chunk's values) */
+MCL_HOT static void mask_chunk(const uint32_t *restrict u, float *restrict y, uint32_t t, float scale)
+{
+    MCL_SIMD for (int e = 0; e < DRAW_CHUNK; e++) y[e] = pick(keep_mask(u[e], t), y[e] * scale, 0.0f);
+}
+
 /* ga_i += keep_i ? gout_i * scale : 0 (fresh: ga_i = 0 + that) for one chunk */
 MCL_HOT static void bwd_chunk(const uint32_t *restrict u, const float *restrict G, float *restrict GA,
                               uint32_t t, float scale, int fresh)
@@ -157,6 +163,38 @@ static void fwd_seg(const seg_key *k, const float *A, float *O, int64_t n, float
     }
     fwd_slow(k, A, O, 0, h, scale, relu);
     fwd_slow(k, A, O, h + nchunks * DRAW_CHUNK, n, scale, relu);
+}
+
+/* The elements [i0, i0 + n) of one segment, in place (y at element i0): their draws start at
+ * counter ctr + i0, so the head, chunks and tail are split from there (each element's word is
+ * the same whichever chunk draws it). Serial: the caller's thread. */
+static void range_seg(const seg_key *k, int64_t i0, int64_t n, float *y, float scale)
+{
+    const seg_key kr = {k->seed, k->stream, k->ctr + (uint64_t)i0, k->p};
+    const uint32_t t = keep_threshold(k->p);
+    int64_t h, nchunks;
+    mcl_rng_draw_split(kr.ctr, n, &h, &nchunks);
+    for (int64_t c = 0; c < nchunks; c++) {
+        const int64_t e0 = h + c * DRAW_CHUNK;
+        uint32_t u[DRAW_CHUNK];
+        mcl_rng_draw_chunk(kr.seed, kr.stream, kr.ctr + (uint64_t)e0, u);
+        mask_chunk(u, y + e0, t, scale);
+    }
+    fwd_slow(&kr, y, y, 0, h, scale, 0);
+    fwd_slow(&kr, y, y, h + nchunks * DRAW_CHUNK, n, scale, 0);
+}
+
+void mcl_ref_dropout_range(const mcl_ref_drop_key *k, int64_t i0, int64_t n, float *y)
+{
+    const float scale = 1.0f / (1.0f - k->p);
+    for (int64_t e = 0; e < n;) { /* piece by piece within the segments */
+        const int64_t i = i0 + e, s = k->seg > 0 ? i / k->seg : 0, base = s * k->seg;
+        const int64_t end = k->seg > 0 ? base + k->seg - i : n - e; /* the segment's rest */
+        const int64_t len = end < n - e ? end : n - e;
+        const seg_key ks = {k->seed, k->stream + (uint64_t)s * k->step, k->counter, k->p};
+        range_seg(&ks, i - base, len, y + e, scale);
+        e += len;
+    }
 }
 
 /* Forward:  out_i = keep_i ? a_i * scale : 0   (segment by segment; relu first: see the top)

@@ -61,6 +61,19 @@ void mcl_ref_bias_colsum(const float *g, int64_t R, int64_t N, float *gb);
 void mcl_ref_norm_affine_grads(const double *part, int64_t nchunks, int64_t C, float *ggamma,
                                int fresh_g, float *gbeta, int fresh_b);
 
+/* A dropout's key (ops.def's dropout row): element i of segment s = i / seg draws from stream
+ * + s·step at counter + (i − s·seg); seg = 0 is one segment. p in (0, 1). */
+typedef struct mcl_ref_drop_key {
+    uint64_t seed, stream, counter, step;
+    int64_t seg;
+    float p;
+} mcl_ref_drop_key;
+
+/* y[e] = keep_{i0 + e} ? y[e] * scale : 0 for e < n, in place, on the calling thread: dropout's
+ * forward (scale = 1 / (1 − p) in float) on the elements i0 .. i0 + n − 1 of a tensor whose
+ * whole mask k describes, the same values as mcl_ref_dropout_fwd there (dropout.c) */
+void mcl_ref_dropout_range(const mcl_ref_drop_key *k, int64_t i0, int64_t n, float *y);
+
 /* mcl_ref_<name>_fwd for every op, mcl_ref_<name>_bwd for the ops with has_bwd = 1 (ops.def) */
 #define MCL_OP(ID, name, n_in, n_out, n_diff_out, family, overwrites, has_bwd)              \
     mcl_status mcl_ref_##name##_fwd(mcl_backend *be, const mcl_op_args *a);                  \

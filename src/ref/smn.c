@@ -256,9 +256,13 @@ static void load_zs(smn_ws *w, const float *zs, int64_t e0, int nl)
  *   a2[j] = Σ_k W2[j,k] h1[k] + b2[j],             h2 = lrelu(a2)
  *   out   = Σ_j W3[j] h2[j] + b3
  * w->z0, z1 -> w->a1, a2, h2 [H][NL], h1 [H][NL] (a slot of the chunk), w->out [NL] */
-/* Blocks of the H x H products (mlp_block's a2, bwd_block's d1, sum_w2): this many rows at a
- * time, the rest one by one. */
-#define SMN_JB 4
+/* Blocks of the H x H products, this many rows at a time and the rest one by one: mlp_block's
+ * a2 and bwd_block's d1 (SMN_JB_A2, SMN_JB_D1: 20 vector accumulators of doubles for NL = 16,
+ * so that an FMA's latency is covered twice over), sum_w2 (SMN_JB_W2: its accumulators are
+ * loaded and stored once per chunk). Any blocking gives the same sums (each in index order). */
+#define SMN_JB_A2 10
+#define SMN_JB_D1 10
+#define SMN_JB_W2 4
 
 /* a2[j] = (float)(s + b2[j]), h2[j] = lrelu(a2[j]) for the NL lanes of unit j */
 static inline void mlp_unit2(const smn_phi *f, smn_ws *w, int64_t j, const double *s)
@@ -292,23 +296,23 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
             h1[k * NL + l] = lrelu(v, slope);
         }
     }
-    /* a2 = W2 h1 + b2: SMN_JB units j at a time, so that SMN_JB independent sums over k are in
+    /* a2 = W2 h1 + b2: SMN_JB_A2 units j at a time, so that SMN_JB_A2 independent sums over k are in
      * flight (one sum's fma chain waited out its latency at every k); each sum is still fma in
      * increasing k from 0 */
     int64_t j = 0;
-    for (; j + SMN_JB <= H; j += SMN_JB) {
-        double s[SMN_JB][NL];
-        for (int q = 0; q < SMN_JB; q++)
+    for (; j + SMN_JB_A2 <= H; j += SMN_JB_A2) {
+        double s[SMN_JB_A2][NL];
+        for (int q = 0; q < SMN_JB_A2; q++)
             for (int l = 0; l < NL; l++) s[q][l] = 0.0;
         for (int64_t k = 0; k < H; k++) {
             const double *hk = h1 + k * NL;
-            for (int q = 0; q < SMN_JB; q++) {
+            for (int q = 0; q < SMN_JB_A2; q++) {
                 const double w2 = w->W2[(j + q) * H + k];
                 MCL_SIMD
                 for (int l = 0; l < NL; l++) s[q][l] = MADD_EXACT(w2, hk[l], s[q][l]);
             }
         }
-        for (int q = 0; q < SMN_JB; q++) mlp_unit2(f, w, j + q, s[q]);
+        for (int q = 0; q < SMN_JB_A2; q++) mlp_unit2(f, w, j + q, s[q]);
     }
     for (; j < H; j++) {
         double s[NL];
@@ -456,22 +460,22 @@ MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int
             sb2[j * NL + l] += d2[j * NL + l];
         }
     }
-    /* d1 = W2ᵀ d2 ⊙ lrelu'(a1): SMN_JB units k at a time (independent sums over j, each in
+    /* d1 = W2ᵀ d2 ⊙ lrelu'(a1): SMN_JB_D1 units k at a time (independent sums over j, each in
      * increasing j as one at a time) */
     int64_t k = 0;
-    for (; k + SMN_JB <= H; k += SMN_JB) {
-        double t[SMN_JB][NL];
-        for (int q = 0; q < SMN_JB; q++)
+    for (; k + SMN_JB_D1 <= H; k += SMN_JB_D1) {
+        double t[SMN_JB_D1][NL];
+        for (int q = 0; q < SMN_JB_D1; q++)
             for (int l = 0; l < NL; l++) t[q][l] = 0.0;
         for (int64_t j = 0; j < H; j++) {
             const double *dj = d2 + j * NL;
-            for (int q = 0; q < SMN_JB; q++) {
+            for (int q = 0; q < SMN_JB_D1; q++) {
                 const double w2 = w->W2[j * H + k + q];
                 MCL_SIMD
                 for (int l = 0; l < NL; l++) t[q][l] += w2 * dj[l];
             }
         }
-        for (int q = 0; q < SMN_JB; q++) bwd_unit1(w, k + q, t[q], slope, sW1, sb1);
+        for (int q = 0; q < SMN_JB_D1; q++) bwd_unit1(w, k + q, t[q], slope, sW1, sb1);
     }
     for (; k < H; k++) {
         double t[NL];
@@ -493,17 +497,17 @@ MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc
     const int64_t HL = H * NL;
     for (int64_t j = 0; j < H; j++) {
         int64_t k = 0;
-        for (; k + SMN_JB <= H; k += SMN_JB) { /* SMN_JB accumulators in flight */
-            double *s = sW2 + (j * H + k) * NL, acc[SMN_JB][NL];
-            for (int q = 0; q < SMN_JB; q++)
+        for (; k + SMN_JB_W2 <= H; k += SMN_JB_W2) { /* SMN_JB_W2 accumulators in flight */
+            double *s = sW2 + (j * H + k) * NL, acc[SMN_JB_W2][NL];
+            for (int q = 0; q < SMN_JB_W2; q++)
                 for (int l = 0; l < NL; l++) acc[q][l] = s[q * NL + l];
             for (int i = 0; i < nc; i++) {
                 const double *dj = d2 + i * HL + j * NL, *hk = h1 + i * HL + k * NL;
-                for (int q = 0; q < SMN_JB; q++)
+                for (int q = 0; q < SMN_JB_W2; q++)
                     MCL_SIMD
                     for (int l = 0; l < NL; l++) acc[q][l] += dj[l] * hk[q * NL + l];
             }
-            for (int q = 0; q < SMN_JB; q++)
+            for (int q = 0; q < SMN_JB_W2; q++)
                 for (int l = 0; l < NL; l++) s[q * NL + l] = acc[q][l];
         }
         for (; k < H; k++) {

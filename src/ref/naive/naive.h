@@ -29,6 +29,22 @@ void mcl_naive_matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int ta, in
 void mcl_naive_gelu_fwd(int64_t n, const float *x, double *y);
 void mcl_naive_gelu_bwd(int64_t n, const float *x, const float *g, double *gx);
 
+/* ---- dropout.c ------------------------------------------------------------------- */
+
+/* A dropout's drop probability p in (0, 1) and mask key (ops.def's dropout row): seed, stream,
+ * counter; seg elements per segment (0: one segment), whose streams step by step. */
+typedef struct mcl_naive_drop {
+    uint64_t seed, stream, counter, step;
+    int64_t seg;
+    double p;
+} mcl_naive_drop;
+
+/* Whether element i is kept (1) or dropped (0). */
+int mcl_naive_dropout_keep(const mcl_naive_drop *d, int64_t i);
+/* y [n] = keep ? x [n] / (1 - p) : 0, and its backward gx [n] = keep ? g [n] / (1 - p) : 0. */
+void mcl_naive_dropout_fwd(const mcl_naive_drop *d, int64_t n, const float *x, double *y);
+void mcl_naive_dropout_bwd(const mcl_naive_drop *d, int64_t n, const float *g, double *gx);
+
 /* ---- softmax.c ------------------------------------------------------------------- */
 
 /* Row-wise softmax / log-softmax of x [R,N] into out [R,N]. */
