@@ -44,9 +44,10 @@
  * for its next plane while it computes on the current one (a line per block of a pass over
  * the plane: tail_sum's pf, tail_bwd_sums' nx; or all at once, tail_prefetch).
  * Forward: planes in parallel, each by one thread; the dropout's mask is applied to a thread's
- * finished planes of y in runs of at least TAIL_DROP_RUN values (mcl_ref_dropout_range, in L1). Backward: the images cut into BWD_CHUNKS
- * fixed chunks, one thread each, with double sums of the gamma/beta gradients added in chunk
- * order at the end. So every result is the same for any thread count.
+ * finished planes of y in runs of at least TAIL_DROP_RUN values (mcl_ref_dropout_range, while
+ * they are in L1). Backward: the images cut into BWD_CHUNKS fixed chunks, one thread each,
+ * with double sums of the gamma/beta gradients added in chunk order at the end. So every
+ * result is the same for any thread count.
  */
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -399,9 +400,9 @@ MCL_HOT static void tail_bwd_dx_stream(const float *restrict x, const float *res
 #endif
 
 /* The backward of one plane (x, gx [H,W]; g, y, ag [Ho,Wo]; m, rs its saved statistics, gm
- * its gamma, gs the dropout's scale (1 without); s the chunk's scratch, tail_bwd_scratch floats;
- * next: the next plane in memory
- * is this thread's too, fetched while this one is computed on): gn (tail_grad), then
+ * its gamma, gs the dropout's scale (1 without); s the chunk's scratch, tail_bwd_scratch
+ * floats; next: the next plane in memory is this thread's too, fetched while this one is
+ * computed on): gn (tail_grad), then
  * *sg = sum gn, *sgx = sum gn * xhat, and gx when not NULL:
  *   gx = gn * (rs gm) + (x - m) * (-rs^2 mean_dx) + (-rs mean_d),
  *   mean_d = gm sg / N, mean_dx = gm sgx / N. */
