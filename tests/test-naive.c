@@ -504,6 +504,18 @@ out:
 
 /* ---- dropout -------------------------------------------------------------------------- */
 
+/* An op's dropout parameters from a naive key (ops.def's dropout row): p.f[fi] = p (dropout:
+ * f0, inorm_pool_relu: f1), p.u[0..3] = seed, stream, counter, step, p.i[0] = seg */
+static void set_drop(mcl_op_params *p, int fi, const mcl_naive_drop *d)
+{
+    p->f[fi] = (float)d->p;
+    p->u[0] = d->seed;
+    p->u[1] = d->stream;
+    p->u[2] = d->counter;
+    p->u[3] = d->step;
+    p->i[0] = d->seg;
+}
+
 /* The dropout op (src/ref/dropout.c: the mask in chunks of Philox blocks, a head and a tail
  * drawn one by one) against mcl_naive_dropout_fwd/bwd. The only rounding is the kept values'
  * product with the float scale 1/(1-p) (the oracle divides by 1 - p in double): 2 u, and a
@@ -528,12 +540,7 @@ static void test_dropout(mcl_ctx *ctx)
         memset(&a, 0, sizeof a);
         a.op = MCL_OP_DROPOUT;
         a.in[0] = tu_tensor_from(ctx, 1, &n, x);
-        a.p.f[0] = (float)d->p;
-        a.p.u[0] = d->seed;
-        a.p.u[1] = d->stream;
-        a.p.u[2] = d->counter;
-        a.p.u[3] = d->step;
-        a.p.i[0] = d->seg;
+        set_drop(&a.p, 0, d);
         mcl_no_grad_begin(ctx);
         mcl_status st = mcl_op_run(ctx, &a);
         mcl_no_grad_end(ctx);
@@ -632,14 +639,7 @@ static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4], const
     a.in[1] = tu_tensor_from(ctx, 1, &C, gm);
     a.in[2] = tu_tensor_from(ctx, 1, &C, bt);
     a.p.f[0] = 1e-5f;
-    if (drop) {
-        a.p.f[1] = (float)drop->p;
-        a.p.u[0] = drop->seed;
-        a.p.u[1] = drop->stream;
-        a.p.u[2] = drop->counter;
-        a.p.u[3] = drop->step;
-        a.p.i[0] = drop->seg;
-    }
+    if (drop) set_drop(&a.p, 1, drop);
     mcl_no_grad_begin(ctx);
     mcl_status st = mcl_op_run(ctx, &a);
     mcl_no_grad_end(ctx);

@@ -922,6 +922,27 @@ static int gen_bias_add_dropout(int k, tcase *tc)
     return 1;
 }
 
+/* A dropout's parameters in a test case (ops.def's dropout row): p, the Philox key and the
+ * segments (seg elements each, their streams step apart; seg = 0: one segment) */
+typedef struct tdrop {
+    float p;
+    uint64_t seed, stream, counter;
+    int64_t seg;
+    uint64_t step;
+} tdrop;
+
+/* p.f[fi] = p (dropout: f0, inorm_pool_relu: f1), p.u[0..3] = seed, stream, counter, step,
+ * p.i[0] = seg */
+static void set_drop(tcase *tc, int fi, const tdrop *d)
+{
+    tc->p.f[fi] = d->p;
+    tc->p.u[0] = d->seed;
+    tc->p.u[1] = d->stream;
+    tc->p.u[2] = d->counter;
+    tc->p.u[3] = d->step;
+    tc->p.i[0] = d->seg;
+}
+
 /* dropout: p = 0, 0.3, 0.5 with explicit (seed u0, stream u1, counter u2); one case starts its
  * counter just below 2^32, so the index crosses into the counter's high word. Segmented cases
  * (i0 = seg, u3 = stream step; counter 0, as mcl_dropout_segments): segments shorter than a
@@ -932,27 +953,24 @@ static int gen_dropout(int k, tcase *tc)
 {
     static const struct {
         int64_t s[5];
-        float p;
-        uint64_t seed, stream, counter;
-        int64_t seg;
-        uint64_t step;
+        tdrop d;
         int relu;
     } c[] = {
-        {{1, 1}, 0.0f, 1, 0, 0, 0, 0, 0},
-        {{1, 13}, 0.3f, 42, 1, 0, 0, 0, 0},
-        {{2, 5, 7}, 0.5f, 7, 3, 1000, 0, 0, 0},
-        {{4, 2, 3, 5, 7}, 0.3f, 1234, 9, 5, 0, 0, 0},
-        {{2, 7, 13}, 0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull, 0, 0, 0},
-        {{3, 2, 3, 5}, 0.0f, 99, 2, 17, 0, 0, 0},
-        {{2, 4, 9}, 0.3f, 21, 5, 0, 3, 7, 0},
-        {{3, 3, 5, 7}, 0.5f, 8, 4, 0, 35, 0, 0},
-        {{3, 6, 7, 13}, 0.3f, 77, 12, 0, 91, 11, 0},
-        {{2, 7, 13}, 0.3f, 77, 12, 0, 91, 11, 0},
-        {{4, 4, 2, 2, 2}, 0.3f, 3, 30, 0, 4, 1, 0},
-        {{2, 5, 7}, 0.3f, 7, 3, 1000, 0, 0, 1},
-        {{2, 3, 5}, 0.0f, 9, 1, 0, 0, 0, 1},
-        {{3, 6, 7, 13}, 0.5f, 77, 12, 0, 91, 11, 1},
-        {{2, BIG_R, BIG_C}, 0.3f, 5, 11, 3, 0, 0, 0},
+        {{1, 1}, {0.0f, 1, 0, 0, 0, 0}, 0},
+        {{1, 13}, {0.3f, 42, 1, 0, 0, 0}, 0},
+        {{2, 5, 7}, {0.5f, 7, 3, 1000, 0, 0}, 0},
+        {{4, 2, 3, 5, 7}, {0.3f, 1234, 9, 5, 0, 0}, 0},
+        {{2, 7, 13}, {0.5f, 0x0123456789abcdefull, 7, 0xfffffffdull, 0, 0}, 0},
+        {{3, 2, 3, 5}, {0.0f, 99, 2, 17, 0, 0}, 0},
+        {{2, 4, 9}, {0.3f, 21, 5, 0, 3, 7}, 0},
+        {{3, 3, 5, 7}, {0.5f, 8, 4, 0, 35, 0}, 0},
+        {{3, 6, 7, 13}, {0.3f, 77, 12, 0, 91, 11}, 0},
+        {{2, 7, 13}, {0.3f, 77, 12, 0, 91, 11}, 0},
+        {{4, 4, 2, 2, 2}, {0.3f, 3, 30, 0, 4, 1}, 0},
+        {{2, 5, 7}, {0.3f, 7, 3, 1000, 0, 0}, 1},
+        {{2, 3, 5}, {0.0f, 9, 1, 0, 0, 0}, 1},
+        {{3, 6, 7, 13}, {0.5f, 77, 12, 0, 91, 11}, 1},
+        {{2, BIG_R, BIG_C}, {0.3f, 5, 11, 3, 0, 0}, 0},
     };
     const int nc = (int)(sizeof c / sizeof c[0]);
     if (k >= nc) return 0;
@@ -961,13 +979,8 @@ static int gen_dropout(int k, tcase *tc)
     fill_normal(tc, j, 0.0, 1.0);
     for (int64_t i = 0; c[k].relu && i < tc_n(tc, j); i++) /* |x| >= 2.5: away from the kink */
         tc->x[j][i] += tc->x[j][i] < 0.0f ? -2.5f : 2.5f;
-    tc->p.f[0] = c[k].p;
+    set_drop(tc, 0, &c[k].d);
     tc->p.i[1] = c[k].relu;
-    tc->p.u[0] = c[k].seed;
-    tc->p.u[1] = c[k].stream;
-    tc->p.u[2] = c[k].counter;
-    tc->p.i[0] = c[k].seg;
-    tc->p.u[3] = c[k].step;
     return 1;
 }
 
@@ -1287,18 +1300,15 @@ static int ipr_redraw(tcase *tc, float *xq, int64_t H, int64_t W, double gm, dou
  * gen_dropout's). With dropout: one segment with a counter off the Philox block boundary,
  * segments of one image each (C·Ho·Wo) whose streams step, Conv-4's first layer, the big case
  * (segments of one image, many work-groups). */
+#define NO_DROP {0.0f, 0, 0, 0, 0, 0}
 static const struct {
     int64_t s[5];
-    float p;
-    uint64_t seed, stream, counter;
-    int64_t seg;
-    uint64_t step;
-} IPR_CASES[] = {{{4, 1, 1, 2, 2}, 0.0f, 0, 0, 0, 0, 0},    {{4, 2, 3, 5, 7}, 0.0f, 0, 0, 0, 0, 0},
-                 {{4, 1, 2, 7, 7}, 0.0f, 0, 0, 0, 0, 0},    {{4, 2, 2, 3, 3}, 0.0f, 0, 0, 0, 0, 0},
-                 {{4, 2, 2, 3, 2}, 0.0f, 0, 0, 0, 0, 0},    {{4, 1, 3, 13, 13}, 0.0f, 0, 0, 0, 0, 0},
-                 {{4, 2, 2, 6, 4}, 0.0f, 0, 0, 0, 0, 0},    {{4, 1, 2, 28, 28}, 0.0f, 0, 0, 0, 0, 0},
-                 {{4, 2, 3, 5, 7}, 0.3f, 42, 1, 5, 0, 0},   {{4, 3, 2, 6, 6}, 0.5f, 7, 3, 0, 18, 4},
-                 {{4, 2, 2, 28, 28}, 0.3f, 9, 2, 0, 0, 0},  {{4, 4, 8, 33, 65}, 0.3f, 11, 5, 0, 4096, 11}};
+    tdrop d;
+} IPR_CASES[] = {{{4, 1, 1, 2, 2}, NO_DROP},  {{4, 2, 3, 5, 7}, NO_DROP}, {{4, 1, 2, 7, 7}, NO_DROP},
+                 {{4, 2, 2, 3, 3}, NO_DROP},  {{4, 2, 2, 3, 2}, NO_DROP}, {{4, 1, 3, 13, 13}, NO_DROP},
+                 {{4, 2, 2, 6, 4}, NO_DROP},  {{4, 1, 2, 28, 28}, NO_DROP},
+                 {{4, 2, 3, 5, 7}, {0.3f, 42, 1, 5, 0, 0}},    {{4, 3, 2, 6, 6}, {0.5f, 7, 3, 0, 18, 4}},
+                 {{4, 2, 2, 28, 28}, {0.3f, 9, 2, 0, 0, 0}},   {{4, 4, 8, 33, 65}, {0.3f, 11, 5, 0, 4096, 11}}};
 
 static int gen_inorm_pool_relu(int k, tcase *tc)
 {
@@ -1322,12 +1332,7 @@ static int gen_inorm_pool_relu(int k, tcase *tc)
                 bad += ipr_redraw(tc, x + (b * C + c) * N, H, W, gamma[c], beta[c]);
         }
     tc->p.f[0] = 1e-5f;
-    tc->p.f[1] = IPR_CASES[k].p;
-    tc->p.u[0] = IPR_CASES[k].seed;
-    tc->p.u[1] = IPR_CASES[k].stream;
-    tc->p.u[2] = IPR_CASES[k].counter;
-    tc->p.i[0] = IPR_CASES[k].seg;
-    tc->p.u[3] = IPR_CASES[k].step;
+    set_drop(tc, 1, &IPR_CASES[k].d);
     return 1;
 }
 
