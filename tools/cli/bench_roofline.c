@@ -80,6 +80,8 @@ typedef struct rcase {
 #define SMNW(pass) {"smn_wcst write", "smn_write", pass, 9, {2, 1, 2, 2, 1, 2, 1, 2, 1}, \
     {{256, 256}, {16384}, {16384, 2}, {20, 2}, {20}, {20, 20}, {20}, {1, 20}, {1}}, {0.01f, 0}, {0}}
 #define IPR(pass) {"conv4_28 layer 1", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 28, 28}, {32}, {32}}, {1e-5f, 0}, {0}}
+/* the same with the block's dropout in the op (f1 = p), as Conv-4 trains */
+#define IPRD(pass) {"conv4 l1 + dropout", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 28, 28}, {32}, {32}}, {1e-5f, 0.1f}, {0}}
 #define LN(pass) {"lm block", "layer_norm", pass, 3, {2, 1, 1}, {{1024, 192}, {192}, {192}}, {1e-5f, 0}, {0}}
 #define DROP(pass) {"conv4_28 layer 2", "dropout", pass, 1, {4}, {{800, 32, 14, 14}}, {0.1f, 0}, {0}}
 #define GELU(pass) {"lm FFW", "gelu", pass, 1, {2}, {{1024, 768}}, {0}, {0}}
@@ -90,6 +92,7 @@ static const rcase rcases[] = {
     CONV4_32(FWD), CONV4_32(BWD_DATA), CONV4_32(BWD_WEIGHTS),
     MATMUL(FWD), MATMUL(BWD),      SRWM(FWD),           SRWM(BWD),   ATTN(FWD),        ATTN(BWD),
     RELATTN(FWD), RELATTN(BWD),    SMNW(FWD),           SMNW(BWD),   IPR(FWD),         IPR(BWD),
+    IPRD(FWD),   IPRD(BWD),
     LN(FWD),     LN(BWD),          DROP(FWD),           DROP(BWD),   GELU(FWD),        GELU(BWD),
 };
 #define N_RCASES ((int)(sizeof rcases / sizeof rcases[0]))
