@@ -57,6 +57,7 @@
 
 #include "exp_nonpos.h" /* mcl_exp_nonpos (attn_kv, rel_attn) */
 #include "ref.h"
+#include "transpose8.h" /* tr8x8 (row_sums, row_dots) */
 
 /* Slope of head h (0 when alibi = 0). */
 static double alibi_slope(float alibi, int64_t h, int64_t Hq)
@@ -164,9 +165,41 @@ static void gather(const attn_dims *d, int64_t kh, const float *q, const float *
 /* Query rows whose softmax sums run side by side (row_sums, ds_rows). */
 #define ATTN_RB 8
 
+/* The columns [j, L) shared by ATTN_RB = 8 rows (x, and y when not NULL: rows T apart), eight
+ * at a time: the 8 x 8 block of each transposed in registers (tr8x8), so that one vector
+ * holds column j of the eight rows and one vector add (or fused multiply-add) does the next
+ * term of all eight sums: s[q] += (double)x[q·T + j] (· (double)y[q·T + j]), j in order. The
+ * same sequence of double operations per row as the scalar loop (a float times a float is
+ * exact in double, so the fused multiply-add rounds once, as the add after an exact product
+ * does); the columns past the last whole block are left to it. Returns the next column. */
+#if defined(__AVX512F__)
+#define ATTN_VEC 1
+MCL_HOT static int64_t rows8_terms(const float *x, const float *y, int64_t T, int64_t j, int64_t L,
+                                   double *s)
+{
+    __m512d acc = _mm512_loadu_pd(s);
+    for (; j + 8 <= L; j += 8) {
+        __m256 xv[8], yv[8];
+        tr8x8(x + j, T, xv);
+        if (y) {
+            tr8x8(y + j, T, yv);
+            for (int k = 0; k < 8; k++)
+                acc = _mm512_fmadd_pd(_mm512_cvtps_pd(xv[k]), _mm512_cvtps_pd(yv[k]), acc);
+        } else {
+            for (int k = 0; k < 8; k++) acc = _mm512_add_pd(acc, _mm512_cvtps_pd(xv[k]));
+        }
+    }
+    _mm512_storeu_pd(s, acc);
+    return j;
+}
+#else
+#define ATTN_VEC 0
+#endif
+
 /* sum[q] = Σ_{j < len[q]} (double)x[q·T + j] in the order of j, for nr <= ATTN_RB rows: over
  * the columns every row has, the rows run side by side (ATTN_RB independent chains of double
- * adds instead of one add waiting for the last); each row's own sum is the same sequence. */
+ * adds instead of one add waiting for the last; with AVX-512 one vector chain, rows8_terms);
+ * each row's own sum is the same sequence. */
 MCL_HOT static void row_sums(const float *x, int64_t T, int nr, const int64_t *len, double *sum)
 {
     double s[ATTN_RB] = {0};
@@ -174,7 +207,11 @@ MCL_HOT static void row_sums(const float *x, int64_t T, int nr, const int64_t *l
     if (nr == ATTN_RB) {
         L = len[0];
         for (int q = 1; q < nr; q++) L = len[q] < L ? len[q] : L;
-        for (int64_t j = 0; j < L; j++)
+        int64_t j = 0;
+#if ATTN_VEC
+        j = rows8_terms(x, NULL, T, j, L, s);
+#endif
+        for (; j < L; j++)
             for (int q = 0; q < ATTN_RB; q++) s[q] += (double)x[q * T + j];
     }
     for (int q = 0; q < nr; q++)
@@ -251,7 +288,11 @@ MCL_HOT static void row_dots(const float *x, const float *y, int64_t T, int nr, 
     if (nr == ATTN_RB) {
         L = len[0];
         for (int q = 1; q < nr; q++) L = len[q] < L ? len[q] : L;
-        for (int64_t j = 0; j < L; j++)
+        int64_t j = 0;
+#if ATTN_VEC
+        j = rows8_terms(x, y, T, j, L, s);
+#endif
+        for (; j < L; j++)
             for (int q = 0; q < ATTN_RB; q++) s[q] += (double)x[q * T + j] * (double)y[q * T + j];
     }
     for (int q = 0; q < nr; q++)
