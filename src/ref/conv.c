@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_s1.h"
 #include "ref.h"
 #include "transpose8.h"
 
@@ -56,6 +57,8 @@
  * GEMM; its im2col, KK x BWD_COLS floats, stays in L2). */
 #define BWD_CHUNKS 16
 #define BWD_COLS 256
+
+int64_t mcl_ref_conv_chunks(int64_t B) { return B < BWD_CHUNKS ? B : BWD_CHUNKS; }
 /* Lanes of the fixed-order double sums below. */
 #define SUM_LANES 8
 
@@ -140,14 +143,8 @@ static float *calloc_floats64(size_t n)
     return p;
 }
 
-/* Shapes of one conv2d call (validated by the front end, ops.c). */
-typedef struct conv_dims {
-    int64_t B, C, H, W; /* x [B,C,H,W]                  */
-    int64_t O, k;       /* w [O,C,k,k]                  */
-    int64_t s, pd;      /* stride, zero padding         */
-    int64_t Ho, Wo, P;  /* out [B,O,Ho,Wo], P = Ho*Wo   */
-    int64_t KK;         /* C*k*k: rows of col, K of GEMM */
-} conv_dims;
+/* Shapes of one conv2d call (conv_s1.h). */
+typedef mcl_ref_conv_dims conv_dims;
 
 static void conv_dims_get(const mcl_op_args *a, conv_dims *d)
 {
@@ -1003,12 +1000,8 @@ MCL_COPY static void to_padded(const float *src, int64_t n, int64_t h, int64_t w
         }
 }
 
-/* The stride-1 shapes of one call: planes, grids, offsets. */
-typedef struct s1_dims {
-    int64_t Hp, Wp, J, Jr;       /* x planes, forward/gw grid J = Ho*Wp, Jr = round_up(J, S1_NR) */
-    int64_t pg, Hg, Wg, Jx, Jxr; /* g planes (border pg = k-1-pd), gx grid Jx = H*Wg         */
-    int64_t xpn, gpn;            /* floats of one image's x planes / g planes, with the slack */
-} s1_dims;
+/* The stride-1 shapes of one call (conv_s1.h). */
+typedef mcl_ref_s1_dims s1_dims;
 
 static void s1_dims_get(const conv_dims *d, s1_dims *e)
 {
@@ -1210,84 +1203,123 @@ static void flat_out(const conv_dims *d, const float *w, const float *zeros, con
     }
 }
 
-/* forward, stride 1: per image, xp <- x_b; grid = w · x_r; out_b = grid (valid) + bias */
-static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
+/* forward, stride 1: per image, xp <- x_b; grid = w · x_r; out_b = grid (valid) + bias. The
+ * shared part of a call (conv_s1.h): the row offsets (flat: the tap offsets), a row of zeros,
+ * w transposed if swap. */
+mcl_status mcl_ref_s1_fwd_init(mcl_ref_s1_fwd *pl, const conv_dims *d, const float *w,
+                               const float *bias, const float *out)
 {
-    const float *x = mcl_ref_ptr(a->in[0]), *w = mcl_ref_ptr(a->in[1]);
-    const float *bias = mcl_ref_ptr(a->in[2]);
-    float *out = mcl_ref_ptr(a->out[0]);
-    s1_dims e;
-    s1_dims_get(d, &e);
-    const int64_t Or = round_up(d->O, S1_MR), CHW = d->C * d->H * d->W, OP = d->O * d->P;
-    const int swap = s1_swap(d->O, e.J, d->P);
-    const int64_t On = round_up(d->O, S1_NR);
+    memset(pl, 0, sizeof *pl);
+    pl->d = *d;
+    pl->w = w;
+    pl->bias = bias;
+    s1_dims_get(d, &pl->e);
+    const int64_t OP = d->O * d->P, On = round_up(d->O, S1_NR);
+    pl->swap = s1_swap(d->O, pl->e.J, d->P);
     /* the flat layout (see above) for a first layer with Ho = H, Wo = W; streamed when the
      * output is large and its planes are 64-byte aligned */
-    const int flat = d->KK < S1_FWD_MIN_KK && d->Ho == d->H && d->Wo == d->W;
-    const int64_t vs = flat ? flat_version(d) : 0;
-    const int stream = flat && d->B * OP * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
-                       d->P % 16 == 0 && ((uintptr_t)out & 63) == 0;
+    pl->flat = d->KK < S1_FWD_MIN_KK && d->Ho == d->H && d->Wo == d->W;
+    pl->vs = pl->flat ? flat_version(d) : 0;
+    pl->stream = out && pl->flat && d->B * OP * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
+                 d->P % 16 == 0 && ((uintptr_t)out & 63) == 0;
     /* s1_product_t into an image-sized scratch img [O, P] (L2), then streamed into out_b
      * whole (same condition as the flat tile's streaming: out_b's 64-byte lines are written
      * whole, no read-for-ownership) */
-    const int stream_img = !flat && swap && d->B * OP * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
-                           OP % 16 == 0 && ((uintptr_t)out & 63) == 0;
-    /* shared: the row offsets (flat: the tap offsets), a row of zeros, w transposed if swap */
-    int64_t *roff = malloc((size_t)d->KK * sizeof(int64_t));
-    float *zeros = calloc((size_t)d->KK, sizeof(float));
-    float *wt = swap ? calloc_floats64((size_t)(d->KK * On)) : NULL; /* rows of On: aligned */
-    const int ready = roff && zeros && (wt || !swap);
-    int oom = !ready;
-    if (ready && flat) flat_offsets(d, vs, roff);
-    else if (ready) s1_offsets(d->C, d->k, e.Hp, e.Wp, roff);
-    if (ready && swap) s1_transpose_a(w, d->O, d->KK, wt);
-#pragma omp parallel if (ready && d->B > 1 && d->B * OP * d->KK > PAR_MIN)
+    pl->stream_img = out && !pl->flat && pl->swap && d->B * OP * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
+                     OP % 16 == 0 && ((uintptr_t)out & 63) == 0;
+    /* per thread: xp (zero border and slack, written once), band [Or, S1_NR] or, if swap,
+     * [S1_TGROUP * S1_MR, On]; flat: the k versions, no band */
+    pl->nband = pl->swap ? S1_TGROUP * S1_MR * On : round_up(d->O, S1_MR) * S1_NR;
+    pl->nxp = pl->flat ? d->k * pl->vs : pl->e.xpn;
+    pl->roff = malloc((size_t)d->KK * sizeof(int64_t));
+    pl->zeros = calloc((size_t)d->KK, sizeof(float));
+    pl->wt = pl->swap ? calloc_floats64((size_t)(d->KK * On)) : NULL; /* rows of On: aligned */
+    if (!pl->roff || !pl->zeros || (pl->swap && !pl->wt)) {
+        mcl_ref_s1_fwd_free(pl);
+        return MCL_ERR_OOM;
+    }
+    if (pl->flat)
+        flat_offsets(d, pl->vs, pl->roff);
+    else
+        s1_offsets(d->C, d->k, pl->e.Hp, pl->e.Wp, pl->roff);
+    if (pl->swap) s1_transpose_a(w, d->O, d->KK, pl->wt);
+    return MCL_OK;
+}
+
+void mcl_ref_s1_fwd_free(mcl_ref_s1_fwd *pl)
+{
+    free(pl->roff);
+    free(pl->zeros);
+    free(pl->wt);
+    pl->roff = NULL;
+    pl->zeros = pl->wt = NULL;
+}
+
+/* xp and band, then (optional, for stream_img) img [O, P] 64-byte aligned after them */
+float *mcl_ref_s1_fwd_ws(const mcl_ref_s1_fwd *pl)
+{
+    const int64_t n = round_up(pl->nxp + pl->nband, 16);
+    float *ws = calloc_floats64((size_t)(n + (pl->stream_img ? pl->d.O * pl->d.P : 0)));
+    return ws;
+}
+
+void mcl_ref_s1_fwd_image(const mcl_ref_s1_fwd *pl, float *ws, const float *xb, const float *xnext,
+                          float *ob)
+{
+    const conv_dims *d = &pl->d;
+    const s1_dims *e = &pl->e;
+    float *xp = ws, *band = ws + pl->nxp;
+    float *img = pl->stream_img ? ws + round_up(pl->nxp + pl->nband, 16) : NULL;
+    if (pl->flat) {
+        to_flat(d, pl->vs, xb, xp);
+        flat_out(d, pl->w, pl->zeros, xp, pl->roff, pl->bias, ob, pl->stream);
+        return;
+    }
+    to_padded(xb, d->C, d->H, d->W, d->pd, xp);
+    /* the next image's x, during this one's product (its to_padded waited on memory) */
+    pf_cursor pf = pf_over(xnext, d->C * d->H * d->W * (int64_t)sizeof(float),
+                           s1_tiles(pl->swap, d->O, d->P, e->J, d->Wo));
+    if (d->KK < S1_FWD_MIN_KK)
+        s1_rows_out(d, e, pl->w, pl->zeros, xp, pl->roff, pl->bias, ob);
+    else if (pl->swap && img) {
+        s1_product_t(d->O, d->P, d->KK, pl->wt, xp, pl->roff, e->Wp, d->Wo, band, img, d->P,
+                     pl->bias, OUT_BIAS, &pf);
+        stream_copy(ob, img, d->O * d->P);
+    } else if (pl->swap)
+        s1_product_t(d->O, d->P, d->KK, pl->wt, xp, pl->roff, e->Wp, d->Wo, band, ob, d->P,
+                     pl->bias, OUT_BIAS, &pf);
+    else
+        s1_product(d->O, e->J, d->KK, pl->w, pl->zeros, xp, pl->roff, e->Wp, d->Wo, band, ob,
+                   d->P, pl->bias, OUT_BIAS, &pf);
+}
+
+static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
+{
+    const float *x = mcl_ref_ptr(a->in[0]);
+    float *out = mcl_ref_ptr(a->out[0]);
+    const int64_t CHW = d->C * d->H * d->W, OP = d->O * d->P;
+    mcl_ref_s1_fwd pl;
+    if (mcl_ref_s1_fwd_init(&pl, d, mcl_ref_ptr(a->in[1]), mcl_ref_ptr(a->in[2]), out) != MCL_OK)
+        return MCL_ERR_OOM;
+    int oom = 0;
+#pragma omp parallel if (d->B > 1 && d->B * OP * d->KK > PAR_MIN)
     {
-        /* per thread: xp (zero border and slack, written once), band [Or, S1_NR] or, if swap,
-         * [S1_TGROUP * S1_MR, On] */
-        const int64_t nband = swap ? S1_TGROUP * S1_MR * On : Or * S1_NR;
-        const int64_t nxp = flat ? d->k * vs : e.xpn; /* flat: the k versions, no band */
-        float *xp = ready ? calloc((size_t)(nxp + nband), sizeof(float)) : NULL;
-        float *band = xp ? xp + nxp : NULL;
-        float *img = xp && stream_img ? calloc_floats64((size_t)OP) : NULL; /* optional */
-        if (ready && !xp) {
+        float *ws = mcl_ref_s1_fwd_ws(&pl);
+        if (!ws) {
 #pragma omp atomic write
             oom = 1;
         }
 #pragma omp for schedule(static)
-        for (int64_t b = 0; b < d->B; b++) {
-            if (!xp) continue;
-            if (flat) {
-                to_flat(d, vs, x + b * CHW, xp);
-                flat_out(d, w, zeros, xp, roff, bias, out + b * OP, stream);
-                continue;
-            }
-            to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
-            /* the next image's x, during this one's product (its to_padded waited on memory) */
-            pf_cursor pf = pf_over(b + 1 < d->B ? x + (b + 1) * CHW : NULL, CHW * (int64_t)sizeof(float),
-                                   s1_tiles(swap, d->O, d->P, e.J, d->Wo));
-            if (d->KK < S1_FWD_MIN_KK)
-                s1_rows_out(d, &e, w, zeros, xp, roff, bias, out + b * OP);
-            else if (swap && img) {
-                s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, img,
-                             d->P, bias, OUT_BIAS, &pf);
-                stream_copy(out + b * OP, img, OP);
-            } else if (swap)
-                s1_product_t(d->O, d->P, d->KK, wt, xp, roff, e.Wp, d->Wo, band, out + b * OP,
-                             d->P, bias, OUT_BIAS, &pf);
-            else
-                s1_product(d->O, e.J, d->KK, w, zeros, xp, roff, e.Wp, d->Wo, band,
-                           out + b * OP, d->P, bias, OUT_BIAS, &pf);
-        }
+        for (int64_t b = 0; b < d->B; b++)
+            if (ws)
+                mcl_ref_s1_fwd_image(&pl, ws, x + b * CHW, b + 1 < d->B ? x + (b + 1) * CHW : NULL,
+                                     out + b * OP);
 #if defined(__AVX512F__) && defined(FP_FAST_FMAF)
-        if (stream || img) _mm_sfence(); /* the streamed stores before the others' reads */
+        if (pl.stream || pl.stream_img) _mm_sfence(); /* the streamed stores before the others' reads */
 #endif
-        free(img);
-        free(xp);
+        free(ws);
     }
-    free(roff);
-    free(zeros);
-    free(wt);
+    mcl_ref_s1_fwd_free(&pl);
     return oom ? MCL_ERR_OOM : MCL_OK;
 }
 
@@ -1295,167 +1327,228 @@ static mcl_status conv_fwd_s1(const mcl_op_args *a, const conv_dims *d)
  *   gbias: pb[o] += sum_p g_b[o, p]                            (double)
  *   gx_b  = gridx (valid columns), gridx = wt · g_r'           (stored or added)
  *   gw:    prod [KK, O] += x_r · gT, images in order within a chunk; then pw += prodᵀ
- * Images are cut into S1_CHUNKS fixed chunks, one thread each; pb and pw (double) are summed
- * over the chunks in order at the end. */
+ * Images are cut into fixed chunks (mcl_ref_conv_chunks), one thread each; pb and pw (double)
+ * are summed over the chunks in order at the end. The shared part of a call (conv_s1.h): wt
+ * (and wtt), the row offsets of xp and gp, gT's row offsets, zeros. */
+mcl_status mcl_ref_s1_bwd_init(mcl_ref_s1_bwd *pl, const conv_dims *d, const float *w,
+                               const mcl_tensor *gx, int want_w, int want_b)
+{
+    const int want_x = gx != NULL;
+    memset(pl, 0, sizeof *pl);
+    pl->d = *d;
+    s1_dims_get(d, &pl->e);
+    const s1_dims *e = &pl->e;
+    const int64_t k = d->k, CHW = d->C * d->H * d->W;
+    pl->want_x = want_x;
+    pl->want_w = want_w;
+    pl->want_b = want_b;
+    pl->KKx = d->O * k * k; /* K of the gx product */
+    pl->Cr = round_up(d->C, S1_MR);
+    pl->KKr = round_up(d->KK, S1_MR);
+    pl->On = round_up(d->O, S1_NR); /* gT row length */
+    /* gw as dot products (few rows of im2col): g on the grid, gg [Od, Jd] */
+    pl->dot = d->KK < S1_FWD_MIN_KK;
+    pl->Od = round_up(d->O, DOT_TO);
+    pl->Jd = round_up(e->J, DOT_L);
+    /* gx with s1_product_t (small grids): wt transposed, wtt [KKx, Cn] */
+    pl->swap = want_x && s1_swap(d->C, e->Jx, d->H * d->W);
+    pl->Cn = round_up(d->C, S1_NR);
+    /* per thread, each part 64-byte aligned (so that the rows of 16 floats that gw_tile and
+     * s1_tile_t load never straddle two cache lines): xp, gp (borders and slack zero), band
+     * [Cr, S1_NR] (swap: [S1_TGROUP * S1_MR, Cn]), gT [P, On] (columns past O zero), prod
+     * [KKr, On]; or, for dot, gg [Od, Jd] (dropped columns, rows past O and columns past J
+     * zero); then img [C, H*W] when streaming gx */
+    const int64_t nband = pl->swap ? S1_TGROUP * S1_MR * pl->Cn : pl->Cr * S1_NR;
+    const int64_t nxp = round_up(e->xpn, 16), ngp = round_up(e->gpn, 16);
+    const int64_t nb16 = round_up(nband, 16), ngT = round_up(e->J * pl->On, 16);
+    pl->nf = nxp + ngp + nb16 + (pl->dot ? pl->Od * pl->Jd : ngT + pl->KKr * pl->On);
+    const int64_t nwt = round_up(d->C * pl->KKx, 16); /* wtt's rows of Cn floats: aligned */
+    (void)CHW;
+    pl->wt = want_x ? calloc_floats64((size_t)(nwt + (pl->swap ? pl->KKx * pl->Cn : 0))) : NULL;
+    pl->wtt = pl->swap && pl->wt ? pl->wt + nwt : NULL;
+    pl->off = malloc((size_t)(d->KK + pl->KKx + e->J) * sizeof(int64_t));
+    const int64_t nz = pl->KKx > e->Jr ? pl->KKx : e->Jr;
+    pl->zeros = calloc((size_t)nz, sizeof(float));
+    if ((want_x && !pl->wt) || !pl->off || !pl->zeros) {
+        mcl_ref_s1_bwd_free(pl);
+        return MCL_ERR_OOM;
+    }
+    pl->roff = pl->off;
+    pl->roffx = pl->off + d->KK;
+    pl->koff = pl->roffx + pl->KKx;
+    s1_offsets(d->C, k, e->Hp, e->Wp, pl->roff);
+    s1_offsets(d->O, k, e->Hg, e->Wg, pl->roffx);
+    for (int64_t p = 0; p < d->P; p++) pl->koff[p] = p / d->Wo * e->Wp + p % d->Wo;
+    if (want_x) /* wt[c][(o*k + ky)*k + kx] = w[o][c][k-1-ky][k-1-kx] */
+        for (int64_t c = 0; c < d->C; c++)
+            for (int64_t o = 0; o < d->O; o++)
+                for (int64_t ky = 0; ky < k; ky++)
+                    for (int64_t kx = 0; kx < k; kx++)
+                        pl->wt[c * pl->KKx + (o * k + ky) * k + kx] =
+                            w[((o * d->C + c) * k + (k - 1 - ky)) * k + (k - 1 - kx)];
+    if (pl->swap) s1_transpose_a(pl->wt, d->C, pl->KKx, pl->wtt);
+    /* asked once everything shared exists (a fresh gx is then written); a fresh gx above
+     * FLAT_STREAM_MIN through s1_product_t: each image into a scratch img [C, H*W], then
+     * streamed into gx_b (as in the forward) */
+    pl->fresh_x = want_x ? mcl_ref_grad_fresh(gx) : 0;
+    pl->stream_gx = pl->fresh_x && pl->swap && d->B * CHW * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
+                    CHW % 16 == 0 && ((uintptr_t)mcl_ref_ptr(gx) & 63) == 0;
+    return MCL_OK;
+}
+
+void mcl_ref_s1_bwd_free(mcl_ref_s1_bwd *pl)
+{
+    free(pl->wt);
+    free(pl->off);
+    free(pl->zeros);
+    pl->wt = pl->wtt = pl->zeros = NULL;
+    pl->off = pl->roff = pl->roffx = pl->koff = NULL;
+}
+
+float *mcl_ref_s1_bwd_ws(const mcl_ref_s1_bwd *pl)
+{
+    const int64_t CHW = pl->d.C * pl->d.H * pl->d.W;
+    return calloc_floats64((size_t)(round_up(pl->nf, 16) + (pl->stream_gx ? CHW : 0)));
+}
+
+int64_t mcl_ref_s1_bwd_part(const mcl_ref_s1_bwd *pl) { return pl->d.O * pl->d.KK + pl->d.O; }
+
+void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const float *xb,
+                          const float *gb, const float *xnext, const float *gnext, float *gxb,
+                          double *pw, double *pb)
+{
+    const conv_dims *d = &pl->d;
+    const s1_dims *e = &pl->e;
+    const int64_t nband = pl->swap ? S1_TGROUP * S1_MR * pl->Cn : pl->Cr * S1_NR;
+    const int64_t nxp = round_up(e->xpn, 16), ngp = round_up(e->gpn, 16);
+    const int64_t nb16 = round_up(nband, 16), ngT = round_up(e->J * pl->On, 16);
+    float *xp = ws, *gp = xp + nxp, *band = gp + ngp, *gT = band + nb16, *prod = gT + ngT;
+    float *img = pl->stream_gx ? ws + round_up(pl->nf, 16) : NULL;
+    const int64_t OP = d->O * d->P, CHW = d->C * d->H * d->W;
+    /* the next image's g and x: g during the gx product (without gx, during the weight
+     * gradient), x during the weight gradient */
+    const int64_t wsteps = pl->dot ? (d->KK + DOT_TR - 1) / DOT_TR * ((d->O + DOT_TO - 1) / DOT_TO) *
+                                         ((pl->Jd + DOT_L - 1) / DOT_L)
+                                   : pl->KKr / S1_MR * ((d->O + S1_NR - 1) / S1_NR);
+    pf_cursor pfg = pf_over(gnext, OP * (int64_t)sizeof(float),
+                            pl->want_x ? s1_tiles(pl->swap, d->C, d->H * d->W, e->Jx, d->W) : wsteps);
+    pf_cursor pfx = pf_over(pl->want_w ? xnext : NULL, CHW * (int64_t)sizeof(float), wsteps);
+    if (pl->want_b)
+        for (int64_t o = 0; o < d->O; o++) pb[o] += dsum(gb + o * d->P, d->P);
+    if (pl->want_x) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
+        to_padded(gb, d->O, d->Ho, d->Wo, e->pg, gp);
+        const int mode = pl->fresh_x ? OUT_STORE : OUT_ADD;
+        if (pl->swap && img) { /* a fresh gx: stored, through img */
+            s1_product_t(d->C, d->H * d->W, pl->KKx, pl->wtt, gp, pl->roffx, e->Wg, d->W, band, img,
+                         d->H * d->W, NULL, OUT_STORE, &pfg);
+            stream_copy(gxb, img, CHW);
+        } else if (pl->swap)
+            s1_product_t(d->C, d->H * d->W, pl->KKx, pl->wtt, gp, pl->roffx, e->Wg, d->W, band, gxb,
+                         d->H * d->W, NULL, mode, &pfg);
+        else
+            s1_product(d->C, e->Jx, pl->KKx, pl->wt, pl->zeros, gp, pl->roffx, e->Wg, d->W, band, gxb,
+                       d->H * d->W, NULL, mode, &pfg);
+    }
+    if (pl->want_w && pl->dot) { /* pw[o][r] += sum_j gg[o][j] * x_r[j] */
+        to_padded(xb, d->C, d->H, d->W, d->pd, xp);
+        float *gg = gT;
+        for (int64_t o = 0; o < d->O; o++)
+            for (int64_t oy = 0; oy < d->Ho; oy++)
+                memcpy(gg + o * pl->Jd + oy * e->Wp, gb + o * d->P + oy * d->Wo, (size_t)d->Wo * sizeof(float));
+        for (int64_t r0 = 0; r0 < d->KK; r0 += DOT_TR) {
+            const float *rows[DOT_TR]; /* x_r: rows of xp */
+            for (int t = 0; t < DOT_TR; t++) rows[t] = r0 + t < d->KK ? xp + pl->roff[r0 + t] : pl->zeros;
+            const int nt = d->KK - r0 < DOT_TR ? (int)(d->KK - r0) : DOT_TR;
+            for (int64_t o0 = 0; o0 < d->O; o0 += DOT_TO) {
+                const int ni = d->O - o0 < DOT_TO ? (int)(d->O - o0) : DOT_TO;
+                dot_tile(gg + o0 * pl->Jd, pl->Jd, rows, pl->Jd, ni, nt, pw + o0 * d->KK + r0, d->KK, &pfx,
+                         pl->want_x ? NULL : &pfg);
+            }
+        }
+    } else if (pl->want_w) { /* prod [KK, O] (+)= x_r · gT, strip by strip of x_r rows */
+        to_padded(xb, d->C, d->H, d->W, d->pd, xp);
+        transpose(gb, d->P, d->O, d->P, gT, pl->On);
+        for (int64_t r0 = 0; r0 < pl->KKr; r0 += S1_MR) {
+            const float *rows[S1_MR]; /* x_r: rows of xp */
+            s1_rows(xp, pl->roff, 0, r0, d->KK, pl->zeros, rows);
+            for (int64_t o0 = 0; o0 < d->O; o0 += S1_NR) {
+                pf_step(&pfx);
+                if (!pl->want_x) pf_step(&pfg);
+                gw_tile_any(d->O - o0, d->P, rows, pl->koff, gT + o0, pl->On, prod + r0 * pl->On + o0, pl->On,
+                            !first);
+            }
+        }
+    }
+}
+
+void mcl_ref_s1_bwd_chunk_end(const mcl_ref_s1_bwd *pl, const float *ws, double *pw)
+{
+    if (!pl->want_w || pl->dot) return;
+    const s1_dims *e = &pl->e;
+    const int64_t nband = pl->swap ? S1_TGROUP * S1_MR * pl->Cn : pl->Cr * S1_NR;
+    const int64_t off = round_up(e->xpn, 16) + round_up(e->gpn, 16) + round_up(nband, 16) +
+                        round_up(e->J * pl->On, 16);
+    add_transposed(pw, ws + off, pl->On, pl->d.KK, pl->d.O);
+}
+
+void mcl_ref_s1_bwd_sums(const mcl_ref_s1_bwd *pl, const double *part, int64_t nchunks, float *gw,
+                         int fresh_w, float *gbias, int fresh_b)
+{
+    const int64_t OK = pl->d.O * pl->d.KK, npart = mcl_ref_s1_bwd_part(pl);
+    if (gw) sum_chunks(part, nchunks, npart, 0, OK, fresh_w, gw);
+    if (gbias) sum_chunks(part, nchunks, npart, OK, pl->d.O, fresh_b, gbias);
+}
+
 static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
 {
     const float *x = mcl_ref_ptr(a->in[0]), *w = mcl_ref_ptr(a->in[1]);
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *gx = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
     const int want_w = a->gin[1] != NULL, want_b = a->gin[2] != NULL;
-    s1_dims e;
-    s1_dims_get(d, &e);
-    const int64_t k = d->k, KKx = d->O * k * k; /* K of the gx product */
-    const int64_t CHW = d->C * d->H * d->W, OP = d->O * d->P, OK = d->O * d->KK;
-    const int64_t Cr = round_up(d->C, S1_MR), KKr = round_up(d->KK, S1_MR);
-    const int64_t On = round_up(d->O, S1_NR); /* gT row length */
-    const int64_t nchunks = d->B < BWD_CHUNKS ? d->B : BWD_CHUNKS;
-    const int64_t npart = OK + d->O; /* per chunk: pw [O, KK], pb [O] */
-    /* gw as dot products (few rows of im2col): g on the grid, gg [Od, Jd] */
-    const int dot = d->KK < S1_FWD_MIN_KK;
-    const int64_t Od = round_up(d->O, DOT_TO), Jd = round_up(e.J, DOT_L);
-
-    /* gx with s1_product_t (small grids): wt transposed, wtt [KKx, Cn] */
-    const int swap = gx && s1_swap(d->C, e.Jx, d->H * d->W);
-    const int64_t Cn = round_up(d->C, S1_NR);
-
-    /* shared: wt (and wtt), the row offsets of xp and gp, gT's row offsets, zeros, the chunk
-     * sums */
-    const int64_t nwt = round_up(d->C * KKx, 16); /* wtt's rows of Cn floats: aligned */
-    float *wt = gx ? calloc_floats64((size_t)(nwt + (swap ? KKx * Cn : 0))) : NULL;
-    float *wtt = swap && wt ? wt + nwt : NULL;
-    int64_t *off = malloc((size_t)(d->KK + KKx + e.J) * sizeof(int64_t));
-    const int64_t nz = KKx > e.Jr ? KKx : e.Jr;
-    float *zeros = calloc((size_t)nz, sizeof(float));
-    double *part = calloc((size_t)(nchunks * npart), sizeof(double));
-    const int ready = (wt || !gx) && off && zeros && part;
-    int oom = !ready;
-    const int fresh_x = gx && ready ? mcl_ref_grad_fresh(a->gin[0]) : 0;
-    /* a fresh gx above FLAT_STREAM_MIN through s1_product_t: each image into a scratch img
-     * [C, H*W], then streamed into gx_b (as in conv_fwd_s1) */
-    const int stream_gx = fresh_x && swap && d->B * CHW * (int64_t)sizeof(float) > FLAT_STREAM_MIN &&
-                          CHW % 16 == 0 && ((uintptr_t)gx & 63) == 0;
-    int64_t *roff = off, *roffx = off ? off + d->KK : NULL, *koff = off ? roffx + KKx : NULL;
-    if (ready) {
-        s1_offsets(d->C, k, e.Hp, e.Wp, roff);
-        s1_offsets(d->O, k, e.Hg, e.Wg, roffx);
-        for (int64_t p = 0; p < d->P; p++) koff[p] = p / d->Wo * e.Wp + p % d->Wo;
-        if (gx) /* wt[c][(o*k + ky)*k + kx] = w[o][c][k-1-ky][k-1-kx] */
-            for (int64_t c = 0; c < d->C; c++)
-                for (int64_t o = 0; o < d->O; o++)
-                    for (int64_t ky = 0; ky < k; ky++)
-                        for (int64_t kx = 0; kx < k; kx++)
-                            wt[c * KKx + (o * k + ky) * k + kx] =
-                                w[((o * d->C + c) * k + (k - 1 - ky)) * k + (k - 1 - kx)];
-        if (swap) s1_transpose_a(wt, d->C, KKx, wtt);
+    const int64_t CHW = d->C * d->H * d->W, OP = d->O * d->P;
+    const int64_t nchunks = mcl_ref_conv_chunks(d->B);
+    double *part = calloc((size_t)(nchunks * (d->O * d->KK + d->O)), sizeof(double));
+    mcl_ref_s1_bwd pl;
+    if (!part || mcl_ref_s1_bwd_init(&pl, d, w, a->gin[0], want_w, want_b) != MCL_OK) {
+        free(part);
+        return MCL_ERR_OOM;
     }
-#pragma omp parallel if (ready && nchunks > 1 && d->B * OP * d->KK > PAR_MIN)
+    const int64_t npart = mcl_ref_s1_bwd_part(&pl);
+    int oom = 0;
+#pragma omp parallel if (nchunks > 1 && d->B * OP * d->KK > PAR_MIN)
     {
-        /* per thread, each part 64-byte aligned (so that the rows of 16 floats that gw_tile
-         * and s1_tile_t load never straddle two cache lines): xp, gp (borders and slack zero),
-         * band [Cr, S1_NR] (swap: [S1_TGROUP * S1_MR, Cn]), gT [P, On] (columns past O zero), prod
-         * [KKr, On]; or, for dot, gg [Od, Jd] (dropped columns, rows past O and columns past
-         * J zero) */
-        const int64_t nband = swap ? S1_TGROUP * S1_MR * Cn : Cr * S1_NR;
-        const int64_t nxp = round_up(e.xpn, 16), ngp = round_up(e.gpn, 16);
-        const int64_t nb16 = round_up(nband, 16), ngT = round_up(e.J * On, 16);
-        const size_t nf = (size_t)(nxp + ngp + nb16 + (dot ? Od * Jd : ngT + KKr * On));
-        float *xp = ready ? calloc_floats64(nf) : NULL;
-        float *gp = xp ? xp + nxp : NULL, *band = gp ? gp + ngp : NULL;
-        float *gT = band ? band + nb16 : NULL, *prod = gT ? gT + ngT : NULL;
-        float *img = xp && stream_gx ? calloc_floats64((size_t)CHW) : NULL; /* optional */
-        if (ready && !xp) {
+        float *ws = mcl_ref_s1_bwd_ws(&pl);
+        if (!ws) {
 #pragma omp atomic write
             oom = 1;
         }
 #pragma omp for schedule(static)
         for (int64_t c = 0; c < nchunks; c++) {
-            if (!xp) continue;
-            double *pw = part + c * npart, *pb = pw + OK;
+            if (!ws) continue;
+            double *pw = part + c * npart, *pb = pw + d->O * d->KK;
             const int64_t b0 = d->B * c / nchunks, b1 = d->B * (c + 1) / nchunks;
             for (int64_t b = b0; b < b1; b++) {
-                const float *gb = g + b * OP;
-                /* the next image's g and x: g during the gx product (without gx, during the
-                 * weight gradient), x during the weight gradient */
                 const int more = b + 1 < b1;
-                const int64_t wsteps = dot ? (d->KK + DOT_TR - 1) / DOT_TR * ((d->O + DOT_TO - 1) / DOT_TO) *
-                                                 ((Jd + DOT_L - 1) / DOT_L)
-                                           : KKr / S1_MR * ((d->O + S1_NR - 1) / S1_NR);
-                pf_cursor pfg = pf_over(more ? gb + OP : NULL, OP * (int64_t)sizeof(float),
-                                        gx ? s1_tiles(swap, d->C, d->H * d->W, e.Jx, d->W) : wsteps);
-                pf_cursor pfx = pf_over(more && want_w ? x + (b + 1) * CHW : NULL, CHW * (int64_t)sizeof(float),
-                                        wsteps);
-                if (want_b)
-                    for (int64_t o = 0; o < d->O; o++) pb[o] += dsum(gb + o * d->P, d->P);
-                if (gx) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
-                    to_padded(gb, d->O, d->Ho, d->Wo, e.pg, gp);
-                    const int mode = fresh_x ? OUT_STORE : OUT_ADD;
-                    if (swap && img) { /* a fresh gx: stored, through img */
-                        s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
-                                     img, d->H * d->W, NULL, OUT_STORE, &pfg);
-                        stream_copy(gx + b * CHW, img, CHW);
-                    } else if (swap)
-                        s1_product_t(d->C, d->H * d->W, KKx, wtt, gp, roffx, e.Wg, d->W, band,
-                                     gx + b * CHW, d->H * d->W, NULL, mode, &pfg);
-                    else
-                        s1_product(d->C, e.Jx, KKx, wt, zeros, gp, roffx, e.Wg, d->W, band,
-                                   gx + b * CHW, d->H * d->W, NULL, mode, &pfg);
-                }
-                if (want_w && dot) { /* pw[o][r] += sum_j gg[o][j] * x_r[j] */
-                    to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
-                    float *gg = gT;
-                    for (int64_t o = 0; o < d->O; o++)
-                        for (int64_t oy = 0; oy < d->Ho; oy++)
-                            memcpy(gg + o * Jd + oy * e.Wp, gb + o * d->P + oy * d->Wo,
-                                   (size_t)d->Wo * sizeof(float));
-                    for (int64_t r0 = 0; r0 < d->KK; r0 += DOT_TR) {
-                        const float *rows[DOT_TR]; /* x_r: rows of xp */
-                        for (int t = 0; t < DOT_TR; t++)
-                            rows[t] = r0 + t < d->KK ? xp + roff[r0 + t] : zeros;
-                        const int nt = d->KK - r0 < DOT_TR ? (int)(d->KK - r0) : DOT_TR;
-                        for (int64_t o0 = 0; o0 < d->O; o0 += DOT_TO) {
-                            const int ni = d->O - o0 < DOT_TO ? (int)(d->O - o0) : DOT_TO;
-                            dot_tile(gg + o0 * Jd, Jd, rows, Jd, ni, nt, pw + o0 * d->KK + r0,
-                                     d->KK, &pfx, gx ? NULL : &pfg);
-                        }
-                    }
-                } else if (want_w) { /* prod [KK, O] (+)= x_r · gT, strip by strip of x_r rows */
-                    to_padded(x + b * CHW, d->C, d->H, d->W, d->pd, xp);
-                    transpose(gb, d->P, d->O, d->P, gT, On);
-                    for (int64_t r0 = 0; r0 < KKr; r0 += S1_MR) {
-                        const float *rows[S1_MR]; /* x_r: rows of xp */
-                        s1_rows(xp, roff, 0, r0, d->KK, zeros, rows);
-                        for (int64_t o0 = 0; o0 < d->O; o0 += S1_NR) {
-                            pf_step(&pfx);
-                            if (!gx) pf_step(&pfg);
-                            gw_tile_any(d->O - o0, d->P, rows, koff, gT + o0, On,
-                                        prod + r0 * On + o0, On, b > b0);
-                        }
-                    }
-                }
+                mcl_ref_s1_bwd_image(&pl, ws, b == b0, x + b * CHW, g + b * OP,
+                                     more ? x + (b + 1) * CHW : NULL, more ? g + (b + 1) * OP : NULL,
+                                     gx ? gx + b * CHW : NULL, pw, pb);
             }
-            if (want_w && !dot)
-                add_transposed(pw, prod, On, d->KK, d->O);
+            mcl_ref_s1_bwd_chunk_end(&pl, ws, pw);
         }
 #if defined(__AVX512F__) && defined(FP_FAST_FMAF)
-        if (img) _mm_sfence(); /* the streamed stores before the others' reads */
+        if (pl.stream_gx) _mm_sfence(); /* the streamed stores before the others' reads */
 #endif
-        free(img);
-        free(xp);
+        free(ws);
     }
-    if (!oom && want_w) {
-        float *gw = mcl_ref_ptr(a->gin[1]);
-        const int fresh = mcl_ref_grad_fresh(a->gin[1]);
-        sum_chunks(part, nchunks, npart, 0, OK, fresh, gw);
+    if (!oom) {
+        float *gw = want_w ? mcl_ref_ptr(a->gin[1]) : NULL;
+        const int fresh_w = want_w ? mcl_ref_grad_fresh(a->gin[1]) : 0;
+        mcl_ref_s1_bwd_sums(&pl, part, nchunks, gw, fresh_w, NULL, 0);
+        float *gbias = want_b ? mcl_ref_ptr(a->gin[2]) : NULL;
+        const int fresh_b = want_b ? mcl_ref_grad_fresh(a->gin[2]) : 0;
+        mcl_ref_s1_bwd_sums(&pl, part, nchunks, NULL, 0, gbias, fresh_b);
     }
-    if (!oom && want_b) {
-        float *gbias = mcl_ref_ptr(a->gin[2]);
-        const int fresh = mcl_ref_grad_fresh(a->gin[2]);
-        sum_chunks(part, nchunks, npart, OK, d->O, fresh, gbias);
-    }
-    free(wt);
-    free(off);
-    free(zeros);
+    mcl_ref_s1_bwd_free(&pl);
     free(part);
     return oom ? MCL_ERR_OOM : MCL_OK;
 }
