@@ -139,6 +139,8 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
     EXPECT_NULL(mcl_maxpool2d(g_ctx, NULL), N, "maxpool2d");
     EXPECT_NULL(mcl_instance_norm(g_ctx, NULL, v3, v3, 1e-5f), N, "instance_norm");
     EXPECT_NULL(mcl_inorm_pool_relu(g_ctx, NULL, v3, v3, 1e-5f), N, "inorm_pool_relu");
+    EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, NULL, x23, v3, 1, v3, v3, 1e-5f, 0.0f, 0), N,
+                "conv_inorm_pool_relu");
     EXPECT_NULL(mcl_grad_preproc(g_ctx, NULL, 10.0f), N, "grad_preproc");
     {
         mcl_tensor *const phi[6] = {x23, v3, x23, v3, x23, v3};
@@ -304,6 +306,38 @@ static void test_shapes(mcl_tensor *x23, mcl_tensor *x32, mcl_tensor *x24, mcl_t
         mcl_ctx_reset(g_ctx);
         mcl_tensor_free(x4);
         mcl_tensor_free(g2);
+    }
+
+    /* conv_inorm_pool_relu: x [1,2,5,6], w [3,2,3,3]: shapes that do not match, a padding
+     * outside [0, k), a convolution smaller than 2 x 2, eps <= 0, dropout p = 1, segments that
+     * do not divide the output [1,3,2,3] (18 elements: 4 segments do not); then a valid call */
+    {
+        mcl_tensor *x = mk(4, 1, 2, 5, 6, NULL), *w = mk(4, 3, 2, 3, 3, NULL), *w5 = mk(4, 3, 2, 5, 5, NULL);
+        mcl_tensor *wc = mk(4, 3, 1, 3, 3, NULL), *b3 = mk(1, 3, 0, 0, 0, NULL), *b2 = mk(1, 2, 0, 0, 0, NULL);
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, x, wc, b3, 1, b3, b3, 1e-5f, 0.0f, 0), S,
+                    "[O,C,k,k]");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, x, w, b2, 1, b3, b3, 1e-5f, 0.0f, 0), S, "bias");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, x, w, b3, 1, b2, b3, 1e-5f, 0.0f, 0), S, "gamma");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, x, w, b3, 3, b3, b3, 1e-5f, 0.0f, 0),
+                    TU_ST(MCL_ERR_INVALID), "padding");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, x, w, b3, -1, b3, b3, 1e-5f, 0.0f, 0),
+                    TU_ST(MCL_ERR_INVALID), "padding");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, x, w5, b3, 0, b3, b3, 1e-5f, 0.0f, 0), S,
+                    "less than 2x2");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, x, w, b3, 1, b3, b3, 0.0f, 0.0f, 0),
+                    TU_ST(MCL_ERR_INVALID), "eps");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, x, w, b3, 1, b3, b3, 1e-5f, 1.0f, 1),
+                    TU_ST(MCL_ERR_INVALID), "dropout");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout_segments(g_ctx, x, w, b3, 1, b3, b3, 1e-5f, 0.5f, 1, 2, 3, 4),
+                    TU_ST(MCL_ERR_INVALID), "segments");
+        EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout_segments(g_ctx, x, w, b3, 1, b3, b3, 1e-5f, 0.5f, 1, 2, 3, 0),
+                    TU_ST(MCL_ERR_INVALID), "segments");
+        mcl_tensor *r = mcl_conv_inorm_pool_relu_dropout_segments(g_ctx, x, w, b3, 1, b3, b3, 1e-5f, 0.5f, 1, 2, 3, 3);
+        CHECK(r && mcl_tensor_dim(r, 1) == 3 && mcl_tensor_dim(r, 2) == 2 && mcl_tensor_dim(r, 3) == 3,
+              "valid conv_inorm_pool_relu works: %s", mcl_ctx_error(g_ctx));
+        mcl_ctx_reset(g_ctx);
+        mcl_tensor *const t[6] = {x, w, w5, wc, b3, b2};
+        for (int i = 0; i < 6; i++) mcl_tensor_free(t[i]);
     }
 
     /* layer_norm: gamma / beta of the wrong size */

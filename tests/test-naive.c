@@ -693,6 +693,99 @@ static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4], const
     mcl_ctx_reset(ctx);
 }
 
+/* ---- conv_inorm_pool_relu ---------------------------------------------------------------- */
+
+/* The op against conv2d then inorm_pool_relu on the fast path (both checked against their
+ * naive oracles above): forward (y, mean, rstd, argmax) and the five gradients into fresh
+ * tensors, bit for bit. c: B, C, H, W, O, k, padding; drop: the dropout (NULL: none). A
+ * planted change (METACL_TEST_BREAK=conv_inorm_pool_relu: the bias gradient of the two ops
+ * moved by one float step) must fail here. */
+static void test_conv_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[7], const mcl_naive_drop *drop)
+{
+    const int64_t B = c[0], C = c[1], H = c[2], W = c[3], O = c[4], K = c[5];
+    char desc[96];
+    snprintf(desc, sizeof desc, "%lldx%lldx%lldx%lld by %lldx%lldx%lld pad %lld%s", (long long)B, (long long)C,
+             (long long)H, (long long)W, (long long)O, (long long)K, (long long)K, (long long)c[6],
+             drop ? " dropout" : "");
+    float *x = randn(B * C * H * W, 900 + 10 * (uint64_t)cs, 1.0), *w = randn(O * C * K * K, 901 + 10 * (uint64_t)cs, 0.5);
+    float *bias = randn(O, 902 + 10 * (uint64_t)cs, 0.5), *gm = randn(O, 903 + 10 * (uint64_t)cs, 1.0);
+    float *bt = randn(O, 904 + 10 * (uint64_t)cs, 0.5);
+    mcl_op_args f, cv, t;
+    memset(&f, 0, sizeof f);
+    memset(&cv, 0, sizeof cv);
+    memset(&t, 0, sizeof t);
+    f.op = MCL_OP_CONV_INORM_POOL_RELU;
+    f.in[0] = tensor4(ctx, B, C, H, W, x);
+    f.in[1] = tensor4(ctx, O, C, K, K, w);
+    f.in[2] = tu_tensor_from(ctx, 1, &O, bias);
+    f.in[3] = tu_tensor_from(ctx, 1, &O, gm);
+    f.in[4] = tu_tensor_from(ctx, 1, &O, bt);
+    f.p.f[0] = 1e-5f;
+    if (drop) set_drop(&f.p, 1, drop);
+    f.p.i[1] = c[6];
+    cv.op = MCL_OP_CONV2D;
+    for (int i = 0; i < 3; i++) cv.in[i] = f.in[i];
+    cv.p.i[0] = 1;
+    cv.p.i[1] = c[6];
+    t.op = MCL_OP_INORM_POOL_RELU;
+    t.in[1] = f.in[3];
+    t.in[2] = f.in[4];
+    t.p = f.p;
+    t.p.i[1] = 0;
+    mcl_no_grad_begin(ctx);
+    mcl_status st = mcl_op_run(ctx, &f);
+    if (st == MCL_OK) st = mcl_op_run(ctx, &cv);
+    t.in[0] = st == MCL_OK ? cv.out[0] : NULL;
+    if (st == MCL_OK) st = mcl_op_run(ctx, &t);
+    mcl_no_grad_end(ctx);
+    if (CHECK(st == MCL_OK, "conv_inorm_pool_relu %s: forward failed: %s", desc, mcl_ctx_error(ctx))) {
+        static const char *const outs[4] = {"y", "mean", "rstd", "argmax"};
+        for (int k = 0; k < 4; k++)
+            CHECK(tensors_same_bits(f.out[k], t.out[k]), "conv_inorm_pool_relu %s: %s differs from conv2d then inorm_pool_relu's",
+                  desc, outs[k]);
+        const int64_t P = mcl_tensor_numel(f.out[0]);
+        float *go = randn(P, 905 + 10 * (uint64_t)cs, 1.0);
+        f.gout[0] = tu_tensor_from(ctx, 4, mcl_tensor_shape(f.out[0]), go);
+        t.gout[0] = f.gout[0];
+        for (int i = 0; i < 5; i++) f.gin[i] = mcl_tensor_create(ctx, f.in[i]->ndim, f.in[i]->shape);
+        cv.gout[0] = t.gin[0] = mcl_tensor_create(ctx, 4, mcl_tensor_shape(cv.out[0]));
+        for (int i = 0; i < 3; i++) cv.gin[i] = mcl_tensor_create(ctx, cv.in[i]->ndim, cv.in[i]->shape);
+        t.gin[1] = mcl_tensor_create(ctx, 1, &O);
+        t.gin[2] = mcl_tensor_create(ctx, 1, &O);
+        st = mcl_op_backward(ctx, &f);
+        if (st == MCL_OK) st = mcl_op_backward(ctx, &t);
+        if (st == MCL_OK) st = mcl_op_backward(ctx, &cv);
+        if (CHECK(st == MCL_OK, "conv_inorm_pool_relu %s: backward failed: %s", desc, mcl_ctx_error(ctx))) {
+            const char *break_op = getenv("METACL_TEST_BREAK");
+            if (break_op && strcmp(break_op, "conv_inorm_pool_relu") == 0) { /* planted: one float step */
+                float *gb = xcalloc((size_t)O, sizeof(float));
+                if (mcl_tensor_read(cv.gin[2], gb, O) == MCL_OK) {
+                    gb[0] = nextafterf(gb[0], INFINITY);
+                    CHECK(mcl_tensor_write(cv.gin[2], gb, O) == MCL_OK, "the planted change was not written");
+                }
+                free(gb);
+            }
+            static const char *const gins[5] = {"x", "w", "bias", "gamma", "beta"};
+            const mcl_tensor *two[5] = {cv.gin[0], cv.gin[1], cv.gin[2], t.gin[1], t.gin[2]};
+            for (int i = 0; i < 5; i++)
+                CHECK(tensors_same_bits(f.gin[i], two[i]),
+                      "conv_inorm_pool_relu %s: the gradient of %s differs from conv2d then inorm_pool_relu's", desc, gins[i]);
+        }
+        for (int i = 0; i < 5; i++) mcl_tensor_free(f.gin[i]);
+        for (int i = 0; i < 3; i++) mcl_tensor_free(cv.gin[i]);
+        for (int i = 0; i < 3; i++) mcl_tensor_free(t.gin[i]);
+        mcl_tensor_free(f.gout[0]);
+        free(go);
+    }
+    for (int i = 0; i < 5; i++) mcl_tensor_free(f.in[i]);
+    free(x);
+    free(w);
+    free(bias);
+    free(gm);
+    free(bt);
+    mcl_ctx_reset(ctx);
+}
+
 /* ---- gelu ------------------------------------------------------------------------------ */
 
 /* The error of got against want in ulps of want rounded to float; an absolute error measured
@@ -910,6 +1003,21 @@ int main(int argc, char **argv)
               {{90, 32, 28, 28}, {14, 1, 0, 3, 32 * 196 * 30, 0.3}}};
     for (int c = 0; c < (int)(sizeof sd / sizeof sd[0]); c++)
         test_inorm_pool_relu(ctx, 20 + c, sd[c].c, &sd[c].d);
+    /* conv_inorm_pool_relu: B, C, H, W, O, k, padding. Conv-4's first layer (28 and 32),
+     * several input channels (the convolution's other per-image paths: C*k*k >= 32 takes the
+     * pixel-major tile and the weight gradient's gw_tile), a 5 x 5 kernel, no padding (odd
+     * output sides), 88 images (above the OpenMP thresholds, more chunks than threads); with
+     * and without the dropout (segments of one image whose streams step) */
+    static const struct {
+        int64_t c[7];
+        int drop;
+    } sf[] = {{{3, 1, 28, 28, 32, 3, 1}, 0}, {{2, 1, 32, 32, 32, 3, 1}, 1}, {{2, 4, 9, 11, 6, 3, 1}, 1},
+              {{3, 2, 10, 9, 5, 5, 2}, 0},   {{2, 3, 9, 8, 4, 3, 0}, 1},    {{88, 1, 28, 28, 32, 3, 1}, 1}};
+    for (int c = 0; c < (int)(sizeof sf / sizeof sf[0]); c++) {
+        const int64_t *k = sf[c].c, ny = k[0] * k[4] * ((k[2] + 2 * k[6] - k[5] + 1) / 2) * ((k[3] + 2 * k[6] - k[5] + 1) / 2);
+        const mcl_naive_drop d = {21, 2, 0, 5, ny / k[0], 0.3};
+        test_conv_inorm_pool_relu(ctx, c, k, sf[c].drop ? &d : NULL);
+    }
     test_dropout(ctx);
     test_gelu(ctx);
     test_exp_nonpos();

@@ -101,8 +101,22 @@ expect_rel_attn_dr_break() {
         "a rel_attn dr kernel that skips the first query at each distance"
 }
 
+# test-naive's same-bits check of a fused op against its ops in a row: conv_inorm_pool_relu's
+# bias gradient compared with conv2d's moved by one float step must FAIL there.
+expect_naive_break() {
+    naive=$(dirname "$TEST_OPS")/test-naive
+    out=$(METACL_TEST_BREAK=conv_inorm_pool_relu "$naive" 2>&1)
+    rc=$?
+    if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q "the gradient of bias differs"; then
+        printf '%s\n' "$out" | tail -5
+        echo "test-ops-break: FAILED: test-naive with METACL_TEST_BREAK=conv_inorm_pool_relu exited $rc, want 1 and a bias gradient that differs"
+        return 1
+    fi
+    echo "test-ops-break: test-naive caught the planted bias gradient of conv_inorm_pool_relu"
+}
+
 status=0
-for op in add grad_preproc smn_write rel_attn; do
+for op in add grad_preproc smn_write rel_attn conv_inorm_pool_relu; do
     # reference only: the runner perturbs the reference forward output
     expect_break "$op" ref "ref fwd" || status=1
     # with OpenCL: the OpenCL backend perturbs its own output, the differential check must see it
@@ -110,6 +124,8 @@ for op in add grad_preproc smn_write rel_attn; do
 done
 # the fresh-buffer check of the lazy zeroing
 expect_fresh_break || status=1
+# test-naive's same-bits check of conv_inorm_pool_relu
+expect_naive_break || status=1
 # a wrong backward kernel, caught by the OpenCL backward against the reference's
 expect_rel_attn_dr_break || status=1
 [ "$status" -eq 0 ] && echo "test-ops-break: ok"

@@ -1336,6 +1336,122 @@ static int gen_inorm_pool_relu(int k, tcase *tc)
     return 1;
 }
 
+/* conv_inorm_pool_relu: x [B,C,H,W], w [O,C,k,k], bias [O], gamma [O], beta [O]; stride 1,
+ * padding i1; eps 1e-5 and the dropout as inorm_pool_relu's (f1, u0..u3, i0). Shapes: one
+ * input channel (the first layer the op is for; 28 x 28 with Conv-4's 32 channels), several
+ * channels, a 5 x 5 kernel with padding 2, no padding (the output smaller than x), odd sides;
+ * dropout with one segment and with a segment per image; a big case (the OpenMP thresholds).
+ * The finite differences need inorm_pool_relu's conditions on the convolution's output c
+ * (gen_inorm_pool_relu): the four values of every window apart, no window's maximum near the
+ * relu's kink. x and w are random (w's centre tap of the first input channel in [0.5, 1.5]
+ * with either sign, the rest N(0, 0.05)); c is computed in double (the naive oracle) and the
+ * x values under every window that breaks a condition, in any output channel, are drawn
+ * again until none does (every 50 rounds the betas too, as gen_inorm_pool_relu's). A step
+ * h = 1e-2 of one x moves c by h|w| <= 2e-2, of one w by h|x| <= 5e-2: far less than the
+ * gaps CIPR_SEP and the margin CIPR_MARGIN asked of c. With many output channels (Conv-4's
+ * 32) or a 5 x 5 kernel, no x keeps every window clear of the others and of the kink at once
+ * (each redraw moves the neighbours' values through the other taps; observed: no
+ * convergence in 2 000 rounds), so those cases (fd = 0) have no finite differences: their
+ * forward is checked against the oracle and the two backends against each other, forward
+ * and backward. Checked over seeds 1..40 and 1234: every case passes.
+ * The bias gets no gradient check: its gradient is 0 (each plane's instance norm removes a
+ * constant shift of the plane), so both backends give rounding noise of ~1e-7 there, which
+ * no relative comparison can judge; test-naive checks the op's bias gradient against
+ * conv2d then inorm_pool_relu's, bit for bit. */
+#define CIPR_SEP 0.15
+#define CIPR_MARGIN 0.15
+
+static const struct {
+    int64_t c[7]; /* B, C, H, W, O, k, pad */
+    tdrop d;
+    int fd; /* 1: finite differences (x redrawn until c meets the conditions), 0: none */
+} CIPR_CASES[] = {
+    {{2, 1, 6, 8, 2, 3, 1}, NO_DROP, 1},
+    {{2, 2, 7, 5, 3, 3, 1}, NO_DROP, 1},
+    {{1, 1, 9, 9, 2, 5, 2}, NO_DROP, 0},
+    {{1, 3, 9, 9, 2, 5, 2}, NO_DROP, 0},
+    {{2, 2, 8, 7, 2, 3, 0}, NO_DROP, 1},
+    {{2, 1, 6, 6, 2, 3, 1}, {0.3f, 42, 1, 5, 0, 0}, 1},
+    {{3, 1, 8, 6, 2, 3, 1}, {0.5f, 7, 3, 0, 24, 4}, 1},
+    {{2, 1, 28, 28, 32, 3, 1}, {0.2f, 9, 2, 0, 6272, 5}, 0},
+    {{9, 2, 20, 20, 6, 3, 1}, {0.3f, 11, 5, 0, 600, 11}, 0},
+};
+
+/* The windows of c = conv(x) (double, plane by plane) that break gen_conv_inorm_pool_relu's
+ * conditions: the x values under each one (all input channels) are drawn again; returns how
+ * many windows were bad. */
+static int cipr_redraw(tcase *tc, const mcl_naive_conv *cv, double *c)
+{
+    const float *gamma = tc->x[3], *beta = tc->x[4];
+    float *x = tc->x[0];
+    mcl_naive_conv2d_fwd(cv, x, tc->x[1], tc->x[2], c);
+    const int64_t N = cv->Ho * cv->Wo;
+    int bad = 0;
+    for (int64_t b = 0; b < cv->B; b++)
+        for (int64_t o = 0; o < cv->O; o++) {
+            const double *cq = c + (b * cv->O + o) * N;
+            double m = 0.0, v = 0.0;
+            for (int64_t e = 0; e < N; e++) m += cq[e];
+            m /= (double)N;
+            for (int64_t e = 0; e < N; e++) v += (cq[e] - m) * (cq[e] - m);
+            const double rs = 1.0 / sqrt(v / (double)N + 1e-5), gm = gamma[o], bt = beta[o];
+            for (int64_t i = 0; i < cv->Ho / 2; i++)
+                for (int64_t j = 0; j < cv->Wo / 2; j++) {
+                    double val[4], best = -INFINITY, gap = INFINITY;
+                    for (int t = 0; t < 4; t++) {
+                        val[t] = cq[(2 * i + t / 2) * cv->Wo + 2 * j + t % 2];
+                        const double n = (val[t] - m) * rs * gm + bt;
+                        if (n > best) best = n;
+                    }
+                    for (int t = 0; t < 4; t++)
+                        for (int u = t + 1; u < 4; u++) gap = fmin(gap, fabs(val[t] - val[u]));
+                    if (gap >= CIPR_SEP && fabs(best) >= CIPR_MARGIN * rs * fabs(gm)) continue;
+                    bad++;
+                    for (int64_t ci = 0; ci < cv->C; ci++) /* the window's pixels in x, if inside */
+                        for (int t = 0; t < 4; t++) {
+                            const int64_t iy = 2 * i + t / 2 - cv->pad + cv->k / 2, ix = 2 * j + t % 2 - cv->pad + cv->k / 2;
+                            if (iy >= 0 && iy < cv->H && ix >= 0 && ix < cv->W)
+                                x[((b * cv->C + ci) * cv->H + iy) * cv->W + ix] = (float)trng_normal(&tc->rng);
+                        }
+                }
+        }
+    return bad;
+}
+
+static int gen_conv_inorm_pool_relu(int k, tcase *tc)
+{
+    const int nc = (int)(sizeof CIPR_CASES / sizeof CIPR_CASES[0]);
+    if (k >= nc) return 0;
+    if (k == nc - 1) mark_big(tc);
+    const int64_t *c = CIPR_CASES[k].c, B = c[0], C = c[1], O = c[4], K = c[5];
+    fill_normal(tc, add_in(tc, S4(B, C, c[2], c[3])), 0.0, 1.0);
+    float *w = tc->x[fill_normal(tc, add_in(tc, S4(O, C, K, K)), 0.0, 0.05)];
+    fill_normal(tc, add_in(tc, S1(O)), 0.0, 0.5);
+    float *gamma = tc->x[add_in(tc, S1(O))];
+    fill_normal(tc, add_in(tc, S1(O)), 0.0, 0.5);
+    for (int64_t o = 0; o < O; o++) { /* |gamma|, the first channel's centre tap in [0.5, 1.5] */
+        gamma[o] = (float)((trng_unit(&tc->rng) < 0.5 ? -1.0 : 1.0) * (0.5 + trng_unit(&tc->rng)));
+        w[((o * C) * K + K / 2) * K + K / 2] =
+            (float)((trng_unit(&tc->rng) < 0.5 ? -1.0 : 1.0) * (0.5 + trng_unit(&tc->rng)));
+    }
+    mcl_naive_conv cv;
+    mcl_naive_conv_init(&cv, B, C, c[2], c[3], O, K, 1, c[6]);
+    double *cbuf = malloc((size_t)(B * O * cv.Ho * cv.Wo) * sizeof(double));
+    if (!cbuf) return 0;
+    int round = 0;
+    while (CIPR_CASES[k].fd && cipr_redraw(tc, &cv, cbuf) > 0 && ++round < 2000)
+        if (round % 50 == 49)
+            for (int64_t o = 0; o < O; o++) tc->x[4][o] = (float)(0.5 * trng_normal(&tc->rng));
+    free(cbuf);
+    if (round >= 2000) fprintf(stderr, "gen_conv_inorm_pool_relu: case %d: windows still too close\n", k);
+    if (!CIPR_CASES[k].fd) tc->gc_samples = 0;
+    tc->p.f[0] = 1e-5f;
+    set_drop(tc, 1, &CIPR_CASES[k].d);
+    tc->p.i[1] = c[6];
+    tc->no_grad[2] = 1;
+    return 1;
+}
+
 /* srwm: x [B,H,L,D] ~ N(0, 1); initial state W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4] ~
  * N(0, 1/D) (the paper's scale; W_q as large as the others, so q is far from uniform and
  * every term of the backward matters). L = 1 (one step: read, then update), 5, 13; D = 4, 8;
@@ -2189,6 +2305,14 @@ static void nv_instance_norm(const tcase *tc, harr *w)
                             (double)tc->p.f[0], y, mu, rs);
 }
 
+/* The output's dropout of the inorm_pool_relu cases (src/ref/naive/dropout.c's mask) on y */
+static void nv_tail_dropout(const tcase *tc, harr *y)
+{
+    if (!(tc->p.f[1] > 0.0f)) return;
+    const mcl_naive_drop d = {tc->p.u[0], tc->p.u[1], tc->p.u[2], tc->p.u[3], tc->p.i[0], (double)tc->p.f[1]};
+    for (int64_t i = 0; i < y->n; i++) y->d[i] = mcl_naive_dropout_keep(&d, i) ? y->d[i] / (1.0 - d.p) : 0.0;
+}
+
 /* src/ref/naive/norm.c: y, mean [B*C], rstd [B*C], argmax */
 static void nv_inorm_pool_relu(const tcase *tc, harr *w)
 {
@@ -2198,12 +2322,30 @@ static void nv_inorm_pool_relu(const tcase *tc, harr *w)
     double *mu = want_new(&w[1], 1, &R), *rs = want_new(&w[2], 1, &R);
     mcl_naive_inorm_pool_relu(xs[0], xs[1], xs[2], xs[3], tc->x[0], tc->x[1], tc->x[2],
                               (double)tc->p.f[0], y, mu, rs, arg);
-    if (tc->p.f[1] > 0.0f) { /* then the output's dropout (src/ref/naive/dropout.c's mask) */
-        const mcl_naive_drop d = {tc->p.u[0], tc->p.u[1], tc->p.u[2], tc->p.u[3], tc->p.i[0],
-                                  (double)tc->p.f[1]};
-        for (int64_t i = 0; i < w[0].n; i++)
-            y[i] = mcl_naive_dropout_keep(&d, i) ? y[i] / (1.0 - d.p) : 0.0;
+    nv_tail_dropout(tc, &w[0]);
+}
+
+/* src/ref/naive/conv.c then norm.c: the convolution c (double, rounded to float as conv2d's
+ * output is), then inorm_pool_relu of c and its dropout: y, mean [B*O], rstd [B*O], argmax */
+static void nv_conv_inorm_pool_relu(const tcase *tc, harr *w)
+{
+    const int64_t *xs = tc->shape[0], O = tc->shape[1][0];
+    mcl_naive_conv cv;
+    mcl_naive_conv_init(&cv, xs[0], xs[1], xs[2], xs[3], O, tc->shape[1][2], 1, tc->p.i[1]);
+    const int64_t nc = cv.B * O * cv.Ho * cv.Wo, R = cv.B * O;
+    double *c = malloc((size_t)nc * sizeof(double));
+    float *cf = malloc((size_t)nc * sizeof(float));
+    if (c && cf) {
+        mcl_naive_conv2d_fwd(&cv, tc->x[0], tc->x[1], tc->x[2], c);
+        for (int64_t i = 0; i < nc; i++) cf[i] = (float)c[i];
+        const int64_t so[4] = {cv.B, O, cv.Ho / 2, cv.Wo / 2};
+        double *y = want_new(&w[0], 4, so), *arg = want_new(&w[3], 4, so);
+        double *mu = want_new(&w[1], 1, &R), *rs = want_new(&w[2], 1, &R);
+        mcl_naive_inorm_pool_relu(cv.B, O, cv.Ho, cv.Wo, cf, tc->x[3], tc->x[4], (double)tc->p.f[0], y, mu, rs, arg);
+        nv_tail_dropout(tc, &w[0]);
     }
+    free(c);
+    free(cf);
 }
 
 /* src/ref/naive/srwm.c: y, the final state, and the saved q, k, beta, Δ_i of every step */
@@ -2695,6 +2837,9 @@ static const opspec SPECS[] = {
      * tolerances; windows distinct by >> 2h and maxima kept off the kink (gen_inorm_pool_relu).
      * Observed over 200 seeds: fwd 4.6e-8, gradcheck 1.7e-4, diff 4.9e-7 */
     {"inorm_pool_relu", gen_inorm_pool_relu, nv_inorm_pool_relu, FT_LIBM, 1e-2, GT_NORM, DT_LIBM},
+    /* conv2d's float sums (C·k·k <= 75 terms) then inorm_pool_relu: the latter's tolerances
+     * (its statistics dominate); windows of c apart and off the kink (gen_conv_inorm_pool_relu) */
+    {"conv_inorm_pool_relu", gen_conv_inorm_pool_relu, nv_conv_inorm_pool_relu, FT_LIBM, 1e-2, GT_NORM, DT_LIBM},
     /* SRWM (doc/acl-model.md §1): float32 sums of D <= 16 terms per step carried through L <= 40
      * steps of state (observed 2.6e-7 over 200 seeds: FT_SUM); smooth (softmax, sigmoid,
      * bilinear rank-1 updates), h = 2e-2: the float32 forward's noise / h dominates

@@ -81,6 +81,10 @@ CASES = {
                       {"args": (1e-5,)}),
     "inorm_pool_relu": ([rn(1, 2, 2, 4, 4), pos(2, 2), rn(3, 2)],
                         lambda x, g, b: refs.inorm_pool_relu(x, g, b, 1e-5), {"args": (1e-5,)}),
+    # padding 1 goes between the convolution's tensors and the tail's (pack)
+    "conv_inorm_pool_relu": ([rn(1, 1, 2, 4, 6), rn(2, 3, 2, 3, 3), rn(3, 3), pos(4, 3), rn(5, 3)],
+                             lambda x, w, b, g, be: refs.inorm_pool_relu(refs.conv2d(x, w, b, 1, 1), g, be, 1e-5),
+                             {"args": (1e-5,), "pack": lambda t: (t[0], t[1], t[2], 1, t[3], t[4])}),
     "srwm": ([rn(1, 1, 2, 3, 4) * 0.5, rn(2, 1, 2, 4, 4) * 0.3, rn(3, 1, 2, 4, 4) * 0.3, rn(4, 1, 2, 4, 4) * 0.3,
               rn(5, 1, 2, 4, 4) * 0.3], refs.srwm, {"pack": lambda t: (t[0], t[1:5])}),
     "attn_kv": ([rn(1, 3, 2, 4), rn(2, 3, 1, 4), rn(3, 3, 1, 3), rn(4, 4, 1, 4), rn(5, 4, 1, 3)],
@@ -118,6 +122,10 @@ SEPARATE = {
     "inorm_pool_relu_dropout": "random mask: dropout's of inorm_pool_relu (test_inorm_pool_relu_dropout)",
     "inorm_pool_relu_dropout_segments": "random mask: dropout_segments' of inorm_pool_relu "
                                         "(test_inorm_pool_relu_dropout)",
+    "conv_inorm_pool_relu_dropout": "random mask: inorm_pool_relu_dropout's of conv2d "
+                                    "(test_conv_inorm_pool_relu_dropout)",
+    "conv_inorm_pool_relu_dropout_segments": "random mask: inorm_pool_relu_dropout_segments' of conv2d "
+                                             "(test_conv_inorm_pool_relu_dropout)",
     "kv_push": "in place, no output: test_kv_push",
     "wcst_act": "in place, random draws: test_wcst_act",
     "smn_write_eff": "in place, no output: test_smn_write_eff",
@@ -231,6 +239,39 @@ def test_inorm_pool_relu_dropout(backend):
             x, g, b = ctx.tensor(xv), ctx.tensor(gv), ctx.tensor(bv)
             outs.append((ops.inorm_pool_relu_dropout(x, g, b, 1e-5, 0.25, 1) if fused else
                          ops.dropout(ops.inorm_pool_relu(x, g, b, 1e-5), 0.25, 1)).numpy())
+    assert np.array_equal(outs[0], outs[1]) and np.count_nonzero(outs[0]) > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_conv_inorm_pool_relu_dropout(backend):
+    """the op against conv2d then inorm_pool_relu (with the same dropout): values and the five
+    gradients bit for bit, with one and two input channels, padding 1 and 0, dropout segments"""
+    for xs, ws, pad, nseg in [((2, 1, 8, 10), (4, 1, 3, 3), 1, 2), ((3, 2, 7, 9), (5, 2, 3, 3), 0, 3)]:
+        got = []
+        for fused in (True, False):
+            with metacl.Context(backend, seed=3) as ctx:
+                ts = [ctx.tensor(a, requires_grad=True) for a in
+                      (rn(1, *xs), rn(2, *ws) * 0.4, rn(3, ws[0]), pos(4, ws[0]), rn(5, ws[0]))]
+                x, w, b, g, be = ts
+                if fused:
+                    y = ops.conv_inorm_pool_relu_dropout_segments(x, w, b, pad, g, be, 1e-5, 0.25, 11, 5, 3, nseg)
+                else:
+                    y = ops.inorm_pool_relu_dropout_segments(ops.conv2d(x, w, b, 1, pad), g, be, 1e-5, 0.25, 11, 5,
+                                                             3, nseg)
+                go = ctx.tensor(rn(6, *y.numpy().shape))
+                metacl.backward(ops.sum(ops.mul(y, go)))
+                got.append([y.numpy()] + [t.grad.numpy() for t in ts])
+        assert np.count_nonzero(got[0][0]) > 0
+        for a, c in zip(*got):
+            assert np.array_equal(a, c)
+    # training: the context's next stream, as inorm_pool_relu_dropout draws it
+    outs = []
+    for fused in (True, False):
+        with metacl.Context(backend, seed=3) as ctx:
+            x, w, b, g, be = [ctx.tensor(a) for a in (rn(1, 2, 1, 6, 6), rn(2, 3, 1, 3, 3), rn(3, 3), pos(4, 3),
+                                                      rn(5, 3))]
+            outs.append((ops.conv_inorm_pool_relu_dropout(x, w, b, 1, g, be, 1e-5, 0.25, 1) if fused else
+                         ops.inorm_pool_relu_dropout(ops.conv2d(x, w, b, 1, 1), g, be, 1e-5, 0.25, 1)).numpy())
     assert np.array_equal(outs[0], outs[1]) and np.count_nonzero(outs[0]) > 0
 
 

@@ -279,6 +279,27 @@ static void cost_inorm_pool_relu(const mcl_op_args *a, int bwd, mcl_op_cost *c)
     if (bwd) c->bytes += F * nel(a->out[3]);
 }
 
+/* conv_inorm_pool_relu x [B,C,H,W], w [O,C,k,k], its convolution's output c [B,O,Ho,Wo]
+ * (never stored): the conv2d pass (2|c|C·k·k) and inorm_pool_relu's 5|c| forward; backward the
+ * convolution again, inorm_pool_relu's 5|c| and one conv2d pass per gradient of x, w. Bytes:
+ * what the op reads and writes, no |c| (the point of the op) */
+static const char form_conv_inorm_pool_relu[] =
+    "fwd 2|c|C·k·k + 5|c| flops (c: the convolution's output, not stored), io; bwd (1 + gx + gw)·2|c|C·k·k + "
+    "5|c|, grads + F(|x| + |w| + |y| + |mean| + |rstd| + |argmax| + |gamma|)";
+static void cost_conv_inorm_pool_relu(const mcl_op_args *a, int bwd, mcl_op_cost *c)
+{
+    const mcl_tensor *x = a->in[0], *w = a->in[1];
+    const double k = (double)w->shape[2], pd = (double)a->p.i[1];
+    const double Ho = (double)x->shape[2] + 2 * pd - k + 1, Wo = (double)x->shape[3] + 2 * pd - k + 1;
+    const double nc = (double)x->shape[0] * (double)w->shape[0] * Ho * Wo;
+    const double pass = 2 * nc * (double)x->shape[1] * k * k;
+    io_or_grads(a, bwd,
+                nel(x) + nel(w) + nel(a->out[0]) + nel(a->out[1]) + nel(a->out[2]) + nel(a->out[3]) +
+                    nel(a->in[3]),
+                c);
+    c->flops = 5 * nc + (bwd ? pass * (1 + (a->gin[0] != NULL) + (a->gin[1] != NULL)) : pass);
+}
+
 /* srwm x [B,H,L,D], n = 3D + 4 columns of the fast weights; per sequence, head and step: the
  * read x·W (2Dn), the retrieval with q and k (2·2Dn), the rank-1 update (2Dn): fwd 8Dn;
  * backward the gradients of the three products and of the update plus the reversal of the

@@ -507,6 +507,44 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out(o, 3, 4, sh);
         return MCL_OK;
     }
+    case MCL_OP_CONV_INORM_POOL_RELU: {
+        mcl_tensor *w = y, *b = a->in[2], *g = a->in[3], *be = a->in[4];
+        const int64_t pad = a->p.i[1];
+        if (x->ndim != 4 || w->ndim != 4 || w->shape[1] != x->shape[1] || w->shape[2] != w->shape[3])
+            return SHAPE_ERR("conv_inorm_pool_relu: x %s must be [B,C,H,W] and w %s [O,C,k,k]",
+                             mcl_shape_str(x, s1, sizeof s1), mcl_shape_str(w, s2, sizeof s2));
+        const int64_t O = w->shape[0], k = w->shape[2];
+        if (b->ndim != 1 || b->shape[0] != O)
+            return SHAPE_ERR("conv_inorm_pool_relu: bias %s must be [%lld]", mcl_shape_str(b, s1, sizeof s1),
+                             (long long)O);
+        if (g->ndim != 1 || g->shape[0] != O || be->ndim != 1 || be->shape[0] != O)
+            return SHAPE_ERR("conv_inorm_pool_relu: gamma %s and beta %s must be [%lld]",
+                             mcl_shape_str(g, s1, sizeof s1), mcl_shape_str(be, s2, sizeof s2), (long long)O);
+        if (pad < 0 || pad >= k)
+            return INVALID("conv_inorm_pool_relu: padding %lld must be in [0, k = %lld)", (long long)pad,
+                           (long long)k);
+        const int64_t Ho = x->shape[2] + 2 * pad - k + 1, Wo = x->shape[3] + 2 * pad - k + 1;
+        if (Ho < 2 || Wo < 2)
+            return SHAPE_ERR("conv_inorm_pool_relu: the convolution of x %s by a %lldx%lld kernel with "
+                             "padding %lld is %lldx%lld, less than 2x2",
+                             mcl_shape_str(x, s1, sizeof s1), (long long)k, (long long)k, (long long)pad,
+                             (long long)Ho, (long long)Wo);
+        if (!(a->p.f[0] > 0.0f))
+            return INVALID("conv_inorm_pool_relu: eps = %g must be > 0", (double)a->p.f[0]);
+        if (!(a->p.f[1] >= 0.0f && a->p.f[1] < 1.0f))
+            return INVALID("conv_inorm_pool_relu: dropout p = %g must be in [0, 1)", (double)a->p.f[1]);
+        int64_t sh[4] = {x->shape[0], O, Ho / 2, Wo / 2};
+        if ((s = mcl_shape_check(ctx, op, 4, sh)) != MCL_OK) return s;
+        const int64_t ny = sh[0] * sh[1] * sh[2] * sh[3];
+        if (a->p.i[0] < 0 || (a->p.i[0] > 0 && ny % a->p.i[0] != 0))
+            return INVALID("conv_inorm_pool_relu: dropout segments of %lld elements do not divide %lld",
+                           (long long)a->p.i[0], (long long)ny);
+        set_out(o, 0, 4, sh);
+        set_out1(o, 1, x->shape[0] * O);
+        set_out1(o, 2, x->shape[0] * O);
+        set_out(o, 3, 4, sh);
+        return MCL_OK;
+    }
     case MCL_OP_SRWM: {
         if (x->ndim != 4)
             return SHAPE_ERR("srwm: x %s must be [B,H,L,D]", mcl_shape_str(x, s1, sizeof s1));
@@ -1454,6 +1492,72 @@ mcl_tensor *mcl_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *x, mc
         seg = ny / n_seg;
     }
     return ipr_op(ctx, x, gamma, beta, eps, p, seed, stream, step, seg);
+}
+
+/* conv_inorm_pool_relu: conv2d (stride 1, padding) then inorm_pool_relu with its dropout */
+static mcl_tensor *cipr_op(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int padding,
+                           mcl_tensor *gamma, mcl_tensor *beta, float eps, float p, uint64_t seed,
+                           uint64_t stream, uint64_t step, int64_t seg)
+{
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_CONV_INORM_POOL_RELU;
+    a.in[0] = x;
+    a.in[1] = w;
+    a.in[2] = b;
+    a.in[3] = gamma;
+    a.in[4] = beta;
+    a.p.f[0] = eps;
+    a.p.f[1] = p;
+    a.p.u[0] = seed;
+    a.p.u[1] = stream;
+    a.p.u[3] = step;
+    a.p.i[0] = seg;
+    a.p.i[1] = padding;
+    return run1(ctx, &a);
+}
+
+mcl_tensor *mcl_conv_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int padding,
+                                     mcl_tensor *gamma, mcl_tensor *beta, float eps)
+{
+    return cipr_op(ctx, x, w, b, padding, gamma, beta, eps, 0.0f, 0, 0, 0, 0);
+}
+
+mcl_tensor *mcl_conv_inorm_pool_relu_dropout(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b,
+                                             int padding, mcl_tensor *gamma, mcl_tensor *beta, float eps,
+                                             float p, int training)
+{
+    if (!ctx) return NULL;
+    if (!training || p == 0.0f) /* no dropout: no stream drawn (as mcl_dropout) */
+        return dropout_p_invalid(ctx, p) ? NULL : mcl_conv_inorm_pool_relu(ctx, x, w, b, padding, gamma, beta, eps);
+    return cipr_op(ctx, x, w, b, padding, gamma, beta, eps, p, ctx->seed, mcl_ctx_next_stream(ctx), 0, 0);
+}
+
+mcl_tensor *mcl_conv_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w,
+                                                      mcl_tensor *b, int padding, mcl_tensor *gamma,
+                                                      mcl_tensor *beta, float eps, float p, uint64_t seed,
+                                                      uint64_t stream, uint64_t step, int64_t n_seg)
+{
+    if (!ctx) return NULL;
+    if (n_seg < 1) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "conv_inorm_pool_relu: %lld dropout segments (1 or more)",
+                          (long long)n_seg);
+        return NULL;
+    }
+    int64_t seg = 0; /* elements per segment of the output [B,O,Ho/2,Wo/2] */
+    if (x && w && x->ndim == 4 && w->ndim == 4) {
+        const int64_t k = w->shape[2];
+        const int64_t ny = x->shape[0] * w->shape[0] * ((x->shape[2] + 2 * padding - k + 1) / 2) *
+                           ((x->shape[3] + 2 * padding - k + 1) / 2);
+        if (ny > 0 && ny % n_seg != 0) {
+            mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
+                              "conv_inorm_pool_relu: %lld output elements in %lld dropout segments",
+                              (long long)ny, (long long)n_seg);
+            return NULL;
+        }
+        seg = ny > 0 ? ny / n_seg : 0;
+    }
+    return cipr_op(ctx, x, w, b, padding, gamma, beta, eps, p, seed, stream, step, seg);
 }
 
 mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,

@@ -114,6 +114,22 @@ typedef struct mcl_attn_opts {
     float scale;       /* of the scores, usually 1/sqrt(Dk)                                */
     float alibi;       /* 0: no positional bias; else the ALiBi slope factor                */
 } mcl_attn_opts;
+/* mcl_inorm_pool_relu(mcl_conv2d(x, w, b, 1, padding), gamma, beta, eps) in one op (ops.def
+ * conv_inorm_pool_relu): the same values and gradients, the convolution's output never stored
+ * (the op is for a first layer, whose convolution is memory-bound). */
+mcl_tensor *mcl_conv_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int padding,
+                                     mcl_tensor *gamma, mcl_tensor *beta, float eps);
+/* mcl_inorm_pool_relu_dropout(mcl_conv2d(x, w, b, 1, padding), gamma, beta, eps, p, training)
+ * in one op, as above. */
+mcl_tensor *mcl_conv_inorm_pool_relu_dropout(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b,
+                                             int padding, mcl_tensor *gamma, mcl_tensor *beta, float eps,
+                                             float p, int training);
+/* mcl_inorm_pool_relu_dropout_segments(mcl_conv2d(x, w, b, 1, padding), gamma, beta, eps, p,
+ * seed, stream, step, n_seg) in one op, as above. */
+mcl_tensor *mcl_conv_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w,
+                                                      mcl_tensor *b, int padding, mcl_tensor *gamma,
+                                                      mcl_tensor *beta, float eps, float p, uint64_t seed,
+                                                      uint64_t stream, uint64_t step, int64_t n_seg);
 mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
                        mcl_tensor *kbuf, mcl_tensor *vbuf, const mcl_attn_opts *opt,
                        mcl_tensor **out);

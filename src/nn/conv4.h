@@ -4,8 +4,11 @@
  *   4 × [ conv 3×3 (pad 1, stride 1, bias) → instance norm (affine, eps 1e-5) → max-pool 2×2
  *         → dropout(p) → ReLU ]
  *
- * computed as conv2d → inorm_pool_relu (the norm, pool and ReLU in one op, ops.def) →
- * dropout: the ReLU commutes with dropout's positive scaling, so the numbers are the same.
+ * computed as conv2d → inorm_pool_relu (the norm, pool, ReLU and dropout in one op, ops.def):
+ * the ReLU commutes with dropout's positive scaling, so the numbers are the same. A layer whose
+ * convolution has few input channels (C_in · 9 < MCL_CONV4_FUSED_KK: the first, on grey or
+ * colour images) is one op, conv_inorm_pool_relu: the same numbers again, the convolution's
+ * output never stored.
  *
  * x [R, C_in, S, S] → features [R, C · s²] in (channel, row, column) order, s = the side
  * after four 2×2 max-pools with floor (mcl_conv4_out_side: S = 32 → 2, S = 28 → 1; an odd
@@ -32,6 +35,7 @@ extern "C" {
 #define MCL_CONV4_NORM_EPS 1e-5f
 #define MCL_CONV4_MIN_IMAGE 16   /* 2^4: the smallest side that leaves s >= 1       */
 #define MCL_CONV4_MAX_IMAGE 4096 /* the largest side accepted (the model's key bound) */
+#define MCL_CONV4_FUSED_KK 32    /* a layer with C_in·9 below this is conv_inorm_pool_relu */
 
 typedef struct mcl_conv4 {
     int in_channels, channels, image_size;

@@ -26,6 +26,7 @@
 #include <clblast_c.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Largest scratch (in floats) one conv2d chunk may use: 256 MiB, or less on a device whose
  * largest allocation is smaller. At least one image is always taken. (64 MiB cut the ACL
@@ -636,4 +637,130 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         if (s != MCL_OK) return s;
     }
     return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* conv_inorm_pool_relu: conv2d (stride 1, padding p.i[1]) then inorm_pool_relu with its
+ * dropout (equations: src/ref/conv_block.c). Here the two ops' own host code and kernels run
+ * on a device buffer holding the convolution's output c (and, backward, c again and its
+ * gradient), taken from the pool and given back at the end of the call: the same kernels in
+ * the same order as conv2d then inorm_pool_relu, so the same bits as the two ops on this
+ * device. (On a GPU c costs a round trip through device memory that the reference's pass per
+ * image avoids; the op still saves the graph a tensor and a node.) */
+
+/* A tensor of this backend over a pool block of n floats: *mb is its buffer, the block is
+ * h (freed by the caller with be->buf_free). Zero-filled, as every new buffer. */
+static mcl_status cipr_temp(mcl_backend *be, const mcl_tensor *like, int64_t n, const int64_t sh[4],
+                            mcl_buffer *mb, mcl_tensor *t, void **h)
+{
+    *h = NULL;
+    mcl_status s = be->buf_alloc(be, (size_t)n * sizeof(float), h);
+    if (s != MCL_OK) return s;
+    memset(mb, 0, sizeof *mb);
+    mb->be = be;
+    mb->handle = *h;
+    mb->nbytes = (size_t)n * sizeof(float);
+    mb->refcnt = 1;
+    memset(t, 0, sizeof *t);
+    t->ctx = like->ctx;
+    t->buf = mb;
+    t->ndim = 4;
+    for (int d = 0; d < 4; d++) t->shape[d] = sh[d];
+    t->refcnt = 1;
+    return MCL_OK;
+}
+
+/* The call records of the two ops: conv2d (x, w, bias -> c) and inorm_pool_relu (c, gamma,
+ * beta -> the op's outputs), with the op's parameters split between them. */
+static void cipr_split(const mcl_op_args *a, mcl_tensor *c, mcl_op_args *conv, mcl_op_args *tail)
+{
+    memset(conv, 0, sizeof *conv);
+    conv->op = MCL_OP_CONV2D;
+    conv->in[0] = a->in[0];
+    conv->in[1] = a->in[1];
+    conv->in[2] = a->in[2];
+    conv->out[0] = c;
+    conv->p.i[0] = 1;
+    conv->p.i[1] = a->p.i[1];
+    memset(tail, 0, sizeof *tail);
+    tail->op = MCL_OP_INORM_POOL_RELU;
+    tail->in[0] = c;
+    tail->in[1] = a->in[3];
+    tail->in[2] = a->in[4];
+    for (int k = 0; k < 4; k++) tail->out[k] = a->out[k];
+    tail->p = a->p;
+    tail->p.i[1] = 0;
+}
+
+/* c's shape [B, O, Ho, Wo] and its number of floats */
+static int64_t cipr_shape(const mcl_op_args *a, int64_t sh[4])
+{
+    const mcl_tensor *x = a->in[0], *w = a->in[1];
+    const int64_t k = w->shape[2], pd = a->p.i[1];
+    sh[0] = x->shape[0];
+    sh[1] = w->shape[0];
+    sh[2] = x->shape[2] + 2 * pd - k + 1;
+    sh[3] = x->shape[3] + 2 * pd - k + 1;
+    return sh[0] * sh[1] * sh[2] * sh[3];
+}
+
+mcl_status mcl_ocl_conv_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    int64_t sh[4];
+    const int64_t n = cipr_shape(a, sh);
+    mcl_buffer mb;
+    mcl_tensor c;
+    void *h;
+    mcl_status s = cipr_temp(be, a->in[0], n, sh, &mb, &c, &h);
+    if (s != MCL_OK) return s;
+    mcl_op_args conv, tail;
+    cipr_split(a, &c, &conv, &tail);
+    /* each op's lazy zeroing first, as the dispatcher does for an op (buffers.c) */
+    s = mcl_ocl_prepare_fwd(be, &conv);
+    if (s == MCL_OK) s = mcl_ocl_conv2d_fwd(be, &conv);
+    if (s == MCL_OK) s = mcl_ocl_prepare_fwd(be, &tail);
+    if (s == MCL_OK) s = mcl_ocl_inorm_pool_relu_fwd(be, &tail);
+    be->buf_free(be, h); /* back to the pool; the in-order queue finishes with it first */
+    return s;
+}
+
+/* backward: c again (conv2d's forward), gc = the tail's gradient of c (into a zero buffer, as
+ * into a fresh gradient), then conv2d's backward from gc */
+mcl_status mcl_ocl_conv_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const int want_c = a->gin[0] || a->gin[1] || a->gin[2];
+    if (!want_c && !a->gin[3] && !a->gin[4]) return MCL_OK;
+    int64_t sh[4];
+    const int64_t n = cipr_shape(a, sh);
+    mcl_buffer mb, gmb;
+    mcl_tensor c, gc;
+    void *h, *gh = NULL;
+    mcl_status s = cipr_temp(be, a->in[0], n, sh, &mb, &c, &h);
+    if (s != MCL_OK) return s;
+    if (want_c) s = cipr_temp(be, a->in[0], n, sh, &gmb, &gc, &gh);
+    mcl_op_args conv, tail;
+    cipr_split(a, &c, &conv, &tail);
+    /* each op's lazy zeroing first, as the dispatcher does for an op (buffers.c): gc, a
+     * fresh block, is zero-filled before the tail adds into it */
+    if (s == MCL_OK) s = mcl_ocl_prepare_fwd(be, &conv);
+    if (s == MCL_OK) s = mcl_ocl_conv2d_fwd(be, &conv);
+    if (s == MCL_OK) {
+        tail.gout[0] = a->gout[0];
+        tail.gin[0] = want_c ? &gc : NULL;
+        tail.gin[1] = a->gin[3];
+        tail.gin[2] = a->gin[4];
+        s = mcl_ocl_prepare_bwd(be, &tail, 0);
+        if (s == MCL_OK) s = mcl_ocl_inorm_pool_relu_bwd(be, &tail);
+    }
+    if (s == MCL_OK && want_c) {
+        conv.gout[0] = &gc;
+        conv.gin[0] = a->gin[0];
+        conv.gin[1] = a->gin[1];
+        conv.gin[2] = a->gin[2];
+        s = mcl_ocl_prepare_bwd(be, &conv, 0);
+        if (s == MCL_OK) s = mcl_ocl_conv2d_bwd(be, &conv);
+    }
+    if (gh) be->buf_free(be, gh);
+    be->buf_free(be, h);
+    return s;
 }

@@ -196,8 +196,8 @@ static void tail_prefetch(const float *p, int64_t n, int write)
 
 /* One plane xr [H,W]: its statistics into *mean, *rstd, its windows into y, ag [Ho,Wo].
  * next: the next plane of this thread (NULL: none), fetched while this one is computed on. */
-static void tail_fwd_plane(const float *xr, const float *next, int64_t H, int64_t W, double gm,
-                           double bt, double eps, float *mean, float *rstd, float *y, float *ag)
+void mcl_ref_ipr_fwd_plane(const float *xr, const float *next, int64_t H, int64_t W, double gm, double bt,
+                           double eps, float *mean, float *rstd, float *y, float *ag)
 {
     const int64_t N = H * W, Ho = H / 2, Wo = W / 2;
     const double mu = tail_sum(xr, N, next) / (double)N;
@@ -237,7 +237,7 @@ mcl_status mcl_ref_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
 #endif
         int64_t rd = r0; /* the first plane whose y the dropout has not masked yet */
         for (int64_t r = r0; r < r1; r++) {
-            tail_fwd_plane(x + r * N, r + 1 < r1 ? x + (r + 1) * N : NULL, H, W,
+            mcl_ref_ipr_fwd_plane(x + r * N, r + 1 < r1 ? x + (r + 1) * N : NULL, H, W,
                            (double)gamma[r % C], (double)beta[r % C], eps, &mean[r], &rstd[r],
                            y + r * P, arg + r * P);
             if (dk.p > 0.0f && ((r + 1 - rd) * P >= TAIL_DROP_RUN || r + 1 == r1)) {
@@ -313,6 +313,12 @@ static int64_t tail_bwd_scratch(int64_t H, int64_t W, int64_t *ldg)
 {
     *ldg = (H / 2) * (W / 2) + TL;
     return H * W + 2 * TL + 2 * *ldg;
+}
+
+int64_t mcl_ref_ipr_bwd_scratch(int64_t H, int64_t W)
+{
+    int64_t ldg;
+    return tail_bwd_scratch(H, W, &ldg);
 }
 
 /* *s1 = sum_j gn[j], *s2 = sum_j gn[j] * (x[j] - m) (fmaf), j < n (lanes as tail_sum); nx
@@ -406,9 +412,9 @@ MCL_HOT static void tail_bwd_dx_stream(const float *restrict x, const float *res
  * *sg = sum gn, *sgx = sum gn * xhat, and gx when not NULL:
  *   gx = gn * (rs gm) + (x - m) * (-rs^2 mean_dx) + (-rs mean_d),
  *   mean_d = gm sg / N, mean_dx = gm sgx / N. */
-static void tail_bwd_plane(const float *x, const float *g, const float *y, const float *ag,
-                           int64_t H, int64_t W, float m, float rs, double gm, float gs, float *s,
-                           float *gx, int fresh, int next, double *sg, double *sgx)
+void mcl_ref_ipr_bwd_plane(const float *x, const float *g, const float *y, const float *ag, int64_t H,
+                           int64_t W, float m, float rs, double gm, float gs, float *s, float *gx, int fresh,
+                           int next, double *sg, double *sgx)
 {
     const int64_t N = H * W, P = (H / 2) * (W / 2);
     int64_t ldg;
@@ -477,7 +483,7 @@ mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
             for (int64_t c = 0; c < C; c++) {
                 const int64_t r = b * C + c;
                 double sg, sgx;
-                tail_bwd_plane(x + r * N, g + r * P, y + r * P, arg + r * P, H, W, mean[r],
+                mcl_ref_ipr_bwd_plane(x + r * N, g + r * P, y + r * P, arg + r * P, H, W, mean[r],
                                rstd[r], (double)gamma[c], gs, sc + ch * ns, gx ? gx + r * N : NULL,
                                fresh_x, r + 1 < (B * (ch + 1) / nchunks) * C, &sg, &sgx);
                 acc_g[c] += sgx;

@@ -209,6 +209,7 @@ static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_RELU] = 1,      [MCL_OP_DROPOUT] = 1,       [MCL_OP_CONV2D] = 1,
     [MCL_OP_ADD_DROPOUT] = 1,
     [MCL_OP_MAXPOOL2D] = 1, [MCL_OP_INSTANCE_NORM] = 1, [MCL_OP_INORM_POOL_RELU] = 1,
+    [MCL_OP_CONV_INORM_POOL_RELU] = 1,
     [MCL_OP_CROSS_ENTROPY] = 1,
 };
 
