@@ -139,8 +139,7 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
     EXPECT_NULL(mcl_maxpool2d(g_ctx, NULL), N, "maxpool2d");
     EXPECT_NULL(mcl_instance_norm(g_ctx, NULL, v3, v3, 1e-5f), N, "instance_norm");
     EXPECT_NULL(mcl_inorm_pool_relu(g_ctx, NULL, v3, v3, 1e-5f), N, "inorm_pool_relu");
-    EXPECT_NULL(mcl_conv_inorm_pool_relu_dropout(g_ctx, NULL, x23, v3, 1, v3, v3, 1e-5f, 0.0f, 0), N,
-                "conv_inorm_pool_relu");
+    EXPECT_NULL(mcl_conv_inorm_pool_relu(g_ctx, NULL, x23, v3, 1, v3, v3, 1e-5f), N, "conv_inorm_pool_relu");
     EXPECT_NULL(mcl_grad_preproc(g_ctx, NULL, 10.0f), N, "grad_preproc");
     {
         mcl_tensor *const phi[6] = {x23, v3, x23, v3, x23, v3};

@@ -55,14 +55,17 @@ mcl_status mcl_conv4_create(mcl_conv4 *net, mcl_ctx *ctx, mcl_params *params, in
 }
 
 /* Layer i as one op, conv_inorm_pool_relu, when its convolution has few input channels (C·3·3
- * < MCL_CONV4_FUSED_KK: a first layer on grey or colour images): such a convolution is bound by
- * memory, and that op never stores its output (the same values and gradients as conv2d then
- * inorm_pool_relu, doc/reference-backend.md). The other layers' convolutions are bound by their
- * multiply-adds, which the op would do twice (its backward computes the convolution again). */
-static int conv4_fused(const mcl_conv4 *net, int i)
+ * < MCL_CONV4_FUSED_KK: a first layer on grey or colour images) and the context is the
+ * reference backend's: such a convolution is bound by memory, and that op never stores its
+ * output (the same values and gradients as conv2d then inorm_pool_relu, doc/reference-backend.md).
+ * The other layers' convolutions are bound by their multiply-adds, which the op would do twice
+ * (its backward computes the convolution again). On OpenCL the op runs the two ops' kernels
+ * over a device buffer, and its backward's second convolution would only add three launches
+ * per step (tests/test-stalls holds the count): there the layer stays two ops. */
+static int conv4_fused(mcl_ctx *ctx, const mcl_conv4 *net, int i)
 {
     const int cin = i == 0 ? net->in_channels : net->channels;
-    return cin * 9 < MCL_CONV4_FUSED_KK;
+    return cin * 9 < MCL_CONV4_FUSED_KK && mcl_ctx_backend_kind(ctx) == MCL_BACKEND_REF;
 }
 
 mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x, int64_t rows,
@@ -73,7 +76,7 @@ mcl_tensor *mcl_conv4_forward(mcl_ctx *ctx, const mcl_conv4 *net, mcl_tensor *x,
      * the ReLU (same values, same gradients), and it draws the same mask either way; a first
      * layer's convolution in that op too (conv4_fused) */
     for (int i = 0; i < 4; i++) {
-        if (conv4_fused(net, i)) {
+        if (conv4_fused(ctx, net, i)) {
             x = mcl_conv_inorm_pool_relu_dropout(ctx, x, net->w[i], net->b[i], 1, net->norm_g[i], net->norm_b[i],
                                                  MCL_CONV4_NORM_EPS, p, training);
             continue;
@@ -97,7 +100,7 @@ mcl_tensor *mcl_conv4_forward_segments(mcl_ctx *ctx, const mcl_conv4 *net, mcl_t
     }
     for (int i = 0; i < 4; i++) {
         const int drop = p > 0.0f && training;
-        if (conv4_fused(net, i)) { /* p = 0: no dropout, no draws (the key is then unused) */
+        if (conv4_fused(ctx, net, i)) { /* p = 0: no dropout, no draws (the key is then unused) */
             x = mcl_conv_inorm_pool_relu_dropout_segments(ctx, x, net->w[i], net->b[i], 1, net->norm_g[i],
                                                           net->norm_b[i], MCL_CONV4_NORM_EPS, drop ? p : 0.0f,
                                                           mcl_ctx_seed(ctx), stream0 + (uint64_t)i, step,

@@ -5,10 +5,10 @@
  *         → dropout(p) → ReLU ]
  *
  * computed as conv2d → inorm_pool_relu (the norm, pool, ReLU and dropout in one op, ops.def):
- * the ReLU commutes with dropout's positive scaling, so the numbers are the same. A layer whose
- * convolution has few input channels (C_in · 9 < MCL_CONV4_FUSED_KK: the first, on grey or
- * colour images) is one op, conv_inorm_pool_relu: the same numbers again, the convolution's
- * output never stored.
+ * the ReLU commutes with dropout's positive scaling, so the numbers are the same. On the reference
+ * backend, a layer whose convolution has few input channels (C_in · 9 < MCL_CONV4_FUSED_KK: the
+ * first, on grey or colour images) is one op, conv_inorm_pool_relu: the same numbers again, the
+ * convolution's output never stored.
  *
  * x [R, C_in, S, S] → features [R, C · s²] in (channel, row, column) order, s = the side
  * after four 2×2 max-pools with floor (mcl_conv4_out_side: S = 32 → 2, S = 28 → 1; an odd

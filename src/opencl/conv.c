@@ -645,8 +645,9 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
  * on a device buffer holding the convolution's output c (and, backward, c again and its
  * gradient), taken from the pool and given back at the end of the call: the same kernels in
  * the same order as conv2d then inorm_pool_relu, so the same bits as the two ops on this
- * device. (On a GPU c costs a round trip through device memory that the reference's pass per
- * image avoids; the op still saves the graph a tensor and a node.) */
+ * device. On a device c still makes its round trip through memory, and the backward's second
+ * convolution adds three launches, so the models run the two ops here (src/nn/conv4.c); the
+ * op is complete on this backend for what the op table promises (tests, any caller). */
 
 /* A tensor of this backend over a pool block of n floats: *mb is its buffer, the block is
  * h (freed by the caller with be->buf_free). Zero-filled, as every new buffer. */

@@ -7,7 +7,7 @@
  *   conv4_28   Conv-4 (4 × conv 3×3 32 ch → instance norm → maxpool → dropout 0.1 → ReLU)
  *   conv4_32   forward + backward on 800 images of 1×28×28 / 1×32×32 (no input gradient),
  *              as src/nn/conv4.c runs it: conv2d, inorm_pool_relu (norm, pool, ReLU, dropout);
- *              the first layer conv_inorm_pool_relu (the two in one op)
+ *              the first layer conv_inorm_pool_relu on the reference backend (the two in one op)
  *   acl_step   one 2-task ACL meta-training step (doc/acl-model.md §3, all seven calls, first-shot
  *              and ACL terms, N queries per task): 5-way 5-shot, batch 16, hidden 128, 8 heads,
  *              2 layers, FF ×2, dropout 0.1, 1×32×32; forward + backward + Adam update
@@ -145,9 +145,9 @@ static int conv_iter(mcl_ctx *ctx, void *p)
     mcl_tensor *x = s->img;
     for (int i = 0; i < 4; i++) {
         /* norm → pool → dropout → relu, as src/nn/conv4.c computes it: the tail and the
-         * dropout in one op (dropout commutes with the relu); the first layer (one input
-         * channel) with its convolution in that op too */
-        if (i == 0) {
+         * dropout in one op (dropout commutes with the relu); on the reference backend the
+         * first layer (one input channel) with its convolution in that op too */
+        if (i == 0 && mcl_ctx_backend_kind(ctx) == MCL_BACKEND_REF) {
             x = mcl_conv_inorm_pool_relu_dropout(ctx, x, s->w[i], s->b[i], 1, s->ng[i], s->nb[i], 1e-5f, 0.1f, 1);
             continue;
         }

@@ -82,6 +82,10 @@ typedef struct rcase {
 #define IPR(pass) {"conv4_28 layer 1", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 28, 28}, {32}, {32}}, {1e-5f, 0}, {0}}
 /* the same with the block's dropout in the op (f1 = p), as Conv-4 trains */
 #define IPRD(pass) {"conv4 l1 + dropout", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 28, 28}, {32}, {32}}, {1e-5f, 0.1f}, {0}}
+/* Conv-4's first layer in one op: the convolution and the tail with its dropout, as Conv-4
+ * trains (no input gradient) */
+#define CIPR(pass) {"conv4 l1 fused", "conv_inorm_pool_relu", pass, 5, {4, 4, 1, 1, 1}, \
+    {{800, 1, 28, 28}, {32, 1, 3, 3}, {32}, {32}, {32}}, {1e-5f, 0.1f}, {0, 1}}
 #define LN(pass) {"lm block", "layer_norm", pass, 3, {2, 1, 1}, {{1024, 192}, {192}, {192}}, {1e-5f, 0}, {0}}
 #define DROP(pass) {"conv4_28 layer 2", "dropout", pass, 1, {4}, {{800, 32, 14, 14}}, {0.1f, 0}, {0}}
 #define GELU(pass) {"lm FFW", "gelu", pass, 1, {2}, {{1024, 768}}, {0}, {0}}
@@ -92,7 +96,7 @@ static const rcase rcases[] = {
     CONV4_32(FWD), CONV4_32(BWD_DATA), CONV4_32(BWD_WEIGHTS),
     MATMUL(FWD), MATMUL(BWD),      SRWM(FWD),           SRWM(BWD),   ATTN(FWD),        ATTN(BWD),
     RELATTN(FWD), RELATTN(BWD),    SMNW(FWD),           SMNW(BWD),   IPR(FWD),         IPR(BWD),
-    IPRD(FWD),   IPRD(BWD),
+    IPRD(FWD),   IPRD(BWD),        CIPR(FWD),           CIPR(BWD),
     LN(FWD),     LN(BWD),          DROP(FWD),           DROP(BWD),   GELU(FWD),        GELU(BWD),
 };
 #define N_RCASES ((int)(sizeof rcases / sizeof rcases[0]))
@@ -104,6 +108,7 @@ static int wants_grad(const rcase *c, int k)
     if (c->pass == BWD_WEIGHTS) return k == 1;
     if (strcmp(c->op, "attn_kv") == 0) return k < 3;  /* the ring gets none */
     if (strcmp(c->op, "smn_write") == 0) return k != 1; /* nor the indices */
+    if (strcmp(c->op, "conv_inorm_pool_relu") == 0) return k != 0; /* a first layer: its input is data */
     return 1;
 }
 
