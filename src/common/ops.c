@@ -1435,9 +1435,59 @@ mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mc
     return run1(ctx, &a);
 }
 
-/* inorm_pool_relu with its output's dropout (p = 0: none; the key as dropout_op's) */
-static mcl_tensor *ipr_op(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, float eps,
-                          float p, uint64_t seed, uint64_t stream, uint64_t step, int64_t seg)
+/* The Conv-4 block tail's parameters, shared by inorm_pool_relu and conv_inorm_pool_relu
+ * (ops.def): f0 = eps, the output's dropout p = f1 (0: none) with dropout_op's key, and the
+ * segments' length i0 and stream step u3 */
+typedef struct tail_key {
+    float eps, p;
+    uint64_t seed, stream, step;
+    int64_t seg;
+} tail_key;
+
+static void set_tail(mcl_op_args *a, const tail_key *k)
+{
+    a->p.f[0] = k->eps;
+    a->p.f[1] = k->p;
+    a->p.u[0] = k->seed;
+    a->p.u[1] = k->stream;
+    a->p.u[3] = k->step;
+    a->p.i[0] = k->seg;
+}
+
+/* The tail's key for the context's next stream when training with p > 0, else none (no
+ * stream drawn, as mcl_dropout); 0, or -1 after setting the error of an invalid p */
+static int tail_train_key(mcl_ctx *ctx, float eps, float p, int training, tail_key *k)
+{
+    const tail_key none = {eps, 0.0f, 0, 0, 0, 0};
+    *k = none;
+    if (!training || p == 0.0f) return dropout_p_invalid(ctx, p) ? -1 : 0;
+    k->p = p;
+    k->seed = ctx->seed;
+    k->stream = mcl_ctx_next_stream(ctx);
+    return 0;
+}
+
+/* *seg = the elements of each of n_seg segments of an output of ny elements (ny < 0: unknown
+ * yet, the op's shape check reports it): 0, or -1 after setting the error */
+static int tail_segments(mcl_ctx *ctx, const char *op, int64_t ny, int64_t n_seg, int64_t *seg)
+{
+    *seg = 0;
+    if (n_seg < 1) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s: %lld dropout segments (1 or more)", op, (long long)n_seg);
+        return -1;
+    }
+    if (ny < 0) return 0;
+    if (ny % n_seg != 0) {
+        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "%s: %lld output elements in %lld dropout segments", op,
+                          (long long)ny, (long long)n_seg);
+        return -1;
+    }
+    *seg = ny / n_seg;
+    return 0;
+}
+
+/* inorm_pool_relu with its output's dropout */
+static mcl_tensor *ipr_op(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, const tail_key *k)
 {
     mcl_op_args a;
     memset(&a, 0, sizeof a);
@@ -1445,28 +1495,23 @@ static mcl_tensor *ipr_op(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_te
     a.in[0] = x;
     a.in[1] = gamma;
     a.in[2] = beta;
-    a.p.f[0] = eps;
-    a.p.f[1] = p;
-    a.p.u[0] = seed;
-    a.p.u[1] = stream;
-    a.p.u[3] = step;
-    a.p.i[0] = seg;
+    set_tail(&a, k);
     return run1(ctx, &a);
 }
 
 mcl_tensor *mcl_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
                                 float eps)
 {
-    return ipr_op(ctx, x, gamma, beta, eps, 0.0f, 0, 0, 0, 0);
+    const tail_key k = {eps, 0.0f, 0, 0, 0, 0};
+    return ipr_op(ctx, x, gamma, beta, &k);
 }
 
 mcl_tensor *mcl_inorm_pool_relu_dropout(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma,
                                         mcl_tensor *beta, float eps, float p, int training)
 {
-    if (!ctx) return NULL;
-    if (!training || p == 0.0f) /* no dropout: no stream drawn (as mcl_dropout) */
-        return dropout_p_invalid(ctx, p) ? NULL : mcl_inorm_pool_relu(ctx, x, gamma, beta, eps);
-    return ipr_op(ctx, x, gamma, beta, eps, p, ctx->seed, mcl_ctx_next_stream(ctx), 0, 0);
+    tail_key k;
+    if (!ctx || tail_train_key(ctx, eps, p, training, &k) != 0) return NULL;
+    return ipr_op(ctx, x, gamma, beta, &k);
 }
 
 mcl_tensor *mcl_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma,
@@ -1475,29 +1520,16 @@ mcl_tensor *mcl_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *x, mc
                                                  int64_t n_seg)
 {
     if (!ctx) return NULL;
-    if (n_seg < 1) {
-        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "inorm_pool_relu: %lld dropout segments (1 or more)",
-                          (long long)n_seg);
-        return NULL;
-    }
-    int64_t seg = 0; /* elements per segment of the output [B,C,H/2,W/2] */
-    if (x && x->ndim == 4) {
-        const int64_t ny = x->shape[0] * x->shape[1] * (x->shape[2] / 2) * (x->shape[3] / 2);
-        if (ny % n_seg != 0) {
-            mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                              "inorm_pool_relu: %lld output elements in %lld dropout segments",
-                              (long long)ny, (long long)n_seg);
-            return NULL;
-        }
-        seg = ny / n_seg;
-    }
-    return ipr_op(ctx, x, gamma, beta, eps, p, seed, stream, step, seg);
+    /* the output [B,C,H/2,W/2] */
+    const int64_t ny = x && x->ndim == 4 ? x->shape[0] * x->shape[1] * (x->shape[2] / 2) * (x->shape[3] / 2) : -1;
+    tail_key k = {eps, p, seed, stream, step, 0};
+    if (tail_segments(ctx, "inorm_pool_relu", ny, n_seg, &k.seg) != 0) return NULL;
+    return ipr_op(ctx, x, gamma, beta, &k);
 }
 
 /* conv_inorm_pool_relu: conv2d (stride 1, padding) then inorm_pool_relu with its dropout */
 static mcl_tensor *cipr_op(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int padding,
-                           mcl_tensor *gamma, mcl_tensor *beta, float eps, float p, uint64_t seed,
-                           uint64_t stream, uint64_t step, int64_t seg)
+                           mcl_tensor *gamma, mcl_tensor *beta, const tail_key *k)
 {
     mcl_op_args a;
     memset(&a, 0, sizeof a);
@@ -1507,12 +1539,7 @@ static mcl_tensor *cipr_op(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tenso
     a.in[2] = b;
     a.in[3] = gamma;
     a.in[4] = beta;
-    a.p.f[0] = eps;
-    a.p.f[1] = p;
-    a.p.u[0] = seed;
-    a.p.u[1] = stream;
-    a.p.u[3] = step;
-    a.p.i[0] = seg;
+    set_tail(&a, k);
     a.p.i[1] = padding;
     return run1(ctx, &a);
 }
@@ -1520,17 +1547,17 @@ static mcl_tensor *cipr_op(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tenso
 mcl_tensor *mcl_conv_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b, int padding,
                                      mcl_tensor *gamma, mcl_tensor *beta, float eps)
 {
-    return cipr_op(ctx, x, w, b, padding, gamma, beta, eps, 0.0f, 0, 0, 0, 0);
+    const tail_key k = {eps, 0.0f, 0, 0, 0, 0};
+    return cipr_op(ctx, x, w, b, padding, gamma, beta, &k);
 }
 
 mcl_tensor *mcl_conv_inorm_pool_relu_dropout(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b,
                                              int padding, mcl_tensor *gamma, mcl_tensor *beta, float eps,
                                              float p, int training)
 {
-    if (!ctx) return NULL;
-    if (!training || p == 0.0f) /* no dropout: no stream drawn (as mcl_dropout) */
-        return dropout_p_invalid(ctx, p) ? NULL : mcl_conv_inorm_pool_relu(ctx, x, w, b, padding, gamma, beta, eps);
-    return cipr_op(ctx, x, w, b, padding, gamma, beta, eps, p, ctx->seed, mcl_ctx_next_stream(ctx), 0, 0);
+    tail_key k;
+    if (!ctx || tail_train_key(ctx, eps, p, training, &k) != 0) return NULL;
+    return cipr_op(ctx, x, w, b, padding, gamma, beta, &k);
 }
 
 mcl_tensor *mcl_conv_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w,
@@ -1539,25 +1566,14 @@ mcl_tensor *mcl_conv_inorm_pool_relu_dropout_segments(mcl_ctx *ctx, mcl_tensor *
                                                       uint64_t stream, uint64_t step, int64_t n_seg)
 {
     if (!ctx) return NULL;
-    if (n_seg < 1) {
-        mcl_ctx_set_error(ctx, MCL_ERR_INVALID, "conv_inorm_pool_relu: %lld dropout segments (1 or more)",
-                          (long long)n_seg);
-        return NULL;
-    }
-    int64_t seg = 0; /* elements per segment of the output [B,O,Ho/2,Wo/2] */
+    int64_t ny = -1; /* the output [B,O,Ho/2,Wo/2] (an invalid shape: the op's check says why) */
     if (x && w && x->ndim == 4 && w->ndim == 4) {
-        const int64_t k = w->shape[2];
-        const int64_t ny = x->shape[0] * w->shape[0] * ((x->shape[2] + 2 * padding - k + 1) / 2) *
-                           ((x->shape[3] + 2 * padding - k + 1) / 2);
-        if (ny > 0 && ny % n_seg != 0) {
-            mcl_ctx_set_error(ctx, MCL_ERR_INVALID,
-                              "conv_inorm_pool_relu: %lld output elements in %lld dropout segments",
-                              (long long)ny, (long long)n_seg);
-            return NULL;
-        }
-        seg = ny > 0 ? ny / n_seg : 0;
+        const int64_t k = w->shape[2], ho = x->shape[2] + 2 * padding - k + 1, wo = x->shape[3] + 2 * padding - k + 1;
+        if (ho >= 2 && wo >= 2) ny = x->shape[0] * w->shape[0] * (ho / 2) * (wo / 2);
     }
-    return cipr_op(ctx, x, w, b, padding, gamma, beta, eps, p, seed, stream, step, seg);
+    tail_key k = {eps, p, seed, stream, step, 0};
+    if (tail_segments(ctx, "conv_inorm_pool_relu", ny, n_seg, &k.seg) != 0) return NULL;
+    return cipr_op(ctx, x, w, b, padding, gamma, beta, &k);
 }
 
 mcl_status mcl_attn_kv(mcl_ctx *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,

@@ -1491,12 +1491,18 @@ void mcl_ref_s1_bwd_chunk_end(const mcl_ref_s1_bwd *pl, const float *ws, double 
     add_transposed(pw, ws + off, pl->On, pl->d.KK, pl->d.O);
 }
 
-void mcl_ref_s1_bwd_sums(const mcl_ref_s1_bwd *pl, const double *part, int64_t nchunks, float *gw,
-                         int fresh_w, float *gbias, int fresh_b)
+void mcl_ref_s1_bwd_store(const mcl_ref_s1_bwd *pl, const double *part, int64_t nchunks, const mcl_tensor *gw,
+                          const mcl_tensor *gbias)
 {
     const int64_t OK = pl->d.O * pl->d.KK, npart = mcl_ref_s1_bwd_part(pl);
-    if (gw) sum_chunks(part, nchunks, npart, 0, OK, fresh_w, gw);
-    if (gbias) sum_chunks(part, nchunks, npart, OK, pl->d.O, fresh_b, gbias);
+    if (gw) { /* asked whether fresh just before it is written (ref.h) */
+        const int fresh = mcl_ref_grad_fresh(gw);
+        sum_chunks(part, nchunks, npart, 0, OK, fresh, mcl_ref_ptr(gw));
+    }
+    if (gbias) {
+        const int fresh = mcl_ref_grad_fresh(gbias);
+        sum_chunks(part, nchunks, npart, OK, pl->d.O, fresh, mcl_ref_ptr(gbias));
+    }
 }
 
 static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
@@ -1540,14 +1546,7 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
 #endif
         free(ws);
     }
-    if (!oom) {
-        float *gw = want_w ? mcl_ref_ptr(a->gin[1]) : NULL;
-        const int fresh_w = want_w ? mcl_ref_grad_fresh(a->gin[1]) : 0;
-        mcl_ref_s1_bwd_sums(&pl, part, nchunks, gw, fresh_w, NULL, 0);
-        float *gbias = want_b ? mcl_ref_ptr(a->gin[2]) : NULL;
-        const int fresh_b = want_b ? mcl_ref_grad_fresh(a->gin[2]) : 0;
-        mcl_ref_s1_bwd_sums(&pl, part, nchunks, NULL, 0, gbias, fresh_b);
-    }
+    if (!oom) mcl_ref_s1_bwd_store(&pl, part, nchunks, a->gin[1], a->gin[2]);
     mcl_ref_s1_bwd_free(&pl);
     free(part);
     return oom ? MCL_ERR_OOM : MCL_OK;

@@ -210,12 +210,7 @@ mcl_status mcl_ref_conv_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *
     }
     if (!oom) {
         mcl_ref_norm_affine_grads(npart, nchunks, d.O, ggamma, fresh_g, gbeta, fresh_b);
-        float *gw = want_w ? mcl_ref_ptr(a->gin[1]) : NULL;
-        const int fresh_w = want_w ? mcl_ref_grad_fresh(a->gin[1]) : 0;
-        mcl_ref_s1_bwd_sums(&pb, part, nchunks, gw, fresh_w, NULL, 0);
-        float *gbias = want_b ? mcl_ref_ptr(a->gin[2]) : NULL;
-        const int fresh_bias = want_b ? mcl_ref_grad_fresh(a->gin[2]) : 0;
-        mcl_ref_s1_bwd_sums(&pb, part, nchunks, NULL, 0, gbias, fresh_bias);
+        mcl_ref_s1_bwd_store(&pb, part, nchunks, a->gin[1], a->gin[2]);
     }
     mcl_ref_s1_bwd_free(&pb);
     mcl_ref_s1_fwd_free(&pf);

@@ -88,9 +88,10 @@ void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const 
 /* After a chunk's last image: its weight-gradient product into pw. */
 void mcl_ref_s1_bwd_chunk_end(const mcl_ref_s1_bwd *pl, const float *ws, double *pw);
 /* gw (+)= the chunk sums of pw, gbias (+)= those of pb, chunks in order (part: nchunks blocks
- * of mcl_ref_s1_bwd_part doubles; gw, gbias NULL when not wanted; fresh: stored). */
-void mcl_ref_s1_bwd_sums(const mcl_ref_s1_bwd *pl, const double *part, int64_t nchunks, float *gw,
-                         int fresh_w, float *gbias, int fresh_b);
+ * of mcl_ref_s1_bwd_part doubles); gw, gbias NULL when not wanted, each asked whether it is
+ * fresh (then stored) just before it is written. */
+void mcl_ref_s1_bwd_store(const mcl_ref_s1_bwd *pl, const double *part, int64_t nchunks, const mcl_tensor *gw,
+                          const mcl_tensor *gbias);
 
 /* Fixed chunks of images of a backward (conv2d's, inorm_pool_relu's): min(B, 16); chunk c
  * holds the images [B c / n, B (c + 1) / n). */
