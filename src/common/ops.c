@@ -165,6 +165,36 @@ static mcl_status smn_m0_check(mcl_ctx *ctx, const mcl_tensor *m0, float slope)
     return MCL_OK;
 }
 
+/* The Conv-4 block tail's checks and outputs (inorm_pool_relu's, and conv_inorm_pool_relu's on
+ * its convolution's output): x [B,C,H,W] (H, W >= 2, checked by the caller), gamma and beta
+ * a->in[gi], a->in[gi + 1] of [C], eps f0 > 0, the dropout p = f1 in [0, 1) and its segments
+ * i0 dividing the output; out[0] y and out[3] argmax [B,C,H/2,W/2], out[1] mean and out[2]
+ * rstd [B·C]. */
+static mcl_status tail_shapes(mcl_ctx *ctx, const mcl_op_args *a, const char *op, int gi, const int64_t x[4],
+                              out_shapes *o)
+{
+    const mcl_tensor *g = a->in[gi], *b = a->in[gi + 1];
+    char s1[64], s2[64];
+    mcl_status s;
+    if (g->ndim != 1 || g->shape[0] != x[1] || b->ndim != 1 || b->shape[0] != x[1])
+        return SHAPE_ERR("%s: gamma %s and beta %s must be [%lld]", op, mcl_shape_str(g, s1, sizeof s1),
+                         mcl_shape_str(b, s2, sizeof s2), (long long)x[1]);
+    if (!(a->p.f[0] > 0.0f)) return INVALID("%s: eps = %g must be > 0", op, (double)a->p.f[0]);
+    if (!(a->p.f[1] >= 0.0f && a->p.f[1] < 1.0f))
+        return INVALID("%s: dropout p = %g must be in [0, 1)", op, (double)a->p.f[1]);
+    const int64_t sh[4] = {x[0], x[1], x[2] / 2, x[3] / 2};
+    if ((s = mcl_shape_check(ctx, op, 4, sh)) != MCL_OK) return s;
+    const int64_t ny = sh[0] * sh[1] * sh[2] * sh[3];
+    if (a->p.i[0] < 0 || (a->p.i[0] > 0 && ny % a->p.i[0] != 0))
+        return INVALID("%s: dropout segments of %lld elements do not divide %lld", op, (long long)a->p.i[0],
+                       (long long)ny);
+    set_out(o, 0, 4, sh);
+    set_out1(o, 1, x[0] * x[1]);
+    set_out1(o, 2, x[0] * x[1]);
+    set_out(o, 3, 4, sh);
+    return MCL_OK;
+}
+
 static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
 {
     const char *op = mcl_op_table[a->op].name;
@@ -484,31 +514,13 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         return MCL_OK;
     }
     case MCL_OP_INORM_POOL_RELU: {
-        mcl_tensor *g = y, *b = a->in[2];
         if (x->ndim != 4 || x->shape[2] < 2 || x->shape[3] < 2)
             return SHAPE_ERR("inorm_pool_relu: x %s must be [B,C,H,W] with H, W >= 2",
                              mcl_shape_str(x, s1, sizeof s1));
-        if (g->ndim != 1 || g->shape[0] != x->shape[1] || b->ndim != 1 || b->shape[0] != x->shape[1])
-            return SHAPE_ERR("inorm_pool_relu: gamma %s and beta %s must be [%lld]",
-                             mcl_shape_str(g, s1, sizeof s1), mcl_shape_str(b, s2, sizeof s2),
-                             (long long)x->shape[1]);
-        if (!(a->p.f[0] > 0.0f))
-            return INVALID("inorm_pool_relu: eps = %g must be > 0", (double)a->p.f[0]);
-        int64_t sh[4] = {x->shape[0], x->shape[1], x->shape[2] / 2, x->shape[3] / 2};
-        if (!(a->p.f[1] >= 0.0f && a->p.f[1] < 1.0f))
-            return INVALID("inorm_pool_relu: dropout p = %g must be in [0, 1)", (double)a->p.f[1]);
-        const int64_t ny = sh[0] * sh[1] * sh[2] * sh[3];
-        if (a->p.i[0] < 0 || (a->p.i[0] > 0 && ny % a->p.i[0] != 0))
-            return INVALID("inorm_pool_relu: dropout segments of %lld elements do not divide %lld",
-                           (long long)a->p.i[0], (long long)ny);
-        set_out(o, 0, 4, sh);
-        set_out1(o, 1, x->shape[0] * x->shape[1]);
-        set_out1(o, 2, x->shape[0] * x->shape[1]);
-        set_out(o, 3, 4, sh);
-        return MCL_OK;
+        return tail_shapes(ctx, a, "inorm_pool_relu", 1, x->shape, o);
     }
     case MCL_OP_CONV_INORM_POOL_RELU: {
-        mcl_tensor *w = y, *b = a->in[2], *g = a->in[3], *be = a->in[4];
+        mcl_tensor *w = y, *b = a->in[2];
         const int64_t pad = a->p.i[1];
         if (x->ndim != 4 || w->ndim != 4 || w->shape[1] != x->shape[1] || w->shape[2] != w->shape[3])
             return SHAPE_ERR("conv_inorm_pool_relu: x %s must be [B,C,H,W] and w %s [O,C,k,k]",
@@ -517,9 +529,6 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         if (b->ndim != 1 || b->shape[0] != O)
             return SHAPE_ERR("conv_inorm_pool_relu: bias %s must be [%lld]", mcl_shape_str(b, s1, sizeof s1),
                              (long long)O);
-        if (g->ndim != 1 || g->shape[0] != O || be->ndim != 1 || be->shape[0] != O)
-            return SHAPE_ERR("conv_inorm_pool_relu: gamma %s and beta %s must be [%lld]",
-                             mcl_shape_str(g, s1, sizeof s1), mcl_shape_str(be, s2, sizeof s2), (long long)O);
         if (pad < 0 || pad >= k)
             return INVALID("conv_inorm_pool_relu: padding %lld must be in [0, k = %lld)", (long long)pad,
                            (long long)k);
@@ -529,21 +538,8 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
                              "padding %lld is %lldx%lld, less than 2x2",
                              mcl_shape_str(x, s1, sizeof s1), (long long)k, (long long)k, (long long)pad,
                              (long long)Ho, (long long)Wo);
-        if (!(a->p.f[0] > 0.0f))
-            return INVALID("conv_inorm_pool_relu: eps = %g must be > 0", (double)a->p.f[0]);
-        if (!(a->p.f[1] >= 0.0f && a->p.f[1] < 1.0f))
-            return INVALID("conv_inorm_pool_relu: dropout p = %g must be in [0, 1)", (double)a->p.f[1]);
-        int64_t sh[4] = {x->shape[0], O, Ho / 2, Wo / 2};
-        if ((s = mcl_shape_check(ctx, op, 4, sh)) != MCL_OK) return s;
-        const int64_t ny = sh[0] * sh[1] * sh[2] * sh[3];
-        if (a->p.i[0] < 0 || (a->p.i[0] > 0 && ny % a->p.i[0] != 0))
-            return INVALID("conv_inorm_pool_relu: dropout segments of %lld elements do not divide %lld",
-                           (long long)a->p.i[0], (long long)ny);
-        set_out(o, 0, 4, sh);
-        set_out1(o, 1, x->shape[0] * O);
-        set_out1(o, 2, x->shape[0] * O);
-        set_out(o, 3, 4, sh);
-        return MCL_OK;
+        const int64_t cs[4] = {x->shape[0], O, Ho, Wo}; /* the convolution's output */
+        return tail_shapes(ctx, a, "conv_inorm_pool_relu", 3, cs, o);
     }
     case MCL_OP_SRWM: {
         if (x->ndim != 4)

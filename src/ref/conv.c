@@ -1231,6 +1231,7 @@ mcl_status mcl_ref_s1_fwd_init(mcl_ref_s1_fwd *pl, const conv_dims *d, const flo
      * [S1_TGROUP * S1_MR, On]; flat: the k versions, no band */
     pl->nband = pl->swap ? S1_TGROUP * S1_MR * On : round_up(d->O, S1_MR) * S1_NR;
     pl->nxp = pl->flat ? d->k * pl->vs : pl->e.xpn;
+    pl->off_img = round_up(pl->nxp + pl->nband, 16);
     pl->roff = malloc((size_t)d->KK * sizeof(int64_t));
     pl->zeros = calloc((size_t)d->KK, sizeof(float));
     pl->wt = pl->swap ? calloc_floats64((size_t)(d->KK * On)) : NULL; /* rows of On: aligned */
@@ -1258,9 +1259,7 @@ void mcl_ref_s1_fwd_free(mcl_ref_s1_fwd *pl)
 /* xp and band, then (optional, for stream_img) img [O, P] 64-byte aligned after them */
 float *mcl_ref_s1_fwd_ws(const mcl_ref_s1_fwd *pl)
 {
-    const int64_t n = round_up(pl->nxp + pl->nband, 16);
-    float *ws = calloc_floats64((size_t)(n + (pl->stream_img ? pl->d.O * pl->d.P : 0)));
-    return ws;
+    return calloc_floats64((size_t)(pl->off_img + (pl->stream_img ? pl->d.O * pl->d.P : 0)));
 }
 
 void mcl_ref_s1_fwd_image(const mcl_ref_s1_fwd *pl, float *ws, const float *xb, const float *xnext,
@@ -1269,7 +1268,7 @@ void mcl_ref_s1_fwd_image(const mcl_ref_s1_fwd *pl, float *ws, const float *xb, 
     const conv_dims *d = &pl->d;
     const s1_dims *e = &pl->e;
     float *xp = ws, *band = ws + pl->nxp;
-    float *img = pl->stream_img ? ws + round_up(pl->nxp + pl->nband, 16) : NULL;
+    float *img = pl->stream_img ? ws + pl->off_img : NULL;
     if (pl->flat) {
         to_flat(d, pl->vs, xb, xp);
         flat_out(d, pl->w, pl->zeros, xp, pl->roff, pl->bias, ob, pl->stream);
@@ -1359,9 +1358,11 @@ mcl_status mcl_ref_s1_bwd_init(mcl_ref_s1_bwd *pl, const conv_dims *d, const flo
      * [KKr, On]; or, for dot, gg [Od, Jd] (dropped columns, rows past O and columns past J
      * zero); then img [C, H*W] when streaming gx */
     const int64_t nband = pl->swap ? S1_TGROUP * S1_MR * pl->Cn : pl->Cr * S1_NR;
-    const int64_t nxp = round_up(e->xpn, 16), ngp = round_up(e->gpn, 16);
-    const int64_t nb16 = round_up(nband, 16), ngT = round_up(e->J * pl->On, 16);
-    pl->nf = nxp + ngp + nb16 + (pl->dot ? pl->Od * pl->Jd : ngT + pl->KKr * pl->On);
+    pl->off_gp = round_up(e->xpn, 16);
+    pl->off_band = pl->off_gp + round_up(e->gpn, 16);
+    pl->off_gT = pl->off_band + round_up(nband, 16);
+    pl->off_prod = pl->off_gT + round_up(e->J * pl->On, 16);
+    pl->nf = round_up(pl->dot ? pl->off_gT + pl->Od * pl->Jd : pl->off_prod + pl->KKr * pl->On, 16);
     const int64_t nwt = round_up(d->C * pl->KKx, 16); /* wtt's rows of Cn floats: aligned */
     (void)CHW;
     pl->wt = want_x ? calloc_floats64((size_t)(nwt + (pl->swap ? pl->KKx * pl->Cn : 0))) : NULL;
@@ -1408,7 +1409,7 @@ void mcl_ref_s1_bwd_free(mcl_ref_s1_bwd *pl)
 float *mcl_ref_s1_bwd_ws(const mcl_ref_s1_bwd *pl)
 {
     const int64_t CHW = pl->d.C * pl->d.H * pl->d.W;
-    return calloc_floats64((size_t)(round_up(pl->nf, 16) + (pl->stream_gx ? CHW : 0)));
+    return calloc_floats64((size_t)(pl->nf + (pl->stream_gx ? CHW : 0)));
 }
 
 int64_t mcl_ref_s1_bwd_part(const mcl_ref_s1_bwd *pl) { return pl->d.O * pl->d.KK + pl->d.O; }
@@ -1419,11 +1420,9 @@ void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const 
 {
     const conv_dims *d = &pl->d;
     const s1_dims *e = &pl->e;
-    const int64_t nband = pl->swap ? S1_TGROUP * S1_MR * pl->Cn : pl->Cr * S1_NR;
-    const int64_t nxp = round_up(e->xpn, 16), ngp = round_up(e->gpn, 16);
-    const int64_t nb16 = round_up(nband, 16), ngT = round_up(e->J * pl->On, 16);
-    float *xp = ws, *gp = xp + nxp, *band = gp + ngp, *gT = band + nb16, *prod = gT + ngT;
-    float *img = pl->stream_gx ? ws + round_up(pl->nf, 16) : NULL;
+    float *xp = ws, *gp = ws + pl->off_gp, *band = ws + pl->off_band, *gT = ws + pl->off_gT;
+    float *prod = ws + pl->off_prod;
+    float *img = pl->stream_gx ? ws + pl->nf : NULL; /* after the rest, 64-byte aligned */
     const int64_t OP = d->O * d->P, CHW = d->C * d->H * d->W;
     /* the next image's g and x: g during the gx product (without gx, during the weight
      * gradient), x during the weight gradient */
@@ -1484,11 +1483,7 @@ void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const 
 void mcl_ref_s1_bwd_chunk_end(const mcl_ref_s1_bwd *pl, const float *ws, double *pw)
 {
     if (!pl->want_w || pl->dot) return;
-    const s1_dims *e = &pl->e;
-    const int64_t nband = pl->swap ? S1_TGROUP * S1_MR * pl->Cn : pl->Cr * S1_NR;
-    const int64_t off = round_up(e->xpn, 16) + round_up(e->gpn, 16) + round_up(nband, 16) +
-                        round_up(e->J * pl->On, 16);
-    add_transposed(pw, ws + off, pl->On, pl->d.KK, pl->d.O);
+    add_transposed(pw, ws + pl->off_prod, pl->On, pl->d.KK, pl->d.O);
 }
 
 void mcl_ref_s1_bwd_store(const mcl_ref_s1_bwd *pl, const double *part, int64_t nchunks, const mcl_tensor *gw,

@@ -119,8 +119,9 @@ static int block_ws_alloc(block_ws *t, const mcl_ref_s1_fwd *pf, const mcl_ref_s
     t->bws = mcl_ref_s1_bwd_ws(pb);
     t->c = alloc_floats64(d->O * d->P);
     t->gc = alloc_floats64(d->O * d->P);
-    t->isc = alloc_floats64(mcl_ref_ipr_bwd_scratch(d->Ho, d->Wo));
-    if (t->isc) memset(t->isc, 0, (size_t)mcl_ref_ipr_bwd_scratch(d->Ho, d->Wo) * sizeof(float));
+    const int64_t ns = mcl_ref_ipr_bwd_scratch(d->Ho, d->Wo);
+    t->isc = alloc_floats64(ns);
+    if (t->isc) memset(t->isc, 0, (size_t)ns * sizeof(float)); /* its room past the rows stays 0 */
     return t->fws && t->bws && t->c && t->gc && t->isc;
 }
 

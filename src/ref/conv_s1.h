@@ -37,6 +37,7 @@ typedef struct mcl_ref_s1_fwd {
     int swap, flat;        /* pixel-major product; the flat layout of a first layer      */
     int stream, stream_img; /* out_b streamed (flat tiles; through the scratch img)       */
     int64_t vs, nxp, nband; /* flat version size; per-thread floats of xp and band        */
+    int64_t off_img;        /* where the work space's img starts (after xp and band)      */
     int64_t *roff;
     float *zeros, *wt;
 } mcl_ref_s1_fwd;
@@ -62,7 +63,8 @@ typedef struct mcl_ref_s1_bwd {
     mcl_ref_s1_dims e;
     int want_x, want_w, want_b;
     int dot, swap, fresh_x, stream_gx;
-    int64_t KKx, Cr, KKr, On, Cn, Od, Jd, nf;
+    int64_t KKx, Cr, KKr, On, Cn, Od, Jd, nf; /* nf: the work space's floats but img's (16n) */
+    int64_t off_gp, off_band, off_gT, off_prod; /* the work space: xp, gp, band, gT (gg), prod */
     float *wt, *wtt, *zeros;
     int64_t *off, *roff, *roffx, *koff;
 } mcl_ref_s1_bwd;
