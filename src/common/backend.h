@@ -219,6 +219,12 @@ struct mcl_backend {
     const char *(*device_name)(const mcl_backend *be);
     /* The counters (see mcl_backend_stats): the front end and the backend add to them. */
     mcl_backend_stats stats;
+    /* 1: a new buffer costs no zero fill until something reads it or writes part of it, and
+     * an op that stores a whole fresh gradient skips the fill (the reference backend's lazy
+     * zeroing): a backward walk then gives each gradient a buffer of its own instead of a
+     * view into a shared zero-filled chunk (tape.c, WALK_ARENA), so every first writer of a
+     * whole gradient can store it. 0: the chunks (one fill per chunk, not per tensor). */
+    int own_grad_buffers;
 };
 
 /* The reference backend's constructor (src/ref/). */

@@ -101,7 +101,11 @@ mcl_status mcl_accumulate(mcl_ctx *ctx, mcl_tensor *dst, mcl_tensor *src)
  * that will receive a gradient (the same reachability as the walk itself), then the
  * gradients are created at once, so that a walk costs few allocations and few zero fills:
  *   WALK_ARENA  most gradients are views into a few large zero-filled chunks (one zero fill
- *               per chunk instead of one per tensor); they end with the walk;
+ *               per chunk instead of one per tensor); they end with the walk. On a backend
+ *               whose new buffers cost no fill until used (be->own_grad_buffers: the
+ *               reference backend's lazy zeroing) each is a buffer of its own instead, so
+ *               that the op that first writes it whole can store rather than add into a
+ *               filled chunk (the ACL step's 55 MB chunk was filled every step);
  *   WALK_OWN    a leaf's gradient that is handed over to t->grad (it outlives the walk),
  *               and any tensor too large for a chunk: a buffer of its own, as before;
  *   WALK_GRAD   a leaf that already has t->grad (full walks only): the walk accumulates
@@ -354,6 +358,10 @@ static mcl_status walk_alloc(mcl_ctx *ctx, walk *w)
         mcl_tensor *g = NULL;
         switch (w->kind[i]) {
         case WALK_ARENA:
+            if (ctx->be->own_grad_buffers) { /* no fill to share: a buffer of its own */
+                g = mcl_tensor_alloc(ctx, t->ndim, t->shape, 0);
+                break;
+            }
             if (!chunk || used + n > mcl_tensor_numel(chunk)) {
                 /* the chunk: what the gradients still to come need, at most WALK_CHUNK */
                 int64_t want = 0;

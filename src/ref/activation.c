@@ -328,6 +328,11 @@ MCL_HOT mcl_status mcl_ref_gelu_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *gx = mcl_ref_ptr(a->gin[0]);
     const int64_t n = numel(a->in[0]);
+    if (mcl_ref_grad_fresh(a->gin[0])) { /* gx is logically zero: store 0 + the term */
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+        for (int64_t i = 0; i < n; i++) gx[i] = 0.0f + g[i] * gelu_d(x[i]);
+        return MCL_OK;
+    }
 #pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) gx[i] += g[i] * gelu_d(x[i]);
     return MCL_OK;
@@ -371,19 +376,27 @@ MCL_HOT mcl_status mcl_ref_bias_gelu_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *g = mcl_ref_ptr(a->gout[0]);
     float *gx = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
     const int64_t R = mcl_ref_rows(a->in[0]), N = mcl_ref_cols(a->in[0]);
+    /* a fresh gx (mcl_ref_grad_fresh) gets 0 + gt, not read */
+    const int fresh_x = gx && mcl_ref_grad_fresh(a->gin[0]);
     if (!a->gin[1]) { /* only gx: row by row */
         if (!gx) return MCL_OK;
 #pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
         for (int64_t r = 0; r < R; r++) {
             const float *xr = x + r * N, *gr = g + r * N;
             float *gxr = gx + r * N;
+            if (fresh_x) {
 #pragma omp simd
-            for (int64_t j = 0; j < N; j++) gxr[j] += gr[j] * gelu_d(xr[j] + b[j]);
+                for (int64_t j = 0; j < N; j++) gxr[j] = 0.0f + gr[j] * gelu_d(xr[j] + b[j]);
+            } else {
+#pragma omp simd
+                for (int64_t j = 0; j < N; j++) gxr[j] += gr[j] * gelu_d(xr[j] + b[j]);
+            }
         }
         return MCL_OK;
     }
     /* gb (and gx): a thread owns a block of columns and walks every row of it once */
     float *gb = mcl_ref_ptr(a->gin[1]);
+    const int fresh_b = mcl_ref_grad_fresh(a->gin[1]);
     const int64_t nblocks = (N + BIAS_GELU_COLS - 1) / BIAS_GELU_COLS;
 #pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
     for (int64_t blk = 0; blk < nblocks; blk++) {
@@ -398,11 +411,17 @@ MCL_HOT mcl_status mcl_ref_bias_gelu_bwd(mcl_backend *be, const mcl_op_args *a)
             for (int64_t j = 0; j < nj; j++) gt[j] = gr[j] * gelu_d(xr[j] + br[j]);
             if (gx) {
                 float *gxr = gx + r * N + j0;
-                for (int64_t j = 0; j < nj; j++) gxr[j] += gt[j];
+                if (fresh_x)
+                    for (int64_t j = 0; j < nj; j++) gxr[j] = 0.0f + gt[j];
+                else
+                    for (int64_t j = 0; j < nj; j++) gxr[j] += gt[j];
             }
             for (int64_t j = 0; j < nj; j++) acc[j] += gt[j];
         }
-        for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
+        if (fresh_b)
+            for (int64_t j = 0; j < nj; j++) gb[j0 + j] = 0.0f + (float)acc[j];
+        else
+            for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
     }
     return MCL_OK;
 }

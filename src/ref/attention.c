@@ -707,7 +707,28 @@ mcl_status mcl_ref_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
  * Per (b, h), from the saved lse: P again, dP = dO·Vᵀ, dS = P ⊙ (dP − D) (row-wise,
  * D_i = Σ_j p_ij dP_ij from the same float dP, so each row of dS sums to ~0 as the softmax's
  * Jacobian says), then the GEMMs gqc += scale·dS·K, gk += scale·dSᵀ·Qc, gv += Pᵀ·dO; dB (dS by
- * distance), gqp += scale·dB·R and the part scale·dBᵀ·Qp of gr. Then gr += Σ_b parts (double). */
+ * distance), gqp += scale·dB·R and the part scale·dBᵀ·Qp of gr. Then gr += Σ_b parts (double).
+ * A fresh gradient (mcl_ref_grad_fresh) is stored instead (each of its blocks is one GEMM's:
+ * mcl_ref_sgemm_fresh), and the keys no query reaches get their zeros. */
+
+/* C += alpha·op(X)·op(Y) (beta = 1), or C = 0 + alpha·op(X)·op(Y) into a fresh C */
+static void rel_gemm_acc(int fresh, int tx, int ty, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *X, int64_t ldx, const float *Y, int64_t ldy, float *C,
+                         int64_t ldc)
+{
+    if (fresh)
+        mcl_ref_sgemm_fresh(tx, ty, M, N, K, alpha, X, ldx, Y, ldy, C, ldc);
+    else
+        mcl_ref_sgemm(tx, ty, M, N, K, alpha, X, ldx, Y, ldy, 1.0f, C, ldc);
+}
+
+/* rows [j0, j1) of a gradient (n floats each, rows ld apart) set to zero: keys no query
+ * reaches, in a fresh gk or gv */
+static void rel_zero_rows(float *g, int64_t j0, int64_t j1, int64_t n, int64_t ld)
+{
+    for (int64_t j = j0; j < j1; j++) memset(g + j * ld, 0, (size_t)n * sizeof(float));
+}
+
 mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     (void)be;
@@ -720,6 +741,10 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
     float *gk = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
     float *gv = a->gin[3] ? mcl_ref_ptr(a->gin[3]) : NULL;
     float *gr = a->gin[4] ? mcl_ref_ptr(a->gin[4]) : NULL;
+    /* one after the other (ref.h): two of them may be one tensor (then the later ones add) */
+    const int fqc = gqc && mcl_ref_grad_fresh(a->gin[0]), fqp = gqp && mcl_ref_grad_fresh(a->gin[1]);
+    const int fk = gk && mcl_ref_grad_fresh(a->gin[2]), fv = gv && mcl_ref_grad_fresh(a->gin[3]);
+    const int fr = gr && mcl_ref_grad_fresh(a->gin[4]);
     const int64_t S = d.S, T = d.T, M = d.M, BH = d.B * d.H, ld = d.H * d.D, ldv = d.H * d.Dv;
     const int64_t nd = rel_ndist(&d), QB = rel_blk(&d);
     float *ws = rel_ws(&d, 3);
@@ -755,28 +780,32 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
         }
         for (int64_t i0 = 0; gqc && i0 < S; i0 += QB) { /* dQc = scale·dS·K, per row block */
             const int64_t i1 = rel_min(i0 + QB, S), jlo = rel_lo(&d, i0), jhi = M + i1;
-            mcl_ref_sgemm(0, 0, i1 - i0, d.D, jhi - jlo, d.scale, dS + i0 * T + jlo, T,
-                          k + ko + jlo * ld, ld, 1.0f, gqc + qo + i0 * ld, ld);
+            rel_gemm_acc(fqc, 0, 0, i1 - i0, d.D, jhi - jlo, d.scale, dS + i0 * T + jlo, T,
+                         k + ko + jlo * ld, ld, gqc + qo + i0 * ld, ld);
         }
         for (int64_t j0 = 0; (gk || gv) && j0 < T; j0 += QB) { /* dK, dV per key block */
             const int64_t j1 = rel_min(j0 + QB, T);
             int64_t r0, r1;
             rel_rows_of_keys(&d, j0, j1, &r0, &r1);
-            if (r1 <= r0) continue; /* no query reaches these keys (a window) */
+            if (r1 <= r0) { /* no query reaches these keys (a window): no terms */
+                if (fk) rel_zero_rows(gk + ko, j0, j1, d.D, ld);
+                if (fv) rel_zero_rows(gv + vo, j0, j1, d.Dv, ldv);
+                continue;
+            }
             if (gk)
-                mcl_ref_sgemm(1, 0, j1 - j0, d.D, r1 - r0, d.scale, dS + r0 * T + j0, T,
-                              qc + qo + r0 * ld, ld, 1.0f, gk + ko + j0 * ld, ld);
+                rel_gemm_acc(fk, 1, 0, j1 - j0, d.D, r1 - r0, d.scale, dS + r0 * T + j0, T,
+                             qc + qo + r0 * ld, ld, gk + ko + j0 * ld, ld);
             if (gv)
-                mcl_ref_sgemm(1, 0, j1 - j0, d.Dv, r1 - r0, 1.0f, P + r0 * T + j0, T,
-                              go + gvo + r0 * ldv, ldv, 1.0f, gv + vo + j0 * ldv, ldv);
+                rel_gemm_acc(fv, 1, 0, j1 - j0, d.Dv, r1 - r0, 1.0f, P + r0 * T + j0, T,
+                             go + gvo + r0 * ldv, ldv, gv + vo + j0 * ldv, ldv);
         }
         if (!gqp && !gr) continue;
         for (int64_t i = 0; i < S; i++) /* dB[i][dd] = dS[i][M+i−dd]: the shift, backwards */
             rel_unshift_row(dS + i * T, dB + i * T, rel_lo(&d, i), M + i, nd);
         for (int64_t i0 = 0; gqp && i0 < S; i0 += QB) { /* dQp = scale·dB·R, per row block */
             const int64_t i1 = rel_min(i0 + QB, S);
-            mcl_ref_sgemm(0, 0, i1 - i0, d.D, rel_min(nd, M + i1), d.scale, dB + i0 * T, T,
-                          r + h * d.D, ld, 1.0f, gqp + qo + i0 * ld, ld);
+            rel_gemm_acc(fqp, 0, 0, i1 - i0, d.D, rel_min(nd, M + i1), d.scale, dB + i0 * T, T,
+                         r + h * d.D, ld, gqp + qo + i0 * ld, ld);
         }
         for (int64_t d0 = 0; gr && d0 < nd; d0 += QB) { /* the part scale·dBᵀ·Qp of dR, per
                                                          * distance block: rows i >= d0 − M */
@@ -792,9 +821,11 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
             for (int64_t c = 0; c < d.D; c++) {
                 double acc = 0.0;
                 for (int64_t b = 0; b < d.B; b++) acc += (double)dRp[((b * d.H + h) * nd + dd) * d.D + c];
-                gr[row * d.D + c] += (float)acc;
+                gr[row * d.D + c] = (fr ? 0.0f : gr[row * d.D + c]) + (float)acc;
             }
         }
+        if (fr) /* distances past a window's: no terms */
+            memset(gr + nd * d.H * d.D, 0, (size_t)((d.T - nd) * d.H * d.D) * sizeof(float));
     }
     free(ws);
     free(dRp);

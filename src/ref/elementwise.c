@@ -50,6 +50,11 @@ mcl_status mcl_ref_add_bwd(mcl_backend *be, const mcl_op_args *a)
     for (int k = 0; k < 2; k++) {
         if (!a->gin[k]) continue;
         float *gx = mcl_ref_ptr(a->gin[k]);
+        if (mcl_ref_grad_fresh(a->gin[k])) { /* logically zero: 0 + g (a + a: then the second adds) */
+#pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
+            for (int64_t i = 0; i < n; i++) gx[i] = 0.0f + g[i];
+            continue;
+        }
 #pragma omp parallel for simd schedule(static) if (n > PAR_MIN)
         for (int64_t i = 0; i < n; i++) gx[i] += g[i];
     }

@@ -151,8 +151,8 @@ static inline float update(float acc, float c, float alpha, float beta)
  * a: packed A strip (MR floats per k). b: NR consecutive floats per k, rows ldbp apart
  * (ldbp = NR for a packed strip, ldb when B is read in place). c: the tile, rows ldc apart. */
 MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
-                                 int64_t ldbp, float alpha, float beta, float *restrict c,
-                                 int64_t ldc)
+                                 int64_t ldbp, float alpha, float beta, int zc,
+                                 float *restrict c, int64_t ldc)
 {
     float ab[MR][NR];
     for (int i = 0; i < MR; i++)
@@ -167,7 +167,10 @@ MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const floa
         b += ldbp;
     }
 
-    if (beta == 0.0f) {
+    if (zc) { /* C is zeros, not read: update(acc, 0, alpha, 1) = 0 + alpha * acc */
+        for (int i = 0; i < MR; i++)
+            MCL_SIMD for (int j = 0; j < NR; j++) c[i * ldc + j] = 0.0f + alpha * ab[i][j];
+    } else if (beta == 0.0f) {
         for (int i = 0; i < MR; i++)
             MCL_SIMD for (int j = 0; j < NR; j++) c[i * ldc + j] = alpha * ab[i][j];
     } else {
@@ -180,13 +183,13 @@ MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const floa
 /* A tile at the bottom or right edge of C (mr < MR or nr < NR): run the kernel on a full-size
  * copy of the tile and store back the part that exists. */
 static void edge_tile(int64_t kc, const float *a, const float *b, int64_t ldbp, float alpha,
-                      float beta, float *c, int64_t ldc, int64_t mr, int64_t nr)
+                      float beta, int zc, float *c, int64_t ldc, int64_t mr, int64_t nr)
 {
     float t[MR * NR] = {0.0f};
-    if (beta != 0.0f) /* beta == 0: C is not read (it may be uninitialized) */
+    if (beta != 0.0f && !zc) /* beta == 0 or zc: C is not read (it may be uninitialized) */
         for (int64_t i = 0; i < mr; i++)
             for (int64_t j = 0; j < nr; j++) t[i * NR + j] = c[i * ldc + j];
-    micro_kernel(kc, a, b, ldbp, alpha, beta, t, NR);
+    micro_kernel(kc, a, b, ldbp, alpha, beta, zc, t, NR);
     for (int64_t i = 0; i < mr; i++)
         for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = t[i * NR + j];
 }
@@ -265,6 +268,7 @@ typedef struct gemm_args {
     int transA, transB;
     int64_t M, N, K;
     float alpha, beta;
+    int zero_c; /* C reads as zeros (mcl_ref_sgemm_fresh): beta = 1 into zeros, C not read */
     const float *A;
     int64_t lda;
     const float *B;
@@ -278,7 +282,7 @@ static void gemm_simple(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0, 
 {
     for (int64_t i = m0; i < m1; i++) {
         for (int64_t j = n0; j < n1; j++) {
-            float c = g->beta == 0.0f ? 0.0f : g->C[i * g->ldc + j];
+            float c = g->beta == 0.0f || g->zero_c ? 0.0f : g->C[i * g->ldc + j];
             for (int64_t p = 0; p < g->K; p += KC) {
                 const int64_t pend = p + KC < g->K ? p + KC : g->K;
                 float acc = 0.0f;
@@ -321,6 +325,7 @@ static void gemm_blocked(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
         for (int64_t pc = 0; pc < K; pc += KC) {
             const int64_t kc = K - pc < KC ? K - pc : KC;
             const float beta = pc == 0 ? g->beta : 1.0f;
+            const int zc = pc == 0 && g->zero_c;
             if (!direct_b) {
                 pack_b(g->transB, g->B, g->ldb, pc, kc, jc, nc, Bp);
             } else if (nc % NR) {
@@ -349,9 +354,9 @@ static void gemm_blocked(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
                         const float *a = Ap + ir * kc;
                         float *c = g->C + (ic + ir) * g->ldc + jc + jr;
                         if (mr == MR && nr == NR)
-                            micro_kernel(kc, a, b, ldbp, g->alpha, beta, c, g->ldc);
+                            micro_kernel(kc, a, b, ldbp, g->alpha, beta, zc, c, g->ldc);
                         else
-                            edge_tile(kc, a, b, ldbp, g->alpha, beta, c, g->ldc, mr, nr);
+                            edge_tile(kc, a, b, ldbp, g->alpha, beta, zc, c, g->ldc, mr, nr);
                     }
                 }
             }
@@ -412,16 +417,17 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc)
     }
 }
 
-void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
-                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                   float *C, int64_t ldc)
+/* mcl_ref_sgemm (zero_c = 0) and mcl_ref_sgemm_fresh (zero_c = 1, beta = 1) */
+static void sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, int zero_c,
+                  float *C, int64_t ldc)
 {
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
+        scale_c(M, N, zero_c ? 0.0f : beta, C, ldc);
         return;
     }
-    const gemm_args g = {transA, transB, M, N, K, alpha, beta, A, lda, B, ldb, C, ldc};
+    const gemm_args g = {transA, transB, M, N, K, alpha, beta, zero_c, A, lda, B, ldb, C, ldc};
 
     if ((double)M * (double)N * (double)K <= SIMPLE_MAX_MNK) {
         gemm_simple(&g, 0, M, 0, N);
@@ -449,4 +455,18 @@ void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, floa
     }
 #endif
     gemm_blocked(&g, 0, M, 0, N);
+}
+
+void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc)
+{
+    sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, 0, C, ldc);
+}
+
+void mcl_ref_sgemm_fresh(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                         int64_t ldc)
+{
+    sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, 1.0f, 1, C, ldc);
 }

@@ -8,6 +8,15 @@
  */
 #include "ref.h"
 
+/* C += op(X) · op(Y) (beta = 1), or C = 0 + op(X) · op(Y) into a fresh C (not read) */
+static void gemm_acc(int fresh, int tx, int ty, int64_t M, int64_t N, int64_t K, const float *X,
+                     int64_t ldx, const float *Y, int64_t ldy, float *C, int64_t ldc)
+{
+    if (fresh)
+        mcl_ref_sgemm_fresh(tx, ty, M, N, K, 1.0f, X, ldx, Y, ldy, C, ldc);
+    else
+        mcl_ref_sgemm(tx, ty, M, N, K, 1.0f, X, ldx, Y, ldy, 1.0f, C, ldc);
+}
 
 /* Forward:  out[z] = op(a[z]) · op(b[z])          for every batch index z
  *   out[z][m][n] = sum_k op(a[z])[m][k] · op(b[z])[k][n]
@@ -40,7 +49,9 @@ mcl_status mcl_ref_matmul_fwd(mcl_backend *be, const mcl_op_args *a)
  *        ta = 0: aᵀ · G            ta = 1: a · G
  *   gb (b stored [N,K], tb = 1):  gb += (op(a)ᵀ · G)ᵀ = Gᵀ · op(a)
  *        ta = 0: Gᵀ · a            ta = 1: Gᵀ · aᵀ
- * Every product runs with beta = 1, so it adds to what gin already holds.
+ * Every product runs with beta = 1, so it adds to what gin already holds; into a fresh gin
+ * (mcl_ref_grad_fresh: logically zero, never written) it runs mcl_ref_sgemm_fresh, the same
+ * bits without the zero fill and without reading gin.
  * gout[0] [.., M, N];  gin[0] like a (or NULL);  gin[1] like b (or NULL) */
 mcl_status mcl_ref_matmul_bwd(mcl_backend *be, const mcl_op_args *a)
 {
@@ -53,24 +64,23 @@ mcl_status mcl_ref_matmul_bwd(mcl_backend *be, const mcl_op_args *a)
     float *GA = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
     float *GB = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
     const int64_t sa = d.M * d.K, sb = d.K * d.N, sc = d.M * d.N; /* batch strides */
+    /* asked one after the other: if a and b are one tensor, GB then adds to GA's terms (each
+     * batch's GA block is stored before its GB block is added) */
+    const int fa = GA && mcl_ref_grad_fresh(a->gin[0]), fb = GB && mcl_ref_grad_fresh(a->gin[1]);
 
     for (int64_t b = 0; b < d.batch; b++) {
         const float *Ab = A + b * sa, *Bb = B + b * sb, *Gb = G + b * sc;
         if (GA) {
             if (!d.ta) /* [M,K] = G[M,N] · op(b)ᵀ[N,K] */
-                mcl_ref_sgemm(0, !d.tb, d.M, d.K, d.N, 1.0f, Gb, d.N, Bb, d.ldb, 1.0f,
-                              GA + b * sa, d.K);
+                gemm_acc(fa, 0, !d.tb, d.M, d.K, d.N, Gb, d.N, Bb, d.ldb, GA + b * sa, d.K);
             else       /* [K,M] = op(b)[K,N] · Gᵀ[N,M] */
-                mcl_ref_sgemm(d.tb, 1, d.K, d.M, d.N, 1.0f, Bb, d.ldb, Gb, d.N, 1.0f,
-                              GA + b * sa, d.M);
+                gemm_acc(fa, d.tb, 1, d.K, d.M, d.N, Bb, d.ldb, Gb, d.N, GA + b * sa, d.M);
         }
         if (GB) {
             if (!d.tb) /* [K,N] = op(a)ᵀ[K,M] · G[M,N] */
-                mcl_ref_sgemm(!d.ta, 0, d.K, d.N, d.M, 1.0f, Ab, d.lda, Gb, d.N, 1.0f,
-                              GB + b * sb, d.N);
+                gemm_acc(fb, !d.ta, 0, d.K, d.N, d.M, Ab, d.lda, Gb, d.N, GB + b * sb, d.N);
             else       /* [N,K] = Gᵀ[N,M] · op(a)[M,K] */
-                mcl_ref_sgemm(1, d.ta, d.N, d.K, d.M, 1.0f, Gb, d.N, Ab, d.lda, 1.0f,
-                              GB + b * sb, d.K);
+                gemm_acc(fb, 1, d.ta, d.N, d.K, d.M, Gb, d.N, Ab, d.lda, GB + b * sb, d.K);
         }
     }
     return MCL_OK;

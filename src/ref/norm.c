@@ -140,13 +140,21 @@ MCL_HOT static void ln_bwd_sums(const float *x, const float *g, const float *gam
 /* gx [N] += rs * (dxhat - mean_d - xhat * mean_dx), one row */
 MCL_HOT static void ln_row_gx(const float *restrict xr, const float *restrict gr,
                               const float *restrict gamma, int64_t N, float m, float rs,
-                              double mean_d, double mean_dx, float *restrict gxr)
+                              double mean_d, double mean_dx, int fresh, float *restrict gxr)
 {
-    MCL_SIMD for (int64_t j = 0; j < N; j++) {
-        const float xhat = (xr[j] - m) * rs;
-        const double dxhat = (double)gr[j] * (double)gamma[j];
-        gxr[j] += (float)((double)rs * (dxhat - mean_d - (double)xhat * mean_dx));
-    }
+    /* fresh: gxr logically zero (mcl_ref_grad_fresh), not read: 0 + the term */
+    if (fresh)
+        MCL_SIMD for (int64_t j = 0; j < N; j++) {
+            const float xhat = (xr[j] - m) * rs;
+            const double dxhat = (double)gr[j] * (double)gamma[j];
+            gxr[j] = 0.0f + (float)((double)rs * (dxhat - mean_d - (double)xhat * mean_dx));
+        }
+    else
+        MCL_SIMD for (int64_t j = 0; j < N; j++) {
+            const float xhat = (xr[j] - m) * rs;
+            const double dxhat = (double)gr[j] * (double)gamma[j];
+            gxr[j] += (float)((double)rs * (dxhat - mean_d - (double)xhat * mean_dx));
+        }
 }
 
 /* one row's terms of the gamma/beta gradients of columns j < nj (each column its own sum):
@@ -174,6 +182,7 @@ mcl_status mcl_ref_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
     /* gx: LN_RB rows per task; the two row means in double */
     if (a->gin[0]) {
         float *gx = mcl_ref_ptr(a->gin[0]);
+        const int fresh = mcl_ref_grad_fresh(a->gin[0]);
         const int64_t nblk = (R + LN_RB - 1) / LN_RB;
 #pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
         for (int64_t b = 0; b < nblk; b++) {
@@ -183,7 +192,7 @@ mcl_status mcl_ref_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
             for (int64_t k = 0; k < nr; k++) {
                 const int64_t r = r0 + k;
                 ln_row_gx(x + r * N, g + r * N, gamma, N, mean[r], rstd[r], sum_d[k] / (double)N,
-                          sum_dx[k] / (double)N, gx + r * N);
+                          sum_dx[k] / (double)N, fresh, gx + r * N);
             }
         }
     }
@@ -192,6 +201,8 @@ mcl_status mcl_ref_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
     if (a->gin[1] || a->gin[2]) {
         float *ggamma = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
         float *gbeta = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
+        const int fresh_g = ggamma && mcl_ref_grad_fresh(a->gin[1]);
+        const int fresh_b = gbeta && mcl_ref_grad_fresh(a->gin[2]);
         const int64_t nblocks = (N + LN_COLS - 1) / LN_COLS;
 #pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
         for (int64_t blk = 0; blk < nblocks; blk++) {
@@ -204,11 +215,14 @@ mcl_status mcl_ref_layer_norm_bwd(mcl_backend *be, const mcl_op_args *a)
                 const float *gr = g + r * N + j0;
                 ln_col_acc(xr, gr, nj, mean[r], rstd[r], acc_g, acc_b);
             }
-            /* separate statements: correct even if gin[1] and gin[2] are one tensor */
+            /* separate statements: correct even if gin[1] and gin[2] are one tensor (then
+             * only ggamma's block is stored fresh, and gbeta's is added to it) */
             if (ggamma)
-                for (int64_t j = 0; j < nj; j++) ggamma[j0 + j] += (float)acc_g[j];
+                for (int64_t j = 0; j < nj; j++)
+                    ggamma[j0 + j] = (fresh_g ? 0.0f : ggamma[j0 + j]) + (float)acc_g[j];
             if (gbeta)
-                for (int64_t j = 0; j < nj; j++) gbeta[j0 + j] += (float)acc_b[j];
+                for (int64_t j = 0; j < nj; j++)
+                    gbeta[j0 + j] = (fresh_b ? 0.0f : gbeta[j0 + j]) + (float)acc_b[j];
         }
     }
     return MCL_OK;

@@ -39,6 +39,12 @@ static inline int64_t mcl_ref_cols(const mcl_tensor *t)
 void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                    float *C, int64_t ldc);
+/* The same with beta = 1 into a C that reads as zeros, without reading C (a fresh gradient,
+ * mcl_ref_grad_fresh): C = 0 + alpha * op(A) * op(B), the bits mcl_ref_sgemm gives with
+ * beta = 1 on a zero-filled C. */
+void mcl_ref_sgemm_fresh(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                         int64_t ldc);
 
 /* Backward of an op marked in ref_backend.c's bwd_fresh_aware table, before it writes into
  * gin t: returns 1 when t is the whole of a buffer that is still fresh (logically zero,

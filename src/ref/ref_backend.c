@@ -211,6 +211,11 @@ static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_MAXPOOL2D] = 1, [MCL_OP_INSTANCE_NORM] = 1, [MCL_OP_INORM_POOL_RELU] = 1,
     [MCL_OP_CONV_INORM_POOL_RELU] = 1,
     [MCL_OP_CROSS_ENTROPY] = 1,
+    [MCL_OP_ADD] = 1,       [MCL_OP_GELU] = 1,          [MCL_OP_BIAS_GELU] = 1,
+    [MCL_OP_MATMUL] = 1,    [MCL_OP_LAYER_NORM] = 1,
+    [MCL_OP_CONCAT] = 1,    [MCL_OP_SLICE] = 1,         [MCL_OP_RESHAPE] = 1,
+    [MCL_OP_TRANSPOSE] = 1, [MCL_OP_PERMUTE] = 1,       [MCL_OP_REPEAT_BATCH] = 1,
+    [MCL_OP_REPEAT_BATCH4] = 1, [MCL_OP_REL_ATTN] = 1,  [MCL_OP_SRWM] = 1,
 };
 
 static int64_t numel(const mcl_tensor *t)
@@ -319,6 +324,7 @@ mcl_status mcl_ref_backend_create(mcl_ctx *ctx, mcl_backend **out)
     be->finish = ref_finish;
     be->destroy = ref_destroy;
     be->ops = pl->ops;
+    be->own_grad_buffers = 1; /* lazy zeroing (the top): a walk's gradients as whole buffers */
     *out = be;
     return MCL_OK;
 }

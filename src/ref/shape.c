@@ -36,21 +36,39 @@ static void copy_rows(float *dst, int64_t dld, const float *src, int64_t sld, in
         memcpy(dst + r * dld, src + r * sld, (size_t)len * sizeof(float));
 }
 
-/* dst[r * dld + j] += src[r * sld + j]  for r < rows, j < len */
+/* dst[r * dld + j] += src[r * sld + j]  for r < rows, j < len; fresh (dst logically zero,
+ * not yet written: mcl_ref_grad_fresh): dst[..] = 0 + src[..], the same floats, dst not read */
 static void add_rows(float *dst, int64_t dld, const float *src, int64_t sld, int64_t rows,
-                     int64_t len)
+                     int64_t len, int fresh)
 {
     if (rows == 1) { /* one long row (reshape, concat/slice on axis 0): split the row */
-#pragma omp parallel for schedule(static) if (len >= SHAPE_PAR_MIN)
-        for (int64_t j = 0; j < len; j++) dst[j] += src[j];
+        if (fresh) {
+#pragma omp parallel for simd schedule(static) if (len >= SHAPE_PAR_MIN)
+            for (int64_t j = 0; j < len; j++) dst[j] = 0.0f + src[j];
+        } else {
+#pragma omp parallel for simd schedule(static) if (len >= SHAPE_PAR_MIN)
+            for (int64_t j = 0; j < len; j++) dst[j] += src[j];
+        }
         return;
     }
 #pragma omp parallel for schedule(static) if (rows * len >= SHAPE_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         float *d = dst + r * dld;
         const float *s = src + r * sld;
-        for (int64_t j = 0; j < len; j++) d[j] += s[j];
+        if (fresh)
+            for (int64_t j = 0; j < len; j++) d[j] = 0.0f + s[j];
+        else
+            for (int64_t j = 0; j < len; j++) d[j] += s[j];
     }
+}
+
+/* Rows of len floats set to zero, rows dld apart (the part of a fresh gradient that an op
+ * gives no term: slice's rows outside the slice) */
+static void zero_rows(float *dst, int64_t dld, int64_t rows, int64_t len)
+{
+    if (len <= 0) return;
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * len >= SHAPE_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) memset(dst + r * dld, 0, (size_t)len * sizeof(float));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -89,8 +107,9 @@ mcl_status mcl_ref_concat_bwd(mcl_backend *be, const mcl_op_args *a)
     int64_t inner = dims_prod(A, x + 1, A->ndim);
     int64_t ra = A->shape[x] * inner, rb = B->shape[x] * inner, ro = ra + rb;
     const float *G = mcl_ref_ptr(a->gout[0]);
-    if (a->gin[0]) add_rows(mcl_ref_ptr(a->gin[0]), ra, G, ro, outer, ra);
-    if (a->gin[1]) add_rows(mcl_ref_ptr(a->gin[1]), rb, G + ra, ro, outer, rb);
+    /* one gin after the other (ref.h: the two may be one tensor) */
+    if (a->gin[0]) add_rows(mcl_ref_ptr(a->gin[0]), ra, G, ro, outer, ra, mcl_ref_grad_fresh(a->gin[0]));
+    if (a->gin[1]) add_rows(mcl_ref_ptr(a->gin[1]), rb, G + ra, ro, outer, rb, mcl_ref_grad_fresh(a->gin[1]));
     return MCL_OK;
 }
 
@@ -113,7 +132,8 @@ mcl_status mcl_ref_slice_fwd(mcl_backend *be, const mcl_op_args *a)
     return MCL_OK;
 }
 
-/* Backward: ga[.., s + i, ..] += gout[.., i, ..]  for 0 <= i < n (the rest of ga unchanged)
+/* Backward: ga[.., s + i, ..] += gout[.., i, ..]  for 0 <= i < n (the rest of ga unchanged;
+ * a fresh ga gets its zeros there, and 0 + gout in the slice)
  * gout[0] like out;  gin[0] like a (or NULL) */
 mcl_status mcl_ref_slice_bwd(mcl_backend *be, const mcl_op_args *a)
 {
@@ -125,7 +145,13 @@ mcl_status mcl_ref_slice_bwd(mcl_backend *be, const mcl_op_args *a)
     int64_t outer = dims_prod(A, 0, x);
     int64_t inner = dims_prod(A, x + 1, A->ndim);
     int64_t ri = A->shape[x] * inner, ro = len * inner;
-    add_rows(mcl_ref_ptr(a->gin[0]) + start * inner, ri, mcl_ref_ptr(a->gout[0]), ro, outer, ro);
+    float *ga = mcl_ref_ptr(a->gin[0]);
+    const int fresh = mcl_ref_grad_fresh(a->gin[0]);
+    if (fresh) { /* the elements before and after the slice in each row */
+        zero_rows(ga, ri, outer, start * inner);
+        zero_rows(ga + start * inner + ro, ri, outer, ri - start * inner - ro);
+    }
+    add_rows(ga + start * inner, ri, mcl_ref_ptr(a->gout[0]), ro, outer, ro, fresh);
     return MCL_OK;
 }
 
@@ -150,14 +176,19 @@ mcl_status mcl_ref_reshape_bwd(mcl_backend *be, const mcl_op_args *a)
     (void)be;
     if (!a->gin[0]) return MCL_OK;
     int64_t n = mcl_ref_rows(a->in[0]) * mcl_ref_cols(a->in[0]);
-    add_rows(mcl_ref_ptr(a->gin[0]), n, mcl_ref_ptr(a->gout[0]), n, 1, n);
+    add_rows(mcl_ref_ptr(a->gin[0]), n, mcl_ref_ptr(a->gout[0]), n, 1, n, mcl_ref_grad_fresh(a->gin[0]));
     return MCL_OK;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* transpose: swap the last two dims, batched over the leading dims. */
 
-/* dst[b][j][i] = src[b][i][j]  (acc = 0)   or   dst[b][j][i] += src[b][i][j]  (acc = 1)
+/* How a moved element reaches dst: stored (a forward), added (a backward), or 0 + it (a
+ * backward into a fresh gradient: the floats of adding into zeros, dst not read). */
+enum { MOVE_STORE, MOVE_ADD, MOVE_FRESH };
+
+/* dst[b][j][i] = src[b][i][j] (MOVE_STORE; MOVE_FRESH: 0 + it) or dst[b][j][i] += src[b][i][j]
+ * (MOVE_ADD)
  * src [batch, R, C], dst [batch, C, R]; walked in SHAPE_TILE x SHAPE_TILE tiles so that both
  * the reads and the writes stay in cache. Tiles are disjoint: parallel and deterministic. */
 static void transpose_batched(const float *src, float *dst, int64_t batch, int64_t R, int64_t C,
@@ -174,8 +205,10 @@ static void transpose_batched(const float *src, float *dst, int64_t batch, int64
         const float *s = src + b * R * C;
         float *d = dst + b * R * C;
         for (int64_t j = j0; j < j1; j++) {
-            if (acc)
+            if (acc == MOVE_ADD)
                 for (int64_t i = i0; i < i1; i++) d[j * R + i] += s[i * C + j];
+            else if (acc == MOVE_FRESH)
+                for (int64_t i = i0; i < i1; i++) d[j * R + i] = 0.0f + s[i * C + j];
             else
                 for (int64_t i = i0; i < i1; i++) d[j * R + i] = s[i * C + j];
         }
@@ -199,7 +232,7 @@ mcl_status mcl_ref_transpose_fwd(mcl_backend *be, const mcl_op_args *a)
     (void)be;
     int64_t batch, M, N;
     transpose_dims(a->in[0], &batch, &M, &N);
-    transpose_batched(mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->out[0]), batch, M, N, 0);
+    transpose_batched(mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->out[0]), batch, M, N, MOVE_STORE);
     return MCL_OK;
 }
 
@@ -211,7 +244,8 @@ mcl_status mcl_ref_transpose_bwd(mcl_backend *be, const mcl_op_args *a)
     if (!a->gin[0]) return MCL_OK;
     int64_t batch, M, N;
     transpose_dims(a->in[0], &batch, &M, &N);
-    transpose_batched(mcl_ref_ptr(a->gout[0]), mcl_ref_ptr(a->gin[0]), batch, N, M, 1);
+    transpose_batched(mcl_ref_ptr(a->gout[0]), mcl_ref_ptr(a->gin[0]), batch, N, M,
+                      mcl_ref_grad_fresh(a->gin[0]) ? MOVE_FRESH : MOVE_ADD);
     return MCL_OK;
 }
 
@@ -219,8 +253,8 @@ mcl_status mcl_ref_transpose_bwd(mcl_backend *be, const mcl_op_args *a)
 /* permute: 4-D, out.shape[d] = a.shape[perm[d]] with perm[d] = p.i[d]. A tensor with fewer
  * than 4 dims is read as 4-D with its unused trailing dims equal to 1 (tensor.h). */
 
-/* dst (contiguous, shape ds[d] = ss[perm[d]]) = or += src (contiguous, shape ss) read through
- * the permutation: dst[o0,o1,o2,o3] = src[x] with x[perm[d]] = o[d]. dst is walked in order;
+/* dst (contiguous, shape ds[d] = ss[perm[d]]) =, += or = 0 + (acc: MOVE_*) src (contiguous,
+ * shape ss) read through the permutation: dst[o0,o1,o2,o3] = src[x] with x[perm[d]] = o[d]. dst is walked in order;
  * its outer two dims are split across threads (disjoint writes). */
 static void permute4(const float *src, const int64_t ss[4], const int perm[4], float *dst,
                      int acc)
@@ -240,8 +274,10 @@ static void permute4(const float *src, const int64_t ss[4], const int perm[4], f
         for (int64_t o2 = 0; o2 < ds[2]; o2++) {
             const float *s2 = s + o2 * st[2];
             float *d2 = d + o2 * ds[3];
-            if (acc)
+            if (acc == MOVE_ADD)
                 for (int64_t o3 = 0; o3 < ds[3]; o3++) d2[o3] += s2[o3 * st[3]];
+            else if (acc == MOVE_FRESH)
+                for (int64_t o3 = 0; o3 < ds[3]; o3++) d2[o3] = 0.0f + s2[o3 * st[3]];
             else
                 for (int64_t o3 = 0; o3 < ds[3]; o3++) d2[o3] = s2[o3 * st[3]];
         }
@@ -271,7 +307,7 @@ mcl_status mcl_ref_permute_fwd(mcl_backend *be, const mcl_op_args *a)
     int perm[4];
     mcl_status st = permute_get(a, perm);
     if (st != MCL_OK) return st;
-    permute4(mcl_ref_ptr(a->in[0]), a->in[0]->shape, perm, mcl_ref_ptr(a->out[0]), 0);
+    permute4(mcl_ref_ptr(a->in[0]), a->in[0]->shape, perm, mcl_ref_ptr(a->out[0]), MOVE_STORE);
     return MCL_OK;
 }
 
@@ -286,7 +322,8 @@ mcl_status mcl_ref_permute_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_status st = permute_get(a, perm);
     if (st != MCL_OK) return st;
     for (int d = 0; d < 4; d++) inv[perm[d]] = d;
-    permute4(mcl_ref_ptr(a->gout[0]), a->gout[0]->shape, inv, mcl_ref_ptr(a->gin[0]), 1);
+    permute4(mcl_ref_ptr(a->gout[0]), a->gout[0]->shape, inv, mcl_ref_ptr(a->gin[0]),
+             mcl_ref_grad_fresh(a->gin[0]) ? MOVE_FRESH : MOVE_ADD);
     return MCL_OK;
 }
 
@@ -336,6 +373,7 @@ mcl_status mcl_ref_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *G = mcl_ref_ptr(a->gout[0]);
     float *ga = mcl_ref_ptr(a->gin[0]);
     const int64_t per_row = (inner + RB_COLS - 1) / RB_COLS, nblocks = outer * per_row;
+    const int fresh = mcl_ref_grad_fresh(a->gin[0]);
 #pragma omp parallel for schedule(static) if (nblocks > 1 && n * outer * inner >= SHAPE_PAR_MIN)
     for (int64_t blk = 0; blk < nblocks; blk++) {
         const int64_t o = blk / per_row, j0 = (blk - o * per_row) * RB_COLS;
@@ -346,7 +384,10 @@ mcl_status mcl_ref_repeat_batch_bwd(mcl_backend *be, const mcl_op_args *a)
             const float *g = G + (o * n + i) * inner + j0;
             for (int64_t j = 0; j < nj; j++) acc[j] += (double)g[j];
         }
-        for (int64_t j = 0; j < nj; j++) ga[o * inner + j0 + j] += (float)acc[j];
+        if (fresh)
+            for (int64_t j = 0; j < nj; j++) ga[o * inner + j0 + j] = 0.0f + (float)acc[j];
+        else
+            for (int64_t j = 0; j < nj; j++) ga[o * inner + j0 + j] += (float)acc[j];
     }
     return MCL_OK;
 }

@@ -160,9 +160,12 @@ typedef struct seq {
     float *q, *k, *beta, *d[4];     /* saved: q, k [L,D], beta [L,4], Δ_i [L,D|4] */
     const float *gy, *gw[4];        /* backward: gout[0] [L,D], gout[1..4]        */
     float *gx, *gw0[4];             /* backward: gin[0] [L,D], gin[1..4] (or NULL) */
+    int fx, fw0[4];                 /* backward: gx, gw0[i] fresh (stored, not added) */
 } seq;
 
-static void seq_ptrs(const mcl_op_args *a, int64_t s, int64_t L, int64_t D, int bwd, seq *p)
+/* fresh[k]: gin[k] was fresh (mcl_ref_grad_fresh, asked once per call): stored, not added */
+static void seq_ptrs(const mcl_op_args *a, int64_t s, int64_t L, int64_t D, int bwd,
+                     const int fresh[5], seq *p)
 {
     const int64_t sl = s * L * D, s4 = s * L * 4, sdd = s * D * D, sd4 = s * D * 4;
     memset(p, 0, sizeof *p);
@@ -175,6 +178,7 @@ static void seq_ptrs(const mcl_op_args *a, int64_t s, int64_t L, int64_t D, int 
         if (bwd) {
             p->gw[i] = mcl_ref_ptr(a->gout[1 + i]) + off;
             p->gw0[i] = a->gin[1 + i] ? mcl_ref_ptr(a->gin[1 + i]) + off : NULL;
+            p->fw0[i] = fresh[1 + i];
         }
     }
     p->y = mcl_ref_ptr(a->out[0]) + sl;
@@ -184,6 +188,7 @@ static void seq_ptrs(const mcl_op_args *a, int64_t s, int64_t L, int64_t D, int 
     if (bwd) {
         p->gy = mcl_ref_ptr(a->gout[0]) + sl;
         p->gx = a->gin[0] ? mcl_ref_ptr(a->gin[0]) + sl : NULL;
+        p->fx = fresh[0];
     }
 }
 
@@ -485,8 +490,13 @@ MCL_BODY void bwd_seq(const seq *p, int64_t L, int64_t D, float *ws)
                     for (int l = 0; l < NL; l++) gb_[l] = fmaf(rj, wj[l], gb_[l]);
                 }
                 const int64_t nl = D - e0 < NL ? D - e0 : NL;
-                MCL_SIMD
-                for (int64_t l = 0; l < nl; l++) gxt[e0 + l] += ((gy_[l] + gq_[l]) + gk_[l]) + gb_[l];
+                if (p->fx) { /* 0 + the term: the floats of adding into zeros */
+                    MCL_SIMD
+                    for (int64_t l = 0; l < nl; l++) gxt[e0 + l] = 0.0f + (((gy_[l] + gq_[l]) + gk_[l]) + gb_[l]);
+                } else {
+                    MCL_SIMD
+                    for (int64_t l = 0; l < nl; l++) gxt[e0 + l] += ((gy_[l] + gq_[l]) + gk_[l]) + gb_[l];
+                }
             }
         }
         /* 4. rows e of G: G_i += a ⊗ gΔ_i + x ⊗ g_read_i;  rows j of G_b^T likewise */
@@ -513,11 +523,13 @@ MCL_BODY void bwd_seq(const seq *p, int64_t L, int64_t D, float *ws)
         float *g0 = p->gw0[i];
         if (!g0) continue;
         for (int64_t e = 0; e < D; e++)
-            for (int64_t m = 0; m < D; m++) g0[e * D + m] += G[i][e * LD + m];
+            for (int64_t m = 0; m < D; m++)
+                g0[e * D + m] = (p->fw0[i] ? 0.0f : g0[e * D + m]) + G[i][e * LD + m];
     }
     if (p->gw0[3])
         for (int64_t e = 0; e < D; e++)
-            for (int j = 0; j < 4; j++) p->gw0[3][e * 4 + j] += gbT[j * LD + e];
+            for (int j = 0; j < 4; j++)
+                p->gw0[3][e * 4 + j] = (p->fw0[3] ? 0.0f : p->gw0[3][e * 4 + j]) + gbT[j * LD + e];
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -562,6 +574,8 @@ static mcl_status run_all(mcl_backend *be, const mcl_op_args *a, int bwd)
     const size_t nws = scratch_floats(D, bwd);
     int failed = 0;
     if (bwd && !a->gin[0] && !a->gin[1] && !a->gin[2] && !a->gin[3] && !a->gin[4]) return MCL_OK;
+    int fresh[5] = {0, 0, 0, 0, 0}; /* one after the other (ref.h: two may be one tensor) */
+    for (int k = 0; bwd && k < 5; k++) fresh[k] = a->gin[k] && mcl_ref_grad_fresh(a->gin[k]);
 #pragma omp parallel if (S > 1 && S * L * D * D > PAR_MIN)
     {
         float *ws = alloc_floats(nws);
@@ -573,7 +587,7 @@ static mcl_status run_all(mcl_backend *be, const mcl_op_args *a, int bwd)
         for (int64_t s = 0; s < S; s++) {
             if (!ws) continue;
             seq p;
-            seq_ptrs(a, s, L, D, bwd, &p);
+            seq_ptrs(a, s, L, D, bwd, fresh, &p);
             run_seq(&p, L, D, ws, bwd);
         }
         free(ws);
@@ -592,7 +606,8 @@ mcl_status mcl_ref_srwm_fwd(mcl_backend *be, const mcl_op_args *a)
 }
 
 /* srwm backward: the exact memory-light BPTT of doc/acl-model.md §1 (bwd_seq above); ACCUMULATES
- * into gin[0] (x) and gin[1..4] (the initial state), each skipped when NULL. */
+ * into gin[0] (x) and gin[1..4] (the initial state), each skipped when NULL; a fresh one
+ * (mcl_ref_grad_fresh) gets 0 + its terms, not read. */
 mcl_status mcl_ref_srwm_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     return run_all(be, a, 1);
