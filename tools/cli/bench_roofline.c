@@ -69,6 +69,9 @@ typedef struct rcase {
 #define CONV4_L1(pass) {"conv4_28 layer 1", "conv2d", pass, 3, {4, 4, 1}, {{800, 1, 28, 28}, {32, 1, 3, 3}, {32}}, {0}, {1, 1}}
 #define CONV4_L3(pass) {"conv4_28 layer 3", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 7, 7}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
 #define CONV4_32(pass) {"conv4_32 layer 2", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 16, 16}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
+/* the ACL step's smaller layers: Conv-4 on 32 x 32 images, layers 3 and 4 */
+#define CONV4_32L3(pass) {"conv4_32 layer 3", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 8, 8}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
+#define CONV4_32L4(pass) {"conv4_32 layer 4", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 4, 4}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
 #define RESNET(pass) {"smn_resnet block 2", "conv2d", pass, 3, {4, 4, 1}, {{16, 24, 16, 16}, {24, 24, 3, 3}, {24}}, {0}, {1, 1}}
 #define MATMUL(pass) {"lm FFW up", "matmul", pass, 2, {2, 2}, {{1024, 192}, {192, 768}}, {0}, {0, 0}}
 #define SRWM(pass) {"acl srwm", "srwm", pass, 5, {4, 4, 4, 4, 4}, \
@@ -94,6 +97,8 @@ static const rcase rcases[] = {
     CONV4(FWD),  CONV4(BWD_DATA),  CONV4(BWD_WEIGHTS),  RESNET(FWD), RESNET(BWD_DATA), RESNET(BWD_WEIGHTS),
     CONV4_L1(FWD), CONV4_L1(BWD_WEIGHTS), CONV4_L3(FWD), CONV4_L3(BWD_DATA), CONV4_L3(BWD_WEIGHTS),
     CONV4_32(FWD), CONV4_32(BWD_DATA), CONV4_32(BWD_WEIGHTS),
+    CONV4_32L3(FWD), CONV4_32L3(BWD_DATA), CONV4_32L3(BWD_WEIGHTS),
+    CONV4_32L4(FWD), CONV4_32L4(BWD_DATA), CONV4_32L4(BWD_WEIGHTS),
     MATMUL(FWD), MATMUL(BWD),      SRWM(FWD),           SRWM(BWD),   ATTN(FWD),        ATTN(BWD),
     RELATTN(FWD), RELATTN(BWD),    SMNW(FWD),           SMNW(BWD),   IPR(FWD),         IPR(BWD),
     IPRD(FWD),   IPRD(BWD),        CIPR(FWD),           CIPR(BWD),
