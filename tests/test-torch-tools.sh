@@ -5,7 +5,9 @@
 #      "reference", OpenBLAS's libblas.so.3 (.../openblas-pthread/) and a libblas.so.3 that
 #      exports openblas_get_corename are "openblas"; where the reference library is installed,
 #      the real file (probed with ctypes) is "reference" too; blas_refusal refuses the reference
-#      BLAS naming `apt-get install libopenblas0-pthread` and accepts OpenBLAS;
+#      BLAS naming `apt-get install libopenblas0-pthread` and accepts OpenBLAS, but refuses
+#      OpenBLAS's generic kernels (Prescott) on a CPU with AVX-512 naming OPENBLAS_CORETYPE=
+#      SkylakeX, and openblas_core_override picks SkylakeX / Haswell / none by the CPU's flags;
 #   2. bench-acl-vs-torch.py with a fake metacl and a fake interpreter for the twin (--python):
 #      a baseline on the reference BLAS gives exit 1, that message and no table; on OpenBLAS the
 #      table with the ratio 4.00x, the BLAS line (core type) and a second run with
@@ -65,6 +67,22 @@ if b.blas_refusal({"kind": "openblas", "library": "/x/libopenblas.so.0"}) is not
 if b.blas_refusal(None) is None: bad.append("a record without its BLAS accepted")
 line = b.blas_line({"kind": "openblas", "library": "/x", "openblas_core": "Haswell", "cpu_capability": "AVX2"})
 if "Haswell" not in line or "AVX2" not in line: bad.append("blas_line: %r" % line)
+# OpenBLAS fallen back to its generic kernels on a CPU it does not know (Prescott on AVX-512)
+avx512 = b.cpu_flags("processor : 0\nflags\t\t: fpu sse3 avx avx2 fma avx512f avx512cd avx512bw avx512dq avx512vl\n")
+avx2 = frozenset(("sse3", "avx", "avx2", "fma")); sse = frozenset(("sse3",))
+if "avx512bw" not in avx512 or "fpu" not in avx512: bad.append("cpu_flags: %r" % sorted(avx512))
+for core, flags, want in (("Prescott", avx512, "SkylakeX"), ("Prescott", avx2, "Haswell"),
+                          ("Nehalem", avx2, "Haswell"), ("SkylakeX", avx512, None),
+                          ("Haswell", avx512, None), ("Prescott", sse, None), (None, avx512, None)):
+    got = b.openblas_core_override(core, flags)
+    if got != want: bad.append("openblas_core_override(%s, ..) = %s, expected %s" % (core, got, want))
+ob = {"kind": "openblas", "library": "/x/libblas.so.3", "openblas_core": "Prescott"}
+why = b.blas_refusal(ob, flags=avx512)
+if not why or "OPENBLAS_CORETYPE=SkylakeX" not in why: bad.append("generic kernels on AVX-512 not refused: %r" % why)
+if b.blas_refusal(ob, flags=sse) is not None: bad.append("Prescott refused on a CPU without AVX")
+if b.blas_refusal(dict(ob, openblas_core="SkylakeX"), flags=avx512) is not None: bad.append("SkylakeX refused")
+line = b.blas_line(dict(ob, openblas_core="SkylakeX", openblas_coretype_env="SkylakeX"))
+if "OPENBLAS_CORETYPE=SkylakeX" not in line: bad.append("blas_line without the forced core: %r" % line)
 for m in bad: print("FAIL:", m)
 sys.exit(1 if bad else 0)
 '

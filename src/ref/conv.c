@@ -95,6 +95,19 @@ MCL_HOT static double dsum(const float *x, int64_t n)
     return lanes_total(acc);
 }
 
+/* dsum of rows planes: the rows x[i*ld .. i*ld + cols) for i < rows, one after the other, as
+ * one array of rows*cols floats; cols a multiple of SUM_LANES, so that element (i, c) goes to
+ * the lane dsum gives it (c % SUM_LANES) in the same order: the same bits as dsum of the
+ * rows copied together. */
+MCL_HOT static double dsum_rows(const float *x, int64_t rows, int64_t cols, int64_t ld)
+{
+    double acc[SUM_LANES] = {0.0};
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j += SUM_LANES)
+            MCL_SIMD for (int l = 0; l < SUM_LANES; l++) acc[l] += (double)x[i * ld + j + l];
+    return lanes_total(acc);
+}
+
 /* sum_j (x[j] - mu)^2, j < n */
 MCL_HOT static double dsum_sqdev(const float *x, int64_t n, double mu)
 {
@@ -1414,6 +1427,17 @@ float *mcl_ref_s1_bwd_ws(const mcl_ref_s1_bwd *pl)
 
 int64_t mcl_ref_s1_bwd_part(const mcl_ref_s1_bwd *pl) { return pl->d.O * pl->d.KK + pl->d.O; }
 
+float *mcl_ref_s1_bwd_grid(const mcl_ref_s1_bwd *pl, float *ws, int64_t *ld, int64_t *ldp)
+{
+    /* the weight gradient's dot products read g on the grid; without gx (whose product reads
+     * g from the padded planes) nothing else does, and the bias's sums read the grid's rows in
+     * dsum's lanes when a row is a whole number of them */
+    if (!pl->dot || pl->want_x || !pl->want_w || pl->d.Wo % SUM_LANES) return NULL;
+    *ld = pl->e.Wp;
+    *ldp = pl->Jd;
+    return ws + pl->off_gT;
+}
+
 void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const float *xb,
                           const float *gb, const float *xnext, const float *gnext, float *gxb,
                           double *pw, double *pb)
@@ -1432,8 +1456,10 @@ void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const 
     pf_cursor pfg = pf_over(gnext, OP * (int64_t)sizeof(float),
                             pl->want_x ? s1_tiles(pl->swap, d->C, d->H * d->W, e->Jx, d->W) : wsteps);
     pf_cursor pfx = pf_over(pl->want_w ? xnext : NULL, CHW * (int64_t)sizeof(float), wsteps);
+    const float *gg0 = ws + pl->off_gT; /* g on the grid: gb NULL (mcl_ref_s1_bwd_grid) */
     if (pl->want_b)
-        for (int64_t o = 0; o < d->O; o++) pb[o] += dsum(gb + o * d->P, d->P);
+        for (int64_t o = 0; o < d->O; o++)
+            pb[o] += gb ? dsum(gb + o * d->P, d->P) : dsum_rows(gg0 + o * pl->Jd, d->Ho, d->Wo, e->Wp);
     if (pl->want_x) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
         to_padded(gb, d->O, d->Ho, d->Wo, e->pg, gp);
         const int mode = pl->fresh_x ? OUT_STORE : OUT_ADD;
@@ -1451,7 +1477,7 @@ void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const 
     if (pl->want_w && pl->dot) { /* pw[o][r] += sum_j gg[o][j] * x_r[j] */
         to_padded(xb, d->C, d->H, d->W, d->pd, xp);
         float *gg = gT;
-        for (int64_t o = 0; o < d->O; o++)
+        for (int64_t o = 0; gb && o < d->O; o++)
             for (int64_t oy = 0; oy < d->Ho; oy++)
                 memcpy(gg + o * pl->Jd + oy * e->Wp, gb + o * d->P + oy * d->Wo, (size_t)d->Wo * sizeof(float));
         for (int64_t r0 = 0; r0 < d->KK; r0 += DOT_TR) {

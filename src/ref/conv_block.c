@@ -185,6 +185,11 @@ mcl_status mcl_ref_conv_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *
             double *pw = part + ch * ncp, *pbias = pw + d.O * d.KK;
             double *acc_g = npart + ch * 2 * d.O, *acc_b = acc_g + d.O;
             const int64_t b0 = d.B * ch / nchunks, b1 = d.B * (ch + 1) / nchunks;
+            /* gc straight onto the weight gradient's grid where the plan takes it (a first
+             * layer: its dot products), else into t.gc for conv2d's backward to copy */
+            int64_t ld = d.Wo, ldp = d.P;
+            float *grid = want_c ? mcl_ref_s1_bwd_grid(&pb, t.bws, &ld, &ldp) : NULL;
+            float *gcb = grid ? grid : t.gc;
             for (int64_t b = b0; b < b1; b++) {
                 const int more = b + 1 < b1;
                 /* c of image b again, then the tail's backward plane by plane into gc */
@@ -194,12 +199,13 @@ mcl_status mcl_ref_conv_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *
                     double sg, sgx;
                     mcl_ref_ipr_bwd_plane(t.c + o * d.P, g + r * Pp, y + r * Pp, arg + r * Pp, d.Ho, d.Wo,
                                           mean[r], rstd[r], (double)gamma[o], gs, t.isc,
-                                          want_c ? t.gc + o * d.P : NULL, 1, o + 1 < d.O, &sg, &sgx);
+                                          want_c ? gcb + o * ldp : NULL, ld, 1, o + 1 < d.O, &sg, &sgx);
                     acc_g[o] += sgx;
                     acc_b[o] += sg;
                 }
                 if (want_c)
-                    mcl_ref_s1_bwd_image(&pb, t.bws, b == b0, x + b * CHW, t.gc, more ? x + (b + 1) * CHW : NULL,
+                    mcl_ref_s1_bwd_image(&pb, t.bws, b == b0, x + b * CHW, grid ? NULL : t.gc,
+                                         more ? x + (b + 1) * CHW : NULL,
                                          NULL, gx ? gx + b * CHW : NULL, pw, pbias);
             }
             if (want_c) mcl_ref_s1_bwd_chunk_end(&pb, t.bws, pw);

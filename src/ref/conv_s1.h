@@ -78,12 +78,20 @@ mcl_status mcl_ref_s1_bwd_init(mcl_ref_s1_bwd *pl, const mcl_ref_conv_dims *d, c
 void mcl_ref_s1_bwd_free(mcl_ref_s1_bwd *pl);
 /* One thread's work space (free with free()), or NULL when out of memory. */
 float *mcl_ref_s1_bwd_ws(const mcl_ref_s1_bwd *pl);
+/* Where the output gradient of an image may be written directly for mcl_ref_s1_bwd_image
+ * (then called with gb NULL): plane o's row oy at grid + o *ldp + oy *ld, floats Wo each (the
+ * other columns of the grid stay 0; the weight gradient's dot products read it there, so the
+ * copy of gb onto the grid is saved). NULL when this plan cannot take it (gx wanted, no
+ * weight gradient, a weight gradient that is not dot products, or rows that are not a whole
+ * number of the bias sums' lanes): then pass gb. ws: the thread's work space. */
+float *mcl_ref_s1_bwd_grid(const mcl_ref_s1_bwd *pl, float *ws, int64_t *ld, int64_t *ldp);
 /* Doubles of one chunk's sums: pw [O, KK], then pb [O]. */
 int64_t mcl_ref_s1_bwd_part(const mcl_ref_s1_bwd *pl);
 /* Image b of a chunk (first: the chunk's first image), g_b [O, P] its output gradient:
  *   pb[o] += sum_p g_b[o, p] (double);  gx_b (=, +=) the gradient of x_b;
  *   pw (through the chunk's product in ws, or directly) the weight gradient.
- * xnext, gnext: the next image's x and g, fetched meanwhile (NULL: none). */
+ * xnext, gnext: the next image's x and g, fetched meanwhile (NULL: none). gb NULL: g is on
+ * the plan's grid already (mcl_ref_s1_bwd_grid). */
 void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const float *xb,
                           const float *gb, const float *xnext, const float *gnext, float *gxb,
                           double *pw, double *pb);

@@ -409,12 +409,13 @@ MCL_HOT static void tail_bwd_dx_stream(const float *restrict x, const float *res
  * its gamma, gs the dropout's scale (1 without); s the chunk's scratch, tail_bwd_scratch
  * floats; next: the next plane in memory is this thread's too, fetched while this one is
  * computed on): gn (tail_grad), then
- * *sg = sum gn, *sgx = sum gn * xhat, and gx when not NULL:
+ * *sg = sum gn, *sgx = sum gn * xhat, and gx when not NULL (rows ldx floats apart: W, or the
+ * rows of a grid, conv_block.c's, then stored row by row):
  *   gx = gn * (rs gm) + (x - m) * (-rs^2 mean_dx) + (-rs mean_d),
  *   mean_d = gm sg / N, mean_dx = gm sgx / N. */
 void mcl_ref_ipr_bwd_plane(const float *x, const float *g, const float *y, const float *ag, int64_t H,
-                           int64_t W, float m, float rs, double gm, float gs, float *s, float *gx, int fresh,
-                           int next, double *sg, double *sgx)
+                           int64_t W, float m, float rs, double gm, float gs, float *s, float *gx,
+                           int64_t ldx, int fresh, int next, double *sg, double *sgx)
 {
     const int64_t N = H * W, P = (H / 2) * (W / 2);
     int64_t ldg;
@@ -427,7 +428,7 @@ void mcl_ref_ipr_bwd_plane(const float *x, const float *g, const float *y, const
         tail_prefetch(y + P, P, 0);
         tail_prefetch(ag + P, P, 0);
         tail_prefetch(x + N, N, 0);
-        tail_prefetch(gx + N, N, 1);
+        if (ldx == W) tail_prefetch(gx + N, N, 1); /* (a grid is the caller's, in its cache) */
     }
     double s2;
     tail_bwd_sums(x, s, N, m, next && !(gx && fresh < 2) ? nx : NULL, sg, &s2);
@@ -435,6 +436,11 @@ void mcl_ref_ipr_bwd_plane(const float *x, const float *g, const float *y, const
     if (!gx) return;
     const double r = (double)rs, mean_d = gm * *sg / (double)N, mean_dx = gm * *sgx / (double)N;
     const float cg = (float)(r * gm), ca = (float)(-r * r * mean_dx), cb = (float)(-r * mean_d);
+    if (ldx != W) { /* rows of a grid: each row as a plane's, the same floats */
+        for (int64_t i = 0; i < H; i++)
+            tail_bwd_dx(x + i * W, s + i * W, W, m, cg, ca, cb, gx + i * ldx, fresh);
+        return;
+    }
 #if TAIL_CAN_STREAM
     if (fresh == 2) {
         tail_bwd_dx_stream(x, s, N, m, cg, ca, cb, gx);
@@ -484,7 +490,7 @@ mcl_status mcl_ref_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
                 const int64_t r = b * C + c;
                 double sg, sgx;
                 mcl_ref_ipr_bwd_plane(x + r * N, g + r * P, y + r * P, arg + r * P, H, W, mean[r],
-                               rstd[r], (double)gamma[c], gs, sc + ch * ns, gx ? gx + r * N : NULL,
+                               rstd[r], (double)gamma[c], gs, sc + ch * ns, gx ? gx + r * N : NULL, W,
                                fresh_x, r + 1 < (B * (ch + 1) / nchunks) * C, &sg, &sgx);
                 acc_g[c] += sgx;
                 acc_b[c] += sg;

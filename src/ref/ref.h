@@ -73,14 +73,15 @@ void mcl_ref_norm_affine_grads(const double *part, int64_t nchunks, int64_t C, f
  * gamma, beta; next: a plane to fetch meanwhile, or NULL). Backward: x, gx [H,W], g, y, ag
  * [H/2,W/2], m, rs its statistics, gm its gamma, gs the dropout's scale (1 without); s:
  * mcl_ref_ipr_bwd_scratch(H, W) floats of scratch; gx (NULL: not wanted) stored when fresh
- * (2: streamed), else added to; next: the next plane in memory (x + H W, g + ..) is the
- * caller's next, fetched meanwhile; *sg = sum gn, *sgx = sum gn·xhat (the gamma/beta terms). */
+ * (2: streamed), else added to, its rows ldx floats apart (W: one plane; more: rows of a grid,
+ * then fresh is 1); next: the next plane in memory (x + H W, g + ..) is the caller's next,
+ * fetched meanwhile; *sg = sum gn, *sgx = sum gn·xhat (the gamma/beta terms). */
 void mcl_ref_ipr_fwd_plane(const float *xr, const float *next, int64_t H, int64_t W, double gm, double bt,
                            double eps, float *mean, float *rstd, float *y, float *ag);
 int64_t mcl_ref_ipr_bwd_scratch(int64_t H, int64_t W);
 void mcl_ref_ipr_bwd_plane(const float *x, const float *g, const float *y, const float *ag, int64_t H,
-                           int64_t W, float m, float rs, double gm, float gs, float *s, float *gx, int fresh,
-                           int next, double *sg, double *sgx);
+                           int64_t W, float m, float rs, double gm, float gs, float *s, float *gx,
+                           int64_t ldx, int fresh, int next, double *sg, double *sgx);
 
 /* A dropout's key (ops.def's dropout row): element i of segment s = i / seg draws from stream
  * + s·step at counter + (i − s·seg); seg = 0 is one segment. p in (0, 1). */

@@ -35,9 +35,14 @@ The baseline must be fair: the PyTorch record says which BLAS its matrix product
 (tools/torch/bench_common.py, blas_info: the library resolved in /proc/self/maps after a matrix
 product, OpenBLAS's core type, PyTorch's CPU kernels); the table's header prints it. Against the
 reference BLAS (Debian's libblas3, what installing python3-torch alone gives) no ratio is
-reported: the script says to run `apt-get install libopenblas0-pthread` and exits 1.
+reported: the script says to run `apt-get install libopenblas0-pthread` and exits 1. An OpenBLAS
+that falls back to its generic kernels (Prescott, SSE3) on a CPU it does not know gets
+OPENBLAS_CORETYPE set to the core the CPU's flags allow (SkylakeX for AVX-512, Haswell for
+AVX2; unless OPENBLAS_CORETYPE is set already), and a record that still shows a generic core on
+such a CPU is refused the same way (exit 1).
 Exit status: 0 ok (whether or not the goal is met), 1 if either program fails or prints no
-valid JSON (its stderr is shown) or the baseline ran on the reference BLAS, 2 on bad flags.
+valid JSON (its stderr is shown) or the baseline ran on the reference BLAS (or on OpenBLAS's
+generic kernels where the CPU has AVX), 2 on bad flags.
 
 Testing without the C benchmark: a fake metacl is any executable printing a record such as
   {"bench":"acl","impl":"metacl","backend":"ref","threads":2,"workloads":[{"name":"srwm",
@@ -270,6 +275,16 @@ def main(argv):
     # slower. The baseline is run both ways (OpenBLAS with the same threads, and with 1) and
     # each workload keeps its faster run: the ratios are against PyTorch at its best.
     # (Only OpenBLAS reads OPENBLAS_NUM_THREADS: another BLAS runs once.)
+    # An OpenBLAS that does not know this CPU model runs generic SSE3 kernels (Prescott), several
+    # times slower than its AVX ones: the baseline then gets the core type the CPU's flags allow
+    # (unless the caller chose one), and says so in its record and header line.
+    if "OPENBLAS_CORETYPE" not in env:
+        core = bench_common.probe_openblas_core(env=env)
+        forced = bench_common.openblas_core_override(core, bench_common.cpu_flags())
+        if forced:
+            print("bench-acl-vs-torch: OpenBLAS chose its generic %s kernels on this CPU; the "
+                  "baseline runs with OPENBLAS_CORETYPE=%s" % (core, forced), file=sys.stderr)
+            env["OPENBLAS_CORETYPE"] = forced
     recs = []
     for blas in (str(args.threads), "1"):
         rec = run_json("pytorch (OPENBLAS_NUM_THREADS=%s)" % blas, torch_cmd, dict(env, OPENBLAS_NUM_THREADS=blas))

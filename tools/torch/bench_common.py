@@ -32,6 +32,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 
@@ -147,6 +148,72 @@ def _c_string(path, fn):
         return None
 
 
+# OpenBLAS's cores without AVX: what a DYNAMIC_ARCH build falls back to on a CPU model it does
+# not know. Seen here: Debian's OpenBLAS 0.3.21 on a 5th-generation Xeon (CPU family 6, model
+# 207, AVX-512) picked Prescott, its SSE3 kernels: a 512 x 512 product ran at 24 GFLOP/s on one
+# thread, against 117 with OPENBLAS_CORETYPE=SkylakeX.
+OPENBLAS_GENERIC_CORES = frozenset((
+    "Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai", "Coppermine",
+    "Northwood", "Banias", "Opteron", "Opteron_SSE3", "Athlon", "Barcelona", "Bobcat", "Nano"))
+AVX512_FLAGS = frozenset(("avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"))
+
+
+def cpu_flags(text=None):
+    """The CPU's feature flags (the first "flags" line of /proc/cpuinfo, or of text)."""
+    if text is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                text = f.read()
+        except OSError:
+            return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags") and ":" in line:
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def openblas_core_for(flags):
+    """The OpenBLAS core type whose kernels these CPU flags run (None: no vector core)."""
+    if AVX512_FLAGS <= flags:
+        return "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Haswell"
+    if "avx" in flags:
+        return "Sandybridge"
+    return None
+
+
+def openblas_core_override(core, flags):
+    """The OPENBLAS_CORETYPE a fair baseline needs when OpenBLAS chose core on a CPU with these
+    flags: a vector core where it fell back to a generic one, else None (its own choice)."""
+    if core in OPENBLAS_GENERIC_CORES:
+        return openblas_core_for(flags)
+    return None
+
+
+PROBE_CORE = """import ctypes
+try:
+    f = ctypes.CDLL("libblas.so.3").openblas_get_corename
+    f.restype = ctypes.c_char_p
+    print(f().decode("ascii", "replace"))
+except (OSError, AttributeError):
+    pass
+"""
+
+
+def probe_openblas_core(python=None, env=None):
+    """The core type OpenBLAS picks by itself on this machine (libblas.so.3 loaded in a child
+    process, without OPENBLAS_CORETYPE), or None when libblas.so.3 is not OpenBLAS."""
+    env = dict(os.environ if env is None else env, OPENBLAS_NUM_THREADS="1")
+    env.pop("OPENBLAS_CORETYPE", None)
+    try:
+        out = subprocess.run([python or sys.executable, "-c", PROBE_CORE], env=env,
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out or None
+
+
 def _c_int(path, fn):
     try:
         f = getattr(ctypes.CDLL(path), fn)
@@ -193,6 +260,7 @@ def blas_info(torch):
         info["openblas_core"] = _c_string(info["library"], "openblas_get_corename")
         info["openblas_config"] = _c_string(info["library"], "openblas_get_config")
         info["blas_threads"] = _c_int(info["library"], "openblas_get_num_threads")
+        info["openblas_coretype_env"] = os.environ.get("OPENBLAS_CORETYPE")
     if info["kind"] == "mkl":
         info["mkl"] = bool(getattr(torch.backends, "mkl", None) and torch.backends.mkl.is_available())
     cap = None
@@ -211,6 +279,8 @@ def blas_line(info):
     s = "BLAS: %s (%s)" % (info.get("kind"), info.get("library") or "no BLAS library found")
     if info.get("openblas_core"):
         s += ", OpenBLAS core %s" % info["openblas_core"]
+        if info.get("openblas_coretype_env"):
+            s += " (OPENBLAS_CORETYPE=%s)" % info["openblas_coretype_env"]
     if info.get("openblas_config"):
         s += " [%s]" % info["openblas_config"]
     if info.get("blas_threads") is not None:
@@ -219,8 +289,9 @@ def blas_line(info):
     return s
 
 
-def blas_refusal(info):
-    """None when the BLAS is fit for a speed comparison, else why not and what to do."""
+def blas_refusal(info, flags=None):
+    """None when the BLAS is fit for a speed comparison, else why not and what to do. flags: the
+    CPU's (default: this machine's), to tell an OpenBLAS that fell back to generic kernels."""
     if not info:
         return ("the PyTorch baseline did not report which BLAS it used (an old "
                 "tools/torch/bench_common.py?)")
@@ -229,6 +300,16 @@ def blas_refusal(info):
                 "optimized BLAS, so a ratio against it would be the baseline's fault, not a "
                 "measurement. Install OpenBLAS (`%s`; it takes over libblas.so.3 through "
                 "update-alternatives) and run again." % (info.get("library"), INSTALL_BLAS))
+    core = info.get("openblas_core")
+    if info.get("kind") == "openblas" and core:
+        better = openblas_core_override(core, cpu_flags() if flags is None else flags)
+        if better:
+            return ("OpenBLAS ran its generic %s kernels on a CPU that has %s (an OpenBLAS build "
+                    "that does not know this CPU model falls back to them): its matrix products "
+                    "were about 5x slower than with its %s kernels, so a ratio would be the "
+                    "baseline's fault. Run with OPENBLAS_CORETYPE=%s (bench-acl-vs-torch.py sets "
+                    "it when it sees this)." % (core, "AVX-512" if better == "SkylakeX" else "AVX",
+                                                 better, better))
     return None
 
 
