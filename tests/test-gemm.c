@@ -6,8 +6,12 @@
  * C), K = 0 and alpha = 0. Padding columns of C are guarded: they must not change.
  * Determinism: two calls give identical bits; 1, 2 and 3 OpenMP threads give identical bits;
  * a block of C computed alone equals the same block of the full product; A or B given
- * transposed (same values) gives identical bits. Finally the comparison itself is checked:
- * a result with one corrupted element must be rejected.
+ * transposed (same values) gives identical bits. mcl_ref_sgemm_fresh (a fresh gradient: beta =
+ * 1 into a C that reads as zeros, C not read) gives the bits of mcl_ref_sgemm with beta = 1 on a
+ * zero-filled C, into a NaN-filled one, on the simple, blocked and threaded paths, the edge
+ * tiles and several k slices, with products of exactly -0 among them (stored as +0 both ways).
+ * Finally the comparison itself is checked: a result with one corrupted element must be
+ * rejected.
  *
  * Exit status 0 if everything passed, 1 otherwise. Last line: "N passed, N failed".
  */
@@ -255,6 +259,32 @@ static void test_transpose_bits(int64_t M, int64_t N, int64_t K)
     prob_free(&q);
 }
 
+/* mcl_ref_sgemm_fresh into a NaN-filled C against mcl_ref_sgemm with beta = 1 on zeros: the
+ * same bits (its +0 + alpha * sum: a -0 sum becomes +0 either way; row 0 of op(A) is -0 so its
+ * products are -0 or +0). Padding columns of C keep their guard. */
+static void test_fresh(int ta, int tb, int64_t M, int64_t N, int64_t K)
+{
+    prob p;
+    char what[160];
+    prob_init(&p, ta, tb, M, N, K, 2, -1.25f, 1.0f, 0);
+    for (int64_t k = 0; k < K; k++) /* op(A) row 0: -0 */
+        p.A[ta ? k * p.lda : k] = -0.0f;
+    float *want = alloc_f((size_t)(M * p.ldc)), *got = alloc_f((size_t)(M * p.ldc));
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < p.ldc; j++) {
+            want[i * p.ldc + j] = j >= N ? GUARD : 0.0f;
+            got[i * p.ldc + j] = j >= N ? GUARD : NAN;
+        }
+    mcl_ref_sgemm(ta, tb, M, N, K, p.alpha, p.A, p.lda, p.B, p.ldb, 1.0f, want, p.ldc);
+    mcl_ref_sgemm_fresh(ta, tb, M, N, K, p.alpha, p.A, p.lda, p.B, p.ldb, got, p.ldc);
+    snprintf(what, sizeof what, "sgemm_fresh ta=%d tb=%d %lldx%lldx%lld: not the bits of beta = 1 on zeros",
+             ta, tb, (long long)M, (long long)N, (long long)K);
+    check(same_bits(want, got, M, p.ldc, p.ldc, p.ldc), what);
+    free(want);
+    free(got);
+    prob_free(&p);
+}
+
 /* The comparison must catch a wrong result: corrupt one element and expect a failure. */
 static void test_catches_corruption(void)
 {
@@ -331,6 +361,14 @@ int main(void)
     test_subblock(64, 2100, 300, 31, 17, 5, 2090);
     test_transpose_bits(129, 97, 300);
     test_transpose_bits(5, 7, 3);
+
+    /* a fresh C: simple path, edges, blocked over several k slices, threaded, K = 0 */
+    test_fresh(0, 0, 7, 5, 13);
+    test_fresh(1, 0, 13, 100, 257);
+    test_fresh(0, 1, 129, 257, 700);
+    test_fresh(1, 1, 257, 300, 520);
+    test_fresh(0, 0, 16, 1024, 300); /* in-place B */
+    test_fresh(0, 0, 5, 7, 0);
 
     test_catches_corruption();
 
