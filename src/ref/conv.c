@@ -95,10 +95,10 @@ MCL_HOT static double dsum(const float *x, int64_t n)
     return lanes_total(acc);
 }
 
-/* dsum of rows planes: the rows x[i*ld .. i*ld + cols) for i < rows, one after the other, as
- * one array of rows*cols floats; cols a multiple of SUM_LANES, so that element (i, c) goes to
- * the lane dsum gives it (c % SUM_LANES) in the same order: the same bits as dsum of the
- * rows copied together. */
+/* dsum of a plane stored as rows ld floats apart: the rows x[i*ld .. i*ld + cols), i < rows,
+ * one after the other, as one array of rows*cols floats; cols a multiple of SUM_LANES, so that
+ * element (i, c) goes to the lane dsum gives it (c % SUM_LANES) in the same order: the same
+ * bits as dsum of the rows copied together. */
 MCL_HOT static double dsum_rows(const float *x, int64_t rows, int64_t cols, int64_t ld)
 {
     double acc[SUM_LANES] = {0.0};
