@@ -711,17 +711,6 @@ mcl_status mcl_ref_rel_attn_fwd(mcl_backend *be, const mcl_op_args *a)
  * A fresh gradient (mcl_ref_grad_fresh) is stored instead (each of its blocks is one GEMM's:
  * mcl_ref_sgemm_fresh), and the keys no query reaches get their zeros. */
 
-/* C += alpha·op(X)·op(Y) (beta = 1), or C = 0 + alpha·op(X)·op(Y) into a fresh C */
-static void rel_gemm_acc(int fresh, int tx, int ty, int64_t M, int64_t N, int64_t K, float alpha,
-                         const float *X, int64_t ldx, const float *Y, int64_t ldy, float *C,
-                         int64_t ldc)
-{
-    if (fresh)
-        mcl_ref_sgemm_fresh(tx, ty, M, N, K, alpha, X, ldx, Y, ldy, C, ldc);
-    else
-        mcl_ref_sgemm(tx, ty, M, N, K, alpha, X, ldx, Y, ldy, 1.0f, C, ldc);
-}
-
 /* rows [j0, j1) of a gradient (n floats each, rows ld apart) set to zero: keys no query
  * reaches, in a fresh gk or gv */
 static void rel_zero_rows(float *g, int64_t j0, int64_t j1, int64_t n, int64_t ld)
@@ -780,7 +769,7 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
         }
         for (int64_t i0 = 0; gqc && i0 < S; i0 += QB) { /* dQc = scale·dS·K, per row block */
             const int64_t i1 = rel_min(i0 + QB, S), jlo = rel_lo(&d, i0), jhi = M + i1;
-            rel_gemm_acc(fqc, 0, 0, i1 - i0, d.D, jhi - jlo, d.scale, dS + i0 * T + jlo, T,
+            mcl_ref_sgemm_acc(fqc, 0, 0, i1 - i0, d.D, jhi - jlo, d.scale, dS + i0 * T + jlo, T,
                          k + ko + jlo * ld, ld, gqc + qo + i0 * ld, ld);
         }
         for (int64_t j0 = 0; (gk || gv) && j0 < T; j0 += QB) { /* dK, dV per key block */
@@ -793,10 +782,10 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
                 continue;
             }
             if (gk)
-                rel_gemm_acc(fk, 1, 0, j1 - j0, d.D, r1 - r0, d.scale, dS + r0 * T + j0, T,
+                mcl_ref_sgemm_acc(fk, 1, 0, j1 - j0, d.D, r1 - r0, d.scale, dS + r0 * T + j0, T,
                              qc + qo + r0 * ld, ld, gk + ko + j0 * ld, ld);
             if (gv)
-                rel_gemm_acc(fv, 1, 0, j1 - j0, d.Dv, r1 - r0, 1.0f, P + r0 * T + j0, T,
+                mcl_ref_sgemm_acc(fv, 1, 0, j1 - j0, d.Dv, r1 - r0, 1.0f, P + r0 * T + j0, T,
                              go + gvo + r0 * ldv, ldv, gv + vo + j0 * ldv, ldv);
         }
         if (!gqp && !gr) continue;
@@ -804,7 +793,7 @@ mcl_status mcl_ref_rel_attn_bwd(mcl_backend *be, const mcl_op_args *a)
             rel_unshift_row(dS + i * T, dB + i * T, rel_lo(&d, i), M + i, nd);
         for (int64_t i0 = 0; gqp && i0 < S; i0 += QB) { /* dQp = scale·dB·R, per row block */
             const int64_t i1 = rel_min(i0 + QB, S);
-            rel_gemm_acc(fqp, 0, 0, i1 - i0, d.D, rel_min(nd, M + i1), d.scale, dB + i0 * T, T,
+            mcl_ref_sgemm_acc(fqp, 0, 0, i1 - i0, d.D, rel_min(nd, M + i1), d.scale, dB + i0 * T, T,
                          r + h * d.D, ld, gqp + qo + i0 * ld, ld);
         }
         for (int64_t d0 = 0; gr && d0 < nd; d0 += QB) { /* the part scale·dBᵀ·Qp of dR, per

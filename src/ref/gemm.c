@@ -464,6 +464,13 @@ void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, floa
     sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, 0, C, ldc);
 }
 
+void mcl_ref_sgemm_acc(int fresh, int transA, int transB, int64_t M, int64_t N, int64_t K,
+                       float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                       float *C, int64_t ldc)
+{
+    sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, 1.0f, fresh, C, ldc);
+}
+
 void mcl_ref_sgemm_fresh(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
                          const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
                          int64_t ldc)

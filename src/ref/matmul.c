@@ -8,15 +8,6 @@
  */
 #include "ref.h"
 
-/* C += op(X) · op(Y) (beta = 1), or C = 0 + op(X) · op(Y) into a fresh C (not read) */
-static void gemm_acc(int fresh, int tx, int ty, int64_t M, int64_t N, int64_t K, const float *X,
-                     int64_t ldx, const float *Y, int64_t ldy, float *C, int64_t ldc)
-{
-    if (fresh)
-        mcl_ref_sgemm_fresh(tx, ty, M, N, K, 1.0f, X, ldx, Y, ldy, C, ldc);
-    else
-        mcl_ref_sgemm(tx, ty, M, N, K, 1.0f, X, ldx, Y, ldy, 1.0f, C, ldc);
-}
 
 /* Forward:  out[z] = op(a[z]) · op(b[z])          for every batch index z
  *   out[z][m][n] = sum_k op(a[z])[m][k] · op(b[z])[k][n]
@@ -72,15 +63,15 @@ mcl_status mcl_ref_matmul_bwd(mcl_backend *be, const mcl_op_args *a)
         const float *Ab = A + b * sa, *Bb = B + b * sb, *Gb = G + b * sc;
         if (GA) {
             if (!d.ta) /* [M,K] = G[M,N] · op(b)ᵀ[N,K] */
-                gemm_acc(fa, 0, !d.tb, d.M, d.K, d.N, Gb, d.N, Bb, d.ldb, GA + b * sa, d.K);
+                mcl_ref_sgemm_acc(fa, 0, !d.tb, d.M, d.K, d.N, 1.0f, Gb, d.N, Bb, d.ldb, GA + b * sa, d.K);
             else       /* [K,M] = op(b)[K,N] · Gᵀ[N,M] */
-                gemm_acc(fa, d.tb, 1, d.K, d.M, d.N, Bb, d.ldb, Gb, d.N, GA + b * sa, d.M);
+                mcl_ref_sgemm_acc(fa, d.tb, 1, d.K, d.M, d.N, 1.0f, Bb, d.ldb, Gb, d.N, GA + b * sa, d.M);
         }
         if (GB) {
             if (!d.tb) /* [K,N] = op(a)ᵀ[K,M] · G[M,N] */
-                gemm_acc(fb, !d.ta, 0, d.K, d.N, d.M, Ab, d.lda, Gb, d.N, GB + b * sb, d.N);
+                mcl_ref_sgemm_acc(fb, !d.ta, 0, d.K, d.N, d.M, 1.0f, Ab, d.lda, Gb, d.N, GB + b * sb, d.N);
             else       /* [N,K] = Gᵀ[N,M] · op(a)[M,K] */
-                gemm_acc(fb, 1, d.ta, d.N, d.K, d.M, Gb, d.N, Ab, d.lda, GB + b * sb, d.K);
+                mcl_ref_sgemm_acc(fb, 1, d.ta, d.N, d.K, d.M, 1.0f, Gb, d.N, Ab, d.lda, GB + b * sb, d.K);
         }
     }
     return MCL_OK;

@@ -45,6 +45,11 @@ void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, floa
 void mcl_ref_sgemm_fresh(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
                          const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
                          int64_t ldc);
+/* A backward's product into a gradient: C += alpha * op(A) * op(B) (beta = 1), or, fresh, the
+ * same into a C that reads as zeros (mcl_ref_sgemm_fresh). */
+void mcl_ref_sgemm_acc(int fresh, int transA, int transB, int64_t M, int64_t N, int64_t K,
+                       float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                       float *C, int64_t ldc);
 
 /* Backward of an op marked in ref_backend.c's bwd_fresh_aware table, before it writes into
  * gin t: returns 1 when t is the whole of a buffer that is still fresh (logically zero,
