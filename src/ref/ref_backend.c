@@ -30,6 +30,12 @@
  *   - before a backward op: inputs, outputs and gout are materialized; a fresh gin is left to
  *     the op when the op asks for itself (bwd_fresh_aware below, mcl_ref_grad_fresh in ref.h:
  *     it then stores 0 + value instead of accumulating), else it is materialized.
+ * Views. A view into a fresh buffer (a parameter's slot of the optimizer's flat gradient, a
+ * gradient that is a view of another's) does not materialize the whole buffer: a block of at
+ * least SPANS_MIN bytes keeps the byte ranges written so far (fresh_spans.h) and stays fresh
+ * outside them. A view that meets no written range may be stored whole by its op
+ * (mcl_ref_grad_fresh); any other use of a view zero-fills just the view's unwritten parts;
+ * a use of the whole buffer zero-fills all of them.
  * No result changes: a fresh buffer behaves exactly like a zero-filled one.
  */
 #include <math.h>
@@ -38,6 +44,7 @@
 #include <string.h>
 
 #include "bufpool.h"
+#include "fresh_spans.h"
 #include "ref.h"
 #include "threads.h"
 
@@ -50,7 +57,15 @@
 /* Fresh buffers of at least this many bytes are zero-filled by all threads. */
 #define ZERO_PAR_MIN ((size_t)1 << 20)
 
-typedef mcl_pool_block ref_block; /* bufpool.h: next, cap, size, cls, fresh */
+/* Blocks of at least this many bytes keep the ranges their views wrote while fresh. */
+#define SPANS_MIN ((size_t)64 << 10)
+
+/* A block's header: the pool's bookkeeping (bufpool.h: next, cap, size, cls, fresh) and, while
+ * it is fresh but some views of it were written, those views' byte ranges (else NULL). */
+typedef struct ref_block {
+    mcl_pool_block pb;
+    mcl_spans *written;
+} ref_block;
 
 _Static_assert(sizeof(ref_block) <= HDR, "block header must fit in HDR bytes");
 
@@ -68,12 +83,9 @@ static ref_block *block_of(const void *handle)
 
 static ref_pool *pool_of(mcl_backend *be) { return (ref_pool *)be->impl; }
 
-/* Write the zeros a fresh buffer stands for. */
-static void materialize(ref_block *b)
+/* n zero bytes at p, by all threads when there are many */
+static void zero_bytes(char *p, size_t n)
 {
-    if (!b->fresh) return;
-    char *p = (char *)b + HDR;
-    const size_t n = b->size;
     if (n >= ZERO_PAR_MIN) {
         const int64_t nchunks = (int64_t)((n + ZERO_PAR_MIN - 1) / ZERO_PAR_MIN);
 #pragma omp parallel for schedule(static)
@@ -84,7 +96,46 @@ static void materialize(ref_block *b)
     } else {
         memset(p, 0, n);
     }
-    b->fresh = 0;
+}
+
+static char *data_of(ref_block *b) { return (char *)b + HDR; }
+
+/* The block now holds its values everywhere (or is fresh as a whole again): no ranges. */
+static void set_fresh(ref_block *b, int fresh)
+{
+    mcl_spans_free(b->written);
+    b->written = NULL;
+    b->pb.fresh = fresh;
+}
+
+/* Write the zeros a fresh buffer stands for (all of them: outside its written ranges). */
+static void materialize(ref_block *b)
+{
+    if (!b->pb.fresh) return;
+    if (b->written)
+        mcl_spans_zero_gaps(b->written, data_of(b), 0, b->pb.size, zero_bytes);
+    else
+        zero_bytes(data_of(b), b->pb.size);
+    set_fresh(b, 0);
+}
+
+/* The same for bytes [lo, hi) only, when the block keeps ranges (else all of it). */
+static void materialize_range(ref_block *b, size_t lo, size_t hi)
+{
+    if (!b->pb.fresh) return;
+    if (b->pb.size < SPANS_MIN || (lo == 0 && hi >= b->pb.size)) {
+        materialize(b);
+        return;
+    }
+    if (!b->written && !(b->written = mcl_spans_create())) {
+        materialize(b);
+        return;
+    }
+    if (!mcl_spans_zero_gaps(b->written, data_of(b), lo, hi, zero_bytes)) {
+        materialize(b); /* out of memory for the list: all of it, as without one */
+        return;
+    }
+    if (mcl_spans_covers(b->written, b->pb.size)) set_fresh(b, 0);
 }
 
 static mcl_status ref_alloc(mcl_backend *be, size_t nbytes, void **handle)
@@ -92,15 +143,16 @@ static mcl_status ref_alloc(mcl_backend *be, size_t nbytes, void **handle)
     ref_pool *pl = pool_of(be);
     size_t cap;
     int cls;
-    ref_block *b = mcl_pool_take(&pl->pool, nbytes, &cls, &cap);
+    ref_block *b = (ref_block *)mcl_pool_take(&pl->pool, nbytes, &cls, &cap);
     if (!b) {
         if (cap > SIZE_MAX - HDR) return MCL_ERR_OOM;
         b = aligned_alloc(64, HDR + cap);
         if (!b) return MCL_ERR_OOM;
-        b->cap = cap;
-        b->cls = cls;
+        b->pb.cap = cap;
+        b->pb.cls = cls;
+        b->written = NULL;
     }
-    mcl_pool_hand_out(&pl->pool, b, nbytes);
+    mcl_pool_hand_out(&pl->pool, &b->pb, nbytes);
     *handle = (char *)b + HDR;
     return MCL_OK;
 }
@@ -109,13 +161,14 @@ static void ref_free(mcl_backend *be, void *handle)
 {
     if (!handle) return;
     ref_block *b = block_of(handle);
-    if (!mcl_pool_give_back(&pool_of(be)->pool, b)) free(b);
+    set_fresh(b, 0);
+    if (!mcl_pool_give_back(&pool_of(be)->pool, &b->pb)) free(b);
 }
 
 /* [off, off + n) is the whole of the buffer. */
 static int covers(const ref_block *b, size_t off, size_t n)
 {
-    return off == 0 && n >= b->size;
+    return off == 0 && n >= b->pb.size;
 }
 
 static mcl_status ref_write(mcl_backend *be, void *handle, size_t off, const void *src, size_t n)
@@ -123,9 +176,9 @@ static mcl_status ref_write(mcl_backend *be, void *handle, size_t off, const voi
     (void)be;
     ref_block *b = block_of(handle);
     if (covers(b, off, n))
-        b->fresh = 0;
+        set_fresh(b, 0);
     else
-        materialize(b);
+        materialize_range(b, off, off + n);
     memcpy((char *)handle + off, src, n);
     return MCL_OK;
 }
@@ -133,7 +186,9 @@ static mcl_status ref_write(mcl_backend *be, void *handle, size_t off, const voi
 static mcl_status ref_read(mcl_backend *be, void *handle, size_t off, void *dst, size_t n)
 {
     (void)be;
-    if (block_of(handle)->fresh)
+    ref_block *b = block_of(handle);
+    if (b->written) materialize(b); /* partly written: its values where they are */
+    if (b->pb.fresh)
         memset(dst, 0, n);
     else
         memcpy(dst, (const char *)handle + off, n);
@@ -145,13 +200,13 @@ static mcl_status ref_fill(mcl_backend *be, void *handle, size_t off, float v, s
     (void)be;
     ref_block *b = block_of(handle);
     if (covers(b, off, count * sizeof(float)) && v == 0.0f && !signbit(v)) {
-        b->fresh = 1; /* +0.0 everywhere: exactly what a fresh buffer stands for */
+        set_fresh(b, 1); /* +0.0 everywhere: exactly what a fresh buffer stands for */
         return MCL_OK;
     }
     if (covers(b, off, count * sizeof(float)))
-        b->fresh = 0;
+        set_fresh(b, 0);
     else
-        materialize(b);
+        materialize_range(b, off, off + count * sizeof(float));
     float *p = (float *)(void *)((char *)handle + off);
     for (size_t i = 0; i < count; i++) p[i] = v;
     return MCL_OK;
@@ -162,20 +217,21 @@ static mcl_status ref_copy(mcl_backend *be, void *dst, size_t doff, void *src, s
 {
     (void)be;
     ref_block *bd = block_of(dst), *bs = block_of(src);
-    if (bs->fresh) { /* copying zeros */
+    if (bs->written) materialize(bs); /* partly written: its values where they are */
+    if (bs->pb.fresh) { /* copying zeros */
         if (bd == bs) return MCL_OK;
         if (covers(bd, doff, n)) {
-            bd->fresh = 1;
+            set_fresh(bd, 1);
             return MCL_OK;
         }
-        materialize(bd);
+        materialize_range(bd, doff, doff + n);
         memset((char *)dst + doff, 0, n);
         return MCL_OK;
     }
     if (covers(bd, doff, n))
-        bd->fresh = 0;
+        set_fresh(bd, 0);
     else
-        materialize(bd);
+        materialize_range(bd, doff, doff + n);
     memmove((char *)dst + doff, (const char *)src + soff, n);
     return MCL_OK;
 }
@@ -190,7 +246,7 @@ static void ref_destroy(mcl_backend *be)
 {
     if (!be) return;
     ref_pool *pl = pool_of(be);
-    for (ref_block *b; pl && (b = mcl_pool_pop(&pl->pool)) != NULL;) free(b);
+    for (mcl_pool_block *b; pl && (b = mcl_pool_pop(&pl->pool)) != NULL;) free(b);
     free(pl);
     free(be);
 }
@@ -223,27 +279,58 @@ static int64_t numel(const mcl_tensor *t)
     return mcl_ref_rows(t) * mcl_ref_cols(t);
 }
 
+/* t's bytes in its buffer: [*lo, *hi) */
+static void byte_range(const mcl_tensor *t, size_t *lo, size_t *hi)
+{
+    *lo = (size_t)t->offset * sizeof(float);
+    *hi = *lo + (size_t)numel(t) * sizeof(float);
+}
+
 /* t is all of its buffer. */
 static int whole(const mcl_tensor *t)
 {
-    return t->offset == 0 && (size_t)numel(t) * sizeof(float) >= block_of(t->buf->handle)->size;
+    return t->offset == 0 && (size_t)numel(t) * sizeof(float) >= block_of(t->buf->handle)->pb.size;
 }
 
+/* t's elements hold their values (a view: only its own range of the buffer) */
 static void materialize_t(const mcl_tensor *t)
 {
-    if (t) materialize(block_of(t->buf->handle));
+    if (!t) return;
+    size_t lo, hi;
+    byte_range(t, &lo, &hi);
+    materialize_range(block_of(t->buf->handle), lo, hi);
+}
+
+/* METACL_DEBUG_POISON: NaN in bytes [lo, hi) of a block that an op claims to store whole */
+static void poison_range(const mcl_tensor *t, ref_block *b, size_t lo, size_t hi)
+{
+    if (!pool_of(t->buf->be)->poison) return;
+    float *p = (float *)(void *)data_of(b);
+    for (size_t i = lo / sizeof(float); i < hi / sizeof(float); i++) p[i] = NAN;
 }
 
 int mcl_ref_grad_fresh(const mcl_tensor *t)
 {
     ref_block *b = block_of(t->buf->handle);
-    if (!b->fresh) return 0;
-    if (!whole(t)) {
-        materialize(b);
-        return 0;
+    if (!b->pb.fresh) return 0;
+    size_t lo, hi;
+    byte_range(t, &lo, &hi);
+    if (whole(t) && !b->written) {
+        set_fresh(b, 0); /* the caller now stores every element */
+        poison_range(t, b, lo, hi);
+        return 1;
     }
-    b->fresh = 0; /* the caller now stores every element */
-    return 1;
+    /* a view that meets nothing written yet: the caller stores it, the rest stays fresh */
+    if (b->pb.size >= SPANS_MIN && lo < hi && (!b->written || mcl_spans_disjoint(b->written, lo, hi))) {
+        if (!b->written) b->written = mcl_spans_create();
+        if (b->written && mcl_spans_add(b->written, lo, hi)) {
+            if (mcl_spans_covers(b->written, b->pb.size)) set_fresh(b, 0);
+            poison_range(t, b, lo, hi);
+            return 1;
+        }
+    }
+    materialize_range(b, lo, hi);
+    return 0;
 }
 
 /* The elements of an op's tensors: tells its calls apart for the thread policy (threads.h). */
@@ -266,15 +353,12 @@ static mcl_status ref_fwd(mcl_backend *be, const mcl_op_args *a)
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) {
         ref_block *b = block_of(a->out[k]->buf->handle);
-        if (!b->fresh) continue;
+        if (!b->pb.fresh) continue;
         if (mcl_op_fwd_overwrites(a->op) && whole(a->out[k])) {
-            b->fresh = 0;
-            if (pool_of(be)->poison) {
-                float *p = (float *)(void *)((char *)b + HDR);
-                for (size_t i = 0; i < b->size / sizeof(float); i++) p[i] = NAN;
-            }
+            set_fresh(b, 0);
+            poison_range(a->out[k], b, 0, b->pb.size);
         } else {
-            materialize(b);
+            materialize_t(a->out[k]);
         }
     }
     const mcl_status st = ref_impl[a->op].fwd(be, a);
