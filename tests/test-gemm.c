@@ -6,7 +6,8 @@
  * C), K = 0 and alpha = 0. Padding columns of C are guarded: they must not change.
  * Determinism: two calls give identical bits; 1, 2 and 3 OpenMP threads give identical bits;
  * a block of C computed alone equals the same block of the full product; A or B given
- * transposed (same values) gives identical bits. mcl_ref_sgemm_fresh (a fresh gradient: beta =
+ * transposed (same values) gives identical bits (so A read in place, the direct-A path, equals
+ * A packed). mcl_ref_sgemm_fresh (a fresh gradient: beta =
  * 1 into a C that reads as zeros, C not read) gives the bits of mcl_ref_sgemm with beta = 1 on a
  * zero-filled C, into a NaN-filled one, on the simple, blocked and threaded paths, the edge
  * tiles and several k slices, with products of exactly -0 among them (stored as +0 both ways).
@@ -353,6 +354,7 @@ int main(void)
     test_determinism(0, 0, 16, 1024, 300); /* in-place B */
     test_determinism(0, 1, 2048, 32, 288);
     test_determinism(1, 0, 7, 13, 5);      /* simple path */
+    test_determinism(0, 0, 2048, 48, 600); /* in-place A */
 
     /* order independent of M, N, ld*: blocks computed alone, incl. tiny ones (simple path) */
     test_subblock(257, 300, 520, 0, 5, 0, 7);
@@ -361,6 +363,10 @@ int main(void)
     test_subblock(64, 2100, 300, 31, 17, 5, 2090);
     test_transpose_bits(129, 97, 300);
     test_transpose_bits(5, 7, 3);
+    /* in-place A (at most 2 NR columns, op(A) = A) against packed A (stored transposed): the
+     * attention's P · V over three k slices, and a short last strip of rows */
+    test_transpose_bits(200, 64, 1050);
+    test_transpose_bits(37, 50, 600);
 
     /* a fresh C: simple path, edges, blocked over several k slices, threaded, K = 0 */
     test_fresh(0, 0, 7, 5, 13);
@@ -368,6 +374,7 @@ int main(void)
     test_fresh(0, 1, 129, 257, 700);
     test_fresh(1, 1, 257, 300, 520);
     test_fresh(0, 0, 16, 1024, 300); /* in-place B */
+    test_fresh(0, 0, 200, 64, 1050); /* in-place A */
     test_fresh(0, 0, 5, 7, 0);
 
     test_catches_corruption();

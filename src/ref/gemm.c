@@ -35,6 +35,12 @@
  *     DIRECT_B_MAX_ROWS rows, each packed B element would be used only a few times, so the
  *     kernel reads B in place (row stride ldb) instead of packing it (16 x 1024 x 1024: about
  *     1.4x faster). Only full NR-wide strips; the last, narrow one is still packed.
+ *   - When op(A) is A (not transposed) and this thread's block of C has at most
+ *     DIRECT_A_MAX_COLS columns, each packed A element would be used only once or twice
+ *     (one NR strip of C per use), so the kernel reads the MR rows of A in place (row stride
+ *     lda) instead of packing them: the broadcasts it does per k are MR loads either way.
+ *     The attention's P · V (200 x 64 x 1050: packing P was a pass over 840 KB per product).
+ *     Only full MR-tall strips; the last, short one is still packed.
  *   - Tiny problems (M*N*K <= SIMPLE_MAX_MNK), and the unlikely case that the packing
  *     buffers cannot be allocated, run gemm_simple(): a plain loop in the same order.
  *
@@ -102,6 +108,8 @@
 
 /* A thread's block of C with at most this many rows reads B in place (no packing). */
 #define DIRECT_B_MAX_ROWS (4 * MR)
+/* A thread's block of C with at most this many columns reads A in place (no packing). */
+#define DIRECT_A_MAX_COLS (2 * NR)
 /* Below this many elementary products (M*N*K) the plain loop wins. */
 #define SIMPLE_MAX_MNK 256
 /* Below this many flops (2*M*N*K) stay on one thread. */
@@ -150,6 +158,23 @@ static inline float update(float acc, float c, float alpha, float beta)
  * with the sum done by MADD (fmaf) in increasing k, starting from 0.
  * a: packed A strip (MR floats per k). b: NR consecutive floats per k, rows ldbp apart
  * (ldbp = NR for a packed strip, ldb when B is read in place). c: the tile, rows ldc apart. */
+
+/* The tile's sums into C (update(), or 0 + alpha * acc into a C that reads as zeros). */
+static inline void tile_store(float ab[MR][NR], float alpha, float beta, int zc, float *restrict c, int64_t ldc)
+{
+    if (zc) { /* C is zeros, not read: update(acc, 0, alpha, 1) = 0 + alpha * acc */
+        for (int i = 0; i < MR; i++)
+            MCL_SIMD for (int j = 0; j < NR; j++) c[i * ldc + j] = 0.0f + alpha * ab[i][j];
+    } else if (beta == 0.0f) {
+        for (int i = 0; i < MR; i++)
+            MCL_SIMD for (int j = 0; j < NR; j++) c[i * ldc + j] = alpha * ab[i][j];
+    } else {
+        for (int i = 0; i < MR; i++)
+            MCL_SIMD for (int j = 0; j < NR; j++)
+                c[i * ldc + j] = MADD(beta, c[i * ldc + j], alpha * ab[i][j]);
+    }
+}
+
 MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
                                  int64_t ldbp, float alpha, float beta, int zc,
                                  float *restrict c, int64_t ldc)
@@ -166,30 +191,45 @@ MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const floa
         a += MR;
         b += ldbp;
     }
+    tile_store(ab, alpha, beta, zc, c, ldc);
+}
 
-    if (zc) { /* C is zeros, not read: update(acc, 0, alpha, 1) = 0 + alpha * acc */
-        for (int i = 0; i < MR; i++)
-            MCL_SIMD for (int j = 0; j < NR; j++) c[i * ldc + j] = 0.0f + alpha * ab[i][j];
-    } else if (beta == 0.0f) {
-        for (int i = 0; i < MR; i++)
-            MCL_SIMD for (int j = 0; j < NR; j++) c[i * ldc + j] = alpha * ab[i][j];
-    } else {
-        for (int i = 0; i < MR; i++)
-            MCL_SIMD for (int j = 0; j < NR; j++)
-                c[i * ldc + j] = MADD(beta, c[i * ldc + j], alpha * ab[i][j]);
+/* The same tile with A read in place: row i of the strip at a + i*lda (the direct-A path).
+ * The same MADD sequence per element as micro_kernel's (the same bits). */
+MCL_HOT static void micro_kernel_rows(int64_t kc, const float *restrict a, int64_t lda,
+                                      const float *restrict b, int64_t ldbp, float alpha,
+                                      float beta, int zc, float *restrict c, int64_t ldc)
+{
+    const float *ar[MR];
+    for (int i = 0; i < MR; i++) ar[i] = a + i * lda;
+    float ab[MR][NR];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) ab[i][j] = 0.0f;
+
+    for (int64_t k = 0; k < kc; k++) {
+        for (int i = 0; i < MR; i++) {
+            const float ai = ar[i][k];
+            MCL_SIMD for (int j = 0; j < NR; j++) ab[i][j] = MADD(ai, b[j], ab[i][j]);
+        }
+        b += ldbp;
     }
+    tile_store(ab, alpha, beta, zc, c, ldc);
 }
 
 /* A tile at the bottom or right edge of C (mr < MR or nr < NR): run the kernel on a full-size
- * copy of the tile and store back the part that exists. */
-static void edge_tile(int64_t kc, const float *a, const float *b, int64_t ldbp, float alpha,
+ * copy of the tile and store back the part that exists. lda: A's row stride when A is read in
+ * place, 0 for a packed strip. */
+static void edge_tile(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldbp, float alpha,
                       float beta, int zc, float *c, int64_t ldc, int64_t mr, int64_t nr)
 {
     float t[MR * NR] = {0.0f};
     if (beta != 0.0f && !zc) /* beta == 0 or zc: C is not read (it may be uninitialized) */
         for (int64_t i = 0; i < mr; i++)
             for (int64_t j = 0; j < nr; j++) t[i * NR + j] = c[i * ldc + j];
-    micro_kernel(kc, a, b, ldbp, alpha, beta, zc, t, NR);
+    if (lda) /* A in place (a full strip: mr == MR) */
+        micro_kernel_rows(kc, a, lda, b, ldbp, alpha, beta, zc, t, NR);
+    else
+        micro_kernel(kc, a, b, ldbp, alpha, beta, zc, t, NR);
     for (int64_t i = 0; i < mr; i++)
         for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = t[i * NR + j];
 }
@@ -308,11 +348,12 @@ static void gemm_blocked(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
 {
     const int64_t K = g->K;
     const int direct_b = !g->transB && m1 - m0 <= DIRECT_B_MAX_ROWS;
+    const int direct_a = !g->transA && n1 - n0 <= DIRECT_A_MAX_COLS;
     const int64_t kc_max = K < KC ? K : KC;
     const int64_t mc_max = m1 - m0 < MC ? (m1 - m0 + MR - 1) / MR * MR : MC;
     const int64_t nc_max = n1 - n0 < NC ? (n1 - n0 + NR - 1) / NR * NR : NC;
     /* in direct mode only the last, narrow strip is packed */
-    float *Ap = alloc_floats((size_t)(mc_max * kc_max));
+    float *Ap = alloc_floats((size_t)((direct_a ? MR : mc_max) * kc_max)); /* direct A: the short strip */
     float *Bp = alloc_floats((size_t)(kc_max * (direct_b ? NR : nc_max)));
     if (!Ap || !Bp) {
         free(Ap);
@@ -334,7 +375,8 @@ static void gemm_blocked(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
             }
             for (int64_t ic = m0; ic < m1; ic += MC) {
                 const int64_t mc = m1 - ic < MC ? m1 - ic : MC;
-                pack_a(g->transA, g->A, g->lda, ic, mc, pc, kc, Ap);
+                const int64_t mfull = direct_a ? mc - mc % MR : 0; /* rows read in place */
+                if (mfull < mc) pack_a(g->transA, g->A, g->lda, ic + mfull, mc - mfull, pc, kc, Ap);
                 for (int64_t jr = 0; jr < nc; jr += NR) {
                     const int64_t nr = nc - jr < NR ? nc - jr : NR;
                     const float *b;
@@ -351,12 +393,16 @@ static void gemm_blocked(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
                     }
                     for (int64_t ir = 0; ir < mc; ir += MR) {
                         const int64_t mr = mc - ir < MR ? mc - ir : MR;
-                        const float *a = Ap + ir * kc;
+                        const int rows = ir < mfull; /* this strip of A in place */
+                        const float *a = rows ? g->A + (ic + ir) * g->lda + pc : Ap + (ir - mfull) * kc;
+                        const int64_t lda = rows ? g->lda : 0;
                         float *c = g->C + (ic + ir) * g->ldc + jc + jr;
-                        if (mr == MR && nr == NR)
+                        if (mr == MR && nr == NR && rows)
+                            micro_kernel_rows(kc, a, lda, b, ldbp, g->alpha, beta, zc, c, g->ldc);
+                        else if (mr == MR && nr == NR)
                             micro_kernel(kc, a, b, ldbp, g->alpha, beta, zc, c, g->ldc);
                         else
-                            edge_tile(kc, a, b, ldbp, g->alpha, beta, zc, c, g->ldc, mr, nr);
+                            edge_tile(kc, a, lda, b, ldbp, g->alpha, beta, zc, c, g->ldc, mr, nr);
                     }
                 }
             }
