@@ -92,10 +92,16 @@ mcl_status mcl_ref_conv_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *
         for (int64_t b = 0; b < d.B; b++) {
             if (!ws || !c) continue;
             mcl_ref_s1_fwd_image(&pl, ws, x + b * CHW, b + 1 < d.B ? x + (b + 1) * CHW : NULL, c);
-            for (int64_t o = 0; o < d.O; o++) {
+            for (int64_t o = 0; o < d.O; o += MCL_REF_IPR_GROUP) {
+                const int np = (int)(d.O - o < MCL_REF_IPR_GROUP ? d.O - o : MCL_REF_IPR_GROUP);
                 const int64_t r = b * d.O + o;
-                mcl_ref_ipr_fwd_plane(c + o * d.P, NULL, d.Ho, d.Wo, (double)gamma[o], (double)beta[o], eps,
-                                      &mean[r], &rstd[r], y + r * Pp, arg + r * Pp);
+                double gm[MCL_REF_IPR_GROUP], bt[MCL_REF_IPR_GROUP];
+                for (int k = 0; k < np; k++) {
+                    gm[k] = (double)gamma[o + k];
+                    bt[k] = (double)beta[o + k];
+                }
+                mcl_ref_ipr_fwd_planes(np, c + o * d.P, NULL, 0, d.Ho, d.Wo, gm, bt, eps, &mean[r], &rstd[r],
+                                       y + r * Pp, arg + r * Pp);
             }
             if (dk.p > 0.0f) mcl_ref_dropout_range(&dk, b * d.O * Pp, d.O * Pp, y + b * d.O * Pp);
         }

@@ -42,7 +42,7 @@
  * (In double, three passes with two conversions per value and pass made the forward bound by
  * its arithmetic, at about 10 GB/s on one core: doc/reference-backend.md.) Each thread asks
  * for its next plane while it computes on the current one (a line per block of a pass over
- * the plane: tail_sum's pf, tail_bwd_sums' nx; or all at once, tail_prefetch).
+ * the plane: tail_sum_n's pf, tail_bwd_sums' nx; or all at once, tail_prefetch).
  * Forward: planes in parallel, each by one thread; the dropout's mask is applied to a thread's
  * finished planes of y in runs of at least TAIL_DROP_RUN values (mcl_ref_dropout_range, while
  * they are in L1). Backward: the images cut into BWD_CHUNKS fixed chunks, one thread each,
@@ -80,59 +80,123 @@ static double lanes_total(const double *a)
     return s0 + s1;
 }
 
-/* sum_j x[j], j < n (float lanes of at most TL_RUN values, see the top); pf (or NULL): n
- * floats to prefetch, a line per block of x read (the next plane: spread over this pass, the
+/* Planes side by side in the statistics passes. A plane's float lanes are one vector, so its
+ * sum is a chain of dependent vector adds, each waiting out the add's latency; the sums of
+ * TAIL_GROUP planes are independent chains that the core runs together (a plane at a time, the
+ * forward's two passes were 2-4 % of the ACL step). Each plane's sums are the same sequence
+ * whatever the group (the lanes of the top of this file: element j in float lane j % TL, a
+ * float lane's run of at most TL_RUN values added to its double lane, the double lanes
+ * pairwise), so a plane's bits do not depend on the planes beside it. */
+#define TAIL_GROUP MCL_REF_IPR_GROUP
+#if defined(__GNUC__)
+#define TAIL_INLINE MCL_HOT static inline __attribute__((always_inline))
+#else
+#define TAIL_INLINE static inline
+#endif
+
+/* sum[k] = sum_j x[k][j], j < n, for k < NP; pf (or NULL): npf <= TAIL_GROUP planes of n floats
+ * to prefetch (the next ones: spread over this pass, a line of each per block of x read, so the
  * prefetches never queue up behind each other, as a loop of them did) */
-MCL_HOT static double tail_sum(const float *restrict x, int64_t n, const float *pf)
+TAIL_INLINE void tail_sum_n(int NP, const float *const *x, int64_t n, const float *pf, int npf,
+                            double *sum)
 {
-    double acc[TL] = {0.0};
+    double acc[TAIL_GROUP][TL] = {{0.0}};
     for (int64_t j = 0; j < n;) {
-        float f[TL] = {0.0f};
+        float f[TAIL_GROUP][TL] = {{0.0f}};
         const int64_t e = n - j < TL * TL_RUN ? n : j + TL * TL_RUN;
         for (; j + TL <= e; j += TL) {
-            if (pf) __builtin_prefetch(pf + j, 0, 3);
-            MCL_SIMD for (int l = 0; l < TL; l++) f[l] += x[j + l];
+            for (int k = 0; pf && k < npf; k++) __builtin_prefetch(pf + k * n + j, 0, 3);
+            for (int k = 0; k < NP; k++) {
+                const float *xk = x[k];
+                MCL_SIMD for (int l = 0; l < TL; l++) f[k][l] += xk[j + l];
+            }
         }
         if (j < e) {
-            const int k = (int)(e - j);
-            MCL_SIMD for (int l = 0; l < TL; l++) f[l] += l < k ? x[j + l] : 0.0f;
+            const int c = (int)(e - j);
+            for (int k = 0; k < NP; k++) {
+                const float *xk = x[k];
+                MCL_SIMD for (int l = 0; l < TL; l++) f[k][l] += l < c ? xk[j + l] : 0.0f;
+            }
             j = e;
         }
-        for (int l = 0; l < TL; l++) acc[l] += (double)f[l];
+        for (int k = 0; k < NP; k++)
+            for (int l = 0; l < TL; l++) acc[k][l] += (double)f[k][l];
     }
-    return lanes_total(acc);
+    for (int k = 0; k < NP; k++) sum[k] = lanes_total(acc[k]);
 }
 
-/* *s1 = sum_j d_j, *s2 = sum_j d_j^2 with d_j = x[j] - c (float), j < n (lanes as tail_sum) */
-MCL_HOT static void tail_sqdev(const float *restrict x, int64_t n, float c, double *s1,
-                               double *s2)
+/* s1[k] = sum_j d_j, s2[k] = sum_j d_j^2 with d_j = x[k][j] - c[k] (float), j < n, k < NP */
+TAIL_INLINE void tail_sqdev_n(int NP, const float *const *x, int64_t n, const float *c, double *s1,
+                              double *s2)
 {
-    double a1[TL] = {0.0}, a2[TL] = {0.0};
+    double a1[TAIL_GROUP][TL] = {{0.0}}, a2[TAIL_GROUP][TL] = {{0.0}};
     for (int64_t j = 0; j < n;) {
-        float f1[TL] = {0.0f}, f2[TL] = {0.0f};
+        float f1[TAIL_GROUP][TL] = {{0.0f}}, f2[TAIL_GROUP][TL] = {{0.0f}};
         const int64_t e = n - j < TL * TL_RUN ? n : j + TL * TL_RUN;
         for (; j + TL <= e; j += TL)
-            MCL_SIMD for (int l = 0; l < TL; l++) {
-                const float d = x[j + l] - c;
-                f1[l] += d;
-                f2[l] = fmaf(d, d, f2[l]);
+            for (int k = 0; k < NP; k++) {
+                const float *xk = x[k], ck = c[k];
+                MCL_SIMD for (int l = 0; l < TL; l++) {
+                    const float d = xk[j + l] - ck;
+                    f1[k][l] += d;
+                    f2[k][l] = fmaf(d, d, f2[k][l]);
+                }
             }
         if (j < e) {
-            const int k = (int)(e - j);
-            MCL_SIMD for (int l = 0; l < TL; l++) {
-                const float d = l < k ? x[j + l] - c : 0.0f;
-                f1[l] += d;
-                f2[l] = fmaf(d, d, f2[l]);
+            const int m = (int)(e - j);
+            for (int k = 0; k < NP; k++) {
+                const float *xk = x[k], ck = c[k];
+                MCL_SIMD for (int l = 0; l < TL; l++) {
+                    const float d = l < m ? xk[j + l] - ck : 0.0f;
+                    f1[k][l] += d;
+                    f2[k][l] = fmaf(d, d, f2[k][l]);
+                }
             }
             j = e;
         }
-        for (int l = 0; l < TL; l++) {
-            a1[l] += (double)f1[l];
-            a2[l] += (double)f2[l];
-        }
+        for (int k = 0; k < NP; k++)
+            for (int l = 0; l < TL; l++) {
+                a1[k][l] += (double)f1[k][l];
+                a2[k][l] += (double)f2[k][l];
+            }
     }
-    *s1 = lanes_total(a1);
-    *s2 = lanes_total(a2);
+    for (int k = 0; k < NP; k++) {
+        s1[k] = lanes_total(a1[k]);
+        s2[k] = lanes_total(a2[k]);
+    }
+}
+
+/* The mean and 1/sqrt(var + eps) of NP planes: var = (s2 - s1^2 / n) / n from the deviations from
+ * the float mean (the top of this file), 0 when rounding makes it negative */
+TAIL_INLINE void tail_stats_n(int NP, const float *const *x, int64_t n, const float *pf, int npf,
+                              double eps, double *mu, double *rs)
+{
+    double sum[TAIL_GROUP], s1[TAIL_GROUP], s2[TAIL_GROUP];
+    float c[TAIL_GROUP];
+    tail_sum_n(NP, x, n, pf, npf, sum);
+    for (int k = 0; k < NP; k++) {
+        mu[k] = sum[k] / (double)n;
+        c[k] = (float)mu[k];
+    }
+    tail_sqdev_n(NP, x, n, c, s1, s2);
+    for (int k = 0; k < NP; k++) {
+        double var = (s2[k] - s1[k] * s1[k] / (double)n) / (double)n;
+        var = var < 0.0 ? 0.0 : var; /* rounding, for a constant plane (a NaN stays) */
+        rs[k] = 1.0 / sqrt(var + eps);
+    }
+}
+
+/* tail_stats_n for np in 1..TAIL_GROUP (an instance per count: the accumulators stay in
+ * registers) */
+MCL_HOT static void tail_stats(int np, const float *const *x, int64_t n, const float *pf, int npf,
+                               double eps, double *mu, double *rs)
+{
+    switch (np) {
+    case 4: tail_stats_n(4, x, n, pf, npf, eps, mu, rs); return;
+    case 3: tail_stats_n(3, x, n, pf, npf, eps, mu, rs); return;
+    case 2: tail_stats_n(2, x, n, pf, npf, eps, mu, rs); return;
+    default: tail_stats_n(1, x, n, pf, npf, eps, mu, rs); return;
+    }
 }
 
 /* The four values of TL windows (k <= TL of them valid) over the rows r0 (dy = 0) and r1
@@ -194,26 +258,32 @@ static void tail_prefetch(const float *p, int64_t n, int write)
 #endif
 }
 
-/* One plane xr [H,W]: its statistics into *mean, *rstd, its windows into y, ag [Ho,Wo].
- * next: the next plane of this thread (NULL: none), fetched while this one is computed on. */
-void mcl_ref_ipr_fwd_plane(const float *xr, const float *next, int64_t H, int64_t W, double gm, double bt,
-                           double eps, float *mean, float *rstd, float *y, float *ag)
+/* np <= TAIL_GROUP planes x + k H W [H,W], k < np: their statistics into mean[k], rstd[k],
+ * their windows into y + k P, ag + k P [Ho,Wo] (P = Ho Wo); gm[k], bt[k] their channels' gamma
+ * and beta. next: the next planes of this thread (NULL: none), nnext <= TAIL_GROUP of them,
+ * fetched while these are computed on. */
+void mcl_ref_ipr_fwd_planes(int np, const float *x, const float *next, int nnext, int64_t H, int64_t W,
+                            const double *gm, const double *bt, double eps, float *mean, float *rstd,
+                            float *y, float *ag)
 {
-    const int64_t N = H * W, Ho = H / 2, Wo = W / 2;
-    const double mu = tail_sum(xr, N, next) / (double)N;
-    double s1, s2;
-    tail_sqdev(xr, N, (float)mu, &s1, &s2);
-    double var = (s2 - s1 * s1 / (double)N) / (double)N;
-    var = var < 0.0 ? 0.0 : var; /* rounding, for a constant plane (a NaN stays) */
-    const double rs = 1.0 / sqrt(var + eps), sc = rs * gm;
-    *mean = (float)mu;
-    *rstd = (float)rs;
-    const float s = (float)sc, t = (float)(bt - mu * sc);
-    for (int64_t i = 0; i < Ho; i++)
-        for (int64_t j0 = 0; j0 < Wo; j0 += TL)
-            tail_fwd_block(xr + 2 * i * W + 2 * j0, xr + (2 * i + 1) * W + 2 * j0,
-                           (int)(Wo - j0 < TL ? Wo - j0 : TL), s, t, y + i * Wo + j0,
-                           ag + i * Wo + j0);
+    const int64_t N = H * W, Ho = H / 2, Wo = W / 2, P = Ho * Wo;
+    const float *xs[TAIL_GROUP];
+    double mu[TAIL_GROUP], rs[TAIL_GROUP];
+    for (int k = 0; k < TAIL_GROUP; k++) xs[k] = x + (k < np ? k : 0) * N; /* (all set: no maybe-uninitialized) */
+    tail_stats(np, xs, N, next, next ? nnext : 0, eps, mu, rs);
+    for (int k = 0; k < np; k++) {
+        const double sc = rs[k] * gm[k];
+        mean[k] = (float)mu[k];
+        rstd[k] = (float)rs[k];
+        const float s = (float)sc, t = (float)(bt[k] - mu[k] * sc);
+        const float *xr = xs[k];
+        float *yk = y + k * P, *agk = ag + k * P;
+        for (int64_t i = 0; i < Ho; i++)
+            for (int64_t j0 = 0; j0 < Wo; j0 += TL)
+                tail_fwd_block(xr + 2 * i * W + 2 * j0, xr + (2 * i + 1) * W + 2 * j0,
+                               (int)(Wo - j0 < TL ? Wo - j0 : TL), s, t, yk + i * Wo + j0,
+                               agk + i * Wo + j0);
+    }
 }
 
 mcl_status mcl_ref_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
@@ -236,14 +306,22 @@ mcl_status mcl_ref_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
         r1 = r0 + q + (t < e);
 #endif
         int64_t rd = r0; /* the first plane whose y the dropout has not masked yet */
-        for (int64_t r = r0; r < r1; r++) {
-            mcl_ref_ipr_fwd_plane(x + r * N, r + 1 < r1 ? x + (r + 1) * N : NULL, H, W,
-                           (double)gamma[r % C], (double)beta[r % C], eps, &mean[r], &rstd[r],
-                           y + r * P, arg + r * P);
-            if (dk.p > 0.0f && ((r + 1 - rd) * P >= TAIL_DROP_RUN || r + 1 == r1)) {
-                mcl_ref_dropout_range(&dk, rd * P, (r + 1 - rd) * P, y + rd * P);
-                rd = r + 1;
+        for (int64_t r = r0; r < r1;) {
+            const int np = (int)(r1 - r < TAIL_GROUP ? r1 - r : TAIL_GROUP);
+            const int64_t rn = r + np; /* the next group */
+            double gm[TAIL_GROUP], bt[TAIL_GROUP];
+            for (int k = 0; k < np; k++) {
+                gm[k] = (double)gamma[(r + k) % C];
+                bt[k] = (double)beta[(r + k) % C];
             }
+            mcl_ref_ipr_fwd_planes(np, x + r * N, rn < r1 ? x + rn * N : NULL,
+                                   (int)(r1 - rn < TAIL_GROUP ? r1 - rn : TAIL_GROUP), H, W, gm, bt, eps,
+                                   &mean[r], &rstd[r], y + r * P, arg + r * P);
+            if (dk.p > 0.0f && ((rn - rd) * P >= TAIL_DROP_RUN || rn == r1)) {
+                mcl_ref_dropout_range(&dk, rd * P, (rn - rd) * P, y + rd * P);
+                rd = rn;
+            }
+            r = rn;
         }
     }
     return MCL_OK;
@@ -321,7 +399,7 @@ int64_t mcl_ref_ipr_bwd_scratch(int64_t H, int64_t W)
     return tail_bwd_scratch(H, W, &ldg);
 }
 
-/* *s1 = sum_j gn[j], *s2 = sum_j gn[j] * (x[j] - m) (fmaf), j < n (lanes as tail_sum); nx
+/* *s1 = sum_j gn[j], *s2 = sum_j gn[j] * (x[j] - m) (fmaf), j < n (lanes as tail_sum_n); nx
  * (or NULL): the next plane's x [n] and g, y, ag [n/4], a line of x per block and a line of
  * each of the others every 4 blocks prefetched */
 MCL_HOT static void tail_bwd_sums(const float *restrict x, const float *restrict gn, int64_t n,

@@ -72,17 +72,21 @@ void mcl_ref_bias_colsum(const float *g, int64_t R, int64_t N, float *gb);
 void mcl_ref_norm_affine_grads(const double *part, int64_t nchunks, int64_t C, float *ggamma,
                                int fresh_g, float *gbeta, int fresh_b);
 
-/* inorm_pool_relu one plane at a time (conv_tail.c; the op's loops call these, and so does
- * conv_block.c's conv_inorm_pool_relu on the planes of a convolution it just computed).
- * Forward: plane xr [H,W] -> its mean, rstd and windows y, ag [H/2,W/2] (gm, bt: its channel's
- * gamma, beta; next: a plane to fetch meanwhile, or NULL). Backward: x, gx [H,W], g, y, ag
- * [H/2,W/2], m, rs its statistics, gm its gamma, gs the dropout's scale (1 without); s:
+/* inorm_pool_relu by planes (conv_tail.c; the op's loops call these, and so does conv_block.c's
+ * conv_inorm_pool_relu on the planes of a convolution it just computed). Backward, one plane:
+ * x, gx [H,W], g, y, ag [H/2,W/2], m, rs its statistics, gm its gamma, gs the dropout's scale (1 without); s:
  * mcl_ref_ipr_bwd_scratch(H, W) floats of scratch; gx (NULL: not wanted) stored when fresh
  * (2: streamed), else added to, its rows ldx floats apart (W: one plane; more: rows of a grid,
  * then fresh is 1); next: the next plane in memory (x + H W, g + ..) is the caller's next,
  * fetched meanwhile; *sg = sum gn, *sgx = sum gn·xhat (the gamma/beta terms). */
-void mcl_ref_ipr_fwd_plane(const float *xr, const float *next, int64_t H, int64_t W, double gm, double bt,
-                           double eps, float *mean, float *rstd, float *y, float *ag);
+/* The forward MCL_REF_IPR_GROUP planes at a time at most (their statistics' sums side by side,
+ * conv_tail.c; each plane gets the bits it gets alone): planes x + k H W [H,W], k < np -> their
+ * means, rstds and windows y, ag + k P (P = H/2 W/2; gm[k], bt[k] their channels' gamma and
+ * beta; next: nnext planes to fetch meanwhile, or NULL). */
+#define MCL_REF_IPR_GROUP 4
+void mcl_ref_ipr_fwd_planes(int np, const float *x, const float *next, int nnext, int64_t H, int64_t W,
+                            const double *gm, const double *bt, double eps, float *mean, float *rstd,
+                            float *y, float *ag);
 int64_t mcl_ref_ipr_bwd_scratch(int64_t H, int64_t W);
 void mcl_ref_ipr_bwd_plane(const float *x, const float *g, const float *y, const float *ag, int64_t H,
                            int64_t W, float m, float rs, double gm, float gs, float *s, float *gx,
