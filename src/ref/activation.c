@@ -231,7 +231,7 @@ static const float GELU_P[11] = {
  * inline` functions (compiled without the loops' optimize("O3") attribute) GCC kept
  * gelu_tail64 out of line, and a call per element kept bias_gelu's backward loop scalar
  * (~10 % of the LM's training step). Same operations, same bits. */
-#define GELU_INLINE MCL_HOT static inline __attribute__((always_inline))
+#define GELU_INLINE MCL_HOT_INLINE
 
 #ifdef FP_FAST_FMAF
 #define GMADD(a, b, c) fmaf(a, b, c)

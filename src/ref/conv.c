@@ -508,11 +508,7 @@ static inline void pf_step(pf_cursor *c)
 
 /* A register tile's body written once for several fixed sizes: a helper inlined into one
  * function per size, where the size is a constant (so its accumulators stay in registers) */
-#if defined(__GNUC__)
-#define S1_INLINE MCL_HOT static inline __attribute__((always_inline))
-#else
-#define S1_INLINE static inline
-#endif
+#define S1_INLINE MCL_HOT_INLINE
 
 /* c[i*ldc + j] (+)= sum_{k < K} a[i][k] * b[boff[k] + j]  for i < S1_MR, j < S1_NR
  * (stored, or added when add != 0), each sum by fmaf in increasing k from 0. A is read

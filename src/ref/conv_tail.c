@@ -88,16 +88,11 @@ static double lanes_total(const double *a)
  * float lane's run of at most TL_RUN values added to its double lane, the double lanes
  * pairwise), so a plane's bits do not depend on the planes beside it. */
 #define TAIL_GROUP MCL_REF_IPR_GROUP
-#if defined(__GNUC__)
-#define TAIL_INLINE MCL_HOT static inline __attribute__((always_inline))
-#else
-#define TAIL_INLINE static inline
-#endif
 
 /* sum[k] = sum_j x[k][j], j < n, for k < NP; pf (or NULL): npf <= TAIL_GROUP planes of n floats
  * to prefetch (the next ones: spread over this pass, a line of each per block of x read, so the
  * prefetches never queue up behind each other, as a loop of them did) */
-TAIL_INLINE void tail_sum_n(int NP, const float *const *x, int64_t n, const float *pf, int npf,
+MCL_HOT_INLINE void tail_sum_n(int NP, const float *const *x, int64_t n, const float *pf, int npf,
                             double *sum)
 {
     double acc[TAIL_GROUP][TL] = {{0.0}};
@@ -126,7 +121,7 @@ TAIL_INLINE void tail_sum_n(int NP, const float *const *x, int64_t n, const floa
 }
 
 /* s1[k] = sum_j d_j, s2[k] = sum_j d_j^2 with d_j = x[k][j] - c[k] (float), j < n, k < NP */
-TAIL_INLINE void tail_sqdev_n(int NP, const float *const *x, int64_t n, const float *c, double *s1,
+MCL_HOT_INLINE void tail_sqdev_n(int NP, const float *const *x, int64_t n, const float *c, double *s1,
                               double *s2)
 {
     double a1[TAIL_GROUP][TL] = {{0.0}}, a2[TAIL_GROUP][TL] = {{0.0}};
@@ -168,7 +163,7 @@ TAIL_INLINE void tail_sqdev_n(int NP, const float *const *x, int64_t n, const fl
 
 /* The mean and 1/sqrt(var + eps) of NP planes: var = (s2 - s1^2 / n) / n from the deviations from
  * the float mean (the top of this file), 0 when rounding makes it negative */
-TAIL_INLINE void tail_stats_n(int NP, const float *const *x, int64_t n, const float *pf, int npf,
+MCL_HOT_INLINE void tail_stats_n(int NP, const float *const *x, int64_t n, const float *pf, int npf,
                               double eps, double *mu, double *rs)
 {
     double sum[TAIL_GROUP], s1[TAIL_GROUP], s2[TAIL_GROUP];

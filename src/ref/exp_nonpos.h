@@ -23,11 +23,7 @@
 
 #include "hot.h"
 
-#if defined(__GNUC__)
-#define MCL_EXP_INLINE MCL_HOT static inline __attribute__((always_inline))
-#else
-#define MCL_EXP_INLINE static inline
-#endif
+#define MCL_EXP_INLINE MCL_HOT_INLINE
 
 MCL_EXP_INLINE float mcl_exp_nonpos(float x)
 {

@@ -119,6 +119,13 @@ static void materialize(ref_block *b)
     set_fresh(b, 0);
 }
 
+/* The block's list of written ranges, made when it has none (NULL when out of memory). */
+static mcl_spans *spans_of(ref_block *b)
+{
+    if (!b->written) b->written = mcl_spans_create();
+    return b->written;
+}
+
 /* The same for bytes [lo, hi) only, when the block keeps ranges (else all of it). */
 static void materialize_range(ref_block *b, size_t lo, size_t hi)
 {
@@ -127,11 +134,7 @@ static void materialize_range(ref_block *b, size_t lo, size_t hi)
         materialize(b);
         return;
     }
-    if (!b->written && !(b->written = mcl_spans_create())) {
-        materialize(b);
-        return;
-    }
-    if (!mcl_spans_zero_gaps(b->written, data_of(b), lo, hi, zero_bytes)) {
+    if (!spans_of(b) || !mcl_spans_zero_gaps(b->written, data_of(b), lo, hi, zero_bytes)) {
         materialize(b); /* out of memory for the list: all of it, as without one */
         return;
     }
@@ -322,8 +325,7 @@ int mcl_ref_grad_fresh(const mcl_tensor *t)
     }
     /* a view that meets nothing written yet: the caller stores it, the rest stays fresh */
     if (b->pb.size >= SPANS_MIN && lo < hi && (!b->written || mcl_spans_disjoint(b->written, lo, hi))) {
-        if (!b->written) b->written = mcl_spans_create();
-        if (b->written && mcl_spans_add(b->written, lo, hi)) {
+        if (spans_of(b) && mcl_spans_add(b->written, lo, hi)) {
             if (mcl_spans_covers(b->written, b->pb.size)) set_fresh(b, 0);
             poison_range(t, b, lo, hi);
             return 1;

@@ -60,11 +60,7 @@
  * 8, 16, 32, 64) and one for any D: with D a constant every loop has a known trip count and
  * runs without run-time checks (for D = 16, the paper's: 1.6x faster than the generic copy).
  * Every copy does the same operations in the same order: which one runs changes no bit. */
-#if defined(__GNUC__)
-#define MCL_BODY MCL_HOT static inline __attribute__((always_inline))
-#else
-#define MCL_BODY static inline
-#endif
+#define MCL_BODY MCL_HOT_INLINE
 
 /* ------------------------------------------------------------------------------------ */
 /* Small helpers.                                                                        */
