@@ -458,6 +458,10 @@ echo "$me: bundle $bundle, out $out, deadline ${deadline}s, reps $reps$([ $quick
     echo "memory_kib=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
     echo "host_glibc=$( (ldd --version 2>/dev/null || true) | head -n 1)"
     echo "hostname=$(uname -n)"
+    # PyTorch's eager side is bound by the host CPU's kernel launches: its model and load
+    # say which host the PyTorch times came from.
+    echo "cpu_model=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)"
+    echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 } > "$work/host.txt"
 step host 10 p_host cat "$work/host.txt"
 
