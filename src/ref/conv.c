@@ -42,6 +42,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "conv_s1.h"
 #include "ref.h"
@@ -222,10 +225,11 @@ MCL_HOT static void transpose(const float *restrict m, int64_t ldm, int64_t O, i
 }
 
 /* acc[o*R + r] += (double)prod[r*ldp + o] for r < R, o < O (prod [R, O], rows ldp apart,
- * added transposed) */
+ * added transposed); store: acc = 0 + (double)prod (acc not read) */
 MCL_HOT static void add_transposed(double *restrict acc, const float *restrict prod, int64_t ldp,
-                                   int64_t R, int64_t O)
+                                   int64_t R, int64_t O, int store)
 {
+
     int64_t R8 = 0, O8 = 0;
 #if defined(__AVX__)
     /* 8 x 8 blocks through tr8x8: v[i] = prod's column o0 + i over rows r0 .. r0 + 7, each
@@ -238,13 +242,16 @@ MCL_HOT static void add_transposed(double *restrict acc, const float *restrict p
             for (int i = 0; i < 8; i++) {
                 double *a = acc + (o0 + i) * R + r0;
                 const __m128 lo = _mm256_castps256_ps128(v[i]), hi = _mm256_extractf128_ps(v[i], 1);
-                _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), _mm256_cvtps_pd(lo)));
-                _mm256_storeu_pd(a + 4, _mm256_add_pd(_mm256_loadu_pd(a + 4), _mm256_cvtps_pd(hi)));
+                const __m256d a0 = store ? _mm256_setzero_pd() : _mm256_loadu_pd(a);
+                const __m256d a1 = store ? _mm256_setzero_pd() : _mm256_loadu_pd(a + 4);
+                _mm256_storeu_pd(a, _mm256_add_pd(a0, _mm256_cvtps_pd(lo)));
+                _mm256_storeu_pd(a + 4, _mm256_add_pd(a1, _mm256_cvtps_pd(hi)));
             }
         }
 #endif
     for (int64_t o = 0; o < O; o++)
-        for (int64_t r = o < O8 ? R8 : 0; r < R; r++) acc[o * R + r] += (double)prod[r * ldp + o];
+        for (int64_t r = o < O8 ? R8 : 0; r < R; r++)
+            acc[o * R + r] = (store ? 0.0 : acc[o * R + r]) + (double)prod[r * ldp + o];
 }
 
 /* y[e] (+)= (float)(sum_c part[c*stride + off + e]), chunks in order, for e < n (stored as
@@ -1505,7 +1512,7 @@ void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const 
 void mcl_ref_s1_bwd_chunk_end(const mcl_ref_s1_bwd *pl, const float *ws, double *pw)
 {
     if (!pl->want_w || pl->dot) return;
-    add_transposed(pw, ws + pl->off_prod, pl->On, pl->d.KK, pl->d.O);
+    add_transposed(pw, ws + pl->off_prod, pl->On, pl->d.KK, pl->d.O, 0);
 }
 
 void mcl_ref_s1_bwd_store(const mcl_ref_s1_bwd *pl, const double *part, int64_t nchunks, const mcl_tensor *gw,
@@ -1522,6 +1529,31 @@ void mcl_ref_s1_bwd_store(const mcl_ref_s1_bwd *pl, const double *part, int64_t 
     }
 }
 
+/* conv_bwd_s1's chunk sums, without zeroing or re-reading them. The result is
+ *   gw = (float)(((0 + S_0) + S_1) + ... + S_{n-1})
+ * with S_c chunk c's double sums (pw, pb), as mcl_ref_s1_bwd_store adds them. Thread t walks
+ * chunks [c_t, c_{t+1}), c_t = n t / T (omp for's static split), and thread 0's chunks come
+ * first in that order: it adds each of its S_c straight into slot 0, which then holds the
+ * running sum the store would have formed by then (the same additions in the same order);
+ * every later chunk c has a slot of its own, 1 + c - c_1. A slot is written, not zeroed and
+ * added to: its first chunk stores 0 + S_c (the value the old zeroed slot held after the
+ * first addition). So the store sums 1 + n - c_1 slots instead of n, and no slot is ever
+ * cleared. A chunk's own sums collect in the thread's cw (dot products: pw [O, KK]) and cb
+ * (pb [O]), zeroed at the chunk's start, as the slot was. */
+static int64_t chunk_slot(int64_t c, int64_t c1) { return c < c1 ? 0 : c - c1 + (c1 > 0); }
+
+static void fold_chunk(const mcl_ref_s1_bwd *pl, const float *ws, const double *cw, const double *cb,
+                       double *slot, int store)
+{
+    const int64_t OK = pl->d.O * pl->d.KK;
+    if (pl->want_w && !pl->dot)
+        add_transposed(slot, ws + pl->off_prod, pl->On, pl->d.KK, pl->d.O, store);
+    else if (pl->want_w)
+        for (int64_t e = 0; e < OK; e++) slot[e] = (store ? 0.0 : slot[e]) + cw[e];
+    if (pl->want_b)
+        for (int64_t o = 0; o < pl->d.O; o++) slot[OK + o] = (store ? 0.0 : slot[OK + o]) + cb[o];
+}
+
 static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
 {
     const float *x = mcl_ref_ptr(a->in[0]), *w = mcl_ref_ptr(a->in[1]);
@@ -1530,40 +1562,50 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
     const int want_w = a->gin[1] != NULL, want_b = a->gin[2] != NULL;
     const int64_t CHW = d->C * d->H * d->W, OP = d->O * d->P;
     const int64_t nchunks = mcl_ref_conv_chunks(d->B);
-    double *part = calloc((size_t)(nchunks * (d->O * d->KK + d->O)), sizeof(double));
+    double *part = malloc((size_t)(nchunks * (d->O * d->KK + d->O)) * sizeof(double));
     mcl_ref_s1_bwd pl;
     if (!part || mcl_ref_s1_bwd_init(&pl, d, w, a->gin[0], want_w, want_b) != MCL_OK) {
         free(part);
         return MCL_ERR_OOM;
     }
-    const int64_t npart = mcl_ref_s1_bwd_part(&pl);
+    const int64_t npart = mcl_ref_s1_bwd_part(&pl), OK = d->O * d->KK;
     int oom = 0;
+    int64_t c1 = nchunks; /* the end of thread 0's chunks */
 #pragma omp parallel if (nchunks > 1 && d->B * OP * d->KK > PAR_MIN)
     {
+        int64_t T = 1, t = 0;
+#ifdef _OPENMP
+        T = omp_get_num_threads(), t = omp_get_thread_num();
+#endif
+        const int64_t cbeg = nchunks * t / T, cend = nchunks * (t + 1) / T;
+        if (t == 0) c1 = cend; /* read after the region's closing barrier */
         float *ws = mcl_ref_s1_bwd_ws(&pl);
-        if (!ws) {
+        double *cs = malloc((size_t)((pl.dot && want_w ? OK : 0) + d->O) * sizeof(double));
+        double *cw = cs, *cb = cs ? cs + (pl.dot && want_w ? OK : 0) : NULL;
+        if (!ws || !cs) {
 #pragma omp atomic write
             oom = 1;
         }
-#pragma omp for schedule(static)
-        for (int64_t c = 0; c < nchunks; c++) {
-            if (!ws) continue;
-            double *pw = part + c * npart, *pb = pw + d->O * d->KK;
+        for (int64_t c = cbeg; c < cend && ws && cs; c++) {
+            if (pl.dot && want_w) memset(cw, 0, (size_t)OK * sizeof(double));
+            memset(cb, 0, (size_t)d->O * sizeof(double));
             const int64_t b0 = d->B * c / nchunks, b1 = d->B * (c + 1) / nchunks;
             for (int64_t b = b0; b < b1; b++) {
                 const int more = b + 1 < b1;
                 mcl_ref_s1_bwd_image(&pl, ws, b == b0, x + b * CHW, g + b * OP,
                                      more ? x + (b + 1) * CHW : NULL, more ? g + (b + 1) * OP : NULL,
-                                     gx ? gx + b * CHW : NULL, pw, pb);
+                                     gx ? gx + b * CHW : NULL, cw, cb);
             }
-            mcl_ref_s1_bwd_chunk_end(&pl, ws, pw);
+            fold_chunk(&pl, ws, cw, cb, part + chunk_slot(c, t == 0 ? cend : nchunks * 1 / T) * npart,
+                       t != 0 || c == 0);
         }
 #if defined(__AVX512F__) && defined(FP_FAST_FMAF)
         if (pl.stream_gx) _mm_sfence(); /* the streamed stores before the others' reads */
 #endif
+        free(cs);
         free(ws);
     }
-    if (!oom) mcl_ref_s1_bwd_store(&pl, part, nchunks, a->gin[1], a->gin[2]);
+    if (!oom) mcl_ref_s1_bwd_store(&pl, part, chunk_slot(nchunks - 1, c1) + 1, a->gin[1], a->gin[2]);
     mcl_ref_s1_bwd_free(&pl);
     free(part);
     return oom ? MCL_ERR_OOM : MCL_OK;
@@ -1704,7 +1746,7 @@ static mcl_status conv_bwd_im2col(const mcl_op_args *a, const conv_dims *dp)
                         im2col(&d, x + (b0 + i) * CHW, col + i * d.P, ld);
                     transpose(gm, ldg, d.O, K, gT, d.O);
                     mcl_ref_sgemm(0, 0, d.KK, d.O, K, 1.0f, col, ld, gT, d.O, 0.0f, prod, d.O);
-                    add_transposed(pw, prod, d.O, d.KK, d.O);
+                    add_transposed(pw, prod, d.O, d.KK, d.O, 0);
                 }
             }
         }

@@ -73,6 +73,10 @@ typedef struct rcase {
 #define CONV4_32L3(pass) {"conv4_32 layer 3", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 8, 8}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
 #define CONV4_32L4(pass) {"conv4_32 layer 4", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 4, 4}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
 #define RESNET(pass) {"smn_resnet block 2", "conv2d", pass, 3, {4, 4, 1}, {{16, 24, 16, 16}, {24, 24, 3, 3}, {24}}, {0}, {1, 1}}
+/* the ResNet's other blocks (conv2 of each: the block's widest product), 16 images */
+#define RESNET_B(blk, c, hw, pass) {"smn_resnet block " #blk, "conv2d", pass, 3, {4, 4, 1}, \
+    {{16, c, hw, hw}, {c, c, 3, 3}, {c}}, {0}, {1, 1}}
+#define RESNET_ALL(blk, c, hw) RESNET_B(blk, c, hw, FWD), RESNET_B(blk, c, hw, BWD_DATA), RESNET_B(blk, c, hw, BWD_WEIGHTS)
 #define MATMUL(pass) {"lm FFW up", "matmul", pass, 2, {2, 2}, {{1024, 192}, {192, 768}}, {0}, {0, 0}}
 #define SRWM(pass) {"acl srwm", "srwm", pass, 5, {4, 4, 4, 4, 4}, \
     {{16, 16, 160, 16}, {16, 16, 16, 16}, {16, 16, 16, 16}, {16, 16, 16, 16}, {16, 16, 16, 4}}, {0}, {0}}
@@ -103,6 +107,7 @@ static const rcase rcases[] = {
     RELATTN(FWD), RELATTN(BWD),    SMNW(FWD),           SMNW(BWD),   IPR(FWD),         IPR(BWD),
     IPRD(FWD),   IPRD(BWD),        CIPR(FWD),           CIPR(BWD),
     LN(FWD),     LN(BWD),          DROP(FWD),           DROP(BWD),   GELU(FWD),        GELU(BWD),
+    RESNET_ALL(1, 16, 32), RESNET_ALL(3, 32, 8), RESNET_ALL(4, 64, 4),
 };
 #define N_RCASES ((int)(sizeof rcases / sizeof rcases[0]))
 
