@@ -8,6 +8,12 @@
  * path, so the check covers the OpenMP code too: the same bits at 1 and at 3 threads and with
  * the team following the load (src/common/threads.h; the team may change between ops), as the
  * thread policy of the command line assumes.
+ * Then conv2d's backward alone (its weight and bias sums are kept per fixed chunk of images and
+ * added in chunk order; thread 0 keeps its chunks' as one running sum, the other threads one
+ * slot a chunk): the gradients of x, w and the bias of shapes whose chunks hold one image or
+ * several, first layers (dot products) among them, stored into fresh gradients and added into
+ * existing ones, bit for bit the same at 1, 2, 3, 5 and 16 threads; another seed gives other
+ * bits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -129,6 +135,66 @@ done:
     return res;
 }
 
+/* conv2d shapes: images, channels in, channels out, image side, whether x gets a gradient */
+static const int CONV_SHAPES[][5] = {
+    {16, 64, 64, 4, 1}, {16, 32, 32, 8, 1}, {16, 24, 24, 16, 1}, {16, 1, 16, 32, 1}, {17, 12, 8, 7, 1},
+    {40, 4, 8, 6, 1},   {5, 1, 8, 9, 1},    {33, 2, 4, 5, 1},    {3, 8, 16, 5, 0},   {20, 3, 40, 6, 0},
+};
+#define N_CONV ((int)(sizeof CONV_SHAPES / sizeof CONV_SHAPES[0]))
+
+/* The gradients of x (when asked), w and the bias of every shape, twice each: stored into
+ * fresh gradients (one backward), then added into them (a second one), all into out (NULL on
+ * failure; *n its length). Inputs and the loss weights r from seed. */
+static float *conv_grads(uint64_t seed, int64_t *n)
+{
+    mcl_ctx *ctx = tu_ctx_ref();
+    float *out = NULL;
+    int64_t len = 0, cap = 0;
+    int ok = ctx != NULL;
+    for (int s = 0; s < N_CONV && ok; s++) {
+        const int *c = CONV_SHAPES[s];
+        const int64_t xs[4] = {c[0], c[1], c[3], c[3]}, ws[4] = {c[2], c[1], 3, 3}, bs[1] = {c[2]};
+        const int64_t rs[4] = {c[0], c[2], c[3], c[3]};
+        mcl_params *P = mcl_params_create(ctx);
+        mcl_tensor *x = P && c[4] ? mcl_params_add(P, "x", 4, xs) : mcl_tensor_new(ctx, xs[0], xs[1], xs[2], xs[3]);
+        mcl_tensor *w = P ? mcl_params_add(P, "w", 4, ws) : NULL, *b = P ? mcl_params_add(P, "b", 1, bs) : NULL;
+        mcl_tensor *r = mcl_tensor_new(ctx, rs[0], rs[1], rs[2], rs[3]);
+        ok = P && x && w && b && r && mcl_tensor_randn(x, seed, 1 + 4 * (uint64_t)s, 0.0f, 1.0f) == MCL_OK &&
+             mcl_tensor_randn(w, seed, 2 + 4 * (uint64_t)s, 0.0f, 0.1f) == MCL_OK &&
+             mcl_tensor_randn(b, seed, 3 + 4 * (uint64_t)s, 0.0f, 0.1f) == MCL_OK &&
+             mcl_tensor_randn(r, seed, 4 + 4 * (uint64_t)s, 0.0f, 1.0f) == MCL_OK;
+        for (int pass = 0; pass < 2 && ok; pass++) {
+            mcl_tensor *loss = mcl_sum(ctx, mcl_mul(ctx, mcl_conv2d(ctx, x, w, b, 1, 1), r));
+            ok = loss && mcl_backward(ctx, loss) == MCL_OK;
+            mcl_tensor *g[3] = {c[4] ? mcl_tensor_grad(x) : NULL, mcl_tensor_grad(w), mcl_tensor_grad(b)};
+            for (int k = 0; k < 3 && ok; k++) {
+                if (!g[k]) continue;
+                const int64_t m = mcl_tensor_numel(g[k]);
+                if (len + m > cap) {
+                    cap = 2 * (len + m);
+                    float *grown = realloc(out, sizeof(float) * (size_t)cap);
+                    if (!grown) ok = 0;
+                    else out = grown;
+                }
+                ok = ok && mcl_tensor_read(g[k], out + len, m) == MCL_OK;
+                len += m;
+            }
+        }
+        mcl_ctx_reset(ctx);
+        mcl_params_free(P);
+        if (!c[4]) mcl_tensor_free(x);
+        mcl_tensor_free(r);
+    }
+    if (!ok) fprintf(stderr, "conv2d gradients failed: %s\n", ctx ? mcl_ctx_error(ctx) : "no context");
+    mcl_ctx_free(ctx);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    *n = len;
+    return out;
+}
+
 static int same_bits(const run_result *a, const run_result *b)
 {
     return a->ok && b->ok && a->nbits == b->nbits &&
@@ -201,5 +267,29 @@ int main(void)
     free(r2.bits);
     free(r3.bits);
     free(r4.bits);
+
+    /* conv2d's backward at several thread counts */
+    int64_t n1 = 0, nk = 0, no = 0;
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    float *g1 = conv_grads(SEED, &n1), *go = conv_grads(SEED + 1, &no);
+    CHECK(g1 && go && n1 == no && n1 > 0, "conv2d gradients of %d shapes at 1 thread (%lld floats)", N_CONV,
+          (long long)n1);
+    CHECK(g1 && go && n1 == no && memcmp(g1, go, sizeof(float) * (size_t)n1) != 0,
+          "conv2d: another seed gives other bits (the comparison can fail)");
+#ifdef _OPENMP
+    const int teams[4] = {2, 3, 5, 16};
+    for (int i = 0; i < 4; i++) {
+        omp_set_num_threads(teams[i]);
+        float *gk = conv_grads(SEED, &nk);
+        CHECK(g1 && gk && nk == n1 && memcmp(g1, gk, sizeof(float) * (size_t)n1) == 0,
+              "conv2d gradients at %d threads: the bits of 1 thread", teams[i]);
+        free(gk);
+    }
+    omp_set_num_threads(nt);
+#endif
+    free(g1);
+    free(go);
     return tu_summary();
 }
