@@ -1532,7 +1532,7 @@ void mcl_ref_s1_bwd_store(const mcl_ref_s1_bwd *pl, const double *part, int64_t 
 /* conv_bwd_s1's chunk sums, without zeroing or re-reading them. The result is
  *   gw = (float)(((0 + S_0) + S_1) + ... + S_{n-1})
  * with S_c chunk c's double sums (pw, pb), as mcl_ref_s1_bwd_store adds them. Thread t walks
- * chunks [c_t, c_{t+1}), c_t = n t / T (omp for's static split), and thread 0's chunks come
+ * chunks [c_t, c_{t+1}), c_t = n t / T (contiguous, in thread order), and thread 0's chunks come
  * first in that order: it adds each of its S_c straight into slot 0, which then holds the
  * running sum the store would have formed by then (the same additions in the same order);
  * every later chunk c has a slot of its own, 1 + c - c_1. A slot is written, not zeroed and
