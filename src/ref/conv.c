@@ -229,7 +229,6 @@ MCL_HOT static void transpose(const float *restrict m, int64_t ldm, int64_t O, i
 MCL_HOT static void add_transposed(double *restrict acc, const float *restrict prod, int64_t ldp,
                                    int64_t R, int64_t O, int store)
 {
-
     int64_t R8 = 0, O8 = 0;
 #if defined(__AVX__)
     /* 8 x 8 blocks through tr8x8: v[i] = prod's column o0 + i over rows r0 .. r0 + 7, each
@@ -1577,8 +1576,8 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
 #ifdef _OPENMP
         T = omp_get_num_threads(), t = omp_get_thread_num();
 #endif
-        const int64_t cbeg = nchunks * t / T, cend = nchunks * (t + 1) / T;
-        if (t == 0) c1 = cend; /* read after the region's closing barrier */
+        const int64_t cbeg = nchunks * t / T, cend = nchunks * (t + 1) / T, c1t = nchunks / T;
+        if (t == 0) c1 = cend; /* the same as c1t; read after the region */
         float *ws = mcl_ref_s1_bwd_ws(&pl);
         double *cs = malloc((size_t)((pl.dot && want_w ? OK : 0) + d->O) * sizeof(double));
         double *cw = cs, *cb = cs ? cs + (pl.dot && want_w ? OK : 0) : NULL;
@@ -1596,8 +1595,7 @@ static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
                                      more ? x + (b + 1) * CHW : NULL, more ? g + (b + 1) * OP : NULL,
                                      gx ? gx + b * CHW : NULL, cw, cb);
             }
-            fold_chunk(&pl, ws, cw, cb, part + chunk_slot(c, t == 0 ? cend : nchunks * 1 / T) * npart,
-                       t != 0 || c == 0);
+            fold_chunk(&pl, ws, cw, cb, part + chunk_slot(c, c1t) * npart, t != 0 || c == 0);
         }
 #if defined(__AVX512F__) && defined(FP_FAST_FMAF)
         if (pl.stream_gx) _mm_sfence(); /* the streamed stores before the others' reads */
