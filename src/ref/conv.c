@@ -1541,6 +1541,12 @@ void mcl_ref_s1_bwd_store(const mcl_ref_s1_bwd *pl, const double *part, int64_t 
  * (pb [O]), zeroed at the chunk's start, as the slot was. */
 static int64_t chunk_slot(int64_t c, int64_t c1) { return c < c1 ? 0 : c - c1 + (c1 > 0); }
 
+/* dst[e] (+)= src[e], e < n (store: dst = 0 + src, dst not read) */
+static void fold_sums(double *dst, const double *src, int64_t n, int store)
+{
+    for (int64_t e = 0; e < n; e++) dst[e] = (store ? 0.0 : dst[e]) + src[e];
+}
+
 static void fold_chunk(const mcl_ref_s1_bwd *pl, const float *ws, const double *cw, const double *cb,
                        double *slot, int store)
 {
@@ -1548,9 +1554,8 @@ static void fold_chunk(const mcl_ref_s1_bwd *pl, const float *ws, const double *
     if (pl->want_w && !pl->dot)
         add_transposed(slot, ws + pl->off_prod, pl->On, pl->d.KK, pl->d.O, store);
     else if (pl->want_w)
-        for (int64_t e = 0; e < OK; e++) slot[e] = (store ? 0.0 : slot[e]) + cw[e];
-    if (pl->want_b)
-        for (int64_t o = 0; o < pl->d.O; o++) slot[OK + o] = (store ? 0.0 : slot[OK + o]) + cb[o];
+        fold_sums(slot, cw, OK, store);
+    if (pl->want_b) fold_sums(slot + OK, cb, pl->d.O, store);
 }
 
 static mcl_status conv_bwd_s1(const mcl_op_args *a, const conv_dims *d)
