@@ -158,6 +158,20 @@ static mcl_status check_indices(mcl_backend *be, const float *idx, int64_t m, in
     return MCL_OK;
 }
 
+/* 1 when every idx_e is an integer in [0, n) and above the one before it: the index contract
+ * holds with no map (distinct because increasing), as mcl_rng_bernoulli_indices gives them;
+ * 0 sends the caller to the map, which names the first bad entry. */
+static int increasing_in_range(const float *idx, int64_t m, int64_t n)
+{
+    float prev = -1.0f;
+    for (int64_t e = 0; e < m; e++) {
+        const float v = idx[e];
+        if (!(v > prev && v < (float)n && v == floorf(v))) return 0;
+        prev = v;
+    }
+    return 1;
+}
+
 /* The map of written elements for a call: n bytes, checked indices (NULL + error on failure). */
 static unsigned char *written_map(mcl_backend *be, const mcl_op_args *a, mcl_status *s)
 {
@@ -174,6 +188,19 @@ static unsigned char *written_map(mcl_backend *be, const mcl_op_args *a, mcl_sta
         return NULL;
     }
     return w;
+}
+
+/* The index contract of a call (ops.def), checked: MCL_OK, or MCL_ERR_INVALID naming the first
+ * bad entry (written_map's check). */
+static mcl_status check_write_set(mcl_backend *be, const mcl_op_args *a)
+{
+    if (increasing_in_range(mcl_ref_ptr(a->in[1]), a->in[1]->shape[0], mcl_tensor_numel(a->in[0])))
+        return MCL_OK;
+    mcl_status s;
+    unsigned char *written = written_map(be, a, &s);
+    if (!written) return s;
+    free(written);
+    return MCL_OK;
 }
 
 /* Blocks. smn_write evaluates g_phi on NL entries at once, entry e0 + l in lane l: each
@@ -210,16 +237,21 @@ typedef struct smn_ws {
     double *S;            /* [NP][NL] */
     double *W2;           /* [H][H]: phi's W2 in double (exact), so that the H x H loops
                            * broadcast it from memory instead of converting each weight */
-    float z0[NL], z1[NL], out[NL];
-    double g[NL];
+    double *W1, *b1, *b2, *W3; /* [2H], [H], [H], [H]: the same for the other layers */
+    _Alignas(64) float z0[NL], z1[NL], out[NL];
+    _Alignas(64) double g[NL];
 } smn_ws;
+
+/* bytes at a 64-byte boundary (freed with free()): the rows of the work space are whole
+ * 64-byte lines, so no vector load or store splits across two lines */
+static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) & ~(size_t)63); }
 
 /* chunk: blocks kept (1 for the forward, SMN_CHUNK for the backward); NP: 0 for the forward */
 static int ws_alloc(smn_ws *w, const smn_phi *f, int64_t chunk, int64_t NP)
 {
     const int64_t H = f->H, HL = H * NL;
-    w->a1 = malloc((size_t)(3 * HL) * sizeof(float));
-    w->d1 = malloc((size_t)(HL + 2 * chunk * HL + NP * NL + H * H) * sizeof(double));
+    w->a1 = alloc64((size_t)(3 * HL) * sizeof(float));
+    w->d1 = alloc64((size_t)(HL + 2 * chunk * HL + NP * NL + H * H + 5 * H) * sizeof(double));
     if (!w->a1 || !w->d1) {
         free(w->a1);
         free(w->d1);
@@ -231,7 +263,17 @@ static int ws_alloc(smn_ws *w, const smn_phi *f, int64_t chunk, int64_t NP)
     w->d2 = w->h1 + chunk * HL;
     w->S = w->d2 + chunk * HL;
     w->W2 = w->S + NP * NL;
+    w->W1 = w->W2 + H * H;
+    w->b1 = w->W1 + 2 * H;
+    w->b2 = w->b1 + H;
+    w->W3 = w->b2 + H;
     for (int64_t i = 0; i < H * H; i++) w->W2[i] = f->W2[i];
+    for (int64_t i = 0; i < 2 * H; i++) w->W1[i] = f->W1[i];
+    for (int64_t i = 0; i < H; i++) {
+        w->b1[i] = f->b1[i];
+        w->b2[i] = f->b2[i];
+        w->W3[i] = f->W3[i];
+    }
     return 1;
 }
 
@@ -264,15 +306,17 @@ static void load_zs(smn_ws *w, const float *zs, int64_t e0, int nl)
 #define SMN_JB_D1 10
 #define SMN_JB_W2 4
 
-/* a2[j] = (float)(s + b2[j]), h2[j] = lrelu(a2[j]) for the NL lanes of unit j */
-static inline void mlp_unit2(const smn_phi *f, smn_ws *w, int64_t j, const double *s)
+/* a2[j] = (float)(s + b2[j]), h2[j] = lrelu(a2[j]) for the NL lanes of unit j, and the output
+ * layer's next term, s3 += W3[j] h2[j] (the units come in increasing j: its sum in order) */
+static inline void mlp_unit2(const smn_phi *f, smn_ws *w, int64_t j, const double *s, double *s3)
 {
-    const double b = f->b2[j];
+    const double b = w->b2[j], w3 = w->W3[j];
     float *a2 = w->a2 + j * NL, *h2 = w->h2 + j * NL;
     MCL_SIMD
     for (int l = 0; l < NL; l++) {
         a2[l] = (float)(s[l] + b);
         h2[l] = lrelu(a2[l], f->slope);
+        s3[l] = MADD_EXACT(w3, (double)h2[l], s3[l]);
     }
 }
 
@@ -287,7 +331,7 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
         z1[l] = w->z1[l];
     }
     for (int64_t k = 0; k < H; k++) {
-        const double w0 = f->W1[2 * k], w1 = f->W1[2 * k + 1], b = f->b1[k];
+        const double w0 = w->W1[2 * k], w1 = w->W1[2 * k + 1], b = w->b1[k];
         float *a1 = w->a1 + k * NL;
         MCL_SIMD
         for (int l = 0; l < NL; l++) {
@@ -299,6 +343,8 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
     /* a2 = W2 h1 + b2: SMN_JB_A2 units j at a time, so that SMN_JB_A2 independent sums over k are in
      * flight (one sum's fma chain waited out its latency at every k); each sum is still fma in
      * increasing k from 0 */
+    double s3[NL]; /* the output layer's sum, j in order (mlp_unit2) */
+    for (int l = 0; l < NL; l++) s3[l] = 0.0;
     int64_t j = 0;
     for (; j + SMN_JB_A2 <= H; j += SMN_JB_A2) {
         double s[SMN_JB_A2][NL];
@@ -312,7 +358,7 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
                 for (int l = 0; l < NL; l++) s[q][l] = MADD_EXACT(w2, hk[l], s[q][l]);
             }
         }
-        for (int q = 0; q < SMN_JB_A2; q++) mlp_unit2(f, w, j + q, s[q]);
+        for (int q = 0; q < SMN_JB_A2; q++) mlp_unit2(f, w, j + q, s[q], s3);
     }
     for (; j < H; j++) {
         double s[NL];
@@ -322,19 +368,11 @@ MCL_HOT static void mlp_block(const smn_phi *f, smn_ws *w, double *h1)
             MCL_SIMD
             for (int l = 0; l < NL; l++) s[l] = MADD_EXACT(w2, h1[k * NL + l], s[l]);
         }
-        mlp_unit2(f, w, j, s);
-    }
-    double s[NL];
-    for (int l = 0; l < NL; l++) s[l] = 0.0;
-    for (j = 0; j < H; j++) {
-        const double w3 = f->W3[j];
-        const float *h2 = w->h2 + j * NL;
-        MCL_SIMD
-        for (int l = 0; l < NL; l++) s[l] = MADD_EXACT(w3, (double)h2[l], s[l]);
+        mlp_unit2(f, w, j, s, s3);
     }
     const double b = f->b3[0];
     MCL_SIMD
-    for (int l = 0; l < NL; l++) w->out[l] = (float)(s[l] + b);
+    for (int l = 0; l < NL; l++) w->out[l] = (float)(s3[l] + b);
 }
 
 /* Blocks of a call: block b holds entries [b·NL, min(b·NL + NL, m)); nl of them. */
@@ -395,10 +433,8 @@ mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
     const float *M0 = mcl_ref_ptr(a->in[0]), *idx = mcl_ref_ptr(a->in[1]), *zs = mcl_ref_ptr(a->in[2]);
     float *M = mcl_ref_ptr(a->out[0]);
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
-    mcl_status s;
-    unsigned char *written = written_map(be, a, &s);
-    if (!written) return s;
-    free(written);
+    const mcl_status s = check_write_set(be, a);
+    if (s != MCL_OK) return s;
     if (M != M0) memcpy(M, M0, (size_t)n * sizeof *M); /* out[0] may be M0 itself (ops.def) */
     return write_values(be, &f, idx, zs, m, M, NULL, NULL, "smn_write");
 }
@@ -411,10 +447,8 @@ mcl_status mcl_ref_smn_write_fwd(mcl_backend *be, const mcl_op_args *a)
 mcl_status mcl_ref_smn_write_eff_fwd(mcl_backend *be, const mcl_op_args *a)
 {
     const smn_phi f = phi_of(a);
-    mcl_status s;
-    unsigned char *written = written_map(be, a, &s);
-    if (!written) return s;
-    free(written);
+    const mcl_status s = check_write_set(be, a);
+    if (s != MCL_OK) return s;
     return write_values(be, &f, mcl_ref_ptr(a->in[1]), mcl_ref_ptr(a->in[2]), a->in[1]->shape[0],
                         mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[9]), mcl_ref_ptr(a->in[10]), "smn_write_eff");
 }
@@ -489,6 +523,27 @@ MCL_HOT static void bwd_block(const smn_phi *f, smn_ws *w, double *d2, const int
     }
 }
 
+/* out[t] = Σ_l S[t·NL + l] for t < NP, the lanes in order (0 + lane 0, then + lane 1, ...):
+ * SMN_TOT_ROWS rows side by side, so that as many independent chains of adds are in flight
+ * (one row at a time, each add waited for the one before it) */
+#define SMN_TOT_ROWS 8
+static void lane_totals(const double *S, int64_t NP, double *out)
+{
+    int64_t t = 0;
+    for (; t + SMN_TOT_ROWS <= NP; t += SMN_TOT_ROWS) {
+        double s[SMN_TOT_ROWS] = {0.0};
+        for (int l = 0; l < NL; l++)
+#pragma GCC unroll 8
+            for (int r = 0; r < SMN_TOT_ROWS; r++) s[r] += S[(t + r) * NL + l];
+        for (int r = 0; r < SMN_TOT_ROWS; r++) out[t + r] = s[r];
+    }
+    for (; t < NP; t++) {
+        double s = 0.0;
+        for (int l = 0; l < NL; l++) s += S[t * NL + l];
+        out[t] = s;
+    }
+}
+
 /* sW2[j,k] += d2[j] h1[k] for the chunk's nc blocks in order, lane by lane (the same additions
  * as block by block; each accumulator is loaded and stored once per chunk).
  *   h1, d2 [nc][H][NL] -> sW2 [H·H][NL] */
@@ -539,6 +594,27 @@ MCL_HOT static void gzs_block(const smn_phi *f, const smn_ws *w, float *gzs, int
     }
 }
 
+/* gM0[i] += gM[i] for every i in [0, n) that no entry writes, the indices increasing (checked):
+ * the run before each entry e, [idx_{e-1} + 1, idx_e), and the one after the last, the entries
+ * cut into SMN_GAP_PARTS ranges (each element gets its one addition, whatever the cut) */
+#define SMN_GAP_PARTS 16
+static void add_run(float *gM0, const float *gM, int64_t lo, int64_t hi)
+{
+    MCL_SIMD
+    for (int64_t i = lo; i < hi; i++) gM0[i] += gM[i];
+}
+
+static void add_unwritten(float *gM0, const float *gM, const float *idx, int64_t m, int64_t n)
+{
+    const int parts = n >= SMN_ELEM_PAR_MIN ? SMN_GAP_PARTS : 1;
+#pragma omp parallel for schedule(static) if (parts > 1)
+    for (int q = 0; q < parts; q++) {
+        const int64_t e0 = m * q / parts, e1 = m * (q + 1) / parts;
+        for (int64_t e = e0; e < e1; e++) add_run(gM0, gM, e == 0 ? 0 : (int64_t)idx[e - 1] + 1, (int64_t)idx[e]);
+        if (q == parts - 1) add_run(gM0, gM, m == 0 ? 0 : (int64_t)idx[m - 1] + 1, n);
+    }
+}
+
 /* backward: see the header. gout[0] gM [shape of M0] -> gin[0] gM0 [shape of M0], gin[2] gzs
  * [m,2], gin[3..8] gW1 [H,2], gb1 [H], gW2 [H,H], gb2 [H], gW3 [1,H], gb3 [1] (each accumulated,
  * any may be NULL; gin[1], idx's, is never written). The phi gradients are sums over the
@@ -551,16 +627,20 @@ mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
     const float *idx = mcl_ref_ptr(a->in[1]), *zs = mcl_ref_ptr(a->in[2]);
     const float *gM = mcl_ref_ptr(a->gout[0]);
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0], H = f.H;
-    mcl_status s;
-    unsigned char *written = written_map(be, a, &s);
-    if (!written) return s;
-    if (a->gin[0]) { /* gM0 += gM where nothing was written */
-        float *gM0 = mcl_ref_ptr(a->gin[0]);
+    if (increasing_in_range(idx, m, n)) { /* the common case: no map */
+        if (a->gin[0]) add_unwritten(mcl_ref_ptr(a->gin[0]), gM, idx, m, n);
+    } else {
+        mcl_status s;
+        unsigned char *written = written_map(be, a, &s);
+        if (!written) return s;
+        if (a->gin[0]) { /* gM0 += gM where nothing was written */
+            float *gM0 = mcl_ref_ptr(a->gin[0]);
 #pragma omp parallel for schedule(static) if (n >= SMN_ELEM_PAR_MIN)
-        for (int64_t i = 0; i < n; i++)
-            if (!written[i]) gM0[i] += gM[i];
+            for (int64_t i = 0; i < n; i++)
+                if (!written[i]) gM0[i] += gM[i];
+        }
+        free(written);
     }
-    free(written);
     float *gzs = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
     int want_phi = 0;
     for (int k = 3; k < 9; k++) want_phi |= a->gin[k] != NULL;
@@ -570,7 +650,7 @@ mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
     const int64_t off[7] = {0, 2 * H, 3 * H, 3 * H + H * H, 4 * H + H * H, 5 * H + H * H,
                             5 * H + H * H + 1};
     const int64_t NP = off[6], HL = H * NL, nb = (m + NL - 1) / NL, parts = n_parts(nb);
-    double *P = malloc((size_t)(parts * NP) * sizeof *P);
+    double *P = malloc((size_t)((parts + 1) * NP) * sizeof *P); /* the parts' sums, then their total */
     if (!P) return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write backward: out of host memory");
     int oom = 0;
 #pragma omp parallel if (m * H * H >= SMN_WORK_PAR_MIN)
@@ -600,11 +680,7 @@ mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
                 }
                 sum_w2(H, w.h1, w.d2, nc, w.S + off[2] * NL);
             }
-            for (int64_t t = 0; t < NP; t++) { /* the lanes in order */
-                double sum = 0.0;
-                for (int l = 0; l < NL; l++) sum += w.S[t * NL + l];
-                P[q * NP + t] = sum;
-            }
+            lane_totals(w.S, NP, P + q * NP);
         }
         if (ok) ws_free(&w);
     }
@@ -612,14 +688,17 @@ mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
         free(P);
         return mcl_ctx_set_error(be->ctx, MCL_ERR_OOM, "smn_write backward: out of host memory");
     }
-    for (int k = 0; k < 6; k++) { /* the parts in order */
+    /* the parts in order: tot[t] = ((0 + P[0][t]) + P[1][t]) + ..., every t side by side */
+    double *tot = P + parts * NP;
+    for (int64_t t = 0; t < NP; t++) tot[t] = 0.0;
+    for (int64_t q = 0; q < parts; q++) {
+        MCL_SIMD
+        for (int64_t t = 0; t < NP; t++) tot[t] += P[q * NP + t];
+    }
+    for (int k = 0; k < 6; k++) {
         if (!a->gin[3 + k]) continue;
         float *gp = mcl_ref_ptr(a->gin[3 + k]);
-        for (int64_t t = 0; t < off[k + 1] - off[k]; t++) {
-            double sum = 0.0;
-            for (int64_t q = 0; q < parts; q++) sum += P[q * NP + off[k] + t];
-            gp[t] += (float)sum;
-        }
+        for (int64_t t = 0; t < off[k + 1] - off[k]; t++) gp[t] += (float)tot[off[k] + t];
     }
     free(P);
     return MCL_OK;
@@ -817,10 +896,8 @@ mcl_status mcl_ref_smn_write_add_fwd(mcl_backend *be, const mcl_op_args *a)
     const smn_phi f = phi_of(a);
     const float *idx = mcl_ref_ptr(a->in[1]), *W = mcl_ref_ptr(a->in[9]);
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
-    mcl_status s;
-    unsigned char *written = written_map(be, a, &s);
-    if (!written) return s;
-    free(written);
+    mcl_status s = check_write_set(be, a);
+    if (s != MCL_OK) return s;
     if ((s = increasing(be, idx, m)) != MCL_OK) return s;
     /* out = W + M0 (or W + 0) everywhere, then at the written elements M = v and out = W + v:
      * write_values with out as both its M and its E (E's store comes last) */
