@@ -22,10 +22,14 @@
 #else
 #define MCL_HOT_INLINE static inline
 #endif
+/* MCL_SIMD_AND(v): the same for a loop whose only carried value is the int v, combined by & */
+#define MCL_PRAGMA(x) _Pragma(#x)
 #ifdef _OPENMP
 #define MCL_SIMD _Pragma("omp simd")
+#define MCL_SIMD_AND(v) MCL_PRAGMA(omp simd reduction(& : v))
 #else
 #define MCL_SIMD
+#define MCL_SIMD_AND(v)
 #endif
 
 #endif
