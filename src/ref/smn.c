@@ -308,8 +308,17 @@ static void ws_free(smn_ws *w)
 }
 
 /* The lanes of block [e0, e0 + nl), nl <= NL: zs's two columns, zs = 0 past nl. */
-static void load_zs(smn_ws *w, const float *zs, int64_t e0, int nl)
+MCL_HOT_INLINE void load_zs(smn_ws *w, const float *zs, int64_t e0, int nl)
 {
+    if (nl == NL) { /* a whole block: the two columns without a test per lane */
+        const float *z = zs + 2 * e0;
+        MCL_SIMD
+        for (int l = 0; l < NL; l++) {
+            w->z0[l] = z[2 * l];
+            w->z1[l] = z[2 * l + 1];
+        }
+        return;
+    }
     for (int l = 0; l < NL; l++) {
         w->z0[l] = l < nl ? zs[2 * (e0 + l)] : 0.0f;
         w->z1[l] = l < nl ? zs[2 * (e0 + l) + 1] : 0.0f;
@@ -419,7 +428,7 @@ static void part_range(int64_t nb, int64_t parts, int64_t q, int64_t *b0, int64_
  *   -> M [shape of M0]. The entries are independent (distinct indices): blocks in parallel. */
 /* The writes of smn_write and smn_write_eff: v_e = phi(zs_e) by blocks of NL entries
  * (mlp_block), M[idx_e] = v_e and, when E is given, E[idx_e] = W[idx_e] + v_e. */
-static mcl_status write_values(mcl_backend *be, const smn_phi *f, const float *idx, const float *zs,
+MCL_HOT static mcl_status write_values(mcl_backend *be, const smn_phi *f, const float *idx, const float *zs,
                                int64_t m, float *M, const float *W, float *E, const char *name)
 {
     const int64_t nb = (m + NL - 1) / NL, H = f->H;
@@ -645,7 +654,7 @@ static void add_unwritten(float *gM0, const float *gM, const float *idx, int64_t
  * entries: each part sums its blocks in order into per-lane sums and adds its lanes in order
  * (the partial sums P[q] below), then the parts are added in order, rounded once and added to
  * gin; all in double. */
-mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
+MCL_HOT mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const smn_phi f = phi_of(a);
     const float *idx = mcl_ref_ptr(a->in[1]), *zs = mcl_ref_ptr(a->in[2]);
