@@ -181,6 +181,7 @@ mcl_status mcl_ref_bias_add_fwd(mcl_backend *be, const mcl_op_args *a)
     for (int64_t r = 0; r < R; r++) {
         const float *xr = x + r * N;
         float *outr = out + r * N;
+        MCL_SIMD
         for (int64_t j = 0; j < N; j++) outr[j] = xr[j] + b[j];
     }
     return MCL_OK;
@@ -203,6 +204,7 @@ void mcl_ref_bias_colsum(const float *g, int64_t R, int64_t N, float *gb)
         for (int64_t j = 0; j < nj; j++) acc[j] = 0.0;
         for (int64_t r = 0; r < R; r++) {
             const float *gr = g + r * N + j0;
+            MCL_SIMD /* a lane per column: each column's sum still adds its rows in order */
             for (int64_t j = 0; j < nj; j++) acc[j] += gr[j];
         }
         for (int64_t j = 0; j < nj; j++) gb[j0 + j] += (float)acc[j];
@@ -242,6 +244,7 @@ mcl_status mcl_ref_bias_add2_fwd(mcl_backend *be, const mcl_op_args *a)
     for (int64_t r = 0; r < R; r++) {
         const float *xr = x + r * N;
         float *o0r = o0 + r * N, *o1r = o1 + r * N;
+        MCL_SIMD
         for (int64_t j = 0; j < N; j++) {
             o0r[j] = xr[j] + b0[j];
             o1r[j] = xr[j] + b1[j];
