@@ -206,6 +206,111 @@ static void test_write_oracle(void)
     mcl_ctx_free(ctx);
 }
 
+/* smn_write's result at an index set given in another order: idx increasing (the models' sets,
+ * mcl_rng_bernoulli_indices; the reference then needs no map of the written elements) and the
+ * same set reversed, with zs's rows reversed with it (the map's path). Each entry's value is
+ * computed alone (src/ref/smn.c: an entry's values do not depend on its block or lane), so M, gM0
+ * and gzs (its rows reversed back) must be the same floats; the phi gradients are sums over the
+ * entries in another order: within 1e-5 of each other (float sums of ~100 terms of O(1)). A
+ * reversed set whose zs rows are not reversed writes other values there: caught. */
+static int run_write(mcl_ctx *ctx, const float *idx, const float *zs, int64_t n, int64_t m, mcl_tensor *const phi[6],
+                     const float *m0v, const float *rv, float **out, float **gm0, float **gzs, float **gphi)
+{
+    const int64_t sm[1] = {n}, sz[2] = {m, 2}, si[1] = {m};
+    mcl_params *p = mcl_params_create(ctx);
+    mcl_tensor *m0 = mcl_params_add(p, "m0", 1, sm), *z = mcl_params_add(p, "zs", 2, sz);
+    mcl_tensor *ix = mcl_tensor_create(ctx, 1, si), *r = mcl_tensor_create(ctx, 1, sm);
+    int ok = m0 && z && ix && r && mcl_tensor_write(m0, m0v, n) == MCL_OK && mcl_tensor_write(z, zs, 2 * m) == MCL_OK &&
+             mcl_tensor_write(ix, idx, m) == MCL_OK && mcl_tensor_write(r, rv, n) == MCL_OK;
+    for (int j = 0; j < 6; j++) mcl_tensor_zero_grad(phi[j]);
+    mcl_tensor *y = ok ? mcl_smn_write(ctx, m0, ix, z, phi, 0.01f) : NULL;
+    ok = y && mcl_backward(ctx, mcl_sum(ctx, mcl_mul(ctx, y, r))) == MCL_OK;
+    if (ok) {
+        *out = tu_read(y);
+        *gm0 = tu_read(mcl_tensor_grad(m0));
+        *gzs = tu_read(mcl_tensor_grad(z));
+        float *g = *gphi;
+        for (int j = 0; j < 6; j++) {
+            float *gj = tu_read(mcl_tensor_grad(phi[j]));
+            const int64_t nj = mcl_tensor_numel(phi[j]);
+            memcpy(g, gj, (size_t)nj * sizeof *g);
+            g += nj;
+            free(gj);
+        }
+    }
+    mcl_tensor_free(ix);
+    mcl_tensor_free(r);
+    mcl_ctx_reset(ctx);
+    mcl_params_free(p);
+    return ok;
+}
+
+static void test_write_orders(void)
+{
+    printf("-- smn_write with the index set increasing and reversed\n");
+    char err[256];
+    mcl_ctx *ctx = NULL;
+    if (!CHECK(mcl_ctx_create(&ctx, MCL_BACKEND_REF, NULL, err, sizeof err) == MCL_OK, "ref context: %s", err)) return;
+    enum { H = 7, N = 300 };
+    int64_t *sel = malloc(N * sizeof *sel);
+    const int64_t m = mcl_rng_bernoulli_indices(SEED, 41, 0, N, 0.4f, sel);
+    float *up = malloc((size_t)m * sizeof *up), *down = malloc((size_t)m * sizeof *down);
+    float *zs = malloc((size_t)(2 * m) * sizeof *zs), *zr = malloc((size_t)(2 * m) * sizeof *zr);
+    float m0v[N], rv[N];
+    mcl_rng rng;
+    mcl_rng_init(&rng, SEED, 42);
+    for (int64_t e = 0; e < m; e++) {
+        up[e] = (float)sel[e];
+        down[m - 1 - e] = (float)sel[e];
+        for (int c = 0; c < 2; c++) zs[2 * e + c] = mcl_rng_next_normal(&rng);
+    }
+    for (int64_t e = 0; e < m; e++)
+        for (int c = 0; c < 2; c++) zr[2 * (m - 1 - e) + c] = zs[2 * e + c];
+    for (int i = 0; i < N; i++) {
+        m0v[i] = mcl_rng_next_normal(&rng);
+        rv[i] = mcl_rng_next_normal(&rng);
+    }
+    const int64_t shp[6][2] = {{H, 2}, {H, 0}, {H, H}, {H, 0}, {1, H}, {1, 0}}; /* W1 b1 W2 b2 W3 b3 */
+    mcl_tensor *phi[6];
+    int64_t nphi = 0;
+    for (int j = 0; j < 6; j++) {
+        phi[j] = mcl_param_create(ctx, "phi", shp[j][1] ? 2 : 1, shp[j]);
+        mcl_tensor_randn(phi[j], SEED, 50 + (uint64_t)j, 0.0f, 0.7f);
+        nphi += mcl_tensor_numel(phi[j]);
+    }
+    float *o[3] = {0}, *g0[3] = {0}, *gz[3] = {0}, *gp[3];
+    for (int k = 0; k < 3; k++) gp[k] = malloc((size_t)nphi * sizeof(float));
+    printf("   %lld of %d elements written, H = %d\n", (long long)m, N, H);
+    const int ok = CHECK(run_write(ctx, up, zs, N, m, phi, m0v, rv, &o[0], &g0[0], &gz[0], &gp[0]) &&
+                             run_write(ctx, down, zr, N, m, phi, m0v, rv, &o[1], &g0[1], &gz[1], &gp[1]) &&
+                             run_write(ctx, down, zs, N, m, phi, m0v, rv, &o[2], &g0[2], &gz[2], &gp[2]),
+                         "three writes: %s", mcl_ctx_error(ctx));
+    if (ok) {
+        CHECK(memcmp(o[0], o[1], N * sizeof(float)) == 0, "M: the same floats in either order");
+        CHECK(memcmp(g0[0], g0[1], N * sizeof(float)) == 0, "gM0: the same floats in either order");
+        int same_gzs = 1;
+        for (int64_t e = 0; e < m; e++)
+            for (int c = 0; c < 2; c++) same_gzs &= gz[0][2 * e + c] == gz[1][2 * (m - 1 - e) + c];
+        CHECK(same_gzs, "gzs: the same floats, row for row");
+        int64_t bad = tu_first_mismatch_f(gp[1], gp[0], nphi, 1e-5, 1e-5);
+        CHECK(bad < 0, "phi gradients within 1e-5 in either order (first mismatch %lld)", (long long)bad);
+        CHECK(memcmp(o[0], o[2], N * sizeof(float)) != 0, "zs rows left in the old order: other values, caught");
+    }
+    for (int k = 0; k < 3; k++) {
+        free(o[k]);
+        free(g0[k]);
+        free(gz[k]);
+        free(gp[k]);
+    }
+    for (int j = 0; j < 6; j++) mcl_tensor_free(phi[j]);
+    free(sel);
+    free(up);
+    free(down);
+    free(zs);
+    free(zr);
+    mcl_ctx_free(ctx);
+}
+
 /* ---------------------------------------------------------------- the window */
 
 static void test_window_gradcheck(void)
@@ -524,6 +629,7 @@ int main(void)
 {
     tu_begin("test-smn", SEED);
     test_write_oracle();
+    test_write_orders();
     test_window_gradcheck();
     test_opencl(MCL_SMN_MLP);
     test_opencl(MCL_SMN_RESNET);
