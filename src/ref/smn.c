@@ -807,6 +807,30 @@ mcl_status mcl_ref_wcst_act_fwd(mcl_backend *be, const mcl_op_args *a)
 /* smn_avg_z (issue 28: the write's scale, scale, add, scale, add, gather, grad_preproc in one
  * op, nn/metanet.c write_layer) */
 
+/* The error for the first entry of idx that indices_valid refused (op: the op's name), always
+ * MCL_ERR_INVALID: not an integer in [0, n), or (order 0) below the entry before it, or
+ * (order 1) not above it. */
+static mcl_status bad_index(mcl_backend *be, const char *op, const float *idx, int64_t m, int64_t n, int order)
+{
+    for (int64_t e = 0; e < m; e++) {
+        const float v = idx[e];
+        if (!(v >= 0.0f && v < (float)n && v == floorf(v)))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID, "%s: idx[%lld] = %g is not an integer in [0, %lld)",
+                                     op, (long long)e, (double)v, (long long)n);
+        if (e > 0 && order == 0 && v < idx[e - 1])
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "%s: idx[%lld] = %g is below idx[%lld] = %g, but idx was said to be "
+                                     "non-decreasing (p.i[0] = 1)",
+                                     op, (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
+        if (e > 0 && order > 0 && !(v > idx[e - 1]))
+            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
+                                     "%s: idx[%lld] = %g is not above idx[%lld] = %g (the indices must be "
+                                     "strictly increasing)",
+                                     op, (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
+    }
+    return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID, "%s: idx refused", op); /* not reached */
+}
+
 /* smn_avg_z's two loops (smn_avg_write's too), the indices already checked:
  *   In_i = (gamma·I_i) + (beta1·G_i)   every i < n   (In may be I: each i reads only its own)
  *   zs_e = preproc(In[idx_e] + (beta2·G[idx_e]))   every entry e < m
@@ -851,20 +875,8 @@ mcl_status mcl_ref_smn_avg_z_fwd(mcl_backend *be, const mcl_op_args *a)
     float *In = mcl_ref_ptr(a->out[0]), *zs = mcl_ref_ptr(a->out[1]);
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[2]->shape[0];
     const float gamma = a->p.f[0], beta1 = a->p.f[1], beta2 = a->p.f[2], P = a->p.f[3];
-    if (!indices_valid(idx, m, n, a->p.i[0] ? 0 : -1)) { /* name the first bad entry */
-        for (int64_t e = 0; e < m; e++) {
-            const float v = idx[e];
-            if (!(v >= 0.0f && v < (float)n && v == floorf(v)))
-                return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
-                                         "smn_avg_z: idx[%lld] = %g is not an integer in [0, %lld)",
-                                         (long long)e, (double)v, (long long)n);
-            if (a->p.i[0] && e > 0 && v < idx[e - 1])
-                return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
-                                         "smn_avg_z: idx[%lld] = %g is below idx[%lld] = %g, but idx was said to be "
-                                         "non-decreasing (p.i[0] = 1)",
-                                         (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
-        }
-    }
+    if (!indices_valid(idx, m, n, a->p.i[0] ? 0 : -1))
+        return bad_index(be, "smn_avg_z", idx, m, n, a->p.i[0] ? 0 : -1);
     avg_z(I, G, idx, In, zs, n, m, gamma, beta1, beta2, P);
     return MCL_OK;
 }
@@ -890,20 +902,7 @@ mcl_status mcl_ref_smn_avg_write_fwd(mcl_backend *be, const mcl_op_args *a)
     float *zs = mcl_ref_ptr(a->in[2]), *I = mcl_ref_ptr(a->in[11]);
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
     const float gamma = a->p.f[1], beta1 = a->p.f[2], beta2 = a->p.f[3], P = a->p.f[4];
-    if (!indices_valid(idx, m, n, 1)) { /* name the first bad entry */
-        for (int64_t e = 0; e < m; e++) {
-            const float v = idx[e];
-            if (!(v >= 0.0f && v < (float)n && v == floorf(v)))
-                return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
-                                         "smn_avg_write: idx[%lld] = %g is not an integer in [0, %lld)",
-                                         (long long)e, (double)v, (long long)n);
-            if (e > 0 && !(v > idx[e - 1]))
-                return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
-                                         "smn_avg_write: idx[%lld] = %g is not above idx[%lld] = %g (the "
-                                         "indices must be strictly increasing)",
-                                         (long long)e, (double)v, (long long)(e - 1), (double)idx[e - 1]);
-        }
-    }
+    if (!indices_valid(idx, m, n, 1)) return bad_index(be, "smn_avg_write", idx, m, n, 1);
     avg_z(I, G, idx, I, zs, n, m, gamma, beta1, beta2, P);
     return write_values(be, &f, idx, zs, m, mcl_ref_ptr(a->in[0]), mcl_ref_ptr(a->in[9]),
                         mcl_ref_ptr(a->in[10]), "smn_avg_write");
