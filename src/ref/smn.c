@@ -29,8 +29,9 @@
  *   d1_e = W2ᵀ d2_e ⊙ lrelu'(a1_e)   gb1 += Σ_e d1_e      gW1 += Σ_e d1_e ⊗ zs_e
  *   gzs_e += W1ᵀ d1_e                (idx gets no gradient)
  * The index contract (ops.def): integers in [0, n), all distinct. The values live in the
- * buffer, so the front end cannot check them; here forward and backward both check them, with
- * a map of n bytes, and refuse a bad one with MCL_ERR_INVALID and a message.
+ * buffer, so the front end cannot check them; here forward and backward both check them and
+ * refuse a bad one with MCL_ERR_INVALID and a message: indices in increasing order (as the
+ * models draw them) in one vectorized pass, any other order with a map of n bytes.
  *
  * Arithmetic. The forward's dot products are summed in double in index order and rounded once
  * (a1, a2, the output); the activations are floats, as stored values would be. The backward
@@ -429,7 +430,7 @@ static void part_range(int64_t nb, int64_t parts, int64_t q, int64_t *b0, int64_
 /* The writes of smn_write and smn_write_eff: v_e = phi(zs_e) by blocks of NL entries
  * (mlp_block), M[idx_e] = v_e and, when E is given, E[idx_e] = W[idx_e] + v_e. */
 MCL_HOT static mcl_status write_values(mcl_backend *be, const smn_phi *f, const float *idx, const float *zs,
-                               int64_t m, float *M, const float *W, float *E, const char *name)
+                                       int64_t m, float *M, const float *W, float *E, const char *name)
 {
     const int64_t nb = (m + NL - 1) / NL, H = f->H;
     int oom = 0;
@@ -835,8 +836,8 @@ static mcl_status bad_index(mcl_backend *be, const char *op, const float *idx, i
  *   In_i = (gamma·I_i) + (beta1·G_i)   every i < n   (In may be I: each i reads only its own)
  *   zs_e = preproc(In[idx_e] + (beta2·G[idx_e]))   every entry e < m
  * I, G, In [n]; idx [m]; zs [m,2] */
-MCL_HOT static void avg_z(const float *I, const float *G, const float *idx, float *In, float *zs, int64_t n, int64_t m,
-                  float gamma, float beta1, float beta2, float P)
+MCL_HOT static void avg_z(const float *I, const float *G, const float *idx, float *In, float *zs, int64_t n,
+                          int64_t m, float gamma, float beta1, float beta2, float P)
 {
     float thr, ep;
     mcl_grad_preproc_consts(P, &thr, &ep);
