@@ -2783,6 +2783,7 @@ typedef struct opextra {
 } opextra;
 
 static void smn_write_extra(struct runner *r, mcl_op op);
+static void smn_write_add_extra(struct runner *r, mcl_op op);
 static void rel_attn_extra(struct runner *r, mcl_op op);
 
 /* One row per op: name, case generator, naive forward, forward tolerance, finite-difference
@@ -2927,6 +2928,8 @@ static const opextra EXTRAS[] = {
     /* the dense oracle in double: float32 activations, sums of m terms that cancel (BT_SUM);
      * the written set on both backends, refused and skipped bad indices, the public wrapper */
     {"smn_write", nvb_smn_write, BT_SUM, smn_write_extra},
+    /* its index contract (smn_write's, strictly increasing) refused as smn_write's is */
+    {"smn_write_add", NULL, 0.0, smn_write_add_extra},
     /* the pairs' gradients in double: float32 GEMMs and probabilities, sums whose terms cancel
      * (BT_SUM; observed 3.8e-6 over 200 seeds, in the window-1 case: two keys per row, so
      * ds = ±p1·p2·(dp1 − dp2) keeps the probabilities' float rounding); the same bits with 1
@@ -3763,6 +3766,20 @@ static void smn_write_extra(runner *r, mcl_op op)
         }
         tc_free(&tc);
     }
+}
+
+/* smn_write_add refuses a bad index as smn_write does (smn_refusals: a repeat, which also breaks
+ * the increasing order the op requires, out of range either way, not an integer, NaN; in the
+ * forward, and in the backward after idx changed), on one case of its own generator. */
+static void smn_write_add_extra(runner *r, mcl_op op)
+{
+    tcase tc;
+    tc_init(&tc, r->seed, fnv1a(mcl_op_table[op].name) + 2u);
+    if (gen_smn_write_add(2, &tc)) {
+        tc_describe(&tc);
+        smn_refusals(r, op, &tc);
+    }
+    tc_free(&tc);
 }
 
 /* ================================================================================== */

@@ -913,16 +913,11 @@ mcl_status mcl_ref_smn_avg_write_fwd(mcl_backend *be, const mcl_op_args *a)
 /* smn_write_add (issue 28, seventh round: the window end's W + M_{k-1} with the rebuild's
  * write, nn/metanet.c rebuild_fast) */
 
-/* The index contract of smn_write_add: smn_write's (written_map) and strictly increasing. */
-static mcl_status increasing(mcl_backend *be, const float *idx, int64_t m)
+/* The index contract of smn_write_add: smn_write's, in strictly increasing order (one pass,
+ * indices_valid; bad_index names the first entry that breaks it) */
+static mcl_status write_add_indices(mcl_backend *be, const float *idx, int64_t m, int64_t n)
 {
-    for (int64_t e = 1; e < m; e++)
-        if (!(idx[e] > idx[e - 1]))
-            return mcl_ctx_set_error(be->ctx, MCL_ERR_INVALID,
-                                     "smn_write_add: idx[%lld] = %g is not above idx[%lld] = %g (the "
-                                     "indices must be strictly increasing)",
-                                     (long long)e, (double)idx[e], (long long)(e - 1), (double)idx[e - 1]);
-    return MCL_OK;
+    return indices_valid(idx, m, n, 1) ? MCL_OK : bad_index(be, "smn_write_add", idx, m, n, 1);
 }
 
 /* forward:  M = M0 (i0 = 0) or 0 (i0 = 1);  M[idx_e] = W3 lrelu(W2 lrelu(W1 zs_e + b1) + b2) + b3;
@@ -934,9 +929,8 @@ mcl_status mcl_ref_smn_write_add_fwd(mcl_backend *be, const mcl_op_args *a)
     const smn_phi f = phi_of(a);
     const float *idx = mcl_ref_ptr(a->in[1]), *W = mcl_ref_ptr(a->in[9]);
     const int64_t n = mcl_tensor_numel(a->in[0]), m = a->in[1]->shape[0];
-    mcl_status s = check_write_set(be, a);
+    const mcl_status s = write_add_indices(be, idx, m, n);
     if (s != MCL_OK) return s;
-    if ((s = increasing(be, idx, m)) != MCL_OK) return s;
     /* out = W + M0 (or W + 0) everywhere, then at the written elements M = v and out = W + v:
      * write_values with out as both its M and its E (E's store comes last) */
     const float *M0 = a->p.i[0] ? NULL : mcl_ref_ptr(a->in[0]);
@@ -953,7 +947,7 @@ mcl_status mcl_ref_smn_write_add_fwd(mcl_backend *be, const mcl_op_args *a)
 mcl_status mcl_ref_smn_write_add_bwd(mcl_backend *be, const mcl_op_args *a)
 {
     const int64_t n = mcl_tensor_numel(a->in[0]);
-    mcl_status s = increasing(be, mcl_ref_ptr(a->in[1]), a->in[1]->shape[0]);
+    const mcl_status s = write_add_indices(be, mcl_ref_ptr(a->in[1]), a->in[1]->shape[0], n);
     if (s != MCL_OK) return s;
     if (a->gin[9]) {
         const float *G = mcl_ref_ptr(a->gout[0]);
