@@ -1,6 +1,8 @@
 /* conv.cl — convolution family, NCHW: conv2d (im2col / col2im around CLBlast GEMMs, host
- * glue in src/opencl/conv.c), maxpool2d, instance_norm, inorm_pool_relu; forward and backward.
- * Same equations as src/ref/conv.c.
+ * glue in src/opencl/conv.c), maxpool2d, instance_norm, inorm_relu, inorm_pool_relu,
+ * inorm_add_pool_relu; forward and backward.
+ * Same equations as src/ref/conv.c (instance_norm, inorm_relu, inorm_add_pool_relu:
+ * src/ref/inorm.c).
  *
  * conv2d works on a chunk of nb images at a time (images b0 .. b0+nb-1; the host passes the
  * tensors' offsets already moved to image b0) in the "wide" layout: a matrix whose row holds
@@ -26,11 +28,20 @@
  *   instance_norm_fwd, instance_norm_bwd_dx   one work-group per plane r = b*C + c, as
  *                    layer_norm_fwd / layer_norm_bwd_dx of norm.c with gamma[r % C]
  *   instance_norm_bwd_gb  one work-group per channel c: sums over the flat (b, j), then a tree
+ *   inorm_relu_fwd   as instance_norm_fwd (one work-group per plane), y through the relu
+ *   inorm_relu_bwd   work-groups first + g: g < B*C instance_norm_bwd_dx's plane g, the next C
+ *                    instance_norm_bwd_gb's channels, gout gated by y > 0 (one launch for
+ *                    both parts when they take the same group size, else one per part)
  *   inorm_pool_relu_fwd, inorm_pool_relu_bwd_dx   one work-group per plane, as instance_norm's
  *                    (the statistics by in_stats), the windows taken item by item
  *   inorm_pool_relu_bwd_gb  one work-group per channel c: sums over the flat (b, window)
- * All deterministic (no atomics). Backward kernels ACCUMULATE. Sums are (hi, lo) pairs with
- * exact products (common.cl), about as accurate as the reference's double sums. The
+ *   inorm_pool_relu_bwd_all  both in one launch: B*C plane groups, then C channel groups
+ *   inorm_add_pool_relu_fwd  as inorm_pool_relu_fwd, the skip added before the windows' max
+ *   inorm_add_pool_relu_bwd  as inorm_relu_bwd's groups, with inorm_pool_relu's plane and
+ *                    channel parts; the plane groups also write the skip's gradient
+ * All deterministic (no atomics). Backward kernels ACCUMULATE (inorm_relu_bwd and
+ * inorm_add_pool_relu_bwd store into a fresh gradient instead: in_put). Sums are (hi, lo)
+ * pairs with exact products (common.cl), about as accurate as the reference's double sums. The
  * instance_norm statistics go further (pair deviations, a Newton-corrected 1/sqrt: in_rstd):
  * the saved mean and rstd then equal the reference's bit for bit in practice (8000 planes of
  * 5 to 2145 values: no difference), so both backends' backward passes start from the same
@@ -276,15 +287,39 @@ float in_affine(float x, float2 mu, float rs, float gm, float bt)
     return t + bt;
 }
 
+/* The gradient of the normalized value n at element j of a plane: gout, or with relu = 1
+ * (inorm_relu) 0 + (y > 0 ? gout : 0), relu's gate from the saved output y (y > 0 exactly
+ * where n > 0). g, y: the plane's */
+float in_grad(__global const float *g, __global const float *y, long j, int relu)
+{
+    return relu ? 0.0f + (y[j] > 0.0f ? g[j] : 0.0f) : g[j];
+}
+
+/* One element of a gradient, as its mode says: 1 adds v, 2 stores 0 + v (a fresh gradient,
+ * mcl_ocl_grad_fresh: not read), 0 leaves it (not wanted). The 0 + v of a fresh gradient is
+ * the float an add into zeros gives, so both modes give the same bits. */
+void in_put(__global float *p, long mode, float v)
+{
+    if (mode) *p = (mode == 2 ? 0.0f : *p) + v;
+}
+
+/* The arguments of instance_norm_fwd and inorm_relu_fwd, each tensor as buffer + element
+ * offset: x [B,C,H,W], gamma [C], beta [C], y [B,C,H,W], mean [B*C], rstd [B*C], C, N = H*W,
+ * eps. _ARGS declares them, the bare name passes them on. */
+#define IN_FWD_ARGS                                                                             \
+    __global const float *x, long x_off, __global const float *gamma, long gamma_off,           \
+        __global const float *beta, long beta_off, __global float *y, long y_off,               \
+        __global float *mean, long mean_off, __global float *rstd, long rstd_off, long C,       \
+        long N, float eps
+#define IN_FWD                                                                                  \
+    x, x_off, gamma, gamma_off, beta, beta_off, y, y_off, mean, mean_off, rstd, rstd_off, C, N, eps
+
 /* forward, one group per plane r = b*C + c of N = H*W values:
  *   mean[r] = (1/N) sum_j x[r, j];  var[r] = (1/N) sum_j (x[r, j] - mean[r])^2  (biased)
- *   rstd[r] = 1 / sqrt(var[r] + eps);  y[r, j] = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]
+ *   rstd[r] = 1 / sqrt(var[r] + eps);  n[r, j] = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]
+ *   y[r, j] = n[r, j], or with relu = 1 (inorm_relu) n[r, j] > 0 ? n[r, j] : 0
  * buf: W float4 */
-__kernel void instance_norm_fwd(__global const float *x, long x_off, __global const float *gamma,
-                                long gamma_off, __global const float *beta, long beta_off,
-                                __global float *y, long y_off, __global float *mean,
-                                long mean_off, __global float *rstd, long rstd_off, long C,
-                                long N, float eps, __local float4 *buf)
+void in_fwd_plane(IN_FWD_ARGS, int relu, __local float4 *buf)
 {
     const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
     x += x_off + r * N;
@@ -296,24 +331,40 @@ __kernel void instance_norm_fwd(__global const float *x, long x_off, __global co
         mean[mean_off + r] = mu.x;
         rstd[rstd_off + r] = rs;
     }
-    for (long j = l; j < N; j += W) y[j] = in_affine(x[j], mu, rs, gm, bt);
+    for (long j = l; j < N; j += W) {
+        const float n = in_affine(x[j], mu, rs, gm, bt);
+        y[j] = relu ? (n > 0.0f ? n : 0.0f) : n;
+    }
 }
 
-/* backward, input gradient, one group per plane r; with dxhat_j = gout[r, j] * gamma[c] and
- * xhat_j = (x[r, j] - mean[r]) * rstd[r] (from the saved mean and rstd):
- *   gx[r, j] += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
- * buf: W float4 */
-__kernel void instance_norm_bwd_dx(__global const float *x, long x_off,
-                                   __global const float *gamma, long gamma_off,
-                                   __global const float *mean, long mean_off,
-                                   __global const float *rstd, long rstd_off,
-                                   __global const float *g, long g_off, __global float *gx,
-                                   long gx_off, long C, long N, __local float4 *buf)
+__kernel void instance_norm_fwd(IN_FWD_ARGS, __local float4 *buf)
 {
-    const long W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
+    in_fwd_plane(IN_FWD, 0, buf);
+}
+
+/* The saved values the instance_norm and inorm_relu backward kernels and helpers read, each
+ * tensor as buffer + element offset: mean, rstd [B*C], gout g [B,C,H,W], and the forward's
+ * output y [B,C,H,W], read for inorm_relu's gate (in_grad with relu = 1; relu = 0: y is not
+ * read, any tensor may stand in). _ARGS declares them, the bare name passes them on. */
+#define IN_SAVED_ARGS                                                                           \
+    __global const float *mean, long mean_off, __global const float *rstd, long rstd_off,       \
+        __global const float *g, long g_off, __global const float *y, long y_off
+#define IN_SAVED mean, mean_off, rstd, rstd_off, g, g_off, y, y_off
+
+/* backward, input gradient of plane r, by its group; with gn_j = in_grad (gout, or gated by
+ * the relu), dxhat_j = gn_j * gamma[c] and xhat_j = (x[r, j] - mean[r]) * rstd[r] (from the
+ * saved mean and rstd):
+ *   gx[r, j] += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
+ * (x_mode: in_put's, 1 or 2). buf: W float4 */
+void in_bwd_dx_plane(__global const float *x, long x_off, __global const float *gamma,
+                     long gamma_off, IN_SAVED_ARGS, int relu, __global float *gx, long gx_off,
+                     long x_mode, long C, long N, __local float4 *buf, long r)
+{
+    const long W = get_local_size(0), l = get_local_id(0);
     const float nf = (float)N;
     x += x_off + r * N;
     g += g_off + r * N;
+    y += y_off + r * N;
     gx += gx_off + r * N;
     const float gm = gamma[gamma_off + r % C];
     const float m = mean[mean_off + r], rs = rstd[rstd_off + r];
@@ -321,7 +372,7 @@ __kernel void instance_norm_bwd_dx(__global const float *x, long x_off,
     float2 sd = (float2)(0.0f, 0.0f), sdx = (float2)(0.0f, 0.0f); /* sum dxhat, sum dxhat*xhat */
     for (long j = l; j < N; j += W) {
         const float xhat = (x[j] - m) * rs;
-        const float2 dxhat = mcl_two_prod(g[j], gm); /* exact */
+        const float2 dxhat = mcl_two_prod(in_grad(g, y, j, relu), gm); /* exact */
         sd = mcl_acc_add_pair(sd, dxhat);
         const float2 q = mcl_two_prod(dxhat.x, xhat);
         sdx = mcl_acc_add_pair(sdx, (float2)(q.x, q.y + dxhat.y * xhat));
@@ -332,20 +383,57 @@ __kernel void instance_norm_bwd_dx(__global const float *x, long x_off,
 
     for (long j = l; j < N; j += W) {
         const float xhat = (x[j] - m) * rs;
-        const float2 dxhat = mcl_two_prod(g[j], gm);
+        const float2 dxhat = mcl_two_prod(in_grad(g, y, j, relu), gm);
         float t = (dxhat.x - mean_d.x) + (dxhat.y - mean_d.y); /* dxhat - mean_d */
         const float u = xhat * mean_dx;
         t = t - u;
         const float dx = rs * t;
-        gx[j] += dx;
+        in_put(gx + j, x_mode, dx);
     }
 }
 
-/* backward, gamma and beta gradients, one group per channel c (B planes r = b*C + c):
- *   ggamma[c] += sum_b sum_j gout[r, j] * xhat[r, j]      (if want_gamma)
- *   gbeta[c]  += sum_b sum_j gout[r, j]                   (if want_beta)
+/* backward, input gradient, one group per plane r (in_bwd_dx_plane without the relu) */
+__kernel void instance_norm_bwd_dx(__global const float *x, long x_off,
+                                   __global const float *gamma, long gamma_off,
+                                   __global const float *mean, long mean_off,
+                                   __global const float *rstd, long rstd_off,
+                                   __global const float *g, long g_off, __global float *gx,
+                                   long gx_off, long C, long N, __local float4 *buf)
+{
+    in_bwd_dx_plane(x, x_off, gamma, gamma_off, mean, mean_off, rstd, rstd_off, g, g_off, g, g_off,
+                    0, gx, gx_off, 1, C, N, buf, get_group_id(0));
+}
+
+/* backward, gamma and beta gradients of channel c (B planes r = b*C + c), by its group; with
+ * gn = in_grad (gout, or gated by the relu):
+ *   ggamma[c] += sum_b sum_j gn[r, j] * xhat[r, j]      (want_gamma: in_put's mode)
+ *   gbeta[c]  += sum_b sum_j gn[r, j]                   (want_beta: in_put's mode)
  * item l takes the flat indices (b, j) = l, l+W, ... of [B, N]; buf: W float4.
  * The two updates are separate statements, so they are right even if both are one tensor. */
+void in_bwd_gb_channel(__global const float *x, long x_off, IN_SAVED_ARGS, int relu,
+                       __global float *ggamma, long ggamma_off, __global float *gbeta,
+                       long gbeta_off, int B, int C, int N, long want_gamma, long want_beta,
+                       __local float4 *buf, int c)
+{
+    const int W = get_local_size(0), l = get_local_id(0);
+    float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
+    for (conv_walk w = conv_walk_start(l, W, N); w.r < B; conv_walk_next(&w)) {
+        const int r = w.r * C + c;
+        const long e = (long)r * N + w.c; /* over the whole batch: 64-bit */
+        const float xhat = (x[x_off + e] - mean[mean_off + r]) * rstd[rstd_off + r];
+        const float gr = in_grad(g + g_off, y + y_off, e, relu);
+        ag = mcl_acc_add_pair(ag, mcl_two_prod(gr, xhat));
+        ab = mcl_acc_add_pair(ab, (float2)(gr, 0.0f));
+    }
+    const float4 s = mcl_group_sum2((float4)(ag, ab), buf);
+    if (l == 0) {
+        in_put(ggamma + ggamma_off + c, want_gamma, mcl_acc_value(s.xy));
+        in_put(gbeta + gbeta_off + c, want_beta, mcl_acc_value(s.zw));
+    }
+}
+
+/* backward, gamma and beta gradients, one group per channel c (in_bwd_gb_channel without the
+ * relu; the want flags 0 or 1) */
 __kernel void instance_norm_bwd_gb(__global const float *x, long x_off,
                                    __global const float *mean, long mean_off,
                                    __global const float *rstd, long rstd_off,
@@ -354,44 +442,64 @@ __kernel void instance_norm_bwd_gb(__global const float *x, long x_off,
                                    int C, int N, long want_gamma, long want_beta,
                                    __local float4 *buf)
 {
-    const int W = get_local_size(0), l = get_local_id(0), c = get_group_id(0);
-    float2 ag = (float2)(0.0f, 0.0f), ab = (float2)(0.0f, 0.0f);
-    for (conv_walk w = conv_walk_start(l, W, N); w.r < B; conv_walk_next(&w)) {
-        const int r = w.r * C + c;
-        const long e = (long)r * N + w.c; /* over the whole batch: 64-bit */
-        const float xhat = (x[x_off + e] - mean[mean_off + r]) * rstd[rstd_off + r];
-        const float gr = g[g_off + e];
-        ag = mcl_acc_add_pair(ag, mcl_two_prod(gr, xhat));
-        ab = mcl_acc_add_pair(ab, (float2)(gr, 0.0f));
-    }
-    const float4 s = mcl_group_sum2((float4)(ag, ab), buf);
-    if (l == 0) {
-        if (want_gamma) ggamma[ggamma_off + c] += mcl_acc_value(s.xy);
-        if (want_beta) gbeta[gbeta_off + c] += mcl_acc_value(s.zw);
-    }
+    in_bwd_gb_channel(x, x_off, mean, mean_off, rstd, rstd_off, g, g_off, g, g_off, 0, ggamma,
+                      ggamma_off, gbeta, gbeta_off, B, C, N, want_gamma, want_beta, buf,
+                      get_group_id(0));
+}
+
+/* ---- inorm_relu: instance_norm -> relu (src/ref/inorm.c) -------------------------------- */
+
+/* forward, one group per plane: instance_norm_fwd's values through the relu (in_fwd_plane) */
+__kernel void inorm_relu_fwd(IN_FWD_ARGS, __local float4 *buf)
+{
+    in_fwd_plane(IN_FWD, 1, buf);
+}
+
+/* backward, every gradient, groups first, first + 1, ...: group p < B·C is plane p's input
+ * gradient (in_bwd_dx_plane with the relu's gate), group B·C + c channel c's gamma/beta
+ * gradients (in_bwd_gb_channel, gated). The host launches both parts at once when they take
+ * the same group size, else each part alone (first = 0: the planes, first = B·C: the
+ * channels), so each part sums the same way either way. A group takes one branch as a whole
+ * (its barriers stay uniform). x_mode, want_gamma, want_beta: in_put's modes. buf: W float4 */
+__kernel void inorm_relu_bwd(__global const float *x, long x_off, __global const float *gamma,
+                             long gamma_off, IN_SAVED_ARGS, __global float *gx, long gx_off,
+                             long x_mode, __global float *ggamma, long ggamma_off,
+                             __global float *gbeta, long gbeta_off, int B, int C, int N,
+                             long want_gamma, long want_beta, long first, __local float4 *buf)
+{
+    const long grp = first + (long)get_group_id(0), planes = (long)B * C;
+    if (grp < planes)
+        in_bwd_dx_plane(x, x_off, gamma, gamma_off, IN_SAVED, 1, gx, gx_off, x_mode, C, N, buf,
+                        grp);
+    else
+        in_bwd_gb_channel(x, x_off, IN_SAVED, 1, ggamma, ggamma_off, gbeta, gbeta_off, B, C, N,
+                          want_gamma, want_beta, buf, (int)(grp - planes));
 }
 
 /* ---- inorm_pool_relu: instance_norm -> maxpool2d -> relu (src/ref/conv.c) ---------------- */
 
-/* forward, one group per plane r = b*C + c of N = H*W values (Ho = H/2, Wo = W/2):
+/* The windows of plane r, by its group: one group per plane r = b*C + c of N = H*W values
+ * (Ho = H/2, Wo = W/2):
  *   mean[r], rstd[r] as instance_norm_fwd over all N values;  n = in_affine(x)
- *   arg[r, i, j] = dy*2 + dx of the first maximum of n[r, 2i + dy, 2j + dx] (strict >)
- *   y[r, i, j]   = max(n at the argmax, 0)
+ *   z = n, or with add = 1 (inorm_add_pool_relu) n + s[r, j] (float add; s: the skip)
+ *   arg[r, i, j] = dy*2 + dx of the first maximum of z[r, 2i + dy, 2j + dx] (strict >)
+ *   y[r, i, j]   = max(z at the argmax, 0)
  * and with the output's dropout (p > 0; dropout.cl's key and segments, seg = n for one):
  *   y[e] = keep_e ? y[e] * scale : 0   at the flat index e = r·Ho·Wo + i·Wo + j of y
- * x [B,C,H,W], y and arg [B,C,Ho,Wo]; item l takes the windows l, l + W, ...; buf: W float4 */
-__kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
-                                  __global const float *gamma, long gamma_off,
-                                  __global const float *beta, long beta_off, __global float *y,
-                                  long y_off, __global float *mean, long mean_off,
-                                  __global float *rstd, long rstd_off, __global float *arg,
-                                  long arg_off, int C, int H, int Wd, float eps, float p,
-                                  float scale, ulong seed, ulong stream, ulong counter, long seg,
-                                  ulong step, __local float4 *buf)
+ * x and s [B,C,H,W] (s not read when add = 0: any tensor may stand in), y and arg
+ * [B,C,Ho,Wo]; item l takes the windows l, l + W, ...; buf: W float4 */
+void ipr_fwd_plane(__global const float *x, long x_off, __global const float *gamma,
+                   long gamma_off, __global const float *beta, long beta_off,
+                   __global const float *s, long s_off, int add, __global float *y, long y_off,
+                   __global float *mean, long mean_off, __global float *rstd, long rstd_off,
+                   __global float *arg, long arg_off, int C, int H, int Wd, float eps, float p,
+                   float scale, ulong seed, ulong stream, ulong counter, long seg, ulong step,
+                   __local float4 *buf)
 {
     const int W = get_local_size(0), l = get_local_id(0), r = get_group_id(0);
     const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo;
     x += x_off + (long)r * H * Wd;
+    s += s_off + (long)r * H * Wd;
     y += y_off + (long)r * P;
     arg += arg_off + (long)r * P;
     const float gm = gamma[gamma_off + r % C], bt = beta[beta_off + r % C];
@@ -403,14 +511,15 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
     }
     int o = l;
     for (conv_walk w = conv_walk_start(l, W, Wo); o < P; o += W, conv_walk_next(&w)) {
-        __global const float *p0 = x + 2 * w.r * Wd + 2 * w.c; /* window (w.r, w.c) = o */
-        const float v[4] = {p0[0], p0[1], p0[Wd], p0[Wd + 1]};
-        float m = in_affine(v[0], mu, rs, gm, bt);
+        const int q = 2 * w.r * Wd + 2 * w.c; /* window (w.r, w.c) = o: its first pixel */
+        float m = 0.0f;
         int idx = 0;
-        for (int u = 1; u < 4; u++) {
-            const float n = in_affine(v[u], mu, rs, gm, bt);
-            if (n > m) {
-                m = n;
+        for (int u = 0; u < 4; u++) {
+            const int e = q + (u >> 1) * Wd + (u & 1);
+            float z = in_affine(x[e], mu, rs, gm, bt);
+            if (add) z = z + s[e];
+            if (u == 0 || z > m) {
+                m = z;
                 idx = u;
             }
         }
@@ -424,6 +533,36 @@ __kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
         y[o] = yo;
         arg[o] = (float)idx;
     }
+}
+
+/* inorm_pool_relu forward (ipr_fwd_plane without the skip) */
+__kernel void inorm_pool_relu_fwd(__global const float *x, long x_off,
+                                  __global const float *gamma, long gamma_off,
+                                  __global const float *beta, long beta_off, __global float *y,
+                                  long y_off, __global float *mean, long mean_off,
+                                  __global float *rstd, long rstd_off, __global float *arg,
+                                  long arg_off, int C, int H, int Wd, float eps, float p,
+                                  float scale, ulong seed, ulong stream, ulong counter, long seg,
+                                  ulong step, __local float4 *buf)
+{
+    ipr_fwd_plane(x, x_off, gamma, gamma_off, beta, beta_off, x, x_off, 0, y, y_off, mean,
+                  mean_off, rstd, rstd_off, arg, arg_off, C, H, Wd, eps, p, scale, seed, stream,
+                  counter, seg, step, buf);
+}
+
+/* inorm_add_pool_relu forward: ipr_fwd_plane with the skip s [B,C,H,W] added, no dropout */
+__kernel void inorm_add_pool_relu_fwd(__global const float *x, long x_off,
+                                      __global const float *gamma, long gamma_off,
+                                      __global const float *beta, long beta_off,
+                                      __global const float *s, long s_off, __global float *y,
+                                      long y_off, __global float *mean, long mean_off,
+                                      __global float *rstd, long rstd_off, __global float *arg,
+                                      long arg_off, int C, int H, int Wd, float eps,
+                                      __local float4 *buf)
+{
+    ipr_fwd_plane(x, x_off, gamma, gamma_off, beta, beta_off, s, s_off, 1, y, y_off, mean,
+                  mean_off, rstd, rstd_off, arg, arg_off, C, H, Wd, eps, 0.0f, 1.0f, 0, 0, 0, 1,
+                  0, buf);
 }
 
 /* The parameters the inorm_pool_relu backward kernels and helpers share, each tensor as buffer +
@@ -454,18 +593,25 @@ float ipr_grad(__global const float *g, __global const float *y, __global const 
     return ((int)arg[o] == ((u & 1) << 1) + (v & 1) && y[o] > 0.0f) ? g[o] * gs : 0.0f;
 }
 
-/* backward, input gradient, one group per plane r: instance_norm_bwd_dx with the gradient of
- * n rebuilt from gout (ipr_grad); its sums run over the windows only (the other pixels add 0).
- * buf: W float4 */
+/* backward, input gradients of plane r, by its group: instance_norm_bwd_dx with the gradient
+ * of n (of z with the skip) rebuilt from gout (ipr_grad); its sums run over the windows only
+ * (the other pixels add 0). x_mode: in_put's mode of gx (0: not wanted; the sums are taken
+ * anyway: with them under `if (x_mode)`, PoCL 3.1 miscompiled inorm_add_pool_relu_bwd, whose
+ * channel groups then ran their l == 0 update on every item); s_mode: of gsk, the skip's
+ * gradient [B,C,H,W] (inorm_add_pool_relu), which gets 0 + ipr_grad at every pixel (0: no
+ * skip; gsk not written, any tensor may stand in). Each item writes gx[j] before gsk[j], so
+ * the two may be one tensor. buf: W float4 */
 void inorm_pool_relu_bwd_dx_plane(__global const float *x, long x_off,
                                    __global const float *gamma, long gamma_off, IPR_SAVED_ARGS,
-                                   __global float *gx, long gx_off, int C, int H, int Wd,
-                                   __local float4 *buf, int W, int l, int r)
+                                   __global float *gx, long gx_off, long x_mode,
+                                   __global float *gsk, long gsk_off, long s_mode, int C, int H,
+                                   int Wd, __local float4 *buf, int W, int l, int r)
 {
     const int Ho = H / 2, Wo = Wd / 2, P = Ho * Wo, N = H * Wd;
     const float nf = (float)N;
     x += x_off + (long)r * N;
     gx += gx_off + (long)r * N;
+    gsk += gsk_off + (long)r * N;
     y += y_off + (long)r * P;
     arg += arg_off + (long)r * P;
     g += g_off + (long)r * P;
@@ -489,13 +635,15 @@ void inorm_pool_relu_bwd_dx_plane(__global const float *x, long x_off,
 
     int j = l;
     for (conv_walk w = conv_walk_start(l, W, Wd); j < N; j += W, conv_walk_next(&w)) {
+        const float gz = ipr_grad(g, y, arg, gs, w.r, w.c, Ho, Wo);
         const float xhat = (x[j] - m) * rs;
-        const float2 dxhat = mcl_two_prod(ipr_grad(g, y, arg, gs, w.r, w.c, Ho, Wo), gm);
+        const float2 dxhat = mcl_two_prod(gz, gm);
         float t = (dxhat.x - mean_d.x) + (dxhat.y - mean_d.y); /* dxhat - mean_d */
         const float u = xhat * mean_dx;
         t = t - u;
         const float dx = rs * t;
-        gx[j] += dx;
+        in_put(gx + j, x_mode, dx);
+        in_put(gsk + j, s_mode, 0.0f + gz);
     }
 }
 
@@ -504,14 +652,15 @@ __kernel void inorm_pool_relu_bwd_dx(__global const float *x, long x_off,
                                      __global float *gx, long gx_off, int C, int H, int Wd,
                                      __local float4 *buf)
 {
-    inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, IPR_SAVED, gx, gx_off, C, H, Wd, buf,
-                                 get_local_size(0), get_local_id(0), get_group_id(0));
+    inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, IPR_SAVED, gx, gx_off, 1, gx, gx_off,
+                                 0, C, H, Wd, buf, get_local_size(0), get_local_id(0),
+                                 get_group_id(0));
 }
 
 /* backward, gamma and beta gradients, one group per channel c (B planes r = b*C + c), over the
  * windows: with gp = (y > 0 ? gout · gs : 0) and xhat at the window's argmax,
- *   ggamma[c] += sum_b sum_o gp[r, o] * xhat[r, o]      (if want_gamma)
- *   gbeta[c]  += sum_b sum_o gp[r, o]                   (if want_beta)
+ *   ggamma[c] += sum_b sum_o gp[r, o] * xhat[r, o]      (want_gamma: in_put's mode)
+ *   gbeta[c]  += sum_b sum_o gp[r, o]                   (want_beta: in_put's mode)
  * item l takes the flat indices (b, o) = l, l+W, ... of [B, Ho*Wo]; buf: W float4 */
 void inorm_pool_relu_bwd_gb_channel(__global const float *x, long x_off, IPR_SAVED_ARGS,
                                      IPR_GB_ARGS, __local float4 *buf, int W, int l, int c)
@@ -530,8 +679,8 @@ void inorm_pool_relu_bwd_gb_channel(__global const float *x, long x_off, IPR_SAV
     }
     const float4 s = mcl_group_sum2((float4)(ag, ab), buf);
     if (l == 0) {
-        if (want_gamma) ggamma[ggamma_off + c] += mcl_acc_value(s.xy);
-        if (want_beta) gbeta[gbeta_off + c] += mcl_acc_value(s.zw);
+        in_put(ggamma + ggamma_off + c, want_gamma, mcl_acc_value(s.xy));
+        in_put(gbeta + gbeta_off + c, want_beta, mcl_acc_value(s.zw));
     }
 }
 
@@ -553,8 +702,32 @@ __kernel void inorm_pool_relu_bwd_all(__global const float *x, long x_off,
 {
     const int W = get_local_size(0), l = get_local_id(0), grp = get_group_id(0);
     if (grp < B * C)
-        inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, IPR_SAVED, gx, gx_off, C, H, Wd,
-                                     buf, W, l, grp);
+        inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, IPR_SAVED, gx, gx_off, 1, gx,
+                                     gx_off, 0, C, H, Wd, buf, W, l, grp);
     else
         inorm_pool_relu_bwd_gb_channel(x, x_off, IPR_SAVED, IPR_GB, buf, W, l, grp - B * C);
+}
+
+/* ---- inorm_add_pool_relu: instance_norm -> + skip -> relu -> maxpool2d (src/ref/inorm.c) -- */
+
+/* backward, every gradient, groups first, first + 1, ...: group p < B·C is plane p's input
+ * gradients (inorm_pool_relu_bwd_dx_plane: gx, and gsk = the skip's, 0 + the window's
+ * gradient at its argmax pixel, 0 at every other pixel), group B·C + c channel c's gamma/beta
+ * gradients (inorm_pool_relu_bwd_gb_channel), each with gs = 1 (no dropout): the same sums as
+ * inorm_pool_relu's, on the argmax of z = n + s. As inorm_relu_bwd, the host launches both
+ * parts at once when they take the same group size, else each part alone. x_mode, s_mode,
+ * want_gamma, want_beta: in_put's modes. buf: W float4 */
+__kernel void inorm_add_pool_relu_bwd(__global const float *x, long x_off,
+                                      __global const float *gamma, long gamma_off, IPR_SAVED_ARGS,
+                                      __global float *gx, long gx_off, long x_mode,
+                                      __global float *gsk, long gsk_off, long s_mode, IPR_GB_ARGS,
+                                      long first, __local float4 *buf)
+{
+    const int W = get_local_size(0), l = get_local_id(0);
+    const long grp = first + (long)get_group_id(0), planes = (long)B * C;
+    if (grp < planes)
+        inorm_pool_relu_bwd_dx_plane(x, x_off, gamma, gamma_off, IPR_SAVED, gx, gx_off, x_mode,
+                                     gsk, gsk_off, s_mode, C, H, Wd, buf, W, l, (int)grp);
+    else
+        inorm_pool_relu_bwd_gb_channel(x, x_off, IPR_SAVED, IPR_GB, buf, W, l, (int)(grp - planes));
 }

@@ -139,6 +139,9 @@ static void test_null_inputs(mcl_tensor *x23, mcl_tensor *v3)
     EXPECT_NULL(mcl_maxpool2d(g_ctx, NULL), N, "maxpool2d");
     EXPECT_NULL(mcl_instance_norm(g_ctx, NULL, v3, v3, 1e-5f), N, "instance_norm");
     EXPECT_NULL(mcl_inorm_pool_relu(g_ctx, NULL, v3, v3, 1e-5f), N, "inorm_pool_relu");
+    EXPECT_NULL(mcl_inorm_relu(g_ctx, NULL, v3, v3, 1e-5f), N, "inorm_relu");
+    EXPECT_NULL(mcl_inorm_add_pool_relu(g_ctx, NULL, v3, v3, x23, 1e-5f), N, "inorm_add_pool_relu");
+    EXPECT_NULL(mcl_inorm_add_pool_relu(g_ctx, x23, v3, v3, NULL, 1e-5f), N, "inorm_add_pool_relu");
     EXPECT_NULL(mcl_conv_inorm_pool_relu(g_ctx, NULL, x23, v3, 1, v3, v3, 1e-5f), N, "conv_inorm_pool_relu");
     EXPECT_NULL(mcl_grad_preproc(g_ctx, NULL, 10.0f), N, "grad_preproc");
     {
@@ -305,6 +308,29 @@ static void test_shapes(mcl_tensor *x23, mcl_tensor *x32, mcl_tensor *x24, mcl_t
         mcl_ctx_reset(g_ctx);
         mcl_tensor_free(x4);
         mcl_tensor_free(g2);
+    }
+
+    /* the residual block's fused norms: x [1,2,3,4]; inorm_relu with x not 4-D, gamma of the
+     * wrong length, eps <= 0; inorm_add_pool_relu with a skip of another shape, planes below
+     * 2 x 2, eps <= 0; then valid calls */
+    {
+        mcl_tensor *x4 = mk(4, 1, 2, 3, 4, NULL), *g2 = mk(1, 2, 0, 0, 0, NULL), *g3 = mk(1, 3, 0, 0, 0, NULL);
+        mcl_tensor *s4 = mk(4, 1, 2, 4, 3, NULL), *x1 = mk(4, 1, 2, 1, 4, NULL), *x2 = mk(2, 2, 12, 0, 0, NULL);
+        EXPECT_NULL(mcl_inorm_relu(g_ctx, x2, g2, g2, 1e-5f), S, "[B,C,H,W]");
+        EXPECT_NULL(mcl_inorm_relu(g_ctx, x4, g3, g2, 1e-5f), S, "gamma");
+        EXPECT_NULL(mcl_inorm_relu(g_ctx, x4, g2, g2, 0.0f), TU_ST(MCL_ERR_INVALID), "eps");
+        EXPECT_NULL(mcl_inorm_add_pool_relu(g_ctx, x4, g2, g2, s4, 1e-5f), S, "skip");
+        EXPECT_NULL(mcl_inorm_add_pool_relu(g_ctx, x1, g2, g2, x1, 1e-5f), S, "H, W >= 2");
+        EXPECT_NULL(mcl_inorm_add_pool_relu(g_ctx, x4, g2, g3, x4, 1e-5f), S, "beta");
+        EXPECT_NULL(mcl_inorm_add_pool_relu(g_ctx, x4, g2, g2, x4, -1.0f), TU_ST(MCL_ERR_INVALID), "eps");
+        mcl_tensor *r = mcl_inorm_relu(g_ctx, x4, g2, g2, 1e-5f);
+        CHECK(r && mcl_tensor_dim(r, 3) == 4, "valid inorm_relu works: %s", mcl_ctx_error(g_ctx));
+        r = mcl_inorm_add_pool_relu(g_ctx, x4, g2, g2, x4, 1e-5f);
+        CHECK(r && mcl_tensor_dim(r, 2) == 1 && mcl_tensor_dim(r, 3) == 2, "valid inorm_add_pool_relu works: %s",
+              mcl_ctx_error(g_ctx));
+        mcl_ctx_reset(g_ctx);
+        mcl_tensor *all[] = {x4, g2, g3, s4, x1, x2};
+        for (int i = 0; i < 6; i++) mcl_tensor_free(all[i]);
     }
 
     /* conv_inorm_pool_relu: x [1,2,5,6], w [3,2,3,3]: shapes that do not match, a padding

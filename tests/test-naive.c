@@ -19,6 +19,10 @@
  *            8 MiB) the backward streams (test-ops checks it on other shapes); and with the
  *            output's dropout in the op (against the naive op then the naive dropout, and
  *            back): one segment, segments, runs of many small planes, a streamed gradient.
+ *   inorm_relu, inorm_add_pool_relu  forward (y, mean, rstd, argmax) and backward (x, gamma,
+ *            beta, skip gradients) against their naive oracles, and against the ops they
+ *            replace on the fast path (instance_norm, relu; instance_norm, add, relu,
+ *            maxpool2d): the same bits, forward and backward; odd sides, the ResNet's shapes.
  *   dropout  forward and backward against mcl_naive_dropout_fwd/bwd: a counter off the Philox
  *            block boundary, segments of 257 (a head and a tail each), 5 elements.
  *   gelu     forward and backward over the whole float range (every GELU_STRIDE-th bit pattern
@@ -693,6 +697,160 @@ static void test_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[4], const
     mcl_ctx_reset(ctx);
 }
 
+/* ---- inorm_relu, inorm_add_pool_relu --------------------------------------------------- */
+
+/* One op on the fast path: in[0..nin) -> its outputs (no tape) */
+static mcl_status run_op(mcl_ctx *ctx, mcl_op_args *a)
+{
+    mcl_no_grad_begin(ctx);
+    const mcl_status st = mcl_op_run(ctx, a);
+    mcl_no_grad_end(ctx);
+    return st;
+}
+
+/* Fresh gradients of the op's n inputs */
+static void fresh_gins(mcl_ctx *ctx, mcl_op_args *a, int n)
+{
+    for (int i = 0; i < n; i++) a->gin[i] = mcl_tensor_create(ctx, a->in[i]->ndim, a->in[i]->shape);
+}
+
+/* The fused norm of the residual block (pool = 0: inorm_relu of x; 1: inorm_add_pool_relu of
+ * x and the skip s) against
+ *   - its naive oracle (forward y, mean, rstd, and the argmax exactly; backward the x, gamma,
+ *     beta and skip gradients), with layer_norm's tolerances: the same double statistics and
+ *     values rounded once (src/ref/inorm.c), the add and the selects exact;
+ *   - the ops it replaces on the fast path (instance_norm, relu; instance_norm, add, relu,
+ *     maxpool2d), forward y, mean, rstd and every gradient into fresh tensors: the same bits.
+ * c: B, C, H, W. */
+static void test_inorm_fused(mcl_ctx *ctx, int cs, const int64_t c[4], int pool)
+{
+    const int64_t B = c[0], C = c[1], H = c[2], W = c[3], R = B * C, N = R * H * W;
+    const int64_t P = pool ? R * (H / 2) * (W / 2) : N;
+    const char *name = pool ? "inorm_add_pool_relu" : "inorm_relu";
+    char desc[64], what[96];
+    snprintf(desc, sizeof desc, "%lldx%lldx%lldx%lld", (long long)B, (long long)C, (long long)H, (long long)W);
+    const uint64_t st0 = 900 + 10 * (uint64_t)cs;
+    float *x = randn(N, st0, 1.0), *sk = randn(N, st0 + 1, 0.7);
+    float *gm = randn(C, st0 + 2, 1.0), *bt = randn(C, st0 + 3, 0.5), *go = randn(P, st0 + 4, 1.0);
+    const int64_t so[4] = {B, C, pool ? H / 2 : H, pool ? W / 2 : W};
+    const int nin = pool ? 4 : 3;
+    mcl_op_args f;
+    memset(&f, 0, sizeof f);
+    f.op = pool ? MCL_OP_INORM_ADD_POOL_RELU : MCL_OP_INORM_RELU;
+    f.in[0] = tensor4(ctx, B, C, H, W, x);
+    f.in[1] = tu_tensor_from(ctx, 1, &C, gm);
+    f.in[2] = tu_tensor_from(ctx, 1, &C, bt);
+    if (pool) f.in[3] = tensor4(ctx, B, C, H, W, sk);
+    f.p.f[0] = 1e-5f;
+    mcl_status st = run_op(ctx, &f);
+    if (!CHECK(st == MCL_OK, "%s %s: forward failed: %s", name, desc, mcl_ctx_error(ctx))) goto done;
+    double *y = xcalloc((size_t)P, sizeof(double)), *arg = xcalloc((size_t)P, sizeof(double));
+    double *mu = xcalloc((size_t)R, sizeof(double)), *rs = xcalloc((size_t)R, sizeof(double));
+    double *gx = xcalloc((size_t)N, sizeof(double)), *gs = xcalloc((size_t)N, sizeof(double));
+    double *gg = xcalloc((size_t)C, sizeof(double)), *gb = xcalloc((size_t)C, sizeof(double));
+    if (pool)
+        mcl_naive_inorm_add_pool_relu(B, C, H, W, x, gm, bt, sk, 1e-5, y, mu, rs, arg);
+    else
+        mcl_naive_inorm_relu(B, C, H, W, x, gm, bt, 1e-5, y, mu, rs);
+    snprintf(what, sizeof what, "%s fwd y", name);
+    compare(what, desc, f.out[0], y, P, TOL_LN_FWD);
+    snprintf(what, sizeof what, "%s fwd mean", name);
+    compare(what, desc, f.out[1], mu, R, TOL_LN_FWD);
+    snprintf(what, sizeof what, "%s fwd rstd", name);
+    compare(what, desc, f.out[2], rs, R, TOL_LN_FWD);
+    if (pool) compare("inorm_add_pool_relu fwd argmax", desc, f.out[3], arg, P, 0.0);
+    f.gout[0] = tu_tensor_from(ctx, 4, so, go);
+    fresh_gins(ctx, &f, nin);
+    st = mcl_op_backward(ctx, &f);
+    if (CHECK(st == MCL_OK, "%s %s: backward failed: %s", name, desc, mcl_ctx_error(ctx))) {
+        if (pool)
+            mcl_naive_inorm_add_pool_relu_bwd(B, C, H, W, x, gm, y, mu, rs, arg, go, gx, gg, gb, gs);
+        else
+            mcl_naive_inorm_relu_bwd(B, C, H, W, x, gm, y, mu, rs, go, gx, gg, gb);
+        snprintf(what, sizeof what, "%s bwd dL/dx", name);
+        compare(what, desc, f.gin[0], gx, N, TOL_LN_BWD);
+        snprintf(what, sizeof what, "%s bwd dL/dgamma", name);
+        compare(what, desc, f.gin[1], gg, C, TOL_LN_BWD);
+        snprintf(what, sizeof what, "%s bwd dL/dbeta", name);
+        compare(what, desc, f.gin[2], gb, C, TOL_LN_BWD);
+        if (pool) compare("inorm_add_pool_relu bwd dL/dskip", desc, f.gin[3], gs, N, TOL_LN_BWD);
+    }
+    /* the ops it replaces, forward then backward in reverse, every gradient fresh */
+    mcl_op_args in, ad, re, mp;
+    memset(&in, 0, sizeof in);
+    memset(&ad, 0, sizeof ad);
+    memset(&re, 0, sizeof re);
+    memset(&mp, 0, sizeof mp);
+    in.op = MCL_OP_INSTANCE_NORM;
+    for (int i = 0; i < 3; i++) in.in[i] = f.in[i];
+    in.p.f[0] = 1e-5f;
+    ad.op = MCL_OP_ADD;
+    re.op = MCL_OP_RELU;
+    mp.op = MCL_OP_MAXPOOL2D;
+    st = run_op(ctx, &in);
+    ad.in[0] = in.out[0];
+    ad.in[1] = f.in[3];
+    if (st == MCL_OK && pool) st = run_op(ctx, &ad);
+    re.in[0] = pool ? ad.out[0] : in.out[0];
+    if (st == MCL_OK) st = run_op(ctx, &re);
+    mp.in[0] = re.out[0];
+    if (st == MCL_OK && pool) st = run_op(ctx, &mp);
+    mcl_op_args *last = pool ? &mp : &re;
+    if (CHECK(st == MCL_OK, "%s %s: the ops it replaces failed: %s", name, desc, mcl_ctx_error(ctx))) {
+        CHECK(tensors_same_bits(f.out[0], last->out[0]), "%s %s: y differs from the ops it replaces", name, desc);
+        CHECK(tensors_same_bits(f.out[1], in.out[1]) && tensors_same_bits(f.out[2], in.out[2]),
+              "%s %s: mean or rstd differs from instance_norm's", name, desc);
+        last->gout[0] = f.gout[0];
+        if (pool) {
+            fresh_gins(ctx, &mp, 1);
+            re.gout[0] = mp.gin[0];
+            st = mcl_op_backward(ctx, &mp);
+        }
+        fresh_gins(ctx, &re, 1);
+        if (st == MCL_OK) st = mcl_op_backward(ctx, &re);
+        if (pool) {
+            ad.gout[0] = re.gin[0];
+            fresh_gins(ctx, &ad, 2);
+            if (st == MCL_OK) st = mcl_op_backward(ctx, &ad);
+        }
+        in.gout[0] = pool ? ad.gin[0] : re.gin[0];
+        fresh_gins(ctx, &in, 3);
+        if (st == MCL_OK) st = mcl_op_backward(ctx, &in);
+        if (CHECK(st == MCL_OK, "%s %s: the backwards it replaces failed: %s", name, desc, mcl_ctx_error(ctx))) {
+            for (int i = 0; i < 3; i++)
+                CHECK(tensors_same_bits(f.gin[i], in.gin[i]), "%s %s: gradient %d differs from the ops it replaces",
+                      name, desc, i);
+            if (pool)
+                CHECK(tensors_same_bits(f.gin[3], ad.gin[1]), "%s %s: the skip's gradient differs from add's", name,
+                      desc);
+        }
+        for (int i = 0; i < 3; i++) mcl_tensor_free(in.gin[i]);
+        for (int i = 0; i < 2; i++) mcl_tensor_free(ad.gin[i]);
+        mcl_tensor_free(re.gin[0]);
+        mcl_tensor_free(mp.gin[0]);
+    }
+    free(y);
+    free(arg);
+    free(mu);
+    free(rs);
+    free(gx);
+    free(gs);
+    free(gg);
+    free(gb);
+done:
+    for (int i = 0; i < nin; i++) {
+        mcl_tensor_free(f.in[i]);
+        mcl_tensor_free(f.gin[i]);
+    }
+    mcl_tensor_free(f.gout[0]);
+    free(x);
+    free(sk);
+    free(gm);
+    free(bt);
+    free(go);
+    mcl_ctx_reset(ctx);
+}
+
 /* ---- conv_inorm_pool_relu ---------------------------------------------------------------- */
 
 /* The op against conv2d then inorm_pool_relu on the fast path (both checked against their
@@ -1003,6 +1161,15 @@ int main(int argc, char **argv)
               {{90, 32, 28, 28}, {14, 1, 0, 3, 32 * 196 * 30, 0.3}}};
     for (int c = 0; c < (int)(sizeof sd / sizeof sd[0]); c++)
         test_inorm_pool_relu(ctx, 20 + c, sd[c].c, &sd[c].d);
+    /* inorm_relu and inorm_add_pool_relu: B, C, H, W. A plane of one value; odd sides (the
+     * last row/column in the statistics, in no window); the Online-X ResNet's four block
+     * shapes at its batch of 16 (32 x 32 with 16 channels above the OpenMP threshold) */
+    static const int64_t sr[][4] = {{2, 3, 1, 1}, {2, 3, 7, 5},     {1, 2, 9, 9},     {16, 16, 32, 32},
+                                    {16, 24, 16, 16}, {16, 32, 8, 8}, {16, 64, 4, 4}};
+    for (int c = 0; c < (int)(sizeof sr / sizeof sr[0]); c++) {
+        test_inorm_fused(ctx, c, sr[c], 0);
+        if (sr[c][2] >= 2 && sr[c][3] >= 2) test_inorm_fused(ctx, 20 + c, sr[c], 1);
+    }
     /* conv_inorm_pool_relu: B, C, H, W, O, k, padding. Conv-4's first layer (28 and 32),
      * several input channels (the convolution's other per-image paths: C*k*k >= 32 takes the
      * pixel-major tile and the weight gradient's gw_tile), a 5 x 5 kernel, no padding (odd

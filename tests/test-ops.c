@@ -1452,6 +1452,130 @@ static int gen_conv_inorm_pool_relu(int k, tcase *tc)
     return 1;
 }
 
+/* inorm_relu: instance_norm's shapes, x ~ N(0.5, 1), gamma of both signs (|gamma| in
+ * [0.5, 1.5]), beta ~ N(0, 0.5). The relu's kink: every value whose n = (x - mean) rstd gamma
+ * + beta lies within INR_MARGIN of 0 in units of x (|n| / (rstd |gamma|)) or INR_MARGIN_N in
+ * units of n is drawn again (statistics in double, as the oracle), until none does; a plane
+ * of one value (n = beta exactly, whatever x) gets a new beta instead, until |beta| clears
+ * INR_MARGIN_N. A step h (4e-2 at most: the
+ * h_scale below) moves n by at most ~2h in x's units for a step of x (its own value plus the
+ * statistics' shift), by h for one of beta and h |xhat| for one of gamma: less than the
+ * margins (|xhat| > 5 does not occur in these planes). */
+#define INR_MARGIN 0.1
+#define INR_MARGIN_N 0.2
+
+/* The values of plane xq [N] too close to the relu's kink, drawn again; returns how many. */
+static int inr_redraw(tcase *tc, float *xq, int64_t N, double gm, double bt)
+{
+    double m = 0.0, v = 0.0;
+    for (int64_t e = 0; e < N; e++) m += xq[e];
+    m /= (double)N;
+    for (int64_t e = 0; e < N; e++) v += (xq[e] - m) * (xq[e] - m);
+    const double rs = 1.0 / sqrt(v / (double)N + 1e-5);
+    const double margin = N == 1 ? INR_MARGIN_N : fmax(INR_MARGIN * rs * fabs(gm), INR_MARGIN_N);
+    int bad = 0;
+    for (int64_t e = 0; e < N; e++)
+        if (fabs((xq[e] - m) * rs * gm + bt) < margin) {
+            xq[e] = (float)(0.5 + trng_normal(&tc->rng));
+            bad++;
+        }
+    return bad;
+}
+
+/* gamma [C]: |gamma| in [0.5, 1.5], either sign */
+static void fill_signed_gamma(tcase *tc, float *gamma, int64_t C)
+{
+    for (int64_t c = 0; c < C; c++)
+        gamma[c] = (float)((trng_unit(&tc->rng) < 0.5 ? -1.0 : 1.0) * (0.5 + trng_unit(&tc->rng)));
+}
+
+static int gen_inorm_relu(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{4, 1, 1, 1, 5}, {4, 2, 3, 5, 7}, {4, 1, 3, 13, 13}, {4, 2, 1, 7, 5},
+                                   {4, 2, 3, 1, 1}, {4, 1, 2, 5, 1}, {4, 2, 2, 16, 16}, {4, 4, 8, 33, 65}};
+    const int ns = (int)(sizeof s / sizeof s[0]);
+    if (k >= ns) return 0;
+    if (k == ns - 1) mark_big(tc);
+    const int64_t B = s[k][1], C = s[k][2], N = s[k][3] * s[k][4];
+    float *x = tc->x[fill_normal(tc, add_in(tc, s[k]), 0.5, 1.0)];
+    float *gamma = tc->x[add_in(tc, S1(C))], *beta = tc->x[fill_normal(tc, add_in(tc, S1(C)), 0.0, 0.5)];
+    fill_signed_gamma(tc, gamma, C);
+    for (int64_t c = 0; c < C; c++)
+        for (int round = 0, bad = 1; bad && round < 1000; round++) {
+            if (N == 1 || round % 50 == 49) beta[c] = (float)(0.5 * trng_normal(&tc->rng));
+            bad = 0;
+            for (int64_t b = 0; b < B; b++) bad += inr_redraw(tc, x + (b * C + c) * N, N, gamma[c], beta[c]);
+        }
+    tc->p.f[0] = 1e-5f;
+    if (N >= 35) tc->h_scale = 4.0; /* instance_norm's reason (gen_instance_norm) */
+    return 1;
+}
+
+/* inorm_add_pool_relu: x [B,C,H,W], gamma [C] (both signs), beta [C], s [B,C,H,W], eps 1e-5.
+ * Odd sides (the last row/column in the statistics, in no window), planes of 4 to 2145 values,
+ * one of a ResNet block's shapes. x's windows as gen_inorm_pool_relu's, s ~ N(0, 0.5). The
+ * finite differences need, in every window, z = n + s's maximum apart from the other three
+ * values and off the relu's kink by IAPR_GAP (1 + rstd |gamma|): a step h = 1e-2 of one x
+ * moves its z by h rstd |gamma| (plus the statistics' shift), of one s by h, far less. A
+ * window that breaks this gets new x and s values (statistics in double, as the oracle), until
+ * none does. */
+#define IAPR_GAP 0.06
+
+/* The windows of plane (xq, sq) [H,W] that break the conditions, drawn again; how many. */
+static int iapr_redraw(tcase *tc, float *xq, float *sq, int64_t H, int64_t W, double gm, double bt)
+{
+    const int64_t N = H * W;
+    double m = 0.0, v = 0.0;
+    for (int64_t e = 0; e < N; e++) m += xq[e];
+    m /= (double)N;
+    for (int64_t e = 0; e < N; e++) v += (xq[e] - m) * (xq[e] - m);
+    const double rs = 1.0 / sqrt(v / (double)N + 1e-5), need = IAPR_GAP * (1.0 + rs * fabs(gm));
+    int bad = 0;
+    for (int64_t i = 0; i < H / 2; i++)
+        for (int64_t j = 0; j < W / 2; j++) {
+            double z[4], best = -INFINITY, second = -INFINITY;
+            for (int t = 0; t < 4; t++) {
+                const int64_t e = (2 * i + t / 2) * W + 2 * j + t % 2;
+                z[t] = (xq[e] - m) * rs * gm + bt + sq[e];
+                if (z[t] > best) second = best, best = z[t];
+                else if (z[t] > second) second = z[t];
+            }
+            if (best - second >= need && fabs(best) >= need) continue;
+            bad++;
+            ipr_window(tc, xq, W, i, j);
+            for (int t = 0; t < 4; t++) sq[(2 * i + t / 2) * W + 2 * j + t % 2] = (float)(0.5 * trng_normal(&tc->rng));
+        }
+    return bad;
+}
+
+static int gen_inorm_add_pool_relu(int k, tcase *tc)
+{
+    static const int64_t s[][5] = {{4, 1, 1, 2, 2},  {4, 2, 3, 5, 7},   {4, 1, 2, 7, 7},  {4, 2, 2, 3, 2},
+                                   {4, 1, 3, 13, 13}, {4, 2, 2, 16, 16}, {4, 4, 8, 33, 65}};
+    const int ns = (int)(sizeof s / sizeof s[0]);
+    if (k >= ns) return 0;
+    if (k == ns - 1) mark_big(tc);
+    const int64_t B = s[k][1], C = s[k][2], H = s[k][3], W = s[k][4], N = H * W;
+    float *x = tc->x[fill_normal(tc, add_in(tc, s[k]), 0.0, 1.0)];
+    float *gamma = tc->x[add_in(tc, S1(C))], *beta = tc->x[fill_normal(tc, add_in(tc, S1(C)), 0.0, 0.5)];
+    float *sk = tc->x[fill_normal(tc, add_in(tc, s[k]), 0.0, 0.5)];
+    fill_signed_gamma(tc, gamma, C);
+    for (int64_t q = 0; q < B * C; q++)
+        for (int64_t i = 0; i < H / 2; i++)
+            for (int64_t j = 0; j < W / 2; j++) ipr_window(tc, x + q * N, W, i, j);
+    for (int64_t c = 0; c < C; c++) {
+        int bad = 1;
+        for (int round = 0; bad && round < 2000; round++) {
+            bad = 0;
+            for (int64_t b = 0; b < B; b++)
+                bad += iapr_redraw(tc, x + (b * C + c) * N, sk + (b * C + c) * N, H, W, gamma[c], beta[c]);
+        }
+        if (bad) fprintf(stderr, "gen_inorm_add_pool_relu: case %d: windows still too close\n", k);
+    }
+    tc->p.f[0] = 1e-5f;
+    return 1;
+}
+
 /* srwm: x [B,H,L,D] ~ N(0, 1); initial state W_y, W_q, W_k [B,H,D,D], w_b [B,H,D,4] ~
  * N(0, 1/D) (the paper's scale; W_q as large as the others, so q is far from uniform and
  * every term of the backward matters). L = 1 (one step: read, then update), 5, 13; D = 4, 8;
@@ -2325,6 +2449,26 @@ static void nv_inorm_pool_relu(const tcase *tc, harr *w)
     nv_tail_dropout(tc, &w[0]);
 }
 
+/* src/ref/naive/norm.c: y, mean [B*C], rstd [B*C] */
+static void nv_inorm_relu(const tcase *tc, harr *w)
+{
+    const int64_t *xs = tc->shape[0], R = xs[0] * xs[1];
+    double *y = want_new(&w[0], 4, xs);
+    double *mu = want_new(&w[1], 1, &R), *rs = want_new(&w[2], 1, &R);
+    mcl_naive_inorm_relu(xs[0], xs[1], xs[2], xs[3], tc->x[0], tc->x[1], tc->x[2], (double)tc->p.f[0], y, mu, rs);
+}
+
+/* src/ref/naive/norm.c: y, mean [B*C], rstd [B*C], argmax */
+static void nv_inorm_add_pool_relu(const tcase *tc, harr *w)
+{
+    const int64_t *xs = tc->shape[0], R = xs[0] * xs[1];
+    const int64_t so[4] = {xs[0], xs[1], xs[2] / 2, xs[3] / 2};
+    double *y = want_new(&w[0], 4, so), *arg = want_new(&w[3], 4, so);
+    double *mu = want_new(&w[1], 1, &R), *rs = want_new(&w[2], 1, &R);
+    mcl_naive_inorm_add_pool_relu(xs[0], xs[1], xs[2], xs[3], tc->x[0], tc->x[1], tc->x[2], tc->x[3],
+                                  (double)tc->p.f[0], y, mu, rs, arg);
+}
+
 /* src/ref/naive/conv.c then norm.c: the convolution c (double, rounded to float as conv2d's
  * output is), then inorm_pool_relu of c and its dropout: y, mean [B*O], rstd [B*O], argmax */
 static void nv_conv_inorm_pool_relu(const tcase *tc, harr *w)
@@ -2838,6 +2982,12 @@ static const opspec SPECS[] = {
      * tolerances; windows distinct by >> 2h and maxima kept off the kink (gen_inorm_pool_relu).
      * Observed over 200 seeds: fwd 4.6e-8, gradcheck 1.7e-4, diff 4.9e-7 */
     {"inorm_pool_relu", gen_inorm_pool_relu, nv_inorm_pool_relu, FT_LIBM, 1e-2, GT_NORM, DT_LIBM},
+    /* instance_norm's statistics and values, then relu's select: instance_norm's tolerances;
+     * values kept off the kink (gen_inorm_relu) */
+    {"inorm_relu", gen_inorm_relu, nv_inorm_relu, FT_LIBM, 1e-2, GT_NORM, DT_LIBM},
+    /* instance_norm's, then one float add and selects (add, relu, maxpool2d): instance_norm's
+     * tolerances; window maxima of z apart and off the kink (gen_inorm_add_pool_relu) */
+    {"inorm_add_pool_relu", gen_inorm_add_pool_relu, nv_inorm_add_pool_relu, FT_LIBM, 1e-2, GT_NORM, DT_LIBM},
     /* conv2d's float sums (C·k·k <= 75 terms) then inorm_pool_relu: the latter's tolerances
      * (its statistics dominate); windows of c apart and off the kink (gen_conv_inorm_pool_relu) */
     {"conv_inorm_pool_relu", gen_conv_inorm_pool_relu, nv_conv_inorm_pool_relu, FT_LIBM, 1e-2, GT_NORM, DT_LIBM},

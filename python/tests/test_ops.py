@@ -79,6 +79,12 @@ CASES = {
     "maxpool2d": ([rn(1, 1, 2, 4, 5)], refs.maxpool2d, {}),
     "instance_norm": ([rn(1, 2, 2, 3, 3), rn(2, 2), rn(3, 2)], lambda x, g, b: refs.instance_norm(x, g, b, 1e-5),
                       {"args": (1e-5,)}),
+    "inorm_relu": ([rn(1, 2, 2, 3, 3), rn(2, 2), rn(3, 2)],
+                   lambda x, g, b: np.maximum(refs.instance_norm(x, g, b, 1e-5), 0.0), {"args": (1e-5,)}),
+    # H, W odd: the last row and column in the statistics, in no window
+    "inorm_add_pool_relu": ([rn(1, 2, 2, 5, 5), pos(2, 2), rn(3, 2), rn(4, 2, 2, 5, 5)],
+                            lambda x, g, b, s: np.maximum(refs.maxpool2d(refs.instance_norm(x, g, b, 1e-5) + s), 0.0),
+                            {"args": (1e-5,)}),
     "inorm_pool_relu": ([rn(1, 2, 2, 4, 4), pos(2, 2), rn(3, 2)],
                         lambda x, g, b: refs.inorm_pool_relu(x, g, b, 1e-5), {"args": (1e-5,)}),
     # padding 1 goes between the convolution's tensors and the tail's (pack)

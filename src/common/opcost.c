@@ -279,6 +279,25 @@ static void cost_inorm_pool_relu(const mcl_op_args *a, int bwd, mcl_op_cost *c)
     if (bwd) c->bytes += F * nel(a->out[3]);
 }
 
+/* inorm_relu: instance_norm's, its backward also reads y (the relu's gate) */
+static const char form_inorm_relu[] = "5N flops each way; fwd io, bwd grads + F(|x| + |y| + |mean| + |rstd| + |gamma|)";
+static void cost_inorm_relu(const mcl_op_args *a, int bwd, mcl_op_cost *c)
+{
+    cost_instance_norm(a, bwd, c);
+    if (bwd) c->bytes += F * nel(a->out[0]);
+}
+
+/* inorm_add_pool_relu: instance_norm's and the skip's add (N flops each way); backward also
+ * reads y and the argmax (the gate and the windows) */
+static const char form_inorm_add_pool_relu[] =
+    "6N flops each way; fwd io, bwd grads + F(|x| + |y| + |mean| + |rstd| + |argmax| + |gamma|)";
+static void cost_inorm_add_pool_relu(const mcl_op_args *a, int bwd, mcl_op_cost *c)
+{
+    cost_instance_norm(a, bwd, c);
+    c->flops += nel(a->in[0]);
+    if (bwd) c->bytes += F * (nel(a->out[0]) + nel(a->out[3]));
+}
+
 /* conv_inorm_pool_relu x [B,C,H,W], w [O,C,k,k], its convolution's output c [B,O,Ho,Wo]
  * (never stored): the conv2d pass (2|c|C·k·k) and inorm_pool_relu's 5|c| forward; backward the
  * convolution again, inorm_pool_relu's 5|c| and one conv2d pass per gradient of x, w. Bytes:

@@ -513,6 +513,32 @@ static mcl_status infer(mcl_ctx *ctx, mcl_op_args *a, out_shapes *o)
         set_out1(o, 2, x->shape[0] * x->shape[1]);
         return MCL_OK;
     }
+    case MCL_OP_INORM_RELU: {
+        mcl_tensor *g = y, *b = a->in[2];
+        if (x->ndim != 4)
+            return SHAPE_ERR("inorm_relu: x %s must be [B,C,H,W]", mcl_shape_str(x, s1, sizeof s1));
+        if (g->ndim != 1 || g->shape[0] != x->shape[1] || b->ndim != 1 || b->shape[0] != x->shape[1])
+            return SHAPE_ERR("inorm_relu: gamma %s and beta %s must be [%lld]", mcl_shape_str(g, s1, sizeof s1),
+                             mcl_shape_str(b, s2, sizeof s2), (long long)x->shape[1]);
+        if (!(a->p.f[0] > 0.0f)) return INVALID("inorm_relu: eps = %g must be > 0", (double)a->p.f[0]);
+        set_out(o, 0, 4, x->shape);
+        set_out1(o, 1, x->shape[0] * x->shape[1]);
+        set_out1(o, 2, x->shape[0] * x->shape[1]);
+        return MCL_OK;
+    }
+    case MCL_OP_INORM_ADD_POOL_RELU: {
+        const mcl_tensor *sk = a->in[3];
+        if (x->ndim != 4 || x->shape[2] < 2 || x->shape[3] < 2)
+            return SHAPE_ERR("inorm_add_pool_relu: x %s must be [B,C,H,W] with H, W >= 2",
+                             mcl_shape_str(x, s1, sizeof s1));
+        if (!mcl_tensor_same_shape(sk, x))
+            return SHAPE_ERR("inorm_add_pool_relu: the skip %s must have x's shape %s", mcl_shape_str(sk, s1, sizeof s1),
+                             mcl_shape_str(x, s2, sizeof s2));
+        if (a->p.f[1] != 0.0f || a->p.i[0] != 0)
+            return INVALID("inorm_add_pool_relu: no dropout (f1 = %g, i0 = %lld must be 0)", (double)a->p.f[1],
+                           (long long)a->p.i[0]);
+        return tail_shapes(ctx, a, "inorm_add_pool_relu", 1, x->shape, o);
+    }
     case MCL_OP_INORM_POOL_RELU: {
         if (x->ndim != 4 || x->shape[2] < 2 || x->shape[3] < 2)
             return SHAPE_ERR("inorm_pool_relu: x %s must be [B,C,H,W] with H, W >= 2",
@@ -1427,6 +1453,32 @@ mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mc
     a.in[0] = x;
     a.in[1] = gamma;
     a.in[2] = beta;
+    a.p.f[0] = eps;
+    return run1(ctx, &a);
+}
+
+mcl_tensor *mcl_inorm_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, float eps)
+{
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_INORM_RELU;
+    a.in[0] = x;
+    a.in[1] = gamma;
+    a.in[2] = beta;
+    a.p.f[0] = eps;
+    return run1(ctx, &a);
+}
+
+mcl_tensor *mcl_inorm_add_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
+                                    mcl_tensor *skip, float eps)
+{
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_INORM_ADD_POOL_RELU;
+    a.in[0] = x;
+    a.in[1] = gamma;
+    a.in[2] = beta;
+    a.in[3] = skip;
     a.p.f[0] = eps;
     return run1(ctx, &a);
 }

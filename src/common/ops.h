@@ -86,6 +86,13 @@ mcl_tensor *mcl_conv2d(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *b
 mcl_tensor *mcl_maxpool2d(mcl_ctx *ctx, mcl_tensor *x); /* 2x2, stride 2 */
 mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
                               float eps);
+/* relu(instance_norm(x, gamma, beta, eps)) in one op, the same numbers (ops.def inorm_relu) */
+mcl_tensor *mcl_inorm_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, float eps);
+/* maxpool2d(relu(add(instance_norm(x, gamma, beta, eps), skip))) in one op, the same numbers (a
+ * residual block's tail, ops.def inorm_add_pool_relu): x, skip [B,C,H,W] with H, W >= 2 ->
+ * [B,C,H/2,W/2] (floor); statistics over all H*W */
+mcl_tensor *mcl_inorm_add_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
+                                    mcl_tensor *skip, float eps);
 /* relu(maxpool2d(instance_norm(x, gamma, beta, eps))) in one op, the same numbers (the Conv-4
  * block's tail): x [B,C,H,W] with H, W >= 2 -> [B,C,H/2,W/2] (floor); statistics over all H*W */
 mcl_tensor *mcl_inorm_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,

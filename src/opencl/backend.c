@@ -833,7 +833,7 @@ static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_ELU] = 1,        [MCL_OP_SIGMOID] = 1,  [MCL_OP_TANH] = 1,    [MCL_OP_GELU] = 1,
     [MCL_OP_EXP] = 1,        [MCL_OP_LOG] = 1,      [MCL_OP_BIAS_GELU] = 1,
     [MCL_OP_BIAS_ADD2] = 1,  [MCL_OP_BIAS_DROPOUT_RELU] = 1,
-    [MCL_OP_BIAS_ADD_DROPOUT] = 1,
+    [MCL_OP_BIAS_ADD_DROPOUT] = 1, [MCL_OP_INORM_RELU] = 1, [MCL_OP_INORM_ADD_POOL_RELU] = 1,
 };
 
 /* "softmax backward (inputs [13,7])": an op call for messages. */

@@ -1,5 +1,7 @@
 /* conv.c — OpenCL host glue of the convolution family, NCHW: conv2d, maxpool2d,
- * instance_norm, inorm_pool_relu. Kernels: kernels/conv.cl; equations and semantics: src/ref/conv.c.
+ * instance_norm, inorm_relu, inorm_pool_relu, inorm_add_pool_relu, conv_inorm_pool_relu.
+ * Kernels: kernels/conv.cl; equations and semantics: src/ref/conv.c (instance_norm, inorm_relu,
+ * inorm_add_pool_relu: src/ref/inorm.c).
  *
  * conv2d = im2col kernel + CLBlast SGEMM, on chunks of nb images at a time (nb as large as
  * the scratch budget allows, so one GEMM covers many images). In the chunk's "wide" layout a
@@ -18,8 +20,10 @@
  * maxpool2d: one work-item per output (forward) or per input gradient element (backward,
  * a gather from its window). instance_norm: the layer_norm scheme of norm.c with rows =
  * (image, channel) planes and gamma/beta per channel; the gamma/beta gradients run one
- * work-group per channel. inorm_pool_relu: instance_norm's scheme, the windows pooled (and
- * their gradients gathered) in the same kernels. Backward ACCUMULATES into the non-NULL gin[k].
+ * work-group per channel. inorm_relu: instance_norm's scheme and kernels' code with the relu.
+ * inorm_pool_relu, inorm_add_pool_relu: instance_norm's scheme, the windows pooled (and
+ * their gradients gathered) in the same kernels. Backward ACCUMULATES into the non-NULL gin[k]
+ * (inorm_relu's and inorm_add_pool_relu's store into a fresh one: fused_grad_mode).
  */
 #include "ocl.h" /* first: fixes CL_TARGET_OPENCL_VERSION before clblast_c.h includes CL/ */
 
@@ -422,13 +426,16 @@ static mcl_status planes_check(mcl_backend *be, const char *op, const mcl_tensor
  *   rstd[r] = 1 / sqrt(var[r] + eps);  y[r, j] = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]
  *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
  *   out[0] y [B,C,H,W], out[1] mean [B*C], out[2] rstd [B*C] */
-mcl_status mcl_ocl_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
+
+/* The forward launch of instance_norm and inorm_relu (op), one work-group per plane, with the
+ * kernel kname (instance_norm_fwd or inorm_relu_fwd: the same arguments) */
+static mcl_status in_fwd(mcl_backend *be, const mcl_op_args *a, const char *op, const char *kname)
 {
     const mcl_tensor *x = a->in[0];
     const int64_t C = x->shape[1], R = x->shape[0] * C, N = x->shape[2] * x->shape[3];
     size_t wg;
     char wb[160];
-    cl_kernel k = mcl_ocl_kernel(be, "instance_norm_fwd", &wg);
+    cl_kernel k = mcl_ocl_kernel(be, kname, &wg);
     if (!k) return mcl_ocl_recorded(be);
     const size_t W = mcl_ocl_row_wg(wg, N);
     int i = mcl_ocl_arg_tensor(be, k, 0, x);
@@ -442,8 +449,12 @@ mcl_status mcl_ocl_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
     /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
     i = mcl_ocl_arg_local(be, k, i, W * 4 * sizeof(float));
-    return mcl_ocl_launch_groups(be, k, i, (size_t)R, W,
-                                 what(wb, sizeof wb, "instance_norm", 0, "instance_norm_fwd", x));
+    return mcl_ocl_launch_groups(be, k, i, (size_t)R, W, what(wb, sizeof wb, op, 0, kname, x));
+}
+
+mcl_status mcl_ocl_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return in_fwd(be, a, "instance_norm", "instance_norm_fwd");
 }
 
 /* backward, with dxhat_j = gout[r, j] * gamma[c] and xhat from the saved mean and rstd:
@@ -500,6 +511,109 @@ mcl_status mcl_ocl_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* inorm_relu: instance_norm then relu in one op (equations: src/ref/inorm.c)
+ *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
+ *   out[0] y [B,C,H,W] = relu(instance_norm's y), out[1] mean [B*C], out[2] rstd [B*C]
+ * Forward: instance_norm's launch, its kernel's code with the relu (inorm_relu_fwd).
+ * Backward: instance_norm's sums with gout gated by the relu (gn = 0 + (y > 0 ? gout : 0)),
+ * the planes (gx) and the channels (ggamma, gbeta) in one kernel, inorm_relu_bwd
+ * (fused_bwd_launch); a fresh gin is stored, not added to (fused_grad_mode). */
+
+/* in_put's mode (conv.cl) of a gradient of the fused backwards: 0 not wanted (NULL), 2 fresh
+ * (mcl_ocl_grad_fresh: stored, not read; these ops are fresh-aware in backend.c), 1 added to.
+ * Asked in the order the kernels write the gradients. *s: an error (of the zero fill a fresh
+ * view needs); once set, the later calls ask nothing. */
+static int64_t fused_grad_mode(mcl_backend *be, const mcl_tensor *g, mcl_status *s)
+{
+    if (!g || *s != MCL_OK) return 0;
+    return mcl_ocl_grad_fresh(be, g, s) ? 2 : 1;
+}
+
+/* gin[k], or a stand-in for a NULL one: the first non-NULL gin (passed with its mode or want
+ * flag 0: never written) */
+static const mcl_tensor *gin_or_any(const mcl_op_args *a, int k)
+{
+    if (a->gin[k]) return a->gin[k];
+    for (int j = 0; j < mcl_op_table[a->op].n_in; j++)
+        if (a->gin[j]) return a->gin[j];
+    return a->in[0]; /* no gradient wanted: nothing is launched */
+}
+
+/* The launches of inorm_relu_bwd and inorm_add_pool_relu_bwd, whose work-groups first,
+ * first + 1, .. are the planes' input gradients (0 .. planes-1, Wp items each) then the
+ * channels' gamma/beta gradients (planes .. planes+C-1, Wc items); k's arguments before
+ * `first` are set, i the next index. Both parts in one launch when Wp == Wc, else each wanted
+ * part alone: each part sums as it would alone, so the same bits either way. */
+static mcl_status fused_bwd_launch(mcl_backend *be, cl_kernel k, int i, int64_t planes, int64_t C,
+                                   size_t Wp, size_t Wc, int want_p, int want_c, const char *wb)
+{
+    struct {
+        int on;
+        int64_t first, n;
+        size_t W;
+    } part[2] = {{want_p, 0, planes, Wp}, {want_c, planes, C, Wc}};
+    if (want_p && want_c && Wp == Wc) {
+        part[0].n = planes + C;
+        part[1].on = 0;
+    }
+    for (int p = 0; p < 2; p++) {
+        if (!part[p].on) continue;
+        int j = mcl_ocl_arg_long(be, k, i, part[p].first);
+        /* __local: W float4 = 16·W bytes (4 KiB at W = 256) */
+        j = mcl_ocl_arg_local(be, k, j, part[p].W * 4 * sizeof(float));
+        mcl_status s = mcl_ocl_launch_groups(be, k, j, (size_t)part[p].n, part[p].W, wb);
+        if (s != MCL_OK) return s;
+    }
+    return MCL_OK;
+}
+
+mcl_status mcl_ocl_inorm_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return in_fwd(be, a, "inorm_relu", "inorm_relu_fwd");
+}
+
+/* backward, with gn = 0 + (y > 0 ? gout : 0), dxhat_j = gn_j * gamma[c] and xhat from the
+ * saved mean and rstd:
+ *   gx[r, j]  += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
+ *   ggamma[c] += sum_b sum_j gn[r, j] * xhat[r, j]
+ *   gbeta[c]  += sum_b sum_j gn[r, j] */
+mcl_status mcl_ocl_inorm_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t B = x->shape[0], C = x->shape[1], N = x->shape[2] * x->shape[3];
+    const int want_p = a->gin[0] != NULL, want_c = a->gin[1] || a->gin[2];
+    char wb[160];
+    size_t wg;
+    if (!want_p && !want_c) return MCL_OK;
+    if (planes_check(be, "inorm_relu backward", x) != MCL_OK) return mcl_ocl_recorded(be);
+    cl_kernel k = mcl_ocl_kernel(be, "inorm_relu_bwd", &wg);
+    if (!k) return mcl_ocl_recorded(be);
+    mcl_status s = MCL_OK;
+    const int64_t mx = fused_grad_mode(be, a->gin[0], &s);
+    const int64_t mg = fused_grad_mode(be, a->gin[1], &s);
+    const int64_t mb = fused_grad_mode(be, a->gin[2], &s);
+    if (s != MCL_OK) return s;
+    int i = mcl_ocl_arg_tensor(be, k, 0, x);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->gout[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
+    i = mcl_ocl_arg_tensor(be, k, i, gin_or_any(a, 0));
+    i = mcl_ocl_arg_long(be, k, i, mx);
+    i = mcl_ocl_arg_tensor(be, k, i, gin_or_any(a, 1));
+    i = mcl_ocl_arg_tensor(be, k, i, gin_or_any(a, 2));
+    i = mcl_ocl_arg_int(be, k, i, (int)B);
+    i = mcl_ocl_arg_int(be, k, i, (int)C);
+    i = mcl_ocl_arg_int(be, k, i, (int)N);
+    i = mcl_ocl_arg_long(be, k, i, mg);
+    i = mcl_ocl_arg_long(be, k, i, mb);
+    what(wb, sizeof wb, "inorm_relu", 1, "inorm_relu_bwd", x);
+    return fused_bwd_launch(be, k, i, B * C, C, mcl_ocl_row_wg(wg, N), mcl_ocl_row_wg(wg, B * N),
+                            want_p, want_c, wb);
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* inorm_pool_relu: instance_norm -> maxpool2d -> relu in one op (equations: src/ref/conv.c)
  *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
  *   out[0] y [B,C,H/2,W/2], out[1] mean [B*C], out[2] rstd [B*C], out[3] arg [B,C,H/2,W/2]
@@ -512,40 +626,47 @@ static float ipr_drop_scale(const mcl_op_args *a)
     return a->p.f[1] > 0.0f ? 1.0f / (1.0f - a->p.f[1]) : 1.0f;
 }
 
-mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+/* The forward launch of inorm_pool_relu (add = 0: with the output's dropout) and
+ * inorm_add_pool_relu (add = 1: in[3] the skip, no dropout), one work-group per plane */
+static mcl_status ipr_fwd(mcl_backend *be, const mcl_op_args *a, int add)
 {
+    const char *op = add ? "inorm_add_pool_relu" : "inorm_pool_relu";
+    const char *kname = add ? "inorm_add_pool_relu_fwd" : "inorm_pool_relu_fwd";
     const mcl_tensor *x = a->in[0];
     const int64_t C = x->shape[1], R = x->shape[0] * C, H = x->shape[2], W = x->shape[3];
     size_t wg;
     char wb[160];
-    if (planes_check(be, "inorm_pool_relu forward", x) != MCL_OK) return mcl_ocl_recorded(be);
-    cl_kernel k = mcl_ocl_kernel(be, "inorm_pool_relu_fwd", &wg);
+    const char *opdir = add ? "inorm_add_pool_relu forward" : "inorm_pool_relu forward";
+    if (planes_check(be, opdir, x) != MCL_OK) return mcl_ocl_recorded(be);
+    cl_kernel k = mcl_ocl_kernel(be, kname, &wg);
     if (!k) return mcl_ocl_recorded(be);
     const size_t WG = mcl_ocl_row_wg(wg, H * W);
     int i = mcl_ocl_arg_tensor(be, k, 0, x);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->in[2]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[0]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[1]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[2]);
-    i = mcl_ocl_arg_tensor(be, k, i, a->out[3]);
+    for (int t = 1; t < 3 + add; t++) i = mcl_ocl_arg_tensor(be, k, i, a->in[t]); /* gamma .. */
+    for (int t = 0; t < 4; t++) i = mcl_ocl_arg_tensor(be, k, i, a->out[t]);      /* y .. arg */
     i = mcl_ocl_arg_int(be, k, i, (int)C);
     i = mcl_ocl_arg_int(be, k, i, (int)H);
     i = mcl_ocl_arg_int(be, k, i, (int)W);
     i = mcl_ocl_arg_float(be, k, i, a->p.f[0]);
-    /* the output's dropout (dropout.c's mask arguments; seg = 0 passed as the element count) */
-    const int64_t ny = R * (H / 2) * (W / 2);
-    i = mcl_ocl_arg_float(be, k, i, a->p.f[1]);
-    i = mcl_ocl_arg_float(be, k, i, ipr_drop_scale(a));
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
-    i = mcl_ocl_arg_long(be, k, i, a->p.i[0] > 0 ? a->p.i[0] : (ny > 0 ? ny : 1));
-    i = mcl_ocl_arg_ulong(be, k, i, a->p.u[3]);
+    if (!add) { /* the output's dropout (dropout.c's mask arguments; seg = 0 passed as the
+                 * element count) */
+        const int64_t ny = R * (H / 2) * (W / 2);
+        i = mcl_ocl_arg_float(be, k, i, a->p.f[1]);
+        i = mcl_ocl_arg_float(be, k, i, ipr_drop_scale(a));
+        i = mcl_ocl_arg_ulong(be, k, i, a->p.u[0]);
+        i = mcl_ocl_arg_ulong(be, k, i, a->p.u[1]);
+        i = mcl_ocl_arg_ulong(be, k, i, a->p.u[2]);
+        i = mcl_ocl_arg_long(be, k, i, a->p.i[0] > 0 ? a->p.i[0] : (ny > 0 ? ny : 1));
+        i = mcl_ocl_arg_ulong(be, k, i, a->p.u[3]);
+    }
     /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
     i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
-    return mcl_ocl_launch_groups(be, k, i, (size_t)R, WG,
-                                 what(wb, sizeof wb, "inorm_pool_relu", 0, "inorm_pool_relu_fwd", x));
+    return mcl_ocl_launch_groups(be, k, i, (size_t)R, WG, what(wb, sizeof wb, op, 0, kname, x));
+}
+
+mcl_status mcl_ocl_inorm_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return ipr_fwd(be, a, 0);
 }
 
 /* The arguments the inorm_pool_relu backward kernels share, from the saved forward outputs:
@@ -561,21 +682,20 @@ static int ipr_saved_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args
     return mcl_ocl_arg_float(be, k, i, ipr_drop_scale(a));
 }
 
-/* The gamma/beta gradient arguments: ggamma [C], gbeta [C], B, C, H, W, the two want flags.
- * A NULL gradient is passed as the other one, with its want flag 0 (never written). */
+/* The gamma/beta gradient arguments: ggamma [C], gbeta [C], B, C, H, W, the two want flags
+ * (in_put's modes: mg, mb). A NULL gradient is passed as another one, with its mode 0 (never
+ * written). */
 static int ipr_gb_args(mcl_backend *be, cl_kernel k, int i, const mcl_op_args *a,
-                       int64_t B, int64_t C, int64_t H, int64_t W)
+                       int64_t B, int64_t C, int64_t H, int64_t W, int64_t mg, int64_t mb)
 {
-    const mcl_tensor *gg = a->gin[1] ? a->gin[1] : a->gin[2];
-    const mcl_tensor *gb = a->gin[2] ? a->gin[2] : a->gin[1];
-    i = mcl_ocl_arg_tensor(be, k, i, gg);
-    i = mcl_ocl_arg_tensor(be, k, i, gb);
+    i = mcl_ocl_arg_tensor(be, k, i, gin_or_any(a, 1));
+    i = mcl_ocl_arg_tensor(be, k, i, gin_or_any(a, 2));
     i = mcl_ocl_arg_int(be, k, i, (int)B);
     i = mcl_ocl_arg_int(be, k, i, (int)C);
     i = mcl_ocl_arg_int(be, k, i, (int)H);
     i = mcl_ocl_arg_int(be, k, i, (int)W);
-    i = mcl_ocl_arg_long(be, k, i, a->gin[1] != NULL);
-    return mcl_ocl_arg_long(be, k, i, a->gin[2] != NULL);
+    i = mcl_ocl_arg_long(be, k, i, mg);
+    return mcl_ocl_arg_long(be, k, i, mb);
 }
 
 mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
@@ -597,7 +717,7 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
             i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
             i = ipr_saved_args(be, k, i, a);
             i = mcl_ocl_arg_tensor(be, k, i, a->gin[0]);
-            i = ipr_gb_args(be, k, i, a, B, C, H, W);
+            i = ipr_gb_args(be, k, i, a, B, C, H, W, a->gin[1] != NULL, a->gin[2] != NULL);
             /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
             i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
             what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_all", x);
@@ -629,7 +749,7 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         const size_t WG = mcl_ocl_row_wg(wg, B * (H / 2) * (W / 2));
         int i = mcl_ocl_arg_tensor(be, k, 0, x);
         i = ipr_saved_args(be, k, i, a);
-        i = ipr_gb_args(be, k, i, a, B, C, H, W);
+        i = ipr_gb_args(be, k, i, a, B, C, H, W, a->gin[1] != NULL, a->gin[2] != NULL);
         /* __local: WG float4 = 16·WG bytes (4 KiB at 256) */
         i = mcl_ocl_arg_local(be, k, i, WG * 4 * sizeof(float));
         what(wb, sizeof wb, "inorm_pool_relu", 1, "inorm_pool_relu_bwd_gb", x);
@@ -637,6 +757,57 @@ mcl_status mcl_ocl_inorm_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
         if (s != MCL_OK) return s;
     }
     return MCL_OK;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* inorm_add_pool_relu: instance_norm -> + skip -> relu -> maxpool2d in one op (equations:
+ * src/ref/inorm.c)
+ *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C], in[3] s [B,C,H,W] (the skip);
+ *   p.f[0] = eps (no dropout: p.f[1] = 0)
+ *   out[0] y [B,C,H/2,W/2], out[1] mean [B*C], out[2] rstd [B*C], out[3] arg [B,C,H/2,W/2]
+ * inorm_pool_relu's scheme and kernels' code with z = n + s in place of n: forward one
+ * work-group per plane; backward the planes (gx, and gs: the window's gradient at its argmax,
+ * 0 elsewhere) and the channels (ggamma, gbeta) in one kernel, inorm_add_pool_relu_bwd
+ * (fused_bwd_launch); a fresh gin is stored, not added to (fused_grad_mode). */
+mcl_status mcl_ocl_inorm_add_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    return ipr_fwd(be, a, 1);
+}
+
+/* backward, with gz = 0 + (y > 0 ? gout : 0) at each window's argmax pixel, 0 at every other
+ * pixel (the odd last row/column too):
+ *   gs[r, j]  += gz[r, j]
+ *   gx, ggamma, gbeta: instance_norm's backward with gout = gz (inorm_pool_relu's sums) */
+mcl_status mcl_ocl_inorm_add_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    const mcl_tensor *x = a->in[0];
+    const int64_t B = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+    const int want_p = a->gin[0] || a->gin[3], want_c = a->gin[1] || a->gin[2];
+    char wb[160];
+    size_t wg;
+    if (!want_p && !want_c) return MCL_OK;
+    if (planes_check(be, "inorm_add_pool_relu backward", x) != MCL_OK) return mcl_ocl_recorded(be);
+    cl_kernel k = mcl_ocl_kernel(be, "inorm_add_pool_relu_bwd", &wg);
+    if (!k) return mcl_ocl_recorded(be);
+    /* in the order the kernel writes: gx before gs (so the two may be one tensor), then
+     * ggamma before gbeta */
+    mcl_status s = MCL_OK;
+    const int64_t mx = fused_grad_mode(be, a->gin[0], &s);
+    const int64_t ms = fused_grad_mode(be, a->gin[3], &s);
+    const int64_t mg = fused_grad_mode(be, a->gin[1], &s);
+    const int64_t mb = fused_grad_mode(be, a->gin[2], &s);
+    if (s != MCL_OK) return s;
+    int i = mcl_ocl_arg_tensor(be, k, 0, x);
+    i = mcl_ocl_arg_tensor(be, k, i, a->in[1]);
+    i = ipr_saved_args(be, k, i, a);
+    i = mcl_ocl_arg_tensor(be, k, i, gin_or_any(a, 0));
+    i = mcl_ocl_arg_long(be, k, i, mx);
+    i = mcl_ocl_arg_tensor(be, k, i, gin_or_any(a, 3));
+    i = mcl_ocl_arg_long(be, k, i, ms);
+    i = ipr_gb_args(be, k, i, a, B, C, H, W, mg, mb);
+    what(wb, sizeof wb, "inorm_add_pool_relu", 1, "inorm_add_pool_relu_bwd", x);
+    return fused_bwd_launch(be, k, i, B * C, C, mcl_ocl_row_wg(wg, H * W),
+                            mcl_ocl_row_wg(wg, B * (H / 2) * (W / 2)), want_p, want_c, wb);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -1,6 +1,6 @@
-/* conv.c — reference convolution family, NCHW: conv2d, maxpool2d, instance_norm
- * (the family's inorm_pool_relu, the three of Conv-4's block tail in one pass, in float, is
- * conv_tail.c).
+/* conv.c — reference convolution family, NCHW: conv2d, maxpool2d (the family's
+ * inorm_pool_relu, the three of Conv-4's block tail in one pass, in float, is conv_tail.c;
+ * instance_norm and the residual block's fused norms are inorm.c).
  *
  * conv2d has two paths, both products on a GEMM register tile (gemm.c's scheme):
  *   - stride 1 (the common case): products over zero-bordered copies of the image planes,
@@ -26,15 +26,12 @@
  *
  * maxpool2d: 2 x 2 windows, stride 2, floor; the argmax (dy*2 + dx, first maximum) is saved
  * as a float output and backward routes the gradient there.
- * instance_norm: layer normalization (norm.c) of every (image, channel) plane over its H*W
- * values, with a per-channel affine gamma, beta.
  *
  * Sums of the reference accumulate in double in a fixed order (bias and weight gradients
- * over the images, col2im, norm statistics; long sums in SUM_LANES interleaved lanes added
- * pairwise at the end, an order that depends on the length only). Backward ACCUMULATES into
- * the non-NULL gin[k], or stores into a fresh one (ref.h: mcl_ref_grad_fresh). Scratch
- * buffers (conv2d's, the norm backward's chunk sums) are the only
- * allocations: on failure the op returns MCL_ERR_OOM.
+ * over the images, col2im; long sums in SUM_LANES interleaved lanes added pairwise at the
+ * end, an order that depends on the length only). Backward ACCUMULATES into the non-NULL
+ * gin[k], or stores into a fresh one (ref.h: mcl_ref_grad_fresh). Scratch buffers (conv2d's)
+ * are the only allocations: on failure the op returns MCL_ERR_OOM.
  */
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -63,7 +60,7 @@
 
 int64_t mcl_ref_conv_chunks(int64_t B) { return B < BWD_CHUNKS ? B : BWD_CHUNKS; }
 /* Lanes of the fixed-order double sums below. */
-#define SUM_LANES 8
+#define SUM_LANES MCL_REF_SUM_LANES
 
 /* Compiler help for the inner loops, with no effect on the results (as in gemm.c): MCL_HOT
  * compiles a helper at -O3, where GCC vectorizes the float/double conversions that -O2
@@ -88,7 +85,7 @@ static double lanes_total(const double *acc)
 }
 
 /* sum_j x[j], j < n */
-MCL_HOT static double dsum(const float *x, int64_t n)
+MCL_HOT double mcl_ref_dsum(const float *x, int64_t n)
 {
     double acc[SUM_LANES] = {0.0};
     int64_t j = 0;
@@ -109,44 +106,6 @@ MCL_HOT static double dsum_rows(const float *x, int64_t rows, int64_t cols, int6
         for (int64_t j = 0; j < cols; j += SUM_LANES)
             MCL_SIMD for (int l = 0; l < SUM_LANES; l++) acc[l] += (double)x[i * ld + j + l];
     return lanes_total(acc);
-}
-
-/* sum_j (x[j] - mu)^2, j < n */
-MCL_HOT static double dsum_sqdev(const float *x, int64_t n, double mu)
-{
-    double acc[SUM_LANES] = {0.0};
-    int64_t j = 0;
-    for (; j + SUM_LANES <= n; j += SUM_LANES)
-        MCL_SIMD for (int l = 0; l < SUM_LANES; l++) {
-            const double d = (double)x[j + l] - mu;
-            acc[l] += d * d;
-        }
-    for (int l = 0; j < n; j++, l++) {
-        const double d = (double)x[j] - mu;
-        acc[l] += d * d;
-    }
-    return lanes_total(acc);
-}
-
-/* *sg = sum_j g[j],  *sgx = sum_j g[j] * xhat_j  with xhat_j = (x[j] - m) * rs (float), j < n */
-MCL_HOT static void dsum_g_gxhat(const float *x, const float *g, int64_t n, float m, float rs,
-                                 double *sg, double *sgx)
-{
-    double a[SUM_LANES] = {0.0}, b[SUM_LANES] = {0.0};
-    int64_t j = 0;
-    for (; j + SUM_LANES <= n; j += SUM_LANES)
-        MCL_SIMD for (int l = 0; l < SUM_LANES; l++) {
-            const float xhat = (x[j + l] - m) * rs;
-            a[l] += (double)g[j + l];
-            b[l] += (double)g[j + l] * (double)xhat;
-        }
-    for (int l = 0; j < n; j++, l++) {
-        const float xhat = (x[j] - m) * rs;
-        a[l] += (double)g[j];
-        b[l] += (double)g[j] * (double)xhat;
-    }
-    *sg = lanes_total(a);
-    *sgx = lanes_total(b);
 }
 
 /* n zeroed floats at a 64-byte boundary (a cache line), freed with free(); NULL if out of
@@ -1504,7 +1463,7 @@ void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const 
     const float *gg0 = ws + pl->off_gT; /* g on the grid: gb NULL (mcl_ref_s1_bwd_grid) */
     if (pl->want_b)
         for (int64_t o = 0; o < d->O; o++)
-            pb[o] += gb ? dsum(gb + o * d->P, d->P) : dsum_rows(gg0 + o * pl->Jd, d->Ho, d->Wo, e->Wp);
+            pb[o] += gb ? mcl_ref_dsum(gb + o * d->P, d->P) : dsum_rows(gg0 + o * pl->Jd, d->Ho, d->Wo, e->Wp);
     if (pl->want_x) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
         to_padded(gb, d->O, d->Ho, d->Wo, e->pg, gp);
         const int mode = pl->fresh_x ? OUT_STORE : OUT_ADD;
@@ -1777,7 +1736,7 @@ static mcl_status conv_bwd_im2col(const mcl_op_args *a, const conv_dims *dp)
                     ldg = ld;
                 }
                 if (want_b) /* pb[o] += sum_p g[b, o, p], images in order */
-                    for (int64_t o = 0; o < d.O; o++) pb[o] += dsum(gm + o * ldg, K);
+                    for (int64_t o = 0; o < d.O; o++) pb[o] += mcl_ref_dsum(gm + o * ldg, K);
                 if (gx) { /* colg [KK, K] = wᵀ · gm, then col2im image by image */
                     mcl_ref_sgemm(1, 0, d.KK, K, d.O, 1.0f, w, d.KK, gm, ldg, 0.0f, col, ld);
                     for (int64_t i = 0; i < n; i++) {
@@ -1971,135 +1930,5 @@ mcl_status mcl_ref_maxpool2d_bwd(mcl_backend *be, const mcl_op_args *a)
         if (fresh && H % 2)
             for (int64_t x = 0; x < W; x++) gq[(H - 1) * W + x] = 0.0f;
     }
-    return MCL_OK;
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* instance_norm, per image b and channel c over the N = H*W values of the plane r = b*C + c:
- *   mean[r]  = (1/N) sum_j x[r, j]
- *   var[r]   = (1/N) sum_j (x[r, j] - mean[r])^2                 (biased)
- *   rstd[r]  = 1 / sqrt(var[r] + eps)
- *   y[r, j]  = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]
- *
- *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C]; p.f[0] = eps
- *   out[0] y [B,C,H,W], out[1] mean [B*C], out[2] rstd [B*C]   (only y is differentiable)
- *
- * backward, with xhat = (x - mean) * rstd (float, from the saved values) and
- * dxhat_j = gout[r, j] * gamma[c]:
- *   gx[r, j]  += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
- *   ggamma[c] += sum_b sum_j gout[r, j] * xhat[r, j]
- *   gbeta[c]  += sum_b sum_j gout[r, j]
- * Statistics as in norm.c (double, two passes), summed in SUM_LANES fixed lanes. */
-
-/* y[j] = (x[j] - mu) * rs * gm + bt, j < n, in double, rounded once */
-MCL_HOT static void norm_affine(const float *restrict x, int64_t n, double mu, double rs,
-                                double gm, double bt, float *restrict y)
-{
-    for (int64_t j = 0; j < n; j++) y[j] = (float)(((double)x[j] - mu) * rs * gm + bt);
-}
-
-/* gx[j] += rs * (dxhat_j - mean_d - xhat_j * mean_dx), dxhat_j = g[j] * gm,
- * xhat_j = (x[j] - m) * rs (float), j < n (fresh: gx[j] = 0 + the term) */
-MCL_HOT static void norm_dx(const float *restrict x, const float *restrict g, int64_t n, float m,
-                            float rs, double gm, double mean_d, double mean_dx,
-                            float *restrict gx, int fresh)
-{
-    if (fresh)
-        for (int64_t j = 0; j < n; j++) {
-            const float xhat = (x[j] - m) * rs;
-            const double dxhat = (double)g[j] * gm;
-            gx[j] = 0.0f + (float)((double)rs * (dxhat - mean_d - (double)xhat * mean_dx));
-        }
-    else
-        for (int64_t j = 0; j < n; j++) {
-            const float xhat = (x[j] - m) * rs;
-            const double dxhat = (double)g[j] * gm;
-            gx[j] += (float)((double)rs * (dxhat - mean_d - (double)xhat * mean_dx));
-        }
-}
-
-mcl_status mcl_ref_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    const mcl_tensor *X = a->in[0];
-    const int64_t C = X->shape[1], R = X->shape[0] * C, N = X->shape[2] * X->shape[3];
-    const float *x = mcl_ref_ptr(X), *gamma = mcl_ref_ptr(a->in[1]), *beta = mcl_ref_ptr(a->in[2]);
-    float *y = mcl_ref_ptr(a->out[0]), *mean = mcl_ref_ptr(a->out[1]);
-    float *rstd = mcl_ref_ptr(a->out[2]);
-    const double eps = (double)a->p.f[0];
-#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
-    for (int64_t r = 0; r < R; r++) {
-        const float *xr = x + r * N;
-        float *yr = y + r * N;
-        const double mu = dsum(xr, N) / (double)N;
-        const double rs = 1.0 / sqrt(dsum_sqdev(xr, N, mu) / (double)N + eps);
-        mean[r] = (float)mu;
-        rstd[r] = (float)rs;
-        norm_affine(xr, N, mu, rs, (double)gamma[r % C], (double)beta[r % C], yr);
-    }
-    return MCL_OK;
-}
-
-/* ggamma[c] (+)= sum over chunks of part[ch, 0, c], gbeta[c] (+)= of part[ch, 1, c] (ref.h) */
-void mcl_ref_norm_affine_grads(const double *part, int64_t nchunks, int64_t C, float *ggamma,
-                               int fresh_g, float *gbeta, int fresh_b)
-{
-    for (int64_t c = 0; c < C; c++) {
-        double sgx = 0.0, sg = 0.0;
-        for (int64_t ch = 0; ch < nchunks; ch++) {
-            sgx += part[ch * 2 * C + c];
-            sg += part[ch * 2 * C + C + c];
-        }
-        if (ggamma) ggamma[c] = (fresh_g ? 0.0f : ggamma[c]) + (float)sgx;
-        if (gbeta) gbeta[c] = (fresh_b ? 0.0f : gbeta[c]) + (float)sg;
-    }
-}
-
-
-/* instance_norm's backward. The images are cut into BWD_CHUNKS fixed chunks, one thread each, walked plane by plane in
- * memory order: the plane sums feed gx of that plane and the chunk's double sums of the
- * channel's gamma/beta gradients, which are added over the chunks in order at the end (a
- * fixed order for any thread count). */
-mcl_status mcl_ref_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    const mcl_tensor *X = a->in[0];
-    const int64_t B = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3];
-    const int64_t N = H * W;
-    const float *x = mcl_ref_ptr(X), *gamma = mcl_ref_ptr(a->in[1]);
-    const float *mean = mcl_ref_ptr(a->out[1]), *rstd = mcl_ref_ptr(a->out[2]);
-    const float *g = mcl_ref_ptr(a->gout[0]);
-    float *gx = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
-    float *ggamma = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
-    float *gbeta = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
-    if (!gx && !ggamma && !gbeta) return MCL_OK;
-    const int64_t nchunks = B < BWD_CHUNKS ? B : BWD_CHUNKS;
-    /* per chunk and channel: sum g * xhat, then sum g */
-    double *part = calloc((size_t)(nchunks * 2 * C), sizeof(double));
-    if (!part) return MCL_ERR_OOM;
-    /* fresh gin (ref.h), asked in the order they are written below */
-    const int fresh_x = gx ? mcl_ref_grad_fresh(a->gin[0]) : 0;
-    const int fresh_g = ggamma ? mcl_ref_grad_fresh(a->gin[1]) : 0;
-    const int fresh_b = gbeta ? mcl_ref_grad_fresh(a->gin[2]) : 0;
-#pragma omp parallel for schedule(static) if (B * C * N > PAR_MIN)
-    for (int64_t ch = 0; ch < nchunks; ch++) {
-        double *acc_g = part + ch * 2 * C, *acc_b = acc_g + C;
-        for (int64_t b = B * ch / nchunks; b < B * (ch + 1) / nchunks; b++)
-            for (int64_t c = 0; c < C; c++) {
-                const int64_t r = b * C + c;
-                const float *xr = x + r * N, *gr = g + r * N;
-                const float m = mean[r], rs = rstd[r];
-                const double gm = (double)gamma[c];
-                double sg, sgx;
-                dsum_g_gxhat(xr, gr, N, m, rs, &sg, &sgx);
-                acc_g[c] += sgx;
-                acc_b[c] += sg;
-                if (gx)
-                    norm_dx(xr, gr, N, m, rs, gm, gm * sg / (double)N, gm * sgx / (double)N,
-                            gx + r * N, fresh_x);
-            }
-    }
-    mcl_ref_norm_affine_grads(part, nchunks, C, ggamma, fresh_g, gbeta, fresh_b);
-    free(part);
     return MCL_OK;
 }

@@ -63,12 +63,17 @@ int mcl_ref_grad_fresh(const mcl_tensor *t);
  * bias gradient, elementwise.c).  g [R, N], gb [N] */
 void mcl_ref_bias_colsum(const float *g, int64_t R, int64_t N, float *gb);
 
+/* sum_j x[j], j < n, in double: element j in lane j % MCL_REF_SUM_LANES, the lanes added
+ * pairwise (an order that depends on n only; conv.c's bias sums, inorm.c's statistics) */
+#define MCL_REF_SUM_LANES 8
+double mcl_ref_dsum(const float *x, int64_t n);
+
 /* An instance norm's gamma and beta gradients from per-chunk double sums, chunks added in
  * order (the same bits at any thread count):
  *   ggamma[c] (+)= (float) sum_ch part[ch, 0, c]   gbeta[c] (+)= (float) sum_ch part[ch, 1, c]
  * part [nchunks, 2, C]; ggamma, gbeta [C] or NULL; fresh_*: store 0 + the sum (a fresh
  * gradient, mcl_ref_grad_fresh) instead of accumulating. Separate statements: correct even if
- * ggamma and gbeta are one tensor. (instance_norm in conv.c, inorm_pool_relu in conv_tail.c) */
+ * ggamma and gbeta are one tensor. (instance_norm in inorm.c, inorm_pool_relu in conv_tail.c) */
 void mcl_ref_norm_affine_grads(const double *part, int64_t nchunks, int64_t C, float *ggamma,
                                int fresh_g, float *gbeta, int fresh_b);
 

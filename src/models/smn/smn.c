@@ -250,11 +250,11 @@ static mcl_tensor *res_block(mcl_smn *m, mcl_tensor *const *W, int i, mcl_tensor
 {
     mcl_ctx *ctx = m->ctx;
     mcl_tensor *a = mcl_conv2d(ctx, x, W[i], m->b[i], 1, 1);
-    a = mcl_relu(ctx, mcl_instance_norm(ctx, a, m->ng[i], m->nb[i], NORM_EPS));
+    a = mcl_inorm_relu(ctx, a, m->ng[i], m->nb[i], NORM_EPS); /* relu(instance_norm(a)) */
     a = mcl_conv2d(ctx, a, W[i + 1], m->b[i + 1], 1, 1);
-    a = mcl_instance_norm(ctx, a, m->ng[i + 1], m->nb[i + 1], NORM_EPS);
     mcl_tensor *s = mcl_conv2d(ctx, x, W[i + 2], m->b[i + 2], 1, 0);
-    return mcl_maxpool2d(ctx, mcl_relu(ctx, mcl_add(ctx, a, s)));
+    /* maxpool2d(relu(instance_norm(a) + s)) */
+    return mcl_inorm_add_pool_relu(ctx, a, m->ng[i + 1], m->nb[i + 1], s, NORM_EPS);
 }
 
 mcl_status mcl_smn_forward(mcl_smn *m, mcl_smn_mode mode, mcl_tensor *x, int64_t rows, mcl_tensor **logits,

@@ -79,6 +79,25 @@ void mcl_naive_inorm_pool_relu_bwd(int64_t B, int64_t C, int64_t H, int64_t W, c
                                    const float *gamma, const double *y, const double *mean,
                                    const double *rstd, const double *arg, const float *gout,
                                    double *gx, double *ggamma, double *gbeta);
+/* relu of the instance norm: y [B,C,H,W], mean, rstd [B*C]. */
+void mcl_naive_inorm_relu(int64_t B, int64_t C, int64_t H, int64_t W, const float *x, const float *gamma,
+                          const float *beta, double eps, double *y, double *mean, double *rstd);
+/* Its gradients for gout [B,C,H,W] from that forward's y, mean, rstd: gx [B,C,H,W], ggamma,
+ * gbeta [C]. */
+void mcl_naive_inorm_relu_bwd(int64_t B, int64_t C, int64_t H, int64_t W, const float *x, const float *gamma,
+                              const double *y, const double *mean, const double *rstd, const float *gout,
+                              double *gx, double *ggamma, double *gbeta);
+/* relu(2x2 max pooling of (the instance norm of x) + s): y and argmax [B,C,H/2,W/2], mean
+ * and rstd [B*C] over the full H*W planes; s [B,C,H,W]. */
+void mcl_naive_inorm_add_pool_relu(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
+                                   const float *gamma, const float *beta, const float *s, double eps,
+                                   double *y, double *mean, double *rstd, double *arg);
+/* Its gradients for gout [B,C,H/2,W/2] from that forward's y, mean, rstd, arg: gx and gs
+ * [B,C,H,W], ggamma and gbeta [C]. */
+void mcl_naive_inorm_add_pool_relu_bwd(int64_t B, int64_t C, int64_t H, int64_t W, const float *x,
+                                       const float *gamma, const double *y, const double *mean,
+                                       const double *rstd, const double *arg, const float *gout, double *gx,
+                                       double *ggamma, double *gbeta, double *gs);
 
 /* ---- conv.c ---------------------------------------------------------------------- */
 

@@ -1,0 +1,349 @@
+/* inorm.c — reference instance_norm and the residual block's norms that take the pointwise ops
+ * after them into the same pass (the conv family of ops.def, kept out of conv.c by purpose):
+ *   instance_norm        y = n
+ *   inorm_relu           y = relu(n)                                    (models/smn res_block)
+ *   inorm_add_pool_relu  y = relu(maxpool2d(n + s))                     (the block's tail)
+ * with n = instance_norm(x), per image b and channel c over the N = H*W values of the plane
+ * r = b*C + c:
+ *   mean[r]  = (1/N) sum_j x[r, j]
+ *   var[r]   = (1/N) sum_j (x[r, j] - mean[r])^2                 (biased)
+ *   rstd[r]  = 1 / sqrt(var[r] + eps)
+ *   n[r, j]  = (x[r, j] - mean[r]) * rstd[r] * gamma[c] + beta[c]   (in double, rounded once)
+ *
+ *   in[0] x [B,C,H,W], in[1] gamma [C], in[2] beta [C] (inorm_add_pool_relu: in[3] s, x's shape);
+ *   p.f[0] = eps; out[0] y, out[1] mean [B*C], out[2] rstd [B*C] (only y is differentiable);
+ *   inorm_add_pool_relu: y [B,C,Ho,Wo] (Ho = H/2, Wo = W/2, floor) and out[3] arg [B,C,Ho,Wo],
+ *   z = n + s (float), arg = dy*2 + dx of the first maximum of z[2i + dy, 2j + dx],
+ *   y[i, j] = max(z at arg, 0).
+ *
+ * Backward. With gn the gradient reaching n,
+ *   instance_norm        gn = gout
+ *   inorm_relu           gn = 0 + (y > 0 ? gout : 0)               (relu's, into a fresh buffer)
+ *   inorm_add_pool_relu  gn = 0 + (y > 0 ? gout : 0) at each window's arg, 0 elsewhere
+ *                        (maxpool2d's then relu's: y > 0 exactly where the window's z > 0),
+ *                        and gs += gn (add's)
+ * and xhat = (x - mean) * rstd (float, from the saved values), dxhat_j = gn[r, j] * gamma[c]:
+ *   gx[r, j]  += rstd[r] * (dxhat_j - (1/N) sum_k dxhat_k - xhat_j * (1/N) sum_k dxhat_k xhat_k)
+ *   ggamma[c] += sum_b sum_j gn[r, j] * xhat[r, j]
+ *   gbeta[c]  += sum_b sum_j gn[r, j]
+ * The fused ops compute n, gn and every sum with the operations of instance_norm, relu, add and
+ * maxpool2d in a row, in the same order: the same floats as the ops one after the other (checked
+ * by tests/test-naive), without the passes over the full-size tensors between them (the
+ * pointwise ops of the Online-X ResNet window were a third of its time: doc/reference-backend.md).
+ * The readable forms: src/ref/naive/norm.c.
+ *
+ * Statistics as in norm.c (double, two passes), summed in MCL_REF_SUM_LANES fixed lanes added
+ * pairwise. Forward: planes in parallel. Backward: the images cut into BWD_CHUNKS fixed chunks,
+ * one thread each, walked plane by plane in memory order: the plane sums feed gx of that plane
+ * and the chunk's double sums of the channel's gamma/beta gradients, which are added over the
+ * chunks in order at the end. So every result is the same for any thread count. Backward
+ * ACCUMULATES into the non-NULL gin[k], or stores into a fresh one (ref.h: mcl_ref_grad_fresh).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+
+/* Below this many elements a loop runs on the calling thread (as conv.c). */
+#define PAR_MIN 32768
+/* Backward: fixed chunks of images whose gamma/beta sums are kept apart (as conv.c). */
+#define BWD_CHUNKS 16
+#define SUM_LANES MCL_REF_SUM_LANES
+
+/* the SUM_LANES double lanes added pairwise */
+static double lanes_total(const double *acc)
+{
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* sum_j (x[j] - mu)^2, j < n */
+MCL_HOT static double dsum_sqdev(const float *x, int64_t n, double mu)
+{
+    double acc[SUM_LANES] = {0.0};
+    int64_t j = 0;
+    for (; j + SUM_LANES <= n; j += SUM_LANES)
+        MCL_SIMD for (int l = 0; l < SUM_LANES; l++) {
+            const double d = (double)x[j + l] - mu;
+            acc[l] += d * d;
+        }
+    for (int l = 0; j < n; j++, l++) {
+        const double d = (double)x[j] - mu;
+        acc[l] += d * d;
+    }
+    return lanes_total(acc);
+}
+
+/* *sg = sum_j g[j],  *sgx = sum_j g[j] * xhat_j  with xhat_j = (x[j] - m) * rs (float), j < n */
+MCL_HOT static void dsum_g_gxhat(const float *x, const float *g, int64_t n, float m, float rs,
+                                 double *sg, double *sgx)
+{
+    double a[SUM_LANES] = {0.0}, b[SUM_LANES] = {0.0};
+    int64_t j = 0;
+    for (; j + SUM_LANES <= n; j += SUM_LANES)
+        MCL_SIMD for (int l = 0; l < SUM_LANES; l++) {
+            const float xhat = (x[j + l] - m) * rs;
+            a[l] += (double)g[j + l];
+            b[l] += (double)g[j + l] * (double)xhat;
+        }
+    for (int l = 0; j < n; j++, l++) {
+        const float xhat = (x[j] - m) * rs;
+        a[l] += (double)g[j];
+        b[l] += (double)g[j] * (double)xhat;
+    }
+    *sg = lanes_total(a);
+    *sgx = lanes_total(b);
+}
+
+/* The mean and 1/sqrt(var + eps) of one plane x [n] */
+static void plane_stats(const float *x, int64_t n, double eps, double *mu, double *rs)
+{
+    *mu = mcl_ref_dsum(x, n) / (double)n;
+    *rs = 1.0 / sqrt(dsum_sqdev(x, n, *mu) / (double)n + eps);
+}
+
+/* n = (x - mu) * rs * gm + bt in double, rounded once */
+static inline float norm_value(float x, double mu, double rs, double gm, double bt)
+{
+    return (float)(((double)x - mu) * rs * gm + bt);
+}
+
+/* y[j] = n_j (relu = 0) or relu(n_j) = n_j > 0 ? n_j : 0 (relu = 1, relu's select), j < n */
+MCL_HOT static void norm_affine(const float *restrict x, int64_t n, double mu, double rs, double gm,
+                                double bt, int relu, float *restrict y)
+{
+    if (relu)
+        for (int64_t j = 0; j < n; j++) {
+            const float v = norm_value(x[j], mu, rs, gm, bt);
+            y[j] = v > 0.0f ? v : 0.0f;
+        }
+    else
+        for (int64_t j = 0; j < n; j++) y[j] = norm_value(x[j], mu, rs, gm, bt);
+}
+
+/* One plane's windows: z = n + s (add's float), the first maximum of each 2 x 2 window
+ * (maxpool2d's strict > in the order dy*2 + dx), its relu into y and its index into ag.
+ * x, s [H,W]; y, ag [H/2, W/2]. */
+MCL_HOT static void norm_add_pool(const float *restrict x, const float *restrict s, int64_t H, int64_t W,
+                                  double mu, double rs, double gm, double bt, float *restrict y,
+                                  float *restrict ag)
+{
+    const int64_t Ho = H / 2, Wo = W / 2;
+    for (int64_t i = 0; i < Ho; i++) {
+        const float *x0 = x + 2 * i * W, *x1 = x0 + W, *s0 = s + 2 * i * W, *s1 = s0 + W;
+        float *yi = y + i * Wo, *ai = ag + i * Wo;
+        MCL_SIMD for (int64_t j = 0; j < Wo; j++) {
+            const float z0 = norm_value(x0[2 * j], mu, rs, gm, bt) + s0[2 * j];
+            const float z1 = norm_value(x0[2 * j + 1], mu, rs, gm, bt) + s0[2 * j + 1];
+            const float z2 = norm_value(x1[2 * j], mu, rs, gm, bt) + s1[2 * j];
+            const float z3 = norm_value(x1[2 * j + 1], mu, rs, gm, bt) + s1[2 * j + 1];
+            float m = z0, idx = 0.0f;
+            idx = z1 > m ? 1.0f : idx;
+            m = z1 > m ? z1 : m;
+            idx = z2 > m ? 2.0f : idx;
+            m = z2 > m ? z2 : m;
+            idx = z3 > m ? 3.0f : idx;
+            m = z3 > m ? z3 : m;
+            yi[j] = m > 0.0f ? m : 0.0f;
+            ai[j] = idx;
+        }
+    }
+}
+
+/* The forwards. kind: what follows the norm (the top of this file). */
+enum { IN_PLAIN, IN_RELU, IN_ADD_POOL_RELU };
+
+static mcl_status inorm_fwd(const mcl_op_args *a, int kind)
+{
+    const mcl_tensor *X = a->in[0];
+    const int64_t C = X->shape[1], R = X->shape[0] * C, H = X->shape[2], W = X->shape[3];
+    const int64_t N = H * W, P = (H / 2) * (W / 2);
+    const float *x = mcl_ref_ptr(X), *gamma = mcl_ref_ptr(a->in[1]), *beta = mcl_ref_ptr(a->in[2]);
+    const float *s = kind == IN_ADD_POOL_RELU ? mcl_ref_ptr(a->in[3]) : NULL;
+    float *y = mcl_ref_ptr(a->out[0]), *mean = mcl_ref_ptr(a->out[1]), *rstd = mcl_ref_ptr(a->out[2]);
+    float *ag = kind == IN_ADD_POOL_RELU ? mcl_ref_ptr(a->out[3]) : NULL;
+    const double eps = (double)a->p.f[0];
+#pragma omp parallel for schedule(static) if (R * N > PAR_MIN)
+    for (int64_t r = 0; r < R; r++) {
+        const float *xr = x + r * N;
+        double mu, rs;
+        plane_stats(xr, N, eps, &mu, &rs);
+        mean[r] = (float)mu;
+        rstd[r] = (float)rs;
+        const double gm = (double)gamma[r % C], bt = (double)beta[r % C];
+        if (kind == IN_ADD_POOL_RELU)
+            norm_add_pool(xr, s + r * N, H, W, mu, rs, gm, bt, y + r * P, ag + r * P);
+        else
+            norm_affine(xr, N, mu, rs, gm, bt, kind == IN_RELU, y + r * N);
+    }
+    return MCL_OK;
+}
+
+mcl_status mcl_ref_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    return inorm_fwd(a, IN_PLAIN);
+}
+
+mcl_status mcl_ref_inorm_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    return inorm_fwd(a, IN_RELU);
+}
+
+mcl_status mcl_ref_inorm_add_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    return inorm_fwd(a, IN_ADD_POOL_RELU);
+}
+
+/* ---- backward ------------------------------------------------------------------------- */
+
+/* ggamma[c] (+)= sum over chunks of part[ch, 0, c], gbeta[c] (+)= of part[ch, 1, c] (ref.h) */
+void mcl_ref_norm_affine_grads(const double *part, int64_t nchunks, int64_t C, float *ggamma,
+                               int fresh_g, float *gbeta, int fresh_b)
+{
+    for (int64_t c = 0; c < C; c++) {
+        double sgx = 0.0, sg = 0.0;
+        for (int64_t ch = 0; ch < nchunks; ch++) {
+            sgx += part[ch * 2 * C + c];
+            sg += part[ch * 2 * C + C + c];
+        }
+        if (ggamma) ggamma[c] = (fresh_g ? 0.0f : ggamma[c]) + (float)sgx;
+        if (gbeta) gbeta[c] = (fresh_b ? 0.0f : gbeta[c]) + (float)sg;
+    }
+}
+
+/* gx[j] += rs * (dxhat_j - mean_d - xhat_j * mean_dx), dxhat_j = g[j] * gm,
+ * xhat_j = (x[j] - m) * rs (float), j < n (fresh: gx[j] = 0 + the term) */
+MCL_HOT static void norm_dx(const float *restrict x, const float *restrict g, int64_t n, float m,
+                            float rs, double gm, double mean_d, double mean_dx,
+                            float *restrict gx, int fresh)
+{
+    if (fresh)
+        for (int64_t j = 0; j < n; j++) {
+            const float xhat = (x[j] - m) * rs;
+            const double dxhat = (double)g[j] * gm;
+            gx[j] = 0.0f + (float)((double)rs * (dxhat - mean_d - (double)xhat * mean_dx));
+        }
+    else
+        for (int64_t j = 0; j < n; j++) {
+            const float xhat = (x[j] - m) * rs;
+            const double dxhat = (double)g[j] * gm;
+            gx[j] += (float)((double)rs * (dxhat - mean_d - (double)xhat * mean_dx));
+        }
+}
+
+/* inorm_relu's gn of one plane: gn[j] = 0 + (y[j] > 0 ? g[j] : 0), j < n */
+MCL_HOT static void relu_gate(const float *restrict g, const float *restrict y, int64_t n,
+                              float *restrict gn)
+{
+    for (int64_t j = 0; j < n; j++) gn[j] = 0.0f + (y[j] > 0.0f ? g[j] : 0.0f);
+}
+
+/* inorm_add_pool_relu's gn of one plane [H,W] from g, y, ag [H/2, W/2]: the window's gated
+ * gradient at its arg, 0 at the three others and on an odd last row/column; gs (or NULL) +=
+ * gn (fresh_s: gs = 0 + gn) */
+MCL_HOT static void pool_gate(const float *restrict g, const float *restrict y, const float *restrict ag,
+                              int64_t H, int64_t W, float *restrict gn, float *restrict gs, int fresh_s)
+{
+    const int64_t Ho = H / 2, Wo = W / 2;
+    if (H % 2 || W % 2) memset(gn, 0, (size_t)(H * W) * sizeof(float));
+    for (int64_t i = 0; i < Ho; i++) {
+        const float *gi = g + i * Wo, *yi = y + i * Wo, *ai = ag + i * Wo;
+        float *r0 = gn + 2 * i * W, *r1 = r0 + W;
+        MCL_SIMD for (int64_t j = 0; j < Wo; j++) {
+            const float v = 0.0f + (yi[j] > 0.0f ? gi[j] : 0.0f), t = ai[j];
+            r0[2 * j] = t == 0.0f ? v : 0.0f;
+            r0[2 * j + 1] = t == 1.0f ? v : 0.0f;
+            r1[2 * j] = t == 2.0f ? v : 0.0f;
+            r1[2 * j + 1] = t == 3.0f ? v : 0.0f;
+        }
+    }
+    if (!gs) return;
+    const int64_t N = H * W;
+    if (fresh_s)
+        for (int64_t j = 0; j < N; j++) gs[j] = 0.0f + gn[j];
+    else
+        for (int64_t j = 0; j < N; j++) gs[j] += gn[j];
+}
+
+static mcl_status inorm_bwd(const mcl_op_args *a, int kind)
+{
+    const mcl_tensor *X = a->in[0];
+    const int64_t B = X->shape[0], C = X->shape[1], H = X->shape[2], W = X->shape[3];
+    const int64_t N = H * W, P = (H / 2) * (W / 2);
+    const float *x = mcl_ref_ptr(X), *gamma = mcl_ref_ptr(a->in[1]);
+    const float *y = mcl_ref_ptr(a->out[0]), *mean = mcl_ref_ptr(a->out[1]);
+    const float *rstd = mcl_ref_ptr(a->out[2]), *g = mcl_ref_ptr(a->gout[0]);
+    const float *ag = kind == IN_ADD_POOL_RELU ? mcl_ref_ptr(a->out[3]) : NULL;
+    float *gx = a->gin[0] ? mcl_ref_ptr(a->gin[0]) : NULL;
+    float *ggamma = a->gin[1] ? mcl_ref_ptr(a->gin[1]) : NULL;
+    float *gbeta = a->gin[2] ? mcl_ref_ptr(a->gin[2]) : NULL;
+    float *gs = kind == IN_ADD_POOL_RELU && a->gin[3] ? mcl_ref_ptr(a->gin[3]) : NULL;
+    if (!gx && !ggamma && !gbeta && !gs) return MCL_OK;
+    const int64_t nchunks = B < BWD_CHUNKS ? B : BWD_CHUNKS;
+    /* per chunk and channel: sum gn * xhat, then sum gn; the fused ops' gn planes, one a chunk */
+    double *part = calloc((size_t)(nchunks * 2 * C), sizeof(double));
+    float *gnb = kind != IN_PLAIN ? malloc((size_t)(nchunks * N) * sizeof(float)) : NULL;
+    if (!part || (kind != IN_PLAIN && !gnb)) {
+        free(part);
+        free(gnb);
+        return MCL_ERR_OOM;
+    }
+    /* fresh gin (ref.h), asked in the order they are written below: the skip's (add's
+     * backward) before x's, then gamma's and beta's */
+    const int fresh_s = gs ? mcl_ref_grad_fresh(a->gin[3]) : 0;
+    const int fresh_x = gx ? mcl_ref_grad_fresh(a->gin[0]) : 0;
+    const int fresh_g = ggamma ? mcl_ref_grad_fresh(a->gin[1]) : 0;
+    const int fresh_b = gbeta ? mcl_ref_grad_fresh(a->gin[2]) : 0;
+#pragma omp parallel for schedule(static) if (B * C * N > PAR_MIN)
+    for (int64_t ch = 0; ch < nchunks; ch++) {
+        double *acc_g = part + ch * 2 * C, *acc_b = acc_g + C;
+        float *gn = gnb ? gnb + ch * N : NULL;
+        for (int64_t b = B * ch / nchunks; b < B * (ch + 1) / nchunks; b++)
+            for (int64_t c = 0; c < C; c++) {
+                const int64_t r = b * C + c;
+                const float *xr = x + r * N, *gr = g + r * N;
+                if (kind == IN_RELU) {
+                    relu_gate(gr, y + r * N, N, gn);
+                    gr = gn;
+                } else if (kind == IN_ADD_POOL_RELU) {
+                    pool_gate(g + r * P, y + r * P, ag + r * P, H, W, gn, gs ? gs + r * N : NULL, fresh_s);
+                    gr = gn;
+                }
+                const float m = mean[r], rs = rstd[r];
+                const double gm = (double)gamma[c];
+                double sg, sgx;
+                dsum_g_gxhat(xr, gr, N, m, rs, &sg, &sgx);
+                acc_g[c] += sgx;
+                acc_b[c] += sg;
+                if (gx)
+                    norm_dx(xr, gr, N, m, rs, gm, gm * sg / (double)N, gm * sgx / (double)N,
+                            gx + r * N, fresh_x);
+            }
+    }
+    mcl_ref_norm_affine_grads(part, nchunks, C, ggamma, fresh_g, gbeta, fresh_b);
+    free(gnb);
+    free(part);
+    return MCL_OK;
+}
+
+mcl_status mcl_ref_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    return inorm_bwd(a, IN_PLAIN);
+}
+
+mcl_status mcl_ref_inorm_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    return inorm_bwd(a, IN_RELU);
+}
+
+mcl_status mcl_ref_inorm_add_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
+{
+    (void)be;
+    return inorm_bwd(a, IN_ADD_POOL_RELU);
+}
