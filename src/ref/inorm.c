@@ -136,22 +136,26 @@ MCL_HOT static void norm_affine(const float *restrict x, int64_t n, double mu, d
  * window values past the row's end read as 0, their results not stored), so the selects are
  * vector blends whatever Wo: a loop over Wo = 4 windows ran as scalar code whose selects
  * were branches, mispredicted on random data. */
+/* One window: its values z00, z01 (row 0), z10, z11 (row 1) -> *y = relu of the first maximum
+ * (maxpool2d's strict > in the order dy*2 + dx), *ag = its index */
+static inline void pool_window(float z00, float z01, float z10, float z11, float *y, float *ag)
+{
+    float m = z00, idx = 0.0f;
+    idx = z01 > m ? 1.0f : idx;
+    m = z01 > m ? z01 : m;
+    idx = z10 > m ? 2.0f : idx;
+    m = z10 > m ? z10 : m;
+    idx = z11 > m ? 3.0f : idx;
+    m = z11 > m ? z11 : m;
+    *y = m > 0.0f ? m : 0.0f;
+    *ag = idx;
+}
+
 /* POOL_TL windows: the four values of window j at a[2j], a[2j + 1], b[2j], b[2j + 1] -> y[j], ag[j] */
 static inline void pool_block(const float *restrict a, const float *restrict b, float *restrict y,
                               float *restrict ag)
 {
-    for (int j = 0; j < POOL_TL; j++) {
-        const float v1 = a[2 * j + 1], v2 = b[2 * j], v3 = b[2 * j + 1];
-        float m = a[2 * j], idx = 0.0f;
-        idx = v1 > m ? 1.0f : idx;
-        m = v1 > m ? v1 : m;
-        idx = v2 > m ? 2.0f : idx;
-        m = v2 > m ? v2 : m;
-        idx = v3 > m ? 3.0f : idx;
-        m = v3 > m ? v3 : m;
-        y[j] = m > 0.0f ? m : 0.0f;
-        ag[j] = idx;
-    }
+    for (int j = 0; j < POOL_TL; j++) pool_window(a[2 * j], a[2 * j + 1], b[2 * j], b[2 * j + 1], &y[j], &ag[j]);
 }
 
 MCL_HOT static void pool_rows(const float *z, int64_t np, int64_t W, float *restrict y, float *restrict ag)
@@ -167,18 +171,8 @@ MCL_HOT static void pool_rows(const float *z, int64_t np, int64_t W, float *rest
                 continue;
             }
             if (k <= POOL_FEW) { /* a window or two: one by one */
-                for (int j = 0; j < k; j++) {
-                    const float v1 = z0[2 * j + 1], v2 = z1[2 * j], v3 = z1[2 * j + 1];
-                    float m = z0[2 * j], idx = 0.0f;
-                    idx = v1 > m ? 1.0f : idx;
-                    m = v1 > m ? v1 : m;
-                    idx = v2 > m ? 2.0f : idx;
-                    m = v2 > m ? v2 : m;
-                    idx = v3 > m ? 3.0f : idx;
-                    m = v3 > m ? v3 : m;
-                    yj[j] = m > 0.0f ? m : 0.0f;
-                    aj[j] = idx;
-                }
+                for (int j = 0; j < k; j++)
+                    pool_window(z0[2 * j], z0[2 * j + 1], z1[2 * j], z1[2 * j + 1], &yj[j], &aj[j]);
                 continue;
             }
             float pa[2 * POOL_TL], pb[2 * POOL_TL], ym[POOL_TL], im[POOL_TL]; /* a partial block, padded */
@@ -324,18 +318,22 @@ MCL_HOT static void relu_gate(const float *restrict g, const float *restrict y, 
     for (int64_t j = 0; j < n; j++) gn[j] = 0.0f + (y[j] > 0.0f ? g[j] : 0.0f);
 }
 
-/* POOL_TL windows' part of gn: window j's gated gradient v = 0 + (y > 0 ? g : 0) at its arg
- * t (r0[2j], r0[2j + 1], r1[2j], r1[2j + 1] for t = 0, 1, 2, 3), 0 at the three others */
+/* One window's part of gn: its gated gradient v = 0 + (y > 0 ? g : 0) at its arg t (r0[0],
+ * r0[1], r1[0], r1[1] for t = 0, 1, 2, 3), 0 at the three others */
+static inline void gate_window(float g, float y, float t, float *r0, float *r1)
+{
+    const float v = 0.0f + (y > 0.0f ? g : 0.0f);
+    r0[0] = t == 0.0f ? v : 0.0f;
+    r0[1] = t == 1.0f ? v : 0.0f;
+    r1[0] = t == 2.0f ? v : 0.0f;
+    r1[1] = t == 3.0f ? v : 0.0f;
+}
+
+/* POOL_TL windows' part of gn (gate_window; window j at r0 + 2j, r1 + 2j) */
 static inline void gate_block(const float *restrict g, const float *restrict y, const float *restrict ag,
                               float *restrict r0, float *restrict r1)
 {
-    for (int j = 0; j < POOL_TL; j++) {
-        const float v = 0.0f + (y[j] > 0.0f ? g[j] : 0.0f), t = ag[j];
-        r0[2 * j] = t == 0.0f ? v : 0.0f;
-        r0[2 * j + 1] = t == 1.0f ? v : 0.0f;
-        r1[2 * j] = t == 2.0f ? v : 0.0f;
-        r1[2 * j + 1] = t == 3.0f ? v : 0.0f;
-    }
+    for (int j = 0; j < POOL_TL; j++) gate_window(g[j], y[j], ag[j], r0 + 2 * j, r1 + 2 * j);
 }
 
 /* inorm_add_pool_relu's gn of one plane [H,W] from g, y, ag [H/2, W/2]: the window's gated
@@ -357,13 +355,7 @@ MCL_HOT static void pool_gate(const float *restrict g, const float *restrict y, 
                 continue;
             }
             if (k <= POOL_FEW) { /* a window or two: one by one */
-                for (int j = 0; j < k; j++) {
-                    const float v = 0.0f + (y[q + j] > 0.0f ? g[q + j] : 0.0f), t = ag[q + j];
-                    r0[2 * j] = t == 0.0f ? v : 0.0f;
-                    r0[2 * j + 1] = t == 1.0f ? v : 0.0f;
-                    r1[2 * j] = t == 2.0f ? v : 0.0f;
-                    r1[2 * j + 1] = t == 3.0f ? v : 0.0f;
-                }
+                for (int j = 0; j < k; j++) gate_window(g[q + j], y[q + j], ag[q + j], r0 + 2 * j, r1 + 2 * j);
                 continue;
             }
             float gp[POOL_TL], yp[POOL_TL], ap[POOL_TL], ra[2 * POOL_TL], rb[2 * POOL_TL];
