@@ -122,20 +122,16 @@ MCL_HOT static void norm_affine(const float *restrict x, int64_t n, double mu, d
         for (int64_t j = 0; j < n; j++) y[j] = norm_value(x[j], mu, rs, gm, bt);
 }
 
-/* norm_add_pool's z on the stack: POOL_Z floats (16 KiB), whole rows of a plane */
-#define POOL_Z 4096
-
-/* Windows a pooling block takes (one 512-bit vector of floats); a row's last POOL_FEW windows
- * or fewer are taken one by one instead (padding them to a block cost more on 4 x 4 planes) */
+/* Windows a pooling block takes (one 512-bit vector of floats), for rows shorter than POOL_ROW
+ * windows: a row of 8 windows or more runs a vector loop along the row instead (padded to 16,
+ * it was slower); a row of POOL_FEW windows or fewer takes them one by one (padding them to a
+ * block cost more on 4 x 4 planes) */
 #define POOL_TL 16
+#define POOL_ROW 8
 #define POOL_FEW 2
+/* norm_add_pool's z on the stack for the short rows: POOL_Z floats (4 KiB), whole row pairs */
+#define POOL_Z 1024
 
-/* The windows of the row pairs of rows [0, 2 np) of z (rows W long) into y, ag (rows Wo long):
- * the first maximum of each 2 x 2 window (maxpool2d's strict > in the order dy*2 + dx), its
- * relu and its index. A row pair goes in blocks of POOL_TL windows of a fixed length (the
- * window values past the row's end read as 0, their results not stored), so the selects are
- * vector blends whatever Wo: a loop over Wo = 4 windows ran as scalar code whose selects
- * were branches, mispredicted on random data. */
 /* One window: its values z00, z01 (row 0), z10, z11 (row 1) -> *y = relu of the first maximum
  * (maxpool2d's strict > in the order dy*2 + dx), *ag = its index */
 static inline void pool_window(float z00, float z01, float z10, float z11, float *y, float *ag)
@@ -151,41 +147,34 @@ static inline void pool_window(float z00, float z01, float z10, float z11, float
     *ag = idx;
 }
 
-/* POOL_TL windows: the four values of window j at a[2j], a[2j + 1], b[2j], b[2j + 1] -> y[j], ag[j] */
-static inline void pool_block(const float *restrict a, const float *restrict b, float *restrict y,
-                              float *restrict ag)
-{
-    for (int j = 0; j < POOL_TL; j++) pool_window(a[2 * j], a[2 * j + 1], b[2 * j], b[2 * j + 1], &y[j], &ag[j]);
-}
-
+/* The windows of the row pairs of rows [0, 2 np) of z (rows W long, W / 2 < POOL_ROW windows)
+ * into y, ag (rows W / 2 long): pool_window of each, a row pair's windows as one block of
+ * POOL_TL of a fixed length (padded copies, the results past the row not stored), so that
+ * the selects are vector blends: a loop over 4 windows ran as scalar code whose selects were
+ * branches, mispredicted on random data. */
 MCL_HOT static void pool_rows(const float *z, int64_t np, int64_t W, float *restrict y, float *restrict ag)
 {
     const int64_t Wo = W / 2;
-    for (int64_t p = 0; p < np; p++)
-        for (int64_t j0 = 0; j0 < Wo; j0 += POOL_TL) {
-            const float *z0 = z + 2 * p * W + 2 * j0, *z1 = z0 + W;
-            float *yj = y + p * Wo + j0, *aj = ag + p * Wo + j0;
-            const int k = (int)(Wo - j0 < POOL_TL ? Wo - j0 : POOL_TL);
-            if (k == POOL_TL) {
-                pool_block(z0, z1, yj, aj);
-                continue;
-            }
-            if (k <= POOL_FEW) { /* a window or two: one by one */
-                for (int j = 0; j < k; j++)
-                    pool_window(z0[2 * j], z0[2 * j + 1], z1[2 * j], z1[2 * j + 1], &yj[j], &aj[j]);
-                continue;
-            }
-            float pa[2 * POOL_TL], pb[2 * POOL_TL], ym[POOL_TL], im[POOL_TL]; /* a partial block, padded */
-            for (int u = 0; u < 2 * POOL_TL; u++) {
-                pa[u] = u < 2 * k ? z0[u] : 0.0f;
-                pb[u] = u < 2 * k ? z1[u] : 0.0f;
-            }
-            pool_block(pa, pb, ym, im);
-            for (int j = 0; j < k; j++) {
-                yj[j] = ym[j];
-                aj[j] = im[j];
-            }
+    for (int64_t p = 0; p < np; p++) {
+        const float *z0 = z + 2 * p * W, *z1 = z0 + W;
+        float *yp = y + p * Wo, *ap = ag + p * Wo;
+        if (Wo <= POOL_FEW) {
+            for (int64_t j = 0; j < Wo; j++)
+                pool_window(z0[2 * j], z0[2 * j + 1], z1[2 * j], z1[2 * j + 1], &yp[j], &ap[j]);
+            continue;
         }
+        float pa[2 * POOL_TL], pb[2 * POOL_TL], ym[POOL_TL], im[POOL_TL];
+        for (int u = 0; u < 2 * POOL_TL; u++) {
+            pa[u] = u < 2 * Wo ? z0[u] : 0.0f;
+            pb[u] = u < 2 * Wo ? z1[u] : 0.0f;
+        }
+        for (int j = 0; j < POOL_TL; j++)
+            pool_window(pa[2 * j], pa[2 * j + 1], pb[2 * j], pb[2 * j + 1], &ym[j], &im[j]);
+        for (int64_t j = 0; j < Wo; j++) {
+            yp[j] = ym[j];
+            ap[j] = im[j];
+        }
+    }
 }
 
 /* z[u] = n + s (add's float) of the n values x[u], s[u] */
@@ -195,36 +184,37 @@ MCL_HOT static void norm_add(const float *restrict x, const float *restrict s, i
     for (int64_t u = 0; u < n; u++) z[u] = norm_value(x[u], mu, rs, gm, bt) + s[u];
 }
 
-/* One plane's windows: x, s [H,W] -> y, ag [H/2, W/2] (pool_rows of z = n + s). z is formed
- * for as many whole row pairs as POOL_Z floats hold, in one contiguous pass (vectorized; a pass
- * per row, or per window, ran at scalar speed on the ResNet's 8 x 8 and 4 x 4 planes, a vector
- * being longer than their rows), then pooled; a row pair longer than POOL_Z (W > 2048) is done
- * in column blocks of POOL_Z / 2 floats per row. */
-static void norm_add_pool(const float *x, const float *s, int64_t H, int64_t W, double mu, double rs,
-                          double gm, double bt, float *y, float *ag)
+/* One plane's windows: x, s [H,W] -> y, ag [H/2, W/2], pool_window of z = n + s. Rows of
+ * POOL_ROW windows or more: a vector loop along each row pair, z formed window by window.
+ * Shorter rows (the ResNet's 8 x 8 and 4 x 4 planes): z of as many whole row pairs as POOL_Z
+ * floats hold in one contiguous pass (vectorized; a pass per row ran at scalar speed, a vector
+ * being longer than the row), then pool_rows. */
+MCL_HOT static void norm_add_pool(const float *restrict x, const float *restrict s, int64_t H, int64_t W,
+                                  double mu, double rs, double gm, double bt, float *restrict y,
+                                  float *restrict ag)
 {
     const int64_t Ho = H / 2, Wo = W / 2;
-    float z[POOL_Z];
-    if (2 * W <= POOL_Z) {
-        const int64_t per = POOL_Z / (2 * W); /* row pairs a pass */
-        for (int64_t i = 0; i < Ho; i += per) {
-            const int64_t np = Ho - i < per ? Ho - i : per;
-            norm_add(x + 2 * i * W, s + 2 * i * W, 2 * np * W, mu, rs, gm, bt, z);
-            pool_rows(z, np, W, y + i * Wo, ag + i * Wo);
+    if (Wo >= POOL_ROW) {
+        for (int64_t i = 0; i < Ho; i++) {
+            const float *x0 = x + 2 * i * W, *x1 = x0 + W, *s0 = s + 2 * i * W, *s1 = s0 + W;
+            float *yi = y + i * Wo, *ai = ag + i * Wo;
+            MCL_SIMD for (int64_t j = 0; j < Wo; j++) {
+                const float z00 = norm_value(x0[2 * j], mu, rs, gm, bt) + s0[2 * j];
+                const float z01 = norm_value(x0[2 * j + 1], mu, rs, gm, bt) + s0[2 * j + 1];
+                const float z10 = norm_value(x1[2 * j], mu, rs, gm, bt) + s1[2 * j];
+                const float z11 = norm_value(x1[2 * j + 1], mu, rs, gm, bt) + s1[2 * j + 1];
+                pool_window(z00, z01, z10, z11, &yi[j], &ai[j]);
+            }
         }
         return;
     }
-    const int64_t cb = POOL_Z / 4; /* windows a column block */
-    float yb[POOL_Z / 4], ab[POOL_Z / 4];
-    for (int64_t i = 0; i < Ho; i++)
-        for (int64_t j0 = 0; j0 < Wo; j0 += cb) {
-            const int64_t nw = Wo - j0 < cb ? Wo - j0 : cb, e0 = 2 * i * W + 2 * j0;
-            norm_add(x + e0, s + e0, 2 * nw, mu, rs, gm, bt, z);
-            norm_add(x + e0 + W, s + e0 + W, 2 * nw, mu, rs, gm, bt, z + 2 * nw);
-            pool_rows(z, 1, 2 * nw, yb, ab);
-            memcpy(y + i * Wo + j0, yb, (size_t)nw * sizeof(float));
-            memcpy(ag + i * Wo + j0, ab, (size_t)nw * sizeof(float));
-        }
+    float z[POOL_Z];
+    const int64_t per = POOL_Z / (2 * W); /* row pairs a pass (W < 2 POOL_ROW: at least 32) */
+    for (int64_t i = 0; i < Ho; i += per) {
+        const int64_t np = Ho - i < per ? Ho - i : per;
+        norm_add(x + 2 * i * W, s + 2 * i * W, 2 * np * W, mu, rs, gm, bt, z);
+        pool_rows(z, np, W, y + i * Wo, ag + i * Wo);
+    }
 }
 
 /* The forwards. kind: what follows the norm (the top of this file). */
@@ -338,38 +328,41 @@ static inline void gate_block(const float *restrict g, const float *restrict y, 
 
 /* inorm_add_pool_relu's gn of one plane [H,W] from g, y, ag [H/2, W/2]: the window's gated
  * gradient at its arg, 0 at the three others and on an odd last row/column; gs (or NULL) +=
- * gn (fresh_s: gs = 0 + gn). Rows in blocks of POOL_TL windows of a fixed length, as
- * pool_rows (a partial block through padded copies: y = 0 past the row, so v = 0, not stored). */
+ * gn (fresh_s: gs = 0 + gn). A row shorter than POOL_ROW windows as one block of POOL_TL
+ * windows of a fixed length, as pool_rows (padded copies: y = 0 past the row, so v = 0, not
+ * stored). */
 MCL_HOT static void pool_gate(const float *restrict g, const float *restrict y, const float *restrict ag,
                               int64_t H, int64_t W, float *restrict gn, float *restrict gs, int fresh_s)
 {
     const int64_t Ho = H / 2, Wo = W / 2;
     if (H % 2 || W % 2) memset(gn, 0, (size_t)(H * W) * sizeof(float));
-    for (int64_t i = 0; i < Ho; i++)
-        for (int64_t j0 = 0; j0 < Wo; j0 += POOL_TL) {
-            const int64_t q = i * Wo + j0;
-            float *r0 = gn + 2 * i * W + 2 * j0, *r1 = r0 + W;
-            const int k = (int)(Wo - j0 < POOL_TL ? Wo - j0 : POOL_TL);
-            if (k == POOL_TL) {
-                gate_block(g + q, y + q, ag + q, r0, r1);
-                continue;
-            }
-            if (k <= POOL_FEW) { /* a window or two: one by one */
-                for (int j = 0; j < k; j++) gate_window(g[q + j], y[q + j], ag[q + j], r0 + 2 * j, r1 + 2 * j);
+    if (Wo >= POOL_ROW) { /* rows of 8 windows or more: a vector loop along the row */
+        for (int64_t i = 0; i < Ho; i++) {
+            float *r0 = gn + 2 * i * W, *r1 = r0 + W;
+            MCL_SIMD for (int64_t j = 0; j < Wo; j++)
+                gate_window(g[i * Wo + j], y[i * Wo + j], ag[i * Wo + j], r0 + 2 * j, r1 + 2 * j);
+        }
+    } else { /* shorter rows: a window or two one by one, else one block of POOL_TL, padded */
+        for (int64_t i = 0; i < Ho; i++) {
+            const int64_t q = i * Wo;
+            float *r0 = gn + 2 * i * W, *r1 = r0 + W;
+            if (Wo <= POOL_FEW) {
+                for (int64_t j = 0; j < Wo; j++) gate_window(g[q + j], y[q + j], ag[q + j], r0 + 2 * j, r1 + 2 * j);
                 continue;
             }
             float gp[POOL_TL], yp[POOL_TL], ap[POOL_TL], ra[2 * POOL_TL], rb[2 * POOL_TL];
             for (int j = 0; j < POOL_TL; j++) {
-                gp[j] = j < k ? g[q + j] : 0.0f;
-                yp[j] = j < k ? y[q + j] : 0.0f;
-                ap[j] = j < k ? ag[q + j] : 0.0f;
+                gp[j] = j < Wo ? g[q + j] : 0.0f;
+                yp[j] = j < Wo ? y[q + j] : 0.0f;
+                ap[j] = j < Wo ? ag[q + j] : 0.0f;
             }
             gate_block(gp, yp, ap, ra, rb);
-            for (int u = 0; u < 2 * k; u++) {
+            for (int64_t u = 0; u < 2 * Wo; u++) {
                 r0[u] = ra[u];
                 r1[u] = rb[u];
             }
         }
+    }
     if (!gs) return;
     const int64_t N = H * W;
     if (fresh_s)
