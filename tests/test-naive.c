@@ -1162,14 +1162,13 @@ int main(int argc, char **argv)
     for (int c = 0; c < (int)(sizeof sd / sizeof sd[0]); c++)
         test_inorm_pool_relu(ctx, 20 + c, sd[c].c, &sd[c].d);
     /* inorm_relu and inorm_add_pool_relu: B, C, H, W. A plane of one value; odd sides (the
-     * last row/column in the statistics, in no window); rows of 1 to 35 windows (the pooling's
-     * blocks of 16 windows whole, partial, and a window or two taken one by one); rows longer
-     * than the forward's stack buffer of row pairs (W > 2048: column blocks); the Online-X
-     * ResNet's four block shapes at its batch of 16 (32 x 32 with 16 channels above the OpenMP
-     * threshold) */
-    static const int64_t sr[][4] = {{2, 3, 1, 1},     {2, 3, 7, 5},    {1, 2, 9, 9},   {2, 2, 6, 70},
-                                    {1, 2, 3, 4101},  {16, 16, 32, 32}, {16, 24, 16, 16}, {16, 32, 8, 8},
-                                    {16, 64, 4, 4}};
+     * last row/column in the statistics, in no window); rows of 2, 4 and 7 windows (the short
+     * rows' paths: one by one, one padded block) and of 35 and 2050 (the loop along the row);
+     * the Online-X ResNet's four block shapes at its batch of 16 (32 x 32 with 16 channels
+     * above the OpenMP threshold) */
+    static const int64_t sr[][4] = {{2, 3, 1, 1},    {2, 3, 7, 5},     {1, 2, 9, 9},     {1, 3, 5, 14},
+                                    {2, 2, 6, 70},   {1, 2, 3, 4101},  {16, 16, 32, 32}, {16, 24, 16, 16},
+                                    {16, 32, 8, 8},  {16, 64, 4, 4}};
     for (int c = 0; c < (int)(sizeof sr / sizeof sr[0]); c++) {
         test_inorm_fused(ctx, c, sr[c], 0);
         if (sr[c][2] >= 2 && sr[c][3] >= 2) test_inorm_fused(ctx, 20 + c, sr[c], 1);
