@@ -93,11 +93,13 @@ typedef struct rcase {
  * trains (no input gradient) */
 #define CIPR(pass) {"conv4 l1 fused", "conv_inorm_pool_relu", pass, 5, {4, 4, 1, 1, 1}, \
     {{800, 1, 28, 28}, {32, 1, 3, 3}, {32}, {32}, {32}}, {1e-5f, 0.1f}, {0, 1}}
-/* the ResNet's first block's norms (16 images of 16 x 32 x 32): instance_norm + relu, and the
+/* the ResNet's blocks' norms (16 images of c channels, hw x hw): instance_norm + relu, and the
  * block's tail (instance_norm, the skip's add, relu, maxpool2d) */
-#define INR(pass) {"smn_resnet block 1", "inorm_relu", pass, 3, {4, 1, 1}, {{16, 16, 32, 32}, {16}, {16}}, {1e-5f, 0}, {0}}
-#define IAPR(pass) {"smn_resnet block 1", "inorm_add_pool_relu", pass, 4, {4, 1, 1, 4}, \
-    {{16, 16, 32, 32}, {16}, {16}, {16, 16, 32, 32}}, {1e-5f, 0}, {0}}
+#define INR(blk, c, hw, pass) {"smn_resnet block " #blk, "inorm_relu", pass, 3, {4, 1, 1}, \
+    {{16, c, hw, hw}, {c}, {c}}, {1e-5f, 0}, {0}}
+#define IAPR(blk, c, hw, pass) {"smn_resnet block " #blk, "inorm_add_pool_relu", pass, 4, {4, 1, 1, 4}, \
+    {{16, c, hw, hw}, {c}, {c}, {16, c, hw, hw}}, {1e-5f, 0}, {0}}
+#define NORMS(blk, c, hw) INR(blk, c, hw, FWD), INR(blk, c, hw, BWD), IAPR(blk, c, hw, FWD), IAPR(blk, c, hw, BWD)
 #define LN(pass) {"lm block", "layer_norm", pass, 3, {2, 1, 1}, {{1024, 192}, {192}, {192}}, {1e-5f, 0}, {0}}
 #define DROP(pass) {"conv4_28 layer 2", "dropout", pass, 1, {4}, {{800, 32, 14, 14}}, {0.1f, 0}, {0}}
 #define GELU(pass) {"lm FFW", "gelu", pass, 1, {2}, {{1024, 768}}, {0}, {0}}
@@ -113,7 +115,7 @@ static const rcase rcases[] = {
     IPRD(FWD),   IPRD(BWD),        CIPR(FWD),           CIPR(BWD),
     LN(FWD),     LN(BWD),          DROP(FWD),           DROP(BWD),   GELU(FWD),        GELU(BWD),
     RESNET_ALL(1, 16, 32), RESNET_ALL(3, 32, 8), RESNET_ALL(4, 64, 4),
-    INR(FWD),    INR(BWD),         IAPR(FWD),           IAPR(BWD),
+    NORMS(1, 16, 32), NORMS(2, 24, 16), NORMS(3, 32, 8), NORMS(4, 64, 4),
 };
 #define N_RCASES ((int)(sizeof rcases / sizeof rcases[0]))
 
