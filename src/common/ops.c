@@ -1062,16 +1062,25 @@ mcl_tensor *mcl_mean_last(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_O
 mcl_tensor *mcl_softmax(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_SOFTMAX, a, 0); }
 mcl_tensor *mcl_log_softmax(mcl_ctx *ctx, mcl_tensor *a) { return unary(ctx, MCL_OP_LOG_SOFTMAX, a, 0); }
 
-mcl_tensor *mcl_layer_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, float eps)
+/* A norm op of x, gamma, beta (and skip, when not NULL: in[3]) with f0 = eps: layer_norm,
+ * instance_norm, inorm_relu, inorm_add_pool_relu */
+static mcl_tensor *norm_op(mcl_ctx *ctx, mcl_op op, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
+                           mcl_tensor *skip, float eps)
 {
     mcl_op_args a;
     memset(&a, 0, sizeof a);
-    a.op = MCL_OP_LAYER_NORM;
+    a.op = op;
     a.in[0] = x;
     a.in[1] = gamma;
     a.in[2] = beta;
+    a.in[3] = skip;
     a.p.f[0] = eps;
     return run1(ctx, &a);
+}
+
+mcl_tensor *mcl_layer_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, float eps)
+{
+    return norm_op(ctx, MCL_OP_LAYER_NORM, x, gamma, beta, NULL, eps);
 }
 
 mcl_tensor *mcl_cross_entropy(mcl_ctx *ctx, mcl_tensor *logits, mcl_tensor *targets)
@@ -1447,40 +1456,18 @@ mcl_tensor *mcl_maxpool2d(mcl_ctx *ctx, mcl_tensor *x) { return unary(ctx, MCL_O
 mcl_tensor *mcl_instance_norm(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
                               float eps)
 {
-    mcl_op_args a;
-    memset(&a, 0, sizeof a);
-    a.op = MCL_OP_INSTANCE_NORM;
-    a.in[0] = x;
-    a.in[1] = gamma;
-    a.in[2] = beta;
-    a.p.f[0] = eps;
-    return run1(ctx, &a);
+    return norm_op(ctx, MCL_OP_INSTANCE_NORM, x, gamma, beta, NULL, eps);
 }
 
 mcl_tensor *mcl_inorm_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta, float eps)
 {
-    mcl_op_args a;
-    memset(&a, 0, sizeof a);
-    a.op = MCL_OP_INORM_RELU;
-    a.in[0] = x;
-    a.in[1] = gamma;
-    a.in[2] = beta;
-    a.p.f[0] = eps;
-    return run1(ctx, &a);
+    return norm_op(ctx, MCL_OP_INORM_RELU, x, gamma, beta, NULL, eps);
 }
 
 mcl_tensor *mcl_inorm_add_pool_relu(mcl_ctx *ctx, mcl_tensor *x, mcl_tensor *gamma, mcl_tensor *beta,
                                     mcl_tensor *skip, float eps)
 {
-    mcl_op_args a;
-    memset(&a, 0, sizeof a);
-    a.op = MCL_OP_INORM_ADD_POOL_RELU;
-    a.in[0] = x;
-    a.in[1] = gamma;
-    a.in[2] = beta;
-    a.in[3] = skip;
-    a.p.f[0] = eps;
-    return run1(ctx, &a);
+    return norm_op(ctx, MCL_OP_INORM_ADD_POOL_RELU, x, gamma, beta, skip, eps);
 }
 
 /* The Conv-4 block tail's parameters, shared by inorm_pool_relu and conv_inorm_pool_relu

@@ -246,24 +246,6 @@ static mcl_status inorm_fwd(const mcl_op_args *a, int kind)
     return MCL_OK;
 }
 
-mcl_status mcl_ref_instance_norm_fwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    return inorm_fwd(a, IN_PLAIN);
-}
-
-mcl_status mcl_ref_inorm_relu_fwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    return inorm_fwd(a, IN_RELU);
-}
-
-mcl_status mcl_ref_inorm_add_pool_relu_fwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    return inorm_fwd(a, IN_ADD_POOL_RELU);
-}
-
 /* ---- backward ------------------------------------------------------------------------- */
 
 /* ggamma[c] (+)= sum over chunks of part[ch, 0, c], gbeta[c] (+)= of part[ch, 1, c] (ref.h) */
@@ -432,20 +414,18 @@ static mcl_status inorm_bwd(const mcl_op_args *a, int kind)
     return MCL_OK;
 }
 
-mcl_status mcl_ref_instance_norm_bwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    return inorm_bwd(a, IN_PLAIN);
-}
-
-mcl_status mcl_ref_inorm_relu_bwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    return inorm_bwd(a, IN_RELU);
-}
-
-mcl_status mcl_ref_inorm_add_pool_relu_bwd(mcl_backend *be, const mcl_op_args *a)
-{
-    (void)be;
-    return inorm_bwd(a, IN_ADD_POOL_RELU);
-}
+/* The ops' entry points (ref.h, from ops.def): inorm_fwd / inorm_bwd of their kind */
+#define INORM_OP(name, kind)                                                                    \
+    mcl_status mcl_ref_##name##_fwd(mcl_backend *be, const mcl_op_args *a)                      \
+    {                                                                                           \
+        (void)be;                                                                               \
+        return inorm_fwd(a, kind);                                                              \
+    }                                                                                           \
+    mcl_status mcl_ref_##name##_bwd(mcl_backend *be, const mcl_op_args *a)                      \
+    {                                                                                           \
+        (void)be;                                                                               \
+        return inorm_bwd(a, kind);                                                              \
+    }
+INORM_OP(instance_norm, IN_PLAIN)
+INORM_OP(inorm_relu, IN_RELU)
+INORM_OP(inorm_add_pool_relu, IN_ADD_POOL_RELU)
