@@ -6,12 +6,15 @@
 #      exports openblas_get_corename are "openblas"; where the reference library is installed,
 #      the real file (probed with ctypes) is "reference" too; blas_refusal refuses the reference
 #      BLAS naming `apt-get install libopenblas0-pthread` and accepts OpenBLAS, but refuses
-#      OpenBLAS's generic kernels (Prescott) on a CPU with AVX-512 naming OPENBLAS_CORETYPE=
-#      SkylakeX, and openblas_core_override picks SkylakeX / Haswell / none by the CPU's flags;
+#      OpenBLAS's generic kernels (Prescott), and its AVX2 ones (Haswell), on a CPU with AVX-512
+#      naming OPENBLAS_CORETYPE=SkylakeX, and openblas_core_override picks SkylakeX / Haswell /
+#      none by the CPU's flags and the core's width; malloc_keep_env / malloc_refusal: the
+#      malloc settings of a fair baseline (freed memory kept), merged and checked;
 #   2. bench-acl-vs-torch.py with a fake metacl and a fake interpreter for the twin (--python):
 #      a baseline on the reference BLAS gives exit 1, that message and no table; on OpenBLAS the
 #      table with the ratio 4.00x, the BLAS line (core type) and a second run with
-#      OPENBLAS_NUM_THREADS=1; a baseline on MKL runs once;
+#      OPENBLAS_NUM_THREADS=1, both with GLIBC_TUNABLES holding MALLOC_KEEP after the caller's
+#      own tunables; a baseline record without them is refused; a baseline on MKL runs once;
 #   2b. the roofline ceiling (PyTorch median / our bound_ms): the "bound ms" and "ceiling"
 #      columns, "unreachable (ceiling X < goal)" only where the ceiling is below the goal, the
 #      JSON rows' ceiling and reachable checked against the formula (a wrong one is caught);
@@ -73,7 +76,10 @@ avx2 = frozenset(("sse3", "avx", "avx2", "fma")); sse = frozenset(("sse3",))
 if "avx512bw" not in avx512 or "fpu" not in avx512: bad.append("cpu_flags: %r" % sorted(avx512))
 for core, flags, want in (("Prescott", avx512, "SkylakeX"), ("Prescott", avx2, "Haswell"),
                           ("Nehalem", avx2, "Haswell"), ("SkylakeX", avx512, None),
-                          ("Haswell", avx512, None), ("Prescott", sse, None), (None, avx512, None)):
+                          ("Haswell", avx512, "SkylakeX"), ("Zen", avx512, "SkylakeX"),
+                          ("Haswell", avx2, None), ("Cooperlake", avx512, None),
+                          ("Sandybridge", avx2, "Haswell"), ("Prescott", sse, None),
+                          ("Unheardof", avx512, None), (None, avx512, None)):
     got = b.openblas_core_override(core, flags)
     if got != want: bad.append("openblas_core_override(%s, ..) = %s, expected %s" % (core, got, want))
 ob = {"kind": "openblas", "library": "/x/libblas.so.3", "openblas_core": "Prescott"}
@@ -81,8 +87,20 @@ why = b.blas_refusal(ob, flags=avx512)
 if not why or "OPENBLAS_CORETYPE=SkylakeX" not in why: bad.append("generic kernels on AVX-512 not refused: %r" % why)
 if b.blas_refusal(ob, flags=sse) is not None: bad.append("Prescott refused on a CPU without AVX")
 if b.blas_refusal(dict(ob, openblas_core="SkylakeX"), flags=avx512) is not None: bad.append("SkylakeX refused")
+why = b.blas_refusal(dict(ob, openblas_core="Haswell"), flags=avx512)
+if not why or "OPENBLAS_CORETYPE=SkylakeX" not in why: bad.append("AVX2 kernels on AVX-512 not refused: %r" % why)
+if b.blas_refusal(dict(ob, openblas_core="Haswell"), flags=avx2) is not None: bad.append("Haswell refused on AVX2")
 line = b.blas_line(dict(ob, openblas_core="SkylakeX", openblas_coretype_env="SkylakeX"))
 if "OPENBLAS_CORETYPE=SkylakeX" not in line: bad.append("blas_line without the forced core: %r" % line)
+# the malloc settings of a fair baseline
+e = b.malloc_keep_env({"GLIBC_TUNABLES": "glibc.malloc.mmap_max=5:glibc.pthread.rseq=0", "X": "1"})
+if e.get("X") != "1" or e["GLIBC_TUNABLES"] != ("glibc.pthread.rseq=0:glibc.malloc.mmap_max=0:"
+        "glibc.malloc.trim_threshold=17179869184:glibc.malloc.top_pad=268435456"):
+    bad.append("malloc_keep_env: %r" % e)
+if b.malloc_refusal(b.malloc_keep_env({})["GLIBC_TUNABLES"]) is not None: bad.append("MALLOC_KEEP refused")
+for t in (None, "", "glibc.malloc.mmap_max=0", "glibc.malloc.mmap_max=1:glibc.malloc.trim_threshold=17179869184:glibc.malloc.top_pad=268435456"):
+    if b.malloc_refusal(t) is None: bad.append("malloc_refusal accepted %r" % t)
+if "GLIBC_TUNABLES=(unset" not in b.blas_line({"kind": "openblas", "glibc_tunables": None}): bad.append("blas_line without tunables")
 for m in bad: print("FAIL:", m)
 sys.exit(1 if bad else 0)
 '
@@ -98,11 +116,16 @@ EOF
 cat >"$TMP/python" <<'EOF'
 #!/bin/sh
 # a fake interpreter: ignores the script, prints the twin's record with the BLAS of $FAKE_BLAS
-echo "run OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS" >>"$FAKE_LOG"
-echo '{"bench":"acl","impl":"pytorch","version":"9.9","backend":"cpu","threads":2,"blas":{"kind":"'"$FAKE_BLAS"'","library":"/usr/lib/x86_64-linux-gnu/fake/libblas.so.3","openblas_core":"Haswell","cpu_capability":"AVX2"},"workloads":[{"name":"srwm","desc":"x","reps":3,"ms_best":4.0,"ms_median":4.0}]}'
+# and the OpenBLAS core $FAKE_CORE
+echo "run OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS GLIBC_TUNABLES=$GLIBC_TUNABLES" >>"$FAKE_LOG"
+[ -n "$FAKE_NO_TUNABLES" ] && GLIBC_TUNABLES=
+echo '{"bench":"acl","impl":"pytorch","version":"9.9","backend":"cpu","threads":2,"blas":{"kind":"'"$FAKE_BLAS"'","library":"/usr/lib/x86_64-linux-gnu/fake/libblas.so.3","openblas_core":"'"$FAKE_CORE"'","cpu_capability":"AVX2","glibc_tunables":"'"$GLIBC_TUNABLES"'"},"workloads":[{"name":"srwm","desc":"x","reps":3,"ms_best":4.0,"ms_median":4.0}]}'
 EOF
 chmod +x "$TMP/metacl" "$TMP/python"
-vs() { env FAKE_LOG="$TMP/log" FAKE_BLAS=$1 PYTHONDONTWRITEBYTECODE=1 "$PY" "$T/bench-acl-vs-torch.py" \
+# the fake record's core: the widest this machine's CPU runs (a narrower one is refused)
+FAKE_CORE=$(PYTHONDONTWRITEBYTECODE=1 "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_common as b
+print(b.openblas_core_for(b.cpu_flags()) or "Haswell")' "$T")
+vs() { env FAKE_LOG="$TMP/log" FAKE_BLAS=$1 FAKE_CORE="$FAKE_CORE" GLIBC_TUNABLES=glibc.pthread.rseq=0 PYTHONDONTWRITEBYTECODE=1 "$PY" "$T/bench-acl-vs-torch.py" \
            --metacl "$TMP/metacl" --python "$TMP/python" --threads 2 --only srwm; }
 check "vs-torch refuses the reference BLAS" 1 vs reference
 expect_text "the refusal names the package" "apt-get install libopenblas0-pthread"
@@ -110,9 +133,17 @@ case $LAST_OUT in *"4.00x"*) fail=$((fail + 1)); echo "FAIL: a ratio was printed
 rm -f "$TMP/log"
 check "vs-torch against OpenBLAS" 0 vs openblas
 expect_text "the ratio" "| srwm | 1.00 / 1.00 | 4.00 / 4.00 | 4.00x | yes |"
-expect_text "the BLAS line" "OpenBLAS core Haswell"
+expect_text "the BLAS line" "OpenBLAS core $FAKE_CORE"
 [ "$(grep -c run "$TMP/log")" = 2 ] && grep -q "OPENBLAS_NUM_THREADS=1" "$TMP/log" && pass=$((pass + 1)) ||
     { fail=$((fail + 1)); echo "FAIL: OpenBLAS baseline not run twice (2 and 1 BLAS threads):"; cat "$TMP/log"; }
+# the baseline keeps freed memory (bench_common.MALLOC_KEEP), the caller's other tunables kept
+grep -q "GLIBC_TUNABLES=glibc.pthread.rseq=0:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184:glibc.malloc.top_pad=268435456" "$TMP/log" &&
+    pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the baseline ran without the malloc tunables:"; cat "$TMP/log"; }
+expect_text "the BLAS line names the tunables" "GLIBC_TUNABLES=glibc.pthread.rseq=0:glibc.malloc.mmap_max=0"
+export FAKE_NO_TUNABLES=1
+check "vs-torch refuses a baseline on glibc's malloc defaults" 1 vs openblas
+unset FAKE_NO_TUNABLES
+expect_text "the refusal names the tunables" "glibc.malloc.mmap_max"
 rm -f "$TMP/log"
 check "vs-torch against MKL" 0 vs mkl
 [ "$(grep -c run "$TMP/log")" = 1 ] && pass=$((pass + 1)) ||

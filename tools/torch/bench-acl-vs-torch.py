@@ -36,13 +36,17 @@ The baseline must be fair: the PyTorch record says which BLAS its matrix product
 product, OpenBLAS's core type, PyTorch's CPU kernels); the table's header prints it. Against the
 reference BLAS (Debian's libblas3, what installing python3-torch alone gives) no ratio is
 reported: the script says to run `apt-get install libopenblas0-pthread` and exits 1. An OpenBLAS
-that falls back to its generic kernels (Prescott, SSE3) on a CPU it does not know gets
-OPENBLAS_CORETYPE set to the core the CPU's flags allow (SkylakeX for AVX-512, Haswell for
-AVX2; unless OPENBLAS_CORETYPE is set already), and a record that still shows a generic core on
-such a CPU is refused the same way (exit 1).
+that would run narrower kernels than the CPU allows (a generic SSE3 core such as Prescott on a
+CPU model its build does not know, its AVX2 Haswell kernels on an AVX-512 CPU such as AMD's Zen
+5, or a narrower core that OPENBLAS_CORETYPE in the environment asks for) gets OPENBLAS_CORETYPE
+set to the core of the CPU's widest kernels (SkylakeX for AVX-512, Haswell for AVX2), and a
+record that still shows a narrower core is refused the same way (exit 1). Both sides run with
+glibc's malloc keeping freed memory in the process (GLIBC_TUNABLES: no mmap'ed blocks, no heap
+trimming; bench_common.MALLOC_KEEP says why: PyTorch's fresh block per op otherwise costs a page
+fault per page, up to 4x on a virtual machine); a PyTorch record without them is refused too.
 Exit status: 0 ok (whether or not the goal is met), 1 if either program fails or prints no
-valid JSON (its stderr is shown) or the baseline ran on the reference BLAS (or on OpenBLAS's
-generic kernels where the CPU has AVX), 2 on bad flags.
+valid JSON (its stderr is shown) or the baseline ran on the reference BLAS (or on OpenBLAS
+kernels narrower than the CPU allows), 2 on bad flags.
 
 Testing without the C benchmark: a fake metacl is any executable printing a record such as
   {"bench":"acl","impl":"metacl","backend":"ref","threads":2,"workloads":[{"name":"srwm",
@@ -252,7 +256,9 @@ def markdown(rows, ours, torch_rec, threads, goal):
 
 def main(argv):
     args = parse_args(argv)
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    # Both sides keep freed memory in the process (bench_common.MALLOC_KEEP: without it PyTorch's
+    # fresh block per op costs page faults, up to 4x on a virtual machine; ours draws on a pool).
+    env = bench_common.malloc_keep_env(dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
 
     ours_cmd = [args.metacl, "bench", args.bench, "--json"]
     if args.backend:
@@ -276,21 +282,27 @@ def main(argv):
     # each workload keeps its faster run: the ratios are against PyTorch at its best.
     # (Only OpenBLAS reads OPENBLAS_NUM_THREADS: another BLAS runs once.)
     # An OpenBLAS that does not know this CPU model runs generic SSE3 kernels (Prescott), several
-    # times slower than its AVX ones: the baseline then gets the core type the CPU's flags allow
-    # (unless the caller chose one), and says so in its record and header line.
-    if "OPENBLAS_CORETYPE" not in env:
-        core = bench_common.probe_openblas_core(env=env)
-        forced = bench_common.openblas_core_override(core, bench_common.cpu_flags())
-        if forced:
-            print("bench-acl-vs-torch: OpenBLAS chose its generic %s kernels on this CPU; the "
-                  "baseline runs with OPENBLAS_CORETYPE=%s" % (core, forced), file=sys.stderr)
-            env["OPENBLAS_CORETYPE"] = forced
+    # times slower than its AVX ones; Debian's 0.3.21 runs AVX2 kernels on AMD's AVX-512 CPUs
+    # (Zen 5: 1.8x slower products than its AVX-512 ones); and OPENBLAS_CORETYPE in the caller's
+    # environment (a machine image may set it) can ask for narrower kernels still. The baseline
+    # then gets the core of the widest kernels the CPU's flags allow, and says so in its record,
+    # its header line and here.
+    core = bench_common.probe_openblas_core(env=env, keep_coretype=True)
+    forced = bench_common.openblas_core_override(core, bench_common.cpu_flags())
+    if forced:
+        asked = env.get("OPENBLAS_CORETYPE")
+        print("bench-acl-vs-torch: OpenBLAS %s its %s kernels on this CPU; the baseline runs with "
+              "OPENBLAS_CORETYPE=%s" % ("was asked for (OPENBLAS_CORETYPE=%s)" % asked if asked else "chose",
+                                        core, forced), file=sys.stderr)
+        env["OPENBLAS_CORETYPE"] = forced
     recs = []
     for blas in (str(args.threads), "1"):
         rec = run_json("pytorch (OPENBLAS_NUM_THREADS=%s)" % blas, torch_cmd, dict(env, OPENBLAS_NUM_THREADS=blas))
         if rec is None:
             return 1
         why = bench_common.blas_refusal(rec.get("blas"))
+        if not why:
+            why = bench_common.malloc_refusal((rec.get("blas") or {}).get("glibc_tunables"))
         if why:
             print("bench-acl-vs-torch: no ratios: %s" % why, file=sys.stderr)
             return 1

@@ -183,12 +183,32 @@ def openblas_core_for(flags):
     return None
 
 
-def openblas_core_override(core, flags):
-    """The OPENBLAS_CORETYPE a fair baseline needs when OpenBLAS chose core on a CPU with these
-    flags: a vector core where it fell back to a generic one, else None (its own choice)."""
+# OpenBLAS's vector cores by the widest kernels they run (0: none, 1: AVX, 2: AVX2, 3: AVX-512).
+# Debian's OpenBLAS 0.3.21 maps AMD's Zen CPUs, Zen 5 included, to its Haswell (AVX2) kernels:
+# seen here on an AMD EPYC of family 26 (Zen 5, AVX-512 on a full-width data path), a 512 x 512
+# product ran at 100 GFLOP/s on one thread with them and at 176 with OPENBLAS_CORETYPE=SkylakeX.
+OPENBLAS_CORE_WIDTH = {"Sandybridge": 1, "Bulldozer": 1, "Piledriver": 1, "Steamroller": 1,
+                       "Excavator": 1, "Haswell": 2, "Zen": 2, "SkylakeX": 3, "Cooperlake": 3,
+                       "SapphireRapids": 3}
+
+
+def openblas_core_width(core):
+    """0..3 (none, AVX, AVX2, AVX-512) for a core OpenBLAS names, None for a name not known here."""
     if core in OPENBLAS_GENERIC_CORES:
-        return openblas_core_for(flags)
-    return None
+        return 0
+    return OPENBLAS_CORE_WIDTH.get(core)
+
+
+def openblas_core_override(core, flags):
+    """The OPENBLAS_CORETYPE a fair baseline needs when OpenBLAS runs core on a CPU with these
+    flags: the core of the widest kernels the flags allow where core's are narrower (a generic
+    core a build falls back to on a CPU it does not know, AVX2 kernels on an AVX-512 CPU), else
+    None (core is as wide as the CPU allows, or not a name known here)."""
+    best = openblas_core_for(flags)
+    have = openblas_core_width(core)
+    if best is None or have is None:
+        return None
+    return best if have < OPENBLAS_CORE_WIDTH[best] else None
 
 
 PROBE_CORE = """import ctypes
@@ -201,11 +221,13 @@ except (OSError, AttributeError):
 """
 
 
-def probe_openblas_core(python=None, env=None):
-    """The core type OpenBLAS picks by itself on this machine (libblas.so.3 loaded in a child
-    process, without OPENBLAS_CORETYPE), or None when libblas.so.3 is not OpenBLAS."""
+def probe_openblas_core(python=None, env=None, keep_coretype=False):
+    """The core type OpenBLAS picks on this machine (libblas.so.3 loaded in a child process,
+    by itself; keep_coretype: under env's OPENBLAS_CORETYPE, when set), or None when
+    libblas.so.3 is not OpenBLAS."""
     env = dict(os.environ if env is None else env, OPENBLAS_NUM_THREADS="1")
-    env.pop("OPENBLAS_CORETYPE", None)
+    if not keep_coretype:
+        env.pop("OPENBLAS_CORETYPE", None)
     try:
         out = subprocess.run([python or sys.executable, "-c", PROBE_CORE], env=env,
                              capture_output=True, text=True, timeout=60).stdout.strip()
@@ -271,6 +293,7 @@ def blas_info(torch):
         m = re.search(r"CPU capability usage: *(\S+)", config)
         cap = m.group(1) if m else None
     info["cpu_capability"] = cap
+    info["glibc_tunables"] = os.environ.get("GLIBC_TUNABLES")
     return info
 
 
@@ -286,6 +309,8 @@ def blas_line(info):
     if info.get("blas_threads") is not None:
         s += ", %d BLAS thread(s)" % info["blas_threads"]
     s += "; PyTorch CPU kernels: %s" % (info.get("cpu_capability") or "unknown")
+    if "glibc_tunables" in info:
+        s += "; GLIBC_TUNABLES=%s" % (info["glibc_tunables"] or "(unset: glibc's malloc defaults)")
     return s
 
 
@@ -304,13 +329,54 @@ def blas_refusal(info, flags=None):
     if info.get("kind") == "openblas" and core:
         better = openblas_core_override(core, cpu_flags() if flags is None else flags)
         if better:
-            return ("OpenBLAS ran its generic %s kernels on a CPU that has %s (an OpenBLAS build "
-                    "that does not know this CPU model falls back to them): its matrix products "
-                    "were about 5x slower than with its %s kernels, so a ratio would be the "
-                    "baseline's fault. Run with OPENBLAS_CORETYPE=%s (bench-acl-vs-torch.py sets "
-                    "it when it sees this)." % (core, "AVX-512" if better == "SkylakeX" else "AVX",
-                                                 better, better))
+            return ("OpenBLAS ran its %s kernels on a CPU that has %s (a build that does not know "
+                    "this CPU model falls back to narrower kernels, or OPENBLAS_CORETYPE asked for "
+                    "them): its matrix products were up to 5x slower than with its %s kernels, so "
+                    "a ratio would be the baseline's fault. Run with OPENBLAS_CORETYPE=%s "
+                    "(bench-acl-vs-torch.py sets it when it sees this)."
+                    % (core, "AVX-512" if better == "SkylakeX" else "AVX2" if better == "Haswell" else "AVX",
+                       better, better))
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The allocator
+
+# PyTorch's CPU tensors come from malloc, one fresh block per op output and gradient, and glibc's
+# malloc hands a big block back to the kernel when it is freed (mmap'ed blocks from 128 KiB up,
+# munmap at free; a heap top past 128 KiB trimmed): the next op's block is then fresh pages,
+# each a page fault that zeroes it. On the virtual machines here a fault is expensive: on the
+# 2026-12-01 AMD EPYC (Zen 5) machine PyTorch's Conv-4 step took 1520 ms with glibc's defaults
+# and 391 ms with these settings, its LM training step 574 and 164 ms, the Sparse-MetaNet WCST
+# window 70 and 11 ms (one thread; metacl's own times did not move: its tensors come from a
+# buffer pool). These keep freed memory in the process (no mmap'ed blocks, no trimming, the heap
+# grown 256 MiB at a time), as a long-running training job would; both sides of a comparison run
+# with them (bench-acl-vs-torch.py), and a twin's record says which malloc settings it ran with.
+MALLOC_KEEP = (("glibc.malloc.mmap_max", "0"), ("glibc.malloc.trim_threshold", "17179869184"),
+               ("glibc.malloc.top_pad", "268435456"))
+
+
+def malloc_keep_env(env):
+    """env with GLIBC_TUNABLES holding MALLOC_KEEP (the caller's other tunables kept; MALLOC_KEEP's
+    names take MALLOC_KEEP's values)."""
+    have = [t for t in (env.get("GLIBC_TUNABLES") or "").split(":") if t and "=" in t]
+    keep = dict(MALLOC_KEEP)
+    rest = [t for t in have if t.split("=", 1)[0] not in keep]
+    return dict(env, GLIBC_TUNABLES=":".join(rest + ["%s=%s" % kv for kv in MALLOC_KEEP]))
+
+
+def malloc_refusal(tunables):
+    """None when a run's GLIBC_TUNABLES (a string or None) keeps freed memory as MALLOC_KEEP
+    does, else why a ratio against it would not be fair."""
+    have = dict(t.split("=", 1) for t in (tunables or "").split(":") if "=" in t)
+    missing = [k for k, v in MALLOC_KEEP if have.get(k) != v]
+    if not missing:
+        return None
+    return ("the PyTorch baseline ran with glibc's malloc returning freed memory to the kernel "
+            "(GLIBC_TUNABLES without %s): each op's output is then fresh pages, a page fault each, "
+            "up to 4x slower on a virtual machine, so a ratio would be the allocator's fault. "
+            "bench-acl-vs-torch.py runs both sides with GLIBC_TUNABLES=%s."
+            % (", ".join(missing), ":".join("%s=%s" % kv for kv in MALLOC_KEEP)))
 
 
 # ---------------------------------------------------------------------------------------------
