@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 /* Philox blocks computed side by side, and the indices (4 per block) they cover. */
-#define MCL_DRAW_LANES 16
+#define MCL_DRAW_LANES 32
 #define MCL_DRAW_CHUNK (4 * MCL_DRAW_LANES)
 
 /* The words of indices j0 .. j0 + MCL_DRAW_CHUNK - 1 of stream (seed, stream), j0 % 4 == 0:
