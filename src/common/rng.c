@@ -122,7 +122,7 @@ MCL_HOT void mcl_rng_draw_chunk(uint64_t seed, uint64_t stream, uint64_t j0,
                                 uint32_t u[MCL_DRAW_CHUNK])
 {
     const uint64_t blk0 = j0 >> 2;
-    __m512i a[4], b[4];
+    __m512i c[2][4]; /* group g: the blocks blk0 + 16 g + l, lane l */
     for (int g = 0; g < 2; g++) {
         uint32_t lo[16], hi[16];
         for (int l = 0; l < 16; l++) {
@@ -130,24 +130,23 @@ MCL_HOT void mcl_rng_draw_chunk(uint64_t seed, uint64_t stream, uint64_t j0,
             lo[l] = (uint32_t)blk;
             hi[l] = (uint32_t)(blk >> 32);
         }
-        __m512i *c = g ? b : a;
-        c[0] = _mm512_loadu_si512(lo);
-        c[1] = _mm512_loadu_si512(hi);
-        c[2] = _mm512_set1_epi32((int)(uint32_t)stream);
-        c[3] = _mm512_set1_epi32((int)(uint32_t)(stream >> 32));
+        c[g][0] = _mm512_loadu_si512(lo);
+        c[g][1] = _mm512_loadu_si512(hi);
+        c[g][2] = _mm512_set1_epi32((int)(uint32_t)stream);
+        c[g][3] = _mm512_set1_epi32((int)(uint32_t)(stream >> 32));
     }
     const __m512i m0 = _mm512_set1_epi32((int)MCL_PHILOX_M0);
     const __m512i m1 = _mm512_set1_epi32((int)MCL_PHILOX_M1);
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int r = 0; r < 10; r++) {
         const __m512i vk0 = _mm512_set1_epi32((int)k0), vk1 = _mm512_set1_epi32((int)k1);
-        philox_round16(a, m0, m1, vk0, vk1);
-        philox_round16(b, m0, m1, vk0, vk1);
+        philox_round16(c[0], m0, m1, vk0, vk1);
+        philox_round16(c[1], m0, m1, vk0, vk1);
         k0 += MCL_PHILOX_W0;
         k1 += MCL_PHILOX_W1;
     }
-    philox_store16(a, u);
-    philox_store16(b, u + 64);
+    philox_store16(c[0], u);
+    philox_store16(c[1], u + 64);
 }
 #else
 MCL_HOT void mcl_rng_draw_chunk(uint64_t seed, uint64_t stream, uint64_t j0,
