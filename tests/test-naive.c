@@ -521,18 +521,24 @@ static void set_drop(mcl_op_params *p, int fi, const mcl_naive_drop *d)
 }
 
 /* The dropout op (src/ref/dropout.c: the mask in chunks of Philox blocks, a head and a tail
- * drawn one by one) against mcl_naive_dropout_fwd/bwd. The only rounding is the kept values'
+ * from one more chunk each) against mcl_naive_dropout_fwd/bwd. The only rounding is the kept values'
  * product with the float scale 1/(1-p) (the oracle divides by 1 - p in double): 2 u, and a
  * dropped element is exactly 0 on both sides, so a wrong mask is an error of ~1. */
 #define TOL_DROPOUT 2.5e-7
 static void test_dropout(mcl_ctx *ctx)
 {
     /* n elements; one segment with a counter 3 past a block boundary; segments of 257 (not a
-     * multiple of 4: every segment has a head and a tail) stepping by 5 */
+     * multiple of 4: every segment has a head and a tail) stepping by 5; counters at the top of
+     * the index range: a tail whose chunk would pass 2^64 (drawn one by one, 2^64 - 124 ..
+     * 2^64 - 21), and a run that wraps past 2^64 (all of it one by one) */
     static const struct {
         int64_t n;
         mcl_naive_drop d;
-    } c[] = {{1000, {21, 2, 3, 0, 0, 0.3}}, {3 * 257, {22, 7, 0, 5, 257, 0.5}}, {5, {23, 1, 1, 0, 0, 0.3}}};
+    } c[] = {{1000, {21, 2, 3, 0, 0, 0.3}},
+             {3 * 257, {22, 7, 0, 5, 257, 0.5}},
+             {5, {23, 1, 1, 0, 0, 0.3}},
+             {1000, {24, 3, UINT64_MAX - 1019, 0, 0, 0.3}},
+             {1000, {25, 4, UINT64_MAX - 499, 0, 0, 0.3}}};
     for (int k = 0; k < (int)(sizeof c / sizeof c[0]); k++) {
         const int64_t n = c[k].n;
         const mcl_naive_drop *d = &c[k].d;

@@ -24,7 +24,8 @@
  * DRAW_CHUNK indices that start at a block boundary, whose blocks mcl_rng_draw_chunk computes
  * side by side (src/common/rng_draw.h, shared with mcl_rng_bernoulli_indices), so every
  * block is computed once. The words are the same, so is the mask. The few elements before
- * the first block boundary and after the last whole chunk use mcl_rng_uniform directly.
+ * the first block boundary and after the last whole chunk take their words from one more
+ * chunk each (edge_words), of which they use a part.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -49,38 +50,14 @@ typedef struct {
     float p;
 } seg_key;
 
-/* keep_i, the slow way (a whole block for one word): for the head and the tail */
+/* keep_i, the slow way (a whole block for one word): for the edges of a run whose chunk would
+ * wrap past index 2^64 (edge_words) */
 static int keep_one(const seg_key *k, int64_t i)
 {
     return mcl_rng_uniform(k->seed, k->stream, k->ctr + (uint64_t)i) >= k->p;
 }
 
-/* The elements i in [i0, i1) of the head or the tail (A, O: the segment's first element). */
 static float relu1(float x) { return x > 0.0f ? x : 0.0f; }
-
-static void fwd_slow(const seg_key *k, const float *A, float *O, int64_t i0, int64_t i1, float scale,
-                     int relu)
-{
-    for (int64_t i = i0; i < i1; i++)
-        O[i] = keep_one(k, i) ? (relu ? relu1(A[i]) : A[i]) * scale : 0.0f;
-}
-/* X: the op's input (relu first) or NULL */
-static void bwd_slow(const seg_key *k, const float *X, const float *G, float *GA, int64_t i0,
-                     int64_t i1, float scale, int fresh)
-{
-    for (int64_t i = i0; i < i1; i++) {
-        if (X) { /* relu's backward on dropout's term, as the two ops */
-            const float d = keep_one(k, i) ? 0.0f + G[i] * scale : 0.0f;
-            if (fresh)
-                GA[i] = 0.0f + (X[i] > 0.0f ? d : 0.0f);
-            else if (X[i] > 0.0f)
-                GA[i] = GA[i] + d;
-        } else if (keep_one(k, i))
-            GA[i] = (fresh ? 0.0f : GA[i]) + G[i] * scale;
-        else if (fresh)
-            GA[i] = 0.0f;
-    }
-}
 
 /* relu's backward on a chunk of dropout terms D: ga = 0 + (x > 0 ? d : 0) (fresh) or
  * ga = x > 0 ? ga + d : ga */
@@ -116,6 +93,61 @@ static inline float pick(uint32_t keep_mask, float a, float b)
 
 /* all ones when the word keeps its element (see keep_threshold), else 0 */
 static inline uint32_t keep_mask(uint32_t u, uint32_t t) { return 0u - (uint32_t)((u >> 8) >= t); }
+
+/* The words of the elements [i0, i1) of a run's head or tail (at most DRAW_CHUNK - 3 of them):
+ * the chunk that holds them, drawn whole into buf (its first block at the block boundary at or
+ * before counter + i0), so that *u is element i0's word, or 0 when that chunk's indices would wrap
+ * past 2^64 (mcl_rng_draw_chunk's limit; then each element is drawn alone, keep_one). An index's
+ * word is the same whichever chunk draws it (rng_draw.h), so the mask is too. A tail of up to
+ * 127 elements drawn one at a time cost a whole Philox block per element, ~25 ns each: more than
+ * the run's chunks on runs of about a thousand elements (inorm_pool_relu's dropout on Conv-4's
+ * deeper layers, 1 176 elements a run with 24 in the tail). */
+static const uint32_t *edge_words(const seg_key *k, int64_t i0, int64_t i1, uint32_t buf[DRAW_CHUNK])
+{
+    const uint64_t j = k->ctr + (uint64_t)i0, j0 = j & ~(uint64_t)3;
+    if (i1 - i0 > DRAW_CHUNK - (int64_t)(j - j0) || j0 > UINT64_MAX - (DRAW_CHUNK - 1)) return NULL;
+    mcl_rng_draw_chunk(k->seed, k->stream, j0, buf);
+    return buf + (j - j0);
+}
+
+/* keep_i of an edge: its word when edge_words gave them (u: element i0's), else drawn alone */
+static inline int keep_edge(const seg_key *k, const uint32_t *u, uint32_t t, int64_t i0, int64_t i)
+{
+    return u ? keep_mask(u[i - i0], t) != 0 : keep_one(k, i);
+}
+
+/* The elements i in [i0, i1) of the head or the tail (A, O: the segment's first element). */
+static void fwd_edge(const seg_key *k, const float *A, float *O, int64_t i0, int64_t i1, float scale,
+                     int relu)
+{
+    if (i0 >= i1) return;
+    uint32_t buf[DRAW_CHUNK];
+    const uint32_t *u = edge_words(k, i0, i1, buf), t = keep_threshold(k->p);
+    for (int64_t i = i0; i < i1; i++)
+        O[i] = keep_edge(k, u, t, i0, i) ? (relu ? relu1(A[i]) : A[i]) * scale : 0.0f;
+}
+
+/* The same for the backward. X: the op's input (relu first) or NULL */
+static void bwd_edge(const seg_key *k, const float *X, const float *G, float *GA, int64_t i0,
+                     int64_t i1, float scale, int fresh)
+{
+    if (i0 >= i1) return;
+    uint32_t buf[DRAW_CHUNK];
+    const uint32_t *u = edge_words(k, i0, i1, buf), t = keep_threshold(k->p);
+    for (int64_t i = i0; i < i1; i++) {
+        const int keep = keep_edge(k, u, t, i0, i);
+        if (X) { /* relu's backward on dropout's term, as the two ops */
+            const float d = keep ? 0.0f + G[i] * scale : 0.0f;
+            if (fresh)
+                GA[i] = 0.0f + (X[i] > 0.0f ? d : 0.0f);
+            else if (X[i] > 0.0f)
+                GA[i] = GA[i] + d;
+        } else if (keep)
+            GA[i] = (fresh ? 0.0f : GA[i]) + G[i] * scale;
+        else if (fresh)
+            GA[i] = 0.0f;
+    }
+}
 
 /* out_i = keep_i ? a_i * scale : 0 for the DRAW_CHUNK elements of one chunk (t: keep_threshold) */
 MCL_HOT static void fwd_chunk(const uint32_t *restrict u, const float *restrict A, float *restrict O,
@@ -161,8 +193,8 @@ static void fwd_seg(const seg_key *k, const float *A, float *O, int64_t n, float
         }
         fwd_chunk(u, src, O + i0, t, scale);
     }
-    fwd_slow(k, A, O, 0, h, scale, relu);
-    fwd_slow(k, A, O, h + nchunks * DRAW_CHUNK, n, scale, relu);
+    fwd_edge(k, A, O, 0, h, scale, relu);
+    fwd_edge(k, A, O, h + nchunks * DRAW_CHUNK, n, scale, relu);
 }
 
 /* The elements [i0, i0 + n) of one segment, in place (y at element i0): their draws start at
@@ -180,8 +212,8 @@ static void range_seg(const seg_key *k, int64_t i0, int64_t n, float *y, float s
         mcl_rng_draw_chunk(kr.seed, kr.stream, kr.ctr + (uint64_t)e0, u);
         mask_chunk(u, y + e0, t, scale);
     }
-    fwd_slow(&kr, y, y, 0, h, scale, 0);
-    fwd_slow(&kr, y, y, h + nchunks * DRAW_CHUNK, n, scale, 0);
+    fwd_edge(&kr, y, y, 0, h, scale, 0);
+    fwd_edge(&kr, y, y, h + nchunks * DRAW_CHUNK, n, scale, 0);
 }
 
 void mcl_ref_dropout_range(const mcl_ref_drop_key *k, int64_t i0, int64_t n, float *y)
@@ -244,8 +276,8 @@ static void bwd_seg(const seg_key *k, const float *X, const float *G, float *GA,
             bwd_chunk(u, G + i0, GA + i0, t, scale, fresh);
         }
     }
-    bwd_slow(k, X, G, GA, 0, h, scale, fresh);
-    bwd_slow(k, X, G, GA, h + nchunks * DRAW_CHUNK, n, scale, fresh);
+    bwd_edge(k, X, G, GA, 0, h, scale, fresh);
+    bwd_edge(k, X, G, GA, h + nchunks * DRAW_CHUNK, n, scale, fresh);
 }
 
 /* Backward: d out_i / d a_i = keep_i * scale (the same mask, drawn again), so
