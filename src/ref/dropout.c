@@ -96,7 +96,7 @@ static inline uint32_t keep_mask(uint32_t u, uint32_t t) { return 0u - (uint32_t
 
 /* The words of the elements [i0, i1) of a run's head or tail (at most DRAW_CHUNK - 3 of them):
  * the chunk that holds them, drawn whole into buf (its first block at the block boundary at or
- * before counter + i0), so that *u is element i0's word, or 0 when that chunk's indices would wrap
+ * before counter + i0), so that *u is element i0's word, or NULL when that chunk's indices would wrap
  * past 2^64 (mcl_rng_draw_chunk's limit; then each element is drawn alone, keep_one). An index's
  * word is the same whichever chunk draws it (rng_draw.h), so the mask is too. A tail of up to
  * 127 elements drawn one at a time cost a whole Philox block per element, ~25 ns each: more than
