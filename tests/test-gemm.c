@@ -11,6 +11,8 @@
  * 1 into a C that reads as zeros, C not read) gives the bits of mcl_ref_sgemm with beta = 1 on a
  * zero-filled C, into a NaN-filled one, on the simple, blocked and threaded paths, the edge
  * tiles and several k slices, with products of exactly -0 among them (stored as +0 both ways).
+ * A product computed as its transpose (C^T = op(B)^T op(A)^T) gives the bits of the same values
+ * stored so that it is not, at 1, 2 and 3 threads.
  * Finally the comparison itself is checked: a result with one corrupted element must be
  * rejected.
  *
@@ -260,6 +262,49 @@ static void test_transpose_bits(int64_t M, int64_t N, int64_t K)
     prob_free(&q);
 }
 
+/* A product that sgemm computes as its transpose (gemm.c's swap_pays: transB with at most
+ * 64 rows of C, or transA where C^T's register tiles hold fewer padding zeros) against the
+ * same values with op(A) = A and op(B) = B stored plainly, which is never swapped: the same
+ * bits, C's padding kept, beta = 0 ignoring NaN, and 1, 2 and 3 threads alike. */
+static void test_swap_bits(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, float beta,
+                           int nan_c)
+{
+    prob p, q;
+    char what[200];
+    prob_init(&p, ta, tb, M, N, K, 3, alpha, beta, nan_c);
+    prob_init(&q, 0, 0, M, N, K, 1, alpha, beta, nan_c);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t k = 0; k < K; k++) q.A[i * q.lda + k] = op_a(&p, i, k);
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) q.B[k * q.ldb + j] = op_b(&p, k, j);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) q.C0[i * q.ldc + j] = p.C0[i * p.ldc + j];
+    float *cq = run(&q);
+    const double tol = tolerance(K);
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+    for (int t = 1; t <= 3; t++) {
+        omp_set_num_threads(t);
+#else
+    for (int t = 1; t <= 1; t++) {
+#endif
+        float *cp = run(&p);
+        snprintf(what, sizeof what,
+                 "swapped product ta=%d tb=%d %lldx%lldx%lld alpha=%g beta=%g%s, %d thread(s): not the "
+                 "bits of the plain one (or error > %.3g)",
+                 ta, tb, (long long)M, (long long)N, (long long)K, alpha, beta, nan_c ? " (C was NaN)" : "",
+                 t, tol);
+        check(same_bits(cp, cq, M, N, p.ldc, q.ldc) && max_error(&p, cp) <= tol, what);
+        free(cp);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    free(cq);
+    prob_free(&p);
+    prob_free(&q);
+}
+
 /* mcl_ref_sgemm_fresh into a NaN-filled C against mcl_ref_sgemm with beta = 1 on zeros: the
  * same bits (its +0 + alpha * sum: a -0 sum becomes +0 either way; row 0 of op(A) is -0 so its
  * products are -0 or +0). Padding columns of C keep their guard. */
@@ -376,6 +421,20 @@ int main(void)
     test_fresh(0, 0, 16, 1024, 300); /* in-place B */
     test_fresh(0, 0, 200, 64, 1050); /* in-place A */
     test_fresh(0, 0, 5, 7, 0);
+
+    /* products computed as their transpose: B in place (the attention's 32 queries against
+     * 256 keys; a last short strip of keys; two k slices; a team of threads), and transA with
+     * fewer padded tiles (32 x 48 and 32 x 40: a half-empty strip of NR columns otherwise;
+     * 64 x 1000 threaded) */
+    test_swap_bits(0, 1, 32, 256, 48, 1.0f, 0.0f, 1);
+    test_swap_bits(0, 1, 32, 100, 600, -1.5f, 0.25f, 0);
+    test_swap_bits(0, 1, 64, 2000, 48, 0.5f, 1.0f, 0);
+    test_swap_bits(0, 1, 32, 300, 33, 1.0f, 0.0f, 0);
+    test_swap_bits(1, 0, 32, 48, 128, 0.125f, 0.0f, 1);
+    test_swap_bits(1, 0, 32, 40, 600, 1.0f, 1.0f, 0);
+    test_swap_bits(1, 0, 64, 1000, 300, -1.0f, 0.5f, 0);
+    test_fresh(0, 1, 32, 256, 48);
+    test_fresh(1, 0, 32, 48, 700);
 
     test_catches_corruption();
 

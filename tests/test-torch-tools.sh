@@ -23,7 +23,10 @@
 #      whose medians depend on the call: the runs alternate (1 thread, 2, 2 compared) three
 #      times, OMP_NUM_THREADS is not passed on, OMP_DYNAMIC only to the compared runs, and the
 #      table has the medians of the three rounds (12, 9, 21: not a mean, not the first or last),
-#      the speed-ups and "no slower" yes / no.
+#      the speed-ups and "no slower" yes / no;
+#   5. tools/scripts/bench-ab.py over `metacl bench gemm --json` arrays: each shape a workload
+#      named by its op and size, its ms 2·M·N·K / the median GFLOP/s, the speed-up per round
+#      (a build twice as fast in both rounds: 2.00), shapes apart by their transposes.
 # The checks can fail: the fake records are the ones a wrong classification would pass through.
 SRCDIR=${METACL_SRCDIR:-$(dirname "$0")/..}
 PY=${PYTHON:-python3}
@@ -236,6 +239,25 @@ check "self-test: a slower run is not called a tie" 1 verdicts tie 8,10 8,9.5 8.
 check "bench-shared: one round gives no interval, a tie" 0 verdicts tie 10,5
 check "bench-shared --rounds 0" 2 env PYTHONDONTWRITEBYTECODE=1 "$PY" "$SRCDIR/tools/scripts/bench-shared.py" \
     --metacl "$TMP/metacl-shared" --rounds 0
+
+# 5. bench-ab over bench gemm arrays: A at 100 GFLOP/s, B at 200 (NT) and 100 (NN) in both rounds
+g() { printf '[{"ta": 0, "tb": 1, "M": 32, "N": 256, "K": 48, "gflops_best": 1, "gflops_median": %s},' "$1"
+      printf ' {"ta": 0, "tb": 0, "M": 32, "N": 256, "K": 48, "gflops_best": 1, "gflops_median": 100}]\n'; }
+{ echo "A 1 $(g 100)"; echo "B 1 $(g 200)"; echo "A 2 $(g 100)"; echo "B 2 $(g 200)"; } >"$TMP/ab.txt"
+ab_gemm() {
+    PYTHONDONTWRITEBYTECODE=1 "$PY" "$SRCDIR/tools/scripts/bench-ab.py" "$TMP/ab.txt" --json >"$TMP/ab.json" &&
+        PYTHONDONTWRITEBYTECODE=1 "$PY" - "$TMP/ab.json" "$1" <<'PY'
+import json, sys
+w = {r["name"]: r for r in json.load(open(sys.argv[1]))["workloads"]}
+nt, nn = w["NT 32x256x48"], w["NN 32x256x48"]
+ms = 2.0 * 32 * 256 * 48 / 100e9 * 1e3
+ok = (nt["bench"] == "gemm" and abs(nt["a_ms"] - ms) < 1e-9 and abs(nt["b_ms"] - ms / 2) < 1e-9
+      and abs(nt["speedup"] - float(sys.argv[2])) < 1e-9 and abs(nn["speedup"] - 1.0) < 1e-9)
+sys.exit(0 if ok else 1)
+PY
+}
+check "bench-ab over bench gemm arrays" 0 ab_gemm 2.0
+check "self-test: a wrong speed-up is caught" 1 ab_gemm 1.0
 
 rm -rf "$TMP"
 echo "test-torch-tools: $pass passed, $fail failed"

@@ -41,6 +41,15 @@
  *     lda) instead of packing them: the broadcasts it does per k are MR loads either way.
  *     The attention's P · V (200 x 64 x 1050: packing P was a pass over 840 KB per product).
  *     Only full MR-tall strips; the last, short one is still packed.
+ *   - Some products are computed as their transpose, C^T = op(B)^T · op(A)^T, the register
+ *     tiles of C^T stored transposed (8 x 8 blocks in registers, transpose8.h); swap_pays()
+ *     decides: when op(B) is B^T, op(A) is A and C has at most DIRECT_A_MAX_COLS rows (a few
+ *     queries against many keys: the attention's Q · K^T), B becomes the "A" of the swapped
+ *     product, read in place (the direct-A path above) instead of transposed into packed
+ *     strips at every call; when op(A) is A^T and op(B) is B, if the tiles of C^T hold fewer
+ *     padding zeros than those of C (C 32 x 48: a 32-wide and a half-empty 16-wide strip of
+ *     NR, against six full MR strips). Each element is the same sum: fmaf(a, b, acc) and
+ *     fmaf(b, a, acc) are the same correctly rounded value.
  *   - Tiny problems (M*N*K <= SIMPLE_MAX_MNK), and the unlikely case that the packing
  *     buffers cannot be allocated, run gemm_simple(): a plain loop in the same order.
  *
@@ -160,7 +169,8 @@ static inline float update(float acc, float c, float alpha, float beta)
  * (ldbp = NR for a packed strip, ldb when B is read in place). c: the tile, rows ldc apart. */
 
 /* The tile's sums into C (update(), or 0 + alpha * acc into a C that reads as zeros). */
-static inline void tile_store(float ab[MR][NR], float alpha, float beta, int zc, float *restrict c, int64_t ldc)
+static inline void tile_store_rows(float ab[MR][NR], float alpha, float beta, int zc, float *restrict c,
+                                   int64_t ldc)
 {
     if (zc) { /* C is zeros, not read: update(acc, 0, alpha, 1) = 0 + alpha * acc */
         for (int i = 0; i < MR; i++)
@@ -175,8 +185,41 @@ static inline void tile_store(float ab[MR][NR], float alpha, float beta, int zc,
     }
 }
 
+/* The same, into a C stored transposed (ct, see the header): element (i, j) of the tile at
+ * c[j*ldc + i]. With MR = 8 each 8 x 8 block goes through registers (transpose8); the values
+ * are those tile_store_rows computes, element for element. */
+static inline void tile_store_cols(float ab[MR][NR], float alpha, float beta, int zc, float *restrict c,
+                                   int64_t ldc)
+{
+    float v[MR][NR];
+    if (beta != 0.0f && !zc) { /* C read: its block transposed into v first */
+#if MR == 8 && NR % 8 == 0
+        for (int q = 0; q < NR; q += 8) transpose8(c + q * ldc, ldc, &v[0][q], NR);
+#else
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) v[i][j] = c[j * ldc + i];
+#endif
+    }
+    tile_store_rows(ab, alpha, beta, zc, &v[0][0], NR);
+#if MR == 8 && NR % 8 == 0
+    for (int q = 0; q < NR; q += 8) transpose8(&v[0][q], NR, c + q * ldc, ldc);
+#else
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) c[j * ldc + i] = v[i][j];
+#endif
+}
+
+static inline void tile_store(float ab[MR][NR], float alpha, float beta, int zc, int ct, float *restrict c,
+                              int64_t ldc)
+{
+    if (ct)
+        tile_store_cols(ab, alpha, beta, zc, c, ldc);
+    else
+        tile_store_rows(ab, alpha, beta, zc, c, ldc);
+}
+
 MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
-                                 int64_t ldbp, float alpha, float beta, int zc,
+                                 int64_t ldbp, float alpha, float beta, int zc, int ct,
                                  float *restrict c, int64_t ldc)
 {
     float ab[MR][NR];
@@ -191,14 +234,14 @@ MCL_HOT static void micro_kernel(int64_t kc, const float *restrict a, const floa
         a += MR;
         b += ldbp;
     }
-    tile_store(ab, alpha, beta, zc, c, ldc);
+    tile_store(ab, alpha, beta, zc, ct, c, ldc);
 }
 
 /* The same tile with A read in place: row i of the strip at a + i*lda (the direct-A path).
  * The same MADD sequence per element as micro_kernel's (the same bits). */
 MCL_HOT static void micro_kernel_rows(int64_t kc, const float *restrict a, int64_t lda,
                                       const float *restrict b, int64_t ldbp, float alpha,
-                                      float beta, int zc, float *restrict c, int64_t ldc)
+                                      float beta, int zc, int ct, float *restrict c, int64_t ldc)
 {
     const float *ar[MR];
     for (int i = 0; i < MR; i++) ar[i] = a + i * lda;
@@ -213,25 +256,26 @@ MCL_HOT static void micro_kernel_rows(int64_t kc, const float *restrict a, int64
         }
         b += ldbp;
     }
-    tile_store(ab, alpha, beta, zc, c, ldc);
+    tile_store(ab, alpha, beta, zc, ct, c, ldc);
 }
 
 /* A tile at the bottom or right edge of C (mr < MR or nr < NR): run the kernel on a full-size
  * copy of the tile and store back the part that exists. lda: A's row stride when A is read in
- * place, 0 for a packed strip. */
+ * place, 0 for a packed strip. ct: C stored transposed (element (i, j) at c[j*ldc + i]). */
 static void edge_tile(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldbp, float alpha,
-                      float beta, int zc, float *c, int64_t ldc, int64_t mr, int64_t nr)
+                      float beta, int zc, int ct, float *c, int64_t ldc, int64_t mr, int64_t nr)
 {
+    const int64_t si = ct ? 1 : ldc, sj = ct ? ldc : 1; /* strides of i and j in c */
     float t[MR * NR] = {0.0f};
     if (beta != 0.0f && !zc) /* beta == 0 or zc: C is not read (it may be uninitialized) */
         for (int64_t i = 0; i < mr; i++)
-            for (int64_t j = 0; j < nr; j++) t[i * NR + j] = c[i * ldc + j];
+            for (int64_t j = 0; j < nr; j++) t[i * NR + j] = c[i * si + j * sj];
     if (lda) /* A in place (a full strip: mr == MR) */
-        micro_kernel_rows(kc, a, lda, b, ldbp, alpha, beta, zc, t, NR);
+        micro_kernel_rows(kc, a, lda, b, ldbp, alpha, beta, zc, 0, t, NR);
     else
-        micro_kernel(kc, a, b, ldbp, alpha, beta, zc, t, NR);
+        micro_kernel(kc, a, b, ldbp, alpha, beta, zc, 0, t, NR);
     for (int64_t i = 0; i < mr; i++)
-        for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = t[i * NR + j];
+        for (int64_t j = 0; j < nr; j++) c[i * si + j * sj] = t[i * NR + j];
 }
 
 /* ---- packing ------------------------------------------------------------------------------
@@ -309,6 +353,7 @@ typedef struct gemm_args {
     int64_t M, N, K;
     float alpha, beta;
     int zero_c; /* C reads as zeros (mcl_ref_sgemm_fresh): beta = 1 into zeros, C not read */
+    int ct;     /* C stored transposed: element (i, j) at C[j*ldc + i] (sgemm's swap) */
     const float *A;
     int64_t lda;
     const float *B;
@@ -317,12 +362,18 @@ typedef struct gemm_args {
     int64_t ldc;
 } gemm_args;
 
+/* Element (i, j) of C (stored transposed when g->ct). */
+static inline float *c_at(const gemm_args *g, int64_t i, int64_t j)
+{
+    return g->ct ? g->C + j * g->ldc + i : g->C + i * g->ldc + j;
+}
+
 /* Rows [m0,m1) x columns [n0,n1) of C with a plain loop, in the documented order. */
 static void gemm_simple(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
     for (int64_t i = m0; i < m1; i++) {
         for (int64_t j = n0; j < n1; j++) {
-            float c = g->beta == 0.0f || g->zero_c ? 0.0f : g->C[i * g->ldc + j];
+            float c = g->beta == 0.0f || g->zero_c ? 0.0f : *c_at(g, i, j);
             for (int64_t p = 0; p < g->K; p += KC) {
                 const int64_t pend = p + KC < g->K ? p + KC : g->K;
                 float acc = 0.0f;
@@ -331,7 +382,7 @@ static void gemm_simple(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0, 
                                elem_b(g->transB, g->B, g->ldb, k, j), acc);
                 c = update(acc, c, g->alpha, p == 0 ? g->beta : 1.0f);
             }
-            g->C[i * g->ldc + j] = c;
+            *c_at(g, i, j) = c;
         }
     }
 }
@@ -396,13 +447,13 @@ static void gemm_blocked(const gemm_args *g, int64_t m0, int64_t m1, int64_t n0,
                         const int rows = ir < mfull; /* this strip of A in place */
                         const float *a = rows ? g->A + (ic + ir) * g->lda + pc : Ap + (ir - mfull) * kc;
                         const int64_t lda = rows ? g->lda : 0;
-                        float *c = g->C + (ic + ir) * g->ldc + jc + jr;
+                        float *c = c_at(g, ic + ir, jc + jr);
                         if (mr == MR && nr == NR && rows)
-                            micro_kernel_rows(kc, a, lda, b, ldbp, g->alpha, beta, zc, c, g->ldc);
+                            micro_kernel_rows(kc, a, lda, b, ldbp, g->alpha, beta, zc, g->ct, c, g->ldc);
                         else if (mr == MR && nr == NR)
-                            micro_kernel(kc, a, b, ldbp, g->alpha, beta, zc, c, g->ldc);
+                            micro_kernel(kc, a, b, ldbp, g->alpha, beta, zc, g->ct, c, g->ldc);
                         else
-                            edge_tile(kc, a, lda, b, ldbp, g->alpha, beta, zc, c, g->ldc, mr, nr);
+                            edge_tile(kc, a, lda, b, ldbp, g->alpha, beta, zc, g->ct, c, g->ldc, mr, nr);
                     }
                 }
             }
@@ -463,6 +514,27 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc)
     }
 }
 
+static void sgemm_run(const gemm_args *gp);
+
+/* n rounded up to a multiple of m */
+static int64_t pad_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+/* Whether C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T (header comment), never with
+ * more padding zeros in the register tiles than C's own. Measured at one thread (best of 5
+ * alternated runs): B in place, 32 x 256 x 48 5.58 -> 5.09 us, but 50 x 1024 x 256, whose
+ * tiles of C^T are a seventh larger, 174 -> 243 us; fewer padded tiles, transA 32 x 48 x 128
+ * 3.73 -> 2.91 us, while 24 x 48 (the same tile area) lost a little; op(A) = A, op(B) = B was
+ * a tie either way: not swapped. */
+static int swap_pays(int transA, int transB, int64_t M, int64_t N)
+{
+    const int64_t area = pad_to(M, MR) * pad_to(N, NR), area_t = pad_to(N, MR) * pad_to(M, NR);
+    if (!transA && transB) /* B in place as the swapped product's A */
+        return M <= DIRECT_A_MAX_COLS && N > M && area_t <= area;
+    if (transA && !transB) /* fewer padded elements in the register tiles */
+        return area_t < area;
+    return 0;
+}
+
 /* mcl_ref_sgemm (zero_c = 0) and mcl_ref_sgemm_fresh (zero_c = 1, beta = 1) */
 static void sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta, int zero_c,
@@ -473,12 +545,26 @@ static void sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float
         scale_c(M, N, zero_c ? 0.0f : beta, C, ldc);
         return;
     }
-    const gemm_args g = {transA, transB, M, N, K, alpha, beta, zero_c, A, lda, B, ldb, C, ldc};
-
     if ((double)M * (double)N * (double)K <= SIMPLE_MAX_MNK) {
-        gemm_simple(&g, 0, M, 0, N);
+        const gemm_args s = {transA, transB, M, N, K, alpha, beta, zero_c, 0, A, lda, B, ldb, C, ldc};
+        gemm_simple(&s, 0, M, 0, N);
         return;
     }
+    /* C^T = op(B)^T · op(A)^T where that is cheaper (header comment) */
+    if (swap_pays(transA, transB, M, N)) {
+        const gemm_args t = {!transB, !transA, N, M, K, alpha, beta, zero_c, 1, B, ldb, A, lda, C, ldc};
+        sgemm_run(&t);
+        return;
+    }
+    const gemm_args g = {transA, transB, M, N, K, alpha, beta, zero_c, 0, A, lda, B, ldb, C, ldc};
+    sgemm_run(&g);
+}
+
+/* The product g describes (neither tiny nor empty): on a team of threads or on this one. */
+static void sgemm_run(const gemm_args *gp)
+{
+    const gemm_args g = *gp;
+    const int64_t M = g.M, N = g.N, K = g.K;
 
 #ifdef _OPENMP
     const int64_t tiles = ((M + MR - 1) / MR) * ((N + NR - 1) / NR);

@@ -2,7 +2,9 @@
 """bench-ab.py LINES [--a TAG] [--b TAG] [--json] — two builds of metacl compared, round by round.
 
 LINES is what tools/bundle/gpu-ab.sh writes (bench-ab.txt): one `metacl bench B --json` record
-per line, each preceded by the build's tag and the round number ("old 3 {"bench": ...}"). The
+per line, each preceded by the build's tag and the round number ("old 3 {"bench": ...}"), or a
+`metacl bench gemm --json` array (each shape a workload of bench "gemm", named "NT 32x256x48",
+its ms the median call's, 2·M·N·K / its median GFLOP/s). The
 builds ran alternately on the same machine, so round r of A and round r of B saw the same
 conditions. For every workload (in the order first seen) it prints both builds' medians over
 the rounds (of each run's median ms), the geometric mean of the per-round speed-ups
@@ -44,6 +46,19 @@ def read(path):
     return out
 
 
+def workloads_of(rec):
+    """[(bench, name, median ms or None)] of one record: a bench's workloads, or the shapes of
+    a `bench gemm --json` array"""
+    if isinstance(rec, list):
+        out = []
+        for s in rec:
+            name = "%s%s %dx%dx%d" % ("T" if s.get("ta") else "N", "T" if s.get("tb") else "N", s["M"], s["N"], s["K"])
+            g = s.get("gflops_median") or 0
+            out.append(("gemm", name, 2.0 * s["M"] * s["N"] * s["K"] / (g * 1e9) * 1e3 if g > 0 else None))
+        return out
+    return [(rec.get("bench"), w.get("name"), w.get("ms_median")) for w in rec.get("workloads", [])]
+
+
 def compare(lines, a=None, b=None):
     """the comparison as a dict: {"a", "b", "rounds", "workloads": [{"bench", "name", "rounds",
     "a_ms", "b_ms", "speedup", "ci95", "verdict"}]}"""
@@ -58,13 +73,13 @@ def compare(lines, a=None, b=None):
     for t, r, rec in lines:
         if t not in (a, b):
             continue
-        for w in rec.get("workloads", []):
-            key = (rec.get("bench"), w.get("name"))
+        for bench, name, med in workloads_of(rec):
+            key = (bench, name)
             if key not in ms:
                 ms[key] = {a: {}, b: {}}
                 order.append(key)
-            if w.get("ms_median") is not None:
-                ms[key][t][r] = w["ms_median"]
+            if med is not None:
+                ms[key][t][r] = med
     rows = []
     for key in order:
         ra, rb = ms[key][a], ms[key][b]
@@ -103,7 +118,7 @@ def main(argv):
     print("|---|---|---:|---:|---:|---:|---|---|")
     for r in c["workloads"]:
         ci = "[%.2f, %.2f]" % tuple(r["ci95"]) if r["ci95"] else "-"
-        print("| %s | `%s` | %d | %.3f | %.3f | %.2f | %s | %s |" % (r["bench"], r["name"], r["rounds"], r["a_ms"],
+        print("| %s | `%s` | %d | %.4g | %.4g | %.2f | %s | %s |" % (r["bench"], r["name"], r["rounds"], r["a_ms"],
                                                                    r["b_ms"], r["speedup"], ci, r["verdict"]))
     return 0
 

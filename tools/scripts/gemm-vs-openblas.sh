@@ -59,8 +59,8 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS="$THREADS" \
 }
 cat "$tmp/openblas.log"
 
-# Both files hold one {"M": .., "N": .., "K": .., "gflops_best": .., "gflops_median": ..}
-# per line. Join them on the shape.
+# Both files hold one {"ta": .., "tb": .., "M": .., "N": .., "K": .., "gflops_best": ..,
+# "gflops_median": ..} per line. Join them on the shape (op(A) op(B) M x N x K).
 awk '
 function field(line, name,    rest) {
     rest = substr(line, index(line, "\"" name "\":") + length(name) + 3)
@@ -69,7 +69,7 @@ function field(line, name,    rest) {
     return rest + 0
 }
 /"gflops_best"/ {
-    shape = field($0, "M") "x" field($0, "N") "x" field($0, "K")
+    shape = (field($0, "ta") ? "T" : "N") (field($0, "tb") ? "T" : "N") " " field($0, "M") "x" field($0, "N") "x" field($0, "K")
     if (FILENAME == ARGV[1]) {
         order[++n] = shape
         mb[shape] = field($0, "gflops_best"); mm[shape] = field($0, "gflops_median")
@@ -78,15 +78,15 @@ function field(line, name,    rest) {
     }
 }
 END {
-    printf "\nGFLOP/s, best call / median call (M x N x K, row-major, no transposes)\n"
-    printf "%-16s %19s %19s %15s\n", "shape", "metacl", "OpenBLAS", "metacl/OpenBLAS"
+    printf "\nGFLOP/s, best call / median call (op(A) op(B) M x N x K, row-major; T: transposed)\n"
+    printf "%-19s %19s %19s %15s\n", "shape", "metacl", "OpenBLAS", "metacl/OpenBLAS"
     for (i = 1; i <= n; i++) {
         s = order[i]
         if (!(s in ob)) {
-            printf "%-16s %8.1f / %8.1f %19s\n", s, mb[s], mm[s], "missing"
+            printf "%-19s %8.1f / %8.1f %19s\n", s, mb[s], mm[s], "missing"
             continue
         }
-        printf "%-16s %8.1f / %8.1f %8.1f / %8.1f %6.2f / %6.2f\n", s, mb[s], mm[s], ob[s], om[s],
+        printf "%-19s %8.1f / %8.1f %8.1f / %8.1f %6.2f / %6.2f\n", s, mb[s], mm[s], ob[s], om[s],
                (ob[s] > 0 ? mb[s] / ob[s] : 0), (om[s] > 0 ? mm[s] / om[s] : 0)
     }
 }' "$tmp/metacl.json" "$tmp/openblas.json"

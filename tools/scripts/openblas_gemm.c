@@ -1,8 +1,8 @@
 /* openblas_gemm.c — the `metacl bench gemm` measurement, done with OpenBLAS's cblas_sgemm.
  *
  * Not part of the library or of the metacl binary: tools/scripts/gemm-vs-openblas.sh builds it
- * against OpenBLAS and compares. Same shapes, same data, same call (row-major, no transposes,
- * alpha = 1, beta = 0) and same timing method as tools/cli/bench_gemm.c: two warm-up calls, then
+ * against OpenBLAS and compares. Same shapes, same data, same call (row-major, op(A) and op(B)
+ * per shape, dense leading dimensions, alpha = 1, beta = 0) and same timing method as tools/cli/bench_gemm.c: two warm-up calls, then
  * single calls timed with clock_gettime(CLOCK_MONOTONIC) until >= 0.3 s and >= 10 calls
  * (or exactly --reps N calls); GFLOP/s = 2*M*N*K / time, for the fastest and the median call.
  *
@@ -29,8 +29,10 @@ char *openblas_get_config(void);
 char *openblas_get_corename(void);
 int openblas_get_num_threads(void);
 
-static const int64_t shapes[][3] = {
-    {1024, 1024, 1024}, {256, 256, 256}, {2560, 256, 256}, {2048, 32, 288}, {16, 1024, 1024},
+/* transA, transB, M, N, K: bench_gemm.c's table */
+static const int64_t shapes[][5] = {
+    {0, 0, 1024, 1024, 1024}, {0, 0, 256, 256, 256}, {0, 0, 2560, 256, 256}, {0, 0, 2048, 32, 288},
+    {0, 0, 16, 1024, 1024},   {0, 1, 32, 256, 48},   {1, 0, 32, 48, 128},    {0, 1, 50, 1024, 256},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 #define MIN_SECONDS 0.3
@@ -82,7 +84,10 @@ int main(int argc, char **argv)
     if (!times) return 1;
     printf("[");
     for (size_t s = 0; s < N_SHAPES; s++) {
-        const int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        const int ta = (int)shapes[s][0], tb = (int)shapes[s][1];
+        const int64_t M = shapes[s][2], N = shapes[s][3], K = shapes[s][4];
+        const int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N);
+        const enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
         float *A = malloc(sizeof(float) * (size_t)(M * K));
         float *B = malloc(sizeof(float) * (size_t)(K * N));
         float *C = calloc((size_t)(M * N), sizeof(float));
@@ -93,14 +98,14 @@ int main(int argc, char **argv)
         fill(A, M * K, 12345u);
         fill(B, K * N, 67890u);
         for (int w = 0; w < 2; w++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
-                        A, (int)K, B, (int)N, 0.0f, C, (int)N);
+            cblas_sgemm(CblasRowMajor, opa, opb, (int)M, (int)N, (int)K, 1.0f, A, lda, B, ldb, 0.0f, C,
+                        (int)N);
         int n = 0;
         const double start = now_seconds();
         for (;;) {
             const double t0 = now_seconds();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
-                        A, (int)K, B, (int)N, 0.0f, C, (int)N);
+            cblas_sgemm(CblasRowMajor, opa, opb, (int)M, (int)N, (int)K, 1.0f, A, lda, B, ldb, 0.0f, C,
+                        (int)N);
             const double t1 = now_seconds();
             times[n++] = t1 - t0;
             if (reps ? n >= reps : (n >= MIN_REPS && t1 - start >= MIN_SECONDS)) break;
@@ -109,9 +114,9 @@ int main(int argc, char **argv)
         qsort(times, (size_t)n, sizeof(double), cmp_double);
         const double flops = 2.0 * (double)M * (double)N * (double)K;
         const double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-        printf("%s\n  {\"M\": %lld, \"N\": %lld, \"K\": %lld, \"gflops_best\": %.2f, "
-               "\"gflops_median\": %.2f}",
-               s ? "," : "", (long long)M, (long long)N, (long long)K,
+        printf("%s\n  {\"ta\": %d, \"tb\": %d, \"M\": %lld, \"N\": %lld, \"K\": %lld, "
+               "\"gflops_best\": %.2f, \"gflops_median\": %.2f}",
+               s ? "," : "", ta, tb, (long long)M, (long long)N, (long long)K,
                times[0] > 0.0 ? flops / times[0] * 1e-9 : 0.0,
                median > 0.0 ? flops / median * 1e-9 : 0.0);
         fflush(stdout);
