@@ -408,10 +408,11 @@ int main(void)
     test_subblock(64, 2100, 300, 31, 17, 5, 2090);
     test_transpose_bits(129, 97, 300);
     test_transpose_bits(5, 7, 3);
-    /* in-place A (at most 2 NR columns, op(A) = A) against packed A (stored transposed): the
+    /* in-place A (at most 8 NR columns, op(A) = A) against packed A (stored transposed): the
      * attention's P · V over three k slices, and a short last strip of rows */
     test_transpose_bits(200, 64, 1050);
     test_transpose_bits(37, 50, 600);
+    test_transpose_bits(300, 200, 600); /* in place up to 8 NR columns: the LM's 192 */
 
     /* a fresh C: simple path, edges, blocked over several k slices, threaded, K = 0 */
     test_fresh(0, 0, 7, 5, 13);

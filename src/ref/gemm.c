@@ -36,14 +36,15 @@
  *     kernel reads B in place (row stride ldb) instead of packing it (16 x 1024 x 1024: about
  *     1.4x faster). Only full NR-wide strips; the last, narrow one is still packed.
  *   - When op(A) is A (not transposed) and this thread's block of C has at most
- *     DIRECT_A_MAX_COLS columns, each packed A element would be used only once or twice
+ *     DIRECT_A_MAX_COLS columns, each packed A element would be used only a few times
  *     (one NR strip of C per use), so the kernel reads the MR rows of A in place (row stride
  *     lda) instead of packing them: the broadcasts it does per k are MR loads either way.
- *     The attention's P · V (200 x 64 x 1050: packing P was a pass over 840 KB per product).
+ *     The attention's P · V (200 x 64 x 1050: packing P was a pass over 840 KB per product),
+ *     the LM's 1024 x 192 x 192 products.
  *     Only full MR-tall strips; the last, short one is still packed.
  *   - Some products are computed as their transpose, C^T = op(B)^T · op(A)^T, the register
  *     tiles of C^T stored transposed (8 x 8 blocks in registers, transpose8.h); swap_pays()
- *     decides: when op(B) is B^T, op(A) is A and C has at most DIRECT_A_MAX_COLS rows (a few
+ *     decides: when op(B) is B^T, op(A) is A and C has at most SWAP_MAX_ROWS rows (a few
  *     queries against many keys: the attention's Q · K^T), B becomes the "A" of the swapped
  *     product, read in place (the direct-A path above) instead of transposed into packed
  *     strips at every call; when op(A) is A^T and op(B) is B, if the tiles of C^T hold fewer
@@ -117,8 +118,14 @@
 
 /* A thread's block of C with at most this many rows reads B in place (no packing). */
 #define DIRECT_B_MAX_ROWS (4 * MR)
-/* A thread's block of C with at most this many columns reads A in place (no packing). */
-#define DIRECT_A_MAX_COLS (2 * NR)
+/* A thread's block of C with at most this many columns reads A in place (no packing): each
+ * element of A then serves at most 8 NR strips of C. Was 2 NR until 2026-12-02; 8 NR measured
+ * (bench gemm, alternated builds, 6 rounds at 1 thread, 4 at 2): 256 x 256 x 256 1.04 [1.02,
+ * 1.07] and 1.06 [1.02, 1.11] faster, 2560 x 256 x 256 a tie and 1.02 [1.01, 1.04], the LM's
+ * 1024 x 192 x 192 3-4 % (best of 4 alternated runs), the other shapes ties. */
+#define DIRECT_A_MAX_COLS (8 * NR)
+/* At most this many rows of C against a transposed B: computed as C^T (swap_pays). */
+#define SWAP_MAX_ROWS (2 * NR)
 /* Below this many elementary products (M*N*K) the plain loop wins. */
 #define SIMPLE_MAX_MNK 256
 /* Below this many flops (2*M*N*K) stay on one thread. */
@@ -529,7 +536,7 @@ static int swap_pays(int transA, int transB, int64_t M, int64_t N)
 {
     const int64_t area = pad_to(M, MR) * pad_to(N, NR), area_t = pad_to(N, MR) * pad_to(M, NR);
     if (!transA && transB) /* B in place as the swapped product's A */
-        return M <= DIRECT_A_MAX_COLS && N > M && area_t <= area;
+        return M <= SWAP_MAX_ROWS && N > M && area_t <= area;
     if (transA && !transB) /* fewer padded elements in the register tiles */
         return area_t < area;
     return 0;
