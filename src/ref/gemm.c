@@ -119,10 +119,10 @@
 /* A thread's block of C with at most this many rows reads B in place (no packing). */
 #define DIRECT_B_MAX_ROWS (4 * MR)
 /* A thread's block of C with at most this many columns reads A in place (no packing): each
- * element of A then serves at most 8 NR strips of C. Was 2 NR until 2026-12-02; 8 NR measured
- * (bench gemm, alternated builds, 6 rounds at 1 thread, 4 at 2): 256 x 256 x 256 1.04 [1.02,
- * 1.07] and 1.06 [1.02, 1.11] faster, 2560 x 256 x 256 a tie and 1.02 [1.01, 1.04], the LM's
- * 1024 x 192 x 192 3-4 % (best of 4 alternated runs), the other shapes ties. */
+ * element of A then serves at most 8 NR strips of C (the LM's 192-wide products). Was 2 NR
+ * until 2026-12-02; 8 NR measured (bench gemm, alternated builds, 6 rounds at 1 thread, 4 at
+ * 2; doc/bench-runs/2026-12-02-gemm-swap/): 256 x 256 x 256 1.04 [1.02, 1.07] and 1.06 [1.02,
+ * 1.11] faster, 2560 x 256 x 256 a tie and 1.02 [1.01, 1.04], the other shapes ties. */
 #define DIRECT_A_MAX_COLS (8 * NR)
 /* At most this many rows of C against a transposed B: computed as C^T (swap_pays). */
 #define SWAP_MAX_ROWS (2 * NR)
@@ -527,11 +527,12 @@ static void sgemm_run(const gemm_args *gp);
 static int64_t pad_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 /* Whether C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T (header comment), never with
- * more padding zeros in the register tiles than C's own. Measured at one thread (best of 5
- * alternated runs): B in place, 32 x 256 x 48 5.58 -> 5.09 us, but 50 x 1024 x 256, whose
- * tiles of C^T are a seventh larger, 174 -> 243 us; fewer padded tiles, transA 32 x 48 x 128
- * 3.73 -> 2.91 us, while 24 x 48 (the same tile area) lost a little; op(A) = A, op(B) = B was
- * a tie either way: not swapped. */
+ * more padding zeros in the register tiles than C's own: swapped without that condition, 50 x
+ * 1024 x 256 (transB), whose tiles of C^T are a seventh larger, took 1.4 times as long, and
+ * transA 24 x 48 x 128 (the same tile area either way) was a little slower; op(A) = A,
+ * op(B) = B was a tie either way, not swapped. Kept (bench gemm, 8 alternated rounds, one
+ * thread; doc/reference-backend.md): 32 x 256 x 48 (transB) 1.08 [1.02, 1.15] faster, 32 x 48
+ * x 128 (transA) 1.15 [1.08, 1.23]. */
 static int swap_pays(int transA, int transB, int64_t M, int64_t N)
 {
     const int64_t area = pad_to(M, MR) * pad_to(N, NR), area_t = pad_to(N, MR) * pad_to(M, NR);
