@@ -120,9 +120,10 @@
 #define DIRECT_B_MAX_ROWS (4 * MR)
 /* A thread's block of C with at most this many columns reads A in place (no packing): each
  * element of A then serves at most 8 NR strips of C (the LM's 192-wide products). Was 2 NR
- * until 2026-12-02; 8 NR measured (bench gemm, alternated builds, 6 rounds at 1 thread, 4 at
- * 2; doc/bench-runs/2026-12-02-gemm-swap/): 256 x 256 x 256 1.04 [1.02, 1.07] and 1.06 [1.02,
- * 1.11] faster, 2560 x 256 x 256 a tie and 1.02 [1.01, 1.04], the other shapes ties. */
+ * until 2026-12-02; 8 NR measured (bench gemm, alternated builds, 6 rounds at 1 and at 2
+ * threads; doc/bench-runs/2026-12-02-gemm-swap/): 256 x 256 x 256 1.04 [1.02, 1.07] and 1.09
+ * [1.07, 1.11] faster, 2560 x 256 x 256 a tie and 1.04 [1.03, 1.06], the other shapes ties or
+ * (two threads, 50 x 1024 x 256) 1.02 [1.01, 1.04] faster. */
 #define DIRECT_A_MAX_COLS (8 * NR)
 /* At most this many rows of C against a transposed B: computed as C^T (swap_pays). */
 #define SWAP_MAX_ROWS (2 * NR)
@@ -521,16 +522,14 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc)
     }
 }
 
-static void sgemm_run(const gemm_args *gp);
-
 /* n rounded up to a multiple of m */
 static int64_t pad_to(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 /* Whether C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T (header comment), never with
  * more padding zeros in the register tiles than C's own: swapped without that condition, 50 x
- * 1024 x 256 (transB), whose tiles of C^T are a seventh larger, took 1.4 times as long, and
- * transA 24 x 48 x 128 (the same tile area either way) was a little slower; op(A) = A,
- * op(B) = B was a tie either way, not swapped. Kept (bench gemm, 8 alternated rounds, one
+ * 1024 x 256 (transB), whose tiles of C^T are a seventh larger, took about 1.4 times as long
+ * and transA 24 x 48 x 128 (the same tile area either way) a little longer (a few readings);
+ * op(A) = A, op(B) = B showed no gain either way: not swapped. Kept (bench gemm, 8 alternated rounds, one
  * thread; doc/reference-backend.md): 32 x 256 x 48 (transB) 1.08 [1.02, 1.15] faster, 32 x 48
  * x 128 (transA) 1.15 [1.08, 1.23]. */
 static int swap_pays(int transA, int transB, int64_t M, int64_t N)
@@ -553,29 +552,18 @@ static void sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float
         scale_c(M, N, zero_c ? 0.0f : beta, C, ldc);
         return;
     }
+    gemm_args g = {transA, transB, M, N, K, alpha, beta, zero_c, 0, A, lda, B, ldb, C, ldc};
     if ((double)M * (double)N * (double)K <= SIMPLE_MAX_MNK) {
-        const gemm_args s = {transA, transB, M, N, K, alpha, beta, zero_c, 0, A, lda, B, ldb, C, ldc};
-        gemm_simple(&s, 0, M, 0, N);
+        gemm_simple(&g, 0, M, 0, N);
         return;
     }
-    /* C^T = op(B)^T · op(A)^T where that is cheaper (header comment) */
-    if (swap_pays(transA, transB, M, N)) {
-        const gemm_args t = {!transB, !transA, N, M, K, alpha, beta, zero_c, 1, B, ldb, A, lda, C, ldc};
-        sgemm_run(&t);
-        return;
-    }
-    const gemm_args g = {transA, transB, M, N, K, alpha, beta, zero_c, 0, A, lda, B, ldb, C, ldc};
-    sgemm_run(&g);
-}
-
-/* The product g describes (neither tiny nor empty): on a team of threads or on this one. */
-static void sgemm_run(const gemm_args *gp)
-{
-    const gemm_args g = *gp;
-    const int64_t M = g.M, N = g.N, K = g.K;
+    /* C^T = op(B)^T · op(A)^T where that is cheaper (header comment); from here on g.M x g.N
+     * is the product computed */
+    if (swap_pays(transA, transB, M, N))
+        g = (gemm_args){!transB, !transA, N, M, K, alpha, beta, zero_c, 1, B, ldb, A, lda, C, ldc};
 
 #ifdef _OPENMP
-    const int64_t tiles = ((M + MR - 1) / MR) * ((N + NR - 1) / NR);
+    const int64_t tiles = ((g.M + MR - 1) / MR) * ((g.N + NR - 1) / NR);
     int want = 1;
     if (2.0 * (double)M * (double)N * (double)K >= MCL_GEMM_PAR_MIN_FLOPS && !omp_in_parallel())
         want = omp_get_max_threads();
@@ -587,14 +575,14 @@ static void sgemm_run(const gemm_args *gp)
             const int nt = omp_get_num_threads(), t = omp_get_thread_num();
             int tm = 1, tn = 1;
             int64_t m0, m1, n0, n1;
-            choose_grid(nt, M, N, &tm, &tn);
+            choose_grid(nt, g.M, g.N, &tm, &tn);
             thread_rect(&g, t, tm, tn, &m0, &m1, &n0, &n1);
             if (m0 < m1 && n0 < n1) gemm_blocked(&g, m0, m1, n0, n1);
         }
         return;
     }
 #endif
-    gemm_blocked(&g, 0, M, 0, N);
+    gemm_blocked(&g, 0, g.M, 0, g.N);
 }
 
 void mcl_ref_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
