@@ -934,6 +934,20 @@ static void test_conv_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[7], 
             for (int i = 0; i < 5; i++)
                 CHECK(tensors_same_bits(f.gin[i], two[i]),
                       "conv_inorm_pool_relu %s: the gradient of %s differs from conv2d then inorm_pool_relu's", desc, gins[i]);
+            /* again without the input gradient, as a first layer trains: the convolution's
+             * gradient then goes straight onto the weight gradient's grid where the plan has one
+             * (mcl_ref_s1_bwd_grid), and the bias sums read the grid's rows */
+            mcl_tensor *gx = f.gin[0];
+            f.gin[0] = NULL;
+            for (int i = 1; i < 5; i++) mcl_tensor_free(f.gin[i]);
+            for (int i = 1; i < 5; i++) f.gin[i] = mcl_tensor_create(ctx, f.in[i]->ndim, f.in[i]->shape);
+            st = mcl_op_backward(ctx, &f);
+            f.gin[0] = gx;
+            if (CHECK(st == MCL_OK, "conv_inorm_pool_relu %s: backward without gx failed: %s", desc, mcl_ctx_error(ctx)))
+                for (int i = 1; i < 5; i++)
+                    CHECK(tensors_same_bits(f.gin[i], two[i]),
+                          "conv_inorm_pool_relu %s, no gx: the gradient of %s differs from conv2d then inorm_pool_relu's",
+                          desc, gins[i]);
         }
         for (int i = 0; i < 5; i++) mcl_tensor_free(f.gin[i]);
         for (int i = 0; i < 3; i++) mcl_tensor_free(cv.gin[i]);
@@ -1182,13 +1196,16 @@ int main(int argc, char **argv)
     /* conv_inorm_pool_relu: B, C, H, W, O, k, padding. Conv-4's first layer (28 and 32),
      * several input channels (the convolution's other per-image paths: C*k*k >= 32 takes the
      * pixel-major tile and the weight gradient's gw_tile), a 5 x 5 kernel, no padding (odd
-     * output sides), 88 images (above the OpenMP thresholds, more chunks than threads); with
-     * and without the dropout (segments of one image whose streams step) */
+     * output sides), 88 images (above the OpenMP thresholds, more chunks than threads), 5
+     * channels out of rows of 13 (the bias sums of a grid whose rows are not whole lanes, and a
+     * last group of planes of one); with and without the dropout (segments of one image whose
+     * streams step) */
     static const struct {
         int64_t c[7];
         int drop;
     } sf[] = {{{3, 1, 28, 28, 32, 3, 1}, 0}, {{2, 1, 32, 32, 32, 3, 1}, 1}, {{2, 4, 9, 11, 6, 3, 1}, 1},
-              {{3, 2, 10, 9, 5, 5, 2}, 0},   {{2, 3, 9, 8, 4, 3, 0}, 1},    {{88, 1, 28, 28, 32, 3, 1}, 1}};
+              {{3, 2, 10, 9, 5, 5, 2}, 0},   {{2, 3, 9, 8, 4, 3, 0}, 1},    {{88, 1, 28, 28, 32, 3, 1}, 1},
+              {{3, 2, 7, 13, 5, 3, 1}, 0}};
     for (int c = 0; c < (int)(sizeof sf / sizeof sf[0]); c++) {
         const int64_t *k = sf[c].c, ny = k[0] * k[4] * ((k[2] + 2 * k[6] - k[5] + 1) / 2) * ((k[3] + 2 * k[6] - k[5] + 1) / 2);
         const mcl_naive_drop d = {21, 2, 0, 5, ny / k[0], 0.3};

@@ -95,17 +95,71 @@ MCL_HOT double mcl_ref_dsum(const float *x, int64_t n)
     return lanes_total(acc);
 }
 
-/* dsum of a plane stored as rows ld floats apart: the rows x[i*ld .. i*ld + cols), i < rows,
- * one after the other, as one array of rows*cols floats; cols a multiple of SUM_LANES, so that
- * element (i, c) goes to the lane dsum gives it (c % SUM_LANES) in the same order: the same
- * bits as dsum of the rows copied together. */
-MCL_HOT static double dsum_rows(const float *x, int64_t rows, int64_t cols, int64_t ld)
+/* Plane sums side by side. tot[k] = dsum of plane k < np (np <= DSUM_NP) stored as rows ld
+ * floats apart, the planes ps floats apart: the rows x[k*ps + i*ld .. + cols), i < rows, one
+ * after the other, as one array of rows*cols floats: element (i, c) goes to lane
+ * (i*cols + c) % SUM_LANES, each lane in increasing (i, c), the lanes added pairwise — the bits
+ * of mcl_ref_dsum of the rows copied together. One plane's sum is a chain of dependent adds
+ * (an add's latency per 8 values: 2.4 ms of Conv-4's fused first layer's backward); the np
+ * planes' chains are independent, so the core overlaps them. */
+#define DSUM_NP 4
+#if defined(__AVX512F__)
+/* acc += the lanes of 8 floats at p (m of them: the rest +0.0, which leaves a sum as it is: a
+ * sum from +0.0 is never -0.0), lane l taking element (l - s) mod 8 (idx) */
+#define DSUM_ADD8(acc, p, m, idx)                                                                   \
+    acc = _mm512_add_pd(acc, _mm512_permutexvar_pd(                                                  \
+                                 idx, _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps(m, p)))))
+MCL_HOT static void dsum_planes(int np, const float *x, int64_t ps, int64_t rows, int64_t cols,
+                                int64_t ld, double *tot)
 {
-    double acc[SUM_LANES] = {0.0};
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j += SUM_LANES)
-            MCL_SIMD for (int l = 0; l < SUM_LANES; l++) acc[l] += (double)x[i * ld + j + l];
-    return lanes_total(acc);
+    /* four named accumulators (an array indexed by a loop variable lived on the stack) */
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const float *x1 = x + (np > 1 ? ps : 0), *x2 = x + (np > 2 ? 2 * ps : 0), *x3 = x + (np > 3 ? 3 * ps : 0);
+    int64_t s = 0; /* the lane of the row's first element */
+    for (int64_t i = 0; i < rows; i++, s = (s + cols) % SUM_LANES) {
+        /* lane l takes the row's element c = l - s (mod 8) of each 8: a lane permutation */
+        const __m512i idx = _mm512_and_epi64(_mm512_sub_epi64(lane, _mm512_set1_epi64(s)), _mm512_set1_epi64(7));
+        const int64_t r = i * ld;
+        for (int64_t c = 0; c < cols; c += SUM_LANES) {
+            const __mmask16 m = cols - c >= SUM_LANES ? (__mmask16)0xFF : (__mmask16)((1u << (cols - c)) - 1);
+            DSUM_ADD8(a0, x + r + c, m, idx);
+            DSUM_ADD8(a1, x1 + r + c, m, idx); /* (planes past np: plane 0 again, not kept) */
+            DSUM_ADD8(a2, x2 + r + c, m, idx);
+            DSUM_ADD8(a3, x3 + r + c, m, idx);
+        }
+    }
+    double a[DSUM_NP][SUM_LANES];
+    _mm512_storeu_pd(a[0], a0);
+    _mm512_storeu_pd(a[1], a1);
+    _mm512_storeu_pd(a[2], a2);
+    _mm512_storeu_pd(a[3], a3);
+    for (int k = 0; k < np; k++) tot[k] = lanes_total(a[k]);
+}
+#undef DSUM_ADD8
+#else
+static void dsum_planes(int np, const float *x, int64_t ps, int64_t rows, int64_t cols, int64_t ld,
+                        double *tot)
+{
+    for (int k = 0; k < np; k++) {
+        double acc[SUM_LANES] = {0.0};
+        for (int64_t i = 0, j = 0; i < rows; i++)
+            for (int64_t c = 0; c < cols; c++, j++) acc[j % SUM_LANES] += (double)x[k * ps + i * ld + c];
+        tot[k] = lanes_total(acc);
+    }
+}
+#endif
+
+/* pb[o] += the dsum of plane o < O (rows, cols, ld as dsum_planes; planes ps floats apart) */
+static void dsum_add_planes(const float *x, int64_t O, int64_t ps, int64_t rows, int64_t cols, int64_t ld,
+                            double *pb)
+{
+    for (int64_t o = 0; o < O; o += DSUM_NP) {
+        const int np = O - o < DSUM_NP ? (int)(O - o) : DSUM_NP;
+        double t[DSUM_NP];
+        dsum_planes(np, x + o * ps, ps, rows, cols, ld, t);
+        for (int k = 0; k < np; k++) pb[o + k] += t[k];
+    }
 }
 
 /* n zeroed floats at a 64-byte boundary (a cache line), freed with free(); NULL if out of
@@ -1435,8 +1489,8 @@ float *mcl_ref_s1_bwd_grid(const mcl_ref_s1_bwd *pl, float *ws, int64_t *ld, int
 {
     /* the weight gradient's dot products read g on the grid; without gx (whose product reads
      * g from the padded planes) nothing else does, and the bias's sums read the grid's rows in
-     * dsum's lanes when a row is a whole number of them */
-    if (!pl->dot || pl->want_x || !pl->want_w || pl->d.Wo % SUM_LANES) return NULL;
+     * dsum's lanes (dsum_planes) */
+    if (!pl->dot || pl->want_x || !pl->want_w) return NULL;
     *ld = pl->e.Wp;
     *ldp = pl->Jd;
     return ws + pl->off_gT;
@@ -1461,9 +1515,12 @@ void mcl_ref_s1_bwd_image(const mcl_ref_s1_bwd *pl, float *ws, int first, const 
                             pl->want_x ? s1_tiles(pl->swap, d->C, d->H * d->W, e->Jx, d->W) : wsteps);
     pf_cursor pfx = pf_over(pl->want_w ? xnext : NULL, CHW * (int64_t)sizeof(float), wsteps);
     const float *gg0 = ws + pl->off_gT; /* g on the grid: gb NULL (mcl_ref_s1_bwd_grid) */
-    if (pl->want_b)
-        for (int64_t o = 0; o < d->O; o++)
-            pb[o] += gb ? mcl_ref_dsum(gb + o * d->P, d->P) : dsum_rows(gg0 + o * pl->Jd, d->Ho, d->Wo, e->Wp);
+    if (pl->want_b) {
+        if (gb)
+            dsum_add_planes(gb, d->O, d->P, 1, d->P, d->P, pb);
+        else
+            dsum_add_planes(gg0, d->O, pl->Jd, d->Ho, d->Wo, e->Wp, pb);
+    }
     if (pl->want_x) { /* gx_b (=, +=) wt · g_r' (valid columns of the grid) */
         to_padded(gb, d->O, d->Ho, d->Wo, e->pg, gp);
         const int mode = pl->fresh_x ? OUT_STORE : OUT_ADD;
@@ -1736,7 +1793,7 @@ static mcl_status conv_bwd_im2col(const mcl_op_args *a, const conv_dims *dp)
                     ldg = ld;
                 }
                 if (want_b) /* pb[o] += sum_p g[b, o, p], images in order */
-                    for (int64_t o = 0; o < d.O; o++) pb[o] += mcl_ref_dsum(gm + o * ldg, K);
+                    dsum_add_planes(gm, d.O, ldg, 1, K, K, pb);
                 if (gx) { /* colg [KK, K] = wᵀ · gm, then col2im image by image */
                     mcl_ref_sgemm(1, 0, d.KK, K, d.O, 1.0f, w, d.KK, gm, ldg, 0.0f, col, ld);
                     for (int64_t i = 0; i < n; i++) {
