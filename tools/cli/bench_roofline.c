@@ -89,6 +89,8 @@ typedef struct rcase {
 #define IPR(pass) {"conv4_28 layer 1", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 28, 28}, {32}, {32}}, {1e-5f, 0}, {0}}
 /* the same with the block's dropout in the op (f1 = p), as Conv-4 trains */
 #define IPRD(pass) {"conv4 l1 + dropout", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 28, 28}, {32}, {32}}, {1e-5f, 0.1f}, {0}}
+/* the second layer's tail with its dropout (14 x 14 planes: small planes, each a thread's) */
+#define IPRD2(pass) {"conv4 l2 + dropout", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 14, 14}, {32}, {32}}, {1e-5f, 0.1f}, {0}}
 /* Conv-4's first layer in one op: the convolution and the tail with its dropout, as Conv-4
  * trains (no input gradient) */
 #define CIPR(pass) {"conv4 l1 fused", "conv_inorm_pool_relu", pass, 5, {4, 4, 1, 1, 1}, \
@@ -112,7 +114,7 @@ static const rcase rcases[] = {
     CONV4_32L4(FWD), CONV4_32L4(BWD_DATA), CONV4_32L4(BWD_WEIGHTS),
     MATMUL(FWD), MATMUL(BWD),      SRWM(FWD),           SRWM(BWD),   ATTN(FWD),        ATTN(BWD),
     RELATTN(FWD), RELATTN(BWD),    SMNW(FWD),           SMNW(BWD),   IPR(FWD),         IPR(BWD),
-    IPRD(FWD),   IPRD(BWD),        CIPR(FWD),           CIPR(BWD),
+    IPRD(FWD),   IPRD(BWD),        CIPR(FWD),           CIPR(BWD),   IPRD2(FWD),       IPRD2(BWD),
     LN(FWD),     LN(BWD),          DROP(FWD),           DROP(BWD),   GELU(FWD),        GELU(BWD),
     RESNET_ALL(1, 16, 32), RESNET_ALL(3, 32, 8), RESNET_ALL(4, 64, 4),
     NORMS(1, 16, 32), NORMS(2, 24, 16), NORMS(3, 32, 8), NORMS(4, 64, 4),
