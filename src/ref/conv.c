@@ -99,9 +99,10 @@ MCL_HOT double mcl_ref_dsum(const float *x, int64_t n)
  * floats apart, the planes ps floats apart: the rows x[k*ps + i*ld .. + cols), i < rows, one
  * after the other, as one array of rows*cols floats: element (i, c) goes to lane
  * (i*cols + c) % SUM_LANES, each lane in increasing (i, c), the lanes added pairwise — the bits
- * of mcl_ref_dsum of the rows copied together. One plane's sum is a chain of dependent adds
- * (an add's latency per 8 values: 2.4 ms of Conv-4's fused first layer's backward); the np
- * planes' chains are independent, so the core overlaps them. */
+ * of mcl_ref_dsum of the rows copied together. Rows of any width let a first layer's gradient
+ * stay on the weight gradient's grid (mcl_ref_s1_bwd_grid) at 28 x 28 too. One plane's sum is
+ * a chain of dependent adds and the np planes' chains are independent (measured on Conv-4's
+ * first layer: no faster than a plane at a time there, where the sums wait on reads from L2). */
 #define DSUM_NP 4
 #if defined(__AVX512F__)
 /* acc += the lanes of 8 floats at p (m of them: the rest +0.0, which leaves a sum as it is: a
