@@ -89,7 +89,8 @@ typedef struct rcase {
 #define IPR(pass) {"conv4_28 layer 1", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 28, 28}, {32}, {32}}, {1e-5f, 0}, {0}}
 /* the same with the block's dropout in the op (f1 = p), as Conv-4 trains */
 #define IPRD(pass) {"conv4 l1 + dropout", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 28, 28}, {32}, {32}}, {1e-5f, 0.1f}, {0}}
-/* the second layer's tail with its dropout (14 x 14 planes: small planes, each a thread's) */
+/* the second layer's tail with its dropout: planes of 14 x 14 = 196 values, where the fixed
+ * cost per plane weighs */
 #define IPRD2(pass) {"conv4 l2 + dropout", "inorm_pool_relu", pass, 3, {4, 1, 1}, {{800, 32, 14, 14}, {32}, {32}}, {1e-5f, 0.1f}, {0}}
 /* Conv-4's first layer in one op: the convolution and the tail with its dropout, as Conv-4
  * trains (no input gradient) */
