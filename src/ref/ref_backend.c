@@ -73,6 +73,9 @@ _Static_assert(sizeof(ref_block) <= HDR, "block header must fit in HDR bytes");
 typedef struct ref_pool {
     mcl_pool pool; /* free lists (bufpool.h)                  */
     int poison;    /* METACL_DEBUG_POISON: NaN-fill outputs claimed to be overwritten */
+    /* METACL_DEBUG_POISON: a backward that is not in bwd_fresh_aware is running, and it asked
+     * mcl_ref_grad_fresh (ref_bwd reports that: its gradients were zero-filled for nothing) */
+    int unlisted_bwd, unlisted_asked;
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ref_fwd / ref_bwd */
 } ref_pool;
 
@@ -263,12 +266,15 @@ static const mcl_op_impl ref_impl[MCL_OP_COUNT] = {
 #undef MCL_OP
 };
 
-/* Backward ops that call mcl_ref_grad_fresh on each gin before writing it. */
+/* Backward ops that call mcl_ref_grad_fresh on each gin before writing it. An op whose
+ * backward asks but is missing here gets every gradient zero-filled before it runs (the
+ * answer is then always "not fresh"): correct but slower, so with METACL_DEBUG_POISON (every
+ * test) ref_bwd fails such a call with a message naming the op. */
 static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_RELU] = 1,      [MCL_OP_DROPOUT] = 1,       [MCL_OP_CONV2D] = 1,
     [MCL_OP_ADD_DROPOUT] = 1,
     [MCL_OP_MAXPOOL2D] = 1, [MCL_OP_INSTANCE_NORM] = 1, [MCL_OP_INORM_POOL_RELU] = 1,
-    [MCL_OP_CONV_INORM_POOL_RELU] = 1,
+    [MCL_OP_CONV_INORM_POOL_RELU] = 1, [MCL_OP_INORM_RELU] = 1, [MCL_OP_INORM_ADD_POOL_RELU] = 1,
     [MCL_OP_CROSS_ENTROPY] = 1,
     [MCL_OP_ADD] = 1,       [MCL_OP_GELU] = 1,          [MCL_OP_BIAS_GELU] = 1,
     [MCL_OP_MATMUL] = 1,    [MCL_OP_LAYER_NORM] = 1,
@@ -314,6 +320,8 @@ static void poison_range(const mcl_tensor *t, ref_block *b, size_t lo, size_t hi
 
 int mcl_ref_grad_fresh(const mcl_tensor *t)
 {
+    ref_pool *pl = pool_of(t->buf->be);
+    if (pl->unlisted_bwd) pl->unlisted_asked = 1;
     ref_block *b = block_of(t->buf->handle);
     if (!b->pb.fresh) return 0;
     size_t lo, hi;
@@ -375,10 +383,20 @@ static mcl_status ref_bwd(mcl_backend *be, const mcl_op_args *a)
     for (int k = 0; k < info->n_in; k++) materialize_t(a->in[k]);
     for (int k = 0; k < info->n_out; k++) materialize_t(a->out[k]);
     for (int k = 0; k < info->n_diff_out; k++) materialize_t(a->gout[k]);
-    if (!bwd_fresh_aware[a->op])
+    const int unlisted = !bwd_fresh_aware[a->op];
+    if (unlisted)
         for (int k = 0; k < info->n_in; k++) materialize_t(a->gin[k]);
-    const mcl_status st = ref_impl[a->op].bwd(be, a);
+    ref_pool *pl = pool_of(be);
+    pl->unlisted_bwd = unlisted && pl->poison;
+    pl->unlisted_asked = 0;
+    mcl_status st = ref_impl[a->op].bwd(be, a);
     mcl_threads_op_end();
+    if (st == MCL_OK && pl->unlisted_bwd && pl->unlisted_asked)
+        st = mcl_ctx_set_error(be->ctx, MCL_ERR_STATE,
+                               "ref backend: %s's backward asks whether its gradients are fresh "
+                               "but is not in bwd_fresh_aware (src/ref/ref_backend.c)",
+                               info->name);
+    pl->unlisted_bwd = 0;
     return st;
 }
 
