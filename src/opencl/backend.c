@@ -826,7 +826,10 @@ static const mcl_op_impl ocl_impl[MCL_OP_COUNT] = {
 #undef MCL_OP
 };
 
-/* Backward host code that calls mcl_ocl_grad_fresh on each gin before writing it. */
+/* Backward host code that calls mcl_ocl_grad_fresh on each gin before writing it. An op whose
+ * host code asks but is missing here has every gradient zero-filled first (the answer is then
+ * "not fresh"): correct but slower, so with METACL_DEBUG_POISON (every test) ocl_bwd fails
+ * such a call with a message naming the op. */
 static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_ADD] = 1,        [MCL_OP_BIAS_ADD] = 1, [MCL_OP_COPY] = 1,    [MCL_OP_RESHAPE] = 1,
     [MCL_OP_MATMUL] = 1,     [MCL_OP_RELU] = 1,     [MCL_OP_LEAKY_RELU] = 1,
@@ -899,8 +902,16 @@ static mcl_status ocl_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_ocl *o = mcl_ocl_of(be);
     const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     o->cur_op = (int)a->op, o->cur_bwd = 1;
+    o->unlisted_bwd = o->poison && !bwd_fresh_aware[a->op];
+    o->unlisted_asked = 0;
     mcl_status s = mcl_ocl_prepare_bwd(be, a, bwd_fresh_aware[a->op]);
     if (s == MCL_OK) s = ocl_impl[a->op].bwd(be, a);
+    if (s == MCL_OK && o->unlisted_bwd && o->unlisted_asked)
+        s = mcl_ctx_set_error(be->ctx, MCL_ERR_STATE,
+                              "opencl backend: %s's backward asks whether its gradients are "
+                              "fresh but is not in bwd_fresh_aware (src/opencl/backend.c)",
+                              mcl_op_table[a->op].name);
+    o->unlisted_bwd = 0;
     o->cur_op = -1;
     return o->sync ? sync_after(be, a, 1, s, seq) : s;
 }

@@ -82,6 +82,9 @@ typedef struct mcl_ocl {
     size_t stage_used;       /* bytes used in the last chunk                            */
     size_t stage_pending;    /* bytes of all writes queued since the queue was drained */
     int poison;              /* METACL_DEBUG_POISON (bufpool.h)                        */
+    /* METACL_DEBUG_POISON: the running backward is not in backend.c's bwd_fresh_aware, and
+     * it asked mcl_ocl_grad_fresh (ocl_bwd then fails the call, naming the op) */
+    int unlisted_bwd, unlisted_asked;
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ocl_fwd / ocl_bwd      */
 } mcl_ocl;
 
