@@ -579,9 +579,12 @@ static void lane_totals(const double *S, int64_t NP, double *out)
 }
 
 /* sW2[j,k] += d2[j] h1[k] for the chunk's nc blocks in order, lane by lane (the same additions
- * as block by block; each accumulator is loaded and stored once per chunk).
+ * as block by block; each accumulator is loaded and stored once per chunk). first: the part's
+ * first chunk, whose accumulators start at +0.0 instead of being loaded (the value a zero-filled
+ * sW2 would give, so the same bits), so that sW2 is not zero-filled.
  *   h1, d2 [nc][H][NL] -> sW2 [H·H][NL] */
-MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc, double *sW2)
+MCL_HOT_INLINE void sum_w2_as(int64_t H, const double *h1, const double *d2, int nc, int first,
+                              double *sW2)
 {
     const int64_t HL = H * NL;
     for (int64_t j = 0; j < H; j++) {
@@ -589,7 +592,7 @@ MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc
         for (; k + SMN_JB_W2 <= H; k += SMN_JB_W2) { /* SMN_JB_W2 accumulators in flight */
             double *s = sW2 + (j * H + k) * NL, acc[SMN_JB_W2][NL];
             for (int q = 0; q < SMN_JB_W2; q++)
-                for (int l = 0; l < NL; l++) acc[q][l] = s[q * NL + l];
+                for (int l = 0; l < NL; l++) acc[q][l] = first ? 0.0 : s[q * NL + l];
             for (int i = 0; i < nc; i++) {
                 const double *dj = d2 + i * HL + j * NL, *hk = h1 + i * HL + k * NL;
                 for (int q = 0; q < SMN_JB_W2; q++)
@@ -601,7 +604,7 @@ MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc
         }
         for (; k < H; k++) {
             double *s = sW2 + (j * H + k) * NL, acc[NL];
-            for (int l = 0; l < NL; l++) acc[l] = s[l];
+            for (int l = 0; l < NL; l++) acc[l] = first ? 0.0 : s[l];
             for (int i = 0; i < nc; i++) {
                 const double *dj = d2 + i * HL + j * NL, *hk = h1 + i * HL + k * NL;
                 MCL_SIMD
@@ -610,6 +613,16 @@ MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc
             for (int l = 0; l < NL; l++) s[l] = acc[l];
         }
     }
+}
+
+/* sum_w2_as with first a constant in each instance */
+MCL_HOT static void sum_w2(int64_t H, const double *h1, const double *d2, int nc, int first,
+                           double *sW2)
+{
+    if (first)
+        sum_w2_as(H, h1, d2, nc, 1, sW2);
+    else
+        sum_w2_as(H, h1, d2, nc, 0, sW2);
 }
 
 /* gzs[e0 + l, c] += Σ_k W1[k,c] d1[k]   (double, k in order, rounded once), l < nl */
@@ -700,7 +713,10 @@ MCL_HOT mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
             if (!ok) continue;
             int64_t b0, b1;
             part_range(nb, parts, q, &b0, &b1);
-            memset(w.S, 0, (size_t)(NP * NL) * sizeof *w.S);
+            /* the part's sums start at zero: all but sW2's rows [off[2], off[3]), which
+             * sum_w2 starts at +0.0 in the part's first chunk */
+            memset(w.S, 0, (size_t)(off[2] * NL) * sizeof *w.S);
+            memset(w.S + off[3] * NL, 0, (size_t)((NP - off[3]) * NL) * sizeof *w.S);
             for (int64_t c0 = b0; c0 < b1; c0 += SMN_CHUNK) {
                 const int nc = (int)(b1 - c0 < SMN_CHUNK ? b1 - c0 : SMN_CHUNK);
                 for (int i = 0; i < nc; i++) {
@@ -712,7 +728,7 @@ MCL_HOT mcl_status mcl_ref_smn_write_bwd(mcl_backend *be, const mcl_op_args *a)
                     bwd_block(&f, &w, w.d2 + i * HL, off);
                     if (gzs) gzs_block(&f, &w, gzs, e0, nl);
                 }
-                sum_w2(H, w.h1, w.d2, nc, w.S + off[2] * NL);
+                sum_w2(H, w.h1, w.d2, nc, c0 == b0, w.S + off[2] * NL);
             }
             lane_totals(w.S, NP, P + q * NP);
         }
