@@ -839,6 +839,8 @@ static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_BIAS_ADD_DROPOUT] = 1, [MCL_OP_INORM_RELU] = 1, [MCL_OP_INORM_ADD_POOL_RELU] = 1,
 };
 
+_Thread_local int mcl_ocl_unlisted_bwd, mcl_ocl_unlisted_asked; /* ocl.h */
+
 /* "softmax backward (inputs [13,7])": an op call for messages. */
 static const char *describe_op(char *buf, size_t len, const mcl_op_args *a, int backward)
 {
@@ -902,16 +904,16 @@ static mcl_status ocl_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_ocl *o = mcl_ocl_of(be);
     const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     o->cur_op = (int)a->op, o->cur_bwd = 1;
-    o->unlisted_bwd = o->poison && !bwd_fresh_aware[a->op];
-    o->unlisted_asked = 0;
+    mcl_ocl_unlisted_bwd = o->poison && !bwd_fresh_aware[a->op];
+    mcl_ocl_unlisted_asked = 0;
     mcl_status s = mcl_ocl_prepare_bwd(be, a, bwd_fresh_aware[a->op]);
     if (s == MCL_OK) s = ocl_impl[a->op].bwd(be, a);
-    if (s == MCL_OK && o->unlisted_bwd && o->unlisted_asked)
+    if (s == MCL_OK && mcl_ocl_unlisted_bwd && mcl_ocl_unlisted_asked)
         s = mcl_ctx_set_error(be->ctx, MCL_ERR_STATE,
                               "opencl backend: %s's backward asks whether its gradients are "
                               "fresh but is not in bwd_fresh_aware (src/opencl/backend.c)",
                               mcl_op_table[a->op].name);
-    o->unlisted_bwd = 0;
+    mcl_ocl_unlisted_bwd = 0;
     o->cur_op = -1;
     return o->sync ? sync_after(be, a, 1, s, seq) : s;
 }

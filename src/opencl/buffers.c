@@ -367,7 +367,7 @@ static mcl_status materialize_t(mcl_backend *be, const mcl_tensor *t)
 
 int mcl_ocl_grad_fresh(mcl_backend *be, const mcl_tensor *t, mcl_status *s)
 {
-    if (mcl_ocl_of(be)->unlisted_bwd) mcl_ocl_of(be)->unlisted_asked = 1;
+    if (mcl_ocl_unlisted_bwd) mcl_ocl_unlisted_asked = 1;
     mcl_ocl_block *b = block_of(t->buf->handle);
     *s = MCL_OK;
     if (!b->pb.fresh) return 0;

@@ -82,13 +82,15 @@ typedef struct mcl_ocl {
     size_t stage_used;       /* bytes used in the last chunk                            */
     size_t stage_pending;    /* bytes of all writes queued since the queue was drained */
     int poison;              /* METACL_DEBUG_POISON (bufpool.h)                        */
-    /* METACL_DEBUG_POISON: the running backward is not in backend.c's bwd_fresh_aware, and
-     * it asked mcl_ocl_grad_fresh (ocl_bwd then fails the call, naming the op) */
-    int unlisted_bwd, unlisted_asked;
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ocl_fwd / ocl_bwd      */
 } mcl_ocl;
 
 static inline mcl_ocl *mcl_ocl_of(mcl_backend *be) { return (mcl_ocl *)be->impl; }
+
+/* METACL_DEBUG_POISON: the backward running on this thread is not in backend.c's
+ * bwd_fresh_aware; set when it asks mcl_ocl_grad_fresh (ocl_bwd then fails the call, naming
+ * the op). Thread-local, as the reference backend's (ref_backend.c says why). */
+extern _Thread_local int mcl_ocl_unlisted_bwd, mcl_ocl_unlisted_asked;
 
 /* The counters (backend.h, mcl_backend_stats) of the calls that wait for the device. */
 static inline void mcl_ocl_count_finish(mcl_backend *be)

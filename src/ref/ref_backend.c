@@ -73,9 +73,6 @@ _Static_assert(sizeof(ref_block) <= HDR, "block header must fit in HDR bytes");
 typedef struct ref_pool {
     mcl_pool pool; /* free lists (bufpool.h)                  */
     int poison;    /* METACL_DEBUG_POISON: NaN-fill outputs claimed to be overwritten */
-    /* METACL_DEBUG_POISON: a backward that is not in bwd_fresh_aware is running, and it asked
-     * mcl_ref_grad_fresh (ref_bwd reports that: its gradients were zero-filled for nothing) */
-    int unlisted_bwd, unlisted_asked;
     mcl_op_impl ops[MCL_OP_COUNT]; /* be->ops: every op through ref_fwd / ref_bwd */
 } ref_pool;
 
@@ -85,6 +82,13 @@ static ref_block *block_of(const void *handle)
 }
 
 static ref_pool *pool_of(mcl_backend *be) { return (ref_pool *)be->impl; }
+
+/* METACL_DEBUG_POISON: a backward that is not in bwd_fresh_aware is running on this thread,
+ * and it asked mcl_ref_grad_fresh (ref_bwd reports that: its gradients were zero-filled for
+ * nothing). Thread-local rather than in ref_pool: growing ref_pool by 8 bytes moved every later
+ * heap object by 16 and slowed the WCST window at two threads by a fifth (doc/reference-backend.md,
+ * "Fresh gradients"), a layout effect not yet explained. */
+static _Thread_local int unlisted_bwd, unlisted_asked;
 
 /* n zero bytes at p, by all threads when there are many */
 static void zero_bytes(char *p, size_t n)
@@ -320,8 +324,7 @@ static void poison_range(const mcl_tensor *t, ref_block *b, size_t lo, size_t hi
 
 int mcl_ref_grad_fresh(const mcl_tensor *t)
 {
-    ref_pool *pl = pool_of(t->buf->be);
-    if (pl->unlisted_bwd) pl->unlisted_asked = 1;
+    if (unlisted_bwd) unlisted_asked = 1;
     ref_block *b = block_of(t->buf->handle);
     if (!b->pb.fresh) return 0;
     size_t lo, hi;
@@ -386,17 +389,16 @@ static mcl_status ref_bwd(mcl_backend *be, const mcl_op_args *a)
     const int unlisted = !bwd_fresh_aware[a->op];
     if (unlisted)
         for (int k = 0; k < info->n_in; k++) materialize_t(a->gin[k]);
-    ref_pool *pl = pool_of(be);
-    pl->unlisted_bwd = unlisted && pl->poison;
-    pl->unlisted_asked = 0;
+    unlisted_bwd = unlisted && pool_of(be)->poison;
+    unlisted_asked = 0;
     mcl_status st = ref_impl[a->op].bwd(be, a);
     mcl_threads_op_end();
-    if (st == MCL_OK && pl->unlisted_bwd && pl->unlisted_asked)
+    if (st == MCL_OK && unlisted_bwd && unlisted_asked)
         st = mcl_ctx_set_error(be->ctx, MCL_ERR_STATE,
                                "ref backend: %s's backward asks whether its gradients are fresh "
                                "but is not in bwd_fresh_aware (src/ref/ref_backend.c)",
                                info->name);
-    pl->unlisted_bwd = 0;
+    unlisted_bwd = 0;
     return st;
 }
 
