@@ -837,6 +837,7 @@ static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
     [MCL_OP_EXP] = 1,        [MCL_OP_LOG] = 1,      [MCL_OP_BIAS_GELU] = 1,
     [MCL_OP_BIAS_ADD2] = 1,  [MCL_OP_BIAS_DROPOUT_RELU] = 1,
     [MCL_OP_BIAS_ADD_DROPOUT] = 1, [MCL_OP_INORM_RELU] = 1, [MCL_OP_INORM_ADD_POOL_RELU] = 1,
+    [MCL_OP_ADD_DROPOUT] = 1,
 };
 
 _Thread_local int mcl_ocl_unlisted_bwd, mcl_ocl_unlisted_asked; /* ocl.h */

@@ -365,6 +365,11 @@ static mcl_status materialize_t(mcl_backend *be, const mcl_tensor *t)
     return t ? materialize(be, block_of(t->buf->handle)) : MCL_OK;
 }
 
+mcl_status mcl_ocl_materialize(mcl_backend *be, const mcl_tensor *t)
+{
+    return materialize_t(be, t);
+}
+
 int mcl_ocl_grad_fresh(mcl_backend *be, const mcl_tensor *t, mcl_status *s)
 {
     if (mcl_ocl_unlisted_bwd) mcl_ocl_unlisted_asked = 1;

@@ -91,6 +91,8 @@ mcl_status mcl_ocl_add_dropout_fwd(mcl_backend *be, const mcl_op_args *a)
  * gradient over as a view of gout) */
 mcl_status mcl_ocl_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
 {
+    /* fresh-aware (backend.c): ga through add's backward, which stores a fresh one; gx through
+     * dropout_bwd's kernel, which adds to it, so a fresh gx gets its zeros first */
     if (a->gin[0]) {
         mcl_op_args g = *a;
         g.op = MCL_OP_ADD;
@@ -99,7 +101,8 @@ mcl_status mcl_ocl_add_dropout_bwd(mcl_backend *be, const mcl_op_args *a)
         if (s != MCL_OK) return s;
     }
     const mcl_op_args d = mcl_add_dropout_as_dropout(a);
-    return mcl_ocl_dropout_bwd(be, &d);
+    const mcl_status s = mcl_ocl_materialize(be, d.gin[0]);
+    return s != MCL_OK ? s : mcl_ocl_dropout_bwd(be, &d);
 }
 
 /* ---- bias_dropout_relu: out = dropout(relu(x + b)) (src/ref/dropout.c) ---- */

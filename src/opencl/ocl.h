@@ -134,6 +134,9 @@ mcl_status mcl_ocl_prepare_bwd(mcl_backend *be, const mcl_op_args *a, int gin_fr
  * (all zeros, not yet written) and t covers it, and marks it written -- the caller must then
  * store every element of t; else 0 (t materialized if needed; *s = status of that). */
 int mcl_ocl_grad_fresh(mcl_backend *be, const mcl_tensor *t, mcl_status *s);
+/* t's buffer holds its values (the zeros a fresh one stands for written): for a fresh-aware
+ * backward's gradient that its kernel adds to. t NULL: nothing. */
+mcl_status mcl_ocl_materialize(mcl_backend *be, const mcl_tensor *t);
 
 /* Rows of a [.., N] tensor per chunk in pass 1 of a bias gradient (bias_add, bias_gelu). A
  * fixed constant (not a device property), so the summation order depends only on the shapes,
