@@ -8,8 +8,9 @@
 # oracle checks run besides the table's) and for rel_attn (Transformer-XL attention: its
 # gradient oracle, thread and public-wrapper checks run besides the table's). Two copies of the
 # kernels with one deliberate bug each must fail too: a relu backward that leaves fresh
-# gradient elements unwritten, and a rel_attn backward with a wrong dr. Exit 0 when all do, 1
-# otherwise.
+# gradient elements unwritten, and a rel_attn backward with a wrong dr. An op taken out of a
+# backend's bwd_fresh_aware table (METACL_TEST_UNLIST) must be named by the check of unlisted
+# backwards that ask for fresh gradients. Exit 0 when all do, 1 otherwise.
 # TEST_OPS overrides the binary. Otherwise: $METACL_BUILDDIR/tests/test-ops when the test
 # harness exports METACL_BUILDDIR, else ./tests/test-ops (automake runs tests from the build
 # directory), else the binary next to this script (run by hand from elsewhere).
@@ -91,6 +92,26 @@ expect_fresh_break() {
         "a relu_bwd that leaves fresh elements unwritten"
 }
 
+# The check that every backward asking mcl_*_grad_fresh is in its backend's bwd_fresh_aware:
+# with METACL_TEST_UNLIST=ref:inorm_relu (then opencl:inorm_relu) that backend treats the op as
+# unlisted, and its backward must FAIL with the message that names it.
+expect_unlisted_break() {
+    for mode in ref opencl; do
+        out=$(METACL_TEST_UNLIST=$mode:inorm_relu "$TEST_OPS" --backend "$mode" -o inorm_relu 2>&1)
+        rc=$?
+        if [ "$mode" = opencl ] && [ "$rc" -eq 77 ]; then
+            echo "test-ops-break: no OpenCL device: the OpenCL table's check is not checked"
+            continue
+        fi
+        if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q "^FAIL inorm_relu .*\[$mode bwd\]: .*is not in bwd_fresh_aware"; then
+            printf '%s\n' "$out" | tail -5
+            echo "test-ops-break: FAILED: --backend $mode with METACL_TEST_UNLIST=$mode:inorm_relu exited $rc, want 1 and the unlisted-backward message"
+            return 1
+        fi
+        echo "test-ops-break: inorm_relu taken out of the $mode table was reported"
+    done
+}
+
 # A wrong gradient the forward cannot show: rel_attn's dr kernel skipping the first query at
 # each distance d >= M (it drops the pairs with key 0: d < M + i instead of d <= M + i) must
 # FAIL rel_attn in [opencl bwd] on the gradient of r (gin[4]), against the reference backward.
@@ -124,6 +145,8 @@ for op in add grad_preproc smn_write rel_attn conv_inorm_pool_relu; do
 done
 # the fresh-buffer check of the lazy zeroing
 expect_fresh_break || status=1
+# the check of the backends' bwd_fresh_aware tables
+expect_unlisted_break || status=1
 # test-naive's same-bits check of conv_inorm_pool_relu
 expect_naive_break || status=1
 # a wrong backward kernel, caught by the OpenCL backward against the reference's

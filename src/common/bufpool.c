@@ -84,6 +84,18 @@ int mcl_op_fwd_overwrites(mcl_op op)
     return (unsigned)op < MCL_OP_COUNT ? fwd_overwrites[op] : 0;
 }
 
+mcl_op mcl_pool_test_unlisted(const char *backend)
+{
+#ifdef MCL_TEST_HOOKS
+    const char *e = getenv("METACL_TEST_UNLIST");
+    const size_t n = strlen(backend);
+    if (e && strncmp(e, backend, n) == 0 && e[n] == ':') return mcl_op_by_name(e + n + 1);
+#else
+    (void)backend;
+#endif
+    return MCL_OP_COUNT;
+}
+
 int mcl_pool_poison_requested(void)
 {
     const char *e = getenv("METACL_DEBUG_POISON");

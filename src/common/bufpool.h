@@ -64,4 +64,11 @@ int mcl_op_fwd_overwrites(mcl_op op);
 /* 1 when METACL_DEBUG_POISON is set to a value other than "" or "0". */
 int mcl_pool_poison_requested(void);
 
+/* METACL_TEST_UNLIST=<backend>:<op> (configure --enable-test-hooks only): the op that backend
+ * ("ref" or "opencl") treats as missing from its bwd_fresh_aware table, so that
+ * tests/test-ops-break.sh sees the check of an unlisted backward that asks mcl_*_grad_fresh
+ * fail. MCL_OP_COUNT (none) when unset, for another backend, not an op's name, or the hooks
+ * are not built. */
+mcl_op mcl_pool_test_unlisted(const char *backend);
+
 #endif

@@ -841,6 +841,8 @@ static const unsigned char bwd_fresh_aware[MCL_OP_COUNT] = {
 };
 
 _Thread_local int mcl_ocl_unlisted_bwd, mcl_ocl_unlisted_asked; /* ocl.h */
+/* METACL_TEST_UNLIST (bufpool.h): read when a backend is created */
+static mcl_op test_unlisted = MCL_OP_COUNT;
 
 /* "softmax backward (inputs [13,7])": an op call for messages. */
 static const char *describe_op(char *buf, size_t len, const mcl_op_args *a, int backward)
@@ -905,9 +907,10 @@ static mcl_status ocl_bwd(mcl_backend *be, const mcl_op_args *a)
     mcl_ocl *o = mcl_ocl_of(be);
     const uint64_t seq = mcl_ctx_error_seq(be->ctx);
     o->cur_op = (int)a->op, o->cur_bwd = 1;
-    mcl_ocl_unlisted_bwd = o->poison && !bwd_fresh_aware[a->op];
+    const int listed = bwd_fresh_aware[a->op] && a->op != test_unlisted;
+    mcl_ocl_unlisted_bwd = o->poison && !listed;
     mcl_ocl_unlisted_asked = 0;
-    mcl_status s = mcl_ocl_prepare_bwd(be, a, bwd_fresh_aware[a->op]);
+    mcl_status s = mcl_ocl_prepare_bwd(be, a, listed);
     if (s == MCL_OK) s = ocl_impl[a->op].bwd(be, a);
     if (s == MCL_OK && mcl_ocl_unlisted_bwd && mcl_ocl_unlisted_asked)
         s = mcl_ctx_set_error(be->ctx, MCL_ERR_STATE,
@@ -1062,6 +1065,7 @@ mcl_status mcl_opencl_backend_create(mcl_ctx *ctx, const char *device, mcl_backe
     }
     if ((s = build_program(be)) != MCL_OK) goto fail;
     mcl_ocl_clblast_setup(o);
+    test_unlisted = mcl_pool_test_unlisted("opencl");
 #ifdef MCL_TEST_HOOKS
     const char *brk = getenv("METACL_TEST_BREAK");
     if (brk && *brk) {
