@@ -23,6 +23,13 @@
  *            beta, skip gradients) against their naive oracles, and against the ops they
  *            replace on the fast path (instance_norm, relu; instance_norm, add, relu,
  *            maxpool2d): the same bits, forward and backward; odd sides, the ResNet's shapes.
+ *   smn_write  forward and backward (the nine gradients, into accumulators that held random
+ *            values) against mcl_naive_smn_write/_bwd on one entry, short and whole blocks of
+ *            the fast path's 16 lanes, odd H, shuffled entries, every element written, and
+ *            700 to 5000 entries in 11 to 64 parts above the OpenMP threshold (gradients with
+ *            1 and 3 threads: the same bits); then smn_write_add (i0 = 0, 1), smn_write_eff and
+ *            smn_avg_write on the same inputs (test-ops checks them on its own cases with
+ *            FT_SUM; here to one or two float roundings).
  *   dropout  forward and backward against mcl_naive_dropout_fwd/bwd: a counter off the Philox
  *            block boundary, segments of 257 (a head and a tail each), 5 elements.
  *   gelu     forward and backward over the whole float range (every GELU_STRIDE-th bit pattern
@@ -98,6 +105,23 @@
  * ~ 4 sqrt(lanes) rms, so ~3u of |sum|, more where a channel's sum cancels): a few 1e-7
  * (observed 5.0e-7 for beta, 3.2e-7 gamma, 1.2e-7 x over seeds 1..60) */
 #define TOL_IPR_BWD 2e-6
+/* smn_write (src/ref/smn.c): the same double sums in the same order as the oracle's, the
+ * activations rounded to float in both, the value rounded once (observed 3.7e-8 over seeds
+ * 1..30) */
+#define TOL_SMN_FWD 2e-7
+/* smn_write backward: the sums over the entries in the fast path's parts and lanes (double:
+ * ~1e-15 apart), rounded once and added to a float accumulator: 2 roundings (observed 9.1e-8) */
+#define TOL_SMN_BWD 4e-7
+/* smn_write_add, smn_write_eff: the value rounded, then W + v rounded: 2 roundings (observed
+ * 5.5e-8) */
+#define TOL_SMN_ADD 4e-7
+/* smn_avg_write's I = (gamma I) + (beta1 G): three float roundings of values below ~4e-3 (I ~
+ * N(0, 1e-6), G ~ N(0, 1e-8) here), so at most ~3 x 6e-8 x 4e-3 = 7e-10 (observed 3.0e-10;
+ * the error measure's "+ 1" would hide an error of 1e-4 % of I behind a tolerance of 4e-7) */
+#define TOL_SMN_AVG 1e-9
+/* smn_avg_write's zs: z = I' + (beta2 G) in float (two more roundings, the sum cancelling at
+ * most ~80-fold where |z| >= e^-P), then logf(|z|) / P or e^P z in float (observed 2.2e-7) */
+#define TOL_SMN_Z 2e-6
 /* gelu: ulps of the exact result (double erfc) rounded to float, where that is a normal float
  * (below FLT_MIN: absolute error in units of FLT_MIN). Forward: the erfc fit (5e-9), the
  * roundings of t, the exp and the final products (observed 5.9 ulp, near a = 0.008, where
@@ -964,6 +988,299 @@ static void test_conv_inorm_pool_relu(mcl_ctx *ctx, int cs, const int64_t c[7], 
     mcl_ctx_reset(ctx);
 }
 
+/* ---- smn_write, smn_write_add, smn_write_eff, smn_avg_write ---------------------------- */
+
+/* n values ~ U(lo, hi) from Philox (seed, stream) */
+static float *runif(int64_t n, uint64_t stream, double lo, double hi)
+{
+    float *v = xcalloc((size_t)n, sizeof(float));
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * mcl_rng_uniform(g_seed, stream, (uint64_t)i));
+    return v;
+}
+
+/* m distinct flat indices of [0, n) as floats (a partial Fisher-Yates shuffle keyed by the
+ * seed and stream), in increasing order unless shuffled */
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+static float *draw_indices(int64_t n, int64_t m, uint64_t stream, int shuffled)
+{
+    int64_t *p = xcalloc((size_t)n, sizeof *p);
+    for (int64_t i = 0; i < n; i++) p[i] = i;
+    float *idx = xcalloc((size_t)m, sizeof(float));
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t j = e + (int64_t)(mcl_rng_uniform(g_seed, stream, (uint64_t)e) * (double)(n - e));
+        const int64_t t = p[e];
+        p[e] = p[j < n ? j : n - 1];
+        p[j < n ? j : n - 1] = t;
+        idx[e] = (float)p[e];
+    }
+    if (!shuffled) qsort(idx, (size_t)m, sizeof(float), cmp_float);
+    free(p);
+    return idx;
+}
+
+/* want[i] = init[i] + g[i] (a gradient the op adds to an accumulator that held init) */
+static double *plus_init(const float *init, const double *g, int64_t n)
+{
+    double *w = xcalloc((size_t)n, sizeof(double));
+    for (int64_t i = 0; i < n; i++) w[i] = (double)init[i] + g[i];
+    return w;
+}
+
+/* The backward of a (run once) with 1 and with 3 OpenMP threads into fresh gradients gin[k],
+ * k in ks: the same bits (the sums over the entries are split into parts that are a function
+ * of m alone, src/ref/smn.c). */
+static void smn_threads(mcl_ctx *ctx, mcl_op_args *a, const int *ks, int nk, const char *what, const char *desc)
+{
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+    float *got[2][16] = {{NULL}};
+    for (int t = 0; t < 2; t++) {
+        omp_set_num_threads(t == 0 ? 1 : 3);
+        for (int i = 0; i < nk; i++) {
+            mcl_tensor_free(a->gin[ks[i]]);
+            a->gin[ks[i]] = mcl_tensor_create(ctx, a->in[ks[i]]->ndim, a->in[ks[i]]->shape);
+        }
+        const mcl_status st = mcl_op_backward(ctx, a);
+        CHECK(st == MCL_OK, "%s %s: backward with %d threads failed: %s", what, desc, t ? 3 : 1, mcl_ctx_error(ctx));
+        for (int i = 0; i < nk && st == MCL_OK; i++) got[t][i] = tu_read(a->gin[ks[i]]);
+    }
+    omp_set_num_threads(saved);
+    for (int i = 0; i < nk; i++) {
+        if (got[0][i] && got[1][i])
+            CHECK(memcmp(got[0][i], got[1][i], (size_t)mcl_tensor_numel(a->gin[ks[i]]) * sizeof(float)) == 0,
+                  "%s %s: gradient %d differs between 1 and 3 threads", what, desc, ks[i]);
+        free(got[0][i]);
+        free(got[1][i]);
+    }
+#else
+    (void)ctx;
+    (void)a;
+    (void)ks;
+    (void)nk;
+    (void)what;
+    (void)desc;
+#endif
+}
+
+/* One case: M0 [n], m entries, g_phi of H hidden units with negative slope `slope`, indices
+ * shuffled or increasing (smn_write_add and smn_avg_write take increasing ones only). */
+typedef struct smn_case {
+    int64_t n, m, H;
+    float slope;
+    int shuffled;
+} smn_case;
+
+/* The names of smn_write's differentiable inputs' gradients, by input */
+static const char *const smn_gname[9] = {"dL/dM0", "", "dL/dzs", "dL/dW1", "dL/db1",
+                                         "dL/dW2", "dL/db2", "dL/dW3", "dL/db3"};
+
+/* smn_write against the naive write: the forward M; the backward's nine gradients added to
+ * accumulators that held random values; then smn_write_add (i0 = 0 and 1) and smn_write_eff,
+ * smn_avg_write on the same inputs. */
+static void test_smn_write(mcl_ctx *ctx, int cs, const smn_case *c)
+{
+    const int64_t n = c->n, m = c->m, H = c->H, m2[2] = {m, 2}, h2[2] = {H, 2}, hh[2] = {H, H},
+                  h1[2] = {1, H}, one = 1;
+    char desc[80], what[96];
+    snprintf(desc, sizeof desc, "n%lld m%lld H%lld slope %g%s", (long long)n, (long long)m, (long long)H,
+             (double)c->slope, c->shuffled ? " shuffled" : "");
+    const uint64_t s0 = 1200 + 40 * (uint64_t)cs;
+    const double wa = sqrt(3.0 / (double)H); /* W2, W3 ~ U(-wa, wa): variance 1/H */
+    float *M0 = randn(n, s0, 1.0), *idx = draw_indices(n, m, s0 + 1, c->shuffled), *zs = randn(2 * m, s0 + 2, 1.0);
+    float *phi[6] = {runif(2 * H, s0 + 3, -1, 1), runif(H, s0 + 4, -0.5, 0.5), runif(H * H, s0 + 5, -wa, wa),
+                     runif(H, s0 + 6, -0.5, 0.5), runif(H, s0 + 7, -wa, wa), runif(1, s0 + 8, -0.5, 0.5)};
+    const int64_t np[9] = {n, m, 2 * m, 2 * H, H, H * H, H, H, 1};
+    float *gM = randn(n, s0 + 9, 1.0), *init[9];
+    for (int k = 0; k < 9; k++) init[k] = randn(np[k], s0 + 10 + (uint64_t)k, 1.0);
+    float *W = randn(n, s0 + 20, 1.0), *E = randn(n, s0 + 21, 1.0);
+    const mcl_naive_phi f = {phi[0], phi[1], phi[2], phi[3], phi[4], phi[5], H, c->slope};
+    double *tmp = xcalloc((size_t)(6 * H), sizeof(double)), *M = xcalloc((size_t)n, sizeof(double));
+    double *g[9] = {NULL};
+    for (int k = 0; k < 9; k++) g[k] = xcalloc((size_t)np[k], sizeof(double));
+    const mcl_naive_phi_grad gp = {g[3], g[4], g[5], g[6], g[7], g[8]};
+    mcl_naive_smn_write(&f, n, m, M0, idx, zs, tmp, M);
+    mcl_naive_smn_write_bwd(&f, n, m, idx, zs, gM, tmp, g[0], g[2], &gp);
+
+    mcl_op_args a;
+    memset(&a, 0, sizeof a);
+    a.op = MCL_OP_SMN_WRITE;
+    a.in[0] = tu_vec(ctx, n, M0);
+    a.in[1] = tu_vec(ctx, m, idx);
+    a.in[2] = tu_tensor_from(ctx, 2, m2, zs);
+    a.in[3] = tu_tensor_from(ctx, 2, h2, phi[0]);
+    a.in[4] = tu_vec(ctx, H, phi[1]);
+    a.in[5] = tu_tensor_from(ctx, 2, hh, phi[2]);
+    a.in[6] = tu_vec(ctx, H, phi[3]);
+    a.in[7] = tu_tensor_from(ctx, 2, h1, phi[4]);
+    a.in[8] = tu_tensor_from(ctx, 1, &one, phi[5]);
+    a.p.f[0] = c->slope;
+    mcl_status st = run_op(ctx, &a);
+    if (CHECK(st == MCL_OK, "smn_write %s: forward failed: %s", desc, mcl_ctx_error(ctx))) {
+        compare("smn_write fwd M", desc, a.out[0], M, n, TOL_SMN_FWD);
+        a.gout[0] = tu_vec(ctx, n, gM);
+        for (int k = 0; k < 9; k++)
+            if (k != 1) a.gin[k] = tu_tensor_from(ctx, a.in[k]->ndim, a.in[k]->shape, init[k]);
+        st = mcl_op_backward(ctx, &a);
+        if (CHECK(st == MCL_OK, "smn_write %s: backward failed: %s", desc, mcl_ctx_error(ctx))) {
+            for (int k = 0; k < 9; k++) {
+                if (k == 1) continue;
+                double *want = plus_init(init[k], g[k], np[k]);
+                snprintf(what, sizeof what, "smn_write bwd %s", smn_gname[k]);
+                compare(what, desc, a.gin[k], want, np[k], TOL_SMN_BWD);
+                free(want);
+            }
+        }
+        if (m * H * H >= (1 << 17)) { /* above smn.c's threshold for OpenMP */
+            static const int ks[8] = {0, 2, 3, 4, 5, 6, 7, 8};
+            smn_threads(ctx, &a, ks, 8, "smn_write", desc);
+        }
+    }
+
+    /* smn_write_add: out = W + smn_write(M0 or zeros); backward gW += gout, the rest smn_write's
+     * (M0's only for i0 = 0: for i0 = 1 its accumulator keeps what it held) */
+    for (int i0 = 0; i0 < 2 && !c->shuffled; i0++) {
+        mcl_op_args w;
+        memset(&w, 0, sizeof w);
+        w.op = MCL_OP_SMN_WRITE_ADD;
+        for (int k = 0; k < 9; k++) w.in[k] = a.in[k];
+        w.in[9] = tu_vec(ctx, n, W);
+        w.p.f[0] = c->slope;
+        w.p.i[0] = i0;
+        double *want = xcalloc((size_t)n, sizeof(double));
+        mcl_naive_smn_write(&f, n, m, i0 ? NULL : M0, idx, zs, tmp, want);
+        for (int64_t i = 0; i < n; i++) want[i] += (double)W[i];
+        st = run_op(ctx, &w);
+        if (CHECK(st == MCL_OK, "smn_write_add i0=%d %s: forward failed: %s", i0, desc, mcl_ctx_error(ctx))) {
+            snprintf(what, sizeof what, "smn_write_add i0=%d fwd W+M", i0);
+            compare(what, desc, w.out[0], want, n, TOL_SMN_ADD);
+            w.gout[0] = tu_vec(ctx, n, gM);
+            for (int k = 0; k < 9; k++)
+                if (k != 1) w.gin[k] = tu_tensor_from(ctx, w.in[k]->ndim, w.in[k]->shape, init[k]);
+            w.gin[9] = tu_vec(ctx, n, E); /* E's values as gW's accumulator */
+            st = mcl_op_backward(ctx, &w);
+            if (CHECK(st == MCL_OK, "smn_write_add i0=%d %s: backward failed: %s", i0, desc, mcl_ctx_error(ctx))) {
+                for (int k = 0; k < 10; k++) {
+                    if (k == 1) continue;
+                    double *wg = xcalloc((size_t)(k == 9 ? n : np[k]), sizeof(double));
+                    if (k == 9)
+                        for (int64_t i = 0; i < n; i++) wg[i] = (double)E[i] + gM[i];
+                    else
+                        for (int64_t i = 0; i < np[k]; i++) wg[i] = (double)init[k][i] + (k == 0 && i0 ? 0.0 : g[k][i]);
+                    snprintf(what, sizeof what, "smn_write_add i0=%d bwd %s", i0, k == 9 ? "dL/dW" : smn_gname[k]);
+                    compare(what, desc, w.gin[k], wg, k == 9 ? n : np[k], TOL_SMN_BWD);
+                    free(wg);
+                }
+            }
+        }
+        free(want);
+        mcl_tensor_free(w.in[9]);
+        mcl_tensor_free(w.gout[0]);
+        for (int k = 0; k < 10; k++) mcl_tensor_free(w.gin[k]);
+    }
+
+    /* smn_write_eff, in place: M[idx_e] = v_e, E[idx_e] = W[idx_e] + v_e, nothing else moves */
+    {
+        mcl_op_args w;
+        memset(&w, 0, sizeof w);
+        w.op = MCL_OP_SMN_WRITE_EFF;
+        for (int k = 1; k < 9; k++) w.in[k] = a.in[k];
+        w.in[0] = tu_vec(ctx, n, M0);
+        w.in[9] = tu_vec(ctx, n, W);
+        w.in[10] = tu_vec(ctx, n, E);
+        w.p.f[0] = c->slope;
+        st = run_op(ctx, &w);
+        if (CHECK(st == MCL_OK, "smn_write_eff %s: failed: %s", desc, mcl_ctx_error(ctx))) {
+            double *wE = xcalloc((size_t)n, sizeof(double));
+            for (int64_t i = 0; i < n; i++) wE[i] = E[i];
+            for (int64_t e = 0; e < m; e++) {
+                const int64_t i = (int64_t)idx[e];
+                wE[i] = (double)W[i] + M[i];
+            }
+            compare("smn_write_eff M", desc, w.in[0], M, n, TOL_SMN_FWD);
+            compare("smn_write_eff E", desc, w.in[10], wE, n, TOL_SMN_ADD);
+            free(wE);
+        }
+        mcl_tensor_free(w.in[0]);
+        mcl_tensor_free(w.in[9]);
+        mcl_tensor_free(w.in[10]);
+    }
+
+    /* smn_avg_write, in place (increasing indices): I = gamma I + beta1 G; zs_e =
+     * grad_preproc(I[idx_e] + beta2 G[idx_e], P); then smn_write_eff's writes from those zs.
+     * I and zs against the naive chain; M and E against the naive write of the zs the op wrote
+     * (float, as it stores them), so each half is held to its own tolerance. G ~ N(0, 1e-4^2),
+     * I ~ N(0, 1e-3^2): many |z| on either side of grad_preproc's threshold e^-P (P = 10:
+     * 4.5e-5). */
+    if (!c->shuffled) {
+        const double gam = 0.9, b1 = 0.1, b2 = 0.5, P = 10.0;
+        float *I = randn(n, s0 + 22, 1e-3), *G = randn(n, s0 + 23, 1e-4);
+        mcl_op_args w;
+        memset(&w, 0, sizeof w);
+        w.op = MCL_OP_SMN_AVG_WRITE;
+        for (int k = 3; k < 9; k++) w.in[k] = a.in[k];
+        w.in[0] = tu_vec(ctx, n, M0);
+        w.in[1] = a.in[1];
+        w.in[2] = tu_tensor_from(ctx, 2, m2, zs);
+        w.in[9] = tu_vec(ctx, n, W);
+        w.in[10] = tu_vec(ctx, n, E);
+        w.in[11] = tu_vec(ctx, n, I);
+        w.in[12] = tu_vec(ctx, n, G);
+        w.p.f[0] = c->slope;
+        w.p.f[1] = (float)gam;
+        w.p.f[2] = (float)b1;
+        w.p.f[3] = (float)b2;
+        w.p.f[4] = (float)P;
+        st = run_op(ctx, &w);
+        float *zf = st == MCL_OK ? tu_read(w.in[2]) : NULL;
+        if (CHECK(st == MCL_OK && zf, "smn_avg_write %s: failed: %s", desc, mcl_ctx_error(ctx))) {
+            double *I2 = xcalloc((size_t)n, sizeof(double)), *zw = xcalloc((size_t)(2 * m), sizeof(double));
+            double *Mw = xcalloc((size_t)n, sizeof(double)), *Ew = xcalloc((size_t)n, sizeof(double));
+            mcl_naive_smn_avg_z(n, m, I, G, idx, gam, b1, b2, P, I2, zw);
+            compare("smn_avg_write I", desc, w.in[11], I2, n, TOL_SMN_AVG);
+            compare("smn_avg_write zs", desc, w.in[2], zw, 2 * m, TOL_SMN_Z);
+            mcl_naive_smn_write(&f, n, m, M0, idx, zf, tmp, Mw);
+            for (int64_t i = 0; i < n; i++) Ew[i] = E[i];
+            for (int64_t e = 0; e < m; e++) {
+                const int64_t i = (int64_t)idx[e];
+                Ew[i] = (double)W[i] + Mw[i];
+            }
+            compare("smn_avg_write M", desc, w.in[0], Mw, n, TOL_SMN_FWD);
+            compare("smn_avg_write E", desc, w.in[10], Ew, n, TOL_SMN_ADD);
+            free(I2);
+            free(zw);
+            free(Mw);
+            free(Ew);
+        }
+        free(zf);
+        free(I);
+        free(G);
+        for (int k = 0; k < 13; k++)
+            if (k == 0 || k == 2 || k >= 9) mcl_tensor_free(w.in[k]);
+    }
+
+    for (int k = 0; k < 9; k++) {
+        mcl_tensor_free(a.in[k]);
+        mcl_tensor_free(a.gin[k]);
+        free(init[k]);
+        free(g[k]);
+    }
+    mcl_tensor_free(a.gout[0]);
+    for (int k = 0; k < 6; k++) free(phi[k]);
+    free(M0);
+    free(idx);
+    free(zs);
+    free(gM);
+    free(W);
+    free(E);
+    free(tmp);
+    free(M);
+    mcl_ctx_reset(ctx);
+}
+
 /* ---- gelu ------------------------------------------------------------------------------ */
 
 /* The error of got against want in ulps of want rounded to float; an absolute error measured
@@ -1211,6 +1528,17 @@ int main(int argc, char **argv)
         const mcl_naive_drop d = {21, 2, 0, 5, ny / k[0], 0.3};
         test_conv_inorm_pool_relu(ctx, c, k, sf[c].drop ? &d : NULL);
     }
+    /* smn_write and the ops built on it: n, m, H, slope, shuffled. One entry; a short block
+     * with shuffled entries (the backward's map of written elements); one whole block of
+     * H = 10 (mlp_block's blocks of 10 units); a block and one entry of odd H; every element
+     * written (gM0 = 0) with slope 0; above the OpenMP threshold (m H^2 >= 2^17): 44 blocks
+     * in 11 parts, and 313 blocks in 64 parts (parts of 4 and 5 blocks: a chunk of 4 and a
+     * short one), shuffled; H = 32 */
+    static const smn_case ss[] = {{1, 1, 1, 0.01f, 0},        {40, 15, 7, 0.1f, 1},
+                                  {300, 16, 10, 0.01f, 0},    {517, 17, 23, 0.2f, 1},
+                                  {64, 64, 4, 0.0f, 0},       {6000, 700, 20, 0.01f, 0},
+                                  {40000, 5000, 20, 0.01f, 1}, {20000, 3000, 32, 0.01f, 0}};
+    for (int c = 0; c < (int)(sizeof ss / sizeof ss[0]); c++) test_smn_write(ctx, c, &ss[c]);
     test_dropout(ctx);
     test_gelu(ctx);
     test_exp_nonpos();

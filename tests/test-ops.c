@@ -1816,31 +1816,13 @@ static int gen_smn_avg_z(int k, tcase *tc)
 #define SMN_MARGIN 20.0
 #define SMN_HMAX 32
 
-/* g_phi of entry e of a smn_write case in double; a1, h1, a2, h2 [H] (when not NULL). */
-static double smn_mlp_d(const tcase *tc, int64_t e, double *a1, double *h1, double *a2, double *h2)
+/* The meta-learner of a smn_write case (in[3..8], slope p.f[0]), for the naive oracles
+ * (src/ref/naive/smn.c) */
+static mcl_naive_phi smn_phi_of(const tcase *tc)
 {
-    const int64_t H = tc->shape[3][0];
-    const float *zs = tc->x[2] + 2 * e, *W1 = tc->x[3], *b1 = tc->x[4], *W2 = tc->x[5];
-    const float *b2 = tc->x[6], *W3 = tc->x[7], *b3 = tc->x[8];
-    const double sl = tc->p.f[0];
-    double A1[SMN_HMAX], H1[SMN_HMAX], A2[SMN_HMAX], H2[SMN_HMAX], out = b3[0];
-    for (int64_t k = 0; k < H; k++) {
-        A1[k] = (double)W1[2 * k] * zs[0] + (double)W1[2 * k + 1] * zs[1] + b1[k];
-        H1[k] = A1[k] > 0 ? A1[k] : sl * A1[k];
-    }
-    for (int64_t j = 0; j < H; j++) {
-        A2[j] = b2[j];
-        for (int64_t k = 0; k < H; k++) A2[j] += (double)W2[j * H + k] * H1[k];
-        H2[j] = A2[j] > 0 ? A2[j] : sl * A2[j];
-        out += (double)W3[j] * H2[j];
-    }
-    for (int64_t k = 0; k < H; k++) {
-        if (a1) a1[k] = A1[k];
-        if (h1) h1[k] = H1[k];
-        if (a2) a2[k] = A2[k];
-        if (h2) h2[k] = H2[k];
-    }
-    return out;
+    const mcl_naive_phi f = {tc->x[3], tc->x[4], tc->x[5], tc->x[6], tc->x[7], tc->x[8], tc->shape[3][0],
+                             tc->p.f[0]};
+    return f;
 }
 
 static int gen_smn_write(int k, tcase *tc)
@@ -1910,9 +1892,10 @@ static int gen_smn_write(int k, tcase *tc)
                     while (fabs(v) > 2.0);
                     tc->x[jz][2 * e + cc] = (float)v;
                 }
-                double a1[SMN_HMAX], a2[SMN_HMAX], mn = INFINITY;
-                smn_mlp_d(tc, e, a1, NULL, a2, NULL);
-                for (int64_t q = 0; q < H; q++) mn = fmin(mn, fmin(fabs(a1[q]), fabs(a2[q])));
+                double act[4 * SMN_HMAX], mn = INFINITY; /* a1, h1, a2, h2 */
+                const mcl_naive_phi f = smn_phi_of(tc);
+                mcl_naive_smn_phi(&f, tc->x[jz] + 2 * e, act);
+                for (int64_t q = 0; q < H; q++) mn = fmin(mn, fmin(fabs(act[q]), fabs(act[2 * H + q])));
                 if (mn >= SMN_MARGIN * c[k].h) break;
                 if (tries == 1000) {
                     placed = 0;
@@ -2783,8 +2766,7 @@ static void nvb_grad_preproc(const tcase *tc, const harr *gout, harr *w)
     }
 }
 
-/* smn_write, densely: every element of M0 looks for an entry that writes it (a scan of idx, no
- * scatter) and takes g_phi of that entry's zs, or keeps M0's value */
+/* The entry of a smn_write case that writes element i (the last, if several), or -1 */
 static int64_t smn_entry_of(const tcase *tc, int64_t i)
 {
     int64_t e = -1;
@@ -2794,110 +2776,68 @@ static int64_t smn_entry_of(const tcase *tc, int64_t i)
 }
 
 /* smn_write_eff in place: M[idx_e] = g_phi(zs_e), E[idx_e] = W[idx_e] + g_phi(zs_e), the
- * rest of every input as it was */
+ * rest of every input as it was (mcl_naive_smn_phi) */
 static void nv_smn_write_eff(const tcase *tc, harr *w)
 {
     want_inputs(tc, w);
+    const mcl_naive_phi f = smn_phi_of(tc);
+    double act[4 * SMN_HMAX];
     for (int64_t e = 0; e < tc->shape[1][0]; e++) {
         const int64_t i = (int64_t)tc->x[1][e];
-        const double v = smn_mlp_d(tc, e, NULL, NULL, NULL, NULL);
+        const double v = mcl_naive_smn_phi(&f, tc->x[2] + 2 * e, act);
         w[0].d[i] = v;
         w[10].d[i] = (double)tc->x[9][i] + v;
     }
 }
 
 /* smn_avg_write in place, in double: I' = gamma I + beta1 G everywhere; for each entry e,
- * zs_e = preproc(I'[idx_e] + beta2 G[idx_e]) and v = g_phi(zs_e) (on the double zs, a copy of
- * the case with zs replaced), M[idx_e] = v, E[idx_e] = W[idx_e] + v; the rest as it was */
+ * zs_e = preproc(I'[idx_e] + beta2 G[idx_e]) (mcl_naive_smn_avg_z) and v = g_phi(zs_e) on zs_e
+ * rounded to float (that rounding, ~6e-8, is far below the tolerance), M[idx_e] = v,
+ * E[idx_e] = W[idx_e] + v; the rest as it was */
 static void nv_smn_avg_write(const tcase *tc, harr *w)
 {
     want_inputs(tc, w);
     const int64_t n = tc_n(tc, 0), m = tc->shape[1][0];
-    const double g = tc->p.f[1], b1 = tc->p.f[2], b2 = tc->p.f[3], P = tc->p.f[4];
-    float thr, ep;
-    mcl_grad_preproc_consts(tc->p.f[4], &thr, &ep);
-    double *I = w[11].d, *zs = w[2].d;
-    for (int64_t i = 0; i < n; i++) I[i] = g * tc->x[11][i] + b1 * tc->x[12][i];
-    tcase zc = *tc; /* g_phi reads zs from x[2]: a float copy of the double zs (their rounding,
-                     * ~6e-8, is far below the tolerance) */
-    float *zf = xcalloc((size_t)(2 * (m > 0 ? m : 1)), sizeof *zf);
-    zc.x[2] = zf;
+    double *zs = w[2].d, act[4 * SMN_HMAX];
+    mcl_naive_smn_avg_z(n, m, tc->x[11], tc->x[12], tc->x[1], tc->p.f[1], tc->p.f[2], tc->p.f[3], tc->p.f[4],
+                        w[11].d, zs);
+    const mcl_naive_phi f = smn_phi_of(tc);
     for (int64_t e = 0; e < m; e++) {
         const int64_t i = (int64_t)tc->x[1][e];
-        const double z = I[i] + b2 * tc->x[12][i];
-        const int big = fabs(z) >= (double)thr;
-        zs[2 * e] = big ? log(fabs(z)) / P : -1.0;
-        zs[2 * e + 1] = big ? (z > 0 ? 1.0 : -1.0) : (double)ep * z;
-        zf[2 * e] = (float)zs[2 * e];
-        zf[2 * e + 1] = (float)zs[2 * e + 1];
-        const double v = smn_mlp_d(&zc, e, NULL, NULL, NULL, NULL);
+        const float z[2] = {(float)zs[2 * e], (float)zs[2 * e + 1]};
+        const double v = mcl_naive_smn_phi(&f, z, act);
         w[0].d[i] = v;
         w[10].d[i] = (double)tc->x[9][i] + v;
     }
-    free(zf);
 }
 
-/* smn_write_add: W + smn_write's M, densely (M0 read as zeros when i0 = 1) */
+/* smn_write_add: W + smn_write's M (M0 read as zeros when i0 = 1) */
 static void nv_smn_write_add(const tcase *tc, harr *w)
 {
-    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
-    for (int64_t i = 0; i < w[0].n; i++) {
-        const int64_t e = smn_entry_of(tc, i);
-        const double m = e >= 0 ? smn_mlp_d(tc, e, NULL, NULL, NULL, NULL) : tc->p.i[0] ? 0.0 : (double)tc->x[0][i];
-        o[i] = (double)tc->x[9][i] + m;
-    }
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]), tmp[4 * SMN_HMAX];
+    const mcl_naive_phi f = smn_phi_of(tc);
+    mcl_naive_smn_write(&f, w[0].n, tc->shape[1][0], tc->p.i[0] ? NULL : tc->x[0], tc->x[1], tc->x[2], tmp, o);
+    for (int64_t i = 0; i < w[0].n; i++) o[i] += (double)tc->x[9][i];
 }
 
 static void nv_smn_write(const tcase *tc, harr *w)
 {
-    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
-    for (int64_t i = 0; i < w[0].n; i++) {
-        const int64_t e = smn_entry_of(tc, i);
-        o[i] = e < 0 ? (double)tc->x[0][i] : smn_mlp_d(tc, e, NULL, NULL, NULL, NULL);
-    }
+    double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]), tmp[4 * SMN_HMAX];
+    const mcl_naive_phi f = smn_phi_of(tc);
+    mcl_naive_smn_write(&f, w[0].n, tc->shape[1][0], tc->x[0], tc->x[1], tc->x[2], tmp, o);
 }
 
-/* Its gradients in double by plain backpropagation through g_phi at each written element:
- * gM0 = gM where nothing is written (0 where written); with g = gM at the element,
- * d(out)/d(b3) = 1, d/d(W3_j) = h2_j, d2_j = g W3_j lrelu'(a2_j), d1_k = Σ_j W2_jk d2_j lrelu'(a1_k),
- * gW2 += d2 h1ᵀ, gW1 += d1 zsᵀ, gzs = W1ᵀ d1. idx: no gradient. */
+/* Its gradients by plain backpropagation through g_phi, one entry at a time
+ * (mcl_naive_smn_write_bwd): gM0 = gM where nothing is written, 0 where written; gzs and the
+ * six phi gradients. idx: no gradient. */
 static void nvb_smn_write(const tcase *tc, const harr *gout, harr *w)
 {
-    const int64_t H = tc->shape[3][0];
-    const double sl = tc->p.f[0];
-    double *gM0 = want_new(&w[0], tc->ndim[0], tc->shape[0]);
-    double *g[9] = {0};
-    for (int k = 2; k < 9; k++) g[k] = want_new(&w[k], tc->ndim[k], tc->shape[k]);
-    double *gzs = g[2], *gW1 = g[3], *gb1 = g[4], *gW2 = g[5], *gb2 = g[6], *gW3 = g[7], *gb3 = g[8];
-    const float *W1 = tc->x[3], *W2 = tc->x[5], *W3 = tc->x[7];
-    for (int64_t i = 0; i < w[0].n; i++) {
-        const int64_t e = smn_entry_of(tc, i);
-        const double gi = gout[0].f[i];
-        if (e < 0) {
-            gM0[i] = gi;
-            continue;
-        }
-        double a1[SMN_HMAX], h1[SMN_HMAX], a2[SMN_HMAX], h2[SMN_HMAX], d1[SMN_HMAX], d2[SMN_HMAX];
-        smn_mlp_d(tc, e, a1, h1, a2, h2);
-        const float *zs = tc->x[2] + 2 * e;
-        gb3[0] += gi;
-        for (int64_t j = 0; j < H; j++) {
-            gW3[j] += gi * h2[j];
-            d2[j] = gi * W3[j] * (a2[j] > 0 ? 1.0 : sl);
-            gb2[j] += d2[j];
-            for (int64_t q = 0; q < H; q++) gW2[j * H + q] += d2[j] * h1[q];
-        }
-        for (int64_t q = 0; q < H; q++) {
-            d1[q] = 0.0;
-            for (int64_t j = 0; j < H; j++) d1[q] += (double)W2[j * H + q] * d2[j];
-            d1[q] *= a1[q] > 0 ? 1.0 : sl;
-            gb1[q] += d1[q];
-            gW1[2 * q] += d1[q] * zs[0];
-            gW1[2 * q + 1] += d1[q] * zs[1];
-            gzs[2 * e] += (double)W1[2 * q] * d1[q];
-            gzs[2 * e + 1] += (double)W1[2 * q + 1] * d1[q];
-        }
-    }
+    double *g[9] = {0}, tmp[6 * SMN_HMAX];
+    for (int k = 0; k < 9; k++)
+        if (k != 1) g[k] = want_new(&w[k], tc->ndim[k], tc->shape[k]);
+    const mcl_naive_phi f = smn_phi_of(tc);
+    const mcl_naive_phi_grad gp = {g[3], g[4], g[5], g[6], g[7], g[8]};
+    mcl_naive_smn_write_bwd(&f, w[0].n, tc->shape[1][0], tc->x[1], tc->x[2], gout[0].f, tmp, g[0], g[2], &gp);
 }
 
 /* ================================================================================== */
@@ -3018,9 +2958,9 @@ static const opspec SPECS[] = {
      * (DT_LIBM). (EXTRAS: its backward against the formula.) */
     {"grad_preproc", gen_grad_preproc, nv_grad_preproc, FT_LIBM, 1.0, GT_SMOOTH, DT_LIBM},
     /* smn_write: the written values are float32 activations of dot products of <= 20 terms
-     * summed in double (FT_SUM against the oracle's all-double values). Piecewise linear, its
-     * kinks kept 20h away from every finite difference (gen_smn_write; h per case, the
-     * table's is 1): what is left is the float32 rounding of the m written outputs (GT_SMN). The
+     * summed in double (FT_SUM; the naive oracle, src/ref/naive/smn.c, rounds the activations
+     * too but not the value). Piecewise linear, its kinks kept 20h away from every finite
+     * difference (gen_smn_write; h per case, the table's is 1): what is left is the float32 rounding of the m written outputs (GT_SMN). The
      * device's (hi, lo) float sums and deltas against the reference's double ones: DT_SUM
      * (observed 8e-10 over 40 seeds; the forward's bits agree). (EXTRAS: its gradient oracle
      * and the checks beyond the table.) */

@@ -145,4 +145,35 @@ void mcl_naive_srwm_bwd(int64_t B, int64_t H, int64_t L, int64_t D, const float 
                         const float *const W0[4], const float *gy, const float *const gWf[4],
                         double *gx, double *const gW0[4]);
 
+
+/* ---- smn.c ----------------------------------------------------------------------- */
+
+/* The meta-learner g_phi of smn_write (an MLP 2 -> H -> H -> 1, LeakyReLU of negative slope
+ * `slope`): W1 [H,2], b1 [H], W2 [H,H], b2 [H], W3 [1,H], b3 [1]. */
+typedef struct mcl_naive_phi {
+    const float *W1, *b1, *W2, *b2, *W3, *b3;
+    int64_t H;
+    double slope;
+} mcl_naive_phi;
+/* Its gradients, laid out the same way (overwritten). */
+typedef struct mcl_naive_phi_grad {
+    double *W1, *b1, *W2, *b2, *W3, *b3;
+} mcl_naive_phi_grad;
+/* g_phi of one entry z [2] (a1 and a2 rounded to float, as the op stores them); act [4H]
+ * receives a1, h1, a2, h2 [H]. */
+double mcl_naive_smn_phi(const mcl_naive_phi *f, const float *z, double *act);
+/* M [n] = M0 [n] (zeros if NULL) with M[idx_e] = g_phi(zs_e) for the m entries (idx [m]
+ * distinct integers in [0, n) as floats, zs [m,2]); tmp [4H] scratch. */
+void mcl_naive_smn_write(const mcl_naive_phi *f, int64_t n, int64_t m, const float *M0,
+                         const float *idx, const float *zs, double *tmp, double *M);
+/* Its gradients for gM [n]: gM0 [n], gzs [m,2] and g_phi's (g); tmp [6H] scratch. */
+void mcl_naive_smn_write_bwd(const mcl_naive_phi *f, int64_t n, int64_t m, const float *idx,
+                             const float *zs, const float *gM, double *tmp, double *gM0,
+                             double *gzs, const mcl_naive_phi_grad *g);
+/* grad_preproc of one value with P in (0, 87]: out [2]. */
+void mcl_naive_grad_preproc(double z, double P, double out[2]);
+/* smn_avg_z: I2 [n] = gamma I + beta1 G; zs [m,2] = grad_preproc(I2[idx_e] + beta2 G[idx_e]). */
+void mcl_naive_smn_avg_z(int64_t n, int64_t m, const float *I, const float *G, const float *idx,
+                         double gamma, double beta1, double beta2, double P, double *I2, double *zs);
+
 #endif
