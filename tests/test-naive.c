@@ -320,43 +320,39 @@ out:
 
 /* ---- conv2d ---------------------------------------------------------------------------- */
 
-/* The backward of a (already run once) with 1 and with 3 OpenMP threads must give the same
- * bits in every gradient: the weight and bias gradients are sums over the images in fixed
- * chunks, added in chunk order, whatever the thread count. (Without OpenMP: nothing to do.) */
-static void conv_threads(mcl_ctx *ctx, mcl_op_args *a, const char *desc)
+/* The backward of a (run once) with 1 and with 3 OpenMP threads into fresh gradients gin[k],
+ * k in ks: the same bits (conv2d: the weight and bias gradients are sums over the images in
+ * fixed chunks, added in chunk order; smn_write: the sums over the entries are split into parts
+ * that are a function of m alone). (Without OpenMP: nothing to do.) */
+static void bwd_threads(mcl_ctx *ctx, mcl_op_args *a, const int *ks, int nk, const char *what, const char *desc)
 {
 #ifdef _OPENMP
     const int saved = omp_get_max_threads();
-    float *got[2][3] = {{NULL}};
-    int64_t n[3];
-    for (int i = 0; i < 3; i++) n[i] = mcl_tensor_numel(a->gin[i]);
+    float *got[2][16] = {{NULL}};
     for (int t = 0; t < 2; t++) {
         omp_set_num_threads(t == 0 ? 1 : 3);
-        for (int i = 0; i < 3; i++) { /* fresh gradients: the backward stores, not adds */
-            mcl_tensor_free(a->gin[i]);
-            const mcl_tensor *x = a->in[i];
-            a->gin[i] = i == 2 ? mcl_tensor_new(ctx, n[2], 0, 0, 0)
-                               : mcl_tensor_new(ctx, x->shape[0], x->shape[1], x->shape[2],
-                                                x->shape[3]);
+        for (int i = 0; i < nk; i++) {
+            mcl_tensor_free(a->gin[ks[i]]);
+            a->gin[ks[i]] = mcl_tensor_create(ctx, a->in[ks[i]]->ndim, a->in[ks[i]]->shape);
         }
         const mcl_status st = mcl_op_backward(ctx, a);
-        CHECK(st == MCL_OK, "conv2d %s: backward with %d threads failed", desc, t ? 3 : 1);
-        for (int i = 0; i < 3 && st == MCL_OK; i++) {
-            got[t][i] = xcalloc((size_t)n[i], sizeof(float));
-            CHECK(mcl_tensor_read(a->gin[i], got[t][i], n[i]) == MCL_OK, "conv2d %s: read", desc);
-        }
+        CHECK(st == MCL_OK, "%s %s: backward with %d threads failed: %s", what, desc, t ? 3 : 1, mcl_ctx_error(ctx));
+        for (int i = 0; i < nk && st == MCL_OK; i++) got[t][i] = tu_read(a->gin[ks[i]]);
     }
     omp_set_num_threads(saved);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < nk; i++) {
         if (got[0][i] && got[1][i])
-            CHECK(memcmp(got[0][i], got[1][i], (size_t)n[i] * sizeof(float)) == 0,
-                  "conv2d %s: gradient %d differs between 1 and 3 threads", desc, i);
+            CHECK(memcmp(got[0][i], got[1][i], (size_t)mcl_tensor_numel(a->gin[ks[i]]) * sizeof(float)) == 0,
+                  "%s %s: gradient %d differs between 1 and 3 threads", what, desc, ks[i]);
         free(got[0][i]);
         free(got[1][i]);
     }
 #else
     (void)ctx;
     (void)a;
+    (void)ks;
+    (void)nk;
+    (void)what;
     (void)desc;
 #endif
 }
@@ -400,7 +396,8 @@ static void test_conv(mcl_ctx *ctx, int cs, const int64_t c[8])
             compare("conv2d bwd dL/dx", desc, a.gin[0], gx, nx, TOL_CONV);
             compare("conv2d bwd dL/dw", desc, a.gin[1], gw, nw, TOL_CONV);
             compare("conv2d bwd dL/dbias", desc, a.gin[2], gb, cv.O, TOL_CONV);
-            conv_threads(ctx, &a, desc);
+            static const int ks[3] = {0, 1, 2};
+            bwd_threads(ctx, &a, ks, 3, "conv2d", desc);
         }
         free(out);
         free(gx);
@@ -1030,42 +1027,6 @@ static double *plus_init(const float *init, const double *g, int64_t n)
     return w;
 }
 
-/* The backward of a (run once) with 1 and with 3 OpenMP threads into fresh gradients gin[k],
- * k in ks: the same bits (the sums over the entries are split into parts that are a function
- * of m alone, src/ref/smn.c). */
-static void smn_threads(mcl_ctx *ctx, mcl_op_args *a, const int *ks, int nk, const char *what, const char *desc)
-{
-#ifdef _OPENMP
-    const int saved = omp_get_max_threads();
-    float *got[2][16] = {{NULL}};
-    for (int t = 0; t < 2; t++) {
-        omp_set_num_threads(t == 0 ? 1 : 3);
-        for (int i = 0; i < nk; i++) {
-            mcl_tensor_free(a->gin[ks[i]]);
-            a->gin[ks[i]] = mcl_tensor_create(ctx, a->in[ks[i]]->ndim, a->in[ks[i]]->shape);
-        }
-        const mcl_status st = mcl_op_backward(ctx, a);
-        CHECK(st == MCL_OK, "%s %s: backward with %d threads failed: %s", what, desc, t ? 3 : 1, mcl_ctx_error(ctx));
-        for (int i = 0; i < nk && st == MCL_OK; i++) got[t][i] = tu_read(a->gin[ks[i]]);
-    }
-    omp_set_num_threads(saved);
-    for (int i = 0; i < nk; i++) {
-        if (got[0][i] && got[1][i])
-            CHECK(memcmp(got[0][i], got[1][i], (size_t)mcl_tensor_numel(a->gin[ks[i]]) * sizeof(float)) == 0,
-                  "%s %s: gradient %d differs between 1 and 3 threads", what, desc, ks[i]);
-        free(got[0][i]);
-        free(got[1][i]);
-    }
-#else
-    (void)ctx;
-    (void)a;
-    (void)ks;
-    (void)nk;
-    (void)what;
-    (void)desc;
-#endif
-}
-
 /* One case: M0 [n], m entries, g_phi of H hidden units with negative slope `slope`, indices
  * shuffled or increasing (smn_write_add and smn_avg_write take increasing ones only). */
 typedef struct smn_case {
@@ -1073,6 +1034,19 @@ typedef struct smn_case {
     float slope;
     int shuffled;
 } smn_case;
+
+/* What smn_write_eff and smn_avg_write leave in E [n]: E as it was, W + M at the m written
+ * elements idx (M [n] the naive write's values) */
+static double *eff_want(int64_t n, int64_t m, const float *idx, const float *E, const float *W, const double *M)
+{
+    double *w = xcalloc((size_t)n, sizeof(double));
+    for (int64_t i = 0; i < n; i++) w[i] = E[i];
+    for (int64_t e = 0; e < m; e++) {
+        const int64_t i = (int64_t)idx[e];
+        w[i] = (double)W[i] + M[i];
+    }
+    return w;
+}
 
 /* The names of smn_write's differentiable inputs' gradients, by input */
 static const char *const smn_gname[9] = {"dL/dM0", "", "dL/dzs", "dL/dW1", "dL/db1",
@@ -1136,7 +1110,7 @@ static void test_smn_write(mcl_ctx *ctx, int cs, const smn_case *c)
         }
         if (m * H * H >= (1 << 17)) { /* above smn.c's threshold for OpenMP */
             static const int ks[8] = {0, 2, 3, 4, 5, 6, 7, 8};
-            smn_threads(ctx, &a, ks, 8, "smn_write", desc);
+            bwd_threads(ctx, &a, ks, 8, "smn_write", desc);
         }
     }
 
@@ -1194,12 +1168,7 @@ static void test_smn_write(mcl_ctx *ctx, int cs, const smn_case *c)
         w.p.f[0] = c->slope;
         st = run_op(ctx, &w);
         if (CHECK(st == MCL_OK, "smn_write_eff %s: failed: %s", desc, mcl_ctx_error(ctx))) {
-            double *wE = xcalloc((size_t)n, sizeof(double));
-            for (int64_t i = 0; i < n; i++) wE[i] = E[i];
-            for (int64_t e = 0; e < m; e++) {
-                const int64_t i = (int64_t)idx[e];
-                wE[i] = (double)W[i] + M[i];
-            }
+            double *wE = eff_want(n, m, idx, E, W, M);
             compare("smn_write_eff M", desc, w.in[0], M, n, TOL_SMN_FWD);
             compare("smn_write_eff E", desc, w.in[10], wE, n, TOL_SMN_ADD);
             free(wE);
@@ -1238,16 +1207,12 @@ static void test_smn_write(mcl_ctx *ctx, int cs, const smn_case *c)
         float *zf = st == MCL_OK ? tu_read(w.in[2]) : NULL;
         if (CHECK(st == MCL_OK && zf, "smn_avg_write %s: failed: %s", desc, mcl_ctx_error(ctx))) {
             double *I2 = xcalloc((size_t)n, sizeof(double)), *zw = xcalloc((size_t)(2 * m), sizeof(double));
-            double *Mw = xcalloc((size_t)n, sizeof(double)), *Ew = xcalloc((size_t)n, sizeof(double));
+            double *Mw = xcalloc((size_t)n, sizeof(double));
             mcl_naive_smn_avg_z(n, m, I, G, idx, gam, b1, b2, P, I2, zw);
             compare("smn_avg_write I", desc, w.in[11], I2, n, TOL_SMN_AVG);
             compare("smn_avg_write zs", desc, w.in[2], zw, 2 * m, TOL_SMN_Z);
             mcl_naive_smn_write(&f, n, m, M0, idx, zf, tmp, Mw);
-            for (int64_t i = 0; i < n; i++) Ew[i] = E[i];
-            for (int64_t e = 0; e < m; e++) {
-                const int64_t i = (int64_t)idx[e];
-                Ew[i] = (double)W[i] + Mw[i];
-            }
+            double *Ew = eff_want(n, m, idx, E, W, Mw);
             compare("smn_avg_write M", desc, w.in[0], Mw, n, TOL_SMN_FWD);
             compare("smn_avg_write E", desc, w.in[10], Ew, n, TOL_SMN_ADD);
             free(I2);
