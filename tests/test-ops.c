@@ -2715,42 +2715,25 @@ static void nvb_rel_attn(const tcase *tc, const harr *gout, harr *w)
     free(dp);
 }
 
-/* grad_preproc: thr = e^-P, ep = e^P as the floats the backends use (backend.h); the rest in
- * double */
+/* grad_preproc, elementwise (mcl_naive_grad_preproc: thr = e^-P, ep = e^P as the floats the
+ * backends use, the rest in double) */
 static void nv_grad_preproc(const tcase *tc, harr *w)
 {
     const int nd = tc->ndim[0];
     int64_t so[4] = {tc->shape[0][0], tc->shape[0][1], tc->shape[0][2], 1};
     so[nd] = 2;
     double *o = want_new(&w[0], nd + 1, so);
-    const double P = tc->p.f[0];
-    float thr, ep;
-    mcl_grad_preproc_consts(tc->p.f[0], &thr, &ep);
-    for (int64_t i = 0; i < tc_n(tc, 0); i++) {
-        const double z = tc->x[0][i];
-        const int big = fabs(z) >= (double)thr;
-        o[2 * i] = big ? log(fabs(z)) / P : -1.0;
-        o[2 * i + 1] = big ? (z > 0 ? 1.0 : -1.0) : (double)ep * z;
-    }
+    for (int64_t i = 0; i < tc_n(tc, 0); i++) mcl_naive_grad_preproc(tc->x[0][i], tc->p.f[0], o + 2 * i);
 }
 
-/* smn_avg_z in double: I' = gamma I + beta1 G; zs_e = preproc(I'[idx_e] + beta2 G[idx_e]) */
+/* smn_avg_z in double: I' = gamma I + beta1 G; zs_e = preproc(I'[idx_e] + beta2 G[idx_e])
+ * (mcl_naive_smn_avg_z) */
 static void nv_smn_avg_z(const tcase *tc, harr *w)
 {
     double *o = want_new(&w[0], tc->ndim[0], tc->shape[0]);
     const int64_t n = tc_n(tc, 0), m = tc_n(tc, 2), sz[2] = {m, 2};
     double *zs = want_new(&w[1], 2, sz);
-    const double g = tc->p.f[0], b1 = tc->p.f[1], b2 = tc->p.f[2], P = tc->p.f[3];
-    float thr, ep;
-    mcl_grad_preproc_consts(tc->p.f[3], &thr, &ep);
-    for (int64_t i = 0; i < n; i++) o[i] = g * tc->x[0][i] + b1 * tc->x[1][i];
-    for (int64_t e = 0; e < m; e++) {
-        const int64_t i = (int64_t)tc->x[2][e];
-        const double z = o[i] + b2 * tc->x[1][i];
-        const int big = fabs(z) >= (double)thr;
-        zs[2 * e] = big ? log(fabs(z)) / P : -1.0;
-        zs[2 * e + 1] = big ? (z > 0 ? 1.0 : -1.0) : (double)ep * z;
-    }
+    mcl_naive_smn_avg_z(n, m, tc->x[0], tc->x[1], tc->x[2], tc->p.f[0], tc->p.f[1], tc->p.f[2], tc->p.f[3], o, zs);
 }
 
 /* gz = |z| >= thr ? g0 / (P z) : g1 ep */

@@ -170,10 +170,10 @@ void mcl_naive_smn_write(const mcl_naive_phi *f, int64_t n, int64_t m, const flo
 void mcl_naive_smn_write_bwd(const mcl_naive_phi *f, int64_t n, int64_t m, const float *idx,
                              const float *zs, const float *gM, double *tmp, double *gM0,
                              double *gzs, const mcl_naive_phi_grad *g);
-/* grad_preproc of one value with P in (0, 87]: out [2]. */
-void mcl_naive_grad_preproc(double z, double P, double out[2]);
+/* grad_preproc of one value with P in (0, 87] (its threshold and scale the op's floats): out [2]. */
+void mcl_naive_grad_preproc(double z, float P, double out[2]);
 /* smn_avg_z: I2 [n] = gamma I + beta1 G; zs [m,2] = grad_preproc(I2[idx_e] + beta2 G[idx_e]). */
 void mcl_naive_smn_avg_z(int64_t n, int64_t m, const float *I, const float *G, const float *idx,
-                         double gamma, double beta1, double beta2, double P, double *I2, double *zs);
+                         double gamma, double beta1, double beta2, float P, double *I2, double *zs);
 
 #endif

@@ -11,6 +11,7 @@
  * differ by (1 - s) times a full term — a disagreement about the input, not about the op. */
 #include <math.h>
 
+#include "backend.h" /* mcl_grad_preproc_consts */
 #include "naive.h"
 
 static double lrelu(double a, double s) { return a > 0.0 ? a : s * a; }
@@ -99,15 +100,19 @@ void mcl_naive_smn_write_bwd(const mcl_naive_phi *f, int64_t n, int64_t m, const
 }
 
 /* grad_preproc of one value (Andrychowicz et al. 2016; ops.def), P in (0, 87]:
- *   |z| >= e^-P:  (log|z| / P, sign z)        else:  (-1, e^P z) */
-void mcl_naive_grad_preproc(double z, double P, double out[2])
+ *   |z| >= thr:  (log|z| / P, sign z)        else:  (-1, ep z)
+ * with thr = e^-P and ep = e^P the op's two floats (mcl_grad_preproc_consts: the definition
+ * places the branch at the float threshold, which both backends share) */
+void mcl_naive_grad_preproc(double z, float P, double out[2])
 {
-    if (fabs(z) >= exp(-P)) {
+    float thr, ep;
+    mcl_grad_preproc_consts(P, &thr, &ep);
+    if (fabs(z) >= (double)thr) {
         out[0] = log(fabs(z)) / P;
         out[1] = z > 0.0 ? 1.0 : -1.0;
     } else {
         out[0] = -1.0;
-        out[1] = exp(P) * z;
+        out[1] = (double)ep * z;
     }
 }
 
@@ -115,7 +120,7 @@ void mcl_naive_grad_preproc(double z, double P, double out[2])
  * each entry zs_e = grad_preproc(I'[idx_e] + beta2 G[idx_e], P).
  *   I, G [n], idx [m] -> I2 [n], zs [m,2]   (overwritten) */
 void mcl_naive_smn_avg_z(int64_t n, int64_t m, const float *I, const float *G, const float *idx,
-                         double gamma, double beta1, double beta2, double P, double *I2, double *zs)
+                         double gamma, double beta1, double beta2, float P, double *I2, double *zs)
 {
     for (int64_t i = 0; i < n; i++) I2[i] = gamma * I[i] + beta1 * G[i];
     for (int64_t e = 0; e < m; e++) {
