@@ -5,7 +5,9 @@
 # failing when one number of that doc is changed; an empty directory is refused (exit 1).
 # --summary: the geometric mean of 5 runs' ratios and its 95 % interval (t on the logarithms)
 # against the same worked in awk, the verdicts met / not met / inconclusive (the ACL step's goal
-# is 4×), inconclusive with 4 runs however high; --intervals and its checks, a changed bound caught.
+# is 4×), inconclusive with 4 runs however high; --intervals and its checks, a changed bound caught;
+# --status: the ceiling's interval by hand, reachable / unreachable, the fraction of the bound, its
+# checks, a changed fraction caught.
 set -eu
 top=$(cd "${srcdir:-.}" && pwd)
 tmp=$(mktemp -d)
@@ -87,4 +89,34 @@ lo=$(printf "%.2f" "$(field acl_step 1 ci95.0)")
 sed "s/\[$lo,/[9.99,/" "$tmp/doc.md" >"$tmp/doc2.md" && mv "$tmp/doc2.md" "$tmp/doc.md"
 if $py "$top/tests/check-doc-numbers.py" "$tmp/checks.txt" --root "$tmp" >"$tmp/out" 2>&1; then
     bad "a changed bound passed"; else ok "a changed bound is caught"; fi
+# --status: rec3 FILE CEIL_ACL CEIL_CONV: rec2's workloads with bounds (ours 100 ms, bound 50 ms:
+# half of the bound) and ceilings; the ACL step's below its goal of 4 (unreachable), conv4_28's
+# above 3 (reachable)
+rec3() {
+    cat >"$1" <<JSON
+{"bench": "acl-vs-torch", "threads": 1, "goal_speedup": 3.0, "workloads": [
+ {"name": "acl_step", "ours": {"ms_median": 100, "bound_ms": 50}, "pytorch": {"ms_median": 400}, "ratio_median": 3.5,
+  "bound_ms": 50, "ceiling": $2, "reachable": false},
+ {"name": "conv4_28", "ours": {"ms_median": 100, "bound_ms": 40}, "pytorch": {"ms_median": 300}, "ratio_median": 3.1,
+  "bound_ms": 40, "ceiling": $3, "reachable": true}]}
+JSON
+}
+mkdir "$tmp/st"
+set -- 3.6 5.0 3.7 5.2 3.8 5.1 3.7 4.9 3.6 5.0
+for r in 1 2 3 4 5; do rec3 "$tmp/st/acl-t1-r$r.json" "$1" "$2"; shift 2; done
+$py "$top/tools/scripts/bench-ratio-table.py" "$tmp/st" --summary >"$tmp/st/summary.json"
+$py "$top/tools/scripts/bench-ratio-table.py" "$tmp/st" --status >"$tmp/doc.md"
+want=$(echo 3.6 3.7 3.8 3.7 3.6 | awk '{for(i=1;i<=NF;i++){l[i]=log($i);m+=l[i]/NF} for(i=1;i<=NF;i++)v+=(l[i]-m)^2/(NF-1); h=2.776445*sqrt(v)/sqrt(NF); printf "%.2f [%.2f, %.2f]", exp(m), exp(m-h), exp(m+h)}')
+row=$(grep acl_step "$tmp/doc.md")
+case "$row" in
+"| acl | \`acl_step\` | 1 | 3.50 [3.50, 3.50] | not met | 4× | $want | unreachable | 50 % |") ok "status row: unreachable" ;;
+*) bad "status row: $row (ceiling $want)" ;;
+esac
+if grep conv4_28 "$tmp/doc.md" | grep -q "| reachable | 40 % |"; then ok "status: reachable"; else bad "status: $(grep conv4_28 "$tmp/doc.md")"; fi
+(cd "$tmp" && $py "$top/tools/scripts/bench-ratio-table.py" st --status --checks doc.md) >"$tmp/checks.txt"
+[ "$(wc -l <"$tmp/checks.txt")" -eq 2 ] && ok "2 status checks" || bad "status checks: $(cat "$tmp/checks.txt")"
+if $py "$top/tests/check-doc-numbers.py" "$tmp/checks.txt" --root "$tmp" >"$tmp/out" 2>&1; then ok "status checks pass"; else bad "status checks: $(cat "$tmp/out")"; fi
+sed 's/| 40 % |/| 41 % |/' "$tmp/doc.md" >"$tmp/doc2.md" && mv "$tmp/doc2.md" "$tmp/doc.md"
+if $py "$top/tests/check-doc-numbers.py" "$tmp/checks.txt" --root "$tmp" >"$tmp/out" 2>&1; then
+    bad "a changed fraction passed"; else ok "a changed fraction is caught"; fi
 exit $fail

@@ -218,8 +218,16 @@ static void shape_text(const rcase *c, char *buf, size_t size)
         used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? "x" : "", (long long)c->shape[0][d]);
 }
 
+/* Whether case c is asked for: its op (only, NULL: any), its workload containing text ("": any),
+ * its pass (-1: any) */
+static int rcase_selected(const rcase *c, const char *only, const char *text, int pass)
+{
+    return (!only || strcmp(only, c->op) == 0) && (!text[0] || strstr(c->name, text)) &&
+           (pass < 0 || c->pass == pass);
+}
+
 typedef struct roof_opts {
-    char only[64], clock[8];
+    char only[64], clock[8], workload[64], pass[16];
     int threads, json;
     float min_time;
 } roof_opts;
@@ -228,13 +236,16 @@ static const mcl_key roof_keys[] = {
     MCL_OPT_INT("threads", 0, roof_opts, threads, 1, 4096, NULL, "N",
                 "OpenMP threads of the ops (default: OpenMP's); the roofs are measured at 1..N"),
     MCL_OPT_STR("only", 'o', roof_opts, only, NULL, "OP", "only the cases of that op (conv2d, gelu, ...)"),
+    MCL_OPT_STR("workload", 'w', roof_opts, workload, NULL, "TEXT",
+                "only the cases whose workload contains TEXT (\"resnet block 4\", \"conv4_28\", ...)"),
+    MCL_OPT_STR("pass", 0, roof_opts, pass, NULL, "PASS", "only that pass: fwd, bwd, bwd-data or bwd-weights"),
     MCL_OPT_FLOAT("min-time", 0, roof_opts, min_time, 1e-3, 60, "0.2", "SECONDS", "seconds per measurement"),
     MCL_OPT_STR("clock", 0, roof_opts, clock, "wall", "wall|cpu",
                 "time the ops by the wall clock, or by the process's CPU time / threads"),
     MCL_OPT_FLAG("json", 0, roof_opts, json, "print JSON instead of a table"),
 };
 static const mcl_cli_cmd roof_cmd = {
-    .name = "bench roofline", .synopsis = "[--threads N] [-o OP] [--min-time SECONDS] [--clock wall|cpu] [--json]",
+    .name = "bench roofline", .synopsis = "[--threads N] [-o OP] [-w TEXT] [--pass PASS] [--min-time SECONDS] [--clock wall|cpu] [--json]",
     .about = "The machine's FMA peak and memory bandwidth, and each heavy op's fraction of its roof "
              "on the reference backend.",
     .opts = roof_keys, .n_opts = (int)(sizeof roof_keys / sizeof roof_keys[0])};
@@ -251,8 +262,24 @@ int mcl_cli_bench_roofline(int argc, char **argv)
         fprintf(stderr, "metacl bench roofline: --clock must be wall or cpu (not '%s')\n", o.clock);
         return 2;
     }
+    int pass = -1;
+    for (int k = 0; k < 4 && o.pass[0]; k++)
+        if (strcmp(o.pass, pass_name[k]) == 0) pass = k;
+    if (o.pass[0] && pass < 0) {
+        fprintf(stderr, "metacl bench roofline: --pass must be fwd, bwd, bwd-data or bwd-weights (not '%s')\n",
+                o.pass);
+        return 2;
+    }
     int found = !only;
     for (int c = 0; c < N_RCASES && !found; c++) found = strcmp(rcases[c].op, only) == 0;
+    int selected = 0;
+    for (int c = 0; c < N_RCASES; c++) selected += rcase_selected(&rcases[c], only, o.workload, pass);
+    if (found && !selected) {
+        fprintf(stderr, "metacl bench roofline: no case matches%s%s%s%s%s%s (the workloads are in `metacl bench "
+                        "roofline`'s table)\n", only ? " op " : "", only ? only : "", o.workload[0] ? ", workload " : "",
+                o.workload, pass >= 0 ? ", pass " : "", pass >= 0 ? o.pass : "");
+        return 2;
+    }
     if (!found) {
         fprintf(stderr, "metacl bench roofline: no case of op '%s' (cases: conv2d, matmul, srwm, attn_kv, "
                         "rel_attn, smn_write, inorm_pool_relu, inorm_relu, inorm_add_pool_relu, layer_norm, "
@@ -299,7 +326,7 @@ int mcl_cli_bench_roofline(int argc, char **argv)
     int first = 1, failed = 0;
     for (int i = 0; i < N_RCASES; i++) {
         const rcase *c = &rcases[i];
-        if (only && strcmp(only, c->op) != 0) continue;
+        if (!rcase_selected(c, only, o.workload, pass)) continue;
         char label[96], shape[64];
         snprintf(label, sizeof label, "bench roofline: %s %s", c->op, pass_name[c->pass]);
         mcl_progress_start(label, 0);

@@ -20,6 +20,13 @@ for the workloads issue 30 sets another (the ACL step: 4×). Save it as DIR/summ
 the Markdown table of that summary, and --intervals --checks DOC the doc-numbers lines that tie
 DOC's copy of it to DIR/summary.json.
 
+With --status (from DIR/summary.json) it prints a row per workload and thread count: the ratio's
+interval and verdict, the goal, the interval of the runs' ceilings (the summary's ceiling_gmean
+and ceiling_ci95, when the records carry bounds) and whether the goal is within it ("reachable":
+the interval's lower end reaches the goal; "unreachable": its upper end is below it; else
+"inconclusive"), and the median of our fraction of the roofline bound; --status --checks DOC the
+lines that tie DOC's copy of it to DIR/summary.json.
+
 Exit status: 0, 1 when DIR holds no records or a record is unreadable, 2 on bad flags."""
 
 import argparse
@@ -96,6 +103,26 @@ def row(b, n, cols, runs, hole, ok, bounded):
     return "| %s | `%s` | %s | %s |" % (b, n, " | ".join(cells), "yes" if ok else "no")
 
 
+def ceiling_summary(entries, goal):
+    """the runs' ceilings (PyTorch's median over our roofline bound), their geometric mean and
+    95 % interval, whether the goal is within reach ("reachable" when the interval's lower end
+    reaches it, "unreachable" when its upper end is below it, else "inconclusive"; fewer than
+    MIN_RUNS runs: inconclusive), and the median of our fraction of the bound (bound / our
+    median: 1 = at the roofline); {} when the records carry no bound"""
+    entries = [x for x in entries if x and x.get("ceiling") and x["ours"].get("bound_ms")]
+    if not entries:
+        return {}
+    ceil = [x["ceiling"] for x in entries]
+    gm, ci = geo_interval(ceil)
+    frac = sorted(x["ours"]["bound_ms"] / x["ours"]["ms_median"] for x in entries)
+    k = len(frac)
+    reach = "inconclusive"
+    if ci is not None and k >= MIN_RUNS:
+        reach = "reachable" if ci[0] >= goal else "unreachable" if ci[1] < goal else "inconclusive"
+    return {"ceilings": ceil, "ceiling_gmean": gm, "ceiling_ci95": ci, "reach": reach,
+            "bound_fraction": (frac[(k - 1) // 2] + frac[k // 2]) / 2}
+
+
 def summary(recs, goal):
     """the --summary JSON: per workload and thread count the interval of the runs' ratios"""
     threads = sorted({t for (_, t, _) in recs})
@@ -111,6 +138,7 @@ def summary(recs, goal):
                    "gmean": gm, "ci95": ci, "verdict": "inconclusive"}
             if ci is not None and len(ratios) >= MIN_RUNS:
                 row["verdict"] = "met" if ci[0] >= g else "not met" if ci[1] < g else "inconclusive"
+            row.update(ceiling_summary(by_run(recs, b, t, runs, n).values(), g))
             rows.append(row)
     return {"goal_speedup": goal, "min_runs": MIN_RUNS, "threads": threads, "runs": runs,
             "workloads": rows}
@@ -160,6 +188,35 @@ def interval_rows(summ, checks_doc, path):
     return out
 
 
+def status_rows(summ, checks_doc, path):
+    """the --status table: a row per workload and thread count, its ratio's interval and verdict,
+    the ceiling's interval, whether the goal is within it, our fraction of the bound (with
+    checks_doc: the doc-numbers lines that tie DOC's copy to path)"""
+    out = []
+    if not checks_doc:
+        out += ["| bench | workload | threads | ratio [95 % interval] | verdict | goal | ceiling [95 % interval]"
+                " | goal within the ceiling | ours at the bound |",
+                "|---|---|---:|---:|---|---:|---:|---|---:|"]
+    for i, w in enumerate(summ["workloads"]):
+        if w["ci95"] is None:
+            continue
+        ceil = w.get("ceiling_ci95") is not None
+        cells = ["{0:.2f} [{1:.2f}, {2:.2f}]", w["verdict"], "%g×" % w["goal"],
+                 "{3:.2f} [{4:.2f}, {5:.2f}]" if ceil else "–", w.get("reach", "–"),
+                 "{6:.0f} %" if ceil else "–"]
+        text = "| %s | `%s` | %d | %s |" % (w["bench"], w["name"], w["threads"], " | ".join(cells))
+        keys = ["gmean", "ci95.0", "ci95.1"] + (
+            ["ceiling_gmean", "ceiling_ci95.0", "ceiling_ci95.1", "bound_fraction*100"] if ceil else [])
+        if checks_doc:
+            out.append("%s | %s | %s | %s" % (checks_doc, path, ", ".join(
+                "workloads.%d.%s" % (i, k) for k in keys), text))
+            continue
+        vals = [w["gmean"]] + list(w["ci95"]) + (
+            [w["ceiling_gmean"]] + list(w["ceiling_ci95"]) + [100 * w["bound_fraction"]] if ceil else [])
+        out.append(text.format(*vals))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
@@ -167,8 +224,11 @@ def main():
     ap.add_argument("--summary", action="store_true", help="print the intervals' JSON instead")
     ap.add_argument("--intervals", action="store_true",
                     help="print the table of DIR/summary.json (with --checks: its checks)")
+    ap.add_argument("--status", action="store_true",
+                    help="print the status table of DIR/summary.json: ratios, verdicts, ceilings, the "
+                         "fraction of the bound (with --checks: its checks)")
     args = ap.parse_args()
-    if args.intervals:
+    if args.intervals or args.status:
         path = os.path.join(args.dir, "summary.json")
         try:
             with open(path, encoding="utf-8") as f:
@@ -176,7 +236,7 @@ def main():
         except (OSError, ValueError) as e:
             print("bench-ratio-table: %s (write it with --summary)" % e, file=sys.stderr)
             return 1
-        print("\n".join(interval_rows(summ, args.checks, path)))
+        print("\n".join((status_rows if args.status else interval_rows)(summ, args.checks, path)))
         return 0
     try:
         recs = load(args.dir)
