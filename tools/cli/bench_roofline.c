@@ -68,6 +68,8 @@ typedef struct rcase {
 /* Conv-4's other layers: the first (one input channel), the third and the 32 x 32 input's second */
 #define CONV4_L1(pass) {"conv4_28 layer 1", "conv2d", pass, 3, {4, 4, 1}, {{800, 1, 28, 28}, {32, 1, 3, 3}, {32}}, {0}, {1, 1}}
 #define CONV4_L3(pass) {"conv4_28 layer 3", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 7, 7}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
+/* the fourth: 3 x 3 planes, 9 pixels an image (a row of the table since 2026-12-02, at its end) */
+#define CONV4_L4(pass) {"conv4_28 layer 4", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 3, 3}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
 #define CONV4_32(pass) {"conv4_32 layer 2", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 16, 16}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
 /* the ACL step's smaller layers: Conv-4 on 32 x 32 images, layers 3 and 4 */
 #define CONV4_32L3(pass) {"conv4_32 layer 3", "conv2d", pass, 3, {4, 4, 1}, {{800, 32, 8, 8}, {32, 32, 3, 3}, {32}}, {0}, {1, 1}}
@@ -119,6 +121,7 @@ static const rcase rcases[] = {
     LN(FWD),     LN(BWD),          DROP(FWD),           DROP(BWD),   GELU(FWD),        GELU(BWD),
     RESNET_ALL(1, 16, 32), RESNET_ALL(3, 32, 8), RESNET_ALL(4, 64, 4),
     NORMS(1, 16, 32), NORMS(2, 24, 16), NORMS(3, 32, 8), NORMS(4, 64, 4),
+    CONV4_L4(FWD), CONV4_L4(BWD_DATA), CONV4_L4(BWD_WEIGHTS),
 };
 #define N_RCASES ((int)(sizeof rcases / sizeof rcases[0]))
 
